@@ -1,0 +1,1 @@
+"""Workbench: a desktop training workbench for PyTorch."""

@@ -1,0 +1,322 @@
+"""Command line: `workbench` opens the app; subcommands run the same Qt-free core headless.
+
+Every failure a user can cause ends in one line on stderr and a non-zero exit code, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+from importlib.metadata import version
+from pathlib import Path
+from typing import Callable, Sequence
+
+EXIT_USAGE = 2  # bad input: config, data, files
+EXIT_RUN_FAILED = 3  # the run itself failed (diverged, compile failure, out of memory)
+EXIT_INTERRUPTED = 130
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    if not argv:
+        from .gui_launch import launch_gui
+
+        return launch_gui()
+    args = parser.parse_args(argv)
+    from .core.errors import WorkbenchError
+
+    try:
+        return int(args.handler(args) or 0)
+    except WorkbenchError as exc:
+        return fail(str(exc), exc.hint)
+    except KeyboardInterrupt:
+        print("\nworkbench: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def fail(message: str, hint: str = "", code: int = EXIT_USAGE) -> int:
+    print(f"workbench: error: {message}" + (f" — {hint}" if hint else ""), file=sys.stderr)
+    return code
+
+
+# -- parser -----------------------------------------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="workbench", description=(
+        "A desktop training workbench for PyTorch. Without arguments it opens the app; the subcommands run "
+        "the same engine headless."))
+    parser.add_argument("--version", action="version", version=f"workbench {version('workbench')}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    train = sub.add_parser("train", help="train the network and write checkpoint, metrics and events")
+    add_config_options(train)
+    train.add_argument("--out", default="runs/latest", help="output folder (default: runs/latest)")
+    train.set_defaults(handler=cmd_train)
+
+    evaluate = sub.add_parser("evaluate", help="accuracy and confusion matrix of a checkpoint on a dataset")
+    evaluate.add_argument("checkpoint")
+    evaluate.add_argument("--dataset", default=None, help="dataset name (default: the checkpoint's)")
+    evaluate.add_argument("--data-root", default=None)
+    evaluate.add_argument("--split", choices=("test", "val"), default="test")
+    evaluate.add_argument("--device", default="auto")
+    evaluate.set_defaults(handler=cmd_evaluate)
+
+    predict = sub.add_parser("predict", help="classify image files with a checkpoint")
+    predict.add_argument("checkpoint")
+    predict.add_argument("images", nargs="+")
+    predict.add_argument("--json", action="store_true", help="one JSON object per image")
+    predict.set_defaults(handler=cmd_predict)
+
+    explain = sub.add_parser("explain", help="what torch.compile does with the network: graphs, breaks, ops")
+    add_config_options(explain)
+    explain.set_defaults(handler=cmd_explain)
+    return parser
+
+
+def add_config_options(parser: argparse.ArgumentParser) -> None:
+    from .core.config import AMP_CHOICES, BACKENDS, LR_SCHEDULES, MODES, OPTIMIZERS, TrainConfig
+
+    d = TrainConfig()
+    g = parser.add_argument_group("run configuration")
+    g.add_argument("--config", metavar="JSON", help="read settings from a JSON file (flags override it)")
+    g.add_argument("--dataset", help=f"mnist-sample (bundled), mnist, fashion-mnist, kmnist, idx, imagefolder "
+                                      f"(default: {d.dataset})")
+    g.add_argument("--data-root", help="folder with an existing dataset layout")
+    g.add_argument("--model", help="'sandwich' or path/to/file.py:ClassName")
+    g.add_argument("--device", help="auto, cpu, cuda, cuda:N (default: auto)")
+    g.add_argument("--epochs", type=int, help=f"(default: {d.epochs})")
+    g.add_argument("--batch-size", type=int, help=f"(default: {d.batch_size})")
+    g.add_argument("--lr", type=float, help=f"learning rate (default: {d.lr:g})")
+    g.add_argument("--lr-schedule", choices=LR_SCHEDULES, help=f"(default: {d.lr_schedule})")
+    g.add_argument("--optimizer", choices=OPTIMIZERS, help=f"(default: {d.optimizer})")
+    g.add_argument("--weight-decay", type=float, help=f"(default: {d.weight_decay:g})")
+    g.add_argument("--seed", type=int, help=f"(default: {d.seed})")
+    g.add_argument("--hidden-dim", type=int, help=f"(default: {d.hidden_dim})")
+    g.add_argument("--dropout", type=float, help=f"(default: {d.dropout:g})")
+    g.add_argument("--backend", choices=BACKENDS, help="torch.compile backend; eager = no compile (default)")
+    g.add_argument("--mode", choices=MODES, help="inductor mode (default: default)")
+    g.add_argument("--fullgraph", action=argparse.BooleanOptionalAction, default=None,
+                   help="fail on any graph break instead of running that part eagerly")
+    g.add_argument("--dynamic", choices=("auto", "true", "false"), help="dynamic shapes (default: auto)")
+    g.add_argument("--amp", choices=AMP_CHOICES, help="mixed precision (default: off)")
+    g.add_argument("--allow-eager-fallback", action=argparse.BooleanOptionalAction, default=None,
+                   help="if compiling fails, continue in eager mode with a warning instead of failing")
+    g.add_argument("--max-steps", type=int, help="stop after this many optimizer steps")
+
+
+def config_from_args(args: argparse.Namespace):
+    """Defaults, then the --config file, then explicit flags: the same TrainConfig validation for all three."""
+    from .core.config import ConfigError, TrainConfig
+
+    values: dict = {}
+    if args.config:
+        try:
+            text = Path(args.config).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError("config", f"cannot read {args.config}: {exc.strerror}") from None
+        values.update(TrainConfig.from_json(text).to_dict())
+    for name in ("dataset", "data_root", "model", "device", "epochs", "batch_size", "lr", "lr_schedule", "optimizer",
+                 "weight_decay", "seed", "hidden_dim", "dropout", "backend", "mode", "fullgraph", "amp",
+                 "allow_eager_fallback", "max_steps"):
+        value = getattr(args, name, None)
+        if value is not None:
+            values[name] = value
+    if getattr(args, "dynamic", None):
+        values["dynamic"] = {"auto": None, "true": True, "false": False}[args.dynamic]
+    return TrainConfig.from_dict(values)
+
+
+# -- train ------------------------------------------------------------------------------------------------------
+def cmd_train(args: argparse.Namespace) -> int:
+    from .core import devices
+    from .core.engine import Trainer
+    from .core.events import RunFailed
+    from .core.runfiles import RunWriter
+
+    config = config_from_args(args)
+    config.check_runnable(devices.cuda_available())
+    writer = RunWriter(Path(args.out))  # fails here, before any training, if --out is not writable
+    bar = ProgressBar(sys.stderr)
+    stop = threading.Event()
+    with interrupt_sets(stop):
+        result = Trainer(out_dir=writer.out_dir).run(config, emit=lambda e: (writer.write(e), bar.update(e)),
+                                                     stop=stop)
+    bar.close()
+    writer.close(result)
+    if isinstance(result, RunFailed):
+        return fail(f"training failed ({result.kind}): {result.message}", result.hint, EXIT_RUN_FAILED)
+    m = result.metrics
+    state = "stopped early" if result.stopped else "finished"
+    print(f"{state}: {result.steps} steps, {result.epochs} epoch(s) in {result.seconds:.1f} s · "
+          f"val accuracy {m.get('val_accuracy', float('nan')):.2%} · {m.get('samples_per_s', 0):,.0f} samples/s"
+          + (f" · compile {m['compile_seconds']:.1f} s" if m.get("compile_seconds") else ""))
+    print(f"wrote {writer.out_dir}: checkpoint.pt, checkpoint.safetensors, metrics.json, events.jsonl")
+    return EXIT_INTERRUPTED if result.stopped else 0
+
+
+class interrupt_sets:
+    """First Ctrl+C asks the run to stop after the current step (the checkpoint is still written); a second one
+    interrupts at once."""
+
+    def __init__(self, stop: threading.Event):
+        self.stop = stop
+        self.previous: Callable | int | None = None
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def _handle(self, signum, frame):
+        if self.stop.is_set():
+            raise KeyboardInterrupt
+        print("\nstopping after this step (Ctrl+C again to abort)…", file=sys.stderr)
+        self.stop.set()
+
+    def __exit__(self, *exc):
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+        return False
+
+
+class ProgressBar:
+    """One redrawn line on a terminal; a line per epoch otherwise (CI logs stay readable)."""
+
+    WIDTH = 24
+
+    def __init__(self, stream):
+        from .core.progress import Progress
+
+        self.stream = stream
+        self.tty = stream.isatty()
+        self.progress = Progress()
+        self.last_draw = 0.0
+
+    def update(self, event) -> None:
+        import time
+
+        from .core.events import EpochEnd, Notice, RunFailed
+
+        self.progress.update(event)
+        p = self.progress
+        if isinstance(event, Notice):
+            self._line(f"{event.level}: {event.message}")
+        elif isinstance(event, EpochEnd):
+            self._line(f"epoch {event.epoch}/{p.epochs}: train loss {event.train_loss:.4f} · val loss "
+                       f"{event.val_loss:.4f} · val accuracy {event.val_accuracy:.2%}")
+        elif isinstance(event, RunFailed):
+            self._clear()
+        elif self.tty and time.monotonic() - self.last_draw > 0.1:
+            self.last_draw = time.monotonic()
+            filled = int(self.WIDTH * p.fraction)
+            eta = p.eta_seconds
+            from .core.progress import format_duration
+
+            text = (f"\r{p.describe().split(' · ')[0]} [{'#' * filled}{'-' * (self.WIDTH - filled)}] "
+                    f"{p.fraction:4.0%} {p.step}/{p.total_steps} · loss {p.loss:.4f} · "
+                    f"{p.samples_per_s:,.0f} samples/s" + (f" · ETA {format_duration(eta)}" if eta else ""))
+            self.stream.write(text[:160].ljust(100))
+            self.stream.flush()
+
+    def _clear(self) -> None:
+        if self.tty:
+            self.stream.write("\r" + " " * 110 + "\r")
+
+    def _line(self, text: str) -> None:
+        self._clear()
+        self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        self._clear()
+
+
+# -- evaluate / predict / explain -------------------------------------------------------------------------------
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    import torch
+
+    from .core import checkpoint, devices
+    from .core.data import load_split
+    from .core.engine import evaluate_split
+
+    ckpt = checkpoint.load(args.checkpoint)
+    dataset = args.dataset or ckpt.config.dataset
+    data_root = args.data_root if args.dataset else (args.data_root or ckpt.config.data_root)
+    split = load_split(dataset, args.split, data_root)
+    device = devices.resolve_device(args.device)
+    model = ckpt.build_model(device)
+    config = ckpt.config.replace(amp="off")
+    loss, accuracy, predicted = evaluate_split(model, split, config, device)
+    n = len(ckpt.classes)
+    matrix = torch.zeros(n, n, dtype=torch.long)
+    matrix.index_put_((split.labels.clamp(0, n - 1), predicted.clamp(0, n - 1)), torch.ones_like(predicted),
+                      accumulate=True)
+    print(f"{dataset} {args.split}: {len(split)} images · accuracy {accuracy:.2%} · loss {loss:.4f}")
+    print(format_confusion(matrix.tolist(), ckpt.classes))
+    return 0
+
+
+def format_confusion(matrix: list[list[int]], classes: Sequence[str]) -> str:
+    labels = [c[:6] for c in classes]
+    width = max(6, max(len(str(v)) for row in matrix for v in row) + 1)
+    lines = ["confusion matrix (rows: true class, columns: predicted)",
+             "true\\pred".rjust(10) + "".join(label.rjust(width) for label in labels)]
+    for label, row in zip(labels, matrix):
+        lines.append(label.rjust(10) + "".join(str(v).rjust(width) for v in row))
+    return "\n".join(lines)
+
+
+def cmd_predict(args: argparse.Namespace) -> int:
+    from .core import checkpoint
+    from .core.predict import ImageError, predict_file
+
+    ckpt = checkpoint.load(args.checkpoint)
+    model = ckpt.build_model("cpu")
+    failures = 0
+    for image in args.images:
+        try:
+            p = predict_file(model, image, ckpt.classes)
+        except ImageError as exc:
+            failures += 1
+            print(f"workbench: error: {exc}", file=sys.stderr)
+            continue
+        if args.json:
+            print(json.dumps({"image": image, "class": p.class_name, "confidence": p.confidence,
+                              "probabilities": list(p.probabilities)}))
+        else:
+            print(f"{image}: {p.class_name} ({p.confidence:.1%})")
+    return EXIT_USAGE if failures else 0
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from .core import devices
+    from .core.inspect import explain
+
+    config = config_from_args(args)
+    if not config.compiled:
+        config = config.replace(backend="inductor")  # explain is about compiling: eager would say nothing
+    config.check_runnable(devices.cuda_available())
+    print(format_report(explain(config)))
+    return 0
+
+
+def format_report(report) -> str:
+    lines = [f"graphs: {report.graph_count} · graph breaks: {report.graph_break_count} · ops: {report.op_count} · "
+             f"traced in {report.compile_seconds:.2f} s"]
+    for i, brk in enumerate(report.breaks, 1):
+        lines.append(f"\nbreak {i} at {brk.where}")
+        for frame in brk.frames:
+            lines.append(f"  {frame.file}:{frame.line} in {frame.function}: {frame.source}")
+        lines.extend("  " + line for line in brk.reason.splitlines())
+    lines.extend(f"recompile: {r}" for r in report.recompiles)
+    lines.extend(f"warning: {w}" for w in report.warnings)
+    if not report.breaks:
+        lines.append("no graph breaks: the whole forward pass compiles as one graph")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

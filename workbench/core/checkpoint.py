@@ -1,0 +1,149 @@
+"""Checkpoints: the state_dict plus the config that built it, written atomically, read with weights_only=True.
+
+A compiled module is never pickled (unpickling runs code, and `torch.load(weights_only=True)` rightly refuses
+it); the config carries the model's arguments so the network can be rebuilt before the weights go in.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import tempfile
+import zipfile
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import torch
+from torch import nn
+
+from .config import ConfigError, TrainConfig
+from .errors import WorkbenchError, first_line
+from .model import ModelSpecError, build_model
+
+FORMAT = "workbench-checkpoint"
+FORMAT_VERSION = 1
+
+
+class CheckpointError(WorkbenchError):
+    """A file that is not a usable Workbench checkpoint; the message says why."""
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    config: TrainConfig
+    state_dict: dict
+    metrics: dict
+    versions: dict
+    classes: tuple[str, ...]
+
+    def build_model(self, device: torch.device | str = "cpu") -> nn.Module:
+        """The trained network in eval mode (eager: safe to call from any thread)."""
+        model = build_model(self.config.model, input_dim=784, hidden_dim=self.config.hidden_dim,
+                            output_dim=len(self.classes), dropout=self.config.dropout)
+        try:
+            model.load_state_dict(self.state_dict)
+        except RuntimeError as exc:
+            raise CheckpointError(f"the weights do not fit the network described by the checkpoint's config: "
+                                  f"{first_line(exc)}") from None
+        return model.to(device).eval()
+
+
+@contextmanager
+def atomic_path(target: str | Path, suffix: str = "") -> Iterator[Path]:
+    """Yield a temp path next to `target`; on success it replaces `target` in one rename, on error it vanishes.
+
+    Readers therefore see the old file or the new one, never half of one — also after a crash mid-write.
+    """
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix + ".tmp", dir=target.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        with open(tmp_path, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.chmod(tmp_path, 0o666 & ~_umask())  # mkstemp makes 0600; a saved file gets the user's usual mode
+        os.replace(tmp_path, target)
+    finally:
+        tmp_path.unlink(missing_ok=True)
+
+
+def _unpickler_detail(exc: BaseException) -> str:
+    """torch's refusal is a page of advice; the line naming the offending global is the useful part."""
+    for line in str(exc).splitlines():
+        if "Unsupported global" in line or "Unsupported operand" in line:
+            return line.replace("WeightsUnpickler error:", "").strip().split(" was not an allowed")[0]
+    return first_line(exc)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def write_text_atomic(target: str | Path, text: str) -> None:
+    with atomic_path(target) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
+
+def save(path: str | Path, model: nn.Module, config: TrainConfig, *, metrics: dict, versions: dict,
+         classes: tuple[str, ...]) -> Path:
+    """Write `path` (.pt) and, beside it, the bare weights as `.safetensors` (safe for any other tool)."""
+    from safetensors.torch import save_file
+
+    state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+    payload = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "config": config.to_dict(),
+        "state_dict": state,
+        "metrics": dict(metrics),
+        "versions": dict(versions),
+        "classes": list(classes),
+    }
+    path = Path(path)
+    with atomic_path(path) as tmp:
+        torch.save(payload, tmp)
+    with atomic_path(path.with_suffix(".safetensors")) as tmp:
+        save_file(state, str(tmp), metadata={"format": FORMAT, "config": config.to_json()})
+    return path
+
+
+def load(path: str | Path) -> Checkpoint:
+    """Read a checkpoint without executing anything in it; every failure becomes one CheckpointError."""
+    path = Path(path)
+    if path.is_dir():
+        raise CheckpointError(f"{path} is a folder; pass the checkpoint file (e.g. {path / 'checkpoint.pt'})")
+    if not path.is_file():
+        raise CheckpointError(f"{path} does not exist")
+    if path.stat().st_size == 0:
+        raise CheckpointError(f"{path.name} is empty (0 bytes)")
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as exc:
+        raise CheckpointError(f"{path.name} was refused: it contains Python objects other than tensors and plain "
+                              f"data, which could run code when loaded ({_unpickler_detail(exc)})") from None
+    except (RuntimeError, EOFError, zipfile.BadZipFile, OSError, ValueError) as exc:
+        raise CheckpointError(f"{path.name} is not a readable PyTorch file (damaged or truncated?): "
+                              f"{first_line(exc)}") from None
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+        raise CheckpointError(f"{path.name} is a PyTorch file but not a Workbench checkpoint "
+                              f"(no '{FORMAT}' marker); export one from Workbench or `workbench train --out DIR`")
+    if payload.get("format_version", 0) > FORMAT_VERSION:
+        raise CheckpointError(f"{path.name} was written by a newer Workbench (format "
+                              f"{payload['format_version']}); upgrade Workbench to read it")
+    try:
+        config = TrainConfig.from_dict(payload["config"])
+        checkpoint = Checkpoint(config=config, state_dict=payload["state_dict"], metrics=payload.get("metrics", {}),
+                                versions=payload.get("versions", {}), classes=tuple(payload["classes"]))
+    except (KeyError, TypeError, ConfigError) as exc:
+        raise CheckpointError(f"{path.name} is incomplete or from an incompatible version: {exc}") from None
+    try:
+        checkpoint.build_model()  # fail now, with a clear message, rather than at the first prediction
+    except ModelSpecError as exc:
+        raise CheckpointError(f"{path.name} needs the model '{config.model}': {exc}") from None
+    return checkpoint

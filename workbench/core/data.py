@@ -1,0 +1,299 @@
+"""Datasets and the device-resident batch loader.
+
+MNIST-sized sets fit in memory many times over, so a run keeps the whole set on the device as one uint8 tensor and
+draws batches as index slices of a per-epoch permutation: no per-sample `__getitem__`, no worker processes, no
+host→device copy per step. Every dataset arrives here as a `Split` of (N, 28, 28) uint8 images and int64 labels.
+"""
+
+from __future__ import annotations
+
+import atexit
+import gzip
+import os
+import re
+from contextlib import ExitStack
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+import torch
+
+from . import paths
+from .errors import WorkbenchError, first_line
+
+VAL_FRACTION = 0.1  # hold-out from a train split when a dataset has no validation split of its own
+SPLIT_SEED = 1234  # fixed, independent of the run's seed: every run validates on the same images
+SPLITS = ("train", "val", "test")
+
+
+class DataError(WorkbenchError):
+    """A dataset that cannot be read; the message says what is missing and what to do instead."""
+
+    kind = "data"
+
+
+@dataclass(frozen=True)
+class Split:
+    images: torch.Tensor  # (N, 28, 28) uint8
+    labels: torch.Tensor  # (N,) int64
+
+    def __len__(self) -> int:
+        return int(self.labels.shape[0])
+
+    def subset(self, index: torch.Tensor) -> "Split":
+        return Split(self.images[index], self.labels[index])
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    name: str
+    title: str
+    classes: tuple[str, ...]
+    needs_root: bool = False  # idx / imagefolder: meaningless without --data-root
+    online: bool = False  # may download when no data root is given
+
+
+DIGITS = tuple(str(d) for d in range(10))
+CATALOGUE: dict[str, DatasetInfo] = {info.name: info for info in (
+    DatasetInfo("mnist-sample", "MNIST sample (bundled, 5,000 digits)", DIGITS),
+    DatasetInfo("mnist", "MNIST (torchvision)", DIGITS, online=True),
+    DatasetInfo("fashion-mnist", "Fashion-MNIST (torchvision)", (
+        "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"),
+        online=True),
+    DatasetInfo("kmnist", "KMNIST (torchvision)", ("o", "ki", "su", "tsu", "na", "ha", "ma", "ya", "re", "wo"),
+                online=True),
+    DatasetInfo("idx", "IDX folder (--data-root)", DIGITS, needs_root=True),
+    DatasetInfo("imagefolder", "Image folder, one subfolder per class (--data-root)", (), needs_root=True),
+)}
+OFFLINE_CHOICES = ("mnist-sample (bundled), or --data-root DIR holding a torchvision layout "
+                   "(e.g. DIR/MNIST/raw/train-images-idx3-ubyte.gz), or --dataset idx --data-root DIR with IDX files")
+
+
+def dataset_info(name: str) -> DatasetInfo:
+    info = CATALOGUE.get(name)
+    if info is None:
+        raise DataError(f"unknown dataset '{name}' (choose one of: {', '.join(CATALOGUE)})")
+    return info
+
+
+def load_split(name: str, split: str, data_root: str | None = None) -> Split:
+    """One split ("train", "val" or "test") of a dataset, on the CPU."""
+    info = dataset_info(name)
+    if split not in SPLITS:
+        raise DataError(f"unknown split '{split}' (choose one of: {', '.join(SPLITS)})")
+    root = _checked_root(info, data_root)
+    if name == "mnist-sample":
+        return _mnist_sample(split)
+    if name == "imagefolder":
+        return _with_holdout(split, lambda which: _image_folder(root) if which == "train" else None, name)
+    if name == "idx":
+        return _with_holdout(split, lambda which: _idx_folder(root, which), name)
+    return _with_holdout(split, lambda which: _torchvision(name, root, which), name)
+
+
+def classes_of(name: str, data_root: str | None = None) -> tuple[str, ...]:
+    info = dataset_info(name)
+    if name == "imagefolder":
+        return tuple(sorted(p.name for p in _checked_root(info, data_root).iterdir() if p.is_dir()))
+    return info.classes
+
+
+# -- the bundled sample -----------------------------------------------------------------------------------------
+_RESOURCE_FILES = ExitStack()  # keeps any extracted resource alive for the life of the process
+atexit.register(_RESOURCE_FILES.close)
+
+
+def resource_path(*parts: str) -> Path:
+    """A real filesystem path to a packaged resource (wheel or checkout), via importlib.resources."""
+    ref = resources.files("workbench").joinpath("resources", *parts)
+    return Path(_RESOURCE_FILES.enter_context(resources.as_file(ref)))
+
+
+def _mnist_sample(split: str) -> Split:
+    """torchvision reads the bundled IDX files: `train-*` is the 4,000-image training part, `t10k-*` the 1,000
+    held-out validation images (a fixed-seed 80/20 split made by scripts/make_mnist_sample.py)."""
+    if split == "test":
+        raise DataError("mnist-sample has no separate test split: its 1,000 held-out images are the 'val' split "
+                        "(use --split val, or evaluate on an IDX folder with --dataset idx --data-root DIR)")
+    from torchvision.datasets import MNIST
+
+    ds = MNIST(str(resource_path("mnist_sample")), train=(split == "train"), download=False)
+    return Split(ds.data.contiguous(), ds.targets.long())
+
+
+# -- torchvision datasets ---------------------------------------------------------------------------------------
+def _torchvision(name: str, root: Path | None, which: str) -> Split:
+    from torchvision import datasets
+
+    cls = {"mnist": datasets.MNIST, "fashion-mnist": datasets.FashionMNIST, "kmnist": datasets.KMNIST}[name]
+    target = root or paths.cache_dir() / "datasets"
+    try:
+        # download=True also unpacks *.gz files already present under root (checked by md5): no network needed.
+        ds = cls(str(target), train=(which == "train"), download=True)
+    except Exception as exc:  # torchvision raises RuntimeError/URLError/OSError for offline or damaged folders
+        where = target / cls.__name__ / "raw"
+        raise DataError(
+            f"could not read or download {name} into {where}: {first_line(exc)}. "
+            f"No network? Offline choices: {OFFLINE_CHOICES}") from None
+    return Split(ds.data.contiguous(), ds.targets.long())
+
+
+# -- IDX folders ------------------------------------------------------------------------------------------------
+_IDX_TYPES = {0x08: np.uint8, 0x09: np.int8, 0x0B: np.dtype(">i2"), 0x0C: np.dtype(">i4"),
+              0x0D: np.dtype(">f4"), 0x0E: np.dtype(">f8")}
+
+
+def read_idx(path: Path) -> np.ndarray:
+    """An IDX file (optionally gzip-compressed) as a numpy array."""
+    raw = path.read_bytes()
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError) as exc:
+            raise DataError(f"{path} is a damaged gzip file ({exc})") from None
+    if len(raw) < 4 or raw[0:2] != b"\x00\x00" or raw[2] not in _IDX_TYPES or not 1 <= raw[3] <= 4:
+        raise DataError(f"{path} is not an IDX file (bad magic number)")
+    ndim = raw[3]
+    shape = tuple(int.from_bytes(raw[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim))
+    dtype = np.dtype(_IDX_TYPES[raw[2]])
+    count = int(np.prod(shape))
+    offset = 4 + 4 * ndim
+    if len(raw) - offset != count * dtype.itemsize:
+        raise DataError(f"{path} is truncated or padded: header says {shape}, file holds "
+                        f"{(len(raw) - offset) // dtype.itemsize} values")
+    return np.frombuffer(raw, dtype=dtype, count=count, offset=offset).reshape(shape)
+
+
+_IDX_NAME = re.compile(r"^(?P<prefix>.*?)[-_.]?(?P<kind>images|labels)[-_.]idx(?P<n>[13])[-_.]ubyte(\.gz)?$")
+
+
+def _idx_folder(root: Path, which: str) -> Split | None:
+    """Pairs `<prefix>-images-idx3-ubyte[.gz]` with `<prefix>-labels-idx1-ubyte[.gz]`; `train*` is the training
+    split, `t10k*`/`test*` the test split."""
+    pairs: dict[str, dict[str, Path]] = {}
+    for path in sorted(root.iterdir()):
+        match = _IDX_NAME.match(path.name)
+        if match and path.is_file():
+            pairs.setdefault(match["prefix"], {})[match["kind"]] = path
+    complete = {p: f for p, f in pairs.items() if len(f) == 2}
+    if not complete:
+        raise DataError(f"no IDX image/label pair in {root} (expected e.g. t10k-images-idx3-ubyte.gz and "
+                        f"t10k-labels-idx1-ubyte.gz)")
+    wanted = ("train",) if which == "train" else ("t10k", "test")
+    prefix = next((p for p in complete if p.lower().startswith(wanted)), None)
+    if prefix is None:
+        return None
+    images = read_idx(complete[prefix]["images"])
+    labels = read_idx(complete[prefix]["labels"])
+    if images.ndim != 3 or images.shape[1:] != (28, 28) or images.dtype != np.uint8:
+        raise DataError(f"{complete[prefix]['images']} holds {images.shape} {images.dtype}; expected N×28×28 uint8")
+    if labels.shape != (images.shape[0],):
+        raise DataError(f"{complete[prefix]['labels']} has {labels.shape[0]} labels for {images.shape[0]} images")
+    return Split(torch.from_numpy(images.copy()), torch.from_numpy(labels.astype(np.int64)))
+
+
+# -- image folders ----------------------------------------------------------------------------------------------
+def _image_folder(root: Path) -> Split:
+    """Class subfolders of images, each decoded with the Predict preprocessing (so both see the same pixels).
+    Decoding runs in a DataLoader with worker processes; the result is held in memory like every other set."""
+    from torch.utils.data import DataLoader, Dataset
+
+    from .predict import ImageError, load_digit
+
+    classes = classes_of("imagefolder", str(root))
+    files = [(path, label) for label, cls in enumerate(classes)
+             for path in sorted((root / cls).iterdir()) if path.is_file()]
+    if not files:
+        raise DataError(f"no images under {root} (expected one subfolder per class holding image files)")
+
+    class Decoded(Dataset):
+        def __len__(self) -> int:
+            return len(files)
+
+        def __getitem__(self, i: int):
+            path, label = files[i]
+            try:
+                return torch.from_numpy(load_digit(path)), label
+            except ImageError:
+                return torch.zeros(28, 28, dtype=torch.uint8), -1
+
+    workers = min(4, os.cpu_count() or 1) if len(files) > 2000 else 0
+    batches = list(DataLoader(Decoded(), batch_size=512, num_workers=workers))
+    images = torch.cat([b[0] for b in batches])
+    labels = torch.cat([b[1] for b in batches]).long()
+    keep = labels >= 0
+    if not keep.any():
+        raise DataError(f"none of the {len(files)} files under {root} could be read as an image")
+    return Split(images[keep].contiguous(), labels[keep])
+
+
+# -- splitting --------------------------------------------------------------------------------------------------
+def _with_holdout(split: str, read, name: str) -> Split:
+    """train/val come from the training part with a fixed-seed hold-out; test is the dataset's own test part."""
+    if split == "test":
+        test = read("test")
+        if test is None:
+            raise DataError(f"{name} has no test split here (use --split val)")
+        return test
+    full = read("train")
+    if full is None:
+        raise DataError(f"{name} has no training split here (found only a test split)")
+    order = torch.randperm(len(full), generator=torch.Generator().manual_seed(SPLIT_SEED))
+    n_val = max(1, int(len(full) * VAL_FRACTION))
+    return full.subset(order[:n_val] if split == "val" else order[n_val:])
+
+
+def _checked_root(info: DatasetInfo, data_root: str | None) -> Path | None:
+    if data_root is None:
+        if info.needs_root:
+            raise DataError(f"dataset '{info.name}' reads a folder: pass --data-root DIR")
+        return None
+    root = Path(data_root).expanduser()
+    if not root.is_dir():
+        raise DataError(f"data root '{root}' does not exist or is not a folder")
+    return root
+
+
+
+# -- the device-resident loader ---------------------------------------------------------------------------------
+class DeviceBatches:
+    """The whole split as one tensor on the device; batches are slices of a per-epoch permutation.
+
+    The permutation is drawn on the CPU from a generator seeded by (seed, epoch), so a run sees the same batches
+    on every device. Training drops the last partial batch: one batch shape means one compiled graph.
+    """
+
+    def __init__(self, split: Split, batch_size: int, device: torch.device, *, seed: int = 0, shuffle: bool = True,
+                 drop_last: bool = True, rank: int = 0, world_size: int = 1):
+        self.images = split.images.to(device, non_blocking=True)
+        self.labels = split.labels.to(device, non_blocking=True)
+        self.batch_size = batch_size
+        self.device = device
+        self.seed = seed
+        self.shuffle = shuffle
+        self.drop_last = drop_last
+        self.rank = rank
+        self.world_size = world_size
+
+    @property
+    def shard_size(self) -> int:
+        """Samples this rank sees per epoch: an equal share, so every rank takes the same number of steps."""
+        return len(self.labels) // self.world_size
+
+    def __len__(self) -> int:
+        n, b = self.shard_size, self.batch_size
+        return n // b if self.drop_last else -(-n // b)
+
+    def epoch(self, epoch: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        n = len(self.labels)
+        if self.shuffle:
+            order = torch.randperm(n, generator=torch.Generator().manual_seed(self.seed * 100_003 + epoch))
+        else:
+            order = torch.arange(n)
+        # Each rank takes every world_size-th sample of the same permutation: disjoint shards, all samples seen.
+        order = order[self.rank: self.shard_size * self.world_size: self.world_size].to(self.device)
+        for i in range(len(self)):
+            index = order[i * self.batch_size: (i + 1) * self.batch_size]
+            yield self.images[index], self.labels[index]

@@ -1,0 +1,113 @@
+"""Device choice, names, memory readings and which compile backends this machine can run (and why not)."""
+
+from __future__ import annotations
+
+import functools
+import os
+import platform
+import shutil
+import sys
+
+import torch
+
+from .config import BACKENDS, CUDA_ONLY_BACKENDS
+
+MIB = 1024 * 1024
+
+
+def cuda_available() -> bool:
+    return torch.cuda.is_available()
+
+
+def resolve_device(name: str) -> torch.device:
+    """`auto` → the first CUDA device if there is one, else the CPU."""
+    if name == "auto":
+        return torch.device("cuda" if cuda_available() else "cpu")
+    return torch.device(name)
+
+
+def device_name(device: torch.device) -> str:
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return f"CPU ({platform.processor() or platform.machine()}, {os.cpu_count()} cores)"
+
+
+def device_choices() -> list[tuple[str, str]]:
+    """(value, label) pairs for a device picker: auto, each CUDA device, the CPU."""
+    choices = [("auto", "Auto")]
+    if cuda_available():
+        for i in range(torch.cuda.device_count()):
+            choices.append((f"cuda:{i}", f"cuda:{i} · {torch.cuda.get_device_name(i)}"))
+    choices.append(("cpu", "CPU"))
+    return choices
+
+
+def memory_mib(device: torch.device) -> dict[str, float]:
+    """CUDA allocator figures on a GPU; the process resident set on the CPU (labelled 'rss')."""
+    if device.type == "cuda":
+        return {
+            "allocated": torch.cuda.memory_allocated(device) / MIB,
+            "reserved": torch.cuda.memory_reserved(device) / MIB,
+            "peak": torch.cuda.max_memory_allocated(device) / MIB,
+        }
+    return {"rss": process_rss_bytes() / MIB}
+
+
+@functools.lru_cache(maxsize=1)
+def _page_size() -> int:
+    return os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def process_rss_bytes() -> int:
+    try:
+        with open("/proc/self/statm", "rb") as fh:
+            return int(fh.read().split()[1]) * _page_size()
+    except OSError:  # not Linux: peak RSS is the best cheap figure
+        import resource
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return peak if sys.platform == "darwin" else peak * 1024
+
+
+def cpp_compiler() -> str | None:
+    """The C++ compiler Inductor would use on the CPU, if it can be found."""
+    from torch._inductor import config as inductor_config
+
+    configured = inductor_config.cpp.cxx
+    candidates = configured if isinstance(configured, (tuple, list)) else (configured,)
+    for candidate in candidates:
+        if candidate and shutil.which(candidate):
+            return shutil.which(candidate)
+    return None
+
+
+def backend_problem(backend: str, device: torch.device) -> str | None:
+    """Why `backend` cannot run on `device` here, or None when it can."""
+    if backend == "eager":
+        return None
+    if backend in CUDA_ONLY_BACKENDS and device.type != "cuda":
+        return f"{backend} captures CUDA graphs and needs a CUDA device"
+    if backend not in torch.compiler.list_backends(exclude_tags=()):
+        return f"this PyTorch build has no '{backend}' backend"
+    if backend == "inductor" and device.type == "cpu" and cpp_compiler() is None:
+        return ("Inductor on the CPU needs a C++ compiler and none was found "
+                "(install g++, e.g. `apt install g++`, or set CXX) — or choose aot_eager or eager")
+    return None
+
+
+def backend_availability(device: torch.device) -> dict[str, str | None]:
+    return {b: backend_problem(b, device) for b in BACKENDS}
+
+
+def versions() -> dict[str, str]:
+    from importlib.metadata import version
+
+    info = {
+        "workbench": version("workbench"),
+        "torch": str(torch.__version__),  # TorchVersion is not plain data
+        "python": platform.python_version(),
+        "cuda": torch.version.cuda or "none",
+    }
+    if cuda_available():
+        info["gpu"] = torch.cuda.get_device_name(0)
+    return info

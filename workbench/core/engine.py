@@ -1,0 +1,436 @@
+"""The training engine: one run = a config in, a stream of events out.
+
+`Trainer().run(config, emit, stop)` trains on the calling thread, which thereby owns every compile and every call
+of the compiled model (Dynamo is not thread-safe, its config is thread-local, and CUDA graph trees live in
+thread-local state). It knows nothing about who listens: the GUI worker, the CLI and the DDP launcher all pass an
+`emit` callable. Losses are read back from the device in blocks (`.item()` per step would be a sync per step), so
+per-step figures in a block share the block's timing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Protocol
+
+import torch
+import torch._dynamo
+from torch import nn
+from torch.nn import functional as F
+
+from . import checkpoint, devices
+from .config import TrainConfig
+from .data import DeviceBatches, Split, classes_of, load_split
+from .errors import WorkbenchError, first_line
+from .events import (CompileFinished, CompileReport, CompileStarted, Emit, EpochEnd, GraphBreak, Notice,
+                     RunFailed, RunFinished, RunStarted, Step)
+from .inspect import RunCompileLog, explain_model
+from .model import build_model
+
+FLUSH_SECONDS = 0.05  # how often losses are read back from the device (and Step events go out)
+EVAL_BATCH = 1024
+
+
+class StopFlag(Protocol):
+    def is_set(self) -> bool: ...
+
+
+class CompileFailure(WorkbenchError):
+    kind = "compile"
+
+
+@dataclass
+class Distributed:
+    """How this process takes part in a multi-process run (the default: alone)."""
+
+    rank: int = 0
+    world_size: int = 1
+    wrap: Callable[[nn.Module], nn.Module] = lambda m: m  # e.g. DistributedDataParallel
+    all_reduce_mean: Callable[[torch.Tensor], torch.Tensor] = lambda t: t
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+
+@dataclass
+class _Session:
+    """What a run trains with; replaced as a whole when a compile failure falls back to eager."""
+
+    model: nn.Module  # the module holding the weights (compiled in place when a backend is used)
+    train_model: nn.Module  # what forward is called on (the DDP wrapper in a multi-process run)
+    optimizer: torch.optim.Optimizer
+    scaler: torch.amp.GradScaler | None
+    compiled: bool
+    scheduler: torch.optim.lr_scheduler.LRScheduler | None = None
+
+
+@dataclass
+class _Totals:
+    steps: int = 0
+    samples: int = 0
+    steady_samples: int = 0
+    steady_seconds: float = 0.0
+    compile_seconds: float = 0.0
+    epoch_loss_sum: float = 0.0
+    epoch_steps: int = 0
+    best_val_accuracy: float = 0.0
+    last_epoch: dict = field(default_factory=dict)
+    peak_memory_mib: float = 0.0
+
+
+class Diverged(Exception):
+    pass
+
+
+class Trainer:
+    def __init__(self, out_dir: str | Path | None = None, *, flush_seconds: float = FLUSH_SECONDS,
+                 distributed: Distributed | None = None):
+        self.out_dir = Path(out_dir) if out_dir else None
+        self.flush_seconds = flush_seconds
+        self.dist = distributed or Distributed()
+
+    # -- the run ------------------------------------------------------------------------------------------------
+    def run(self, config: TrainConfig, emit: Emit, stop: StopFlag | None = None) -> RunFinished | RunFailed:
+        """Train to the end, to a stop, or to a failure. Always emits exactly one RunFinished or RunFailed."""
+        stop = stop or threading.Event()
+        started = time.perf_counter()
+        try:
+            return self._run(config, emit, stop, started)
+        except WorkbenchError as exc:
+            return self._fail(emit, RunFailed(kind=exc.kind, message=str(exc), hint=exc.hint))
+        except Diverged as exc:
+            return self._fail(emit, RunFailed(kind="diverged", message=str(exc), hint=(
+                "the loss became NaN or infinite: lower the learning rate (try 10× smaller), or turn AMP off")))
+        except torch.OutOfMemoryError as exc:
+            return self._fail(emit, RunFailed(kind="out_of_memory", message=first_line(exc), hint=(
+                "lower the batch size or the hidden size, or use bf16")))
+        except Exception as exc:  # a bug or an unexpected framework error: still one clean event, not a crash
+            return self._fail(emit, RunFailed(kind="internal", message=f"{type(exc).__name__}: {first_line(exc)}",
+                                              hint="this looks like a bug in Workbench or PyTorch; the log has details"))
+
+    @staticmethod
+    def _fail(emit: Emit, event: RunFailed) -> RunFailed:
+        emit(event)
+        return event
+
+    def _run(self, config: TrainConfig, emit: Emit, stop: StopFlag, started: float) -> RunFinished:
+        config.check_runnable(devices.cuda_available())
+        device = devices.resolve_device(config.device)
+        if device.type == "cuda":
+            torch.cuda.set_device(device)
+            torch.cuda.reset_peak_memory_stats(device)
+        train_split = load_split(config.dataset, "train", config.data_root)
+        val_split = load_split(config.dataset, "val", config.data_root)
+        classes = classes_of(config.dataset, config.data_root)
+        _configure_dynamo()
+
+        torch.manual_seed(config.seed)
+        batches = DeviceBatches(train_split, config.batch_size, device, seed=config.seed,
+                                rank=self.dist.rank, world_size=self.dist.world_size)
+        if len(batches) == 0:
+            raise WorkbenchError(f"batch size {config.batch_size} is larger than the {batches.shard_size} "
+                                 f"training images each process gets", "lower the batch size")
+        total_steps = len(batches) * config.epochs
+        if config.max_steps:
+            total_steps = min(total_steps, config.max_steps)
+        emit(RunStarted(config=config.to_dict(), device=str(device), device_name=devices.device_name(device),
+                        versions=devices.versions(), train_size=len(train_split), val_size=len(val_split),
+                        steps_per_epoch=len(batches), total_steps=total_steps))
+
+        self._output_dim = len(classes)
+        self._total_steps = total_steps
+        self._warnings: list[str] = []
+        model = self._build(config).to(device)
+        report, session = self._prepare(config, model, device, batches, emit)
+        log = RunCompileLog()
+        totals = _Totals()
+        val_batches = DeviceBatches(val_split, EVAL_BATCH, device, shuffle=False, drop_last=False)
+        stopped = False
+        epoch = 0
+        for epoch in range(1, config.epochs + 1):
+            session, stopped = self._train_epoch(config, session, batches, epoch, emit, stop, totals, report,
+                                                 device)
+            if stopped or totals.epoch_steps == 0:
+                break
+            session, metrics = self._with_fallback(config, session, report, emit,
+                                                   lambda s: evaluate(s.model, val_batches, config, device))
+            val_loss, val_accuracy = metrics
+            train_loss = totals.epoch_loss_sum / totals.epoch_steps
+            totals.best_val_accuracy = max(totals.best_val_accuracy, val_accuracy)
+            totals.last_epoch = {"train_loss": train_loss, "val_loss": val_loss, "val_accuracy": val_accuracy}
+            emit(EpochEnd(epoch=epoch, train_loss=train_loss, val_loss=val_loss, val_accuracy=val_accuracy,
+                          seconds=time.perf_counter() - started))
+            if config.max_steps and totals.steps >= config.max_steps:
+                break
+
+        if report is not None:
+            emit(self._final_report(report, log, totals, session))
+        metrics = {
+            **totals.last_epoch,
+            "best_val_accuracy": totals.best_val_accuracy,
+            "samples_per_s": totals.steady_samples / totals.steady_seconds if totals.steady_seconds else 0.0,
+            "compile_seconds": totals.compile_seconds,
+            "peak_memory_mib": totals.peak_memory_mib,
+            "backend_used": config.backend if session.compiled else "eager",
+            "epochs_completed": epoch if not stopped else epoch - 1,
+        }
+        if self.out_dir is not None and self.dist.is_main and totals.steps > 0:
+            metrics["checkpoint"] = str(checkpoint.save(
+                self.out_dir / "checkpoint.pt", session.model, config, metrics=metrics,
+                versions=devices.versions(), classes=classes))
+        finished = RunFinished(steps=totals.steps, epochs=metrics["epochs_completed"],
+                               seconds=time.perf_counter() - started, stopped=stopped, metrics=metrics)
+        emit(finished)
+        return finished
+
+    # -- setup --------------------------------------------------------------------------------------------------
+    def _build(self, config: TrainConfig) -> nn.Module:
+        return build_model(config.model, input_dim=784, hidden_dim=config.hidden_dim, output_dim=self._output_dim,
+                           dropout=config.dropout)
+
+    def _prepare(self, config: TrainConfig, model: nn.Module, device: torch.device, batches: DeviceBatches,
+                 emit: Emit) -> tuple[CompileReport | None, _Session]:
+        """Explain (before anything is compiled: explain resets Dynamo), then compile in place."""
+        if not config.compiled:
+            return None, self._session(config, model, compiled=False)
+        problem = devices.backend_problem(config.backend, device)
+        if problem:
+            self._compile_failed(config, emit, problem)
+            return _empty_report(config, problem), self._session(config, model, compiled=False)
+        example = next(batches.epoch(0))[0]
+        try:
+            report = explain_model(model, example, config)
+        except Exception as exc:  # an untraceable model is itself a finding: report it, let compile decide
+            report = _empty_report(config, f"explain failed: {first_line(exc)}")
+        torch._dynamo.reset()  # start the real compile from a clean slate, not from explain's traces
+        if report.graph_break_count:
+            first = report.breaks[0] if report.breaks else None
+            where = f" at {first.where}" if first else ""
+            emit(Notice("warning", f"{report.graph_break_count} graph break(s){where}: those parts run eagerly",
+                        "the Compile panel lists each break with its source line"))
+        # The model is compiled in place, so state_dict() keys carry no '_orig_mod.' prefix.
+        model.compile(backend=config.backend, fullgraph=config.fullgraph, dynamic=config.dynamic,
+                      **({"mode": config.mode} if config.backend == "inductor" else {}))
+        return report, self._session(config, model, compiled=True)
+
+    def _session(self, config: TrainConfig, model: nn.Module, *, compiled: bool,
+                 optimizer_state: dict | None = None, scheduler_state: dict | None = None) -> _Session:
+        if config.optimizer == "adamw":
+            optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+        else:
+            optimizer = torch.optim.SGD(model.parameters(), lr=config.lr, momentum=0.9,
+                                        weight_decay=config.weight_decay)
+        if optimizer_state is not None:
+            optimizer.load_state_dict(optimizer_state)
+        scheduler = lr_schedule(optimizer, config, self._total_steps)
+        if scheduler_state is not None and scheduler is not None:
+            scheduler.load_state_dict(scheduler_state)
+        device_type = next(model.parameters()).device.type
+        scaler = torch.amp.GradScaler(device_type) if config.amp == "fp16" else None
+        return _Session(model=model, train_model=self.dist.wrap(model), optimizer=optimizer, scaler=scaler,
+                        compiled=compiled, scheduler=scheduler)
+
+    # -- training -----------------------------------------------------------------------------------------------
+    def _train_epoch(self, config: TrainConfig, session: _Session, batches: DeviceBatches, epoch: int, emit: Emit,
+                     stop: StopFlag, totals: _Totals, report: CompileReport | None,
+                     device: torch.device) -> tuple[_Session, bool]:
+        session.model.train()
+        totals.epoch_loss_sum, totals.epoch_steps = 0.0, 0
+        pending: list[torch.Tensor] = []
+        block_start = time.perf_counter()
+        for x, y in batches.epoch(epoch):
+            if stop.is_set():
+                self._flush(pending, block_start, config, epoch, emit, totals, device, compiling=False)
+                return session, True
+            compiling = session.compiled and totals.steps == 0
+            if compiling:
+                emit(CompileStarted(config.backend, config.mode))
+            session, loss = self._with_fallback(config, session, report, emit,
+                                                lambda s: train_step(s, x, y, config, device))
+            pending.append(loss)
+            totals.steps += 1
+            if compiling or time.perf_counter() - block_start >= self.flush_seconds:
+                seconds = self._flush(pending, block_start, config, epoch, emit, totals, device, compiling)
+                if compiling:
+                    totals.compile_seconds = seconds
+                    emit(CompileFinished(config.backend, config.mode, seconds))
+                pending, block_start = [], time.perf_counter()
+            if config.max_steps and totals.steps >= config.max_steps:
+                break
+        self._flush(pending, block_start, config, epoch, emit, totals, device, compiling=False)
+        return session, False
+
+    def _flush(self, pending: list[torch.Tensor], block_start: float, config: TrainConfig, epoch: int, emit: Emit,
+               totals: _Totals, device: torch.device, compiling: bool) -> float:
+        """Read a block of losses back from the device (one sync) and emit their Step events."""
+        if not pending:
+            return 0.0
+        losses = self.dist.all_reduce_mean(torch.stack(pending).float()).tolist()  # sync point
+        seconds = time.perf_counter() - block_start
+        n = len(losses)
+        samples = n * config.batch_size * self.dist.world_size
+        if not compiling:
+            totals.steady_samples += samples
+            totals.steady_seconds += seconds
+        totals.samples += samples
+        memory = devices.memory_mib(device)
+        totals.peak_memory_mib = max(totals.peak_memory_mib, memory.get("peak", memory.get("rss", 0.0)))
+        first_step = totals.steps - n + 1
+        for i, loss in enumerate(losses):
+            if not math.isfinite(loss):
+                raise Diverged(f"loss is {loss} at step {first_step + i} (epoch {epoch}, lr {config.lr:g})")
+            totals.epoch_loss_sum += loss
+            totals.epoch_steps += 1
+            emit(Step(step=first_step + i, epoch=epoch, loss=loss, samples_per_s=samples / seconds,
+                      step_seconds=seconds / n, memory=memory, compiling=compiling))
+        return seconds
+
+    def _with_fallback(self, config: TrainConfig, session: _Session, report: CompileReport | None, emit: Emit,
+                       action: Callable[[_Session], object]):
+        """Run `action`; if the compiled model fails to compile, fail the run or (if allowed) go eager, loudly."""
+        try:
+            return session, action(session)
+        except Exception as exc:
+            if not session.compiled or not _is_compile_error(exc):
+                raise
+            reason = _compile_error_text(exc)
+            self._compile_failed(config, emit, reason)
+            session = self._eager_copy(config, session)
+            self._warnings.append(f"fell back to eager: {reason}")
+            return session, action(session)
+
+    def _compile_failed(self, config: TrainConfig, emit: Emit, reason: str) -> None:
+        if not config.allow_eager_fallback:
+            raise CompileFailure(f"{config.backend} compile failed: {reason}",
+                                 "choose another backend (aot_eager or eager), or allow falling back to eager")
+        emit(Notice("warning", f"{config.backend} compile failed, continuing in eager mode: {reason}",
+                    "the run is slower than a compiled one; the Compile panel has the details"))
+
+    def _eager_copy(self, config: TrainConfig, session: _Session) -> _Session:
+        """A fresh, uncompiled model with the same weights and optimizer state: nothing learned is lost."""
+        device = next(session.model.parameters()).device
+        model = self._build(config).to(device)
+        model.load_state_dict(session.model.state_dict())
+        return self._session(config, model, compiled=False, optimizer_state=session.optimizer.state_dict(),
+                             scheduler_state=session.scheduler.state_dict() if session.scheduler else None)
+
+    def _final_report(self, report: CompileReport, log: RunCompileLog, totals: _Totals,
+                      session: _Session) -> CompileReport:
+        warnings = list(report.warnings) + self._warnings
+        skips = log.cudagraph_skips()
+        if skips:
+            warnings.append(f"CUDA graphs were skipped {skips} time(s): those graphs ran without CUDA graphs")
+        known = {b.reason.splitlines()[0] for b in report.breaks if b.reason}
+        extra = tuple(
+            GraphBreak(reason=reason) for reason in log.break_reasons() if reason.splitlines()[0] not in known)
+        breaks = report.breaks + extra
+        return CompileReport(
+            compiled=session.compiled and report.compiled, backend=report.backend, mode=report.mode,
+            graph_count=max(report.graph_count, log.graph_count() if session.compiled else 0),
+            graph_break_count=max(report.graph_break_count, len(breaks)), breaks=breaks,
+            op_count=report.op_count, compile_seconds=totals.compile_seconds, recompiles=log.recompiles(),
+            warnings=tuple(warnings), source="run")
+
+
+# -- step functions (module level: the benchmark times exactly these) ------------------------------------------
+def autocast_context(config: TrainConfig, device: torch.device):
+    """Autocast for forward + loss only; nullcontext when AMP is off."""
+    if config.amp == "off":
+        return contextlib.nullcontext()
+    dtype = torch.bfloat16 if config.amp == "bf16" else torch.float16
+    return torch.autocast(device_type=device.type, dtype=dtype)
+
+
+def lr_schedule(optimizer: torch.optim.Optimizer, config: TrainConfig,
+                total_steps: int) -> torch.optim.lr_scheduler.LRScheduler | None:
+    """Cosine decay to zero over the planned steps, after a short linear warm-up (5%)."""
+    if config.lr_schedule == "constant":
+        return None
+    warmup = max(1, total_steps // 20)
+
+    def factor(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        progress = min(1.0, (step - warmup) / max(1, total_steps - warmup))
+        return 0.5 * (1.0 + math.cos(math.pi * progress))
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+
+def train_step(session: _Session, x: torch.Tensor, y: torch.Tensor, config: TrainConfig,
+               device: torch.device) -> torch.Tensor:
+    """One optimizer step. Backward and the optimizer stay outside the compiled region and outside autocast."""
+    with autocast_context(config, device):
+        loss = F.cross_entropy(session.train_model(x), y)
+    if session.scaler is not None:
+        session.scaler.scale(loss).backward()
+        session.scaler.step(session.optimizer)
+        session.scaler.update()
+    else:
+        loss.backward()
+        session.optimizer.step()
+    session.optimizer.zero_grad(set_to_none=True)
+    if session.scheduler is not None:
+        session.scheduler.step()
+    return loss.detach()
+
+
+def evaluate(model: nn.Module, batches: DeviceBatches, config: TrainConfig,
+             device: torch.device) -> tuple[float, float]:
+    """Mean loss and accuracy over a split; sums stay on the device until the end (one sync)."""
+    model.eval()
+    loss_sum = torch.zeros((), device=device)
+    correct = torch.zeros((), device=device, dtype=torch.long)
+    count = 0
+    with torch.no_grad(), autocast_context(config, device):
+        for x, y in batches.epoch(0):
+            logits = model(x)
+            loss_sum += F.cross_entropy(logits.float(), y, reduction="sum")
+            correct += (logits.argmax(dim=-1) == y).sum()
+            count += y.numel()
+    model.train()
+    return loss_sum.item() / max(count, 1), correct.item() / max(count, 1)
+
+
+def evaluate_split(model: nn.Module, split: Split, config: TrainConfig, device: torch.device):
+    """Loss, accuracy and predictions for a whole split (used by `workbench evaluate` and the report)."""
+    batches = DeviceBatches(split, EVAL_BATCH, device, shuffle=False, drop_last=False)
+    loss, accuracy = evaluate(model, batches, config, device)
+    predictions = []
+    model.eval()
+    with torch.no_grad():
+        for x, _ in batches.epoch(0):
+            predictions.append(model(x).argmax(dim=-1).cpu())
+    return loss, accuracy, torch.cat(predictions)
+
+
+# -- helpers ----------------------------------------------------------------------------------------------------
+def _configure_dynamo() -> None:
+    """Dynamo's config is thread-local (torch ≥ 2.12): set it on the thread that compiles, i.e. here."""
+    import torch._dynamo.config as dynamo_config
+
+    dynamo_config.suppress_errors = False  # a failed compile must surface, never silently run eager
+    dynamo_config.recompile_limit = 16  # train + eval shapes and modes, with room to spare
+
+
+def _is_compile_error(exc: BaseException) -> bool:
+    module = type(exc).__module__ or ""
+    return module.startswith(("torch._dynamo", "torch._inductor", "torch.fx", "torch._subclasses")) or \
+        "BackendCompilerFailed" in type(exc).__name__
+
+
+def _compile_error_text(exc: BaseException) -> str:
+    text = first_line(exc)
+    if "cpp" in text.lower() or "c++" in text.lower() or "compiler" in text.lower():
+        text += " (Inductor on the CPU needs a working C++ compiler, e.g. g++)"
+    return text
+
+
+def _empty_report(config: TrainConfig, warning: str) -> CompileReport:
+    return CompileReport(compiled=False, backend=config.backend, mode=config.mode, warnings=(warning,))
+

@@ -1,0 +1,156 @@
+"""The events a run emits: the only thing the GUI, the CLI, the run database and child processes consume.
+
+Every event is a frozen dataclass of plain values (str, int, float, bool, tuples, dicts of those), so it pickles,
+serialises to one JSON line, and can be rebuilt from that line. `to_dict` adds a "type" tag; `from_dict` reads it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+
+@dataclass(frozen=True)
+class RunStarted:
+    config: dict
+    device: str
+    device_name: str
+    versions: dict
+    train_size: int
+    val_size: int
+    steps_per_epoch: int
+    total_steps: int
+
+
+@dataclass(frozen=True)
+class CompileStarted:
+    backend: str
+    mode: str
+
+
+@dataclass(frozen=True)
+class CompileFinished:
+    backend: str
+    mode: str
+    seconds: float  # wall time of the first (compiling) step, forward + backward + optimizer
+
+
+@dataclass(frozen=True)
+class Step:
+    step: int  # 1-based optimizer step
+    epoch: int  # 1-based
+    loss: float
+    samples_per_s: float
+    step_seconds: float
+    memory: dict  # MiB by name: {"allocated", "reserved", "peak"} on CUDA, {"rss"} on the CPU
+    compiling: bool = False  # this step paid for compilation; keep it off the throughput axis
+
+
+@dataclass(frozen=True)
+class EpochEnd:
+    epoch: int
+    train_loss: float
+    val_loss: float
+    val_accuracy: float  # 0..1
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Frame:
+    file: str
+    line: int
+    function: str
+    source: str
+
+
+@dataclass(frozen=True)
+class GraphBreak:
+    reason: str
+    frames: tuple[Frame, ...] = ()  # user frames, innermost last
+
+    @property
+    def where(self) -> str:
+        if not self.frames:
+            return "(no user frame)"
+        f = self.frames[-1]
+        return f"{f.file}:{f.line}"
+
+
+@dataclass(frozen=True)
+class CompileReport:
+    compiled: bool
+    backend: str
+    mode: str
+    graph_count: int = 0
+    graph_break_count: int = 0
+    breaks: tuple[GraphBreak, ...] = ()
+    op_count: int = 0
+    compile_seconds: float = 0.0
+    recompiles: tuple[str, ...] = ()  # guard failures that triggered a recompile, as Dynamo words them
+    warnings: tuple[str, ...] = ()  # fallbacks, cudagraph skips: never hidden
+    source: str = "run"  # "run" (what happened while training) or "explain" (a dedicated inspection)
+
+
+@dataclass(frozen=True)
+class Notice:
+    level: str  # "info" | "warning" | "error"
+    message: str
+    hint: str = ""
+
+
+@dataclass(frozen=True)
+class RunFinished:
+    steps: int
+    epochs: int
+    seconds: float
+    stopped: bool  # True when the user asked to stop before the planned end
+    metrics: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RunFailed:
+    kind: str  # "config" | "data" | "compile" | "diverged" | "out_of_memory" | "internal"
+    message: str
+    hint: str = ""
+
+
+Event = (RunStarted | CompileStarted | CompileFinished | Step | EpochEnd | CompileReport | Notice | RunFinished
+         | RunFailed)
+Emit = Callable[[Event], None]
+
+EVENT_TYPES: dict[str, type] = {cls.__name__: cls for cls in (
+    RunStarted, CompileStarted, CompileFinished, Step, EpochEnd, CompileReport, Notice, RunFinished, RunFailed)}
+
+
+def to_dict(event: Event) -> dict[str, Any]:
+    return {"type": type(event).__name__, **dataclasses.asdict(event)}
+
+
+def to_json(event: Event) -> str:
+    return json.dumps(to_dict(event), separators=(",", ":"), allow_nan=True)
+
+
+def from_dict(data: dict[str, Any]) -> Event:
+    data = dict(data)
+    kind = data.pop("type", None)
+    cls = EVENT_TYPES.get(kind)
+    if cls is None:
+        raise ValueError(f"unknown event type {kind!r}")
+    if cls is CompileReport:
+        data["breaks"] = tuple(
+            GraphBreak(reason=b["reason"], frames=tuple(Frame(**f) for f in b.get("frames", ())))
+            for b in data.get("breaks", ()))
+        data["recompiles"] = tuple(data.get("recompiles", ()))
+        data["warnings"] = tuple(data.get("warnings", ()))
+    return cls(**data)
+
+
+def from_json(line: str) -> Event:
+    return from_dict(json.loads(line))
+
+
+def is_terminal(event: Event) -> bool:
+    """A run ends with exactly one of these."""
+    return isinstance(event, (RunFinished, RunFailed))

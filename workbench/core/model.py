@@ -1,0 +1,113 @@
+"""The three-layer "sandwich" network: shape adapter → compute block → decoding.
+
+Keeping shape/dtype handling (InputAdapter) and decoding (OutputAdapter) out of the compute block means a graph
+break or a recompile reported by the compile panel points at one small, named layer.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import sys
+from pathlib import Path
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from .errors import WorkbenchError
+
+# MNIST pixel statistics; applied inside the model so training, evaluation and prediction share them.
+PIXEL_MEAN = 0.1307
+PIXEL_STD = 0.3081
+
+
+class InputAdapter(nn.Module):
+    """(B, 1, 28, 28) or (B, 784), uint8 or float → (B, 784) normalised float. Shape and dtype only."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.flatten(1)
+        if x.dtype == torch.uint8:
+            x = x.float() / 255.0
+        return (x - PIXEL_MEAN) / PIXEL_STD
+
+
+class CoreBlock(nn.Module):
+    """fc1 → ReLU → Dropout → fc2 with PyTorch's default initialisation (identical on every device)."""
+
+    def __init__(self, input_dim: int, hidden_dim: int, output_dim: int, dropout: float):
+        super().__init__()
+        self.fc1 = nn.Linear(input_dim, hidden_dim)
+        self.dropout = nn.Dropout(dropout)
+        self.fc2 = nn.Linear(hidden_dim, output_dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(self.dropout(F.relu(self.fc1(x))))
+
+
+class OutputAdapter(nn.Module):
+    """Turns logits into what people read: probabilities and the predicted class."""
+
+    def decode(self, logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        probs = logits.float().softmax(dim=-1)
+        return probs, probs.argmax(dim=-1)
+
+
+class SandwichNet(nn.Module):
+    def __init__(self, input_dim: int = 784, hidden_dim: int = 128, output_dim: int = 10, dropout: float = 0.2):
+        super().__init__()
+        self.input_adapter = InputAdapter()
+        self.core_block = CoreBlock(input_dim, hidden_dim, output_dim, dropout)
+        self.output_adapter = OutputAdapter()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.core_block(self.input_adapter(x))
+
+    def predict(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Probabilities and classes, with autograd fully off (inference_mode is stronger than no_grad)."""
+        was_training = self.training
+        self.eval()
+        try:
+            with torch.inference_mode():
+                return self.output_adapter.decode(self(x))
+        finally:
+            self.train(was_training)
+
+
+class ModelSpecError(WorkbenchError):
+    """A user model file that cannot be imported or has no such class."""
+
+    kind = "config"
+
+
+def build_model(spec: str, *, input_dim: int, hidden_dim: int, output_dim: int, dropout: float) -> nn.Module:
+    """`sandwich` or `path/to/file.py:ClassName` (a user's own nn.Module taking the same four arguments)."""
+    if spec == "sandwich":
+        cls: type[nn.Module] = SandwichNet
+    else:
+        cls = load_model_class(spec)
+    return cls(input_dim=input_dim, hidden_dim=hidden_dim, output_dim=output_dim, dropout=dropout)
+
+
+def load_model_class(spec: str) -> type[nn.Module]:
+    path_text, sep, name = spec.rpartition(":")
+    if not sep or not path_text or not name:
+        raise ModelSpecError(f"model '{spec}' is neither 'sandwich' nor 'path/to/file.py:ClassName'")
+    path = Path(path_text).expanduser()
+    if not path.is_file():
+        raise ModelSpecError(f"model file '{path}' does not exist")
+    module_name = f"workbench_user_model_{abs(hash(str(path.resolve())))}"
+    module_spec = importlib.util.spec_from_file_location(module_name, path)
+    if module_spec is None or module_spec.loader is None:
+        raise ModelSpecError(f"'{path}' is not a Python file")
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[module_name] = module  # dataclasses and pickling look modules up by name
+    try:
+        module_spec.loader.exec_module(module)
+    except Exception as exc:  # the user's file: report, do not crash
+        sys.modules.pop(module_name, None)
+        raise ModelSpecError(f"could not import '{path}': {type(exc).__name__}: {exc}") from exc
+    cls = getattr(module, name, None)
+    if not (inspect.isclass(cls) and issubclass(cls, nn.Module)):
+        raise ModelSpecError(f"'{path}' has no nn.Module class named '{name}'")
+    return cls

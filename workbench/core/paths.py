@@ -1,0 +1,37 @@
+"""Where Workbench keeps things: a cache for downloaded datasets and a data folder for runs and the run database.
+
+Each can be moved with an environment variable (handy for tests and shared machines); otherwise the platform's
+usual per-user folders are used.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+APP = "workbench"
+
+
+def _platform_base(kind: str) -> Path:
+    home = Path.home()
+    if sys.platform == "win32":
+        return Path(os.environ.get("LOCALAPPDATA", home / "AppData" / "Local"))
+    if sys.platform == "darwin":
+        return home / "Library" / ("Caches" if kind == "cache" else "Application Support")
+    variable, default = {"cache": ("XDG_CACHE_HOME", ".cache"), "data": ("XDG_DATA_HOME", ".local/share")}[kind]
+    return Path(os.environ.get(variable) or home / default)
+
+
+def cache_dir() -> Path:
+    """Downloaded datasets (safe to delete)."""
+    return Path(os.environ.get("WORKBENCH_CACHE_DIR") or _platform_base("cache") / APP)
+
+
+def data_dir() -> Path:
+    """Run artefacts and the run database (kept)."""
+    return Path(os.environ.get("WORKBENCH_DATA_DIR") or _platform_base("data") / APP)
+
+
+def runs_dir() -> Path:
+    return data_dir() / "runs"

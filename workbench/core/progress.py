@@ -1,0 +1,86 @@
+"""Run progress from the event stream: state, fraction done, ETA. One tracker serves the CLI bar and the GUI.
+
+The ETA uses steady-state step time only: the compiling step would make it wildly pessimistic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .events import (CompileFinished, CompileStarted, EpochEnd, Event, RunFailed, RunFinished, RunStarted, Step)
+
+
+def format_duration(seconds: float) -> str:
+    seconds = max(0, int(round(seconds)))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+@dataclass
+class Progress:
+    state: str = "idle"  # idle | starting | compiling | training | finished | stopped | failed
+    epoch: int = 0
+    epochs: int = 0
+    step: int = 0
+    total_steps: int = 0
+    steps_per_epoch: int = 0
+    loss: float = float("nan")
+    samples_per_s: float = 0.0
+    val_accuracy: float | None = None
+    _steady_seconds: float = 0.0
+    _steady_steps: int = 0
+
+    def update(self, event: Event) -> None:
+        if isinstance(event, RunStarted):
+            self.__init__()  # type: ignore[misc]  # a new run starts from scratch
+            self.state = "starting"
+            self.epochs = int(event.config.get("epochs", 1))
+            self.total_steps = event.total_steps
+            self.steps_per_epoch = event.steps_per_epoch
+            self.epoch = 1
+        elif isinstance(event, CompileStarted):
+            self.state = "compiling"
+        elif isinstance(event, CompileFinished):
+            self.state = "training"
+        elif isinstance(event, Step):
+            if self.state in ("starting", "compiling") and not event.compiling:
+                self.state = "training"
+            self.step, self.epoch, self.loss = event.step, event.epoch, event.loss
+            if not event.compiling:
+                self.samples_per_s = event.samples_per_s
+                self._steady_seconds += event.step_seconds
+                self._steady_steps += 1
+        elif isinstance(event, EpochEnd):
+            self.val_accuracy = event.val_accuracy
+        elif isinstance(event, RunFinished):
+            self.state = "stopped" if event.stopped else "finished"
+        elif isinstance(event, RunFailed):
+            self.state = "failed"
+
+    @property
+    def fraction(self) -> float:
+        return min(1.0, self.step / self.total_steps) if self.total_steps else 0.0
+
+    @property
+    def epoch_fraction(self) -> float:
+        if not self.steps_per_epoch:
+            return 0.0
+        done = self.step - (self.epoch - 1) * self.steps_per_epoch
+        return min(1.0, max(0.0, done / self.steps_per_epoch))
+
+    @property
+    def eta_seconds(self) -> float | None:
+        if not self._steady_steps:
+            return None
+        per_step = self._steady_seconds / self._steady_steps
+        return per_step * max(0, self.total_steps - self.step)
+
+    def describe(self) -> str:
+        """'Idle', 'Compiling…', 'Epoch 2 of 5 · 43% · ETA 0:12', 'Finished', …"""
+        if self.state == "training":
+            text = f"Epoch {self.epoch} of {self.epochs} · {self.fraction:.0%}"
+            eta = self.eta_seconds
+            return text + (f" · ETA {format_duration(eta)}" if eta is not None else "")
+        return {"idle": "Idle", "starting": "Starting…", "compiling": "Compiling…", "finished": "Finished",
+                "stopped": "Stopped", "failed": "Failed"}[self.state]

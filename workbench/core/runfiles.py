@@ -1,0 +1,57 @@
+"""A run's files in its output folder: events.jsonl (the whole stream) and metrics.json (the summary).
+
+Events are streamed to a hidden temp file and renamed into place when the run ends, so a reader never sees half a
+file; the checkpoint itself is written by the engine (checkpoint.save, also atomic).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from .checkpoint import write_text_atomic
+from .errors import WorkbenchError
+from .events import EpochEnd, Event, RunFailed, RunFinished, RunStarted, to_json
+
+
+class RunWriter:
+    def __init__(self, out_dir: Path):
+        self.out_dir = Path(out_dir)
+        try:
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".events.jsonl.", suffix=".tmp", dir=self.out_dir)
+        except OSError as exc:
+            raise WorkbenchError(f"cannot write to output folder '{out_dir}': {exc.strerror or exc}",
+                                 "choose a folder you can write to with --out") from None
+        self._tmp = Path(tmp)
+        self._fh = os.fdopen(fd, "w", encoding="utf-8")
+        os.chmod(self._tmp, 0o644)
+        self._started: RunStarted | None = None
+        self._epochs: list[dict] = []
+
+    def write(self, event: Event) -> None:
+        self._fh.write(to_json(event) + "\n")
+        if isinstance(event, RunStarted):
+            self._started = event
+        elif isinstance(event, EpochEnd):
+            self._epochs.append({k: v for k, v in json.loads(to_json(event)).items() if k != "type"})
+
+    def close(self, result: RunFinished | RunFailed) -> None:
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+        self._fh.close()
+        os.replace(self._tmp, self.out_dir / "events.jsonl")
+        if isinstance(result, RunFinished):
+            summary = {
+                "config": self._started.config if self._started else None,
+                "device": self._started.device_name if self._started else None,
+                "versions": self._started.versions if self._started else None,
+                "steps": result.steps,
+                "epochs": self._epochs,
+                "seconds": result.seconds,
+                "stopped": result.stopped,
+                "metrics": result.metrics,
+            }
+            write_text_atomic(self.out_dir / "metrics.json", json.dumps(summary, indent=2))
