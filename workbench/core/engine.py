@@ -33,6 +33,7 @@ from .model import build_model
 
 FLUSH_SECONDS = 0.05  # how often losses are read back from the device (and Step events go out)
 EVAL_BATCH = 1024
+DIVERGENCE_FACTOR = 100.0  # a step loss this many times the first step's loss means the run has blown up
 
 
 class StopFlag(Protocol):
@@ -79,6 +80,7 @@ class _Totals:
     epoch_loss_sum: float = 0.0
     epoch_steps: int = 0
     best_val_accuracy: float = 0.0
+    first_loss: float | None = None
     last_epoch: dict = field(default_factory=dict)
     peak_memory_mib: float = 0.0
 
@@ -105,7 +107,7 @@ class Trainer:
             return self._fail(emit, RunFailed(kind=exc.kind, message=str(exc), hint=exc.hint))
         except Diverged as exc:
             return self._fail(emit, RunFailed(kind="diverged", message=str(exc), hint=(
-                "the loss became NaN or infinite: lower the learning rate (try 10× smaller), or turn AMP off")))
+                "the loss blew up: lower the learning rate (try 10× smaller), or turn AMP off")))
         except torch.OutOfMemoryError as exc:
             return self._fail(emit, RunFailed(kind="out_of_memory", message=first_line(exc), hint=(
                 "lower the batch size or the hidden size, or use bf16")))
@@ -208,7 +210,8 @@ class Trainer:
         except Exception as exc:  # an untraceable model is itself a finding: report it, let compile decide
             report = _empty_report(config, f"explain failed: {first_line(exc)}")
         torch._dynamo.reset()  # start the real compile from a clean slate, not from explain's traces
-        if report.graph_break_count:
+        emit(report)  # the Compile panel can show the breaks before the first step compiles
+        if report.graph_break_count and not config.fullgraph:
             first = report.breaks[0] if report.breaks else None
             where = f" at {first.where}" if first else ""
             emit(Notice("warning", f"{report.graph_break_count} graph break(s){where}: those parts run eagerly",
@@ -281,9 +284,14 @@ class Trainer:
         memory = devices.memory_mib(device)
         totals.peak_memory_mib = max(totals.peak_memory_mib, memory.get("peak", memory.get("rss", 0.0)))
         first_step = totals.steps - n + 1
+        if totals.first_loss is None:
+            totals.first_loss = losses[0]
         for i, loss in enumerate(losses):
             if not math.isfinite(loss):
                 raise Diverged(f"loss is {loss} at step {first_step + i} (epoch {epoch}, lr {config.lr:g})")
+            if loss > DIVERGENCE_FACTOR * totals.first_loss:
+                raise Diverged(f"loss exploded from {totals.first_loss:.3g} to {loss:.3g} at step {first_step + i} "
+                               f"(epoch {epoch}, lr {config.lr:g})")
             totals.epoch_loss_sum += loss
             totals.epoch_steps += 1
             emit(Step(step=first_step + i, epoch=epoch, loss=loss, samples_per_s=samples / seconds,
@@ -299,6 +307,13 @@ class Trainer:
             if not session.compiled or not _is_compile_error(exc):
                 raise
             reason = _compile_error_text(exc)
+            if config.fullgraph and report is not None and report.breaks:
+                where = report.breaks[0]
+                source = f" `{where.frames[-1].source}`" if where.frames else ""
+                raise CompileFailure(
+                    f"fullgraph is on but the model has {report.graph_break_count} graph break(s); the first is at "
+                    f"{where.where}{source}: {where.reason.splitlines()[0]}",
+                    "remove the break from forward(), or turn fullgraph off to run that part eagerly") from None
             self._compile_failed(config, emit, reason)
             session = self._eager_copy(config, session)
             self._warnings.append(f"fell back to eager: {reason}")
