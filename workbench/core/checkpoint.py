@@ -113,6 +113,12 @@ def save(path: str | Path, model: nn.Module, config: TrainConfig, *, metrics: di
     return path
 
 
+def export(ckpt: Checkpoint, path: str | Path) -> Path:
+    """Write a loaded checkpoint somewhere else, through the same atomic save (and its .safetensors twin)."""
+    return save(path, ckpt.build_model(), ckpt.config, metrics=ckpt.metrics, versions=ckpt.versions,
+                classes=ckpt.classes)
+
+
 def load(path: str | Path) -> Checkpoint:
     """Read a checkpoint without executing anything in it; every failure becomes one CheckpointError."""
     path = Path(path)

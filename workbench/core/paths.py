@@ -1,4 +1,5 @@
-"""Where Workbench keeps things: a cache for downloaded datasets and a data folder for runs and the run database.
+"""Where Workbench keeps things: a cache for downloaded datasets, a data folder for runs and the run database, and
+a config folder for the app's settings.
 
 Each can be moved with an environment variable (handy for tests and shared machines); otherwise the platform's
 usual per-user folders are used.
@@ -18,8 +19,9 @@ def _platform_base(kind: str) -> Path:
     if sys.platform == "win32":
         return Path(os.environ.get("LOCALAPPDATA", home / "AppData" / "Local"))
     if sys.platform == "darwin":
-        return home / "Library" / ("Caches" if kind == "cache" else "Application Support")
-    variable, default = {"cache": ("XDG_CACHE_HOME", ".cache"), "data": ("XDG_DATA_HOME", ".local/share")}[kind]
+        return home / "Library" / {"cache": "Caches", "data": "Application Support", "config": "Preferences"}[kind]
+    variable, default = {"cache": ("XDG_CACHE_HOME", ".cache"), "data": ("XDG_DATA_HOME", ".local/share"),
+                         "config": ("XDG_CONFIG_HOME", ".config")}[kind]
     return Path(os.environ.get(variable) or home / default)
 
 
@@ -31,6 +33,11 @@ def cache_dir() -> Path:
 def data_dir() -> Path:
     """Run artefacts and the run database (kept)."""
     return Path(os.environ.get("WORKBENCH_DATA_DIR") or _platform_base("data") / APP)
+
+
+def config_dir() -> Path:
+    """Settings of the desktop app."""
+    return Path(os.environ.get("WORKBENCH_CONFIG_DIR") or _platform_base("config") / APP)
 
 
 def runs_dir() -> Path:

@@ -1,0 +1,67 @@
+"""Shared fixtures for every test folder.
+
+- Every test gets its own WORKBENCH_DATA_DIR / WORKBENCH_CACHE_DIR, so no test reads or writes the user's folders.
+- Tests marked `cuda` are skipped when no CUDA device is usable.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+# The official MNIST test split (md5-checked), kept outside the repository and never bundled.
+MNIST_TEST_DIR = REPO_ROOT.parent / "shared" / "data" / "mnist-test"
+PLANTED_BREAK = REPO_ROOT / "workbench" / "resources" / "examples" / "planted_break.py"
+SAMPLES_DIR = REPO_ROOT / "workbench" / "resources" / "samples"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_workbench_dirs(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path_factory.mktemp("wb-data")))
+    monkeypatch.setenv("WORKBENCH_CACHE_DIR", str(tmp_path_factory.mktemp("wb-cache")))
+
+
+def _cuda_available() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
+def pytest_collection_modifyitems(config, items):
+    cuda_items = [item for item in items if item.get_closest_marker("cuda")]
+    if cuda_items and not _cuda_available():
+        skip = pytest.mark.skip(reason="needs a CUDA device")
+        for item in cuda_items:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def mnist_test_dir() -> Path:
+    """The official MNIST test split; tests using it are skipped where it is absent."""
+    if not (MNIST_TEST_DIR / "t10k-images-idx3-ubyte.gz").is_file():
+        pytest.skip(f"official MNIST test split not present at {MNIST_TEST_DIR}")
+    return MNIST_TEST_DIR
+
+
+@pytest.fixture
+def planted_break_spec() -> str:
+    return f"{PLANTED_BREAK}:PlantedBreakNet"
+
+
+@pytest.fixture
+def samples_dir() -> Path:
+    """The bundled sample digits digit_0.png … digit_9.png (28×28 MNIST validation images)."""
+    return SAMPLES_DIR
+
+
+@pytest.fixture
+def planted_break_line() -> int:
+    """1-based line number of the planted `print(` in planted_break.py, read from the file (never hard-coded)."""
+    lines = PLANTED_BREAK.read_text(encoding="utf-8").splitlines()
+    hits = [i for i, line in enumerate(lines, 1) if line.strip().startswith("print(")]
+    assert len(hits) == 1, f"expected exactly one print( line in {PLANTED_BREAK}, found {hits}"
+    return hits[0]

@@ -1,0 +1,390 @@
+"""The main window: docks, toolbar, menus, status bar — and the wiring between user actions and the worker.
+
+User actions leave this window only as a TrainConfig (Train, Explain) or the stop flag (Stop); what comes back
+is core events, handed to each panel. No training logic lives here.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+from PySide6.QtCore import QSettings, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import (QDockWidget, QFileDialog, QHBoxLayout, QLabel, QMainWindow, QMessageBox,
+                               QPushButton, QScrollArea, QStyle, QVBoxLayout, QWidget)
+
+from ..core import checkpoint, devices, paths
+from ..core.checkpoint import write_text_atomic
+from ..core.config import ConfigError, TrainConfig
+from ..core.errors import WorkbenchError
+from ..core.events import Event, RunFailed, RunFinished, RunStarted, Step
+from ..core.progress import Progress
+from .panels.compile import CompilePanel
+from .panels.log import LogPanel
+from .panels.plots import PlotsPanel
+from .panels.predict import PredictPanel
+from .panels.setup import SetupPanel
+from .worker import WorkerHost
+
+SETTINGS_VERSION = 1
+
+
+def open_settings() -> QSettings:
+    return QSettings(str(paths.config_dir() / "settings.ini"), QSettings.IniFormat)
+
+
+def migrate_settings(settings: QSettings) -> None:
+    """Bring settings written by an older Workbench up to SETTINGS_VERSION (none older exists yet)."""
+    version = int(settings.value("settings_version", 0) or 0)
+    if version > SETTINGS_VERSION:  # written by a newer Workbench: ignore, do not corrupt it
+        return
+    settings.setValue("settings_version", SETTINGS_VERSION)
+
+
+class Banner(QWidget):
+    """A dismissible message strip above the plots: run failures and file errors show here, not as tracebacks."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.label = QLabel()
+        self.label.setObjectName("bannerText")
+        self.label.setWordWrap(True)
+        self.label.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        close = QPushButton("✕")
+        close.setFlat(True)
+        close.setFixedWidth(28)
+        close.clicked.connect(self.hide)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(8, 4, 8, 4)
+        layout.addWidget(self.label, 1)
+        layout.addWidget(close)
+        self.setAutoFillBackground(True)
+        self.hide()
+
+    def show_message(self, level: str, text: str) -> None:
+        colour = {"error": "#fde7e9", "warning": "#fff4ce", "info": "#e7f1fd"}[level]
+        self.setStyleSheet(f"background: {colour}; border-radius: 4px;")
+        self.label.setText(text)
+        self.show()
+
+
+class MainWindow(QMainWindow):
+    runFinished = Signal(object)  # for tests and scripts: the terminal event of each run
+    explainFinished = Signal(object)
+
+    def __init__(self, runs_dir: Path | None = None):
+        super().__init__()
+        self.setWindowTitle("Workbench")
+        self.setObjectName("mainWindow")
+        self.progress = Progress()
+        self.checkpoint: checkpoint.Checkpoint | None = None
+        self.last_run_dir: Path | None = None
+        self.host = WorkerHost(self, runs_dir=runs_dir)
+        self.host.events.connect(self.on_events)
+        self.host.runFinished.connect(self.on_run_finished)
+        self.host.explained.connect(self.on_explained)
+
+        self.plots = PlotsPanel()
+        self.banner = Banner()
+        central = QWidget()
+        layout = QVBoxLayout(central)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addWidget(self.banner)
+        layout.addWidget(self.plots, 1)
+        self.setCentralWidget(central)
+
+        self.setup = SetupPanel()
+        self.setup.changed.connect(self._update_actions)
+        self.compile_panel = CompilePanel()
+        self.compile_panel.explainRequested.connect(self.explain)
+        self.predict = PredictPanel()
+        self.log = LogPanel()
+        scroll = QScrollArea()
+        scroll.setWidget(self.setup)
+        scroll.setWidgetResizable(True)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        scroll.setMinimumWidth(330)
+        self.docks = {
+            "setup": self._dock("Setup", scroll, Qt.LeftDockWidgetArea),
+            "compile": self._dock("Compile", self.compile_panel, Qt.RightDockWidgetArea),
+            "predict": self._dock("Predict", self.predict, Qt.RightDockWidgetArea),
+            "log": self._dock("Log", self.log, Qt.BottomDockWidgetArea),
+        }
+        self.tabifyDockWidget(self.docks["compile"], self.docks["predict"])
+        self.docks["compile"].raise_()
+        self.resizeDocks([self.docks["setup"], self.docks["compile"]], [340, 400], Qt.Horizontal)
+        self.resizeDocks([self.docks["log"]], [130], Qt.Vertical)
+
+        self._build_actions()
+        self._build_status_bar()
+        self._restore_settings()
+        self._update_actions()
+        self.log.add("info", f"Workbench ready on {devices.device_name(devices.resolve_device('auto'))} · "
+                             f"torch {torch.__version__}")
+
+    # -- construction -------------------------------------------------------------------------------------------
+    def _dock(self, title: str, widget: QWidget, area) -> QDockWidget:
+        dock = QDockWidget(title, self)
+        dock.setObjectName(f"{title.lower()}Dock")
+        dock.setWidget(widget)
+        self.addDockWidget(area, dock)
+        return dock
+
+    def _action(self, text: str, slot, shortcut=None, icon=None, name: str | None = None) -> QAction:
+        action = QAction(text, self)
+        if shortcut is not None:
+            action.setShortcut(QKeySequence(shortcut))
+            action.setToolTip(f"{text} ({QKeySequence(shortcut).toString(QKeySequence.NativeText)})")
+        if icon is not None:
+            action.setIcon(self.style().standardIcon(icon))
+        if name:
+            action.setObjectName(name)
+        action.triggered.connect(slot)
+        self.addAction(action)  # shortcuts work wherever the focus is
+        return action
+
+    def _build_actions(self) -> None:
+        self.train_action = self._action("Train", self.train, "Ctrl+R", QStyle.SP_MediaPlay, "trainAction")
+        self.stop_action = self._action("Stop", self.stop, Qt.Key_Escape, QStyle.SP_MediaStop, "stopAction")
+        self.explain_action = self._action("Explain compile", self.explain, "Ctrl+E", None, "explainAction")
+        self.open_action = self._action("Open checkpoint…", self.choose_checkpoint, QKeySequence.Open,
+                                        QStyle.SP_DialogOpenButton, "openCheckpointAction")
+        self.export_action = self._action("Export checkpoint…", self.choose_export_checkpoint, QKeySequence.Save,
+                                          QStyle.SP_DialogSaveButton, "exportCheckpointAction")
+        self.report_action = self._action("Export report…", self.choose_export_report, "Ctrl+Shift+E", None,
+                                          "exportReportAction")
+        quit_action = self._action("Quit", self.close, QKeySequence.Quit)
+        about = self._action("About Workbench", self.about)
+
+        toolbar = self.addToolBar("Run")
+        toolbar.setObjectName("runToolbar")
+        toolbar.setToolButtonStyle(Qt.ToolButtonTextBesideIcon)
+        for action in (self.train_action, self.stop_action):
+            toolbar.addAction(action)
+        toolbar.widgetForAction(self.train_action).setObjectName("trainButton")
+        toolbar.widgetForAction(self.stop_action).setObjectName("stopButton")
+        toolbar.addSeparator()
+        toolbar.addAction(self.open_action)
+        toolbar.addAction(self.export_action)
+
+        menu = self.menuBar()
+        file_menu = menu.addMenu("&File")
+        for action in (self.open_action, self.export_action, self.report_action):
+            file_menu.addAction(action)
+        file_menu.addSeparator()
+        file_menu.addAction(quit_action)
+        run_menu = menu.addMenu("&Run")
+        for action in (self.train_action, self.stop_action, self.explain_action):
+            run_menu.addAction(action)
+        view_menu = menu.addMenu("&View")
+        for dock in self.docks.values():
+            view_menu.addAction(dock.toggleViewAction())
+        menu.addMenu("&Help").addAction(about)
+
+    def _build_status_bar(self) -> None:
+        device = devices.resolve_device("auto")
+        self.device_label = QLabel(devices.device_name(device))
+        self.version_label = QLabel(f"torch {torch.__version__}")
+        self.state_label = QLabel("Idle")
+        self.state_label.setObjectName("statusState")
+        self.speed_label = QLabel("")
+        self.speed_label.setObjectName("statusSpeed")
+        bar = self.statusBar()
+        bar.addWidget(self.state_label, 1)
+        for widget in (self.speed_label, self.device_label, self.version_label):
+            bar.addPermanentWidget(widget)
+
+    # -- actions ------------------------------------------------------------------------------------------------
+    def train(self) -> None:
+        try:
+            config = self.setup.config()
+        except ConfigError as exc:
+            self.banner.show_message("error", f"Cannot start: {exc}")
+            return
+        if not self.host.train(config):
+            return
+        self.banner.hide()
+        self._save_settings()
+        self.state_label.setText("Starting…")
+        self._update_actions()
+
+    def stop(self) -> None:
+        if self.host.busy:
+            self.host.stop()
+            self.state_label.setText("Stopping after this step…")
+
+    def explain(self) -> None:
+        try:
+            config = self.setup.config()
+        except ConfigError as exc:
+            self.banner.show_message("error", f"Cannot explain: {exc}")
+            return
+        if config.backend == "eager":
+            config = config.replace(backend="inductor")  # explain is about compiling; eager has nothing to say
+        if self.host.explain(config):
+            self.state_label.setText("Explaining…")
+            self.compile_panel.clear()
+            self.docks["compile"].raise_()
+            self._update_actions()
+
+    # -- worker results ---------------------------------------------------------------------------------------
+    def on_events(self, batch: list[Event]) -> None:
+        for event in batch:
+            self.progress.update(event)
+            if isinstance(event, RunStarted):
+                self.speed_label.setText("")
+        self.plots.add_events(batch)
+        self.compile_panel.add_events(batch)
+        self.log.add_events(batch)
+        self.state_label.setText(self.progress.describe())
+        steps = [e for e in batch if isinstance(e, Step) and not e.compiling]
+        if steps:
+            self.speed_label.setText(f"{steps[-1].samples_per_s:,.0f} samples/s")
+
+    def on_run_finished(self, result) -> None:
+        self.progress.update(result)
+        self.state_label.setText(self.progress.describe())
+        if isinstance(result, RunFailed):
+            self.banner.show_message("error", f"Run failed ({result.kind}): {result.message}"
+                                              + (f"\n{result.hint}" if result.hint else ""))
+        elif isinstance(result, RunFinished):
+            path = result.metrics.get("checkpoint")
+            if path:
+                self.last_run_dir = Path(path).parent
+                self.load_checkpoint(path, f"last run ({Path(path).parent.name})")
+            if result.stopped:
+                self.banner.show_message("info", f"Stopped after {result.steps} steps; what was trained is kept.")
+        self._update_actions()
+        self.runFinished.emit(result)
+
+    def on_explained(self, report) -> None:
+        if isinstance(report, RunFailed):
+            self.banner.show_message("error", f"Explain failed: {report.message}")
+            self.log.add("error", f"explain failed: {report.message}")
+        else:
+            self.compile_panel.show_report(report)
+            self.log.add("warning" if report.graph_break_count else "info",
+                         f"explain: {report.graph_count} graph(s), {report.graph_break_count} graph break(s)")
+        self.state_label.setText(self.progress.describe() if self.progress.state != "idle" else "Idle")
+        self._update_actions()
+        self.explainFinished.emit(report)
+
+    # -- checkpoints and exports --------------------------------------------------------------------------------
+    def choose_checkpoint(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open checkpoint", str(paths.runs_dir()),
+                                              "Workbench checkpoints (*.pt);;All files (*)")
+        if path:
+            self.load_checkpoint(path, Path(path).name)
+
+    def load_checkpoint(self, path: str | Path, description: str) -> bool:
+        try:
+            ckpt = checkpoint.load(path)
+            model = ckpt.build_model("cpu")  # eager copy: safe to call on the GUI thread
+        except WorkbenchError as exc:
+            self.banner.show_message("error", f"Cannot open checkpoint: {exc}")
+            self.log.add("error", f"cannot open checkpoint: {exc}")
+            return False
+        self.checkpoint = ckpt
+        accuracy = ckpt.metrics.get("val_accuracy")
+        self.predict.set_model(model, ckpt.classes, description + (
+            f" · val accuracy {accuracy:.1%}" if isinstance(accuracy, float) else ""))
+        self.log.add("info", f"model for prediction: {description}")
+        self._update_actions()
+        return True
+
+    def choose_export_checkpoint(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Export checkpoint", "checkpoint.pt", "Checkpoints (*.pt)")
+        if path:
+            self.export_checkpoint(path)
+
+    def export_checkpoint(self, path: str | Path) -> bool:
+        if self.checkpoint is None:
+            return False
+        try:
+            written = checkpoint.export(self.checkpoint, path)
+        except (OSError, WorkbenchError) as exc:
+            self.banner.show_message("error", f"Could not export the checkpoint to {path}: {exc}")
+            return False
+        self.log.add("info", f"checkpoint exported to {written} (+ .safetensors)")
+        return True
+
+    def choose_export_report(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Export report", "report.json", "JSON (*.json)")
+        if path:
+            self.export_report(path)
+
+    def export_report(self, path: str | Path) -> bool:
+        """The run's metrics as JSON (the HTML report replaces this when run history lands)."""
+        if self.checkpoint is None:
+            return False
+        summary = {"config": self.checkpoint.config.to_dict(), "metrics": self.checkpoint.metrics,
+                   "versions": self.checkpoint.versions, "classes": list(self.checkpoint.classes)}
+        try:
+            write_text_atomic(path, json.dumps(summary, indent=2))
+        except OSError as exc:
+            self.banner.show_message("error", f"Could not write the report to {path}: {exc.strerror or exc}")
+            return False
+        self.log.add("info", f"report written to {path}")
+        return True
+
+    def about(self) -> None:
+        from importlib.metadata import version
+
+        from PySide6 import __version__ as pyside_version
+
+        QMessageBox.about(self, "About Workbench", (
+            f"<b>Workbench {version('workbench')}</b><br>A desktop training workbench for PyTorch.<br><br>"
+            f"torch {torch.__version__} · CUDA {torch.version.cuda or 'none'} · Qt {pyside_version}"))
+
+    # -- state ----------------------------------------------------------------------------------------------------
+    def _update_actions(self) -> None:
+        busy = self.host.busy
+        valid = self.setup.valid_config() is not None
+        self.train_action.setEnabled(not busy and valid)
+        self.stop_action.setEnabled(busy)
+        self.explain_action.setEnabled(not busy and valid)
+        self.compile_panel.explain_button.setEnabled(not busy and valid)
+        self.setup.setEnabled(not busy)
+        has_model = self.checkpoint is not None
+        self.export_action.setEnabled(has_model and not busy)
+        self.report_action.setEnabled(has_model and not busy)
+
+    def _restore_settings(self) -> None:
+        settings = open_settings()
+        migrate_settings(settings)
+        text = settings.value("config")
+        if text:
+            try:
+                self.setup.set_config(TrainConfig.from_json(str(text)))
+            except WorkbenchError as exc:
+                self.log.add("warning", f"saved settings were not usable ({exc}); using defaults")
+        geometry = settings.value("geometry")
+        if geometry is not None:
+            self.restoreGeometry(geometry)
+        state = settings.value("windowState")
+        if state is not None:
+            self.restoreState(state)
+
+    def _save_settings(self) -> None:
+        settings = open_settings()
+        settings.setValue("settings_version", SETTINGS_VERSION)
+        try:
+            settings.setValue("config", self.setup.config().to_json())
+        except WorkbenchError:
+            pass  # an invalid form is not saved over the last good settings
+        settings.setValue("geometry", self.saveGeometry())
+        settings.setValue("windowState", self.saveState())
+        settings.sync()
+
+    def closeEvent(self, event) -> None:
+        """Closing during a run stops it cleanly first (the checkpoint of what was trained is still written)."""
+        self._save_settings()
+        if self.host.busy:
+            self.hide()  # the run stops within a step (longer while compiling); no frozen window meanwhile
+        if not self.host.shutdown():
+            QTimer.singleShot(0, self.close)  # still compiling: try again, never kill the thread mid-step
+            event.ignore()
+            return
+        event.accept()

@@ -1,0 +1,146 @@
+"""Compile panel: did it compile, what it cost, and *why* the graph broke — each break with its source line.
+
+Graph breaks run silently in eager mode; this panel is where they stop being silent. Double-click a break to see
+its whole user stack and Dynamo's full explanation.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (QAbstractItemView, QDialog, QDialogButtonBox, QFormLayout, QHeaderView, QLabel,
+                               QListWidget, QPlainTextEdit, QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout,
+                               QWidget)
+
+from ...core.events import CompileFinished, CompileReport, Event, GraphBreak, Notice, RunStarted
+
+
+class CompilePanel(QWidget):
+    explainRequested = Signal()
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setObjectName("compilePanel")
+        self.fields = {key: QLabel("—") for key in (
+            "compiled", "backend", "graphs", "breaks", "ops", "seconds", "recompiles")}
+        for key, label in self.fields.items():
+            label.setObjectName(f"compile_{key}")
+            label.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        form = QFormLayout()
+        for key, title in (("compiled", "Compiled"), ("backend", "Backend · mode"), ("graphs", "Graphs"),
+                           ("breaks", "Graph breaks"), ("ops", "Ops traced"), ("seconds", "Compile time"),
+                           ("recompiles", "Recompiles")):
+            form.addRow(title, self.fields[key])
+
+        self.table = QTableWidget(0, 3)
+        self.table.setObjectName("breakTable")
+        self.table.setHorizontalHeaderLabels(["Reason", "Where", "Source line"])
+        self.table.horizontalHeader().setSectionResizeMode(0, QHeaderView.Stretch)
+        self.table.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeToContents)
+        self.table.horizontalHeader().setSectionResizeMode(2, QHeaderView.Stretch)
+        self.table.setEditTriggers(QAbstractItemView.NoEditTriggers)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
+        self.table.verticalHeader().hide()
+        self.table.setToolTip("Double-click a break to see its full stack and explanation")
+        self.table.cellDoubleClicked.connect(self.show_break)
+
+        self.notes = QListWidget()
+        self.notes.setObjectName("compileWarnings")
+        self.notes.setMaximumHeight(110)
+        self.notes.setWordWrap(True)
+
+        self.explain_button = QPushButton("Explain current settings")
+        self.explain_button.setObjectName("explainButton")
+        self.explain_button.setToolTip("Trace the network with torch._dynamo.explain on the worker thread "
+                                       "(no training) and list every graph break")
+        self.explain_button.clicked.connect(self.explainRequested)
+
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addWidget(QLabel("Graph breaks"))
+        layout.addWidget(self.table, 1)
+        layout.addWidget(QLabel("Recompiles, fallbacks and warnings"))
+        layout.addWidget(self.notes)
+        layout.addWidget(self.explain_button)
+        self.breaks: tuple[GraphBreak, ...] = ()
+
+    # -- events -------------------------------------------------------------------------------------------------
+    def add_events(self, batch: list[Event]) -> None:
+        for event in batch:
+            if isinstance(event, RunStarted):
+                cfg = event.config
+                self.clear()
+                self.fields["backend"].setText(
+                    cfg["backend"] + (f" · {cfg['mode']}" if cfg["backend"] == "inductor" else ""))
+                self.fields["compiled"].setText("no (eager)" if cfg["backend"] == "eager" else "compiling…")
+            elif isinstance(event, CompileFinished):
+                self.fields["seconds"].setText(f"{event.seconds:.2f} s (first step, forward + backward)")
+            elif isinstance(event, CompileReport):
+                self.show_report(event)
+            elif isinstance(event, Notice) and event.level != "info" and "compile" in event.message:
+                self._note(f"⚠ {event.message}")
+
+    def clear(self) -> None:
+        for label in self.fields.values():
+            label.setText("—")
+        self.table.setRowCount(0)
+        self.notes.clear()
+        self.breaks = ()
+
+    def show_report(self, report: CompileReport) -> None:
+        self.fields["compiled"].setText(("yes" if report.compiled else "no") + (
+            " (inspection only)" if report.source == "explain" else ""))
+        self.fields["backend"].setText(report.backend + (f" · {report.mode}" if report.backend == "inductor" else ""))
+        self.fields["graphs"].setText(str(report.graph_count))
+        self.fields["breaks"].setText(str(report.graph_break_count))
+        self.fields["breaks"].setStyleSheet("color: #b00020; font-weight: bold;" if report.graph_break_count else "")
+        self.fields["ops"].setText(str(report.op_count))
+        if report.source == "explain":
+            self.fields["seconds"].setText(f"traced in {report.compile_seconds:.2f} s (explain)")
+        elif report.compile_seconds:
+            self.fields["seconds"].setText(f"{report.compile_seconds:.2f} s (first step, forward + backward)")
+        self.fields["recompiles"].setText(str(len(report.recompiles)))
+        self.breaks = report.breaks
+        self.table.setRowCount(len(report.breaks))
+        for row, brk in enumerate(report.breaks):
+            source = brk.frames[-1].source if brk.frames else ""
+            for col, text in enumerate((brk.reason.splitlines()[0] if brk.reason else "?", brk.where, source)):
+                item = QTableWidgetItem(text)
+                item.setToolTip(brk.reason if col == 0 else text)
+                self.table.setItem(row, col, item)
+        self.notes.clear()
+        for recompile in report.recompiles:
+            self._note(f"↻ recompile — {recompile}")
+        for warning in report.warnings:
+            self._note(f"⚠ {warning}")
+
+    def _note(self, text: str) -> None:
+        self.notes.addItem(text)
+
+    def show_break(self, row: int, _column: int = 0) -> None:
+        if 0 <= row < len(self.breaks):
+            BreakDialog(self.breaks[row], self).open()
+
+
+class BreakDialog(QDialog):
+    """The user stack of one graph break (innermost last) and Dynamo's full explanation and hints."""
+
+    def __init__(self, brk: GraphBreak, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setObjectName("breakDialog")
+        self.setWindowTitle(f"Graph break at {brk.where}")
+        text = QPlainTextEdit()
+        text.setReadOnly(True)
+        lines = ["User stack (innermost last):"]
+        for frame in brk.frames:
+            lines.append(f'  File "{frame.file}", line {frame.line}, in {frame.function}')
+            if frame.source:
+                lines.append(f"    {frame.source}")
+        lines += ["", "Why:", brk.reason]
+        text.setPlainText("\n".join(lines))
+        self.text = text
+        buttons = QDialogButtonBox(QDialogButtonBox.Close)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(text)
+        layout.addWidget(buttons)
+        self.resize(760, 420)

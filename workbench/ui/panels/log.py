@@ -1,0 +1,46 @@
+"""Log dock: notices, warnings and errors of runs and of the app, each with a timestamp. Nothing is hidden."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QListWidget, QListWidgetItem
+
+from ...core.events import EpochEnd, Event, Notice, RunFailed, RunFinished, RunStarted
+
+COLOURS = {"info": "#333333", "warning": "#b36b00", "error": "#b00020"}
+
+
+class LogPanel(QListWidget):
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("logPanel")
+        self.setWordWrap(True)
+        self.setAlternatingRowColors(True)
+
+    def add(self, level: str, message: str) -> None:
+        item = QListWidgetItem(f"{datetime.now():%H:%M:%S}  {message}")
+        item.setForeground(QColor(COLOURS.get(level, COLOURS["info"])))
+        item.setData(256, level)  # Qt.UserRole: lets tests and filters read the level
+        self.addItem(item)
+        self.scrollToBottom()
+
+    def add_events(self, batch: list[Event]) -> None:
+        for event in batch:
+            if isinstance(event, Notice):
+                self.add(event.level, event.message + (f" — {event.hint}" if event.hint else ""))
+            elif isinstance(event, RunStarted):
+                cfg = event.config
+                self.add("info", f"run started on {event.device_name}: {cfg['dataset']} · {cfg['backend']}"
+                                 f"{' · ' + cfg['mode'] if cfg['backend'] == 'inductor' else ''} · AMP {cfg['amp']}"
+                                 f" · {event.train_size:,} training / {event.val_size:,} validation images")
+            elif isinstance(event, EpochEnd):
+                self.add("info", f"epoch {event.epoch}: train loss {event.train_loss:.4f} · val loss "
+                                 f"{event.val_loss:.4f} · val accuracy {event.val_accuracy:.2%}")
+            elif isinstance(event, RunFinished):
+                state = "stopped" if event.stopped else "finished"
+                self.add("info", f"run {state} after {event.steps} steps in {event.seconds:.1f} s")
+            elif isinstance(event, RunFailed):
+                self.add("error", f"run failed ({event.kind}): {event.message}"
+                                  + (f" — {event.hint}" if event.hint else ""))

@@ -1,0 +1,171 @@
+"""Live plots: loss, throughput and memory against the optimizer step, with one linked x axis.
+
+Events only append to numpy buffers (amortised O(1), capacity doubles); a ~30 Hz timer redraws the curves that
+changed. pyqtgraph clips to the visible range and peak-downsamples, so a 1,000,000-step run draws as fast as a
+short one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QVBoxLayout, QWidget
+
+from ...core.events import CompileFinished, EpochEnd, Event, RunStarted, Step
+
+REDRAW_MS = 33
+SMOOTHING = 0.98  # EMA weight for the smoothed loss line
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
+
+
+class SeriesBuffer:
+    """x/y float arrays that grow by doubling; `view()` returns the filled part without copying."""
+
+    def __init__(self, capacity: int = 1024):
+        self.x = np.empty(capacity, dtype=np.float64)
+        self.y = np.empty(capacity, dtype=np.float64)
+        self.size = 0
+
+    def append(self, x: float, y: float) -> None:
+        if self.size == len(self.x):
+            self.x = np.resize(self.x, 2 * len(self.x))
+            self.y = np.resize(self.y, 2 * len(self.y))
+        self.x[self.size] = x
+        self.y[self.size] = y
+        self.size += 1
+
+    def view(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.x[: self.size], self.y[: self.size]
+
+    def clear(self) -> None:
+        self.size = 0
+
+
+class _Series:
+    """A buffer bound to a plot item; redrawn only when it has new points."""
+
+    def __init__(self, item: pg.PlotDataItem):
+        self.item = item
+        self.buffer = SeriesBuffer()
+        self.dirty = False
+
+    def append(self, x: float, y: float) -> None:
+        self.buffer.append(x, y)
+        self.dirty = True
+
+    def redraw(self) -> None:
+        if self.dirty:
+            self.item.setData(*self.buffer.view())
+            self.dirty = False
+
+    def clear(self) -> None:
+        self.buffer.clear()
+        self.item.setData([], [])
+        self.dirty = False
+
+
+def _make_plot(name: str, title: str, y_label: str) -> pg.PlotWidget:
+    plot = pg.PlotWidget(title=title)
+    plot.setObjectName(name)
+    plot.setBackground("w")
+    plot.showGrid(x=True, y=True, alpha=0.25)
+    plot.setLabel("left", y_label)
+    plot.setLabel("bottom", "step")
+    plot.addLegend(offset=(-10, 10))
+    item = plot.getPlotItem()
+    item.setClipToView(True)
+    item.setDownsampling(auto=True, mode="peak")
+    return plot
+
+
+class PlotsPanel(QWidget):
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        pg.setConfigOptions(antialias=False, foreground="k")
+        self.loss_plot = _make_plot("lossPlot", "Loss", "cross-entropy")
+        self.throughput_plot = _make_plot("throughputPlot", "Throughput", "samples/s")
+        self.memory_plot = _make_plot("memoryPlot", "Memory", "MiB")
+        for plot in (self.throughput_plot, self.memory_plot):
+            plot.setXLink(self.loss_plot)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        for plot in (self.loss_plot, self.throughput_plot, self.memory_plot):
+            layout.addWidget(plot)
+
+        self.step_loss = _Series(self.loss_plot.plot(pen=pg.mkPen("#9ecae1", width=1), name="step loss"))
+        self.smooth_loss = _Series(self.loss_plot.plot(pen=pg.mkPen("#08519c", width=2), name="smoothed"))
+        self.val_loss = _Series(self.loss_plot.plot(pen=None, symbol="o", symbolSize=9, symbolBrush="#d62728",
+                                                    name="validation (per epoch)"))
+        self.throughput = _Series(self.throughput_plot.plot(pen=pg.mkPen("#2ca02c", width=1.5),
+                                                            name="samples/s"))
+        self.memory: dict[str, _Series] = {}
+        self.compile_marker: pg.InfiniteLine | None = None
+        self._ema: float | None = None
+        self._last_step = 0
+
+        self.timer = QTimer(self)
+        self.timer.setInterval(REDRAW_MS)
+        self.timer.timeout.connect(self.redraw)
+        self.timer.start()
+
+    # -- events -------------------------------------------------------------------------------------------------
+    def reset(self) -> None:
+        for series in (self.step_loss, self.smooth_loss, self.val_loss, self.throughput, *self.memory.values()):
+            series.clear()
+        for series in self.memory.values():
+            self.memory_plot.removeItem(series.item)
+        self.memory.clear()
+        self.memory_plot.getPlotItem().legend.clear()
+        if self.compile_marker is not None:
+            self.throughput_plot.removeItem(self.compile_marker)
+            self.compile_marker = None
+        self._ema = None
+        self._last_step = 0
+
+    def add_events(self, batch: list[Event]) -> None:
+        for event in batch:
+            if isinstance(event, Step):
+                self._add_step(event)
+            elif isinstance(event, EpochEnd):
+                self.val_loss.append(self._last_step, event.val_loss)
+            elif isinstance(event, CompileFinished):
+                self._mark_compile(event.seconds)
+            elif isinstance(event, RunStarted):
+                self.reset()
+
+    def _add_step(self, step: Step) -> None:
+        self._last_step = step.step
+        self.step_loss.append(step.step, step.loss)
+        self._ema = step.loss if self._ema is None else SMOOTHING * self._ema + (1 - SMOOTHING) * step.loss
+        self.smooth_loss.append(step.step, self._ema)
+        if not step.compiling:  # the compiling step is marked, not plotted: it would squash the axis
+            self.throughput.append(step.step, step.samples_per_s)
+        for name, mib in step.memory.items():
+            self._memory_series(name).append(step.step, mib)
+
+    def _memory_series(self, name: str) -> _Series:
+        series = self.memory.get(name)
+        if series is None:
+            label = {"rss": "process RSS (CPU)", "allocated": "CUDA allocated", "reserved": "CUDA reserved",
+                     "peak": "CUDA peak allocated"}.get(name, name)
+            colour = PALETTE[len(self.memory) % len(PALETTE)]
+            series = _Series(self.memory_plot.plot(pen=pg.mkPen(colour, width=1.5), name=label))
+            self.memory[name] = series
+        return series
+
+    def _mark_compile(self, seconds: float) -> None:
+        self.compile_marker = pg.InfiniteLine(pos=1, angle=90, pen=pg.mkPen("#d62728", style=2),
+                                              label=f"compile step: {seconds:.1f} s",
+                                              labelOpts={"position": 0.9, "color": "#d62728"})
+        self.throughput_plot.addItem(self.compile_marker)
+
+    def redraw(self) -> None:
+        for series in (self.step_loss, self.smooth_loss, self.val_loss, self.throughput, *self.memory.values()):
+            series.redraw()
+
+    # -- queries used by tests and the status bar ---------------------------------------------------------------
+    def point_counts(self) -> dict[str, int]:
+        return {"loss": self.step_loss.buffer.size, "throughput": self.throughput.buffer.size,
+                "memory": sum(s.buffer.size for s in self.memory.values()),
+                "val_loss": self.val_loss.buffer.size}

@@ -1,0 +1,185 @@
+"""The training worker: a QObject on a QThread of its own that owns every compile and every compiled call.
+
+The engine calls `emit(event)` on the worker thread. Events are buffered there and cross to the GUI thread as one
+queued signal carrying a list, at most ~30 times a second (terminal and compile events go at once), so training
+speed never drives the GUI's repaint rate. Stop is a threading.Event the engine checks between steps.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import datetime
+from pathlib import Path
+
+from PySide6.QtCore import QObject, QThread, Signal, Slot
+
+from ..core import paths
+from ..core.config import TrainConfig
+from ..core.errors import WorkbenchError, first_line
+from ..core.events import CompileReport, Event, RunFailed, Step
+
+FORWARD_INTERVAL = 1 / 30  # seconds between batches of events sent to the GUI
+
+
+class EventForwarder:
+    """Collects events on the worker thread; hands them to `send` in batches, throttled to FORWARD_INTERVAL."""
+
+    def __init__(self, send, interval: float = FORWARD_INTERVAL):
+        self.send = send
+        self.interval = interval
+        self.pending: list[Event] = []
+        self.last_sent = 0.0
+
+    def __call__(self, event: Event) -> None:
+        self.pending.append(event)
+        now = time.monotonic()
+        if not isinstance(event, Step) or now - self.last_sent >= self.interval:
+            self.flush(now)
+
+    def flush(self, now: float | None = None) -> None:
+        if self.pending:
+            batch, self.pending = self.pending, []
+            self.last_sent = time.monotonic() if now is None else now
+            self.send(batch)
+
+
+class TrainWorker(QObject):
+    """Lives on the worker thread. Slots run there; signals are delivered to the GUI thread (queued)."""
+
+    events = Signal(list)  # a batch of core events
+    runFinished = Signal(object)  # the terminal event (RunFinished or RunFailed), after its batch
+    explained = Signal(object)  # a CompileReport, or a RunFailed when explaining failed
+
+    def __init__(self, runs_dir: Path | None = None):
+        super().__init__()
+        self.stop_flag = threading.Event()
+        self.runs_dir = runs_dir
+
+    @Slot(object)
+    def train(self, config: TrainConfig) -> None:
+        from ..core.engine import Trainer
+        from ..core.runfiles import RunWriter
+
+        forward = EventForwarder(self.events.emit)
+        out_dir = (self.runs_dir or paths.runs_dir()) / datetime.now().strftime("%Y%m%d-%H%M%S-%f")
+        try:
+            writer = RunWriter(out_dir)
+        except WorkbenchError as exc:
+            failed = RunFailed(kind="io", message=str(exc), hint=exc.hint)
+            forward(failed)
+            self.runFinished.emit(failed)
+            return
+
+        def emit(event: Event) -> None:
+            writer.write(event)
+            forward(event)
+
+        result = Trainer(out_dir=out_dir).run(config, emit, self.stop_flag)
+        writer.close(result)
+        forward.flush()
+        self.runFinished.emit(result)
+
+    @Slot(object)
+    def explain(self, config: TrainConfig) -> None:
+        """Runs torch._dynamo.explain here, on the thread that owns compilation, never during a run."""
+        from ..core.inspect import explain
+
+        try:
+            report: CompileReport | RunFailed = explain(config)
+        except WorkbenchError as exc:
+            report = RunFailed(kind=exc.kind, message=str(exc), hint=exc.hint)
+        except Exception as exc:  # the model could not be traced at all: that is the answer
+            report = RunFailed(kind="compile", message=f"explain failed: {first_line(exc)}")
+        self.explained.emit(report)
+
+
+class WorkerHost(QObject):
+    """Starts one task (a run or an explain) at a time, each on a fresh QThread that ends with the task.
+
+    A thread per task (superqt's pattern: moveToThread, task done → quit → wait) means the thread that compiled a
+    model is the only one that ever calls it, and nothing outlives a stopped run. Python owns both objects, so
+    dropping them after `wait()` deletes them. The GUI talks to
+    training only through this object; worker signals arrive here, on the GUI thread, as queued calls.
+    """
+
+    events = Signal(list)
+    runFinished = Signal(object)
+    explained = Signal(object)
+    _startTrain = Signal(object)
+    _startExplain = Signal(object)
+
+    def __init__(self, parent: QObject | None = None, runs_dir: Path | None = None):
+        super().__init__(parent)
+        self.runs_dir = runs_dir
+        self.thread: QThread | None = None
+        self.worker: TrainWorker | None = None
+
+    @property
+    def busy(self) -> bool:
+        return self.thread is not None
+
+    def train(self, config: TrainConfig) -> bool:
+        """Start a run; refuses (returns False) while a task is alive: one task at a time."""
+        return self._start(self._startTrain, config)
+
+    def explain(self, config: TrainConfig) -> bool:
+        return self._start(self._startExplain, config)
+
+    def _start(self, signal, config: TrainConfig) -> bool:
+        if self.busy:
+            return False
+        thread = QThread()
+        thread.setObjectName("workbench-worker")
+        worker = TrainWorker(self.runs_dir)
+        worker.moveToThread(thread)
+        worker.events.connect(self._on_events)
+        worker.runFinished.connect(self._on_finished)
+        worker.explained.connect(self._on_explained)
+        self._startTrain.connect(worker.train)
+        self._startExplain.connect(worker.explain)
+        self.thread, self.worker = thread, worker
+        thread.start()
+        signal.emit(config)  # queued: runs in the worker thread as soon as its event loop starts
+        return True
+
+    def stop(self) -> None:
+        if self.worker is not None:
+            self.worker.stop_flag.set()
+
+    @Slot(list)
+    def _on_events(self, batch: list) -> None:
+        self.events.emit(batch)
+
+    @Slot(object)
+    def _on_finished(self, result) -> None:
+        self._end_task()
+        self.runFinished.emit(result)
+
+    @Slot(object)
+    def _on_explained(self, report) -> None:
+        self._end_task()
+        self.explained.emit(report)
+
+    def _end_task(self) -> None:
+        """The task has returned; end its thread and wait for it (immediate: its event loop is idle)."""
+        thread, worker = self.thread, self.worker
+        self.thread = self.worker = None
+        if worker is not None:
+            self._startTrain.disconnect(worker.train)
+            self._startExplain.disconnect(worker.explain)
+        if thread is not None:
+            thread.quit()
+            thread.wait()
+
+    def shutdown(self, timeout_ms: int = 60_000) -> bool:
+        """Stop any task and wait for its thread to end. True when no worker thread is left."""
+        thread = self.thread
+        if thread is None:
+            return True
+        self.stop()
+        thread.quit()  # processed after the task returns (within one step of the stop flag)
+        if not thread.wait(timeout_ms):
+            return False
+        self.thread = self.worker = None
+        return True
