@@ -65,3 +65,20 @@ def planted_break_line() -> int:
     hits = [i for i, line in enumerate(lines, 1) if line.strip().startswith("print(")]
     assert len(hits) == 1, f"expected exactly one print( line in {PLANTED_BREAK}, found {hits}"
     return hits[0]
+
+
+@pytest.fixture
+def one_torch_thread(monkeypatch):
+    """Train with one intra-op thread (restored afterwards), and tell child processes to do the same.
+
+    The sandwich net's matrices are tiny: on a 2-core machine that is also running something else (another test
+    suite, a GUI thread) OpenMP's spinning worker threads make a run 20-40× slower, while one thread is as fast
+    as two on an idle machine. Thread count does not change what these tests check.
+    """
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    yield
+    torch.set_num_threads(before)

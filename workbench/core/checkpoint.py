@@ -74,7 +74,7 @@ def atomic_path(target: str | Path, suffix: str = "") -> Iterator[Path]:
 def _unpickler_detail(exc: BaseException) -> str:
     """torch's refusal is a page of advice; the line naming the offending global is the useful part."""
     for line in str(exc).splitlines():
-        if "Unsupported global" in line or "Unsupported operand" in line:
+        if "Unsupported" in line:
             return line.replace("WeightsUnpickler error:", "").strip().split(" was not an allowed")[0]
     return first_line(exc)
 
@@ -131,6 +131,9 @@ def load(path: str | Path) -> Checkpoint:
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:
+        if "Unsupported global" not in str(exc):  # not a refused object: the bytes themselves make no sense
+            raise CheckpointError(f"{path.name} is not a readable PyTorch file (damaged or truncated?): "
+                                  f"{_unpickler_detail(exc)}") from None
         raise CheckpointError(f"{path.name} was refused: it contains Python objects other than tensors and plain "
                               f"data, which could run code when loaded ({_unpickler_detail(exc)})") from None
     except (RuntimeError, EOFError, zipfile.BadZipFile, OSError, ValueError) as exc:

@@ -8,6 +8,7 @@ dark on light, crop to the ink, fit into 20×20, centre by mass.
 
 from __future__ import annotations
 
+import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,8 +77,11 @@ def _read_grey(path: Path) -> np.ndarray:
         raise
     except UnidentifiedImageError:
         raise ImageError(f"{path.name} is not an image Workbench can read (PNG, JPEG, BMP, GIF or WebP)") from None
-    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
-        raise ImageError(f"{path.name} is too large to decode safely (possible decompression bomb)") from None
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
+        found = re.search(r"\((\d+) pixels\)", str(exc))
+        size = f"{int(found.group(1)) / 1e6:.0f} megapixels" if found else "too many pixels"
+        raise ImageError(f"{path.name} is too large to decode safely ({size}; images up to "
+                         f"{MAX_PIXELS // 1_000_000} megapixels are accepted) — scale it down first") from None
     except (OSError, SyntaxError, ValueError, EOFError) as exc:
         raise ImageError(f"{path.name} is damaged or truncated ({exc})") from None
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from ...core.events import CompileFinished, EpochEnd, Event, RunStarted, Step
@@ -155,7 +155,7 @@ class PlotsPanel(QWidget):
         return series
 
     def _mark_compile(self, seconds: float) -> None:
-        self.compile_marker = pg.InfiniteLine(pos=1, angle=90, pen=pg.mkPen("#d62728", style=2),
+        self.compile_marker = pg.InfiniteLine(pos=1, angle=90, pen=pg.mkPen("#d62728", style=Qt.DashLine),
                                               label=f"compile step: {seconds:.1f} s",
                                               labelOpts={"position": 0.9, "color": "#d62728"})
         self.throughput_plot.addItem(self.compile_marker)

@@ -131,7 +131,7 @@ class SetupPanel(QWidget):
         layout.addWidget(self.problem)
         layout.addStretch(1)
 
-        self.set_config(TrainConfig())
+        self._base = TrainConfig()
         for combo in (self.dataset, self.device, self.optimizer, self.backend, self.mode, self.dynamic, self.amp,
                       self.model):
             combo.currentIndexChanged.connect(self._on_change)
@@ -140,7 +140,7 @@ class SetupPanel(QWidget):
         for check in (self.fullgraph, self.fallback):
             check.toggled.connect(self._on_change)
         self.data_root.textChanged.connect(self._on_change)
-        self._on_change()
+        self.set_config(self._base)
 
     # -- config in and out --------------------------------------------------------------------------------------
     def set_config(self, config: TrainConfig) -> None:
@@ -163,6 +163,7 @@ class SetupPanel(QWidget):
         self.fallback.setChecked(config.allow_eager_fallback)
         _select(self.amp, config.amp)
         self._base = config  # keeps settings the form does not show (dropout, weight decay, schedule)
+        self._on_change()
 
     def config(self) -> TrainConfig:
         """The current settings as a TrainConfig; raises ConfigError (with the field) when invalid."""

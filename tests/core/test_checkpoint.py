@@ -1,0 +1,318 @@
+"""Checkpoints: atomic writes, weights_only reads, and one clear CheckpointError for every bad file."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import random
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors import safe_open
+
+from workbench.core import checkpoint
+from workbench.core.checkpoint import CheckpointError
+from workbench.core.config import TrainConfig
+from workbench.core.model import SandwichNet
+
+CLASSES = tuple("0123456789")
+CONFIG = TrainConfig(hidden_dim=16, epochs=1, seed=3)
+
+
+def _model(seed: int = 0, hidden_dim: int = 16) -> SandwichNet:
+    torch.manual_seed(seed)
+    return SandwichNet(hidden_dim=hidden_dim)
+
+
+def _inputs() -> torch.Tensor:
+    return torch.randint(0, 256, (8, 1, 28, 28), dtype=torch.uint8, generator=torch.Generator().manual_seed(1))
+
+
+def _save(path: Path, model: torch.nn.Module | None = None, config: TrainConfig = CONFIG) -> Path:
+    return checkpoint.save(path, model or _model(), config, metrics={"val_accuracy": 0.5},
+                           versions={"torch": str(torch.__version__)}, classes=CLASSES)
+
+
+@pytest.fixture
+def saved(tmp_path) -> Path:
+    return _save(tmp_path / "run" / "checkpoint.pt")
+
+
+def test_round_trip_gives_identical_predictions(saved):
+    original = _model()
+    ckpt = checkpoint.load(saved)
+    assert ckpt.config == CONFIG
+    assert ckpt.classes == CLASSES
+    assert ckpt.metrics == {"val_accuracy": 0.5}
+    assert "torch" in ckpt.versions
+    rebuilt = ckpt.build_model("cpu")
+    assert not rebuilt.training
+    x = _inputs()
+    probs_a, cls_a = original.predict(x)
+    probs_b, cls_b = rebuilt.predict(x)
+    assert torch.equal(probs_a, probs_b) and torch.equal(cls_a, cls_b)
+
+
+def test_safetensors_written_beside_with_same_weights(saved):
+    path = saved.with_suffix(".safetensors")
+    assert path.is_file()
+    expected = _model().state_dict()
+    with safe_open(str(path), framework="pt") as f:
+        assert set(f.keys()) == set(expected)
+        for key in f.keys():
+            assert torch.equal(f.get_tensor(key), expected[key])
+        metadata = f.metadata()
+    assert metadata["format"] == checkpoint.FORMAT
+    assert TrainConfig.from_json(metadata["config"]) == CONFIG
+
+
+def test_save_leaves_no_temp_files(saved):
+    assert sorted(p.name for p in saved.parent.iterdir()) == ["checkpoint.pt", "checkpoint.safetensors"]
+
+
+def test_save_overwrites_atomically(saved):
+    _save(saved, _model(seed=9))
+    assert sorted(p.name for p in saved.parent.iterdir()) == ["checkpoint.pt", "checkpoint.safetensors"]
+    rebuilt = checkpoint.load(saved).build_model()
+    assert torch.equal(rebuilt.predict(_inputs())[0], _model(seed=9).predict(_inputs())[0])
+
+
+def test_failed_save_keeps_previous_checkpoint(saved, monkeypatch):
+    before = saved.read_bytes()
+    written = []
+
+    def broken_save(obj, f, *args, **kwargs):
+        Path(f).write_bytes(b"PK\x03\x04 half a zip")  # a partial file, then the disk fills up
+        written.append(Path(f))
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(torch, "save", broken_save)
+    with pytest.raises(OSError):
+        _save(saved, _model(seed=9))
+    assert written and written[0] != saved  # the partial write went to a temp file, not the target
+    assert saved.read_bytes() == before
+    assert sorted(p.name for p in saved.parent.iterdir()) == ["checkpoint.pt", "checkpoint.safetensors"]
+    monkeypatch.undo()
+    rebuilt = checkpoint.load(saved).build_model()
+    assert torch.equal(rebuilt.predict(_inputs())[0], _model().predict(_inputs())[0])
+
+
+def test_saved_file_mode_follows_umask(saved):
+    mask = os.umask(0)
+    os.umask(mask)
+    assert saved.stat().st_mode & 0o777 == 0o666 & ~mask
+
+
+class _MakesMarker:
+    """Unpickling this calls open(marker, 'w'): a stand-in for any code a malicious checkpoint could run."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (open, (str(self.marker), "w"))
+
+
+class _RunsShell:
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch '{self.marker}'",))
+
+
+def _evil_file(tmp_path: Path, payload_class, writer: str) -> tuple[Path, Path]:
+    marker = tmp_path / "pwned"
+    path = tmp_path / "evil.pt"
+    payload = {"format": checkpoint.FORMAT, "format_version": 1, "config": CONFIG.to_dict(),
+               "classes": list(CLASSES), "evil": payload_class(marker)}
+    if writer == "torch.save":
+        payload["state_dict"] = _model().state_dict()
+        torch.save(payload, path)
+    else:  # a legacy, non-zip pickle: torch.load must refuse it just the same
+        path.write_bytes(pickle.dumps(payload, protocol=2))
+    return path, marker
+
+
+@pytest.mark.parametrize("payload_class", [_MakesMarker, _RunsShell])
+@pytest.mark.parametrize("writer", ["torch.save", "pickle"])
+def test_checkpoint_that_would_run_code_is_refused(tmp_path, payload_class, writer):
+    path, marker = _evil_file(tmp_path, payload_class, writer)
+    with pytest.raises(CheckpointError) as info:
+        checkpoint.load(path)
+    assert not marker.exists()
+    assert "evil.pt" in str(info.value)
+
+
+@pytest.mark.parametrize("writer", ["torch.save", "pickle"])
+def test_refusal_names_the_offending_global(tmp_path, writer):
+    path, marker = _evil_file(tmp_path, _MakesMarker, writer)
+    with pytest.raises(CheckpointError) as info:
+        checkpoint.load(path)
+    message = str(info.value)
+    assert "refused" in message and "could run code" in message
+    assert "io.open" in message
+    assert "\n" not in message and len(message) < 400  # one readable line, not torch's page of advice
+    assert not marker.exists()
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "BUG checkpoint.py load(): torch words a blocked *module* differently ('Trying to load unsupported GLOBAL "
+    "posix.system whose module posix is blocked'), which neither the 'Unsupported global' test in load() nor "
+    "_unpickler_detail() recognises: a checkpoint that would run os.system is reported as 'not a readable PyTorch "
+    "file (damaged or truncated?)' followed by torch's long 'Weights only load failed. In PyTorch 2.6 …' line, "
+    "without naming posix.system"))
+@pytest.mark.parametrize("writer", ["torch.save", "pickle"])
+def test_refusal_of_os_system_says_refused_and_names_it(tmp_path, writer):
+    path, marker = _evil_file(tmp_path, _RunsShell, writer)
+    with pytest.raises(CheckpointError) as info:
+        checkpoint.load(path)
+    assert not marker.exists()
+    assert "refused" in str(info.value) and "system" in str(info.value)
+
+
+def test_random_bytes(tmp_path):
+    path = tmp_path / "noise.pt"
+    path.write_bytes(random.Random(0).randbytes(4096))
+    with pytest.raises(CheckpointError):
+        checkpoint.load(path)
+
+
+def test_empty_file(tmp_path):
+    path = tmp_path / "empty.pt"
+    path.write_bytes(b"")
+    with pytest.raises(CheckpointError, match="empty"):
+        checkpoint.load(path)
+
+
+@pytest.mark.parametrize("fraction", [0.5, 0.1, 0.95])
+def test_truncated_checkpoint(saved, tmp_path, fraction):
+    data = saved.read_bytes()
+    cut = tmp_path / "cut.pt"
+    cut.write_bytes(data[: int(len(data) * fraction)])
+    with pytest.raises(CheckpointError) as info:
+        checkpoint.load(cut)
+    assert "cut.pt" in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_foreign_torch_file(tmp_path):
+    path = tmp_path / "foreign.pt"
+    torch.save({"a": torch.ones(3)}, path)
+    with pytest.raises(CheckpointError, match="not a Workbench checkpoint"):
+        checkpoint.load(path)
+
+
+def test_bare_state_dict_is_foreign(tmp_path):
+    path = tmp_path / "weights.pt"
+    torch.save(_model().state_dict(), path)
+    with pytest.raises(CheckpointError, match="not a Workbench checkpoint"):
+        checkpoint.load(path)
+
+
+def _edited(saved: Path, tmp_path: Path, **changes) -> Path:
+    payload = torch.load(saved, weights_only=True)
+    payload.update(changes)
+    path = tmp_path / "edited.pt"
+    torch.save(payload, path)
+    return path
+
+
+def test_weights_for_another_hidden_size(saved, tmp_path):
+    path = _edited(saved, tmp_path, state_dict=_model(hidden_dim=32).state_dict())
+    with pytest.raises(CheckpointError) as info:
+        checkpoint.load(path)
+    assert "do not fit" in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "checkpoint.py:45 Checkpoint.build_model keeps only first_line() of load_state_dict's RuntimeError, which is "
+    "'Error(s) in loading state_dict for SandwichNet:' — the message ends in a colon and never says what does not "
+    "fit (e.g. 'size mismatch for core_block.fc1.weight: [32, 784] in the file, [16, 784] expected')"))
+def test_weights_mismatch_message_says_what_does_not_fit(saved, tmp_path):
+    path = _edited(saved, tmp_path, state_dict=_model(hidden_dim=32).state_dict())
+    with pytest.raises(CheckpointError) as info:
+        checkpoint.load(path)
+    assert "core_block.fc1.weight" in str(info.value)
+
+
+def test_config_and_weights_disagree(saved, tmp_path):
+    config = CONFIG.replace(hidden_dim=64).to_dict()
+    with pytest.raises(CheckpointError, match="do not fit"):
+        checkpoint.load(_edited(saved, tmp_path, config=config))
+
+
+def test_newer_format_version(saved, tmp_path):
+    with pytest.raises(CheckpointError, match="newer Workbench"):
+        checkpoint.load(_edited(saved, tmp_path, format_version=checkpoint.FORMAT_VERSION + 1))
+
+
+@pytest.mark.parametrize("changes", [
+    {"config": {"batch_size": 0}},
+    {"config": {"no_such_setting": 1}},
+    {"config": "not a dict"},
+])
+def test_bad_config_in_checkpoint(saved, tmp_path, changes):
+    with pytest.raises(CheckpointError, match="incomplete or from an incompatible version"):
+        checkpoint.load(_edited(saved, tmp_path, **changes))
+
+
+def test_missing_classes(saved, tmp_path):
+    payload = torch.load(saved, weights_only=True)
+    del payload["classes"]
+    path = tmp_path / "noclasses.pt"
+    torch.save(payload, path)
+    with pytest.raises(CheckpointError, match="incomplete"):
+        checkpoint.load(path)
+
+
+def test_model_file_gone(saved, tmp_path):
+    config = CONFIG.replace(model=str(tmp_path / "gone.py") + ":Net").to_dict()
+    with pytest.raises(CheckpointError, match="needs the model"):
+        checkpoint.load(_edited(saved, tmp_path, config=config))
+
+
+def test_folder_and_missing_path(tmp_path):
+    with pytest.raises(CheckpointError, match="is a folder"):
+        checkpoint.load(tmp_path)
+    with pytest.raises(CheckpointError, match="does not exist"):
+        checkpoint.load(tmp_path / "nope.pt")
+
+
+def test_write_text_atomic(tmp_path):
+    target = tmp_path / "sub" / "metrics.json"
+    checkpoint.write_text_atomic(target, json.dumps({"a": 1}))
+    assert json.loads(target.read_text()) == {"a": 1}
+    assert [p.name for p in target.parent.iterdir()] == ["metrics.json"]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "BUG checkpoint.py:122-127 load() only catches UnpicklingError/RuntimeError/EOFError/BadZipFile/OSError/"
+    "ValueError around torch.load, but torch's weights-only unpickler raises KeyError/IndexError for some "
+    "garbage (e.g. a text file starting 'hello', ~8% of random byte strings): the error escapes as a traceback"))
+def test_any_garbage_file_is_a_checkpoint_error(tmp_path):
+    candidates = [b"hello world\n"] + [random.Random(seed).randbytes(1000) for seed in range(40)]
+    escaped = []
+    for i, data in enumerate(candidates):
+        path = tmp_path / f"garbage{i}.pt"
+        path.write_bytes(data)
+        try:
+            checkpoint.load(path)
+        except CheckpointError:
+            pass
+        except Exception as exc:  # noqa: BLE001 - the point of the test
+            escaped.append((i, type(exc).__name__))
+    assert escaped == []
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "BUG checkpoint.py:131 compares format_version with '>' before checking its type, and Checkpoint.build_model "
+    "(checkpoint.py:45) only turns RuntimeError into CheckpointError: a payload with format_version='2' or a "
+    "non-dict state_dict raises a bare TypeError"))
+@pytest.mark.parametrize("changes", [{"format_version": "2"}, {"state_dict": [1, 2, 3]}])
+def test_malformed_payload_fields_are_checkpoint_errors(saved, tmp_path, changes):
+    with pytest.raises(CheckpointError):
+        checkpoint.load(_edited(saved, tmp_path, **changes))

@@ -1,0 +1,147 @@
+"""TrainConfig: one validated dataclass; every bad value names its field and the values allowed."""
+
+from __future__ import annotations
+
+import json
+import pickle
+
+import pytest
+
+from workbench.core.config import AMP_CHOICES, BACKENDS, ConfigError, TrainConfig
+
+
+def test_defaults_are_valid_and_runnable_on_cpu():
+    config = TrainConfig()
+    config.check_values()
+    config.check_runnable(cuda_available=False)
+    assert config.dataset == "mnist-sample"
+    assert config.backend == "eager" and not config.compiled
+    assert config.amp == "off"
+
+
+@pytest.mark.parametrize("changes, field, allowed_words", [
+    ({"batch_size": 0}, "batch_size", ["1 to"]),
+    ({"batch_size": -3}, "batch_size", ["1 to"]),
+    ({"lr": 0.0}, "lr", ["> 0"]),
+    ({"lr": -1.0}, "lr", ["> 0"]),
+    ({"lr": float("nan")}, "lr", []),
+    ({"epochs": 0}, "epochs", ["1 to"]),
+    ({"epochs": "5"}, "epochs", ["1 to"]),
+    ({"epochs": True}, "epochs", ["1 to"]),
+    ({"hidden_dim": 0}, "hidden_dim", ["1 to"]),
+    ({"dropout": 1.5}, "dropout", []),
+    ({"max_steps": 0}, "max_steps", ["1 to"]),
+    ({"backend": "nvprims_nvfuser"}, "backend", list(BACKENDS)),
+    ({"amp": "fp8"}, "amp", list(AMP_CHOICES)),
+    ({"optimizer": "lbfgs"}, "optimizer", ["adamw", "sgd"]),
+    ({"mode": "turbo", "backend": "inductor"}, "mode", ["default", "reduce-overhead", "max-autotune"]),
+    ({"mode": "max-autotune", "backend": "aot_eager"}, "mode", ["default"]),
+    ({"mode": "reduce-overhead", "backend": "eager"}, "mode", ["default"]),
+    ({"device": "tpu"}, "device", ["auto", "cpu", "cuda", "cuda:N"]),
+    ({"device": "cuda:x"}, "device", ["cuda:N"]),
+    ({"dataset": "  "}, "dataset", ["mnist-sample"]),
+    ({"fullgraph": "yes"}, "fullgraph", []),
+    ({"dynamic": "maybe"}, "dynamic", ["true", "false"]),
+])
+def test_invalid_value_names_field_and_allowed_values(changes, field, allowed_words):
+    with pytest.raises(ConfigError) as info:
+        TrainConfig(**changes)
+    err = info.value
+    assert err.field == field
+    assert str(err).startswith(f"{field}:")
+    for word in allowed_words:
+        assert word in str(err), f"{word!r} missing from {err}"
+    if allowed_words:
+        assert err.allowed and "allowed:" in str(err)
+
+
+def test_replace_validates_too():
+    with pytest.raises(ConfigError) as info:
+        TrainConfig().replace(batch_size=0)
+    assert info.value.field == "batch_size"
+
+
+@pytest.mark.parametrize("changes, field", [
+    ({"amp": "fp16"}, "amp"),
+    ({"backend": "cudagraphs"}, "backend"),
+    ({"backend": "inductor", "mode": "reduce-overhead"}, "mode"),
+    ({"device": "cuda"}, "device"),
+    ({"device": "cuda:0"}, "device"),
+    ({"device": "cpu", "amp": "fp16"}, "amp"),
+])
+def test_check_runnable_without_cuda_rejects_cuda_only_settings(changes, field):
+    config = TrainConfig(**changes)  # valid values ...
+    with pytest.raises(ConfigError) as info:
+        config.check_runnable(cuda_available=False)  # ... that this machine cannot run
+    assert info.value.field == field
+    assert info.value.allowed  # says what would work instead
+
+
+def test_check_runnable_without_cuda_suggests_bf16_for_fp16():
+    with pytest.raises(ConfigError) as info:
+        TrainConfig(amp="fp16").check_runnable(cuda_available=False)
+    assert "bf16" in str(info.value)
+
+
+@pytest.mark.parametrize("changes", [
+    {"amp": "fp16"}, {"backend": "cudagraphs"}, {"backend": "inductor", "mode": "reduce-overhead"},
+    {"device": "cuda:0"},
+])
+def test_check_runnable_with_cuda_accepts_cuda_settings(changes):
+    TrainConfig(**changes).check_runnable(cuda_available=True)
+
+
+@pytest.mark.parametrize("changes", [{"amp": "bf16"}, {"backend": "aot_eager"}, {"backend": "inductor"},
+                                     {"device": "cpu"}, {"device": "auto"}])
+def test_check_runnable_without_cuda_accepts_cpu_settings(changes):
+    TrainConfig(**changes).check_runnable(cuda_available=False)
+
+
+def test_cpu_device_on_cuda_machine_still_rejects_fp16():
+    with pytest.raises(ConfigError) as info:
+        TrainConfig(device="cpu", amp="fp16").check_runnable(cuda_available=True)
+    assert info.value.field == "amp"
+
+
+def test_json_round_trip_is_equal():
+    config = TrainConfig(dataset="idx", data_root="/data/mnist", epochs=3, batch_size=64, lr=1e-3, seed=7,
+                         hidden_dim=32, dropout=0.0, backend="inductor", mode="max-autotune", fullgraph=True,
+                         dynamic=False, amp="bf16", allow_eager_fallback=True, max_steps=11, optimizer="sgd",
+                         lr_schedule="constant")
+    text = config.to_json()
+    assert json.loads(text)["hidden_dim"] == 32
+    again = TrainConfig.from_json(text)
+    assert again == config
+    assert TrainConfig.from_dict(config.to_dict()) == config
+    assert pickle.loads(pickle.dumps(config)) == config
+
+
+def test_from_dict_partial_uses_defaults():
+    assert TrainConfig.from_dict({"epochs": 2}) == TrainConfig(epochs=2)
+
+
+def test_from_dict_rejects_unknown_keys():
+    with pytest.raises(ConfigError) as info:
+        TrainConfig.from_dict({"epochs": 2, "learning_rate": 0.1})
+    assert info.value.field == "learning_rate"
+    assert "lr" in info.value.allowed  # lists the settings that do exist
+
+
+@pytest.mark.parametrize("text", ["{not json", "", '{"epochs": 2,}'])
+def test_from_json_invalid_json_raises_config_error(text):
+    with pytest.raises(ConfigError) as info:
+        TrainConfig.from_json(text)
+    assert info.value.field == "config"
+    assert "JSON" in str(info.value)
+
+
+def test_from_json_non_object_raises_config_error():
+    with pytest.raises(ConfigError) as info:
+        TrainConfig.from_json("[1, 2, 3]")
+    assert "object" in str(info.value)
+
+
+def test_from_json_bad_value_raises_config_error():
+    with pytest.raises(ConfigError) as info:
+        TrainConfig.from_json('{"batch_size": 0}')
+    assert info.value.field == "batch_size"

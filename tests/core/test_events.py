@@ -1,0 +1,87 @@
+"""Events are plain frozen data: one JSON line each, rebuilt exactly, and picklable across processes."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import pickle
+
+import pytest
+
+from workbench.core import events as ev
+from workbench.core.config import TrainConfig
+
+BREAK = ev.GraphBreak(
+    reason="Unsupported Tensor.item() call\nHint: set capture_scalar_outputs",
+    frames=(ev.Frame(file="/x/model.py", line=12, function="forward", source="h = self.a(x)"),
+            ev.Frame(file="/x/planted_break.py", line=17, function="forward", source='print("m", h.mean().item())')))
+
+SAMPLES = [
+    ev.RunStarted(config=TrainConfig(epochs=2).to_dict(), device="cpu", device_name="CPU (x86_64, 2 cores)",
+                  versions={"torch": "2.x", "workbench": "0.1.0"}, train_size=4000, val_size=1000,
+                  steps_per_epoch=125, total_steps=250),
+    ev.CompileStarted(backend="aot_eager", mode="default"),
+    ev.CompileFinished(backend="aot_eager", mode="default", seconds=1.25),
+    ev.Step(step=1, epoch=1, loss=2.30, samples_per_s=1234.5, step_seconds=0.02, memory={"rss": 900.5},
+            compiling=True),
+    ev.Step(step=2, epoch=1, loss=2.1, samples_per_s=5e4, step_seconds=0.001,
+            memory={"allocated": 1.0, "reserved": 2.0, "peak": 3.0}),
+    ev.EpochEnd(epoch=1, train_loss=0.5, val_loss=0.4, val_accuracy=0.91, seconds=3.5),
+    ev.CompileReport(compiled=True, backend="aot_eager", mode="default", graph_count=2, graph_break_count=1,
+                     breaks=(BREAK, ev.GraphBreak(reason="no frames")), op_count=7, compile_seconds=0.7,
+                     recompiles=("forward: tensor 'x' size mismatch",), warnings=("fell back",),
+                     source="explain"),
+    ev.CompileReport(compiled=False, backend="inductor", mode="max-autotune"),
+    ev.Notice(level="warning", message="fell back to eager", hint="choose aot_eager"),
+    ev.RunFinished(steps=250, epochs=2, seconds=4.0, stopped=False,
+                   metrics={"val_accuracy": 0.93, "backend_used": "eager", "nested": {"a": 1}}),
+    ev.RunFinished(steps=3, epochs=0, seconds=0.1, stopped=True),
+    ev.RunFailed(kind="diverged", message="loss is nan at step 4", hint="lower the learning rate"),
+]
+
+
+def test_samples_cover_every_event_type():
+    assert {type(e) for e in SAMPLES} == set(ev.EVENT_TYPES.values())
+
+
+@pytest.mark.parametrize("event", SAMPLES, ids=lambda e: type(e).__name__)
+def test_json_round_trip(event):
+    line = ev.to_json(event)
+    assert "\n" not in line  # one event, one line
+    assert json.loads(line)["type"] == type(event).__name__
+    again = ev.from_json(line)
+    assert type(again) is type(event)
+    assert again == event
+
+
+@pytest.mark.parametrize("event", SAMPLES, ids=lambda e: type(e).__name__)
+def test_pickle_round_trip(event):
+    assert pickle.loads(pickle.dumps(event)) == event
+
+
+@pytest.mark.parametrize("event", SAMPLES, ids=lambda e: type(e).__name__)
+def test_events_are_frozen(event):
+    name = dataclasses.fields(event)[0].name
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(event, name, None)
+
+
+def test_compile_report_round_trip_rebuilds_nested_types():
+    report = ev.from_json(ev.to_json(SAMPLES[6]))
+    assert isinstance(report.breaks, tuple) and isinstance(report.breaks[0], ev.GraphBreak)
+    assert isinstance(report.breaks[0].frames[1], ev.Frame)
+    assert report.breaks[0].where == "/x/planted_break.py:17"  # innermost frame last
+    assert report.breaks[1].where == "(no user frame)"
+    assert isinstance(report.recompiles, tuple) and isinstance(report.warnings, tuple)
+
+
+def test_from_dict_rejects_unknown_type():
+    with pytest.raises(ValueError, match="unknown event type"):
+        ev.from_dict({"type": "Explosion", "x": 1})
+    with pytest.raises(ValueError):
+        ev.from_dict({"step": 1})
+
+
+def test_is_terminal():
+    terminal = [e for e in SAMPLES if ev.is_terminal(e)]
+    assert {type(e) for e in terminal} == {ev.RunFinished, ev.RunFailed}

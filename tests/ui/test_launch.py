@@ -1,0 +1,45 @@
+"""Starting the app where it cannot open a window gives one clear line, not a Qt abort."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from workbench import gui_launch
+
+
+def test_no_display_is_one_line_pointing_to_headless_commands():
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    proc = subprocess.run([sys.executable, "-m", "workbench"], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert "no display" in lines[0] and "workbench train" in lines[0] and "xvfb-run" in lines[0]
+
+
+def test_unreachable_x_display_is_reported_before_qt_aborts():
+    env = {k: v for k, v in os.environ.items() if k not in ("WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    env["DISPLAY"] = ":987"  # nothing listens there
+    proc = subprocess.run([sys.executable, "-m", "workbench"], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert "cannot connect to the X display ':987'" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_missing_xcb_library_names_the_debian_package(monkeypatch, tmp_path):
+    plugin = tmp_path / "libqxcb.so"
+    plugin.write_bytes(b"")
+
+    def refuse(path, *args, **kwargs):
+        raise OSError("libxcb-cursor.so.0: cannot open shared object file: No such file or directory")
+
+    monkeypatch.setattr(gui_launch.ctypes, "CDLL", refuse)
+    monkeypatch.setenv("QT_QPA_PLATFORM", "xcb")
+    message = gui_launch.xcb_problem(plugin)
+    assert "libxcb-cursor.so.0 is missing" in message and "sudo apt install libxcb-cursor0" in message
+
+
+def test_offscreen_needs_no_display(monkeypatch):
+    monkeypatch.setenv("QT_QPA_PLATFORM", "offscreen")
+    monkeypatch.delenv("DISPLAY", raising=False)
+    assert gui_launch.display_problem() is None

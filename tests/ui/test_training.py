@@ -1,0 +1,115 @@
+"""Train / Stop / close from the window, as a user would: buttons, the worker thread, the plots."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QToolButton
+
+from workbench.core.events import RunFailed, RunFinished, Step
+
+from .conftest import set_config
+
+
+def _button(window, name: str) -> QToolButton:
+    button = window.findChild(QToolButton, name)
+    assert button is not None, f"no widget named {name}"
+    return button
+
+
+def test_train_button_runs_one_epoch_and_fills_the_plots(window, qtbot):
+    set_config(window, epochs=1)
+    with qtbot.waitSignal(window.runFinished, timeout=60_000) as finished:
+        qtbot.mouseClick(_button(window, "trainButton"), Qt.LeftButton)
+    result = finished.args[0]
+    assert isinstance(result, RunFinished) and not result.stopped
+    assert result.metrics["val_accuracy"] > 0.5
+    window.plots.redraw()
+    counts = window.plots.point_counts()
+    assert counts["loss"] == result.steps and counts["throughput"] > 0 and counts["memory"] > 0
+    assert counts["val_loss"] == 1
+    x, y = window.plots.step_loss.item.getData()
+    assert len(x) == result.steps  # the curve on screen holds every step
+    assert window.findChild(object, "statusState").text() == "Finished"
+    assert window.host.thread is None  # the run's thread ended with the run
+    assert window.predict.model is not None  # the finished run's model is ready for prediction
+    assert window.export_action.isEnabled()
+
+
+def test_train_is_disabled_while_running_and_stop_returns_within_two_seconds(window, qtbot):
+    set_config(window, epochs=10_000)
+    with qtbot.waitSignal(window.host.events, timeout=60_000,
+                          check_params_cb=lambda batch: any(isinstance(e, Step) for e in batch)):
+        qtbot.keyClick(window, Qt.Key_R, Qt.ControlModifier)  # Ctrl+R
+    assert not window.train_action.isEnabled() and window.stop_action.isEnabled()
+    assert not window.host.train(window.setup.config())  # one task at a time
+    with qtbot.waitSignal(window.runFinished, timeout=2_000) as finished:
+        qtbot.mouseClick(_button(window, "stopButton"), Qt.LeftButton)
+    assert isinstance(finished.args[0], RunFinished) and finished.args[0].stopped
+    assert window.host.thread is None
+    assert window.train_action.isEnabled() and not window.stop_action.isEnabled()
+
+
+def test_escape_stops_a_run(window, qtbot):
+    set_config(window, epochs=10_000)
+    with qtbot.waitSignal(window.host.events, timeout=60_000,
+                          check_params_cb=lambda batch: any(isinstance(e, Step) for e in batch)):
+        window.train()
+    with qtbot.waitSignal(window.runFinished, timeout=2_000) as finished:
+        qtbot.keyClick(window, Qt.Key_Escape)
+    assert finished.args[0].stopped
+
+
+def test_closing_the_window_mid_run_stops_it_cleanly(window, qtbot, tmp_path):
+    set_config(window, epochs=10_000)
+    with qtbot.waitSignal(window.host.events, timeout=60_000,
+                          check_params_cb=lambda batch: any(isinstance(e, Step) for e in batch)):
+        window.train()
+    thread = window.host.thread
+    assert thread is not None and thread.isRunning()
+    assert window.close()
+    assert window.host.thread is None and thread.isFinished()
+    # What was trained is kept: the stopped run still wrote its checkpoint and its full event log.
+    run_dirs = list((tmp_path / "runs").iterdir())
+    assert len(run_dirs) == 1
+    assert (run_dirs[0] / "checkpoint.pt").is_file() and (run_dirs[0] / "events.jsonl").is_file()
+
+
+def test_a_diverging_run_shows_a_clear_message_and_the_app_keeps_working(window, qtbot):
+    set_config(window, epochs=1, lr=10.0)
+    with qtbot.waitSignal(window.runFinished, timeout=60_000) as finished:
+        window.train()
+    assert isinstance(finished.args[0], RunFailed) and finished.args[0].kind == "diverged"
+    assert window.banner.isVisible()
+    assert "diverged" in window.banner.label.text() and "learning rate" in window.banner.label.text()
+    assert window.state_label.text() == "Failed"
+    set_config(window, epochs=1)
+    with qtbot.waitSignal(window.runFinished, timeout=60_000) as finished:
+        window.train()
+    assert isinstance(finished.args[0], RunFinished)
+
+
+def test_a_failing_compile_backend_is_reported_not_hidden(window, qtbot, monkeypatch):
+    from workbench.core import devices
+
+    monkeypatch.setattr(devices, "backend_problem", lambda backend, device: "simulated: no C++ compiler")
+    set_config(window, epochs=1, backend="aot_eager")
+    with qtbot.waitSignal(window.runFinished, timeout=60_000) as finished:
+        window.train()
+    assert isinstance(finished.args[0], RunFailed) and finished.args[0].kind == "compile"
+    assert "simulated: no C++ compiler" in window.banner.label.text()
+
+
+def test_eager_fallback_is_visible_in_the_log_and_compile_panel(window, qtbot, monkeypatch):
+    from workbench.core import devices
+
+    monkeypatch.setattr(devices, "backend_problem", lambda backend, device: "simulated: no C++ compiler")
+    set_config(window, epochs=1, backend="aot_eager", allow_eager_fallback=True)
+    with qtbot.waitSignal(window.runFinished, timeout=60_000) as finished:
+        window.train()
+    assert isinstance(finished.args[0], RunFinished)
+    assert finished.args[0].metrics["backend_used"] == "eager"
+    warnings = [window.log.item(i).text() for i in range(window.log.count())
+                if window.log.item(i).data(256) == "warning"]
+    assert any("continuing in eager mode" in w for w in warnings)
+    notes = [window.compile_panel.notes.item(i).text() for i in range(window.compile_panel.notes.count())]
+    assert any("simulated: no C++ compiler" in n for n in notes)
