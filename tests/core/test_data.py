@@ -295,3 +295,27 @@ def test_imagefolder_without_images(tmp_path):
 
 def test_resource_path_points_at_real_files():
     assert (data.resource_path("samples", "digit_0.png")).is_file()
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "BUG data.py _image_folder: the Dataset class `Decoded` is defined inside the function, and folders of more "
+    "than 2000 files are decoded with DataLoader worker processes; with the 'spawn' (macOS, Windows) or "
+    "'forkserver' (Linux from Python 3.14) start method the dataset must be pickled: \"Can't pickle local object "
+    "'_image_folder.<locals>.Decoded'\" and the run fails as kind='internal'"))
+def test_large_imagefolder_loads_with_spawned_workers(tmp_path, samples_dir, monkeypatch):
+    import torch.utils.data as tud
+
+    real = tud.DataLoader
+
+    def spawning(*args, **kwargs):
+        if kwargs.get("num_workers"):
+            kwargs["multiprocessing_context"] = "spawn"
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(tud, "DataLoader", spawning)
+    png = (samples_dir / "digit_0.png").read_bytes()
+    for cls in ("a", "b"):
+        (tmp_path / cls).mkdir()
+        for i in range(1001):  # 2002 files: above the threshold that turns on worker processes
+            (tmp_path / cls / f"{i}.png").write_bytes(png)
+    assert len(load_split("imagefolder", "train", str(tmp_path))) == 2002 - 200

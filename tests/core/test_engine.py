@@ -310,6 +310,26 @@ def test_real_compile_failure_fails_or_falls_back(monkeypatch, tmp_path):
     assert any("fell back to eager" in w for w in of(fallback_events, CompileReport)[-1].warnings)
 
 
+def _losses(config: TrainConfig) -> list[float]:
+    events, result = run(config, flush_seconds=0)
+    assert isinstance(result, RunFinished), result
+    return [s.loss for s in steps(events)]
+
+
+def test_compiling_does_not_change_the_numbers_without_dropout():
+    config = TrainConfig(epochs=1, max_steps=4, hidden_dim=16, dropout=0.0, seed=2)
+    assert _losses(config.replace(backend="aot_eager")) == pytest.approx(_losses(config), rel=1e-5)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "BUG engine.py _prepare: explain_model() runs the model once in train mode (dropout active) on the global RNG "
+    "after torch.manual_seed(config.seed), so a compiled run draws different dropout masks than an eager run with "
+    "the same seed (with torch.random.fork_rng() around explain the losses match exactly)"))
+def test_compiling_does_not_change_the_numbers_with_dropout():
+    config = TrainConfig(epochs=1, max_steps=4, hidden_dim=16, dropout=0.2, seed=2)
+    assert _losses(config.replace(backend="aot_eager")) == pytest.approx(_losses(config), rel=1e-5)
+
+
 # -- output folder ----------------------------------------------------------------------------------------------
 def test_out_dir_gets_a_loadable_checkpoint(tmp_path):
     out = tmp_path / "run"

@@ -114,7 +114,7 @@ class MainWindow(QMainWindow):
         }
         self.tabifyDockWidget(self.docks["compile"], self.docks["predict"])
         self.docks["compile"].raise_()
-        self.resizeDocks([self.docks["setup"], self.docks["compile"]], [340, 400], Qt.Horizontal)
+        self.resizeDocks([self.docks["setup"], self.docks["compile"]], [360, 420], Qt.Horizontal)
         self.resizeDocks([self.docks["log"]], [130], Qt.Vertical)
 
         self._build_actions()

@@ -6,12 +6,15 @@ its whole user stack and Dynamo's full explanation.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QAbstractItemView, QDialog, QDialogButtonBox, QFormLayout, QHeaderView, QLabel,
                                QListWidget, QPlainTextEdit, QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout,
                                QWidget)
 
-from ...core.events import CompileFinished, CompileReport, Event, GraphBreak, Notice, RunStarted
+from ...core.events import (CompileFinished, CompileReport, Event, GraphBreak, Notice, RunFailed, RunFinished,
+                            RunStarted)
 
 
 class CompilePanel(QWidget):
@@ -62,6 +65,7 @@ class CompilePanel(QWidget):
         layout.addWidget(self.notes)
         layout.addWidget(self.explain_button)
         self.breaks: tuple[GraphBreak, ...] = ()
+        self._in_run = False
 
     # -- events -------------------------------------------------------------------------------------------------
     def add_events(self, batch: list[Event]) -> None:
@@ -69,13 +73,17 @@ class CompilePanel(QWidget):
             if isinstance(event, RunStarted):
                 cfg = event.config
                 self.clear()
+                self._in_run = True
                 self.fields["backend"].setText(
                     cfg["backend"] + (f" · {cfg['mode']}" if cfg["backend"] == "inductor" else ""))
                 self.fields["compiled"].setText("no (eager)" if cfg["backend"] == "eager" else "compiling…")
             elif isinstance(event, CompileFinished):
+                self.fields["compiled"].setText("yes")
                 self.fields["seconds"].setText(f"{event.seconds:.2f} s (first step, forward + backward)")
             elif isinstance(event, CompileReport):
                 self.show_report(event)
+            elif isinstance(event, (RunFinished, RunFailed)):
+                self._in_run = False
             elif isinstance(event, Notice) and event.level != "info" and "compile" in event.message:
                 self._note(f"⚠ {event.message}")
 
@@ -87,14 +95,15 @@ class CompilePanel(QWidget):
         self.breaks = ()
 
     def show_report(self, report: CompileReport) -> None:
-        self.fields["compiled"].setText(("yes" if report.compiled else "no") + (
-            " (inspection only)" if report.source == "explain" else ""))
-        self.fields["backend"].setText(report.backend + (f" · {report.mode}" if report.backend == "inductor" else ""))
+        """A run's own report fills every field; an explain report during a run only adds graphs and breaks."""
+        if not (self._in_run and report.source == "explain"):
+            self.fields["compiled"].setText(("yes" if report.compiled else "no") + (
+                " (traced by Explain, not trained)" if report.source == "explain" else ""))
         self.fields["graphs"].setText(str(report.graph_count))
         self.fields["breaks"].setText(str(report.graph_break_count))
         self.fields["breaks"].setStyleSheet("color: #b00020; font-weight: bold;" if report.graph_break_count else "")
         self.fields["ops"].setText(str(report.op_count))
-        if report.source == "explain":
+        if report.source == "explain" and not self._in_run:
             self.fields["seconds"].setText(f"traced in {report.compile_seconds:.2f} s (explain)")
         elif report.compile_seconds:
             self.fields["seconds"].setText(f"{report.compile_seconds:.2f} s (first step, forward + backward)")
@@ -103,9 +112,12 @@ class CompilePanel(QWidget):
         self.table.setRowCount(len(report.breaks))
         for row, brk in enumerate(report.breaks):
             source = brk.frames[-1].source if brk.frames else ""
-            for col, text in enumerate((brk.reason.splitlines()[0] if brk.reason else "?", brk.where, source)):
+            where = f"{Path(brk.frames[-1].file).name}:{brk.frames[-1].line}" if brk.frames else brk.where
+            cells = ((brk.reason.splitlines()[0] if brk.reason else "?", brk.reason),
+                     (where, brk.where), (source, source))
+            for col, (text, tip) in enumerate(cells):
                 item = QTableWidgetItem(text)
-                item.setToolTip(brk.reason if col == 0 else text)
+                item.setToolTip(tip)
                 self.table.setItem(row, col, item)
         self.notes.clear()
         for recompile in report.recompiles:

@@ -29,6 +29,8 @@ def example_model_spec() -> str:
 def _combo(name: str, items: list[tuple[str, str]]) -> QComboBox:
     combo = QComboBox()
     combo.setObjectName(name)
+    combo.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)  # long titles may elide
+    combo.setMinimumContentsLength(10)
     for value, label in items:
         combo.addItem(label, value)
     return combo
