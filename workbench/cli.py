@@ -29,6 +29,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from .core.errors import WorkbenchError
 
+    quiet_torch_logs()
     try:
         return int(args.handler(args) or 0)
     except WorkbenchError as exc:
@@ -36,6 +37,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("\nworkbench: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+
+
+def quiet_torch_logs() -> None:
+    """PyTorch's compiler logs warnings and stack dumps to stderr; Workbench reports the same findings as
+    events (graph breaks, failures), so keep the terminal readable. TORCH_LOGS=… still turns them back on."""
+    import os
+
+    if not os.environ.get("TORCH_LOGS"):
+        import logging
+
+        import torch._logging
+
+        torch._logging.set_logs(all=logging.CRITICAL)
 
 
 def fail(message: str, hint: str = "", code: int = EXIT_USAGE) -> int:
@@ -60,14 +74,19 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("checkpoint")
     evaluate.add_argument("--dataset", default=None, help="dataset name (default: the checkpoint's)")
     evaluate.add_argument("--data-root", default=None)
-    evaluate.add_argument("--split", choices=("test", "val"), default="test")
+    evaluate.add_argument("--split", choices=("test", "val"), default=None,
+                          help="default: the dataset's test split, or 'val' where it has none (mnist-sample)")
     evaluate.add_argument("--device", default="auto")
+    evaluate.add_argument("--trust-model-code", action="store_true",
+                          help="import the Python file a user-defined network's checkpoint names")
     evaluate.set_defaults(handler=cmd_evaluate)
 
     predict = sub.add_parser("predict", help="classify image files with a checkpoint")
     predict.add_argument("checkpoint")
     predict.add_argument("images", nargs="+")
     predict.add_argument("--json", action="store_true", help="one JSON object per image")
+    predict.add_argument("--trust-model-code", action="store_true",
+                         help="import the Python file a user-defined network's checkpoint names")
     predict.set_defaults(handler=cmd_predict)
 
     explain = sub.add_parser("explain", help="what torch.compile does with the network: graphs, breaks, ops")
@@ -107,11 +126,11 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--max-steps", type=int, help="stop after this many optimizer steps")
 
 
-def config_from_args(args: argparse.Namespace):
+def config_from_args(args: argparse.Namespace, **defaults):
     """Defaults, then the --config file, then explicit flags: the same TrainConfig validation for all three."""
     from .core.config import ConfigError, TrainConfig
 
-    values: dict = {}
+    values: dict = dict(defaults)
     if args.config:
         try:
             text = Path(args.config).read_text(encoding="utf-8")
@@ -141,13 +160,18 @@ def cmd_train(args: argparse.Namespace) -> int:
     writer = RunWriter(Path(args.out))  # fails here, before any training, if --out is not writable
     bar = ProgressBar(sys.stderr)
     stop = threading.Event()
-    with interrupt_sets(stop):
-        result = Trainer(out_dir=writer.out_dir).run(config, emit=lambda e: (writer.write(e), bar.update(e)),
-                                                     stop=stop)
+    try:
+        with interrupt_sets(stop):
+            result = Trainer(out_dir=writer.out_dir).run(config, emit=lambda e: (writer.write(e), bar.update(e)),
+                                                         stop=stop)
+    except KeyboardInterrupt:
+        writer.abort()
+        raise
     bar.close()
     writer.close(result)
     if isinstance(result, RunFailed):
-        return fail(f"training failed ({result.kind}): {result.message}", result.hint, EXIT_RUN_FAILED)
+        code = EXIT_USAGE if result.kind in ("config", "data", "io") else EXIT_RUN_FAILED
+        return fail(f"training failed ({result.kind}): {result.message}", result.hint, code)
     m = result.metrics
     state = "stopped early" if result.stopped else "finished"
     print(f"{state}: {result.steps} steps, {result.epochs} epoch(s) in {result.seconds:.1f} s · "
@@ -239,13 +263,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     import torch
 
     from .core import checkpoint, devices
-    from .core.data import load_split
+    from .core.data import dataset_info, load_split
     from .core.engine import evaluate_split
 
-    ckpt = checkpoint.load(args.checkpoint)
+    ckpt = checkpoint.load(args.checkpoint, trust_model_code=args.trust_model_code)
     dataset = args.dataset or ckpt.config.dataset
     data_root = args.data_root if args.dataset else (args.data_root or ckpt.config.data_root)
-    split = load_split(dataset, args.split, data_root)
+    split_name = args.split or ("test" if dataset_info(dataset).has_test else "val")
+    split = load_split(dataset, split_name, data_root)
     device = devices.resolve_device(args.device)
     model = ckpt.build_model(device)
     config = ckpt.config.replace(amp="off")
@@ -254,7 +279,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     matrix = torch.zeros(n, n, dtype=torch.long)
     matrix.index_put_((split.labels.clamp(0, n - 1), predicted.clamp(0, n - 1)), torch.ones_like(predicted),
                       accumulate=True)
-    print(f"{dataset} {args.split}: {len(split)} images · accuracy {accuracy:.2%} · loss {loss:.4f}")
+    print(f"{dataset} {split_name}: {len(split)} images · accuracy {accuracy:.2%} · loss {loss:.4f}")
     print(format_confusion(matrix.tolist(), ckpt.classes))
     return 0
 
@@ -273,7 +298,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     from .core import checkpoint
     from .core.predict import ImageError, predict_file
 
-    ckpt = checkpoint.load(args.checkpoint)
+    ckpt = checkpoint.load(args.checkpoint, trust_model_code=args.trust_model_code)
     model = ckpt.build_model("cpu")
     failures = 0
     for image in args.images:
@@ -295,9 +320,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
     from .core import devices
     from .core.inspect import explain
 
-    config = config_from_args(args)
+    config = config_from_args(args, backend="inductor")  # explain is about compiling: eager would say nothing
     if not config.compiled:
-        config = config.replace(backend="inductor")  # explain is about compiling: eager would say nothing
+        config = config.replace(backend="inductor")
     config.check_runnable(devices.cuda_available())
     print(format_report(explain(config)))
     return 0

@@ -158,12 +158,6 @@ def test_refusal_names_the_offending_global(tmp_path, writer):
     assert not marker.exists()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG checkpoint.py load(): torch words a blocked *module* differently ('Trying to load unsupported GLOBAL "
-    "posix.system whose module posix is blocked'), which neither the 'Unsupported global' test in load() nor "
-    "_unpickler_detail() recognises: a checkpoint that would run os.system is reported as 'not a readable PyTorch "
-    "file (damaged or truncated?)' followed by torch's long 'Weights only load failed. In PyTorch 2.6 …' line, "
-    "without naming posix.system"))
 @pytest.mark.parametrize("writer", ["torch.save", "pickle"])
 def test_refusal_of_os_system_says_refused_and_names_it(tmp_path, writer):
     path, marker = _evil_file(tmp_path, _RunsShell, writer)
@@ -228,10 +222,6 @@ def test_weights_for_another_hidden_size(saved, tmp_path):
     assert "\n" not in str(info.value)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "checkpoint.py:45 Checkpoint.build_model keeps only first_line() of load_state_dict's RuntimeError, which is "
-    "'Error(s) in loading state_dict for SandwichNet:' — the message ends in a colon and never says what does not "
-    "fit (e.g. 'size mismatch for core_block.fc1.weight: [32, 784] in the file, [16, 784] expected')"))
 def test_weights_mismatch_message_says_what_does_not_fit(saved, tmp_path):
     path = _edited(saved, tmp_path, state_dict=_model(hidden_dim=32).state_dict())
     with pytest.raises(CheckpointError) as info:
@@ -272,7 +262,21 @@ def test_missing_classes(saved, tmp_path):
 def test_model_file_gone(saved, tmp_path):
     config = CONFIG.replace(model=str(tmp_path / "gone.py") + ":Net").to_dict()
     with pytest.raises(CheckpointError, match="needs the model"):
-        checkpoint.load(_edited(saved, tmp_path, config=config))
+        checkpoint.load(_edited(saved, tmp_path, config=config), trust_model_code=True)
+
+
+def test_user_model_code_is_not_imported_unless_trusted(saved, tmp_path):
+    marker = tmp_path / "imported.txt"
+    model_file = tmp_path / "net.py"
+    model_file.write_text(f"open({str(marker)!r}, 'w').write('ran')\n"
+                          "from workbench.core.model import SandwichNet as Net\n")
+    config = CONFIG.replace(model=f"{model_file}:Net").to_dict()
+    path = _edited(saved, tmp_path, config=config)
+    with pytest.raises(checkpoint.UntrustedModelCode, match="trust"):
+        checkpoint.load(path)
+    assert not marker.exists()  # refusing happened before any import
+    assert checkpoint.load(path, trust_model_code=True).config.model == f"{model_file}:Net"
+    assert marker.read_text() == "ran"
 
 
 def test_folder_and_missing_path(tmp_path):
@@ -289,10 +293,6 @@ def test_write_text_atomic(tmp_path):
     assert [p.name for p in target.parent.iterdir()] == ["metrics.json"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG checkpoint.py:122-127 load() only catches UnpicklingError/RuntimeError/EOFError/BadZipFile/OSError/"
-    "ValueError around torch.load, but torch's weights-only unpickler raises KeyError/IndexError for some "
-    "garbage (e.g. a text file starting 'hello', ~8% of random byte strings): the error escapes as a traceback"))
 def test_any_garbage_file_is_a_checkpoint_error(tmp_path):
     candidates = [b"hello world\n"] + [random.Random(seed).randbytes(1000) for seed in range(40)]
     escaped = []
@@ -308,10 +308,6 @@ def test_any_garbage_file_is_a_checkpoint_error(tmp_path):
     assert escaped == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG checkpoint.py:131 compares format_version with '>' before checking its type, and Checkpoint.build_model "
-    "(checkpoint.py:45) only turns RuntimeError into CheckpointError: a payload with format_version='2' or a "
-    "non-dict state_dict raises a bare TypeError"))
 @pytest.mark.parametrize("changes", [{"format_version": "2"}, {"state_dict": [1, 2, 3]}])
 def test_malformed_payload_fields_are_checkpoint_errors(saved, tmp_path, changes):
     with pytest.raises(CheckpointError):

@@ -163,10 +163,6 @@ def test_bad_model_specs_raise_model_spec_error(tmp_path, user_model_file, make_
         assert word in str(info.value)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG model.py:88 build_model calls cls(input_dim=..., hidden_dim=..., output_dim=..., dropout=...) without "
-    "catching TypeError: a user class with another constructor signature escapes as a bare TypeError (engine: "
-    "RunFailed(kind='internal', 'looks like a bug in Workbench'); `workbench explain`: a traceback)"))
 def test_user_class_with_wrong_constructor_raises_model_spec_error(tmp_path):
     path = tmp_path / "noargs.py"
     path.write_text(textwrap.dedent('''

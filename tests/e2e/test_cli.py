@@ -119,6 +119,11 @@ def _matrix(stdout: str) -> list[list[int]]:
     return [[int(v) for v in row.split()[1:]] for row in rows]
 
 
+def test_evaluate_defaults_to_validation_where_there_is_no_test_split(trained, capsys):
+    code, stdout, _ = call(capsys, "evaluate", trained / "checkpoint.pt")
+    assert code == 0 and stdout.startswith("mnist-sample val: 1000 images")
+
+
 def test_evaluate_on_the_validation_split(trained, capsys):
     code, stdout, stderr = call(capsys, "evaluate", trained / "checkpoint.pt", "--split", "val")
     assert code == 0, stderr
@@ -228,7 +233,7 @@ TRAIN = ("train", "--max-steps", "2", "--out", "{out}")
     (("evaluate", "{corrupted}"), ["corrupted.pt", "damaged or truncated"]),
     (("evaluate", "{missing}/checkpoint.pt"), ["does not exist"]),
     (("evaluate", "{folder}"), ["folder"]),
-    (("evaluate", "{ckpt}"), ["mnist-sample", "val"]),  # the sample has no test split: says to use val
+    (("evaluate", "{ckpt}", "--split", "test"), ["mnist-sample", "val"]),  # no test split: says to use val
     (("evaluate", "{ckpt}", "--dataset", "idx", "--data-root", "{missing}"), ["does not exist"]),
     (("predict", "{corrupted}", "{notes}"), ["corrupted.pt"]),
     (("predict", "{ckpt}", "{notes}"), ["notes.txt", "not an image"]),
@@ -309,9 +314,6 @@ def test_blocking_qt_really_blocks_it(tmp_path):
 
 
 # -- documented problems ----------------------------------------------------------------------------------------
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG cli.py cmd_explain: explain() builds and runs the user's model outside any WorkbenchError handling, so a "
-    "user model whose constructor or forward fails ends in a Python traceback (exit 1), not one error line"))
 @pytest.mark.parametrize("body", [
     "    def __init__(self):\n        super().__init__()\n",
     "    def __init__(self, **kw):\n        super().__init__()\n        self.fc = nn.Linear(10, 10)\n"
@@ -325,9 +327,6 @@ def test_explain_with_a_broken_user_model_gives_one_error_line(tmp_path, body, c
     assert_one_error_line(stderr)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG checkpoint.py load(): torch's weights-only unpickler raises KeyError/IndexError for some non-checkpoint "
-    "files (here a text file starting 'hello'), which load() does not catch: `workbench predict` shows a traceback"))
 def test_predict_with_a_text_file_as_checkpoint(tmp_path, samples_dir, capsys):
     fake = tmp_path / "model.pt"
     fake.write_text("hello world\n")
@@ -336,10 +335,6 @@ def test_predict_with_a_text_file_as_checkpoint(tmp_path, samples_dir, capsys):
     assert_one_error_line(stderr)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "cli.py: EXIT_USAGE (2) is documented for 'bad input: config, data, files' and EXIT_RUN_FAILED (3) for "
-    "'the run itself failed', but cmd_train returns 3 for every RunFailed, including kind 'data' and 'config' "
-    "(missing --data-root folder, missing --model file)"))
 def test_train_with_missing_data_root_exits_with_usage_code(tmp_path, capsys):
     code, _, _ = call(capsys, "train", "--dataset", "idx", "--data-root", tmp_path / "missing", "--out",
                       tmp_path / "out")

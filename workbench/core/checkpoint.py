@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import os
 import pickle
+import re
 import tempfile
-import zipfile
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,9 +44,9 @@ class Checkpoint:
                             output_dim=len(self.classes), dropout=self.config.dropout)
         try:
             model.load_state_dict(self.state_dict)
-        except RuntimeError as exc:
+        except (RuntimeError, TypeError, KeyError) as exc:
             raise CheckpointError(f"the weights do not fit the network described by the checkpoint's config: "
-                                  f"{first_line(exc)}") from None
+                                  f"{_mismatch_detail(exc)}") from None
         return model.to(device).eval()
 
 
@@ -65,21 +65,31 @@ def atomic_path(target: str | Path, suffix: str = "") -> Iterator[Path]:
         yield tmp_path
         with open(tmp_path, "rb") as fh:
             os.fsync(fh.fileno())
-        os.chmod(tmp_path, 0o666 & ~_umask())  # mkstemp makes 0600; a saved file gets the user's usual mode
+        os.chmod(tmp_path, 0o666 & ~current_umask())  # mkstemp makes 0600; a saved file gets the user's usual mode
         os.replace(tmp_path, target)
     finally:
         tmp_path.unlink(missing_ok=True)
 
 
-def _unpickler_detail(exc: BaseException) -> str:
-    """torch's refusal is a page of advice; the line naming the offending global is the useful part."""
+def _refused_global(exc: BaseException) -> str | None:
+    """The Python object torch's safe unpickler refused to import (e.g. 'GLOBAL posix.system'), if any.
+
+    torch words this several ways ("Unsupported global: GLOBAL x.y was not an allowed global", "unsupported
+    GLOBAL posix.system whose module posix is blocked"); garbage bytes give other messages and return None."""
+    found = re.search(r"GLOBAL\s+([\w.]+)", str(exc), flags=re.IGNORECASE)
+    return f"GLOBAL {found.group(1)}" if found else None
+
+
+def _mismatch_detail(exc: BaseException) -> str:
+    """load_state_dict's first line is just a heading; the first 'size mismatch'/'Missing key' line says what."""
     for line in str(exc).splitlines():
-        if "Unsupported" in line:
-            return line.replace("WeightsUnpickler error:", "").strip().split(" was not an allowed")[0]
+        line = line.strip()
+        if line.startswith(("size mismatch", "Missing key", "Unexpected key")):
+            return line
     return first_line(exc)
 
 
-def _umask() -> int:
+def current_umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
@@ -119,8 +129,21 @@ def export(ckpt: Checkpoint, path: str | Path) -> Path:
                 classes=ckpt.classes)
 
 
-def load(path: str | Path) -> Checkpoint:
-    """Read a checkpoint without executing anything in it; every failure becomes one CheckpointError."""
+class UntrustedModelCode(CheckpointError):
+    """The checkpoint's network is defined in a Python file; importing it would run that file's code."""
+
+    def __init__(self, name: str, model_spec: str):
+        self.model_spec = model_spec
+        super().__init__(f"{name} needs the network defined in {model_spec.rpartition(':')[0]}; importing it runs "
+                         f"that file's code, so it is not done unless you say you trust it",
+                         "if you trust that file, pass --trust-model-code")
+
+
+def load(path: str | Path, *, trust_model_code: bool = False) -> Checkpoint:
+    """Read a checkpoint without executing anything in it; every failure becomes one CheckpointError.
+
+    A checkpoint of a user-defined network names the Python file that defines it; that file is imported only
+    when the caller says it trusts it (`trust_model_code`), never just because a checkpoint points at it."""
     path = Path(path)
     if path.is_dir():
         raise CheckpointError(f"{path} is a folder; pass the checkpoint file (e.g. {path / 'checkpoint.pt'})")
@@ -131,26 +154,35 @@ def load(path: str | Path) -> Checkpoint:
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:
-        if "Unsupported global" not in str(exc):  # not a refused object: the bytes themselves make no sense
+        refused = _refused_global(exc)
+        if refused is None:  # not a refused object: the bytes themselves make no sense
             raise CheckpointError(f"{path.name} is not a readable PyTorch file (damaged or truncated?): "
-                                  f"{_unpickler_detail(exc)}") from None
+                                  f"{first_line(exc)}") from None
         raise CheckpointError(f"{path.name} was refused: it contains Python objects other than tensors and plain "
-                              f"data, which could run code when loaded ({_unpickler_detail(exc)})") from None
-    except (RuntimeError, EOFError, zipfile.BadZipFile, OSError, ValueError) as exc:
+                              f"data ({refused}), which could run code when loaded") from None
+    except Exception as exc:  # the safe unpickler raises many types on garbage (KeyError, IndexError, zip errors…)
         raise CheckpointError(f"{path.name} is not a readable PyTorch file (damaged or truncated?): "
-                              f"{first_line(exc)}") from None
+                              f"{type(exc).__name__}: {first_line(exc)}") from None
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise CheckpointError(f"{path.name} is a PyTorch file but not a Workbench checkpoint "
                               f"(no '{FORMAT}' marker); export one from Workbench or `workbench train --out DIR`")
-    if payload.get("format_version", 0) > FORMAT_VERSION:
-        raise CheckpointError(f"{path.name} was written by a newer Workbench (format "
-                              f"{payload['format_version']}); upgrade Workbench to read it")
+    version = payload.get("format_version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise CheckpointError(f"{path.name} has no valid format version ({version!r})")
+    if version > FORMAT_VERSION:
+        raise CheckpointError(f"{path.name} was written by a newer Workbench (format {version}); "
+                              f"upgrade Workbench to read it")
+    state = payload.get("state_dict")
+    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+        raise CheckpointError(f"{path.name} has no usable weights (state_dict is not a mapping of tensors)")
     try:
         config = TrainConfig.from_dict(payload["config"])
         checkpoint = Checkpoint(config=config, state_dict=payload["state_dict"], metrics=payload.get("metrics", {}),
                                 versions=payload.get("versions", {}), classes=tuple(payload["classes"]))
     except (KeyError, TypeError, ConfigError) as exc:
         raise CheckpointError(f"{path.name} is incomplete or from an incompatible version: {exc}") from None
+    if config.model != "sandwich" and not trust_model_code:
+        raise UntrustedModelCode(path.name, config.model)
     try:
         checkpoint.build_model()  # fail now, with a clear message, rather than at the first prediction
     except ModelSpecError as exc:

@@ -79,7 +79,7 @@ class TrainConfig:
         _check_type(self, "model", str)
         _check_int(self, "epochs", 1, 100_000)
         _check_int(self, "batch_size", 1, 1 << 20)
-        _check_int(self, "seed", 0, 2**63 - 1)
+        _check_int(self, "seed", 0, 2**32 - 1)
         _check_int(self, "hidden_dim", 1, 1 << 16)
         _check_float(self, "lr", low_exclusive=0.0, high=100.0)
         _check_float(self, "weight_decay", low_inclusive=0.0, high=10.0)

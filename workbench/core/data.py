@@ -19,6 +19,7 @@ from typing import Iterator
 
 import numpy as np
 import torch
+import torch.utils.data
 
 from . import paths
 from .errors import WorkbenchError, first_line
@@ -53,11 +54,12 @@ class DatasetInfo:
     classes: tuple[str, ...]
     needs_root: bool = False  # idx / imagefolder: meaningless without --data-root
     online: bool = False  # may download when no data root is given
+    has_test: bool = True  # a test split of its own (else evaluate on the validation split)
 
 
 DIGITS = tuple(str(d) for d in range(10))
 CATALOGUE: dict[str, DatasetInfo] = {info.name: info for info in (
-    DatasetInfo("mnist-sample", "MNIST sample (bundled, 5,000 digits)", DIGITS),
+    DatasetInfo("mnist-sample", "MNIST sample (bundled, 5,000 digits)", DIGITS, has_test=False),
     DatasetInfo("mnist", "MNIST (torchvision)", DIGITS, online=True),
     DatasetInfo("fashion-mnist", "Fashion-MNIST (torchvision)", (
         "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"),
@@ -65,7 +67,8 @@ CATALOGUE: dict[str, DatasetInfo] = {info.name: info for info in (
     DatasetInfo("kmnist", "KMNIST (torchvision)", ("o", "ki", "su", "tsu", "na", "ha", "ma", "ya", "re", "wo"),
                 online=True),
     DatasetInfo("idx", "IDX folder (--data-root)", DIGITS, needs_root=True),
-    DatasetInfo("imagefolder", "Image folder, one subfolder per class (--data-root)", (), needs_root=True),
+    DatasetInfo("imagefolder", "Image folder, one subfolder per class (--data-root)", (), needs_root=True,
+                has_test=False),
 )}
 OFFLINE_CHOICES = ("mnist-sample (bundled), or --data-root DIR holding a torchvision layout "
                    "(e.g. DIR/MNIST/raw/train-images-idx3-ubyte.gz), or --dataset idx --data-root DIR with IDX files")
@@ -198,35 +201,41 @@ def _idx_folder(root: Path, which: str) -> Split | None:
 def _image_folder(root: Path) -> Split:
     """Class subfolders of images, each decoded with the Predict preprocessing (so both see the same pixels).
     Decoding runs in a DataLoader with worker processes; the result is held in memory like every other set."""
-    from torch.utils.data import DataLoader, Dataset
-
-    from .predict import ImageError, load_digit
+    from torch.utils.data import DataLoader
 
     classes = classes_of("imagefolder", str(root))
     files = [(path, label) for label, cls in enumerate(classes)
              for path in sorted((root / cls).iterdir()) if path.is_file()]
     if not files:
         raise DataError(f"no images under {root} (expected one subfolder per class holding image files)")
-
-    class Decoded(Dataset):
-        def __len__(self) -> int:
-            return len(files)
-
-        def __getitem__(self, i: int):
-            path, label = files[i]
-            try:
-                return torch.from_numpy(load_digit(path)), label
-            except ImageError:
-                return torch.zeros(28, 28, dtype=torch.uint8), -1
-
     workers = min(4, os.cpu_count() or 1) if len(files) > 2000 else 0
-    batches = list(DataLoader(Decoded(), batch_size=512, num_workers=workers))
+    batches = list(DataLoader(_DecodedImages(files), batch_size=512, num_workers=workers))
     images = torch.cat([b[0] for b in batches])
     labels = torch.cat([b[1] for b in batches]).long()
     keep = labels >= 0
     if not keep.any():
         raise DataError(f"none of the {len(files)} files under {root} could be read as an image")
     return Split(images[keep].contiguous(), labels[keep])
+
+
+class _DecodedImages(torch.utils.data.Dataset):
+    """Image files → MNIST-style 28×28 uint8; unreadable files get label -1 and are dropped afterwards.
+    Module level so that DataLoader workers can pickle it under the 'spawn' start method."""
+
+    def __init__(self, files: list[tuple[Path, int]]):
+        self.files = files
+
+    def __len__(self) -> int:
+        return len(self.files)
+
+    def __getitem__(self, i: int):
+        from .predict import ImageError, load_digit
+
+        path, label = self.files[i]
+        try:
+            return torch.from_numpy(load_digit(path)), label
+        except ImageError:
+            return torch.zeros(28, 28, dtype=torch.uint8), -1
 
 
 # -- splitting --------------------------------------------------------------------------------------------------
@@ -289,7 +298,7 @@ class DeviceBatches:
     def epoch(self, epoch: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
         n = len(self.labels)
         if self.shuffle:
-            order = torch.randperm(n, generator=torch.Generator().manual_seed(self.seed * 100_003 + epoch))
+            order = torch.randperm(n, generator=torch.Generator().manual_seed((self.seed * 100_003 + epoch) % 2**63))
         else:
             order = torch.arange(n)
         # Each rank takes every world_size-th sample of the same permutation: disjoint shards, all samples seen.

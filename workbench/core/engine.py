@@ -23,7 +23,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from . import checkpoint, devices
-from .config import TrainConfig
+from .config import ConfigError, TrainConfig
 from .data import DeviceBatches, Split, classes_of, load_split
 from .errors import WorkbenchError, first_line
 from .events import (CompileFinished, CompileReport, CompileStarted, Emit, EpochEnd, GraphBreak, Notice,
@@ -81,6 +81,7 @@ class _Totals:
     epoch_steps: int = 0
     best_val_accuracy: float = 0.0
     first_loss: float | None = None
+    epochs_ended: int = 0  # epochs that were validated (EpochEnd emitted); a max_steps cut may end one early
     last_epoch: dict = field(default_factory=dict)
     peak_memory_mib: float = 0.0
 
@@ -135,8 +136,8 @@ class Trainer:
         batches = DeviceBatches(train_split, config.batch_size, device, seed=config.seed,
                                 rank=self.dist.rank, world_size=self.dist.world_size)
         if len(batches) == 0:
-            raise WorkbenchError(f"batch size {config.batch_size} is larger than the {batches.shard_size} "
-                                 f"training images each process gets", "lower the batch size")
+            raise ConfigError("batch_size", f"{config.batch_size} is larger than the {batches.shard_size} "
+                                            f"training images each process gets", f"1 to {batches.shard_size}")
         total_steps = len(batches) * config.epochs
         if config.max_steps:
             total_steps = min(total_steps, config.max_steps)
@@ -167,6 +168,7 @@ class Trainer:
             totals.last_epoch = {"train_loss": train_loss, "val_loss": val_loss, "val_accuracy": val_accuracy}
             emit(EpochEnd(epoch=epoch, train_loss=train_loss, val_loss=val_loss, val_accuracy=val_accuracy,
                           seconds=time.perf_counter() - started))
+            totals.epochs_ended += 1
             if config.max_steps and totals.steps >= config.max_steps:
                 break
 
@@ -179,7 +181,7 @@ class Trainer:
             "compile_seconds": totals.compile_seconds,
             "peak_memory_mib": totals.peak_memory_mib,
             "backend_used": config.backend if session.compiled else "eager",
-            "epochs_completed": epoch if not stopped else epoch - 1,
+            "epochs_completed": totals.epochs_ended,
         }
         if self.out_dir is not None and self.dist.is_main and totals.steps > 0:
             metrics["checkpoint"] = str(checkpoint.save(
@@ -206,7 +208,8 @@ class Trainer:
             return _empty_report(config, problem), self._session(config, model, compiled=False)
         example = next(batches.epoch(0))[0]
         try:
-            report = explain_model(model, example, config)
+            with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+                report = explain_model(model, example, config)  # must not shift the run's random stream
         except Exception as exc:  # an untraceable model is itself a finding: report it, let compile decide
             report = _empty_report(config, f"explain failed: {first_line(exc)}")
         torch._dynamo.reset()  # start the real compile from a clean slate, not from explain's traces
@@ -255,6 +258,7 @@ class Trainer:
                 emit(CompileStarted(config.backend, config.mode))
             session, loss = self._with_fallback(config, session, report, emit,
                                                 lambda s: train_step(s, x, y, config, device))
+            compiling = compiling and session.compiled  # a fallback to eager compiled nothing
             pending.append(loss)
             totals.steps += 1
             if compiling or time.perf_counter() - block_start >= self.flush_seconds:

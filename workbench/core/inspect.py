@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from .config import TrainConfig
+from .errors import WorkbenchError, first_line
 from .events import CompileReport, Frame, GraphBreak
 
 _TORCH_DIR = os.path.dirname(torch.__file__)
@@ -45,6 +46,10 @@ def explain_model(model: torch.nn.Module, example: torch.Tensor, config: TrainCo
     )
 
 
+class ExplainError(WorkbenchError):
+    kind = "compile"
+
+
 def explain(config: TrainConfig) -> CompileReport:
     """Explain the network a config describes, on a random batch of the config's shape (no data is loaded)."""
     from .model import build_model
@@ -53,7 +58,11 @@ def explain(config: TrainConfig) -> CompileReport:
                         dropout=config.dropout)
     example = torch.randint(0, 256, (config.batch_size, 1, 28, 28), dtype=torch.uint8,
                             generator=torch.Generator().manual_seed(0))
-    return explain_model(model, example, config)
+    try:
+        return explain_model(model, example, config)
+    except Exception as exc:  # the user's forward() failed while being traced: that is the answer to report
+        raise ExplainError(f"could not trace {type(model).__name__}: {type(exc).__name__}: {first_line(exc)}",
+                           "run the model eagerly first (backend eager) to see the error in full") from None
 
 
 def _graph_break(reason: Any) -> GraphBreak:

@@ -83,10 +83,13 @@ class ModelSpecError(WorkbenchError):
 def build_model(spec: str, *, input_dim: int, hidden_dim: int, output_dim: int, dropout: float) -> nn.Module:
     """`sandwich` or `path/to/file.py:ClassName` (a user's own nn.Module taking the same four arguments)."""
     if spec == "sandwich":
-        cls: type[nn.Module] = SandwichNet
-    else:
-        cls = load_model_class(spec)
-    return cls(input_dim=input_dim, hidden_dim=hidden_dim, output_dim=output_dim, dropout=dropout)
+        return SandwichNet(input_dim=input_dim, hidden_dim=hidden_dim, output_dim=output_dim, dropout=dropout)
+    cls = load_model_class(spec)
+    try:
+        return cls(input_dim=input_dim, hidden_dim=hidden_dim, output_dim=output_dim, dropout=dropout)
+    except Exception as exc:  # the user's constructor: a clear message, not an "internal" failure
+        raise ModelSpecError(f"could not build {cls.__name__}(input_dim, hidden_dim, output_dim, dropout): "
+                             f"{type(exc).__name__}: {exc}") from None
 
 
 def load_model_class(spec: str) -> type[nn.Module]:

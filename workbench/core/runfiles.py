@@ -11,7 +11,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from .checkpoint import write_text_atomic
+from .checkpoint import current_umask, write_text_atomic
 from .errors import WorkbenchError
 from .events import EpochEnd, Event, RunFailed, RunFinished, RunStarted, to_json
 
@@ -27,7 +27,6 @@ class RunWriter:
                                  "choose a folder you can write to with --out") from None
         self._tmp = Path(tmp)
         self._fh = os.fdopen(fd, "w", encoding="utf-8")
-        os.chmod(self._tmp, 0o644)
         self._started: RunStarted | None = None
         self._epochs: list[dict] = []
 
@@ -38,10 +37,16 @@ class RunWriter:
         elif isinstance(event, EpochEnd):
             self._epochs.append({k: v for k, v in json.loads(to_json(event)).items() if k != "type"})
 
+    def abort(self) -> None:
+        """The process is being interrupted: leave no temp file behind."""
+        self._fh.close()
+        self._tmp.unlink(missing_ok=True)
+
     def close(self, result: RunFinished | RunFailed) -> None:
         self._fh.flush()
         os.fsync(self._fh.fileno())
         self._fh.close()
+        os.chmod(self._tmp, 0o666 & ~current_umask())  # mkstemp made it 0600
         os.replace(self._tmp, self.out_dir / "events.jsonl")
         if isinstance(result, RunFinished):
             summary = {

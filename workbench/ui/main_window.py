@@ -251,9 +251,9 @@ class MainWindow(QMainWindow):
                                               + (f"\n{result.hint}" if result.hint else ""))
         elif isinstance(result, RunFinished):
             path = result.metrics.get("checkpoint")
-            if path:
+            if path:  # this run's own model file was imported to train it: trusted already
                 self.last_run_dir = Path(path).parent
-                self.load_checkpoint(path, f"last run ({Path(path).parent.name})")
+                self.load_checkpoint(path, f"last run ({Path(path).parent.name})", trust_model_code=True)
             if result.stopped:
                 self.banner.show_message("info", f"Stopped after {result.steps} steps; what was trained is kept.")
         self._update_actions()
@@ -278,10 +278,15 @@ class MainWindow(QMainWindow):
         if path:
             self.load_checkpoint(path, Path(path).name)
 
-    def load_checkpoint(self, path: str | Path, description: str) -> bool:
+    def load_checkpoint(self, path: str | Path, description: str, *, trust_model_code: bool = False) -> bool:
         try:
-            ckpt = checkpoint.load(path)
+            ckpt = checkpoint.load(path, trust_model_code=trust_model_code)
             model = ckpt.build_model("cpu")  # eager copy: safe to call on the GUI thread
+        except checkpoint.UntrustedModelCode as exc:
+            if self.confirm_model_code(exc.model_spec):
+                return self.load_checkpoint(path, description, trust_model_code=True)
+            self.banner.show_message("warning", f"Checkpoint not opened: {exc}")
+            return False
         except WorkbenchError as exc:
             self.banner.show_message("error", f"Cannot open checkpoint: {exc}")
             self.log.add("error", f"cannot open checkpoint: {exc}")
@@ -293,6 +298,14 @@ class MainWindow(QMainWindow):
         self.log.add("info", f"model for prediction: {description}")
         self._update_actions()
         return True
+
+    def confirm_model_code(self, model_spec: str) -> bool:
+        file = model_spec.rpartition(":")[0]
+        answer = QMessageBox.question(
+            self, "Import model code?",
+            f"This checkpoint's network is defined in\n{file}\n\nOpening it imports and runs that file. "
+            f"Continue only if you trust it.", QMessageBox.Yes | QMessageBox.No, QMessageBox.No)
+        return answer == QMessageBox.Yes
 
     def choose_export_checkpoint(self) -> None:
         path, _ = QFileDialog.getSaveFileName(self, "Export checkpoint", "checkpoint.pt", "Checkpoints (*.pt)")
