@@ -68,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     train = sub.add_parser("train", help="train the network and write checkpoint, metrics and events")
     add_config_options(train)
     train.add_argument("--out", default="runs/latest", help="output folder (default: runs/latest)")
+    add_db_option(train)
     train.set_defaults(handler=cmd_train)
 
     evaluate = sub.add_parser("evaluate", help="accuracy and confusion matrix of a checkpoint on a dataset")
@@ -92,7 +93,31 @@ def build_parser() -> argparse.ArgumentParser:
     explain = sub.add_parser("explain", help="what torch.compile does with the network: graphs, breaks, ops")
     add_config_options(explain)
     explain.set_defaults(handler=cmd_explain)
+
+    runs = sub.add_parser("runs", help="the run history: list, show or remove runs")
+    add_db_option(runs)
+    runs.set_defaults(handler=cmd_runs_list)
+    runs_sub = runs.add_subparsers(dest="runs_command", metavar="ACTION")
+    show = runs_sub.add_parser("show", help="one run: config, environment, metrics, compile report")
+    show.add_argument("run_id", type=int)
+    add_db_option(show)
+    show.set_defaults(handler=cmd_runs_show)
+    remove = runs_sub.add_parser("rm", help="remove runs from the history (their files stay on disk)")
+    remove.add_argument("run_ids", type=int, nargs="+")
+    add_db_option(remove)
+    remove.set_defaults(handler=cmd_runs_rm)
+
+    report = sub.add_parser("report", help="a self-contained HTML report (and JSON) of one or more runs")
+    report.add_argument("run_ids", type=int, nargs="+", metavar="RUN_ID")
+    report.add_argument("--out", default=None, help="HTML file (default: report-<ids>.html)")
+    add_db_option(report)
+    report.set_defaults(handler=cmd_report)
     return parser
+
+
+def add_db_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--db", default=None, help="run history database (default: $WORKBENCH_DB or "
+                                                   "~/.local/share/workbench/runs.sqlite)")
 
 
 def add_config_options(parser: argparse.ArgumentParser) -> None:
@@ -151,24 +176,16 @@ def config_from_args(args: argparse.Namespace, **defaults):
 # -- train ------------------------------------------------------------------------------------------------------
 def cmd_train(args: argparse.Namespace) -> int:
     from .core import devices
-    from .core.engine import Trainer
     from .core.events import RunFailed
-    from .core.runfiles import RunWriter
+    from .core.runfiles import run_recorded
 
     config = config_from_args(args)
     config.check_runnable(devices.cuda_available())
-    writer = RunWriter(Path(args.out))  # fails here, before any training, if --out is not writable
     bar = ProgressBar(sys.stderr)
     stop = threading.Event()
-    try:
-        with interrupt_sets(stop):
-            result = Trainer(out_dir=writer.out_dir).run(config, emit=lambda e: (writer.write(e), bar.update(e)),
-                                                         stop=stop)
-    except KeyboardInterrupt:
-        writer.abort()
-        raise
+    with interrupt_sets(stop):
+        result = run_recorded(config, Path(args.out), sinks=(bar.update,), stop=stop, db=args.db)
     bar.close()
-    writer.close(result)
     if isinstance(result, RunFailed):
         code = EXIT_USAGE if result.kind in ("config", "data", "io") else EXIT_RUN_FAILED
         return fail(f"training failed ({result.kind}): {result.message}", result.hint, code)
@@ -177,7 +194,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     print(f"{state}: {result.steps} steps, {result.epochs} epoch(s) in {result.seconds:.1f} s · "
           f"val accuracy {m.get('val_accuracy', float('nan')):.2%} · {m.get('samples_per_s', 0):,.0f} samples/s"
           + (f" · compile {m['compile_seconds']:.1f} s" if m.get("compile_seconds") else ""))
-    print(f"wrote {writer.out_dir}: checkpoint.pt, checkpoint.safetensors, metrics.json, events.jsonl")
+    print(f"wrote {args.out}: checkpoint.pt, checkpoint.safetensors, metrics.json, events.jsonl")
     return EXIT_INTERRUPTED if result.stopped else 0
 
 
@@ -341,6 +358,67 @@ def format_report(report) -> str:
     if not report.breaks:
         lines.append("no graph breaks: the whole forward pass compiles as one graph")
     return "\n".join(lines)
+
+
+# -- run history and reports ---------------------------------------------------------------------------------
+def _store(args: argparse.Namespace):
+    from .core.runs import RunStore
+
+    return RunStore(args.db)
+
+
+def cmd_runs_list(args: argparse.Namespace) -> int:
+    store = _store(args)
+    records = store.list()
+    if not records:
+        print(f"no runs recorded yet in {store.path}")
+        return 0
+    header = f"{'id':>4}  {'when (UTC)':<19}  {'dataset':<13} {'backend · mode · AMP':<34} {'epochs':>6} " \
+             f"{'best val':>8} {'samples/s':>10}  status"
+    print(header)
+    for r in records:
+        c = r.config
+        setup = f"{c['backend']} · {c['mode']} · {c['amp']}"
+        best = f"{r.best_val_accuracy:.2%}" if r.best_val_accuracy is not None else "—"
+        speed = f"{r.samples_per_s:,.0f}" if r.samples_per_s else "—"
+        print(f"{r.id:>4}  {r.created[:19].replace('T', ' '):<19}  {c['dataset'][:13]:<13} {setup[:34]:<34} "
+              f"{c['epochs']:>6} {best:>8} {speed:>10}  {r.status}")
+    return 0
+
+
+def cmd_runs_show(args: argparse.Namespace) -> int:
+    from .core.events import CompileReport
+
+    record = _store(args).get(args.run_id, with_events=True)
+    print(f"run {record.id} · {record.status} · started {record.created}")
+    print("config:      " + json.dumps(record.config, sort_keys=True))
+    print("environment: " + json.dumps(record.environment, sort_keys=True))
+    metrics = {k: getattr(record, k) for k in ("steps", "best_val_accuracy", "samples_per_s", "compile_seconds",
+                                               "peak_memory_mib", "backend_used", "out_dir", "checkpoint")}
+    print("summary:     " + json.dumps(metrics))
+    if record.failure:
+        print(f"failure:     {record.failure.get('kind')}: {record.failure.get('message')}")
+    reports = [e for e in record.events if isinstance(e, CompileReport)]
+    if reports:
+        print("compile report:\n" + format_report(reports[-1]))
+    return 0
+
+
+def cmd_runs_rm(args: argparse.Namespace) -> int:
+    store = _store(args)
+    for run_id in args.run_ids:
+        store.delete(run_id)
+        print(f"removed run {run_id}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from .core.report import write_report
+
+    out = Path(args.out or f"report-{'-'.join(map(str, args.run_ids))}.html")
+    html_path, json_path = write_report(_store(args), args.run_ids, out)
+    print(f"wrote {html_path} ({html_path.stat().st_size / 1024:.0f} KB) and {json_path}")
+    return 0
 
 
 if __name__ == "__main__":

@@ -106,7 +106,7 @@ def versions() -> dict[str, str]:
         "workbench": version("workbench"),
         "torch": str(torch.__version__),  # TorchVersion is not plain data
         "python": platform.python_version(),
-        "cuda": torch.version.cuda or "none",
+        "cuda": (torch.version.cuda or "none") + ("" if cuda_available() else " (build; no CUDA device)"),
     }
     if cuda_available():
         info["gpu"] = torch.cuda.get_device_name(0)

@@ -262,23 +262,28 @@ class Trainer:
             pending.append(loss)
             totals.steps += 1
             if compiling or time.perf_counter() - block_start >= self.flush_seconds:
-                seconds = self._flush(pending, block_start, config, epoch, emit, totals, device, compiling)
+                seconds, measured_at = self._flush(pending, block_start, config, epoch, emit, totals, device,
+                                                   compiling)
                 if compiling:
                     totals.compile_seconds = seconds
                     emit(CompileFinished(config.backend, config.mode, seconds))
-                pending, block_start = [], time.perf_counter()
+                # The next block's clock starts where this one's stopped: the time spent emitting events (and
+                # whatever listeners do with them) counts against throughput, as it should.
+                pending, block_start = [], measured_at
             if config.max_steps and totals.steps >= config.max_steps:
                 break
         self._flush(pending, block_start, config, epoch, emit, totals, device, compiling=False)
         return session, False
 
     def _flush(self, pending: list[torch.Tensor], block_start: float, config: TrainConfig, epoch: int, emit: Emit,
-               totals: _Totals, device: torch.device, compiling: bool) -> float:
-        """Read a block of losses back from the device (one sync) and emit their Step events."""
+               totals: _Totals, device: torch.device, compiling: bool) -> tuple[float, float]:
+        """Read a block of losses back from the device (one sync) and emit their Step events.
+        Returns the block's seconds and the moment they were measured."""
         if not pending:
-            return 0.0
+            return 0.0, time.perf_counter()
         losses = self.dist.all_reduce_mean(torch.stack(pending).float()).tolist()  # sync point
-        seconds = time.perf_counter() - block_start
+        measured_at = time.perf_counter()
+        seconds = measured_at - block_start
         n = len(losses)
         samples = n * config.batch_size * self.dist.world_size
         if not compiling:
@@ -300,7 +305,7 @@ class Trainer:
             totals.epoch_steps += 1
             emit(Step(step=first_step + i, epoch=epoch, loss=loss, samples_per_s=samples / seconds,
                       step_seconds=seconds / n, memory=memory, compiling=compiling))
-        return seconds
+        return seconds, measured_at
 
     def _with_fallback(self, config: TrainConfig, session: _Session, report: CompileReport | None, emit: Emit,
                        action: Callable[[_Session], object]):

@@ -1,4 +1,5 @@
-"""A run's files in its output folder: events.jsonl (the whole stream) and metrics.json (the summary).
+"""A run's files in its output folder — events.jsonl (the whole stream) and metrics.json (the summary) — and
+`run_recorded`, which runs the engine with those files and the run history kept.
 
 Events are streamed to a hidden temp file and renamed into place when the run ends, so a reader never sees half a
 file; the checkpoint itself is written by the engine (checkpoint.save, also atomic).
@@ -11,9 +12,13 @@ import os
 import tempfile
 from pathlib import Path
 
+from typing import Callable
+
 from .checkpoint import current_umask, write_text_atomic
+from .config import TrainConfig
+from .engine import StopFlag, Trainer
 from .errors import WorkbenchError
-from .events import EpochEnd, Event, RunFailed, RunFinished, RunStarted, to_json
+from .events import EpochEnd, Event, Notice, RunFailed, RunFinished, RunStarted, to_json
 
 
 class RunWriter:
@@ -60,3 +65,50 @@ class RunWriter:
                 "metrics": result.metrics,
             }
             write_text_atomic(self.out_dir / "metrics.json", json.dumps(summary, indent=2))
+
+
+def run_recorded(config: TrainConfig, out_dir: Path, *, sinks: tuple[Callable[[Event], None], ...] = (),
+                 stop: StopFlag | None = None, db: str | Path | None = None, record: bool = True,
+                 trainer: Trainer | None = None) -> RunFinished | RunFailed:
+    """One run with everything a user expects kept: its files in `out_dir`, its history in the run database,
+    and every event passed on to `sinks` (a progress bar, the GUI). The CLI and the GUI both start runs here.
+
+    A run database that cannot be written (locked, read-only) never costs the run: a Notice says so."""
+    from .runs import RunRecorder, RunStore, RunStoreError
+
+    writer = RunWriter(out_dir)  # before training: an unwritable folder fails now, not after an hour
+    notices: list[Notice] = []
+
+    def note(exc: RunStoreError) -> None:
+        notices.append(Notice("warning", f"this run is not recorded in the run history: {exc}", exc.hint))
+
+    recorder = None
+    if record:
+        try:
+            recorder = RunRecorder(RunStore(db), out_dir=str(writer.out_dir), on_error=note)
+        except RunStoreError as exc:
+            note(exc)
+
+    def emit(event: Event) -> None:
+        writer.write(event)
+        if recorder is not None:
+            recorder(event)
+        for sink in sinks:
+            sink(event)
+        while notices:
+            notice = notices.pop(0)
+            writer.write(notice)
+            for sink in sinks:
+                sink(notice)
+
+    engine = trainer or Trainer(out_dir=writer.out_dir)
+    try:
+        result = engine.run(config, emit, stop)
+    except BaseException:
+        writer.abort()
+        raise
+    finally:
+        if recorder is not None:
+            recorder.store.close()
+    writer.close(result)
+    return result

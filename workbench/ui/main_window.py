@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (QDockWidget, QFileDialog, QHBoxLayout, QLabel, QM
 from ..core import checkpoint, devices, paths
 from ..core.checkpoint import write_text_atomic
 from ..core.config import ConfigError, TrainConfig
+from ..core.curves import curves_from_events, differing_settings, run_label
 from ..core.errors import WorkbenchError
 from ..core.events import Event, RunFailed, RunFinished, RunStarted, Step
 from ..core.progress import Progress
@@ -25,6 +26,7 @@ from .panels.compile import CompilePanel
 from .panels.log import LogPanel
 from .panels.plots import PlotsPanel
 from .panels.predict import PredictPanel
+from .panels.runs import RunsPanel
 from .panels.setup import SetupPanel
 from .worker import WorkerHost
 
@@ -74,14 +76,14 @@ class MainWindow(QMainWindow):
     runFinished = Signal(object)  # for tests and scripts: the terminal event of each run
     explainFinished = Signal(object)
 
-    def __init__(self, runs_dir: Path | None = None):
+    def __init__(self, runs_dir: Path | None = None, db: Path | None = None):
         super().__init__()
         self.setWindowTitle("Workbench")
         self.setObjectName("mainWindow")
         self.progress = Progress()
         self.checkpoint: checkpoint.Checkpoint | None = None
         self.last_run_dir: Path | None = None
-        self.host = WorkerHost(self, runs_dir=runs_dir)
+        self.host = WorkerHost(self, runs_dir=runs_dir, db=db)
         self.host.events.connect(self.on_events)
         self.host.runFinished.connect(self.on_run_finished)
         self.host.explained.connect(self.on_explained)
@@ -101,6 +103,9 @@ class MainWindow(QMainWindow):
         self.compile_panel.explainRequested.connect(self.explain)
         self.predict = PredictPanel()
         self.log = LogPanel()
+        self.runs = RunsPanel(db)
+        self.runs.compareRequested.connect(self.compare_runs)
+        self.runs.openRequested.connect(self.show_run)
         scroll = QScrollArea()
         scroll.setWidget(self.setup)
         scroll.setWidgetResizable(True)
@@ -111,7 +116,10 @@ class MainWindow(QMainWindow):
             "compile": self._dock("Compile", self.compile_panel, Qt.RightDockWidgetArea),
             "predict": self._dock("Predict", self.predict, Qt.RightDockWidgetArea),
             "log": self._dock("Log", self.log, Qt.BottomDockWidgetArea),
+            "runs": self._dock("Runs", self.runs, Qt.BottomDockWidgetArea),
         }
+        self.tabifyDockWidget(self.docks["log"], self.docks["runs"])
+        self.docks["log"].raise_()
         self.tabifyDockWidget(self.docks["compile"], self.docks["predict"])
         self.docks["compile"].raise_()
         self.resizeDocks([self.docks["setup"], self.docks["compile"]], [360, 420], Qt.Horizontal)
@@ -121,6 +129,7 @@ class MainWindow(QMainWindow):
         self._build_status_bar()
         self._restore_settings()
         self._update_actions()
+        self.runs.refresh()
         self.log.add("info", f"Workbench ready on {devices.device_name(devices.resolve_device('auto'))} · "
                              f"torch {torch.__version__}")
 
@@ -257,6 +266,7 @@ class MainWindow(QMainWindow):
             if result.stopped:
                 self.banner.show_message("info", f"Stopped after {result.steps} steps; what was trained is kept.")
         self._update_actions()
+        self.runs.refresh()
         self.runFinished.emit(result)
 
     def on_explained(self, report) -> None:
@@ -270,6 +280,29 @@ class MainWindow(QMainWindow):
         self.state_label.setText(self.progress.describe() if self.progress.state != "idle" else "Idle")
         self._update_actions()
         self.explainFinished.emit(report)
+
+    # -- run history ------------------------------------------------------------------------------------------
+    def compare_runs(self, records: list) -> None:
+        keys = differing_settings([r.config for r in records])
+        self.plots.set_overlays([(run_label(r.id, r.config, keys), curves_from_events(r.events)) for r in records])
+        if records:
+            self.log.add("info", "comparing " + ", ".join(run_label(r.id, r.config, keys) for r in records))
+
+    def show_run(self, record) -> None:
+        """Bring a recorded run back: its curves, compile report and (if its checkpoint exists) its model."""
+        if self.host.busy:
+            self.banner.show_message("warning", "A run is in progress: open the recorded run when it has ended.")
+            return
+        self.plots.set_overlays([])
+        self.plots.add_events(record.events)
+        self.compile_panel.add_events(record.events)
+        self.plots.redraw()
+        self.state_label.setText(f"Run #{record.id} ({record.status})")
+        if record.checkpoint and Path(record.checkpoint).is_file():
+            # A run from this user's own history: its model file was imported to train it in the first place.
+            self.load_checkpoint(record.checkpoint, f"run #{record.id}", trust_model_code=True)
+        else:
+            self.log.add("warning", f"run #{record.id} has no checkpoint on disk: its curves only")
 
     # -- checkpoints and exports --------------------------------------------------------------------------------
     def choose_checkpoint(self) -> None:

@@ -51,32 +51,23 @@ class TrainWorker(QObject):
     runFinished = Signal(object)  # the terminal event (RunFinished or RunFailed), after its batch
     explained = Signal(object)  # a CompileReport, or a RunFailed when explaining failed
 
-    def __init__(self, runs_dir: Path | None = None):
+    def __init__(self, runs_dir: Path | None = None, db: Path | None = None):
         super().__init__()
         self.stop_flag = threading.Event()
         self.runs_dir = runs_dir
+        self.db = db
 
     @Slot(object)
     def train(self, config: TrainConfig) -> None:
-        from ..core.engine import Trainer
-        from ..core.runfiles import RunWriter
+        from ..core.runfiles import run_recorded
 
         forward = EventForwarder(self.events.emit)
         out_dir = (self.runs_dir or paths.runs_dir()) / datetime.now().strftime("%Y%m%d-%H%M%S-%f")
         try:
-            writer = RunWriter(out_dir)
-        except WorkbenchError as exc:
-            failed = RunFailed(kind="io", message=str(exc), hint=exc.hint)
-            forward(failed)
-            self.runFinished.emit(failed)
-            return
-
-        def emit(event: Event) -> None:
-            writer.write(event)
-            forward(event)
-
-        result = Trainer(out_dir=out_dir).run(config, emit, self.stop_flag)
-        writer.close(result)
+            result = run_recorded(config, out_dir, sinks=(forward,), stop=self.stop_flag, db=self.db)
+        except WorkbenchError as exc:  # the run folder could not be created: nothing was trained
+            result = RunFailed(kind="io", message=str(exc), hint=exc.hint)
+            forward(result)
         forward.flush()
         self.runFinished.emit(result)
 
@@ -109,9 +100,10 @@ class WorkerHost(QObject):
     _startTrain = Signal(object)
     _startExplain = Signal(object)
 
-    def __init__(self, parent: QObject | None = None, runs_dir: Path | None = None):
+    def __init__(self, parent: QObject | None = None, runs_dir: Path | None = None, db: Path | None = None):
         super().__init__(parent)
         self.runs_dir = runs_dir
+        self.db = db
         self.thread: QThread | None = None
         self.worker: TrainWorker | None = None
 
@@ -131,7 +123,7 @@ class WorkerHost(QObject):
             return False
         thread = QThread()
         thread.setObjectName("workbench-worker")
-        worker = TrainWorker(self.runs_dir)
+        worker = TrainWorker(self.runs_dir, self.db)
         worker.moveToThread(thread)
         worker.events.connect(self._on_events)
         worker.runFinished.connect(self._on_finished)

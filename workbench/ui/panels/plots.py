@@ -12,10 +12,10 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
+from ...core.curves import SMOOTHING, Curves, smooth
 from ...core.events import CompileFinished, EpochEnd, Event, RunStarted, Step
 
 REDRAW_MS = 33
-SMOOTHING = 0.98  # EMA weight for the smoothed loss line
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
 
 
@@ -103,6 +103,7 @@ class PlotsPanel(QWidget):
         self.compile_marker: pg.InfiniteLine | None = None
         self._ema: float | None = None
         self._last_step = 0
+        self.overlays: list[tuple[pg.PlotWidget, pg.PlotDataItem]] = []
 
         self.timer = QTimer(self)
         self.timer.setInterval(REDRAW_MS)
@@ -163,6 +164,24 @@ class PlotsPanel(QWidget):
     def redraw(self) -> None:
         for series in (self.step_loss, self.smooth_loss, self.val_loss, self.throughput, *self.memory.values()):
             series.redraw()
+
+    # -- comparing finished runs ------------------------------------------------------------------------------
+    def set_overlays(self, runs: list[tuple[str, Curves]]) -> None:
+        """Overlay finished runs (label, curves), each in its own colour; an empty list removes the overlay."""
+        for plot, item in self.overlays:
+            plot.removeItem(item)
+        self.overlays.clear()
+        for i, (label, curves) in enumerate(runs):
+            pen = pg.mkPen(PALETTE[i % len(PALETTE)], width=2)
+            self._overlay(self.loss_plot, curves.step, smooth(curves.loss), pen, label)
+            self._overlay(self.throughput_plot, curves.throughput_step, curves.throughput, pen, label)
+            if curves.memory:
+                name = "peak" if "peak" in curves.memory else sorted(curves.memory)[0]
+                self._overlay(self.memory_plot, curves.step, curves.memory[name], pen, f"{label} ({name})")
+
+    def _overlay(self, plot: pg.PlotWidget, x: np.ndarray, y: np.ndarray, pen, label: str) -> None:
+        item = plot.plot(x, y, pen=pen, name=label)
+        self.overlays.append((plot, item))
 
     # -- queries used by tests and the status bar ---------------------------------------------------------------
     def point_counts(self) -> dict[str, int]:

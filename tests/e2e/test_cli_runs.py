@@ -1,0 +1,53 @@
+"""`workbench runs` and `workbench report` on the run history, end to end."""
+
+from __future__ import annotations
+
+import pytest
+
+from .test_cli import assert_one_error_line, call
+
+
+@pytest.fixture
+def db(tmp_path, capsys):
+    path = tmp_path / "runs.sqlite"
+    for backend in ("eager", "aot_eager"):
+        code, _, err = call(capsys, "train", "--epochs", "1", "--max-steps", "30", "--hidden-dim", "32",
+                            "--backend", backend, "--out", tmp_path / backend, "--db", path)
+        assert code == 0, err
+    return path
+
+
+def test_runs_lists_every_training_run(db, capsys):
+    code, out, _ = call(capsys, "runs", "--db", db)
+    lines = out.strip().splitlines()
+    assert code == 0 and len(lines) == 3  # header + two runs
+    assert "eager · default · off" in lines[1] and "finished" in lines[1]
+    assert "aot_eager · default · off" in lines[2]
+
+
+def test_runs_show_prints_config_summary_and_compile_report(db, capsys):
+    code, out, _ = call(capsys, "runs", "show", "2", "--db", db)
+    assert code == 0
+    assert out.startswith("run 2 · finished")
+    assert '"backend": "aot_eager"' in out and "compile report:" in out and "graphs:" in out
+
+
+def test_runs_rm_removes_and_unknown_ids_fail_cleanly(db, capsys):
+    code, out, _ = call(capsys, "runs", "rm", "1", "--db", db)
+    assert code == 0 and "removed run 1" in out
+    code, out, _ = call(capsys, "runs", "--db", db)
+    assert len(out.strip().splitlines()) == 2
+    code, _, err = call(capsys, "runs", "show", "1", "--db", db)
+    assert code == 2 and "no run with id 1" in assert_one_error_line(err)
+
+
+def test_empty_history(tmp_path, capsys):
+    code, out, _ = call(capsys, "runs", "--db", tmp_path / "new.sqlite")
+    assert code == 0 and "no runs recorded yet" in out
+
+
+def test_a_damaged_database_is_one_error_line(tmp_path, capsys):
+    path = tmp_path / "runs.sqlite"
+    path.write_bytes(b"garbage" * 200)
+    code, _, err = call(capsys, "runs", "--db", path)
+    assert code == 2 and "damaged" in assert_one_error_line(err)

@@ -1,0 +1,84 @@
+"""The Runs dock: every run is listed, two selected runs overlay their curves, one can be re-opened."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QMessageBox
+
+from workbench.core.events import RunFinished
+
+from .conftest import set_config
+
+
+def _train(window, qtbot, **changes):
+    set_config(window, **changes)
+    with qtbot.waitSignal(window.runFinished, timeout=120_000) as finished:
+        window.train()
+    assert isinstance(finished.args[0], RunFinished)
+    return finished.args[0]
+
+
+def _column(window, name):
+    from workbench.ui.panels.runs import COLUMNS
+
+    return COLUMNS.index(name)
+
+
+def test_runs_are_listed_compared_and_reopened(window, qtbot):
+    _train(window, qtbot, epochs=1, max_steps=40, hidden_dim=32)
+    _train(window, qtbot, epochs=1, max_steps=40, hidden_dim=32, backend="aot_eager")
+    runs = window.runs
+    assert runs.proxy.rowCount() == 2
+    statuses = {runs.proxy.index(r, _column(window, "Status")).data() for r in range(2)}
+    assert statuses == {"finished"}
+
+    runs.table.selectAll()  # two runs → their curves overlay the plots, labelled by what differs
+    labels = [item.name() for _plot, item in window.plots.overlays]
+    assert len(window.plots.overlays) == 6  # loss, throughput, memory for each run
+    assert any(label.startswith("#1 eager") for label in labels)
+    assert any(label.startswith("#2 aot_eager") for label in labels)
+
+    runs.select_ids([1])  # one run: the overlay goes away
+    assert window.plots.overlays == []
+    runs.open_selected()
+    assert window.state_label.text() == "Run #1 (finished)"
+    assert window.plots.point_counts()["loss"] == 40
+    assert window.predict.model is not None and "run #1" in window.predict.source.text()
+
+
+def test_table_sorts_numerically(window, qtbot):
+    _train(window, qtbot, epochs=1, max_steps=20, hidden_dim=16)
+    _train(window, qtbot, epochs=1, max_steps=20, hidden_dim=16, batch_size=256)
+    runs = window.runs
+    column = _column(window, "Samples/s")
+    runs.table.sortByColumn(column, Qt.AscendingOrder)
+    values = [runs.proxy.index(r, column).data(Qt.UserRole + 1) for r in range(runs.proxy.rowCount())]
+    assert values == sorted(values) and len(values) == 2
+
+
+def test_remove_asks_then_removes(window, qtbot, monkeypatch):
+    _train(window, qtbot, epochs=1, max_steps=10, hidden_dim=16)
+    window.runs.select_ids([1])
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.No)
+    window.runs.remove_selected()
+    assert window.runs.proxy.rowCount() == 1
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.Yes)
+    window.runs.remove_selected()
+    assert window.runs.proxy.rowCount() == 0
+
+
+def test_an_unreadable_run_database_is_reported_and_training_still_works(qtbot, tmp_path):
+    from workbench.ui.main_window import MainWindow
+
+    db = tmp_path / "runs.sqlite"
+    db.write_bytes(b"not a database" * 50)
+    window = MainWindow(runs_dir=tmp_path / "runs", db=db)
+    qtbot.addWidget(window)
+    assert "Run history unavailable" in window.runs.message.text() and "damaged" in window.runs.message.text()
+    set_config(window, epochs=1, max_steps=10, hidden_dim=16)
+    with qtbot.waitSignal(window.runFinished, timeout=60_000) as finished:
+        window.train()
+    assert isinstance(finished.args[0], RunFinished)
+    warnings = [window.log.item(i).text() for i in range(window.log.count())]
+    assert any("not recorded in the run history" in w for w in warnings)
+    window.close()

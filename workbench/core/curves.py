@@ -1,0 +1,72 @@
+"""A run's curves (loss, throughput, memory, validation) as arrays, rebuilt from its event stream.
+
+The live plots append events as they come; everything that looks at a finished run — the run comparison overlay
+and the report — rebuilds the same curves here, once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .events import EpochEnd, Event, Step
+
+
+SMOOTHING = 0.98  # EMA weight of the smoothed loss line
+
+
+@dataclass
+class Curves:
+    step: np.ndarray  # every optimizer step
+    loss: np.ndarray
+    throughput_step: np.ndarray  # steps that did not compile
+    throughput: np.ndarray
+    memory: dict[str, np.ndarray] = field(default_factory=dict)  # by name, aligned with `step`
+    val_step: np.ndarray = field(default_factory=lambda: np.empty(0))  # the last step of each epoch
+    val_loss: np.ndarray = field(default_factory=lambda: np.empty(0))
+    val_accuracy: np.ndarray = field(default_factory=lambda: np.empty(0))
+
+
+def curves_from_events(events: list[Event]) -> Curves:
+    steps = [e for e in events if isinstance(e, Step)]
+    steady = [s for s in steps if not s.compiling]
+    names = sorted({name for s in steps for name in s.memory})
+    last_step_of_epoch: dict[int, int] = {}
+    for s in steps:
+        last_step_of_epoch[s.epoch] = s.step
+    epochs = [e for e in events if isinstance(e, EpochEnd)]
+    return Curves(
+        step=np.array([s.step for s in steps], dtype=np.float64),
+        loss=np.array([s.loss for s in steps], dtype=np.float64),
+        throughput_step=np.array([s.step for s in steady], dtype=np.float64),
+        throughput=np.array([s.samples_per_s for s in steady], dtype=np.float64),
+        memory={name: np.array([s.memory.get(name, np.nan) for s in steps], dtype=np.float64) for name in names},
+        val_step=np.array([last_step_of_epoch.get(e.epoch, 0) for e in epochs], dtype=np.float64),
+        val_loss=np.array([e.val_loss for e in epochs], dtype=np.float64),
+        val_accuracy=np.array([e.val_accuracy for e in epochs], dtype=np.float64),
+    )
+
+
+def smooth(values: np.ndarray, weight: float = SMOOTHING) -> np.ndarray:
+    """Exponential moving average, as the live loss plot draws it."""
+    out = np.empty_like(values)
+    running = values[0] if len(values) else 0.0
+    for i, v in enumerate(values):
+        running = weight * running + (1 - weight) * v
+        out[i] = running
+    return out
+
+
+def differing_settings(configs: list[dict]) -> list[str]:
+    """Config keys whose values differ between runs: what a legend should name."""
+    if len(configs) < 2:
+        return []
+    keys = sorted(set().union(*configs))
+    return [k for k in keys if len({repr(c.get(k)) for c in configs}) > 1]
+
+
+def run_label(run_id: int, config: dict, keys: list[str]) -> str:
+    """'#3 inductor · bf16': the run id and its values of the settings that differ (all runs if none)."""
+    shown = keys or ["backend", "amp"]
+    return f"#{run_id} " + " · ".join(str(config.get(k)) for k in shown)

@@ -1,0 +1,324 @@
+"""Run history: every run, from the GUI or the CLI, in one SQLite database (stdlib sqlite3, WAL mode).
+
+A run's row holds its config, environment, status and summary; its whole event stream is kept alongside, so any
+run can be re-opened, compared or turned into a report later. Events are written in batched transactions (a
+commit every RECORD_INTERVAL seconds), so recording costs a sliver of training time. WAL keeps the file readable
+after a crash or SIGKILL; a run whose process is gone while it still says "running" is marked "interrupted" the
+next time the database is opened.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from . import paths
+from .errors import WorkbenchError, first_line
+from .events import EpochEnd, Event, RunFailed, RunFinished, RunStarted, Step, from_dict, to_dict, to_json
+
+SCHEMA_VERSION = 1
+RECORD_INTERVAL = 0.5  # seconds between commits of buffered events
+BUSY_TIMEOUT_S = 5.0  # wait this long for another process's write lock before giving up
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    created TEXT NOT NULL,
+    updated TEXT NOT NULL,
+    status TEXT NOT NULL,              -- running | finished | stopped | failed | interrupted
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    config TEXT NOT NULL,              -- TrainConfig JSON
+    environment TEXT NOT NULL DEFAULT '{}',
+    dataset TEXT NOT NULL,
+    backend TEXT NOT NULL,
+    mode TEXT NOT NULL,
+    amp TEXT NOT NULL,
+    epochs INTEGER NOT NULL,
+    steps INTEGER NOT NULL DEFAULT 0,
+    best_val_accuracy REAL,
+    samples_per_s REAL,
+    compile_seconds REAL,
+    peak_memory_mib REAL,
+    backend_used TEXT,
+    failure TEXT,                      -- RunFailed as JSON
+    out_dir TEXT,
+    checkpoint TEXT
+);
+CREATE TABLE IF NOT EXISTS events (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    type TEXT NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (run_id, seq)
+) WITHOUT ROWID;
+"""
+
+
+class RunStoreError(WorkbenchError):
+    kind = "io"
+
+
+def default_db_path() -> Path:
+    return Path(os.environ.get("WORKBENCH_DB") or paths.data_dir() / "runs.sqlite")
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+@dataclass
+class RunRecord:
+    """One row of the history, as plain data (events are loaded on demand)."""
+
+    id: int
+    created: str
+    status: str
+    config: dict
+    environment: dict
+    steps: int
+    best_val_accuracy: float | None
+    samples_per_s: float | None
+    compile_seconds: float | None
+    peak_memory_mib: float | None
+    backend_used: str | None
+    failure: dict | None
+    out_dir: str | None
+    checkpoint: str | None
+    events: list[Event] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        c = self.config
+        mode = f" {c['mode']}" if c.get("backend") == "inductor" and c.get("mode") != "default" else ""
+        return f"#{self.id} {c.get('backend')}{mode} · {c.get('amp')}"
+
+
+def _record(row: sqlite3.Row) -> RunRecord:
+    return RunRecord(
+        id=row["id"], created=row["created"], status=row["status"], config=json.loads(row["config"]),
+        environment=json.loads(row["environment"] or "{}"), steps=row["steps"],
+        best_val_accuracy=row["best_val_accuracy"], samples_per_s=row["samples_per_s"],
+        compile_seconds=row["compile_seconds"], peak_memory_mib=row["peak_memory_mib"],
+        backend_used=row["backend_used"], failure=json.loads(row["failure"]) if row["failure"] else None,
+        out_dir=row["out_dir"], checkpoint=row["checkpoint"])
+
+
+class RunStore:
+    """The run database. One connection per object; open one per thread or process that uses it."""
+
+    def __init__(self, path: str | Path | None = None, *, recover: bool = True):
+        self.path = Path(path) if path else default_db_path()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
+                                      check_same_thread=False)
+            self.db.row_factory = sqlite3.Row
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: a crash loses at most the last commit
+            self.db.execute("PRAGMA foreign_keys=ON")
+            self._migrate()
+            if recover:
+                self.mark_interrupted()
+        except sqlite3.DatabaseError as exc:
+            raise self._error(exc) from None
+        except OSError as exc:
+            raise RunStoreError(f"cannot open the run database {self.path}: {exc.strerror or exc}",
+                                "check the folder's permissions, or point --db / WORKBENCH_DB elsewhere") from None
+
+    def _error(self, exc: Exception) -> RunStoreError:
+        text = first_line(exc)
+        if "locked" in text or "busy" in text:
+            return RunStoreError(f"the run database {self.path} is locked by another process",
+                                 f"wait for it to finish, or use another database with --db ({text})")
+        if "readonly" in text or "read-only" in text:
+            return RunStoreError(f"the run database {self.path} is read-only",
+                                 "fix its permissions, or use another database with --db / WORKBENCH_DB")
+        if "not a database" in text or "malformed" in text or "corrupt" in text:
+            return RunStoreError(f"the run database {self.path} is damaged ({text})",
+                                 "move it aside (Workbench starts a new one) or restore it from a backup")
+        return RunStoreError(f"run database error in {self.path}: {text}")
+
+    def _migrate(self) -> None:
+        version = self.db.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise RunStoreError(f"{self.path} was written by a newer Workbench (schema {version})",
+                                "upgrade Workbench, or use another database with --db")
+        if version < SCHEMA_VERSION:
+            with self.db:
+                self.db.executescript("BEGIN;" + SCHEMA + f"PRAGMA user_version={SCHEMA_VERSION};COMMIT;")
+
+    def close(self) -> None:
+        self.db.close()
+
+    # -- writing ----------------------------------------------------------------------------------------------
+    def start_run(self, config: dict, out_dir: str | None = None) -> int:
+        now = _now()
+        try:
+            cursor = self.db.execute(
+                "INSERT INTO runs (created, updated, status, host, pid, config, dataset, backend, mode, amp, epochs,"
+                " out_dir) VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (now, now, socket.gethostname(), os.getpid(), json.dumps(config), config["dataset"],
+                 config["backend"], config["mode"], config["amp"], config["epochs"], out_dir))
+        except sqlite3.DatabaseError as exc:
+            raise self._error(exc) from None
+        return int(cursor.lastrowid)
+
+    def append_events(self, run_id: int, first_seq: int, events: list[Event], summary: dict | None = None) -> None:
+        """One transaction: the events and (optionally) an update of the run's row."""
+        rows = [(run_id, first_seq + i, type(e).__name__, to_json(e)) for i, e in enumerate(events)]
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                self.db.executemany("INSERT INTO events (run_id, seq, type, data) VALUES (?, ?, ?, ?)", rows)
+                if summary:
+                    columns = ", ".join(_ASSIGN.get(k, f"{k} = ?") for k in summary)
+                    self.db.execute(f"UPDATE runs SET {columns}, updated = ? WHERE id = ?",
+                                    (*summary.values(), _now(), run_id))
+                self.db.execute("COMMIT")
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+        except sqlite3.DatabaseError as exc:
+            raise self._error(exc) from None
+
+    def mark_interrupted(self) -> list[int]:
+        """Runs that say 'running' but whose process on this host is gone were killed: say so."""
+        host = socket.gethostname()
+        rows = self.db.execute("SELECT id, pid FROM runs WHERE status = 'running' AND host = ?", (host,)).fetchall()
+        dead = [row["id"] for row in rows if not _process_alive(row["pid"])]
+        if dead:
+            self.db.executemany("UPDATE runs SET status = 'interrupted', updated = ? WHERE id = ?",
+                                [(_now(), run_id) for run_id in dead])
+        return dead
+
+    def delete(self, run_id: int) -> None:
+        self.get(run_id)  # unknown id → clear error
+        try:
+            with self.db:
+                self.db.execute("BEGIN")
+                self.db.execute("DELETE FROM events WHERE run_id = ?", (run_id,))
+                self.db.execute("DELETE FROM runs WHERE id = ?", (run_id,))
+        except sqlite3.DatabaseError as exc:
+            raise self._error(exc) from None
+
+    # -- reading ----------------------------------------------------------------------------------------------
+    def list(self) -> list[RunRecord]:
+        try:
+            return [_record(r) for r in self.db.execute("SELECT * FROM runs ORDER BY id")]
+        except sqlite3.DatabaseError as exc:
+            raise self._error(exc) from None
+
+    def get(self, run_id: int, *, with_events: bool = False) -> RunRecord:
+        try:
+            row = self.db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+            if row is None:
+                known = [r[0] for r in self.db.execute("SELECT id FROM runs ORDER BY id DESC LIMIT 5")]
+                raise RunStoreError(f"no run with id {run_id} in {self.path}",
+                                    f"recent ids: {', '.join(map(str, known))}" if known else "no runs recorded yet")
+            record = _record(row)
+            if with_events:
+                record.events = [from_dict(json.loads(r[0])) for r in self.db.execute(
+                    "SELECT data FROM events WHERE run_id = ? ORDER BY seq", (run_id,))]
+        except sqlite3.DatabaseError as exc:
+            raise self._error(exc) from None
+        return record
+
+
+def _process_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # exists, owned by someone else
+    except OSError:
+        return False
+    return True
+
+
+class RunRecorder:
+    """An event sink that records one run: buffers events and commits them every RECORD_INTERVAL seconds.
+
+    Recording problems (a locked or read-only database) never fail a training run: the recorder reports the
+    problem once through `on_error` and stops recording.
+    """
+
+    def __init__(self, store: RunStore, *, out_dir: str | None = None, on_error=None,
+                 interval: float = RECORD_INTERVAL):
+        self.store = store
+        self.out_dir = out_dir
+        self.on_error = on_error
+        self.interval = interval
+        self.run_id: int | None = None
+        self.pending: list[Event] = []
+        self.seq = 0
+        self.last_commit = time.monotonic()
+        self.failed = False
+
+    def __call__(self, event: Event) -> None:
+        if self.failed:
+            return
+        if isinstance(event, RunStarted):
+            if not self._guard(lambda: self._start(event)):
+                return
+        self.pending.append(event)
+        if isinstance(event, (RunFinished, RunFailed)) or time.monotonic() - self.last_commit >= self.interval:
+            self.flush(event)
+
+    def _start(self, event: RunStarted) -> None:
+        self.run_id = self.store.start_run(event.config, self.out_dir)
+
+    def flush(self, last: Event | None = None) -> None:
+        if self.run_id is None or not self.pending:
+            return
+        batch, self.pending = self.pending, []
+        summary = _summary(batch, last)
+        if self._guard(lambda: self.store.append_events(self.run_id, self.seq, batch, summary)):
+            self.seq += len(batch)
+        self.last_commit = time.monotonic()
+
+    def _guard(self, action) -> bool:
+        try:
+            action()
+            return True
+        except RunStoreError as exc:
+            self.failed = True
+            if self.on_error:
+                self.on_error(exc)
+            return False
+
+
+# Columns that only ever grow while a run is recorded in batches.
+_ASSIGN = {"best_val_accuracy": "best_val_accuracy = MAX(COALESCE(best_val_accuracy, 0), ?)"}
+
+
+def _summary(batch: list[Event], last: Event | None) -> dict:
+    """Columns of the run's row that this batch changes."""
+    summary: dict = {}
+    for event in batch:
+        if isinstance(event, RunStarted):
+            summary["environment"] = json.dumps({"device": event.device, "device_name": event.device_name,
+                                                 **event.versions})
+        elif isinstance(event, EpochEnd):
+            best = summary.get("best_val_accuracy")
+            summary["best_val_accuracy"] = event.val_accuracy if best is None else max(best, event.val_accuracy)
+        elif isinstance(event, Step):
+            summary["steps"] = event.step
+    if isinstance(last, RunFinished):
+        m = last.metrics
+        summary.update(status="stopped" if last.stopped else "finished", steps=last.steps,
+                       best_val_accuracy=m.get("best_val_accuracy"), samples_per_s=m.get("samples_per_s"),
+                       compile_seconds=m.get("compile_seconds"), peak_memory_mib=m.get("peak_memory_mib"),
+                       backend_used=m.get("backend_used"), checkpoint=m.get("checkpoint"))
+    elif isinstance(last, RunFailed):
+        summary.update(status="failed", failure=json.dumps(to_dict(last)))
+    return summary
