@@ -277,8 +277,6 @@ class ProgressBar:
 
 # -- evaluate / predict / explain -------------------------------------------------------------------------------
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    import torch
-
     from .core import checkpoint, devices
     from .core.data import dataset_info, load_split
     from .core.engine import evaluate_split
@@ -291,13 +289,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     device = devices.resolve_device(args.device)
     model = ckpt.build_model(device)
     config = ckpt.config.replace(amp="off")
-    loss, accuracy, predicted = evaluate_split(model, split, config, device)
-    n = len(ckpt.classes)
-    matrix = torch.zeros(n, n, dtype=torch.long)
-    matrix.index_put_((split.labels.clamp(0, n - 1), predicted.clamp(0, n - 1)), torch.ones_like(predicted),
-                      accumulate=True)
-    print(f"{dataset} {split_name}: {len(split)} images · accuracy {accuracy:.2%} · loss {loss:.4f}")
-    print(format_confusion(matrix.tolist(), ckpt.classes))
+    result = evaluate_split(model, split, config, device)
+    print(f"{dataset} {split_name}: {len(split)} images · accuracy {result.accuracy:.2%} · loss {result.loss:.4f}")
+    print(format_confusion(result.confusion().tolist(), ckpt.classes))
     return 0
 
 

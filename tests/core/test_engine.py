@@ -341,8 +341,9 @@ def test_out_dir_gets_a_loadable_checkpoint(tmp_path):
     from workbench.core.data import load_split
     from workbench.core.engine import evaluate_split
 
-    _, accuracy, predictions = evaluate_split(ckpt.build_model(), load_split("mnist-sample", "val"), ckpt.config,
-                                              torch.device("cpu"))
+    evaluated = evaluate_split(ckpt.build_model(), load_split("mnist-sample", "val"), ckpt.config,
+                               torch.device("cpu"))
+    accuracy, predictions = evaluated.accuracy, evaluated.predictions
     assert accuracy == pytest.approx(result.metrics["val_accuracy"])
     assert predictions.shape == (1000,)
 

@@ -51,3 +51,23 @@ def test_a_damaged_database_is_one_error_line(tmp_path, capsys):
     path.write_bytes(b"garbage" * 200)
     code, _, err = call(capsys, "runs", "--db", path)
     assert code == 2 and "damaged" in assert_one_error_line(err)
+
+
+def test_report_of_two_runs_writes_html_and_json(db, tmp_path, capsys):
+    out = tmp_path / "report.html"
+    code, stdout, err = call(capsys, "report", "1", "2", "--out", out, "--db", db)
+    assert code == 0, err
+    assert f"wrote {out}" in stdout and out.with_suffix(".json").is_file()
+    html = out.read_text()
+    assert "<svg" in html and "Comparison" in html and "http://" not in html and "https://" not in html
+
+
+def test_report_errors_are_one_line(db, tmp_path, capsys):
+    code, _, err = call(capsys, "report", "99", "--out", tmp_path / "r.html", "--db", db)
+    assert code == 2 and "no run with id 99" in assert_one_error_line(err)
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    code, _, err = call(capsys, "report", "1", "--out", blocker / "r.html", "--db", db)
+    assert code == 2
+    assert_one_error_line(err)
+    assert not list(tmp_path.glob("*.tmp")) and not (blocker.parent / "r.html").exists()

@@ -82,3 +82,22 @@ def test_an_unreadable_run_database_is_reported_and_training_still_works(qtbot, 
     warnings = [window.log.item(i).text() for i in range(window.log.count())]
     assert any("not recorded in the run history" in w for w in warnings)
     window.close()
+
+
+def test_export_report_writes_html_for_the_last_run_and_for_selected_runs(window, qtbot, tmp_path):
+    assert not window.report_action.isEnabled()  # nothing to report on yet
+    _train(window, qtbot, epochs=1, max_steps=30, hidden_dim=32)
+    assert window.report_action.isEnabled()
+    assert window.report_run_ids() == [1]
+    assert window.export_report(tmp_path / "last.html", window.report_run_ids())
+    html = (tmp_path / "last.html").read_text()
+    assert "Configuration and environment" in html and (tmp_path / "last.json").is_file()
+    _train(window, qtbot, epochs=1, max_steps=30, hidden_dim=32, backend="aot_eager")
+    window.runs.table.selectAll()
+    assert window.report_run_ids() == [1, 2]
+    assert window.export_report(tmp_path / "both.html", [1, 2])
+    assert "Comparison" in (tmp_path / "both.html").read_text()
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert not window.export_report(blocker / "r.html", [1])
+    assert "Could not write the report" in window.banner.label.text()

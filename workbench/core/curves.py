@@ -66,7 +66,19 @@ def differing_settings(configs: list[dict]) -> list[str]:
     return [k for k in keys if len({repr(c.get(k)) for c in configs}) > 1]
 
 
+LABEL_MAX = 60
+# Settings whose bare value says what it is ("inductor", "bf16"); others are shown as name=value.
+SELF_EXPLAINING = ("backend", "mode", "amp", "dataset", "optimizer", "device")
+
+
 def run_label(run_id: int, config: dict, keys: list[str]) -> str:
-    """'#3 inductor · bf16': the run id and its values of the settings that differ (all runs if none)."""
-    shown = keys or ["backend", "amp"]
-    return f"#{run_id} " + " · ".join(str(config.get(k)) for k in shown)
+    """'#3 inductor · bf16' or '#4 lr=0.01': the run id and the settings that differ between compared runs."""
+    parts = [_setting(k, config.get(k)) for k in (keys or ["backend", "amp"])]
+    label = f"#{run_id} " + " · ".join(parts)
+    return label if len(label) <= LABEL_MAX else label[:LABEL_MAX - 1] + "…"
+
+
+def _setting(key: str, value) -> str:
+    if key == "model" and isinstance(value, str) and ":" in value:
+        value = value.rsplit("/", 1)[-1]  # file.py:Class, not the whole path
+    return str(value) if key in SELF_EXPLAINING else f"{key}={value}"

@@ -407,6 +407,7 @@ def train_step(session: _Session, x: torch.Tensor, y: torch.Tensor, config: Trai
 def evaluate(model: nn.Module, batches: DeviceBatches, config: TrainConfig,
              device: torch.device) -> tuple[float, float]:
     """Mean loss and accuracy over a split; sums stay on the device until the end (one sync)."""
+    was_training = model.training
     model.eval()
     loss_sum = torch.zeros((), device=device)
     correct = torch.zeros((), device=device, dtype=torch.long)
@@ -417,20 +418,47 @@ def evaluate(model: nn.Module, batches: DeviceBatches, config: TrainConfig,
             loss_sum += F.cross_entropy(logits.float(), y, reduction="sum")
             correct += (logits.argmax(dim=-1) == y).sum()
             count += y.numel()
-    model.train()
+    model.train(was_training)
     return loss_sum.item() / max(count, 1), correct.item() / max(count, 1)
 
 
-def evaluate_split(model: nn.Module, split: Split, config: TrainConfig, device: torch.device):
-    """Loss, accuracy and predictions for a whole split (used by `workbench evaluate` and the report)."""
+@dataclass(frozen=True)
+class SplitResult:
+    """A model's answers on a whole split, on the CPU: what `workbench evaluate` and the report show."""
+
+    loss: float
+    accuracy: float
+    probabilities: torch.Tensor  # (N, classes) float32
+    labels: torch.Tensor  # (N,) int64
+
+    @property
+    def predictions(self) -> torch.Tensor:
+        return self.probabilities.argmax(dim=-1)
+
+    def confusion(self) -> torch.Tensor:
+        """(classes × classes) counts; rows are the true class, columns the predicted one."""
+        k = self.probabilities.shape[1]
+        valid = (self.labels >= 0) & (self.labels < k)
+        index = self.labels[valid] * k + self.predictions[valid]
+        return torch.bincount(index, minlength=k * k).reshape(k, k)
+
+
+def evaluate_split(model: nn.Module, split: Split, config: TrainConfig, device: torch.device) -> SplitResult:
+    """One pass over a whole split: loss, accuracy and every class probability."""
     batches = DeviceBatches(split, EVAL_BATCH, device, shuffle=False, drop_last=False)
-    loss, accuracy = evaluate(model, batches, config, device)
-    predictions = []
+    was_training = model.training
     model.eval()
-    with torch.no_grad():
-        for x, _ in batches.epoch(0):
-            predictions.append(model(x).argmax(dim=-1).cpu())
-    return loss, accuracy, torch.cat(predictions)
+    loss_sum, probabilities = 0.0, []
+    with torch.no_grad(), autocast_context(config, device):
+        for x, y in batches.epoch(0):
+            logits = model(x).float()
+            loss_sum += F.cross_entropy(logits, y, reduction="sum").item()
+            probabilities.append(logits.softmax(dim=-1).cpu())
+    model.train(was_training)
+    probs = torch.cat(probabilities)
+    labels = split.labels.cpu()
+    accuracy = (probs.argmax(dim=-1) == labels).float().mean().item() if len(labels) else 0.0
+    return SplitResult(loss=loss_sum / max(len(labels), 1), accuracy=accuracy, probabilities=probs, labels=labels)
 
 
 # -- helpers ----------------------------------------------------------------------------------------------------

@@ -93,12 +93,6 @@ class RunRecord:
     checkpoint: str | None
     events: list[Event] = field(default_factory=list)
 
-    @property
-    def label(self) -> str:
-        c = self.config
-        mode = f" {c['mode']}" if c.get("backend") == "inductor" and c.get("mode") != "default" else ""
-        return f"#{self.id} {c.get('backend')}{mode} · {c.get('amp')}"
-
 
 def _record(row: sqlite3.Row) -> RunRecord:
     return RunRecord(
@@ -214,6 +208,12 @@ class RunStore:
             return [_record(r) for r in self.db.execute("SELECT * FROM runs ORDER BY id")]
         except sqlite3.DatabaseError as exc:
             raise self._error(exc) from None
+
+    def id_for_out_dir(self, out_dir: str | Path) -> int | None:
+        """The newest run that wrote into `out_dir` (how the GUI finds the run it just trained)."""
+        row = self.db.execute("SELECT id FROM runs WHERE out_dir = ? ORDER BY id DESC LIMIT 1",
+                              (str(out_dir),)).fetchone()
+        return int(row[0]) if row else None
 
     def get(self, run_id: int, *, with_events: bool = False) -> RunRecord:
         try:

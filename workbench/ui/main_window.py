@@ -6,17 +6,15 @@ is core events, handed to each panel. No training logic lives here.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import torch
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import (QDockWidget, QFileDialog, QHBoxLayout, QLabel, QMainWindow, QMessageBox,
+from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QHBoxLayout, QLabel, QMainWindow, QMessageBox,
                                QPushButton, QScrollArea, QStyle, QVBoxLayout, QWidget)
 
 from ..core import checkpoint, devices, paths
-from ..core.checkpoint import write_text_atomic
 from ..core.config import ConfigError, TrainConfig
 from ..core.curves import curves_from_events, differing_settings, run_label
 from ..core.errors import WorkbenchError
@@ -105,6 +103,7 @@ class MainWindow(QMainWindow):
         self.log = LogPanel()
         self.runs = RunsPanel(db)
         self.runs.compareRequested.connect(self.compare_runs)
+        self.runs.table.selectionModel().selectionChanged.connect(lambda *_: self._update_actions())
         self.runs.openRequested.connect(self.show_run)
         scroll = QScrollArea()
         scroll.setWidget(self.setup)
@@ -356,23 +355,42 @@ class MainWindow(QMainWindow):
         self.log.add("info", f"checkpoint exported to {written} (+ .safetensors)")
         return True
 
-    def choose_export_report(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Export report", "report.json", "JSON (*.json)")
-        if path:
-            self.export_report(path)
+    def report_run_ids(self) -> list[int]:
+        """The runs selected in the Runs dock, else the run trained last in this window."""
+        ids = self.runs.selected_ids()
+        if not ids and self.last_run_dir is not None and self.runs.store is not None:
+            last = self.runs.store.id_for_out_dir(self.last_run_dir)
+            ids = [last] if last is not None else []
+        return ids
 
-    def export_report(self, path: str | Path) -> bool:
-        """The run's metrics as JSON (the HTML report replaces this when run history lands)."""
-        if self.checkpoint is None:
+    def choose_export_report(self) -> None:
+        ids = self.report_run_ids()
+        if not ids:
+            self.banner.show_message("info", "Select one or more runs in the Runs dock to report on.")
+            return
+        name = f"report-{'-'.join(map(str, ids))}.html"
+        path, _ = QFileDialog.getSaveFileName(self, "Export report", name, "HTML report (*.html)")
+        if path:
+            self.export_report(path, ids)
+
+    def export_report(self, path: str | Path, run_ids: list[int]) -> bool:
+        """A self-contained HTML report of the runs (and its JSON twin), written atomically by the core."""
+        from ..core.report import write_report
+
+        store = self.runs.store
+        if store is None or not run_ids:
             return False
-        summary = {"config": self.checkpoint.config.to_dict(), "metrics": self.checkpoint.metrics,
-                   "versions": self.checkpoint.versions, "classes": list(self.checkpoint.classes)}
+        self.state_label.setText("Writing the report…")
+        QApplication.setOverrideCursor(Qt.WaitCursor)
         try:
-            write_text_atomic(path, json.dumps(summary, indent=2))
-        except OSError as exc:
-            self.banner.show_message("error", f"Could not write the report to {path}: {exc.strerror or exc}")
+            html_path, json_path = write_report(store, run_ids, Path(path))
+        except WorkbenchError as exc:
+            self.banner.show_message("error", f"Could not write the report: {exc}")
             return False
-        self.log.add("info", f"report written to {path}")
+        finally:
+            QApplication.restoreOverrideCursor()
+            self.state_label.setText(self.progress.describe())
+        self.log.add("info", f"report written to {html_path} (+ {json_path.name})")
         return True
 
     def about(self) -> None:
@@ -395,7 +413,7 @@ class MainWindow(QMainWindow):
         self.setup.setEnabled(not busy)
         has_model = self.checkpoint is not None
         self.export_action.setEnabled(has_model and not busy)
-        self.report_action.setEnabled(has_model and not busy)
+        self.report_action.setEnabled(not busy and (self.last_run_dir is not None or bool(self.runs.selected_ids())))
 
     def _restore_settings(self) -> None:
         settings = open_settings()

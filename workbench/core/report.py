@@ -1,0 +1,679 @@
+"""A run report: one self-contained HTML file (plus a JSON twin) rebuilt from the run history.
+
+Everything comes from the recorded event stream and the run's checkpoint, so a report can be made long after the
+run, on a machine without network: no external CSS, JS, fonts or images. Charts are inline SVG drawn here (no
+plotting dependency) and downsampled so a million-step run stays small; images are inline PNG `data:` URIs.
+Every string that a user or a framework wrote (paths, graph-break reasons, failure messages) is HTML-escaped.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import html
+import io
+import json
+import math
+import statistics
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+import torch
+
+from .checkpoint import UntrustedModelCode, load, write_text_atomic
+from .config import TrainConfig
+from .curves import Curves, curves_from_events, differing_settings, run_label
+from .data import load_split
+from .engine import evaluate_split
+from .errors import WorkbenchError, first_line
+from .events import CompileReport, EpochEnd, Notice, RunFailed, Step
+from .runs import RunRecord, RunStore
+from .svgchart import Series, line_chart
+
+FORMAT = "workbench-report"
+FORMAT_VERSION = 1
+GALLERY_SIZE = 24
+PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f",
+           "#bcbd22")
+MIN_STEADY_STEPS = 10  # fewer steady steps than this say nothing about a run's throughput
+MEMORY_KEYS = ("allocated", "reserved", "peak", "rss")  # the usual order; any other key follows
+SECTIONS = {  # anchor → heading; the tests look for these headings
+    "runs": "Runs covered",
+    "config": "Configuration and environment",
+    "curves": "Curves",
+    "metrics": "Final metrics",
+    "compile": "Compile report",
+    "comparison": "Comparison",
+    "failures": "Failures",
+}
+
+
+class ReportError(WorkbenchError):
+    """The report could not be written; the message names the path and the reason."""
+
+    kind = "io"
+
+
+@dataclass(frozen=True)
+class Misclassified:
+    index: int  # position in the validation split
+    pixels: np.ndarray  # (28, 28) uint8
+    true: int
+    predicted: int
+    confidence: float  # probability the model gave its (wrong) prediction
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """A run's checkpoint re-evaluated on its validation split, on the CPU in float32."""
+
+    size: int
+    loss: float
+    accuracy: float
+    classes: tuple[str, ...]
+    confusion: tuple[tuple[int, ...], ...]  # rows: true class, columns: predicted class
+    misclassified: tuple[Misclassified, ...]  # the most confident mistakes first
+
+
+# -- public API -------------------------------------------------------------------------------------------------
+def write_report(store: RunStore, run_ids: list[int], out: Path) -> tuple[Path, Path]:
+    """Write the HTML report at `out` and its JSON twin next to it; return both paths.
+
+    An unknown run id raises the store's RunStoreError before anything is written. Both files are written
+    atomically; if the second cannot be written the first is removed again, so no half-report is left."""
+    out = Path(out)
+    json_path = out.with_suffix(".json")
+    if json_path == out:
+        raise ReportError(f"the report path {out} ends in .json, which is where the JSON twin goes",
+                          "name the report something.html")
+    if not run_ids:
+        raise ReportError("no runs to report on", "pass one or more run ids")
+    records = [store.get(run_id, with_events=True) for run_id in dict.fromkeys(run_ids)]
+    evaluations: dict[int, Evaluation | None] = {}
+    reasons: dict[int, str] = {}
+    for record in records:
+        evaluations[record.id], reasons[record.id] = _evaluate(record)
+    text, data = build_report(records, evaluations, reasons=reasons)
+    _write_pair(out, text, json_path, json.dumps(data, indent=2, allow_nan=False))
+    return out, json_path
+
+
+def build_report(records: list[RunRecord], evaluations: dict[int, Evaluation | None], *,
+                 reasons: dict[int, str] | None = None, generated: datetime | None = None) -> tuple[str, dict]:
+    """The report as HTML text and as a JSON-able dict. Pure: reads nothing, writes nothing.
+
+    `reasons` says why a run has no evaluation (write_report passes the loader's own words); without it the
+    reason is worked out from the record."""
+    generated = generated or datetime.now(timezone.utc)
+    runs = _prepare(records)
+    reasons = {r.record.id: (reasons or {}).get(r.record.id) or _missing_reason(r.record) for r in runs}
+    comparison = _comparison(runs) if len(runs) > 1 else None
+    sections = [
+        _section_runs(runs, generated),
+        _section_config(runs),
+        _section_curves(runs),
+        _section_metrics(runs, evaluations, reasons),
+        _section_compile(runs),
+        _section_comparison(comparison) if comparison else "",
+        _section_failures(runs),
+    ]
+    title = "Workbench report — " + ", ".join(f"run #{r.record.id}" for r in runs)
+    data = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "generated": generated.isoformat(timespec="seconds"),
+        "runs": [_run_json(run, evaluations.get(run.record.id), reasons[run.record.id]) for run in runs],
+        "comparison": comparison,
+    }
+    return _page(title, sections), _clean(data)
+
+
+def evaluate_run(record: RunRecord) -> Evaluation | None:
+    """The run's checkpoint evaluated on its validation split, or None when there is none to evaluate."""
+    return _evaluate(record)[0]
+
+
+# -- writing ----------------------------------------------------------------------------------------------------
+def _write_pair(html_path: Path, html_text: str, json_path: Path, json_text: str) -> None:
+    try:
+        write_text_atomic(html_path, html_text)
+    except OSError as exc:
+        raise _write_error(html_path, exc) from None
+    try:
+        write_text_atomic(json_path, json_text)
+    except OSError as exc:
+        html_path.unlink(missing_ok=True)  # a report without its JSON twin is half a report
+        raise _write_error(json_path, exc) from None
+
+
+def _write_error(path: Path, exc: OSError) -> ReportError:
+    why = exc.strerror or str(exc)
+    if isinstance(exc, (NotADirectoryError, FileExistsError)):
+        why = f"{why} (a part of the folder path is a file)"
+    return ReportError(f"cannot write the report to {path}: {why}", "choose a file in a folder you can write to")
+
+
+# -- evaluation -------------------------------------------------------------------------------------------------
+def _evaluate(record: RunRecord) -> tuple[Evaluation | None, str]:
+    """(evaluation, "") or (None, why not, in words). Never raises: a report is still useful without it."""
+    if not record.checkpoint or not Path(record.checkpoint).is_file():
+        return None, _missing_reason(record)
+    try:
+        return _evaluate_checkpoint(record, Path(record.checkpoint)), ""
+    except WorkbenchError as exc:
+        return None, f"the checkpoint {record.checkpoint} could not be evaluated: {exc}"
+    except Exception as exc:  # the user's own model code can raise anything; the report must still come out
+        return None, (f"the checkpoint {record.checkpoint} could not be evaluated: "
+                      f"{type(exc).__name__}: {first_line(exc)}")
+
+
+def _missing_reason(record: RunRecord) -> str:
+    if not record.checkpoint:
+        why = {"failed": "it failed before saving one", "running": "it is still running",
+               "interrupted": "it was interrupted before saving one"}.get(record.status, "none was recorded")
+        return f"run #{record.id} has no checkpoint ({why}), so its validation images could not be re-evaluated"
+    if not Path(record.checkpoint).is_file():
+        return (f"the checkpoint file {record.checkpoint} no longer exists (moved or deleted), so run "
+                f"#{record.id} could not be re-evaluated")
+    return f"run #{record.id} was not evaluated"
+
+
+def _evaluate_checkpoint(record: RunRecord, path: Path) -> Evaluation:
+    ckpt = _load_checkpoint(record, path)
+    model = ckpt.build_model("cpu")
+    config = ckpt.config.replace(amp="off", device="cpu")  # float32 on the CPU: the same on every machine
+    split = load_split(config.dataset, "val", config.data_root)
+    result = evaluate_split(model, split, config, torch.device("cpu"))
+    predictions, labels = result.predictions, result.labels
+    counts = result.confusion()
+    wrong = torch.nonzero(predictions != labels).flatten()
+    confidence = result.probabilities[wrong].max(dim=-1).values
+    order = torch.argsort(confidence, descending=True)[:GALLERY_SIZE]
+    gallery = tuple(Misclassified(index=int(wrong[i]), pixels=split.images[wrong[i]].numpy().copy(),
+                                  true=int(labels[wrong[i]]), predicted=int(predictions[wrong[i]]),
+                                  confidence=float(confidence[i])) for i in order)
+    return Evaluation(size=len(split), loss=result.loss, accuracy=result.accuracy, classes=tuple(ckpt.classes),
+                      confusion=tuple(tuple(int(v) for v in row) for row in counts.tolist()),
+                      misclassified=gallery)
+
+
+def _load_checkpoint(record: RunRecord, path: Path):
+    """Load safely; import model code only when it is the very file this run's own config named."""
+    try:
+        return load(path)
+    except UntrustedModelCode as exc:
+        own = record.config.get("model", "sandwich")
+        if own == "sandwich" or exc.model_spec != own:
+            raise
+        return load(path, trust_model_code=True)
+
+
+# -- facts per run ----------------------------------------------------------------------------------------------
+@dataclass
+class _Run:
+    """What the report needs from one record, worked out once."""
+
+    record: RunRecord
+    label: str
+    color: str
+    steps: list[Step]
+    epochs: list[EpochEnd]
+    curves: Curves
+    compile: CompileReport | None
+    failure: dict | None
+    notices: list[Notice]
+    metrics: dict
+
+
+def _prepare(records: list[RunRecord]) -> list[_Run]:
+    differing = differing_settings([r.config for r in records])
+    return [_facts(record, differing, PALETTE[i % len(PALETTE)]) for i, record in enumerate(records)]
+
+
+def _facts(record: RunRecord, differing: list[str], color: str) -> _Run:
+    events = record.events
+    steps = [e for e in events if isinstance(e, Step)]
+    epochs = [e for e in events if isinstance(e, EpochEnd)]
+    failure = record.failure or next((dataclasses.asdict(e) for e in reversed(events)
+                                      if isinstance(e, RunFailed)), None)
+    return _Run(record=record, label=run_label(record.id, record.config, differing), color=color, steps=steps,
+                epochs=epochs, curves=curves_from_events(events), compile=_last_compile_report(events), failure=failure,
+                notices=[e for e in events if isinstance(e, Notice)], metrics=_metrics(record, steps, epochs))
+
+
+def _last_compile_report(events: list) -> CompileReport | None:
+    """The last report of what happened while training; an explain-only report when there is nothing better."""
+    reports = [e for e in events if isinstance(e, CompileReport)]
+    from_run = [r for r in reports if r.source == "run"]
+    return (from_run or reports or [None])[-1]
+
+
+def _metrics(record: RunRecord, steps: list[Step], epochs: list[EpochEnd]) -> dict:
+    """The final figures, from the run's row where it has them, else from its events (failed/interrupted runs)."""
+    steady = [s for s in steps if not s.compiling]
+    peaks = [s.memory.get("peak", s.memory.get("rss")) for s in steps]
+    peaks = [p for p in peaks if isinstance(p, (int, float))]
+    best = record.best_val_accuracy if record.best_val_accuracy is not None else (
+        max((e.val_accuracy for e in epochs), default=None))
+    return {
+        "status": record.status,
+        "steps": record.steps or (steps[-1].step if steps else 0),
+        "epochs": len(epochs),
+        "best_val_accuracy": best,
+        "final_val_accuracy": epochs[-1].val_accuracy if epochs else None,
+        "final_val_loss": epochs[-1].val_loss if epochs else None,
+        "samples_per_s": record.samples_per_s if record.samples_per_s is not None else (
+            _median(s.samples_per_s for s in steady) if len(steady) >= MIN_STEADY_STEPS else None),
+        "compile_seconds": record.compile_seconds if record.compile_seconds is not None else (
+            next((s.step_seconds for s in steps if s.compiling), None)),
+        "steady_step_seconds": _median(s.step_seconds for s in steady),
+        "peak_memory_mib": record.peak_memory_mib if record.peak_memory_mib is not None else max(peaks, default=None),
+        "backend_used": record.backend_used,
+    }
+
+
+def _median(values: Iterable[float]) -> float | None:
+    values = [v for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
+    return statistics.median(values) if values else None
+
+
+def _config_keys(configs: list[dict]) -> list[str]:
+    """Every TrainConfig field in declaration order, then anything else a record holds (a newer version's)."""
+    keys = [f.name for f in dataclasses.fields(TrainConfig)]
+    for config in configs:
+        keys += [k for k in config if k not in keys]
+    return keys
+
+
+# -- comparison -------------------------------------------------------------------------------------------------
+def _comparison(runs: list[_Run]) -> dict:
+    """Throughput, compile time and memory side by side, speed-ups against an eager fp32 run (or the first)."""
+    baseline = next((r for r in runs if r.record.config.get("backend") == "eager"
+                     and r.record.config.get("amp") == "off"), None)
+    note = f"speed-up is relative to run #{baseline.record.id} (eager, AMP off)" if baseline else ""
+    if baseline is None:
+        baseline = runs[0]
+        note = (f"no eager run with AMP off was selected, so speed-up is relative to the first run, "
+                f"#{baseline.record.id}")
+    base_rate = baseline.metrics["samples_per_s"]
+    rows = []
+    for run in runs:
+        rate = run.metrics["samples_per_s"]
+        speedup = rate / base_rate if rate is not None and base_rate else None
+        rows.append({"id": run.record.id, "label": run.label, "backend_used": run.metrics["backend_used"],
+                     "samples_per_s": rate, "speedup": speedup,
+                     "compile_seconds": run.metrics["compile_seconds"],
+                     "peak_memory_mib": run.metrics["peak_memory_mib"],
+                     "final_val_accuracy": run.metrics["final_val_accuracy"]})
+    return {"baseline_run": baseline.record.id, "baseline_note": note, "runs": rows}
+
+
+# -- HTML sections ----------------------------------------------------------------------------------------------
+def _section_runs(runs: list[_Run], generated: datetime) -> str:
+    rows = [[_run_cell(r), esc(r.record.created), esc(r.record.status), esc(r.record.config.get("dataset")),
+             esc(r.record.environment.get("device_name") or r.record.environment.get("device"))] for r in runs]
+    return (f"<p class=muted>Generated {esc(generated.isoformat(timespec='seconds'))} · "
+            f"{len(runs)} run{'s' if len(runs) != 1 else ''}</p>"
+            + _section("runs", _table(["Run", "Started", "Status", "Dataset", "Device"], rows)))
+
+
+def _run_cell(run: _Run) -> str:
+    return f"<span class=swatch style='background:{run.color}'></span>{esc(run.label)}"
+
+
+def _section_config(runs: list[_Run]) -> str:
+    configs = [r.record.config for r in runs]
+    envs = [r.record.environment for r in runs]
+    env_keys = list(dict.fromkeys(k for env in envs for k in env))
+    note = "<p class=muted>Highlighted rows differ between the runs.</p>" if len(runs) > 1 else ""
+    return _section("config", note + "<h3>Training configuration</h3>" + _comparison_table(runs, configs,
+                    _config_keys(configs)) + "<h3>Environment</h3>" + _comparison_table(runs, envs, env_keys))
+
+
+def _comparison_table(runs: list[_Run], values: list[dict], keys: list[str]) -> str:
+    """One column per run; rows whose values differ between runs are highlighted."""
+    differing = set(differing_settings(values))
+    head = "<tr><th>Setting</th>" + "".join(f"<th>{_run_cell(r)}</th>" for r in runs) + "</tr>"
+    body = []
+    for key in keys:
+        cells = [v.get(key) for v in values]
+        differs = key in differing
+        body.append(f"<tr{' class=diff' if differs else ''}><th>{esc(key)}</th>"
+                    + "".join(f"<td>{esc(_plain(c))}</td>" for c in cells) + "</tr>")
+    return f"<table>{head}{''.join(body)}</table>"
+
+
+def _plain(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, (dict, list, tuple)):
+        return json.dumps(value)
+    return str(value)
+
+
+def _section_curves(runs: list[_Run]) -> str:
+    legend = _legend(runs)
+    charts = [_lossline_chart(runs), _throughputline_chart(runs)] + _memory_charts(runs)
+    return _section("curves", legend + "".join(charts))
+
+
+def _legend(runs: list[_Run]) -> str:
+    return "<div class=legend>" + "".join(f"<span>{_run_cell(r)}</span>" for r in runs) + "</div>"
+
+
+def _lossline_chart(runs: list[_Run]) -> str:
+    series = [Series(r.color, r.curves.step, r.curves.loss, r.curves.val_step, r.curves.val_loss) for r in runs]
+    note = "<p class=muted>Lines: training loss per step · dots: validation loss at the end of each epoch.</p>"
+    return line_chart("Loss", "loss", series, zero_based=True) + note
+
+
+def _throughputline_chart(runs: list[_Run]) -> str:
+    series = [Series(r.color, r.curves.throughput_step, r.curves.throughput) for r in runs]
+    note = "<p class=muted>Steps that paid for compilation are left out.</p>"
+    return line_chart("Throughput", "samples/s", series, zero_based=True) + note
+
+
+def _memory_charts(runs: list[_Run]) -> list[str]:
+    keys = list(dict.fromkeys(k for r in runs for k in r.curves.memory))
+    keys = [k for k in MEMORY_KEYS if k in keys] + [k for k in keys if k not in MEMORY_KEYS]
+    charts = []
+    for key in keys:
+        series = [Series(r.color, r.curves.step, r.curves.memory[key]) for r in runs if key in r.curves.memory]
+        charts.append(line_chart(f"Memory: {key}", "MiB", series))
+    return charts or ["<h3>Memory</h3><p class=muted>No memory readings were recorded.</p>"]
+
+
+def _section_metrics(runs: list[_Run], evaluations: dict[int, Evaluation | None], reasons: dict[int, str]) -> str:
+    rows = [
+        ("Status", lambda m: esc(m["status"])),
+        ("Steps", lambda m: f"{m['steps']:,}"),
+        ("Epochs", lambda m: str(m["epochs"])),
+        ("Best validation accuracy", lambda m: _pct(m["best_val_accuracy"])),
+        ("Final validation accuracy", lambda m: _pct(m["final_val_accuracy"])),
+        ("Final validation loss", lambda m: _num(m["final_val_loss"], ".4f")),
+        ("Samples/s (steady state)", lambda m: _num(m["samples_per_s"], ",.0f")),
+        ("Compile time", lambda m: _compile_time(m["compile_seconds"], m["backend_used"])),
+        ("Peak memory", lambda m: _mib(m["peak_memory_mib"])),
+    ]
+    head = "<tr><th>Metric</th>" + "".join(f"<th>{_run_cell(r)}</th>" for r in runs) + "</tr>"
+    body = "".join(f"<tr><th>{name}</th>" + "".join(f"<td>{cell(r.metrics)}</td>" for r in runs) + "</tr>"
+                   for name, cell in rows)
+    parts = [f"<table>{head}{body}</table>"]
+    for run in runs:
+        evaluation = evaluations.get(run.record.id)
+        parts.append(f"<h3>Run #{run.record.id}: validation images</h3>")
+        if evaluation is None:
+            parts.append(f"<p class=missing>Not available: {esc(reasons[run.record.id])}.</p>")
+        else:
+            parts.append(_evaluation_html(evaluation))
+    return _section("metrics", "".join(parts))
+
+
+def _evaluation_html(ev: Evaluation) -> str:
+    summary = (f"<p>Re-evaluated from the checkpoint on the CPU (float32): accuracy <b>{_pct(ev.accuracy)}</b>, "
+               f"loss {ev.loss:.4f} on {ev.size:,} validation images.</p>")
+    return summary + _confusion_html(ev) + _gallery_html(ev)
+
+
+def _confusion_html(ev: Evaluation) -> str:
+    """Rows are the true class; each cell is shaded by its share of that row (green: right, red: wrong)."""
+    names = [esc(c) for c in ev.classes]
+    head = "<tr><th>true ↓ / predicted →</th>" + "".join(f"<th>{n}</th>" for n in names) + "<th>total</th></tr>"
+    body = []
+    for i, row in enumerate(ev.confusion):
+        total = sum(row)
+        cells = "".join(_confusion_cell(v, total, i == j) for j, v in enumerate(row))
+        body.append(f"<tr><th>{names[i]}</th>{cells}<td>{total:,}</td></tr>")
+    return f"<table class=confusion>{head}{''.join(body)}</table>"
+
+
+def _confusion_cell(count: int, total: int, correct: bool) -> str:
+    share = count / total if total else 0.0
+    alpha = share if correct else min(1.0, share * 4)  # mistakes are rare: make them visible
+    rgb = "46,125,50" if correct else "198,40,40"
+    ink = "#fff" if alpha > 0.55 else "#222"
+    return f"<td style='background:rgba({rgb},{alpha:.2f});color:{ink}'>{count}</td>"
+
+
+def _gallery_html(ev: Evaluation) -> str:
+    if not ev.misclassified:
+        return "<p>No validation image was misclassified.</p>"
+    figures = []
+    for m in ev.misclassified:
+        caption = f"true {_class(ev, m.true)} → predicted {_class(ev, m.predicted)} ({m.confidence:.0%})"
+        figures.append(f"<figure><img src='{_png_uri(m.pixels)}' width=56 height=56 alt='{esc(caption)}'>"
+                       f"<figcaption>{esc(caption)}</figcaption></figure>")
+    wrong = sum(sum(row) for row in ev.confusion) - sum(ev.confusion[i][i] for i in range(len(ev.confusion)))
+    return (f"<p>{len(ev.misclassified)} of {wrong:,} misclassified images, most confident mistakes first:</p>"
+            f"<div class=gallery>{''.join(figures)}</div>")
+
+
+def _class(ev: Evaluation, index: int) -> str:
+    return ev.classes[index] if 0 <= index < len(ev.classes) else str(index)
+
+
+def _png_uri(pixels: np.ndarray) -> str:
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.fromarray(np.ascontiguousarray(pixels, dtype=np.uint8)).save(buffer, format="PNG", optimize=True)
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _section_compile(runs: list[_Run]) -> str:
+    return _section("compile", "".join(_compile_html(run) for run in runs))
+
+
+def _compile_html(run: _Run) -> str:
+    title = f"<h3>{_run_cell(run)}</h3>"
+    timing = _timing_sentence(run)
+    report = run.compile
+    if report is None:
+        backend = run.record.config.get("backend", "eager")
+        what = "ran eagerly: nothing was compiled" if backend == "eager" else (
+            f"asked for backend {backend}, but no compile report was recorded")
+        return title + f"<p>This run {esc(what)}.</p>" + timing
+    facts = [
+        ("Compiled", "yes" if report.compiled else "no"),
+        ("Backend / mode", f"{report.backend} / {report.mode}"),
+        ("Graphs", str(report.graph_count)),
+        ("Graph breaks", str(report.graph_break_count)),
+        ("Operators in the graphs", str(report.op_count)),
+        ("Report from", "the training run" if report.source == "run" else "a separate inspection (explain)"),
+    ]
+    table = "<table class=facts>" + "".join(f"<tr><th>{k}</th><td>{esc(v)}</td></tr>" for k, v in facts) + "</table>"
+    return title + table + timing + _breaks_html(report) + _list_html("Recompiles", report.recompiles) + \
+        _list_html("Warnings", report.warnings)
+
+
+def _timing_sentence(run: _Run) -> str:
+    compile_s = run.metrics["compile_seconds"]
+    step_s = run.metrics["steady_step_seconds"]
+    steady = sum(1 for s in run.steps if not s.compiling)
+    if step_s is None:
+        return "<p>No steady-state steps were recorded.</p>"
+    text = f"Steady-state step: {_duration(step_s)} (median of {steady:,} steps)"
+    if compile_s:
+        text += (f" · compile (first step): {_duration(compile_s)}, the time of about "
+                 f"{compile_s / step_s:,.0f} steady steps")
+    return f"<p>{text}.</p>"
+
+
+def _breaks_html(report: CompileReport) -> str:
+    if not report.breaks:
+        return "<p>No graph breaks.</p>" if report.compiled else ""
+    rows = []
+    for brk in report.breaks:
+        first, _, rest = brk.reason.partition("\n")
+        reason = f"<details><summary>{esc(first)}</summary><pre>{esc(rest)}</pre></details>" if rest.strip() \
+            else esc(first)
+        source = brk.frames[-1].source if brk.frames else ""
+        rows.append([reason, f"<code>{esc(brk.where)}</code>", f"<code>{esc(source)}</code>" if source else "—"])
+    return "<h4>Graph breaks</h4>" + _table(["Reason", "Where", "Source line"], rows)
+
+
+def _list_html(title: str, items: Iterable[str]) -> str:
+    items = list(items)
+    if not items:
+        return ""
+    return f"<h4>{title}</h4><ul>" + "".join(f"<li><pre>{esc(i)}</pre></li>" for i in items) + "</ul>"
+
+
+def _section_comparison(comparison: dict) -> str:
+    rows = [[f"#{r['id']} {esc(r['label'].split(' ', 1)[-1])}", _num(r["samples_per_s"], ",.0f"),
+             "—" if r["speedup"] is None else f"{r['speedup']:.2f}×",
+             _compile_time(r["compile_seconds"], r["backend_used"]),
+             _mib(r["peak_memory_mib"]), _pct(r["final_val_accuracy"])] for r in comparison["runs"]]
+    table = _table(["Run", "Samples/s", "Speed-up", "Compile time", "Peak memory", "Final accuracy"], rows)
+    return _section("comparison", f"<p>{esc(comparison['baseline_note'])}.</p>" + table)
+
+
+def _section_failures(runs: list[_Run]) -> str:
+    items = [text for text in (_failure_html(r) for r in runs) if text]
+    notices = [f"<li>{_run_cell(r)}: {esc(n.level)}: {esc(n.message)}"
+               + (f" <span class=muted>({esc(n.hint)})</span>" if n.hint else "") + "</li>"
+               for r in runs for n in r.notices if n.level in ("warning", "error")]
+    body = "".join(items) if items else "<p>No failures: every run finished.</p>"
+    if notices:
+        body += "<h3>Notices during the runs</h3><ul>" + "".join(notices) + "</ul>"
+    return _section("failures", body)
+
+
+def _failure_html(run: _Run) -> str:
+    status = run.record.status
+    if run.failure:
+        f = run.failure
+        hint = f"<p><b>What to try:</b> {esc(f.get('hint'))}</p>" if f.get("hint") else ""
+        return (f"<div class=failure><h3>{_run_cell(run)} failed ({esc(f.get('kind'))})</h3>"
+                f"<pre>{esc(f.get('message'))}</pre>{hint}</div>")
+    words = {
+        "stopped": f"was stopped by the user after {run.metrics['steps']:,} steps",
+        "interrupted": "was interrupted: its process ended without finishing (killed or crashed); the report "
+                       "shows what was recorded until then",
+        "running": "was still running when this report was made; the report shows what was recorded so far",
+    }.get(status)
+    return f"<p class=stopped>{_run_cell(run)} {esc(words)}.</p>" if words else ""
+
+
+# -- JSON -------------------------------------------------------------------------------------------------------
+def _run_json(run: _Run, evaluation: Evaluation | None, reason: str) -> dict:
+    record = run.record
+    return {
+        "id": record.id,
+        "label": run.label,
+        "created": record.created,
+        "status": record.status,
+        "config": record.config,
+        "environment": record.environment,
+        "metrics": run.metrics,
+        "epochs": [dataclasses.asdict(e) for e in run.epochs],
+        "compile": _compile_json(run.compile),
+        "evaluation": _evaluation_json(evaluation) if evaluation else {"unavailable": reason},
+        "failure": run.failure,
+        "notices": [dataclasses.asdict(n) for n in run.notices],
+    }
+
+
+def _compile_json(report: CompileReport | None) -> dict | None:
+    if report is None:
+        return None
+    data = dataclasses.asdict(report)
+    data["breaks"] = [{"reason": b.reason, "where": b.where, "source": b.frames[-1].source if b.frames else None}
+                      for b in report.breaks]
+    return data
+
+
+def _evaluation_json(ev: Evaluation) -> dict:
+    return {"size": ev.size, "loss": ev.loss, "accuracy": ev.accuracy, "classes": list(ev.classes),
+            "confusion": [list(row) for row in ev.confusion],
+            "misclassified": [{"index": m.index, "true": m.true, "predicted": m.predicted,
+                               "confidence": m.confidence} for m in ev.misclassified]}
+
+
+def _clean(value: Any) -> Any:
+    """Strict JSON: NaN and infinities (a diverged loss) become null, tuples become lists."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
+
+
+# -- HTML helpers -----------------------------------------------------------------------------------------------
+def esc(value: Any) -> str:
+    """Every piece of text from a user, a config or a framework goes through here."""
+    return html.escape("—" if value is None else str(value), quote=True)
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2%}"
+
+
+def _num(value: float | None, spec: str) -> str:
+    return "—" if value is None or not math.isfinite(value) else format(value, spec)
+
+
+def _mib(value: float | None) -> str:
+    return "—" if value is None else f"{value:,.0f} MiB"
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "—"
+    if seconds == 0:
+        return "0 s"
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.0f} µs"
+    if seconds < 1:
+        return f"{seconds * 1e3:.2f} ms"
+    return f"{seconds:.2f} s"
+
+
+def _compile_time(seconds: float | None, backend_used: str | None) -> str:
+    return "none (eager)" if not seconds and backend_used == "eager" else _duration(seconds)
+
+
+def _table(head: list[str], rows: list[list[str]]) -> str:
+    """Cells are HTML already (callers escape); headings are our own words."""
+    return ("<table><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"
+            + "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows) + "</table>")
+
+
+def _section(anchor: str, body: str) -> str:
+    return f"<section id={anchor}><h2>{SECTIONS[anchor]}</h2>{body}</section>"
+
+
+CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:#222;max-width:1040px;margin:2em auto;
+padding:0 1em}
+h1{font-size:1.6em;margin-bottom:.2em}h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:2em}
+h3{font-size:1.05em;margin:1.4em 0 .4em}h4{margin:1em 0 .3em}
+table{border-collapse:collapse;margin:.4em 0}th,td{border:1px solid #e2e2e2;padding:3px 8px;text-align:left;
+vertical-align:top}th{background:#f6f6f6;font-weight:600}tr.diff td,tr.diff th{background:#fff4c2}
+table.confusion td{text-align:right;min-width:2.4em}
+pre,code{font:12px ui-monospace,Menlo,Consolas,monospace;white-space:pre-wrap;word-break:break-word;margin:0}
+.muted{color:#666}.missing{color:#8a5a00;background:#fff8e6;padding:.4em .6em}
+.failure{border-left:4px solid #c62828;background:#fdf0f0;padding:.3em .8em;margin:.6em 0}
+.swatch{display:inline-block;width:.8em;height:.8em;border-radius:2px;margin-right:.4em;vertical-align:-1px}
+.legend span{margin-right:1.4em;white-space:nowrap}
+svg.chart{width:100%;max-width:760px;height:auto;font-size:11px;fill:#444}
+svg .plot{fill:#fff;stroke:#ccc}svg .grid{stroke:#eee}svg .axis{stroke:#999}svg .label{fill:#666}
+svg .marker{stroke:#fff;stroke-width:1.2}
+.gallery{display:flex;flex-wrap:wrap;gap:10px}
+figure{margin:0;width:96px;font-size:11px;text-align:center}
+figure img{image-rendering:pixelated;background:#000;display:block;margin:0 auto 2px}
+nav a{margin-right:1em}
+"""
+
+
+def _page(title: str, sections: list[str]) -> str:
+    nav = "".join(f"<a href='#{anchor}'>{heading}</a>" for anchor, heading in SECTIONS.items()
+                  if f"<section id={anchor}>" in "".join(sections))
+    return (f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>{esc(title)}</title>"
+            f"<meta name=viewport content='width=device-width,initial-scale=1'><style>{CSS}</style></head>"
+            f"<body><h1>{esc(title)}</h1><nav>{nav}</nav>{''.join(sections)}</body></html>\n")

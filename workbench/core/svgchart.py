@@ -1,0 +1,141 @@
+"""Line charts as inline SVG: self-contained (no plotting library, no network) and small (min/max downsampling).
+
+Used by the HTML report; every run is one coloured polyline, epochs can be markers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+MAX_POINTS = 800  # per series, after min/max downsampling
+
+
+@dataclass
+class Series:
+    color: str
+    x: np.ndarray
+    y: np.ndarray
+    marker_x: np.ndarray = dataclasses.field(default_factory=lambda: np.empty(0))
+    marker_y: np.ndarray = dataclasses.field(default_factory=lambda: np.empty(0))
+
+    def finite(self) -> "Series":
+        """Without NaN/inf (a memory key some steps lack, a blown-up loss), lines downsampled."""
+        x, y = _finite(self.x, self.y)
+        return Series(self.color, *downsample(x, y), *_finite(self.marker_x, self.marker_y))
+
+
+CHART_W, CHART_H = 760, 260
+MARGIN_L, MARGIN_R, MARGIN_T, MARGIN_B = 64, 16, 12, 36
+
+
+def downsample(xs, ys, max_points: int = MAX_POINTS) -> tuple[np.ndarray, np.ndarray]:
+    """At most `max_points` points: each bucket keeps its min and max, so spikes survive and the file stays small."""
+    x, y = np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
+    if len(x) <= max_points:
+        return x, y
+    edges = np.linspace(0, len(x), max_points // 2 + 1).astype(int)
+    keep: list[int] = []
+    for a, b in zip(edges[:-1], edges[1:]):
+        if b > a:
+            keep.extend(sorted({a + int(np.argmin(y[a:b])), a + int(np.argmax(y[a:b]))}))
+    return x[keep], y[keep]
+
+
+def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
+    """Round tick values (1, 2, 5 × 10^k apart) covering [lo, hi]; the first and last become the axis ends."""
+    if not hi > lo:
+        pad = abs(lo) * 0.05 or 1.0
+        lo, hi = lo - pad, hi + pad
+    raw = (hi - lo) / count
+    magnitude = 10 ** math.floor(math.log10(raw))
+    step = next(m * magnitude for m in (1, 2, 5, 10) if m * magnitude >= raw)
+    first, last = math.floor(lo / step + 1e-9), math.ceil(hi / step - 1e-9)
+    return [i * step for i in range(first, last + 1)]
+
+
+def tick_labels(ticks: list[float]) -> list[str]:
+    """Short labels with as many decimals as the tick spacing needs: 0.25, 1.5k, 2M."""
+    if not ticks:
+        return []
+    step = ticks[1] - ticks[0] if len(ticks) > 1 else 1.0
+    top = max(abs(t) for t in ticks)
+    scale, suffix = (1e6, "M") if top >= 1e6 else (1e3, "k") if top >= 1e4 else (1.0, "")
+    decimals = max(0, -math.floor(math.log10(step / scale) + 1e-9))
+    return ["0" if abs(t) < step / 2 else f"{t / scale:.{decimals}f}{suffix}" for t in ticks]
+
+
+def line_chart(title: str, unit: str, series: list[Series], *, zero_based: bool = False) -> str:
+    """One SVG line chart with every run overlaid (colours match the legend at the top of the section)."""
+    series = [s.finite() for s in series]
+    xs = np.concatenate([a for s in series for a in (s.x, s.marker_x)])
+    ys = np.concatenate([a for s in series for a in (s.y, s.marker_y)])
+    if not len(xs):
+        return f"<h3>{html.escape(title)}</h3><p class=muted>No data was recorded for this chart.</p>"
+    x_lo, x_hi = float(xs.min()), float(xs.max())
+    x_ticks = nice_ticks(x_lo, x_hi)
+    if x_hi > x_lo:  # the steps end where the run ended: no empty stretch after the last step
+        x_ticks = [t for t in x_ticks if x_lo <= t <= x_hi]
+    else:
+        x_lo, x_hi = x_ticks[0], x_ticks[-1]
+    y_ticks = nice_ticks(min(float(ys.min()), 0.0) if zero_based else float(ys.min()), float(ys.max()))
+    scale = _Scale(x_lo, x_hi, y_ticks[0], y_ticks[-1])
+    parts = [_axes(scale, x_ticks, y_ticks, unit)]
+    for s in series:
+        parts.append(_polyline(scale, s))
+    return (f"<h3>{html.escape(title)}</h3><svg class='chart' viewBox='0 0 {CHART_W} {CHART_H}' role='img' "
+            f"aria-label='{html.escape(title)}'>{''.join(parts)}</svg>")
+
+
+def _finite(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    keep = np.isfinite(x) & np.isfinite(y)
+    return x[keep], y[keep]
+
+
+@dataclass(frozen=True)
+class _Scale:
+    x0: float
+    x1: float
+    y0: float
+    y1: float
+
+    def x(self, value: float) -> float:
+        return MARGIN_L + (value - self.x0) / ((self.x1 - self.x0) or 1) * (CHART_W - MARGIN_L - MARGIN_R)
+
+    def y(self, value: float) -> float:
+        return CHART_H - MARGIN_B - (value - self.y0) / ((self.y1 - self.y0) or 1) * (CHART_H - MARGIN_T - MARGIN_B)
+
+
+def _axes(scale: _Scale, x_ticks: list[float], y_ticks: list[float], unit: str) -> str:
+    left, right, bottom = MARGIN_L, CHART_W - MARGIN_R, CHART_H - MARGIN_B
+    out = [f"<rect x='{left}' y='{MARGIN_T}' width='{right - left}' height='{bottom - MARGIN_T}' class='plot'/>"]
+    for value, text in zip(y_ticks, tick_labels(y_ticks)):
+        y = scale.y(value)
+        out.append(f"<line x1='{left}' x2='{right}' y1='{y:.1f}' y2='{y:.1f}' class='grid'/>"
+                   f"<text x='{left - 6}' y='{y + 4:.1f}' text-anchor='end'>{html.escape(text)}</text>")
+    for value, text in zip(x_ticks, tick_labels(x_ticks)):
+        x = scale.x(value)
+        out.append(f"<line x1='{x:.1f}' x2='{x:.1f}' y1='{bottom}' y2='{bottom + 4}' class='axis'/>"
+                   f"<text x='{x:.1f}' y='{bottom + 17}' text-anchor='middle'>{html.escape(text)}</text>")
+    out.append(f"<text x='{(left + right) / 2:.0f}' y='{CHART_H - 4}' text-anchor='middle' class='label'>step</text>"
+               f"<text x='14' y='{(MARGIN_T + bottom) / 2:.0f}' text-anchor='middle' class='label' "
+               f"transform='rotate(-90 14 {(MARGIN_T + bottom) / 2:.0f})'>{html.escape(unit)}</text>")
+    return "".join(out)
+
+
+def _polyline(scale: _Scale, series: Series) -> str:
+    out = []
+    if len(series.x) > 1:
+        coords = " ".join(f"{scale.x(x):.1f},{scale.y(y):.1f}" for x, y in zip(series.x, series.y))
+        out.append(f"<polyline points='{coords}' fill='none' stroke='{series.color}' stroke-width='1.3'/>")
+    elif len(series.x):
+        x, y = series.x[0], series.y[0]
+        out.append(f"<circle cx='{scale.x(x):.1f}' cy='{scale.y(y):.1f}' r='2' fill='{series.color}'/>")
+    for x, y in zip(series.marker_x, series.marker_y):
+        out.append(f"<circle cx='{scale.x(x):.1f}' cy='{scale.y(y):.1f}' r='4' fill='{series.color}' class='marker'/>")
+    return "".join(out)
