@@ -94,6 +94,26 @@ def build_parser() -> argparse.ArgumentParser:
     add_config_options(explain)
     explain.set_defaults(handler=cmd_explain)
 
+    bench = sub.add_parser("bench", help="every backend, mode and precision side by side, with reference rows")
+    bench.add_argument("--device", default="auto")
+    bench.add_argument("--dataset", default="mnist-sample")
+    bench.add_argument("--batch-size", type=int, default=256)
+    bench.add_argument("--hidden-dim", type=int, default=128)
+    bench.add_argument("--backends", default="eager,inductor,aot_eager,cudagraphs",
+                       help="comma-separated (default: all; what the device cannot run is skipped, with why)")
+    bench.add_argument("--modes", default="default,reduce-overhead,max-autotune-no-cudagraphs",
+                       help="inductor modes, comma-separated")
+    bench.add_argument("--amp", default="off,bf16,fp16", help="precisions, comma-separated")
+    bench.add_argument("--warmup", type=int, default=20, help="steps before timing (the first one compiles)")
+    bench.add_argument("--windows", type=int, default=5, help="timed windows")
+    bench.add_argument("--window-steps", type=int, default=50, help="steps per timed window")
+    bench.add_argument("--quick", action="store_true", help="a few steps only: checks that it runs, measures little")
+    bench.add_argument("--gui", action="store_true",
+                       help="measure the app instead: in-app vs headless samples/s and GUI stalls (offscreen)")
+    bench.add_argument("--gui-epochs", type=int, default=60, help="epochs of the GUI benchmark's eager runs")
+    bench.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    bench.set_defaults(handler=cmd_bench)
+
     runs = sub.add_parser("runs", help="the run history: list, show or remove runs")
     add_db_option(runs)
     runs.set_defaults(handler=cmd_runs_list)
@@ -352,6 +372,57 @@ def format_report(report) -> str:
     if not report.breaks:
         lines.append("no graph breaks: the whole forward pass compiles as one graph")
     return "\n".join(lines)
+
+
+# -- benchmark --------------------------------------------------------------------------------------------------
+def cmd_bench(args: argparse.Namespace) -> int:
+    from .core.bench import BenchSettings, format_table, run_bench
+    from .core.checkpoint import write_text_atomic
+
+    def progress(text: str) -> None:
+        print(text, file=sys.stderr, flush=True)
+
+    if args.gui:
+        return _bench_gui(args, progress)
+    settings = BenchSettings(device=args.device, dataset=args.dataset, batch_size=args.batch_size,
+                             hidden_dim=args.hidden_dim, warmup=args.warmup, windows=args.windows,
+                             window_steps=args.window_steps)
+    if args.quick:
+        settings.warmup, settings.windows, settings.window_steps, settings.eval_batches = 2, 2, 3, 2
+    result = run_bench(settings, _csv(args.backends), _csv(args.modes), _csv(args.amp), progress)
+    print(format_table(result))
+    if args.json:
+        write_text_atomic(args.json, json.dumps(result.to_dict(), indent=2))
+        print(f"wrote {args.json}")
+    return 0
+
+
+def _bench_gui(args: argparse.Namespace, progress) -> int:
+    import os
+
+    from .core.checkpoint import write_text_atomic
+    from .core.config import TrainConfig
+    from .gui_launch import display_problem
+
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    problem = display_problem()
+    if problem:
+        return fail(f"cannot run the GUI benchmark: {problem}")
+    from .ui.bench_gui import format_gui_report, run_gui_bench
+
+    epochs = 2 if args.quick else args.gui_epochs
+    config = TrainConfig(epochs=epochs)
+    compile_config = None if args.quick else TrainConfig(epochs=max(2, epochs // 2), backend="inductor")
+    report = run_gui_bench(config, pairs=1 if args.quick else 2, compile_config=compile_config, progress=progress)
+    print(format_gui_report(report))
+    if args.json:
+        write_text_atomic(args.json, json.dumps(report, indent=2))
+        print(f"wrote {args.json}")
+    return 0
+
+
+def _csv(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
 
 
 # -- run history and reports ---------------------------------------------------------------------------------

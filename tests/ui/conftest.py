@@ -31,7 +31,7 @@ def trained_checkpoint(tmp_path_factory):
 def window(qtbot, tmp_path):
     from workbench.ui.main_window import MainWindow
 
-    win = MainWindow(runs_dir=tmp_path / "runs", db=tmp_path / "runs.sqlite")
+    win = MainWindow(runs_dir=tmp_path / "runs", db=tmp_path / "runs.sqlite", prestart=False)
     qtbot.addWidget(win)
     win.resize(1400, 880)
     win.show()

@@ -56,13 +56,13 @@ def test_a_dataset_that_needs_a_folder_fails_with_a_message(window, qtbot):
 def test_settings_persist_across_launches(qtbot, tmp_path):
     from workbench.ui.main_window import MainWindow, open_settings
 
-    first = MainWindow(runs_dir=tmp_path)
+    first = MainWindow(runs_dir=tmp_path, prestart=False)
     qtbot.addWidget(first)
     first.setup.set_config(TrainConfig(epochs=7, batch_size=48, backend="aot_eager", amp="bf16", seed=3))
     first.close()
     settings = open_settings()
     assert int(settings.value("settings_version")) == 1
-    second = MainWindow(runs_dir=tmp_path)
+    second = MainWindow(runs_dir=tmp_path, prestart=False)
     qtbot.addWidget(second)
     config = second.setup.config()
     assert (config.epochs, config.batch_size, config.backend, config.amp, config.seed) == (7, 48, "aot_eager",
@@ -77,7 +77,7 @@ def test_unusable_saved_settings_fall_back_to_defaults_with_a_note(qtbot, tmp_pa
     settings.setValue("settings_version", 1)
     settings.setValue("config", '{"epochs": 0}')
     settings.sync()
-    window = MainWindow(runs_dir=tmp_path)
+    window = MainWindow(runs_dir=tmp_path, prestart=False)
     qtbot.addWidget(window)
     assert window.setup.config() == TrainConfig()
     notes = [window.log.item(i).text() for i in range(window.log.count())]

@@ -89,21 +89,18 @@ def test_a_diverging_run_shows_a_clear_message_and_the_app_keeps_working(window,
 
 
 def test_a_failing_compile_backend_is_reported_not_hidden(window, qtbot, monkeypatch):
-    from workbench.core import devices
-
-    monkeypatch.setattr(devices, "backend_problem", lambda backend, device: "simulated: no C++ compiler")
-    set_config(window, epochs=1, backend="aot_eager")
+    # A real failure, in the training process: Inductor on the CPU with no C++ compiler to be found.
+    monkeypatch.setenv("CXX", "/nonexistent/g++")
+    set_config(window, epochs=1, backend="inductor")
     with qtbot.waitSignal(window.runFinished, timeout=60_000) as finished:
         window.train()
     assert isinstance(finished.args[0], RunFailed) and finished.args[0].kind == "compile"
-    assert "simulated: no C++ compiler" in window.banner.label.text()
+    assert "C++ compiler" in window.banner.label.text()
 
 
 def test_eager_fallback_is_visible_in_the_log_and_compile_panel(window, qtbot, monkeypatch):
-    from workbench.core import devices
-
-    monkeypatch.setattr(devices, "backend_problem", lambda backend, device: "simulated: no C++ compiler")
-    set_config(window, epochs=1, backend="aot_eager", allow_eager_fallback=True)
+    monkeypatch.setenv("CXX", "/nonexistent/g++")
+    set_config(window, epochs=1, backend="inductor", allow_eager_fallback=True)
     with qtbot.waitSignal(window.runFinished, timeout=60_000) as finished:
         window.train()
     assert isinstance(finished.args[0], RunFinished)
@@ -112,4 +109,13 @@ def test_eager_fallback_is_visible_in_the_log_and_compile_panel(window, qtbot, m
                 if window.log.item(i).data(256) == "warning"]
     assert any("continuing in eager mode" in w for w in warnings)
     notes = [window.compile_panel.notes.item(i).text() for i in range(window.compile_panel.notes.count())]
-    assert any("simulated: no C++ compiler" in n for n in notes)
+    assert any("C++ compiler" in n for n in notes)
+
+
+def test_training_in_this_process_works_too(window, qtbot):
+    window.setup.set_in_process(True)
+    assert window.host.in_process
+    set_config(window, epochs=1, max_steps=20, hidden_dim=16)
+    with qtbot.waitSignal(window.runFinished, timeout=60_000) as finished:
+        window.train()
+    assert isinstance(finished.args[0], RunFinished) and finished.args[0].steps == 20

@@ -160,14 +160,17 @@ class Trainer:
                                                  device)
             if stopped or totals.epoch_steps == 0:
                 break
+            val_started = time.perf_counter()
             session, metrics = self._with_fallback(config, session, report, emit,
                                                    lambda s: evaluate(s.model, val_batches, config, device))
+            val_seconds = time.perf_counter() - val_started
             val_loss, val_accuracy = metrics
             train_loss = totals.epoch_loss_sum / totals.epoch_steps
             totals.best_val_accuracy = max(totals.best_val_accuracy, val_accuracy)
             totals.last_epoch = {"train_loss": train_loss, "val_loss": val_loss, "val_accuracy": val_accuracy}
             emit(EpochEnd(epoch=epoch, train_loss=train_loss, val_loss=val_loss, val_accuracy=val_accuracy,
-                          seconds=time.perf_counter() - started))
+                          seconds=time.perf_counter() - started, val_seconds=val_seconds,
+                          val_samples=len(val_split)))
             totals.epochs_ended += 1
             if config.max_steps and totals.steps >= config.max_steps:
                 break

@@ -54,7 +54,9 @@ class EpochEnd:
     train_loss: float
     val_loss: float
     val_accuracy: float  # 0..1
-    seconds: float
+    seconds: float  # since the run started
+    val_seconds: float = 0.0  # how long validation took (eval throughput = val_samples / val_seconds)
+    val_samples: int = 0
 
 
 @dataclass(frozen=True)

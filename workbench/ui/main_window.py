@@ -74,14 +74,14 @@ class MainWindow(QMainWindow):
     runFinished = Signal(object)  # for tests and scripts: the terminal event of each run
     explainFinished = Signal(object)
 
-    def __init__(self, runs_dir: Path | None = None, db: Path | None = None):
+    def __init__(self, runs_dir: Path | None = None, db: Path | None = None, *, prestart: bool = True):
         super().__init__()
         self.setWindowTitle("Workbench")
         self.setObjectName("mainWindow")
         self.progress = Progress()
         self.checkpoint: checkpoint.Checkpoint | None = None
         self.last_run_dir: Path | None = None
-        self.host = WorkerHost(self, runs_dir=runs_dir, db=db)
+        self.host = WorkerHost(self, runs_dir=runs_dir, db=db, prestart=prestart)
         self.host.events.connect(self.on_events)
         self.host.runFinished.connect(self.on_run_finished)
         self.host.explained.connect(self.on_explained)
@@ -97,6 +97,7 @@ class MainWindow(QMainWindow):
 
         self.setup = SetupPanel()
         self.setup.changed.connect(self._update_actions)
+        self.setup.runnerChanged.connect(self.host.set_in_process)
         self.compile_panel = CompilePanel()
         self.compile_panel.explainRequested.connect(self.explain)
         self.predict = PredictPanel()
@@ -418,6 +419,7 @@ class MainWindow(QMainWindow):
     def _restore_settings(self) -> None:
         settings = open_settings()
         migrate_settings(settings)
+        self.setup.set_in_process(str(settings.value("in_process", "false")).lower() == "true")
         text = settings.value("config")
         if text:
             try:
@@ -438,6 +440,7 @@ class MainWindow(QMainWindow):
             settings.setValue("config", self.setup.config().to_json())
         except WorkbenchError:
             pass  # an invalid form is not saved over the last good settings
+        settings.setValue("in_process", self.setup.in_process())
         settings.setValue("geometry", self.saveGeometry())
         settings.setValue("windowState", self.saveState())
         settings.sync()

@@ -1,8 +1,11 @@
-"""The training worker: a QObject on a QThread of its own that owns every compile and every compiled call.
+"""The training worker: a QObject on a QThread of its own that runs one task and ends with it.
 
-The engine calls `emit(event)` on the worker thread. Events are buffered there and cross to the GUI thread as one
-queued signal carrying a list, at most ~30 times a second (terminal and compile events go at once), so training
-speed never drives the GUI's repaint rate. Stop is a threading.Event the engine checks between steps.
+By default a run trains in a child process (core/child.py) that the worker drives: the child owns every compile
+and every call of the compiled model, with a GIL of its own, so painting the plots neither slows training nor
+stutters (see `workbench bench --gui` for the figures). `in_process=True` trains on the worker thread itself —
+then that thread owns the compiles. Either way events are buffered on the worker thread and cross to the GUI
+thread as one queued signal carrying a list, at most ~30 times a second (terminal and compile events go at once),
+so training speed never drives the GUI's repaint rate. Stop is a threading.Event checked between steps.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 from ..core import paths
+from ..core.child import ChildProcess, run_in_child
 from ..core.config import TrainConfig
 from ..core.errors import WorkbenchError, first_line
 from ..core.events import CompileReport, Event, RunFailed, Step
@@ -51,11 +55,14 @@ class TrainWorker(QObject):
     runFinished = Signal(object)  # the terminal event (RunFinished or RunFailed), after its batch
     explained = Signal(object)  # a CompileReport, or a RunFailed when explaining failed
 
-    def __init__(self, runs_dir: Path | None = None, db: Path | None = None):
+    def __init__(self, runs_dir: Path | None = None, db: Path | None = None, *, in_process: bool = False,
+                 child: ChildProcess | None = None):
         super().__init__()
         self.stop_flag = threading.Event()
         self.runs_dir = runs_dir
         self.db = db
+        self.in_process = in_process
+        self.child = child  # a pre-started child process, or None to start one now
 
     @Slot(object)
     def train(self, config: TrainConfig) -> None:
@@ -63,11 +70,15 @@ class TrainWorker(QObject):
 
         forward = EventForwarder(self.events.emit)
         out_dir = (self.runs_dir or paths.runs_dir()) / datetime.now().strftime("%Y%m%d-%H%M%S-%f")
-        try:
-            result = run_recorded(config, out_dir, sinks=(forward,), stop=self.stop_flag, db=self.db)
-        except WorkbenchError as exc:  # the run folder could not be created: nothing was trained
-            result = RunFailed(kind="io", message=str(exc), hint=exc.hint)
-            forward(result)
+        if self.in_process:
+            try:
+                result = run_recorded(config, out_dir, sinks=(forward,), stop=self.stop_flag, db=self.db)
+            except WorkbenchError as exc:  # the run folder could not be created: nothing was trained
+                result = RunFailed(kind="io", message=str(exc), hint=exc.hint)
+                forward(result)
+        else:
+            self.child = self.child or ChildProcess()
+            result = run_in_child(config, out_dir, emit=forward, stop=self.stop_flag, db=self.db, child=self.child)
         forward.flush()
         self.runFinished.emit(result)
 
@@ -90,8 +101,11 @@ class WorkerHost(QObject):
 
     A thread per task (superqt's pattern: moveToThread, task done → quit → wait) means the thread that compiled a
     model is the only one that ever calls it, and nothing outlives a stopped run. Python owns both objects, so
-    dropping them after `wait()` deletes them. The GUI talks to
-    training only through this object; worker signals arrive here, on the GUI thread, as queued calls.
+    dropping them after `wait()` deletes them. The GUI talks to training only through this object; worker signals
+    arrive here, on the GUI thread, as queued calls.
+
+    With `prestart`, a spare child process is started ahead of each run (after start-up and after every run), so
+    pressing Train does not wait ~2–3 s for a fresh interpreter to import PyTorch.
     """
 
     events = Signal(list)
@@ -100,12 +114,28 @@ class WorkerHost(QObject):
     _startTrain = Signal(object)
     _startExplain = Signal(object)
 
-    def __init__(self, parent: QObject | None = None, runs_dir: Path | None = None, db: Path | None = None):
+    def __init__(self, parent: QObject | None = None, runs_dir: Path | None = None, db: Path | None = None, *,
+                 in_process: bool = False, prestart: bool = True):
         super().__init__(parent)
         self.runs_dir = runs_dir
         self.db = db
+        self.in_process = in_process
+        self.prestart = prestart
+        self.spare: ChildProcess | None = None
         self.thread: QThread | None = None
         self.worker: TrainWorker | None = None
+        self._prestart()
+
+    def _prestart(self) -> None:
+        if self.prestart and not self.in_process and self.spare is None:
+            self.spare = ChildProcess()
+
+    def set_in_process(self, in_process: bool) -> None:
+        self.in_process = in_process
+        if in_process and self.spare is not None:
+            self.spare.close()
+            self.spare = None
+        self._prestart()
 
     @property
     def busy(self) -> bool:
@@ -123,7 +153,10 @@ class WorkerHost(QObject):
             return False
         thread = QThread()
         thread.setObjectName("workbench-worker")
-        worker = TrainWorker(self.runs_dir, self.db)
+        child = None
+        if signal is self._startTrain and not self.in_process:
+            child, self.spare = self.spare, None
+        worker = TrainWorker(self.runs_dir, self.db, in_process=self.in_process, child=child)
         worker.moveToThread(thread)
         worker.events.connect(self._on_events)
         worker.runFinished.connect(self._on_finished)
@@ -146,6 +179,7 @@ class WorkerHost(QObject):
     @Slot(object)
     def _on_finished(self, result) -> None:
         self._end_task()
+        self._prestart()  # the next run starts warm
         self.runFinished.emit(result)
 
     @Slot(object)
@@ -164,14 +198,21 @@ class WorkerHost(QObject):
             thread.quit()
             thread.wait()
 
-    def shutdown(self, timeout_ms: int = 60_000) -> bool:
-        """Stop any task and wait for its thread to end. True when no worker thread is left."""
-        thread = self.thread
+    def shutdown(self, grace_ms: int = 10_000) -> bool:
+        """Stop any task and wait for its thread to end; a child that does not stop within `grace_ms` (it may be
+        compiling) is terminated with its process group. True when no worker thread or child process is left."""
+        if self.spare is not None:
+            self.spare.close()
+            self.spare = None
+        thread, worker = self.thread, self.worker
         if thread is None:
             return True
         self.stop()
         thread.quit()  # processed after the task returns (within one step of the stop flag)
-        if not thread.wait(timeout_ms):
-            return False
+        if not thread.wait(grace_ms):
+            if worker is not None and worker.child is not None:
+                worker.child.terminate()  # the run then ends as RunFailed("crashed"), and the thread returns
+            if not thread.wait(grace_ms):
+                return False
         self.thread = self.worker = None
         return True

@@ -53,6 +53,7 @@ def _spin(name: str, low: int, high: int, step: int = 1) -> QSpinBox:
 
 class SetupPanel(QWidget):
     changed = Signal()  # any setting changed (the config may now be valid or invalid)
+    runnerChanged = Signal(bool)  # True: train in this process (a worker thread); False: in a child process
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -127,8 +128,17 @@ class SetupPanel(QWidget):
         form = QFormLayout(precision_box)
         form.addRow("AMP", self.amp)
 
+        self.runner = _combo("runnerCombo", [(False, "separate process (recommended)"),
+                                             (True, "this process (for debugging)")])
+        self.runner.setToolTip("A separate process keeps the window smooth and training at full speed; this "
+                               "process lets a debugger step into your model")
+        self.runner.currentIndexChanged.connect(lambda _i: self.runnerChanged.emit(self.in_process()))
+        process_box = QGroupBox("Process")
+        form = QFormLayout(process_box)
+        form.addRow("Train in", self.runner)
+
         layout = QVBoxLayout(self)
-        for box in (data_box, train_box, compile_box, precision_box):
+        for box in (data_box, train_box, compile_box, precision_box, process_box):
             layout.addWidget(box)
         layout.addWidget(self.problem)
         layout.addStretch(1)
@@ -189,6 +199,12 @@ class SetupPanel(QWidget):
         )
         config.check_runnable(devices.cuda_available())
         return config
+
+    def in_process(self) -> bool:
+        return bool(self.runner.currentData())
+
+    def set_in_process(self, in_process: bool) -> None:
+        _select(self.runner, in_process)
 
     def valid_config(self) -> TrainConfig | None:
         try:

@@ -1,0 +1,373 @@
+"""`workbench bench`: every backend, mode and precision side by side, against three reference rows.
+
+Method (printed under the table):
+- every row trains the same network (same seed) on the same device-resident data, at the same batch size;
+- `warmup` steps first (the first one compiles: its time is reported apart as compile seconds), then `windows`
+  timed windows of `window_steps` steps; a window's samples/s is its steps × batch / its wall time, with the
+  device synchronised at the window's end (CUDA); the table shows the median and the spread over windows;
+- step p50/p99 are per step: host clocks on the CPU (its ops are synchronous), CUDA events on a GPU;
+- engine rows are real `Trainer.run` calls with every event emitted and consumed (what the GUI and CLI see);
+- reference rows: a minimal hand-written loop over the same tensors (the floor for the engine's overhead), the
+  article's per-sample Dataset + DataLoader recipe, and the training step's GEMMs alone (an upper bound);
+- speed-ups are against the engine's eager fp32 row measured in the same process, same run.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Callable
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from . import devices
+from .config import TrainConfig
+from .data import DeviceBatches, Split, load_split
+from .engine import Trainer
+from .errors import WorkbenchError
+from .events import CompileFinished, EpochEnd, RunFailed, RunFinished, Step
+from .model import SandwichNet
+
+ARTICLE_WORKERS = 4  # what the article's recipe asks for (capped to the machine)
+
+
+@dataclass
+class BenchSettings:
+    device: str = "auto"
+    dataset: str = "mnist-sample"
+    batch_size: int = 256
+    hidden_dim: int = 128
+    warmup: int = 20
+    windows: int = 5
+    window_steps: int = 50
+    eval_batches: int = 20
+
+
+@dataclass
+class Row:
+    name: str
+    kind: str  # "engine" | "reference"
+    samples_per_s: float = 0.0  # median over windows
+    spread: tuple[float, float] = (0.0, 0.0)  # min, max over windows
+    step_p50_ms: float = 0.0
+    step_p99_ms: float = 0.0
+    compile_seconds: float | None = None
+    peak_memory_mib: float | None = None
+    eval_samples_per_s: float | None = None
+    speedup: float | None = None
+    note: str = ""
+    windows: list[float] = field(default_factory=list)
+
+
+# -- timing ---------------------------------------------------------------------------------------------------
+class StepClock:
+    """Per-step times and per-window throughput; CUDA events on a GPU, host clocks on the CPU."""
+
+    def __init__(self, device: torch.device):
+        self.cuda = device.type == "cuda"
+        self.step_ms: list[float] = []
+
+    def time_window(self, steps: int, step: Callable[[], None], samples_per_step: int) -> float:
+        if self.cuda:
+            torch.cuda.synchronize()
+            marks = [torch.cuda.Event(enable_timing=True) for _ in range(steps + 1)]
+            start = time.perf_counter()
+            marks[0].record()
+            for i in range(steps):
+                step()
+                marks[i + 1].record()
+            torch.cuda.synchronize()
+            seconds = time.perf_counter() - start
+            self.step_ms += [a.elapsed_time(b) for a, b in zip(marks, marks[1:])]
+        else:
+            start = last = time.perf_counter()
+            for _ in range(steps):
+                step()
+                now = time.perf_counter()
+                self.step_ms.append((now - last) * 1000)
+                last = now
+            seconds = time.perf_counter() - start
+        return steps * samples_per_step / seconds
+
+
+def _percentiles(step_ms: list[float]) -> tuple[float, float]:
+    return float(np.percentile(step_ms, 50)), float(np.percentile(step_ms, 99))
+
+
+def _row_from_windows(name: str, kind: str, windows: list[float], step_ms: list[float], **extra) -> Row:
+    p50, p99 = _percentiles(step_ms) if step_ms else (0.0, 0.0)
+    return Row(name=name, kind=kind, samples_per_s=statistics.median(windows), spread=(min(windows), max(windows)),
+               step_p50_ms=p50, step_p99_ms=p99, windows=windows, **extra)
+
+
+def _peak_memory(device: torch.device) -> float:
+    reading = devices.memory_mib(device)
+    return reading.get("peak", reading.get("rss", 0.0))
+
+
+# -- reference rows ---------------------------------------------------------------------------------------------
+def _fresh_model(settings: BenchSettings, device: torch.device) -> SandwichNet:
+    torch.manual_seed(0)
+    return SandwichNet(hidden_dim=settings.hidden_dim).to(device)
+
+
+def plain_loop(settings: BenchSettings, train: Split, val: Split, device: torch.device) -> Row:
+    """The minimal loop: index into device tensors, forward, loss, backward, step. Nothing else."""
+    model = _fresh_model(settings, device)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    batches = DeviceBatches(train, settings.batch_size, device, seed=0)
+    stream = _endless(batches)
+
+    def step() -> None:
+        x, y = next(stream)
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    row = _time_steps("plain loop (reference)", step, settings, device)
+    row.eval_samples_per_s = _eval_throughput(model, val, settings, device)
+    return row
+
+
+def article_recipe(settings: BenchSettings, train: Split, val: Split, device: torch.device) -> Row:
+    """The article's pipeline: a per-sample Dataset (ToTensor + Normalize in __getitem__) behind a DataLoader
+    with worker processes, pin_memory on CUDA, persistent workers, prefetch_factor 2."""
+    from torch.utils.data import DataLoader
+
+    workers = min(ARTICLE_WORKERS, os.cpu_count() or 1)
+    loader = DataLoader(_PerSampleDataset(train), batch_size=settings.batch_size, shuffle=True, drop_last=True,
+                        num_workers=workers, pin_memory=device.type == "cuda", persistent_workers=workers > 0,
+                        prefetch_factor=2 if workers else None)
+    model = _fresh_model(settings, device)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    stream = _endless(loader)
+
+    def step() -> None:
+        x, y = next(stream)
+        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    row = _time_steps("article recipe (reference)", step, settings, device)
+    row.note = f"DataLoader, {workers} workers"
+    return row
+
+
+class _PerSampleDataset(torch.utils.data.Dataset):
+    def __init__(self, split: Split):
+        self.images, self.labels = split.images, split.labels
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def __getitem__(self, index: int):
+        image = self.images[index].float().div(255).unsqueeze(0)  # ToTensor
+        return (image - 0.1307) / 0.3081, int(self.labels[index])  # Normalize
+
+
+def matmul_bound(settings: BenchSettings, device: torch.device) -> Row:
+    """The five GEMMs of one training step (fc1/fc2 forward, their weight gradients, fc2's input gradient) timed
+    alone: no activation, loss, optimizer or data. No training step of this model can beat it."""
+    b, h = settings.batch_size, settings.hidden_dim
+    g = torch.Generator(device="cpu").manual_seed(0)
+    x, w1 = torch.randn(b, 784, generator=g).to(device), torch.randn(h, 784, generator=g).to(device)
+    w2, grad = torch.randn(10, h, generator=g).to(device), torch.randn(b, 10, generator=g).to(device)
+
+    def step() -> None:
+        hidden = x @ w1.T
+        _ = hidden @ w2.T
+        _ = grad.T @ hidden  # dW2
+        d_hidden = grad @ w2
+        _ = d_hidden.T @ x  # dW1
+
+    return _time_steps("matmul bound (reference)", step, settings, device)
+
+
+def _time_steps(name: str, step: Callable[[], None], settings: BenchSettings, device: torch.device) -> Row:
+    for _ in range(settings.warmup):
+        step()
+    clock = StepClock(device)
+    windows = [clock.time_window(settings.window_steps, step, settings.batch_size)
+               for _ in range(settings.windows)]
+    return _row_from_windows(name, "reference", windows, clock.step_ms, peak_memory_mib=_peak_memory(device))
+
+
+def _eval_throughput(model: nn.Module, val: Split, settings: BenchSettings, device: torch.device) -> float:
+    batches = DeviceBatches(val, settings.batch_size, device, shuffle=False)
+    stream = _endless(batches)
+    model.eval()
+    with torch.no_grad():
+        def step() -> None:
+            model(next(stream)[0])
+
+        for _ in range(3):
+            step()
+        clock = StepClock(device)
+        rate = clock.time_window(settings.eval_batches, step, settings.batch_size)
+    model.train()
+    return rate
+
+
+def _endless(iterable):
+    """Batches forever, epoch after epoch (each epoch a new permutation where the source shuffles)."""
+    epoch = 0
+    while True:
+        epoch += 1
+        for batch in (iterable.epoch(epoch) if isinstance(iterable, DeviceBatches) else iterable):
+            yield batch
+
+
+# -- engine rows ------------------------------------------------------------------------------------------------
+def engine_row(config: TrainConfig, settings: BenchSettings, device: torch.device) -> Row:
+    """A real Trainer.run, every event consumed; windows are cut from its Step events after the warm-up."""
+    name = engine_name(config)
+    steps_needed = settings.warmup + settings.windows * settings.window_steps
+    events: list = []
+    on_cpu = device.type == "cpu"
+    # On the CPU the engine flushes every step (a free sync there): Step events then carry exact step times.
+    trainer = Trainer(flush_seconds=0.0 if on_cpu else 0.05)
+    result = trainer.run(config.replace(epochs=10_000, max_steps=steps_needed), events.append, threading.Event())
+    if isinstance(result, RunFailed):
+        return Row(name=name, kind="engine", note=f"failed: {result.kind}: {result.message}"[:160])
+    steps = [e for e in events if isinstance(e, Step)]
+    timed = [s for s in steps if s.step > settings.warmup]
+    windows, step_ms = [], []
+    for w in range(settings.windows):
+        chunk = timed[w * settings.window_steps:(w + 1) * settings.window_steps]
+        seconds = sum(s.step_seconds for s in chunk)
+        if chunk and seconds > 0:
+            windows.append(len(chunk) * config.batch_size / seconds)
+        step_ms += [s.step_seconds * 1000 for s in chunk]
+    compile_event = next((e for e in events if isinstance(e, CompileFinished)), None)
+    eval_rates = _eval_rates(events)
+    row = _row_from_windows(name, "engine", windows or [0.0], step_ms,
+                            compile_seconds=compile_event.seconds if compile_event else None,
+                            peak_memory_mib=result.metrics.get("peak_memory_mib"),
+                            eval_samples_per_s=statistics.median(eval_rates) if eval_rates else None)
+    if result.metrics.get("backend_used") != config.backend:
+        row.note = f"fell back to {result.metrics.get('backend_used')}"
+    if not on_cpu:
+        row.note = (row.note + "; " if row.note else "") + "step times are averages between syncs"
+    return row
+
+
+def _eval_rates(events: list) -> list[float]:
+    """Validation throughput per epoch after the first (which may compile the eval graph)."""
+    ends = [e for e in events if isinstance(e, EpochEnd)]
+    return [e.val_samples / e.val_seconds for e in ends[1:] if e.val_seconds > 0]
+
+
+def engine_name(config: TrainConfig) -> str:
+    mode = f" · {config.mode}" if config.backend == "inductor" else ""
+    return f"engine · {config.backend}{mode} · {config.amp}"
+
+
+def engine_configs(settings: BenchSettings, backends: list[str], modes: list[str], amps: list[str],
+                   cuda: bool) -> tuple[list[TrainConfig], list[str]]:
+    """Every runnable combination, and a note for each one skipped (with the reason)."""
+    base = TrainConfig(dataset=settings.dataset, device=settings.device, batch_size=settings.batch_size,
+                       hidden_dim=settings.hidden_dim, lr_schedule="constant", lr=1e-3)
+    configs, skipped = [], []
+    for backend in backends:
+        for mode in (modes if backend == "inductor" else ["default"]):
+            for amp in amps:
+                try:
+                    config = base.replace(backend=backend, mode=mode, amp=amp)
+                    config.check_runnable(cuda)
+                except WorkbenchError as exc:
+                    skipped.append(f"{backend} · {mode} · {amp}: {exc}")
+                    continue
+                configs.append(config)
+    return configs, skipped
+
+
+# -- the whole benchmark ----------------------------------------------------------------------------------------
+@dataclass
+class BenchResult:
+    settings: BenchSettings
+    device_name: str
+    versions: dict
+    rows: list[Row]
+    skipped: list[str]
+    ratios: dict[str, float]
+
+    def to_dict(self) -> dict:
+        return {"settings": asdict(self.settings), "device_name": self.device_name, "versions": self.versions,
+                "rows": [asdict(r) for r in self.rows], "skipped": self.skipped, "ratios": self.ratios,
+                "method": METHOD}
+
+
+METHOD = __doc__.split("Method (printed under the table):\n", 1)[1].strip()
+
+
+def run_bench(settings: BenchSettings, backends: list[str], modes: list[str], amps: list[str],
+              progress: Callable[[str], None] = lambda text: None) -> BenchResult:
+    device = devices.resolve_device(settings.device)
+    cuda = device.type == "cuda"
+    train = load_split(settings.dataset, "train")
+    val = load_split(settings.dataset, "val")
+    configs, skipped = engine_configs(settings, backends, modes, amps, cuda)
+    rows: list[Row] = []
+    for name, measure in (("plain loop", lambda: plain_loop(settings, train, val, device)),
+                          ("article recipe", lambda: article_recipe(settings, train, val, device)),
+                          ("matmul bound", lambda: matmul_bound(settings, device))):
+        progress(f"measuring {name}…")
+        _reset_peak(device)
+        rows.append(measure())
+    for config in configs:
+        progress(f"measuring {engine_name(config)}…")
+        _reset_peak(device)
+        rows.append(engine_row(config, settings, device))
+    baseline = next((r for r in rows if r.name == "engine · eager · off" and r.samples_per_s), None)
+    for row in rows:
+        if baseline is not None and row.samples_per_s:
+            row.speedup = row.samples_per_s / baseline.samples_per_s
+    by_name = {r.name: r for r in rows}
+    ratios = {}
+    if baseline is not None:
+        ratios["engine eager / plain loop"] = baseline.samples_per_s / by_name["plain loop (reference)"].samples_per_s
+        ratios["engine eager / article recipe"] = (baseline.samples_per_s /
+                                                   by_name["article recipe (reference)"].samples_per_s)
+    return BenchResult(settings=settings, device_name=devices.device_name(device), versions=devices.versions(),
+                       rows=rows, skipped=skipped, ratios=ratios)
+
+
+def _reset_peak(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+
+
+def format_table(result: BenchResult) -> str:
+    s = result.settings
+    lines = [f"{result.device_name} · torch {result.versions.get('torch')} · batch {s.batch_size} · hidden "
+             f"{s.hidden_dim} · {s.dataset}",
+             f"{'row':<44} {'samples/s':>11} {'(min–max)':>17} {'vs eager':>8} {'compile s':>9} "
+             f"{'step p50 ms':>11} {'p99 ms':>8} {'peak MiB':>9} {'eval samples/s':>14}"]
+    for r in result.rows:
+        if not r.samples_per_s:
+            lines.append(f"{r.name:<44} {'—':>11}  {r.note}")
+            continue
+        spread = f"{r.spread[0]:,.0f}–{r.spread[1]:,.0f}"
+        lines.append(
+            f"{r.name:<44} {r.samples_per_s:>11,.0f} {spread:>17} "
+            f"{(f'{r.speedup:.2f}×' if r.speedup else '—'):>8} "
+            f"{(f'{r.compile_seconds:.2f}' if r.compile_seconds is not None else '—'):>9} "
+            f"{r.step_p50_ms:>11.3f} {r.step_p99_ms:>8.3f} "
+            f"{(f'{r.peak_memory_mib:,.0f}' if r.peak_memory_mib else '—'):>9} "
+            f"{(f'{r.eval_samples_per_s:,.0f}' if r.eval_samples_per_s else '—'):>14}"
+            + (f"  ({r.note})" if r.note else ""))
+    lines += [f"ratio {k}: {v:.2f}×" for k, v in result.ratios.items()]
+    lines += [f"skipped {s}" for s in result.skipped]
+    lines += ["", "method: " + METHOD.replace("\n", "\n        ")]
+    lines.append(f"        warm-up {s.warmup} steps, {s.windows} windows × {s.window_steps} steps; peak memory is "
+                 f"{'the CUDA allocator peak' if 'CPU' not in result.device_name else 'the process RSS'}")
+    return "\n".join(lines)

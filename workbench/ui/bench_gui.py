@@ -1,0 +1,137 @@
+"""`workbench bench --gui`: the real app, offscreen, training while a 10 ms heartbeat measures the event loop.
+
+Method: the same config trains headless (the CLI's path, in this process, no Qt event loop running) and inside
+the app (Train button path: worker thread + child process, live plots, a 10 ms PreciseTimer heartbeat), in
+alternating pairs; ratios are of medians. The heartbeat's delay beyond its interval is the stall a user feels.
+"While compiling" covers the Train click up to the end of the first epoch's validation (which compiles the eval
+graph too), with an empty Inductor cache so the compile is cold; "steady state" is the rest of the run.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from ..core.config import TrainConfig
+from ..core.events import EpochEnd, RunFinished, Step
+from ..core.runfiles import run_recorded
+
+HEARTBEAT_METHOD = __doc__.split("Method: ", 1)[1].strip()
+
+
+def _app_run(window, config: TrainConfig, heartbeat) -> dict:
+    from PySide6.QtCore import QEventLoop, QTimer
+
+    marks: dict[str, float] = {}
+
+    def watch(batch) -> None:
+        now = time.perf_counter()
+        for event in batch:
+            if isinstance(event, Step) and not event.compiling:
+                marks.setdefault("first_steady_step", now)
+            elif isinstance(event, EpochEnd):
+                marks.setdefault("first_epoch_end", now)
+
+    window.host.events.connect(watch)
+    loop = QEventLoop()
+    results = []
+    window.runFinished.connect(lambda result: (results.append(result), loop.quit()))
+    QTimer.singleShot(200, lambda: (heartbeat.start(), marks.setdefault("clicked", time.perf_counter()),
+                                    window.train()))
+    loop.exec()
+    heartbeat.stop()
+    window.runFinished.disconnect()
+    window.host.events.disconnect(watch)
+    result = results[0]
+    if not isinstance(result, RunFinished):
+        raise RuntimeError(f"the in-app run failed: {result.message}")
+    warm_until = marks.get("first_epoch_end") if config.compiled else marks.get("first_steady_step")
+    return {
+        "samples_per_s": result.metrics["samples_per_s"],
+        "compiling": heartbeat.stats(since=marks["clicked"], until=warm_until),
+        "steady": heartbeat.stats(since=warm_until),
+    }
+
+
+def _headless_run(config: TrainConfig, out: Path) -> float:
+    result = run_recorded(config, out, record=False)
+    return result.metrics["samples_per_s"]
+
+
+def run_gui_bench(config: TrainConfig, pairs: int = 2, compile_config: TrainConfig | None = None,
+                  progress=lambda text: None) -> dict:
+    """Everything it writes (runs, settings, the cold Inductor cache) goes to a temporary folder, removed after."""
+    saved = {k: os.environ.get(k) for k in ("WORKBENCH_CONFIG_DIR", "TORCHINDUCTOR_CACHE_DIR")}
+    with tempfile.TemporaryDirectory(prefix="workbench-bench-gui-") as folder:
+        try:
+            os.environ["WORKBENCH_CONFIG_DIR"] = str(Path(folder) / "config")  # the user's settings stay as they are
+            return _run_gui_bench(Path(folder), config, pairs, compile_config, progress)
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+
+def _run_gui_bench(tmp: Path, config: TrainConfig, pairs: int, compile_config: TrainConfig | None,
+                   progress) -> dict:
+    from .app import create_app
+    from .heartbeat import Heartbeat
+    from .main_window import MainWindow
+
+    create_app([])
+    window = MainWindow(runs_dir=tmp / "runs", db=tmp / "runs.sqlite")
+    window.resize(1400, 880)
+    window.show()
+    window.setup.set_config(config)
+    heartbeat = Heartbeat(parent=window)
+    app_rates, headless_rates, steady = [], [], []
+    for i in range(pairs):
+        progress(f"pair {i + 1}/{pairs}: headless…")
+        headless_rates.append(_headless_run(config, tmp / f"headless-{i}"))
+        progress(f"pair {i + 1}/{pairs}: in the app…")
+        measured = _app_run(window, config, heartbeat)
+        app_rates.append(measured["samples_per_s"])
+        steady.append(measured["steady"])
+    report = {
+        "config": config.to_dict(),
+        "pairs": pairs,
+        "in_app_samples_per_s": app_rates,
+        "headless_samples_per_s": headless_rates,
+        "ratio": statistics.median(app_rates) / statistics.median(headless_rates),
+        "steady": max(steady, key=lambda s: s["max_ms"]),  # the worst pair
+        "runner": "this process" if window.host.in_process else "child process",
+        "method": HEARTBEAT_METHOD,
+    }
+    if compile_config is not None:
+        progress("compiling in the app (cold Inductor cache)…")
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(tmp / "inductor-cache")
+        window.host.set_in_process(window.host.in_process)  # restart the spare child with the cold cache
+        window.setup.set_config(compile_config)
+        measured = _app_run(window, compile_config, heartbeat)
+        report["compile_run"] = {"config": compile_config.to_dict(), **measured}
+    window.close()
+    return report
+
+
+def format_gui_report(report: dict) -> str:
+    s = report["steady"]
+    lines = [
+        f"GUI benchmark ({report['runner']}, offscreen, {report['pairs']} pairs):",
+        f"  in-app {statistics.median(report['in_app_samples_per_s']):,.0f} samples/s vs headless "
+        f"{statistics.median(report['headless_samples_per_s']):,.0f} → ratio {report['ratio']:.2f}×",
+        f"  steady state: longest stall {s['max_ms']:.1f} ms · p99 {s['p99_ms']:.1f} ms · p50 {s['p50_ms']:.2f} ms "
+        f"({s['ticks']} ticks, worst pair)",
+    ]
+    if "compile_run" in report:
+        c = report["compile_run"]["compiling"]
+        st = report["compile_run"]["steady"]
+        lines.append(f"  {report['compile_run']['config']['backend']} run, while compiling: longest stall "
+                     f"{c['max_ms']:.1f} ms · p99 {c['p99_ms']:.1f} ms ({c['ticks']} ticks); then steady: longest "
+                     f"{st['max_ms']:.1f} ms · p99 {st['p99_ms']:.1f} ms")
+    lines += ["", "method: " + report["method"].replace("\n", "\n        ")]
+    return "\n".join(lines)
