@@ -388,7 +388,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
                              hidden_dim=args.hidden_dim, warmup=args.warmup, windows=args.windows,
                              window_steps=args.window_steps)
     if args.quick:
-        settings.warmup, settings.windows, settings.window_steps, settings.eval_batches = 2, 2, 3, 2
+        settings.warmup, settings.windows, settings.window_steps, settings.eval_batches, settings.pairs = 2, 2, 3, 2, 1
     result = run_bench(settings, _csv(args.backends), _csv(args.modes), _csv(args.amp), progress)
     print(format_table(result))
     if args.json:

@@ -42,8 +42,8 @@ class Step:
     step: int  # 1-based optimizer step
     epoch: int  # 1-based
     loss: float
-    samples_per_s: float
-    step_seconds: float
+    samples_per_s: float  # of the block of steps this one was read back with
+    step_seconds: float  # this step's wall time on the CPU; on CUDA (asynchronous) the block's average
     memory: dict  # MiB by name: {"allocated", "reserved", "peak"} on CUDA, {"rss"} on the CPU
     compiling: bool = False  # this step paid for compilation; keep it off the throughput axis
 
