@@ -82,3 +82,24 @@ def one_torch_thread(monkeypatch):
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     yield
     torch.set_num_threads(before)
+
+
+def processes_with_env(name: str, value: str) -> list[tuple[int, str]]:
+    """(pid, RANK) of every live process, other than this one, whose environment has name=value. A variable set
+    for a launch is inherited by every process it starts, so this finds whatever a run left behind."""
+    import os
+
+    needle = f"{name}={value}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            env = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
+            status = Path(f"/proc/{entry}/status").read_text()
+        except OSError:
+            continue
+        if needle in env and "State:\tZ" not in status:
+            rank = next((e.decode()[5:] for e in env if e.startswith(b"RANK=")), "")
+            found.append((int(entry), rank))
+    return found

@@ -69,6 +69,12 @@ def build_parser() -> argparse.ArgumentParser:
     add_config_options(train)
     train.add_argument("--out", default="runs/latest", help="output folder (default: runs/latest)")
     add_db_option(train)
+    ddp = train.add_argument_group("several processes (torchrun + DistributedDataParallel; --batch-size is global)")
+    ddp.add_argument("--nproc-per-node", type=int, default=1, help="processes on this machine (one per GPU)")
+    ddp.add_argument("--nnodes", type=int, default=1, help="machines taking part")
+    ddp.add_argument("--node-rank", type=int, default=0, help="this machine's index, 0 … nnodes-1")
+    ddp.add_argument("--master-addr", default="127.0.0.1", help="address of node 0 (multi-node runs)")
+    ddp.add_argument("--master-port", type=int, default=None, help="a free port on node 0 (default: picked)")
     train.set_defaults(handler=cmd_train)
 
     evaluate = sub.add_parser("evaluate", help="accuracy and confusion matrix of a checkpoint on a dataset")
@@ -196,15 +202,27 @@ def config_from_args(args: argparse.Namespace, **defaults):
 # -- train ------------------------------------------------------------------------------------------------------
 def cmd_train(args: argparse.Namespace) -> int:
     from .core import devices
+    from .core.child import run_distributed, supervise_node
+    from .core.distributed import Launch, check_launch
     from .core.events import RunFailed
     from .core.runfiles import run_recorded
 
     config = config_from_args(args)
     config.check_runnable(devices.cuda_available())
+    launch = Launch(args.nproc_per_node, args.nnodes, args.node_rank, args.master_addr, args.master_port)
+    check_launch(launch, config.batch_size, config.device)
     bar = ProgressBar(sys.stderr)
     stop = threading.Event()
     with interrupt_sets(stop):
-        result = run_recorded(config, Path(args.out), sinks=(bar.update,), stop=stop, db=args.db)
+        if not launch.distributed:
+            result = run_recorded(config, Path(args.out), sinks=(bar.update,), stop=stop, db=args.db)
+        elif launch.node_rank == 0:
+            result = run_distributed(config, Path(args.out).resolve(), launch, emit=bar.update, stop=stop, db=args.db)
+        else:
+            code = supervise_node(config, Path(args.out).resolve(), launch, stop=stop)
+            print(f"node {launch.node_rank}: its {launch.nproc_per_node} process(es) ended (exit code {code}); node 0 "
+                  f"writes the checkpoint and the run record")
+            return 0 if code == 0 else EXIT_RUN_FAILED
     bar.close()
     if isinstance(result, RunFailed):
         code = EXIT_USAGE if result.kind in ("config", "data", "io") else EXIT_RUN_FAILED

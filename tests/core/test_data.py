@@ -106,17 +106,34 @@ def test_no_shuffle_is_in_order():
     assert _epoch_ids(batches, 3) == list(range(25))
 
 
-def test_sharding_two_ranks_disjoint_equal_and_covering_the_prefix():
+def test_training_shards_are_disjoint_equal_and_cover_the_prefix():
     n = 103
     full = DeviceBatches(_numbered(n), n, CPU, seed=3, drop_last=False)
     order = _epoch_ids(full, 4)  # the whole permutation for epoch 4
-    shards = [DeviceBatches(_numbered(n), 1000, CPU, seed=3, drop_last=False, rank=r, world_size=2)
-              for r in (0, 1)]
+    shards = [DeviceBatches(_numbered(n), 1, CPU, seed=3, rank=r, world_size=2) for r in (0, 1)]
     assert shards[0].shard_size == shards[1].shard_size == n // 2
     ids = [_epoch_ids(s, 4) for s in shards]
     assert len(ids[0]) == len(ids[1]) == n // 2
     assert not set(ids[0]) & set(ids[1])
     assert set(ids[0]) | set(ids[1]) == set(order[: 2 * (n // 2)])
+
+
+def test_global_batch_of_two_ranks_is_the_single_process_batch():
+    n, per_rank = 100, 5
+    single = [sorted(b[1].tolist()) for b in DeviceBatches(_numbered(n), 2 * per_rank, CPU, seed=7).epoch(2)]
+    ranks = [list(DeviceBatches(_numbered(n), per_rank, CPU, seed=7, rank=r, world_size=2).epoch(2)) for r in (0, 1)]
+    together = [sorted(a[1].tolist() + b[1].tolist()) for a, b in zip(*ranks)]
+    assert together == single
+
+
+def test_evaluation_shards_keep_every_sample():
+    n = 103
+    shards = [DeviceBatches(_numbered(n), 1000, CPU, shuffle=False, drop_last=False, rank=r, world_size=2)
+              for r in (0, 1)]
+    ids = [_epoch_ids(s, 0) for s in shards]
+    assert sorted(ids[0] + ids[1]) == sorted(_epoch_ids(DeviceBatches(_numbered(n), n, CPU, shuffle=False,
+                                                                      drop_last=False), 0))
+    assert abs(len(ids[0]) - len(ids[1])) <= 1
 
 
 def test_sharding_ranks_take_the_same_number_of_steps():

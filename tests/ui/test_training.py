@@ -119,3 +119,47 @@ def test_training_in_this_process_works_too(window, qtbot):
     with qtbot.waitSignal(window.runFinished, timeout=60_000) as finished:
         window.train()
     assert isinstance(finished.args[0], RunFinished) and finished.args[0].steps == 20
+
+
+def test_two_processes_from_the_app_fill_the_plots_and_stop_cleanly(window, qtbot):
+    from PySide6.QtWidgets import QSpinBox
+
+    from workbench.core.events import Step
+
+    spin = window.findChild(QSpinBox, "processesSpin")
+    spin.setValue(2)
+    assert window.host.processes == 2 and not window.setup.runner.isEnabled()
+    set_config(window, epochs=1, batch_size=64)
+    with qtbot.waitSignal(window.runFinished, timeout=180_000) as finished:
+        window.train()
+    result = finished.args[0]
+    assert isinstance(result, RunFinished), result
+    assert len(set(result.metrics["replica_checksums"])) == 1
+    assert window.plots.point_counts()["loss"] == result.steps
+    set_config(window, epochs=10_000, batch_size=64)
+    with qtbot.waitSignal(window.host.events, timeout=180_000,
+                          check_params_cb=lambda batch: any(isinstance(e, Step) for e in batch)):
+        window.train()
+    assert len(_processes_of_this_test()) >= 3  # torchrun and its two ranks
+    with qtbot.waitSignal(window.runFinished, timeout=30_000) as stopped:
+        window.stop()
+    assert stopped.args[0].stopped and window.host.thread is None
+    assert _processes_of_this_test() == []  # Stop ended the whole process group
+
+
+def _processes_of_this_test() -> list[tuple[int, str]]:
+    """Live processes that inherited this test's own WORKBENCH_CONFIG_DIR (see tests/ui/conftest.py)."""
+    import os
+
+    from ..conftest import processes_with_env
+
+    return processes_with_env("WORKBENCH_CONFIG_DIR", os.environ["WORKBENCH_CONFIG_DIR"])
+
+
+def test_an_uneven_batch_for_two_processes_is_explained_before_training(window):
+    from PySide6.QtWidgets import QSpinBox
+
+    set_config(window, batch_size=33)
+    window.findChild(QSpinBox, "processesSpin").setValue(2)
+    assert "split evenly over 2 processes" in window.setup.problem.text()
+    assert not window.train_action.isEnabled()

@@ -7,16 +7,18 @@ Dynamo state; the parent only reads events.
 Protocol (JSON lines over one TCP connection on 127.0.0.1; stdout stays free for whatever the model prints):
     child → parent   {"hello": TOKEN, "pid": …}       proves the connection is ours (the token came in the env)
     child → parent   {"ready": true}                  imports done: a pre-started child waits here
-    parent → child   {"run": {config, out_dir, db, record}}
+    parent → child   {"run": {config, out_dir, db, record}}   (or, for torchrun, in the env: every rank needs it)
     child → parent   one event per line (events.to_json), ending with RunFinished or RunFailed
     parent → child   {"stop": true}                   stop after the current step (EOF means the same)
 If the parent disappears, the child sees EOF, stops after its current step and exits: no orphans.
+Under torchrun only rank 0 connects; the ranks agree on stopping through a collective (see the engine).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import socket
 import subprocess
@@ -32,6 +34,7 @@ from .events import Event, RunFailed, from_dict, is_terminal
 
 TOKEN_ENV = "WORKBENCH_CHILD_TOKEN"
 ADDRESS_ENV = "WORKBENCH_CHILD_ADDRESS"
+REQUEST_ENV = "WORKBENCH_CHILD_REQUEST"
 CONNECT_TIMEOUT_S = 120.0  # a cold start imports torch; a loaded machine can take a while
 STOP_GRACE_S = 60.0  # after asking to stop: time to finish the current step (a compile can take this long)
 KILL_GRACE_S = 5.0
@@ -72,7 +75,8 @@ class _Lines:
 class ChildProcess:
     """One started child (possibly still importing torch), ready to take one run."""
 
-    def __init__(self, command: Sequence[str] | None = None, env: dict | None = None):
+    def __init__(self, command: Sequence[str] | None = None, env: dict | None = None, *, ranks: int = 1):
+        self.ranks = ranks  # > 1: torchrun and its ranks; a failure is explained from torchrun's summary
         self.token = secrets.token_hex(16)
         self.listener = socket.create_server(("127.0.0.1", 0))
         host, port = self.listener.getsockname()[:2]
@@ -141,15 +145,17 @@ class ChildProcess:
         return " | ".join(meaningful[-lines:])[-400:]
 
     # -- the run ----------------------------------------------------------------------------------------------
-    def run(self, request: dict, emit: Callable[[Event], None], stop: threading.Event) -> Event:
-        """Send the run request, pass every event to `emit`, return the terminal event.
+    def run(self, request: dict | None, emit: Callable[[Event], None], stop: threading.Event) -> Event:
+        """Send the run request (None: it went in the environment), pass every event to `emit`, return the
+        terminal event.
 
         A child that dies without a terminal event (crash, kill, out of memory) becomes RunFailed(kind="crashed")
         naming its exit and its last words on stderr. Stop is forwarded; a child that does not stop within
         STOP_GRACE_S is terminated with its whole process group."""
         try:
             self.connect(stop=stop)
-            _send(self.conn, {"run": request})
+            if request is not None:
+                _send(self.conn, {"run": request})
             stop_sent_at = None
             while True:
                 if stop.is_set() and stop_sent_at is None:
@@ -163,17 +169,36 @@ class ChildProcess:
                 if message is None:
                     continue
                 event = from_dict(message)
-                emit(event)
                 if is_terminal(event):
                     self.process.wait(timeout=30)
+                    if isinstance(event, RunFailed):
+                        event = self._rank_failure() or event  # rank 0 saw a symptom; torchrun knows the cause
+                    emit(event)
                     return event
+                emit(event)
         except ChildError as exc:
-            failed = RunFailed(kind="crashed", message=str(exc), hint=(
+            failed = self._rank_failure() or RunFailed(kind="crashed", message=str(exc), hint=(
                 "see the log for details; if it ran out of memory, lower the batch or hidden size"))
             emit(failed)
             return failed
         finally:
             self.close()
+
+    def _rank_failure(self) -> RunFailed | None:
+        """Which rank failed first and how, from torchrun's failure summary and the ranks' own last words."""
+        if self.ranks <= 1:
+            return None
+        try:
+            self.process.wait(timeout=30)  # torchrun prints its summary as it exits
+        except subprocess.TimeoutExpired:
+            return None
+        self.stderr.seek(0)
+        culprit = torchrun_culprit(self.stderr.read().decode(errors="replace"))
+        if culprit is None:
+            return None
+        rank, how = culprit
+        return RunFailed(kind="crashed", message=f"rank {rank} of {self.ranks} failed: {how}; torchrun stopped the "
+                                                 f"other ranks", hint="the log has each rank's output")
 
     def _try_send(self, message: dict) -> None:
         try:
@@ -214,42 +239,98 @@ def _signal_group(process: subprocess.Popen, name: str) -> None:
         pass
 
 
+def _request(config, out_dir: Path, db: str | Path | None, record: bool) -> dict:
+    return {"config": config.to_dict(), "out_dir": str(out_dir), "db": str(db) if db else None, "record": record}
+
+
 def run_in_child(config, out_dir: Path, *, emit: Callable[[Event], None], stop: threading.Event,
                  db: str | Path | None = None, record: bool = True, child: ChildProcess | None = None) -> Event:
     """Train `config` in a child process (a pre-started one if given); events arrive through `emit`."""
-    request = {"config": config.to_dict(), "out_dir": str(out_dir), "db": str(db) if db else None, "record": record}
-    return (child or ChildProcess()).run(request, emit, stop)
+    return (child or ChildProcess()).run(_request(config, out_dir, db, record), emit, stop)
+
+
+_FAILURE_ENTRY = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank[^)]*\)\s*exitcode\s*:\s*(-?\d+)[^\n]*?(?:\((SIG\w+)\))?\s*$",
+                            re.MULTILINE)
+_RANK_SAID = re.compile(r"^rank (\d+) failed \((\w+)\): (.*)$", re.MULTILINE)
+_SYMPTOMS = ("connection reset", "connection closed", "broken pipe", "timed out", "remote worker")
+
+
+def torchrun_culprit(stderr: str) -> tuple[int, str] | None:
+    """(rank, what happened) of the rank that caused a torchrun failure, or None when it is not clear.
+
+    A rank killed by a signal is the cause; otherwise a rank that reported a failure of its own (not merely that a
+    peer vanished — the symptom every other rank then sees)."""
+    said = {int(m.group(1)): f"{m.group(2)}: {m.group(3).strip()}" for m in _RANK_SAID.finditer(stderr)}
+    for match in _FAILURE_ENTRY.finditer(stderr):
+        rank, code, signal_name = int(match.group(1)), int(match.group(2)), match.group(3)
+        if code < 0:
+            name = signal_name or f"signal {-code}"
+            return rank, f"killed by {name}" + (f" (its last message: {said[rank]})" if rank in said else "")
+    for rank, text in sorted(said.items()):
+        if not any(symptom in text.lower() for symptom in _SYMPTOMS):
+            return rank, text
+    return None
+
+
+def run_distributed(config, out_dir: Path, launch, *, emit: Callable[[Event], None], stop: threading.Event,
+                    db: str | Path | None = None, record: bool = True) -> Event:
+    """Train `config` data-parallel: torchrun starts `launch.nproc_per_node` ranks here, rank 0 streams the
+    events. The whole process group (torchrun and every rank) is stopped or terminated together."""
+    from .distributed import launch_command
+
+    threads = max(1, (os.cpu_count() or 1) // launch.nproc_per_node)  # CPU ranks share the cores, not fight
+    env = {REQUEST_ENV: json.dumps(_request(config, out_dir, db, record)), "OMP_NUM_THREADS": str(threads)}
+    child = ChildProcess(launch_command(launch), env=env, ranks=launch.world_size)
+    return child.run(None, emit, stop)
+
+
+def supervise_node(config, out_dir: Path, launch, *, stop: threading.Event) -> int:
+    """A node other than 0 of a multi-node run: its ranks send nothing here (rank 0 streams the events to node
+    0's parent); start them, forward a stop as termination, and return torchrun's exit code."""
+    from .distributed import launch_command
+
+    env = {REQUEST_ENV: json.dumps(_request(config, out_dir, None, False))}
+    child = ChildProcess(launch_command(launch), env=env)
+    try:
+        while not stop.is_set():
+            try:
+                return child.process.wait(timeout=0.2)
+            except subprocess.TimeoutExpired:
+                continue
+        child.terminate()
+        return child.process.wait()
+    finally:
+        child.close()
 
 
 # -- the child's side -------------------------------------------------------------------------------------------
 def child_main() -> int:
-    host, port = os.environ[ADDRESS_ENV].rsplit(":", 1)
-    conn = socket.create_connection((host, int(port)))
-    _send(conn, {"hello": os.environ[TOKEN_ENV], "pid": os.getpid()})
-    from .config import TrainConfig  # the heavy imports happen while the parent may still be choosing a run
+    rank = int(os.environ.get("RANK", "0"))
+    conn = None
+    if rank == 0:  # the parent talks to rank 0 only
+        host, port = os.environ[ADDRESS_ENV].rsplit(":", 1)
+        conn = socket.create_connection((host, int(port)))
+        _send(conn, {"hello": os.environ[TOKEN_ENV], "pid": os.getpid()})
+    from . import distributed  # the heavy imports happen while the parent may still be choosing a run
+    from .config import TrainConfig
+    from .engine import Trainer
     from .events import to_json
     from .runfiles import run_recorded
 
-    _send(conn, {"ready": True})
-    lines = _Lines(conn)
-    try:
-        message = lines.read(timeout=None)
-    except EOFError:
-        return 0  # the parent never used this pre-started child
-    request = message["run"]
     stop = threading.Event()
-    send_lock = threading.Lock()
-
-    def listen() -> None:
+    lines = _Lines(conn) if conn is not None else None
+    if conn is not None:
+        _send(conn, {"ready": True})
+    if os.environ.get(REQUEST_ENV):
+        request = json.loads(os.environ[REQUEST_ENV])
+    else:
         try:
-            while not stop.is_set():
-                control = lines.read(timeout=None)
-                if control and control.get("stop"):
-                    stop.set()
-        except (EOFError, ValueError):
-            stop.set()  # the parent has gone: finish this step and exit
-
-    threading.Thread(target=listen, name="workbench-control", daemon=True).start()
+            request = lines.read(timeout=None)["run"]
+        except EOFError:
+            return 0  # the parent never used this pre-started child
+    if lines is not None:
+        threading.Thread(target=_listen, args=(lines, stop), name="workbench-control", daemon=True).start()
+    send_lock = threading.Lock()
 
     def send(event) -> None:
         try:
@@ -258,13 +339,41 @@ def child_main() -> int:
         except OSError:
             stop.set()
 
+    config = TrainConfig.from_dict(request["config"])
+    out_dir = Path(request["out_dir"])
+    result = None
     try:
-        run_recorded(TrainConfig.from_dict(request["config"]), Path(request["out_dir"]), sinks=(send,), stop=stop,
-                     db=request.get("db"), record=request.get("record", True))
+        dist = distributed.from_environment()
+        trainer = Trainer(out_dir=out_dir if dist.is_main else None, distributed=dist)
+        if dist.is_main:
+            result = run_recorded(config, out_dir, sinks=(send,), stop=stop, db=request.get("db"),
+                                  record=request.get("record", True), trainer=trainer)
+        else:
+            result = trainer.run(config, lambda event: None, stop)
     except WorkbenchError as exc:  # e.g. an output folder that cannot be written: nothing was trained
-        send(RunFailed(kind=exc.kind, message=str(exc), hint=exc.hint))
-    conn.close()
+        result = RunFailed(kind=exc.kind, message=str(exc), hint=exc.hint)
+        if conn is not None:
+            send(result)
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1 and isinstance(result, RunFailed):
+        # Leave at once with an error: torchrun then ends the other ranks instead of letting them wait forever
+        # in a collective, and its summary names this rank.
+        print(f"rank {rank} failed ({result.kind}): {result.message}", file=sys.stderr, flush=True)
+        os._exit(1)
+    distributed.shutdown()
+    if conn is not None:
+        conn.close()
     return 0
+
+
+def _listen(lines: _Lines, stop: threading.Event) -> None:
+    """Control messages from the parent; EOF means the parent has gone: finish this step and exit."""
+    try:
+        while not stop.is_set():
+            control = lines.read(timeout=None)
+            if control and control.get("stop"):
+                stop.set()
+    except (EOFError, ValueError):
+        stop.set()
 
 
 if __name__ == "__main__":

@@ -292,8 +292,10 @@ class DeviceBatches:
         return len(self.labels) // self.world_size
 
     def __len__(self) -> int:
-        n, b = self.shard_size, self.batch_size
-        return n // b if self.drop_last else -(-n // b)
+        b = self.batch_size
+        if self.drop_last:
+            return self.shard_size // b
+        return -(-len(range(self.rank, len(self.labels), self.world_size)) // b)
 
     def epoch(self, epoch: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
         n = len(self.labels)
@@ -301,8 +303,11 @@ class DeviceBatches:
             order = torch.randperm(n, generator=torch.Generator().manual_seed((self.seed * 100_003 + epoch) % 2**63))
         else:
             order = torch.arange(n)
-        # Each rank takes every world_size-th sample of the same permutation: disjoint shards, all samples seen.
-        order = order[self.rank: self.shard_size * self.world_size: self.world_size].to(self.device)
+        # Each rank takes every world_size-th sample of the same permutation: disjoint shards, and batch i of all
+        # ranks together is batch i of a single process with the global batch. Training keeps the shards equal
+        # (every rank takes the same number of steps); evaluation keeps every sample.
+        end = self.shard_size * self.world_size if self.drop_last else n
+        order = order[self.rank: end: self.world_size].to(self.device)
         for i in range(len(self)):
             index = order[i * self.batch_size: (i + 1) * self.batch_size]
             yield self.images[index], self.labels[index]

@@ -26,6 +26,7 @@ from torch.nn import functional as F
 from . import checkpoint, devices
 from .config import ConfigError, TrainConfig
 from .data import DeviceBatches, Split, classes_of, load_split
+from .distributed import Distributed, weights_checksum
 from .errors import WorkbenchError, first_line
 from .events import (CompileFinished, CompileReport, CompileStarted, Emit, EpochEnd, GraphBreak, Notice,
                      RunFailed, RunFinished, RunStarted, Step)
@@ -33,6 +34,7 @@ from .inspect import RunCompileLog, explain_model
 from .model import build_model
 
 FLUSH_SECONDS = 0.05  # how often losses are read back from the device (and Step events go out)
+DIST_FLUSH_STEPS = 10  # multi-process: read back every N steps, the same step on every rank (a collective)
 EVAL_BATCH = 1024
 DIVERGENCE_FACTOR = 100.0  # a step loss this many times the first step's loss means the run has blown up
 
@@ -43,20 +45,6 @@ class StopFlag(Protocol):
 
 class CompileFailure(WorkbenchError):
     kind = "compile"
-
-
-@dataclass
-class Distributed:
-    """How this process takes part in a multi-process run (the default: alone)."""
-
-    rank: int = 0
-    world_size: int = 1
-    wrap: Callable[[nn.Module], nn.Module] = lambda m: m  # e.g. DistributedDataParallel
-    all_reduce_mean: Callable[[torch.Tensor], torch.Tensor] = lambda t: t
-
-    @property
-    def is_main(self) -> bool:
-        return self.rank == 0
 
 
 @dataclass
@@ -139,18 +127,22 @@ class Trainer:
         classes = classes_of(config.dataset, config.data_root)
         _configure_dynamo()
 
-        torch.manual_seed(config.seed)
-        batches = DeviceBatches(train_split, config.batch_size, device, seed=config.seed,
-                                rank=self.dist.rank, world_size=self.dist.world_size)
+        torch.manual_seed(config.seed)  # same seed on every rank: identical initial weights and batch order
+        world = self.dist.world_size
+        if config.batch_size % world:
+            raise ConfigError("batch_size", f"{config.batch_size} (the global batch) does not split evenly over "
+                                            f"{world} processes", f"a multiple of {world}")
+        batches = DeviceBatches(train_split, config.batch_size // world, device, seed=config.seed,
+                                rank=self.dist.rank, world_size=world)
         if len(batches) == 0:
-            raise ConfigError("batch_size", f"{config.batch_size} is larger than the {batches.shard_size} "
-                                            f"training images each process gets", f"1 to {batches.shard_size}")
+            raise ConfigError("batch_size", f"{config.batch_size} is larger than the {len(train_split)} "
+                                            f"training images", f"1 to {len(train_split)}")
         total_steps = len(batches) * config.epochs
         if config.max_steps:
             total_steps = min(total_steps, config.max_steps)
         emit(RunStarted(config=config.to_dict(), device=str(device), device_name=devices.device_name(device),
                         versions=devices.versions(), train_size=len(train_split), val_size=len(val_split),
-                        steps_per_epoch=len(batches), total_steps=total_steps))
+                        steps_per_epoch=len(batches), total_steps=total_steps, world_size=world))
 
         self._output_dim = len(classes)
         self._total_steps = total_steps
@@ -159,7 +151,8 @@ class Trainer:
         report, session = self._prepare(config, model, device, batches, emit)
         log = RunCompileLog()
         totals = _Totals()
-        val_batches = DeviceBatches(val_split, EVAL_BATCH, device, shuffle=False, drop_last=False)
+        val_batches = DeviceBatches(val_split, EVAL_BATCH, device, shuffle=False, drop_last=False,
+                                    rank=self.dist.rank, world_size=world)
         stopped = False
         epoch = 0
         for epoch in range(1, config.epochs + 1):
@@ -169,7 +162,8 @@ class Trainer:
                 break
             val_started = time.perf_counter()
             session, metrics = self._with_fallback(config, session, report, emit,
-                                                   lambda s: evaluate(s.model, val_batches, config, device))
+                                                   lambda s: evaluate(s.model, val_batches, config, device,
+                                                                      reduce=self.dist.sum))
             val_seconds = time.perf_counter() - val_started
             val_loss, val_accuracy = metrics
             train_loss = totals.epoch_loss_sum / totals.epoch_steps
@@ -193,6 +187,11 @@ class Trainer:
             "backend_used": config.backend if session.compiled else "eager",
             "epochs_completed": totals.epochs_ended,
         }
+        if self.dist.active:  # DDP keeps replicas identical; check it rather than assume it
+            metrics["replica_checksums"] = self.dist.gather(weights_checksum(session.model))
+            if len(set(metrics["replica_checksums"])) > 1:
+                emit(Notice("warning", "the model replicas of the processes ended with different weights",
+                            "this should not happen with DDP; please report it with the run's events"))
         if self.out_dir is not None and self.dist.is_main and totals.steps > 0:
             metrics["checkpoint"] = str(checkpoint.save(
                 self.out_dir / "checkpoint.pt", session.model, config, metrics=metrics,
@@ -260,8 +259,11 @@ class Trainer:
         pending: list[torch.Tensor] = []
         ends: list[float] = []  # when each pending step returned (exact step times on the synchronous CPU)
         block_start = time.perf_counter()
+        # One process checks the stop flag before every step. Several must stop at the same step or DDP would
+        # wait forever for the ones that stopped: they agree (a collective) at each read-back instead.
+        together = self.dist.active
         for x, y in batches.epoch(epoch):
-            if stop.is_set():
+            if not together and stop.is_set():
                 self._flush(pending, ends, block_start, config, epoch, emit, totals, device, compiling=False)
                 return session, True
             compiling = session.compiled and totals.steps == 0
@@ -276,7 +278,8 @@ class Trainer:
             pending.append(loss)
             ends.append(time.perf_counter())
             totals.steps += 1
-            if compiling or ends[-1] - block_start >= self.flush_seconds:
+            due = len(pending) >= DIST_FLUSH_STEPS if together else ends[-1] - block_start >= self.flush_seconds
+            if compiling or due:
                 seconds, measured_at = self._flush(pending, ends, block_start, config, epoch, emit, totals, device,
                                                    compiling)
                 if compiling:
@@ -285,10 +288,12 @@ class Trainer:
                 # The next block's clock starts where this one's stopped: the time spent emitting events (and
                 # whatever listeners do with them) counts against throughput, as it should.
                 pending, ends, block_start = [], [], measured_at
+                if together and self.dist.any(stop.is_set(), device):
+                    return session, True
             if config.max_steps and totals.steps >= config.max_steps:
                 break
         self._flush(pending, ends, block_start, config, epoch, emit, totals, device, compiling=False)
-        return session, False
+        return session, together and self.dist.any(stop.is_set(), device)
 
     def _flush(self, pending: list[torch.Tensor], ends: list[float], block_start: float, config: TrainConfig,
                epoch: int, emit: Emit, totals: _Totals, device: torch.device,
@@ -297,7 +302,7 @@ class Trainer:
         Returns the block's seconds and the moment they were measured."""
         if not pending:
             return 0.0, time.perf_counter()
-        losses = self.dist.all_reduce_mean(torch.stack(pending).float()).tolist()  # sync point
+        losses = self.dist.mean(torch.stack(pending).float()).tolist()  # sync point; the global mean
         measured_at = time.perf_counter()
         seconds = measured_at - block_start
         n = len(losses)
@@ -305,7 +310,7 @@ class Trainer:
             step_seconds = [b - a for a, b in zip([block_start] + ends[:-1], ends)]
         else:  # queued asynchronously: only the block as a whole was timed
             step_seconds = [seconds / n] * n
-        samples = n * config.batch_size * self.dist.world_size
+        samples = n * config.batch_size  # the global batch: every process's share together
         if not compiling:
             totals.steady_samples += samples
             totals.steady_seconds += seconds
@@ -424,9 +429,10 @@ def train_step(session: _Session, x: torch.Tensor, y: torch.Tensor, config: Trai
     return loss.detach()
 
 
-def evaluate(model: nn.Module, batches: DeviceBatches, config: TrainConfig,
-             device: torch.device) -> tuple[float, float]:
-    """Mean loss and accuracy over a split; sums stay on the device until the end (one sync)."""
+def evaluate(model: nn.Module, batches: DeviceBatches, config: TrainConfig, device: torch.device,
+             reduce: Callable[[torch.Tensor], torch.Tensor] | None = None) -> tuple[float, float]:
+    """Mean loss and accuracy over a split; sums stay on the device until the end (one sync). With several
+    processes each evaluates its shard and `reduce` sums the shards: the figure is the global one."""
     was_training = model.training
     model.eval()
     loss_sum = torch.zeros((), device=device)
@@ -439,7 +445,11 @@ def evaluate(model: nn.Module, batches: DeviceBatches, config: TrainConfig,
             correct += (logits.argmax(dim=-1) == y).sum()
             count += y.numel()
     model.train(was_training)
-    return loss_sum.item() / max(count, 1), correct.item() / max(count, 1)
+    sums = torch.stack([loss_sum.float(), correct.float(), torch.tensor(float(count), device=device)])
+    if reduce is not None:
+        sums = reduce(sums)
+    loss_total, correct_total, count_total = sums.tolist()
+    return loss_total / max(count_total, 1), correct_total / max(count_total, 1)
 
 
 @dataclass(frozen=True)

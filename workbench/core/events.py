@@ -22,6 +22,7 @@ class RunStarted:
     val_size: int
     steps_per_epoch: int
     total_steps: int
+    world_size: int = 1  # processes training together (data parallel); batch sizes are global
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QHBoxLayo
                                QPushButton, QScrollArea, QStyle, QVBoxLayout, QWidget)
 
 from ..core import checkpoint, devices, paths
-from ..core.config import ConfigError, TrainConfig
+from ..core.config import TrainConfig
 from ..core.curves import curves_from_events, differing_settings, run_label
 from ..core.errors import WorkbenchError
 from ..core.events import Event, RunFailed, RunFinished, RunStarted, Step
@@ -98,6 +98,7 @@ class MainWindow(QMainWindow):
         self.setup = SetupPanel()
         self.setup.changed.connect(self._update_actions)
         self.setup.runnerChanged.connect(self.host.set_in_process)
+        self.setup.processesChanged.connect(self._set_processes)
         self.compile_panel = CompilePanel()
         self.compile_panel.explainRequested.connect(self.explain)
         self.predict = PredictPanel()
@@ -209,7 +210,7 @@ class MainWindow(QMainWindow):
     def train(self) -> None:
         try:
             config = self.setup.config()
-        except ConfigError as exc:
+        except WorkbenchError as exc:
             self.banner.show_message("error", f"Cannot start: {exc}")
             return
         if not self.host.train(config):
@@ -227,7 +228,7 @@ class MainWindow(QMainWindow):
     def explain(self) -> None:
         try:
             config = self.setup.config()
-        except ConfigError as exc:
+        except WorkbenchError as exc:
             self.banner.show_message("error", f"Cannot explain: {exc}")
             return
         if config.backend == "eager":
@@ -280,6 +281,9 @@ class MainWindow(QMainWindow):
         self.state_label.setText(self.progress.describe() if self.progress.state != "idle" else "Idle")
         self._update_actions()
         self.explainFinished.emit(report)
+
+    def _set_processes(self, count: int) -> None:
+        self.host.processes = count
 
     # -- run history ------------------------------------------------------------------------------------------
     def compare_runs(self, records: list) -> None:

@@ -18,7 +18,8 @@ from pathlib import Path
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 from ..core import paths
-from ..core.child import ChildProcess, run_in_child
+from ..core.child import ChildProcess, run_distributed, run_in_child
+from ..core.distributed import Launch, check_launch
 from ..core.config import TrainConfig
 from ..core.errors import WorkbenchError, first_line
 from ..core.events import CompileReport, Event, RunFailed, Step
@@ -56,13 +57,14 @@ class TrainWorker(QObject):
     explained = Signal(object)  # a CompileReport, or a RunFailed when explaining failed
 
     def __init__(self, runs_dir: Path | None = None, db: Path | None = None, *, in_process: bool = False,
-                 child: ChildProcess | None = None):
+                 child: ChildProcess | None = None, processes: int = 1):
         super().__init__()
         self.stop_flag = threading.Event()
         self.runs_dir = runs_dir
         self.db = db
         self.in_process = in_process
         self.child = child  # a pre-started child process, or None to start one now
+        self.processes = processes  # > 1: data-parallel ranks under torchrun
 
     @Slot(object)
     def train(self, config: TrainConfig) -> None:
@@ -70,7 +72,15 @@ class TrainWorker(QObject):
 
         forward = EventForwarder(self.events.emit)
         out_dir = (self.runs_dir or paths.runs_dir()) / datetime.now().strftime("%Y%m%d-%H%M%S-%f")
-        if self.in_process:
+        if self.processes > 1:
+            launch = Launch(nproc_per_node=self.processes)
+            try:
+                check_launch(launch, config.batch_size, config.device)
+                result = run_distributed(config, out_dir, launch, emit=forward, stop=self.stop_flag, db=self.db)
+            except WorkbenchError as exc:
+                result = RunFailed(kind=exc.kind, message=str(exc), hint=exc.hint)
+                forward(result)
+        elif self.in_process:
             try:
                 result = run_recorded(config, out_dir, sinks=(forward,), stop=self.stop_flag, db=self.db)
             except WorkbenchError as exc:  # the run folder could not be created: nothing was trained
@@ -121,6 +131,7 @@ class WorkerHost(QObject):
         self.db = db
         self.in_process = in_process
         self.prestart = prestart
+        self.processes = 1
         self.spare: ChildProcess | None = None
         self.thread: QThread | None = None
         self.worker: TrainWorker | None = None
@@ -154,9 +165,10 @@ class WorkerHost(QObject):
         thread = QThread()
         thread.setObjectName("workbench-worker")
         child = None
-        if signal is self._startTrain and not self.in_process:
+        if signal is self._startTrain and not self.in_process and self.processes == 1:
             child, self.spare = self.spare, None
-        worker = TrainWorker(self.runs_dir, self.db, in_process=self.in_process, child=child)
+        worker = TrainWorker(self.runs_dir, self.db, in_process=self.in_process, child=child,
+                             processes=self.processes)
         worker.moveToThread(thread)
         worker.events.connect(self._on_events)
         worker.runFinished.connect(self._on_finished)

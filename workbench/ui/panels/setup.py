@@ -10,9 +10,12 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog, QFormLayout, QGroupBox,
                                QHBoxLayout, QLabel, QLineEdit, QPushButton, QSpinBox, QVBoxLayout, QWidget)
 
+import torch
+
 from ...core import devices
 from ...core.config import AMP_CHOICES, BACKENDS, MODES, OPTIMIZERS, ConfigError, TrainConfig
 from ...core.data import CATALOGUE
+from ...core.distributed import Launch, check_launch
 from ...core.errors import WorkbenchError
 
 BUILTIN_MODEL = "sandwich"
@@ -54,6 +57,7 @@ def _spin(name: str, low: int, high: int, step: int = 1) -> QSpinBox:
 class SetupPanel(QWidget):
     changed = Signal()  # any setting changed (the config may now be valid or invalid)
     runnerChanged = Signal(bool)  # True: train in this process (a worker thread); False: in a child process
+    processesChanged = Signal(int)  # > 1: data-parallel processes under torchrun
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -133,9 +137,15 @@ class SetupPanel(QWidget):
         self.runner.setToolTip("A separate process keeps the window smooth and training at full speed; this "
                                "process lets a debugger step into your model")
         self.runner.currentIndexChanged.connect(lambda _i: self.runnerChanged.emit(self.in_process()))
+        self.processes = _spin("processesSpin", 1, max(64, torch.cuda.device_count()))
+        self.processes.setToolTip("1: one training process. More: that many data-parallel processes started by "
+                                  "torchrun (DDP: gloo on the CPU, one GPU each with nccl); the batch size is the "
+                                  "global batch, split between them")
+        self.processes.valueChanged.connect(self._processes_changed)
         process_box = QGroupBox("Process")
         form = QFormLayout(process_box)
         form.addRow("Train in", self.runner)
+        form.addRow("Processes", self.processes)
 
         layout = QVBoxLayout(self)
         for box in (data_box, train_box, compile_box, precision_box, process_box):
@@ -178,7 +188,8 @@ class SetupPanel(QWidget):
         self._on_change()
 
     def config(self) -> TrainConfig:
-        """The current settings as a TrainConfig; raises ConfigError (with the field) when invalid."""
+        """The current settings as a TrainConfig; raises a WorkbenchError (ConfigError names the field) when
+        they cannot run here, the number of processes included."""
         config = self._base.replace(
             dataset=self.dataset.currentData(),
             data_root=self.data_root.text().strip() or None,
@@ -198,10 +209,18 @@ class SetupPanel(QWidget):
             amp=self.amp.currentData(),
         )
         config.check_runnable(devices.cuda_available())
+        if self.processes.value() > 1:
+            check_launch(Launch(nproc_per_node=self.processes.value()), config.batch_size, config.device)
         return config
 
     def in_process(self) -> bool:
         return bool(self.runner.currentData())
+
+    def _processes_changed(self, count: int) -> None:
+        self.runner.setEnabled(count == 1)  # several processes always run under torchrun, never in this one
+        self.runner.setToolTip("" if count == 1 else "Several processes always run under torchrun")
+        self._on_change()
+        self.processesChanged.emit(count)
 
     def set_in_process(self, in_process: bool) -> None:
         _select(self.runner, in_process)
@@ -219,8 +238,8 @@ class SetupPanel(QWidget):
             self.config()
             self.problem.setText("")
             self.problem.hide()
-        except ConfigError as exc:
-            self.problem.setText(f"⚠ {exc}")
+        except WorkbenchError as exc:
+            self.problem.setText(f"⚠ {exc}" + (f" — {exc.hint}" if exc.hint else ""))
             self.problem.show()
         self.changed.emit()
 

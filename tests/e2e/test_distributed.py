@@ -1,0 +1,153 @@
+"""Multi-process data-parallel training (torchrun + DDP, gloo on the CPU), end to end through the CLI.
+
+Every test marks its processes with an environment variable that all descendants inherit, and checks at the end
+that none of them is left: no process may outlive a finished, stopped or failed run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from workbench.core.distributed import Launch, LaunchError, check_launch
+from workbench.core.runs import RunStore
+
+from ..conftest import processes_with_env
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="reads /proc to find leftover processes")
+BAD_RANK_MODEL = '''
+import os
+from workbench.core.model import SandwichNet
+
+class FailsOnRankOne(SandwichNet):
+    calls = 0
+
+    def forward(self, x):
+        FailsOnRankOne.calls += 1
+        if os.environ.get("RANK") == "1" and FailsOnRankOne.calls == 30:
+            raise RuntimeError("planted failure on rank 1")
+        return super().forward(x)
+'''
+
+
+def marked_processes(mark: str) -> list[tuple[int, str]]:
+    return processes_with_env("WORKBENCH_TEST_MARK", mark)
+
+
+def start(tmp_path: Path, *args: str) -> tuple[subprocess.Popen, str]:
+    mark = uuid.uuid4().hex
+    env = {**os.environ, "WORKBENCH_TEST_MARK": mark, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "workbench", "train", *args, "--db", str(tmp_path / "runs.sqlite")],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return proc, mark
+
+
+def wait_for_epoch(proc: subprocess.Popen) -> str:
+    """Read stderr until the first epoch line (the run is training on every rank by then)."""
+    seen = []
+    for line in proc.stderr:
+        seen.append(line)
+        if line.startswith("epoch 1/"):
+            return "".join(seen)
+    raise AssertionError("the run ended before its first epoch:\n" + "".join(seen))
+
+
+def test_two_processes_match_one_process_and_keep_identical_weights(tmp_path):
+    results = {}
+    for n in (1, 2):
+        proc, mark = start(tmp_path, "--epochs", "5", "--batch-size", "64", "--nproc-per-node", str(n),
+                           "--out", str(tmp_path / f"n{n}"))
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+        assert marked_processes(mark) == []
+        results[n] = json.loads((tmp_path / f"n{n}" / "metrics.json").read_text())["metrics"]
+    assert abs(results[1]["val_accuracy"] - results[2]["val_accuracy"]) <= 0.01
+    checksums = results[2]["replica_checksums"]
+    assert len(checksums) == 2 and checksums[0] == checksums[1]  # DDP kept the replicas identical
+    # Rank 0 alone wrote the files and the run record; the record knows it was a 2-process run.
+    assert (tmp_path / "n2" / "checkpoint.pt").is_file()
+    events = [json.loads(line) for line in (tmp_path / "n2" / "events.jsonl").read_text().splitlines()]
+    assert events[0]["type"] == "RunStarted" and events[0]["world_size"] == 2
+    assert [r.status for r in RunStore(tmp_path / "runs.sqlite").list()] == ["finished", "finished"]
+
+
+def test_stopping_a_run_ends_every_process_and_keeps_the_checkpoint(tmp_path):
+    proc, mark = start(tmp_path, "--epochs", "100000", "--nproc-per-node", "2", "--out", str(tmp_path / "run"))
+    wait_for_epoch(proc)
+    assert len(marked_processes(mark)) >= 4  # the CLI, torchrun and two ranks
+    proc.send_signal(signal.SIGINT)  # what Ctrl+C does: stop after the current step
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert marked_processes(mark) == []
+    assert (tmp_path / "run" / "checkpoint.pt").is_file()
+    assert RunStore(tmp_path / "runs.sqlite").list()[0].status == "stopped"
+
+
+def test_a_killed_rank_is_named_and_nothing_is_left(tmp_path):
+    proc, mark = start(tmp_path, "--epochs", "100000", "--nproc-per-node", "2", "--out", str(tmp_path / "run"))
+    wait_for_epoch(proc)
+    [rank_one] = [pid for pid, rank in marked_processes(mark) if rank == "1"]
+    os.kill(rank_one, signal.SIGKILL)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 3
+    assert "rank 1 of 2 failed: killed by SIGKILL" in err and "Traceback" not in err
+    assert marked_processes(mark) == []
+
+
+def test_a_rank_that_raises_is_named_with_its_message(tmp_path):
+    model = tmp_path / "bad.py"
+    model.write_text(BAD_RANK_MODEL)
+    proc, mark = start(tmp_path, "--epochs", "3", "--nproc-per-node", "2", "--model", f"{model}:FailsOnRankOne",
+                       "--out", str(tmp_path / "run"))
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 3, err
+    assert "rank 1 of 2 failed" in err and "planted failure on rank 1" in err
+    assert marked_processes(mark) == []
+
+
+def test_a_port_in_use_is_refused_before_anything_starts(tmp_path):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        proc, mark = start(tmp_path, "--nproc-per-node", "2", "--master-port", str(port), "--out", str(tmp_path))
+        _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 2
+    assert f"port {port} on 127.0.0.1 is already in use" in err and len(err.strip().splitlines()) == 1
+    assert marked_processes(mark) == []
+
+
+def test_stopping_during_rendezvous_ends_cleanly(tmp_path):
+    with socket.socket() as probe:  # a free port for node 0; node 1 never comes
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc, mark = start(tmp_path, "--nproc-per-node", "1", "--nnodes", "2", "--node-rank", "0", "--master-port",
+                       str(port), "--out", str(tmp_path / "run"))
+    started = time.monotonic()
+    while not any(pid for pid, _ in marked_processes(mark) if pid != proc.pid):  # torchrun is up, waiting
+        assert time.monotonic() - started < 60, "torchrun never started"
+        time.sleep(0.1)  # polling /proc for a process to appear: there is no event to wait on
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode != 0
+    assert "stopped while the training process was starting" in err and "Traceback" not in err
+    assert marked_processes(mark) == []
+
+
+def test_more_processes_than_gpus_is_refused(monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    with pytest.raises(LaunchError, match="2 processes were asked for but this machine has 1 CUDA device"):
+        check_launch(Launch(nproc_per_node=2), batch_size=64, device="auto")
+    check_launch(Launch(nproc_per_node=2), batch_size=64, device="cpu")  # gloo on the CPU: fine
