@@ -6,6 +6,9 @@ STAMP := $(VENV)/.installed-stamp
 
 .PHONY: run test bench package clean
 
+bench: $(STAMP)
+	$(VENV)/bin/workbench bench
+
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
@@ -18,6 +21,11 @@ run: $(STAMP)
 test: $(STAMP)
 	$(VENV)/bin/lint-imports
 	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q
+
+package: $(STAMP)
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[package]'
+	cd packaging && ../$(PY) -m PyInstaller --noconfirm --distpath ../dist --workpath ../build/pyinstaller workbench.spec
+	@du -sh dist/workbench
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache

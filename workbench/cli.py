@@ -10,17 +10,29 @@ import json
 import signal
 import sys
 import threading
-from importlib.metadata import version
 from pathlib import Path
+
+from . import appinfo
 from typing import Callable, Sequence
 
 EXIT_USAGE = 2  # bad input: config, data, files
 EXIT_RUN_FAILED = 3  # the run itself failed (diverged, compile failure, out of memory)
 EXIT_INTERRUPTED = 130
+CHILD_FLAG = "--workbench-child"  # internal: be a training child process (see core/child.py)
+TORCHRUN_FLAG = "--workbench-torchrun"  # internal: be torchrun
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == [CHILD_FLAG]:  # a frozen (PyInstaller) app has no `python -m`: it re-runs itself
+        from .core.child import child_main
+
+        return child_main()
+    if argv[:1] == [TORCHRUN_FLAG]:
+        from torch.distributed.run import main as torchrun_main
+
+        torchrun_main(argv[1:])
+        return 0
     parser = build_parser()
     if not argv:
         from .gui_launch import launch_gui
@@ -62,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="workbench", description=(
         "A desktop training workbench for PyTorch. Without arguments it opens the app; the subcommands run "
         "the same engine headless."))
-    parser.add_argument("--version", action="version", version=f"workbench {version('workbench')}")
+    parser.add_argument("--version", action="version", version=f"workbench {appinfo.version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     train = sub.add_parser("train", help="train the network and write checkpoint, metrics and events")

@@ -43,3 +43,20 @@ def test_offscreen_needs_no_display(monkeypatch):
     monkeypatch.setenv("QT_QPA_PLATFORM", "offscreen")
     monkeypatch.delenv("DISPLAY", raising=False)
     assert gui_launch.display_problem() is None
+
+
+def test_window_icon_title_and_about_come_from_the_package_metadata(window):
+    import torch
+    from PySide6.QtCore import qVersion
+
+    from workbench import appinfo
+
+    assert window.windowTitle() == appinfo.DISPLAY_NAME
+    assert not window.windowIcon().isNull()
+    text = window.about_text()
+    assert f"{appinfo.DISPLAY_NAME} {appinfo.version()}" in text
+    assert torch.__version__ in text and qVersion() in text and "CUDA" in text
+    window.about()
+    dialog = window.findChild(object, "aboutDialog")
+    assert dialog is not None and dialog.isVisible()
+    dialog.close()

@@ -84,7 +84,7 @@ class ChildProcess:
         child_env = {**os.environ, **(env or {}), TOKEN_ENV: self.token, ADDRESS_ENV: f"{host}:{port}",
                      "PYTHONUNBUFFERED": "1"}
         self.process = subprocess.Popen(
-            list(command or [sys.executable, "-m", "workbench.core.child"]), env=child_env,
+            list(command or child_command()), env=child_env,
             stdin=subprocess.DEVNULL, stderr=self.stderr, start_new_session=True)  # own group: stop kills all
         self.conn: socket.socket | None = None
         self.lines: _Lines | None = None
@@ -225,6 +225,17 @@ class ChildProcess:
         if self.process.poll() is None:
             self.terminate()
         self.stderr.close()
+
+
+def frozen() -> bool:
+    """True inside a PyInstaller bundle, whose executable is the app itself rather than a Python interpreter."""
+    return bool(getattr(sys, "frozen", False))
+
+
+def child_command() -> list[str]:
+    if frozen():
+        return [sys.executable, "--workbench-child"]
+    return [sys.executable, "-m", "workbench.core.child"]
 
 
 def _signal_group(process: subprocess.Popen, name: str) -> None:

@@ -10,6 +10,7 @@ import sys
 
 import torch
 
+from .. import appinfo
 from .config import BACKENDS, CUDA_ONLY_BACKENDS
 
 MIB = 1024 * 1024
@@ -100,10 +101,8 @@ def backend_availability(device: torch.device) -> dict[str, str | None]:
 
 
 def versions() -> dict[str, str]:
-    from importlib.metadata import version
-
     info = {
-        "workbench": version("workbench"),
+        "workbench": appinfo.version(),
         "torch": str(torch.__version__),  # TorchVersion is not plain data
         "python": platform.python_version(),
         "cuda": (torch.version.cuda or "none") + ("" if cuda_available() else " (build; no CUDA device)"),

@@ -171,11 +171,19 @@ def port_free(address: str, port: int) -> bool:
 
 
 def launch_command(launch: Launch) -> list[str]:
-    """torchrun (python -m torch.distributed.run) starting the training child on every local rank."""
-    command = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={launch.nproc_per_node}"]
+    """torchrun (python -m torch.distributed.run) starting the training child on every local rank. A frozen app
+    runs itself as torchrun, and torchrun runs it again (without Python) as each rank."""
+    from .child import child_command, frozen
+
+    if frozen():
+        command = [sys.executable, "--workbench-torchrun", f"--nproc-per-node={launch.nproc_per_node}"]
+    else:
+        command = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={launch.nproc_per_node}"]
     if launch.nnodes == 1 and launch.master_port is None:
         command.append("--standalone")  # one machine: torchrun picks a free port itself
     else:
         command += [f"--nnodes={launch.nnodes}", f"--node-rank={launch.node_rank}",
                     f"--master-addr={launch.master_addr}", f"--master-port={launch.master_port}"]
+    if frozen():
+        return command + ["--no-python", *child_command()]
     return command + ["-m", "workbench.core.child"]

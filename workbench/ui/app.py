@@ -8,10 +8,13 @@ import sys
 def create_app(argv: list[str] | None = None):
     from PySide6.QtWidgets import QApplication
 
+    from .. import appinfo
+
     app = QApplication.instance() or QApplication(argv if argv is not None else sys.argv)
-    app.setApplicationName("Workbench")
-    app.setOrganizationName("Workbench")
-    app.setApplicationDisplayName("Workbench")
+    app.setApplicationName(appinfo.DISPLAY_NAME)
+    app.setOrganizationName(appinfo.DISPLAY_NAME)
+    app.setApplicationVersion(appinfo.version())
+    app.setDesktopFileName(appinfo.APP_ID)  # Wayland/X11 match the window to the installed .desktop entry
     return app
 
 

@@ -14,6 +14,7 @@ from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QHBoxLayout, QLabel, QMainWindow, QMessageBox,
                                QPushButton, QScrollArea, QStyle, QVBoxLayout, QWidget)
 
+from .. import appinfo
 from ..core import checkpoint, devices, paths
 from ..core.config import TrainConfig
 from ..core.curves import curves_from_events, differing_settings, run_label
@@ -29,6 +30,15 @@ from .panels.setup import SetupPanel
 from .worker import WorkerHost
 
 SETTINGS_VERSION = 1
+
+
+def app_icon():
+    from PySide6.QtGui import QIcon
+
+    icon = QIcon(str(appinfo.icon_path()))
+    for size in (16, 32, 48, 64, 128, 256):
+        icon.addFile(str(appinfo.icon_path(size)))
+    return icon
 
 
 def open_settings() -> QSettings:
@@ -76,7 +86,8 @@ class MainWindow(QMainWindow):
 
     def __init__(self, runs_dir: Path | None = None, db: Path | None = None, *, prestart: bool = True):
         super().__init__()
-        self.setWindowTitle("Workbench")
+        self.setWindowTitle(appinfo.DISPLAY_NAME)
+        self.setWindowIcon(app_icon())
         self.setObjectName("mainWindow")
         self.progress = Progress()
         self.checkpoint: checkpoint.Checkpoint | None = None
@@ -398,14 +409,27 @@ class MainWindow(QMainWindow):
         self.log.add("info", f"report written to {html_path} (+ {json_path.name})")
         return True
 
-    def about(self) -> None:
-        from importlib.metadata import version
+    def about_text(self) -> str:
+        import platform
 
         from PySide6 import __version__ as pyside_version
+        from PySide6.QtCore import qVersion
 
-        QMessageBox.about(self, "About Workbench", (
-            f"<b>Workbench {version('workbench')}</b><br>A desktop training workbench for PyTorch.<br><br>"
-            f"torch {torch.__version__} · CUDA {torch.version.cuda or 'none'} · Qt {pyside_version}"))
+        cuda = torch.version.cuda or "none"
+        device = devices.device_name(devices.resolve_device("auto"))
+        return (f"<h3>{appinfo.DISPLAY_NAME} {appinfo.version()}</h3><p>{appinfo.summary()}</p>"
+                f"<table><tr><td>torch</td><td>{torch.__version__}</td></tr>"
+                f"<tr><td>CUDA</td><td>{cuda}{'' if torch.cuda.is_available() else ' (no CUDA device here)'}"
+                f"</td></tr><tr><td>Qt</td><td>{qVersion()} (PySide6 {pyside_version})</td></tr>"
+                f"<tr><td>Python</td><td>{platform.python_version()}</td></tr>"
+                f"<tr><td>Device</td><td>{device}</td></tr></table>")
+
+    def about(self) -> None:
+        box = QMessageBox(QMessageBox.NoIcon, f"About {appinfo.DISPLAY_NAME}", self.about_text(),
+                          QMessageBox.Ok, self)
+        box.setObjectName("aboutDialog")
+        box.setIconPixmap(self.windowIcon().pixmap(64, 64))
+        box.open()
 
     # -- state ----------------------------------------------------------------------------------------------------
     def _update_actions(self) -> None:
