@@ -129,6 +129,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--gui", action="store_true",
                        help="measure the app instead: in-app vs headless samples/s and GUI stalls (offscreen)")
     bench.add_argument("--gui-epochs", type=int, default=60, help="epochs of the GUI benchmark's eager runs")
+    bench.add_argument("--recording", action="store_true",
+                       help="measure instead what recording the run history costs (paired runs, on vs off)")
     bench.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     bench.set_defaults(handler=cmd_bench)
 
@@ -414,6 +416,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     if args.gui:
         return _bench_gui(args, progress)
+    if args.recording:
+        return _bench_recording(args, progress)
     settings = BenchSettings(device=args.device, dataset=args.dataset, batch_size=args.batch_size,
                              hidden_dim=args.hidden_dim, warmup=args.warmup, windows=args.windows,
                              window_steps=args.window_steps)
@@ -448,6 +452,27 @@ def _bench_gui(args: argparse.Namespace, progress) -> int:
     if args.json:
         write_text_atomic(args.json, json.dumps(report, indent=2))
         print(f"wrote {args.json}")
+    return 0
+
+
+def _bench_recording(args: argparse.Namespace, progress) -> int:
+    import tempfile
+
+    from .core.bench import recording_overhead
+    from .core.checkpoint import write_text_atomic
+    from .core.config import TrainConfig
+
+    config = TrainConfig(epochs=1 if args.quick else 20, batch_size=32, device=args.device)
+    with tempfile.TemporaryDirectory(prefix="workbench-bench-recording-") as folder:
+        result = recording_overhead(config, 1 if args.quick else 7, Path(folder), progress)
+    print(f"recording the run history: {result['median_ratio']:.3f}× the samples/s of not recording "
+          f"(median of {len(result['ratios'])} back-to-back pairs: "
+          + ", ".join(f"{r:.3f}" for r in result["ratios"]) + ")")
+    print(f"method: {config.epochs} epochs of the default config (batch 32, "
+          f"{config.epochs * 125} steps) per run; each pair runs without, then with, the SQLite history "
+          "(WAL, a commit every 0.5 s); both write events.jsonl and the checkpoint")
+    if args.json:
+        write_text_atomic(args.json, json.dumps(result, indent=2))
     return 0
 
 

@@ -26,3 +26,9 @@ def test_quick_bench_prints_the_table_reference_rows_ratios_and_method(tmp_path,
         # what the CPU cannot run is listed as skipped, with the reason, not silently dropped
         assert any("cudagraphs" in s and "CUDA" in s for s in data["skipped"])
         assert any("fp16" in s for s in data["skipped"])
+
+
+def test_quick_recording_overhead_measurement(capsys):
+    code, stdout, err = call(capsys, "bench", "--recording", "--quick")
+    assert code == 0, err
+    assert "recording the run history:" in stdout and "× the samples/s of not recording" in stdout

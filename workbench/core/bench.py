@@ -21,6 +21,7 @@ import statistics
 import threading
 import time
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -387,6 +388,24 @@ def paired_ratios(settings: BenchSettings, eager: TrainConfig, train: Split, val
         article.append(engine_rate / article_recipe(settings, train, val, device).samples_per_s)
     return {"engine eager / plain loop": statistics.median(plain),
             "engine eager / article recipe": statistics.median(article)}
+
+
+def recording_overhead(config: TrainConfig, rounds: int, folder: Path,
+                       progress: Callable[[str], None] = lambda text: None) -> dict:
+    """Training samples/s with the run history recorded (SQLite, batched commits) against without, in back-to-back
+    pairs; the median of the per-pair ratios. Both write the run's files; only the database differs."""
+    from .runfiles import run_recorded
+
+    on, off, ratios = [], [], []
+    for i in range(rounds):
+        progress(f"recording overhead: pair {i + 1}/{rounds}…")
+        without = run_recorded(config, folder / f"off-{i}", record=False).metrics["samples_per_s"]
+        with_db = run_recorded(config, folder / f"on-{i}", db=folder / "runs.sqlite").metrics["samples_per_s"]
+        off.append(without)
+        on.append(with_db)
+        ratios.append(with_db / without)
+    return {"config": config.to_dict(), "recorded": on, "not_recorded": off, "ratios": ratios,
+            "median_ratio": statistics.median(ratios)}
 
 
 def _reset_peak(device: torch.device) -> None:

@@ -118,7 +118,8 @@ class RunCompileLog:
         for metric in get_compilation_metrics():
             reason = getattr(metric, "recompile_reason", None)
             if reason:
-                reasons.append(f"{metric.co_name}: {reason.strip()}")
+                expected = " (expected: validation runs without gradients)" if "grad_mode" in reason else ""
+                reasons.append(f"{metric.co_name}: {reason.strip()}{expected}")
         return tuple(reasons)
 
     def break_reasons(self) -> dict[str, int]:

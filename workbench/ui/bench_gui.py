@@ -121,7 +121,7 @@ def _run_gui_bench(tmp: Path, config: TrainConfig, pairs: int, compile_config: T
 def format_gui_report(report: dict) -> str:
     s = report["steady"]
     lines = [
-        f"GUI benchmark ({report['runner']}, offscreen, {report['pairs']} pairs):",
+        f"GUI benchmark ({report['runner']}, offscreen, {report['pairs']} pair(s)):",
         f"  in-app {statistics.median(report['in_app_samples_per_s']):,.0f} samples/s vs headless "
         f"{statistics.median(report['headless_samples_per_s']):,.0f} → ratio {report['ratio']:.2f}×",
         f"  steady state: longest stall {s['max_ms']:.1f} ms · p99 {s['p99_ms']:.1f} ms · p50 {s['p50_ms']:.2f} ms "
