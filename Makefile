@@ -19,6 +19,7 @@ run: $(STAMP)
 	$(VENV)/bin/workbench
 
 test: $(STAMP)
+	$(VENV)/bin/ruff check workbench tests scripts packaging
 	$(VENV)/bin/lint-imports
 	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q
 

@@ -13,7 +13,7 @@ from workbench.core import checkpoint, devices
 from workbench.core.config import TrainConfig
 from workbench.core.engine import Trainer
 from workbench.core.events import (CompileFinished, CompileReport, CompileStarted, EpochEnd, Notice, RunFailed,
-                                   RunFinished, RunStarted, Step, is_terminal)
+                                   RunFinished, Step, is_terminal)
 
 SMALL = TrainConfig(epochs=1, max_steps=20, hidden_dim=16)
 

@@ -308,7 +308,8 @@ def test_core_runs_without_qt(tmp_path):
 
 def test_blocking_qt_really_blocks_it(tmp_path):
     """The check above would prove nothing if the blocking trick did not work."""
-    code = "import sys; sys.modules['PySide6'] = None\ntry:\n import PySide6.QtCore\nexcept ImportError:\n print('blocked')"
+    code = ("import sys; sys.modules['PySide6'] = None\n"
+            "try:\n import PySide6.QtCore\nexcept ImportError:\n print('blocked')")
     result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert result.stdout.strip() == "blocked"
 

@@ -34,7 +34,7 @@ from .config import TrainConfig
 from .data import DeviceBatches, Split, load_split
 from .engine import EVAL_BATCH, Trainer
 from .errors import WorkbenchError
-from .events import CompileFinished, EpochEnd, RunFailed, RunFinished, Step
+from .events import CompileFinished, EpochEnd, RunFailed, Step
 from .model import SandwichNet
 
 ARTICLE_WORKERS = 4  # what the article's recipe asks for (capped to the machine)

@@ -260,8 +260,8 @@ def run_in_child(config, out_dir: Path, *, emit: Callable[[Event], None], stop: 
     return (child or ChildProcess()).run(_request(config, out_dir, db, record), emit, stop)
 
 
-_FAILURE_ENTRY = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank[^)]*\)\s*exitcode\s*:\s*(-?\d+)[^\n]*?(?:\((SIG\w+)\))?\s*$",
-                            re.MULTILINE)
+_FAILURE_ENTRY = re.compile(  # one entry of torchrun's failure summary: "rank : 1 (local_rank: 1)  exitcode : -9 …"
+    r"rank\s*:\s*(\d+)\s*\(local_rank[^)]*\)\s*exitcode\s*:\s*(-?\d+)[^\n]*?(?:\((SIG\w+)\))?\s*$", re.MULTILINE)
 _RANK_SAID = re.compile(r"^rank (\d+) failed \((\w+)\): (.*)$", re.MULTILINE)
 _SYMPTOMS = ("connection reset", "connection closed", "broken pipe", "timed out", "remote worker")
 

@@ -75,7 +75,8 @@ class TrainConfig:
         """Reject values that can never run, wherever they came from (GUI, CLI flags, a JSON file)."""
         _check_type(self, "dataset", str)
         if not self.dataset.strip():
-            raise ConfigError("dataset", "must not be empty", "mnist-sample, mnist, fashion-mnist, kmnist, idx, imagefolder")
+            raise ConfigError("dataset", "must not be empty",
+                              "mnist-sample, mnist, fashion-mnist, kmnist, idx, imagefolder")
         _check_type(self, "model", str)
         _check_int(self, "epochs", 1, 100_000)
         _check_int(self, "batch_size", 1, 1 << 20)
@@ -96,8 +97,8 @@ class TrainConfig:
         if self.dynamic is not None and not isinstance(self.dynamic, bool):
             raise ConfigError("dynamic", f"{self.dynamic!r} is not a switch", "true, false, or null for automatic")
         if self.mode != "default" and self.backend != "inductor":
-            raise ConfigError("mode", f"'{self.mode}' only applies to the inductor backend (backend is '{self.backend}')",
-                              "default")
+            raise ConfigError("mode", f"'{self.mode}' only applies to the inductor backend "
+                                      f"(backend is '{self.backend}')", "default")
         if not (self.device in ("auto", "cpu", "cuda") or _is_cuda_index(self.device)):
             raise ConfigError("device", f"unknown device '{self.device}'", _choices(DEVICE_KINDS))
 
@@ -175,7 +176,8 @@ def _check_float(cfg: TrainConfig, name: str, *, low_exclusive: float | None = N
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
         raise ConfigError(name, f"{value!r} is not a number")
     if low_exclusive is not None and value <= low_exclusive:
-        raise ConfigError(name, f"{value} must be greater than {low_exclusive:g}", f"> {low_exclusive:g} and ≤ {high:g}")
+        raise ConfigError(name, f"{value} must be greater than {low_exclusive:g}",
+                          f"> {low_exclusive:g} and ≤ {high:g}")
     if low_inclusive is not None and value < low_inclusive:
         raise ConfigError(name, f"{value} must not be below {low_inclusive:g}", f"{low_inclusive:g} to {high:g}")
     if value > high:

@@ -145,9 +145,9 @@ def check_launch(launch: Launch, batch_size: int, device: str) -> None:
                           f"{torch.cuda.device_count()} CUDA device(s); with nccl each process needs its own GPU",
                           f"use --nproc-per-node {torch.cuda.device_count()} or fewer (or --device cpu for gloo)")
     if batch_size % launch.world_size:
+        nearest = batch_size // launch.world_size * launch.world_size or launch.world_size
         raise LaunchError(f"the batch size {batch_size} is the global batch and must split evenly over "
-                          f"{launch.world_size} processes",
-                          f"use a multiple of {launch.world_size}, e.g. {batch_size // launch.world_size * launch.world_size or launch.world_size}")
+                          f"{launch.world_size} processes", f"use a multiple of {launch.world_size}, e.g. {nearest}")
     if launch.nnodes > 1 and launch.master_port is None:
         raise LaunchError("a multi-node run needs --master-addr and --master-port (the same on every node)")
     if launch.master_port is not None and launch.node_rank == 0 and _is_local(launch.master_addr):

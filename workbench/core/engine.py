@@ -106,8 +106,9 @@ class Trainer:
             return self._fail(emit, RunFailed(kind="out_of_memory", message=first_line(exc), hint=(
                 "lower the batch size or the hidden size, or use bf16")))
         except Exception as exc:  # a bug or an unexpected framework error: still one clean event, not a crash
-            return self._fail(emit, RunFailed(kind="internal", message=f"{type(exc).__name__}: {first_line(exc)}",
-                                              hint="this looks like a bug in Workbench or PyTorch; the log has details"))
+            return self._fail(emit, RunFailed(
+                kind="internal", message=f"{type(exc).__name__}: {first_line(exc)}",
+                hint="this looks like a bug in Workbench or PyTorch; the log has details"))
         finally:
             gc.unfreeze()
 

@@ -13,7 +13,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog
 import torch
 
 from ...core import devices
-from ...core.config import AMP_CHOICES, BACKENDS, MODES, OPTIMIZERS, ConfigError, TrainConfig
+from ...core.config import AMP_CHOICES, BACKENDS, MODES, OPTIMIZERS, TrainConfig
 from ...core.data import CATALOGUE
 from ...core.distributed import Launch, check_launch
 from ...core.errors import WorkbenchError
