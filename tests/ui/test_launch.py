@@ -60,3 +60,27 @@ def test_window_icon_title_and_about_come_from_the_package_metadata(window):
     dialog = window.findChild(object, "aboutDialog")
     assert dialog is not None and dialog.isVisible()
     dialog.close()
+
+
+def test_ctrl_c_closes_the_app_cleanly_and_leaves_no_process(tmp_path):
+    import signal
+    import time
+    import uuid
+
+    from ..conftest import processes_with_env
+
+    mark = uuid.uuid4().hex
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "WORKBENCH_TEST_MARK": mark,
+           "WORKBENCH_CONFIG_DIR": str(tmp_path / "config"), "WORKBENCH_DATA_DIR": str(tmp_path / "data")}
+    app = subprocess.Popen([sys.executable, "-m", "workbench"], env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    started = time.monotonic()
+    # The app pre-starts a training child as soon as its window exists: that child appearing means "up".
+    while len(processes_with_env("WORKBENCH_TEST_MARK", mark)) < 2:
+        assert app.poll() is None, app.stderr.read()
+        assert time.monotonic() - started < 60, "the app did not come up"
+        time.sleep(0.1)  # polling /proc for the child to appear: there is no event to wait on
+    app.send_signal(signal.SIGINT)
+    _, err = app.communicate(timeout=60)
+    assert app.returncode == 0 and "Traceback" not in err, err
+    assert processes_with_env("WORKBENCH_TEST_MARK", mark) == []

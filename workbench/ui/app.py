@@ -20,9 +20,44 @@ def create_app(argv: list[str] | None = None):
 
 def run_app() -> int:
     app = create_app()
+    interrupted = _close_on_interrupt()
     from .main_window import MainWindow
 
     window = MainWindow()
     window.resize(1400, 880)
     window.show()
+    interrupted.window = window
+    if interrupted.requested:  # Ctrl+C while the window was being built
+        window.close()
+        return 0
     return app.exec()
+
+
+class _Interrupt:
+    """Ctrl+C / SIGTERM close the window the normal way (a running run is stopped and kept) instead of raising
+    KeyboardInterrupt inside whatever slot or constructor happens to run."""
+
+    def __init__(self):
+        self.window = None
+        self.requested = False
+
+    def __call__(self, *_args) -> None:
+        self.requested = True
+        if self.window is not None:
+            self.window.close()
+
+
+def _close_on_interrupt() -> _Interrupt:
+    """Install the handler before the window exists. Python only sees a signal when it runs bytecode, so a light
+    timer gives it the chance while Qt waits for events."""
+    import signal
+
+    from PySide6.QtCore import QCoreApplication, QTimer
+
+    handler = _Interrupt()
+    signal.signal(signal.SIGINT, handler)
+    signal.signal(signal.SIGTERM, handler)
+    timer = QTimer(QCoreApplication.instance())
+    timer.timeout.connect(lambda: None)
+    timer.start(200)
+    return handler
