@@ -10,9 +10,12 @@ import json
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 
 from . import appinfo
+from .core.events import EpochEnd, Notice, RunFailed
+from .core.progress import Progress, epoch_line, failure_line, format_duration
 from typing import Callable, Sequence
 
 EXIT_USAGE = 2  # bad input: config, data, files
@@ -240,13 +243,17 @@ def cmd_train(args: argparse.Namespace) -> int:
     bar.close()
     if isinstance(result, RunFailed):
         code = EXIT_USAGE if result.kind in ("config", "data", "io") else EXIT_RUN_FAILED
-        return fail(f"training failed ({result.kind}): {result.message}", result.hint, code)
+        return fail(failure_line(result, hint_separator=""), result.hint, code)
     m = result.metrics
     state = "stopped early" if result.stopped else "finished"
+    accuracy = f"{m['val_accuracy']:.2%}" if "val_accuracy" in m else "— (no epoch was validated)"
     print(f"{state}: {result.steps} steps, {result.epochs} epoch(s) in {result.seconds:.1f} s · "
-          f"val accuracy {m.get('val_accuracy', float('nan')):.2%} · {m.get('samples_per_s', 0):,.0f} samples/s"
+          f"val accuracy {accuracy} · {m.get('samples_per_s', 0):,.0f} samples/s"
           + (f" · compile {m['compile_seconds']:.1f} s" if m.get("compile_seconds") else ""))
-    print(f"wrote {args.out}: checkpoint.pt, checkpoint.safetensors, metrics.json, events.jsonl")
+    written = (["checkpoint.pt", "checkpoint.safetensors"] if m.get("checkpoint") else []) + \
+        ["metrics.json", "events.jsonl"]
+    print(f"wrote {args.out}: {', '.join(written)}" + ("" if m.get("checkpoint") else
+                                                       " (no checkpoint: no step was trained)"))
     return EXIT_INTERRUPTED if result.stopped else 0
 
 
@@ -281,33 +288,24 @@ class ProgressBar:
     WIDTH = 24
 
     def __init__(self, stream):
-        from .core.progress import Progress
-
         self.stream = stream
         self.tty = stream.isatty()
         self.progress = Progress()
         self.last_draw = 0.0
 
     def update(self, event) -> None:
-        import time
-
-        from .core.events import EpochEnd, Notice, RunFailed
-
         self.progress.update(event)
         p = self.progress
         if isinstance(event, Notice):
             self._line(f"{event.level}: {event.message}")
         elif isinstance(event, EpochEnd):
-            self._line(f"epoch {event.epoch}/{p.epochs}: train loss {event.train_loss:.4f} · val loss "
-                       f"{event.val_loss:.4f} · val accuracy {event.val_accuracy:.2%}")
+            self._line(epoch_line(event).replace(f"epoch {event.epoch}:", f"epoch {event.epoch}/{p.epochs}:", 1))
         elif isinstance(event, RunFailed):
             self._clear()
         elif self.tty and time.monotonic() - self.last_draw > 0.1:
             self.last_draw = time.monotonic()
             filled = int(self.WIDTH * p.fraction)
             eta = p.eta_seconds
-            from .core.progress import format_duration
-
             text = (f"\r{p.describe().split(' · ')[0]} [{'#' * filled}{'-' * (self.WIDTH - filled)}] "
                     f"{p.fraction:4.0%} {p.step}/{p.total_steps} · loss {p.loss:.4f} · "
                     f"{p.samples_per_s:,.0f} samples/s" + (f" · ETA {format_duration(eta)}" if eta else ""))
@@ -383,9 +381,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     from .core import devices
     from .core.inspect import explain
 
-    config = config_from_args(args, backend="inductor")  # explain is about compiling: eager would say nothing
-    if not config.compiled:
-        config = config.replace(backend="inductor")
+    config = config_from_args(args, backend="inductor")  # explain is about compiling (so --mode works alone)
     config.check_runnable(devices.cuda_available())
     print(format_report(explain(config)))
     return 0
@@ -409,7 +405,7 @@ def format_report(report) -> str:
 # -- benchmark --------------------------------------------------------------------------------------------------
 def cmd_bench(args: argparse.Namespace) -> int:
     from .core.bench import BenchSettings, format_table, run_bench
-    from .core.checkpoint import write_text_atomic
+    from .core.atomic import write_text_atomic
 
     def progress(text: str) -> None:
         print(text, file=sys.stderr, flush=True)
@@ -434,7 +430,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def _bench_gui(args: argparse.Namespace, progress) -> int:
     import os
 
-    from .core.checkpoint import write_text_atomic
+    from .core.atomic import write_text_atomic
     from .core.config import TrainConfig
     from .gui_launch import display_problem
 
@@ -459,7 +455,7 @@ def _bench_recording(args: argparse.Namespace, progress) -> int:
     import tempfile
 
     from .core.bench import recording_overhead
-    from .core.checkpoint import write_text_atomic
+    from .core.atomic import write_text_atomic
     from .core.config import TrainConfig
 
     config = TrainConfig(epochs=1 if args.quick else 20, batch_size=32, device=args.device)
@@ -488,8 +484,10 @@ def _store(args: argparse.Namespace):
 
 
 def cmd_runs_list(args: argparse.Namespace) -> int:
-    store = _store(args)
-    records = store.list()
+    from .core.config import setup_label
+
+    with _store(args) as store:
+        records = store.list()
     if not records:
         print(f"no runs recorded yet in {store.path}")
         return 0
@@ -498,7 +496,7 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
     print(header)
     for r in records:
         c = r.config
-        setup = f"{c['backend']} · {c['mode']} · {c['amp']}"
+        setup = setup_label(c)
         best = f"{r.best_val_accuracy:.2%}" if r.best_val_accuracy is not None else "—"
         speed = f"{r.samples_per_s:,.0f}" if r.samples_per_s else "—"
         print(f"{r.id:>4}  {r.created[:19].replace('T', ' '):<19}  {c['dataset'][:13]:<13} {setup[:34]:<34} "
@@ -509,7 +507,8 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
 def cmd_runs_show(args: argparse.Namespace) -> int:
     from .core.events import CompileReport
 
-    record = _store(args).get(args.run_id, with_events=True)
+    with _store(args) as store:
+        record = store.get(args.run_id, with_events=True)
     print(f"run {record.id} · {record.status} · started {record.created}")
     print("config:      " + json.dumps(record.config, sort_keys=True))
     print("environment: " + json.dumps(record.environment, sort_keys=True))
@@ -525,10 +524,10 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
 
 
 def cmd_runs_rm(args: argparse.Namespace) -> int:
-    store = _store(args)
-    for run_id in args.run_ids:
-        store.delete(run_id)
-        print(f"removed run {run_id}")
+    with _store(args) as store:
+        for run_id in args.run_ids:
+            store.delete(run_id)
+            print(f"removed run {run_id}")
     return 0
 
 
@@ -536,7 +535,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     from .core.report import write_report
 
     out = Path(args.out or f"report-{'-'.join(map(str, args.run_ids))}.html")
-    html_path, json_path = write_report(_store(args), args.run_ids, out)
+    with _store(args) as store:
+        html_path, json_path = write_report(store, args.run_ids, out)
     print(f"wrote {html_path} ({html_path.stat().st_size / 1024:.0f} KB) and {json_path}")
     return 0
 

@@ -13,6 +13,7 @@ import torch
 from safetensors import safe_open
 
 from workbench.core import checkpoint
+from workbench.core.atomic import write_text_atomic
 from workbench.core.checkpoint import CheckpointError
 from workbench.core.config import TrainConfig
 from workbench.core.model import SandwichNet
@@ -288,7 +289,7 @@ def test_folder_and_missing_path(tmp_path):
 
 def test_write_text_atomic(tmp_path):
     target = tmp_path / "sub" / "metrics.json"
-    checkpoint.write_text_atomic(target, json.dumps({"a": 1}))
+    write_text_atomic(target, json.dumps({"a": 1}))
     assert json.loads(target.read_text()) == {"a": 1}
     assert [p.name for p in target.parent.iterdir()] == ["metrics.json"]
 

@@ -53,7 +53,7 @@ def test_eager_run_event_sequence():
     assert started.train_size == 4000 and started.val_size == 1000
     assert started.steps_per_epoch == 4000 // 32 and started.total_steps == 20
     assert started.config == SMALL.to_dict()
-    assert started.device == "cpu" or started.device.startswith("cuda")
+    assert started.device == str(devices.resolve_device("auto"))
     assert started.versions["workbench"] == version("workbench")
     assert [s.step for s in steps(events)] == list(range(1, 21))  # consecutive from 1
     for s in steps(events):

@@ -180,10 +180,10 @@ def test_missing_checkpoint_is_explained(store, tmp_path):
 
 def test_model_code_is_trusted_only_for_the_runs_own_model_file(store, runs):
     record = store.get(runs.planted)
-    evaluation = evaluate_run(record)  # the run's own model file: imported, evaluated
+    evaluation, _ = evaluate_run(record)  # the run's own model file: imported, evaluated
     assert evaluation is not None and sum(map(sum, evaluation.confusion)) == VAL_SIZE
     other = dataclasses.replace(record, config={**record.config, "model": "sandwich"})
-    assert evaluate_run(other) is None  # a checkpoint naming a file the run did not: never imported
+    assert evaluate_run(other)[0] is None  # a checkpoint naming a file the run did not: never imported
 
 
 # -- compile report ---------------------------------------------------------------------------------------------

@@ -116,6 +116,7 @@ def test_a_reader_sees_consistent_data_while_a_writer_commits(tmp_path):
     recorder = RunRecorder(writer_store, interval=0)
     recorder(_started())
     done = threading.Event()
+    saw_the_middle = threading.Event()  # the reader read while the run was half written
     problems = []
 
     def read_continuously():
@@ -126,6 +127,8 @@ def test_a_reader_sees_consistent_data_while_a_writer_commits(tmp_path):
                 steps = [e.step for e in record.events[1:]]
                 if steps != list(range(1, len(steps) + 1)):
                     problems.append(f"torn read: {steps[-3:]}")
+                if 150 <= len(steps) < 300:
+                    saw_the_middle.set()
             except RunStoreError as exc:
                 problems.append(str(exc))
 
@@ -133,6 +136,8 @@ def test_a_reader_sees_consistent_data_while_a_writer_commits(tmp_path):
     thread.start()
     for i in range(1, 301):
         recorder(_step(i))
+        if i == 150:
+            assert saw_the_middle.wait(timeout=30), "the reader never read during the writes"
     done.set()
     thread.join(timeout=30)
     assert problems == []

@@ -6,7 +6,6 @@ figures come from `workbench bench --gui`, which prints its method; this test pr
 
 from __future__ import annotations
 
-from workbench.core.events import Step
 from workbench.ui.heartbeat import Heartbeat
 
 from .conftest import set_config
@@ -17,9 +16,6 @@ GENEROUS_STALL_MS = 2_000
 def test_gui_keeps_ticking_while_training(window, qtbot):
     set_config(window, epochs=6, batch_size=32)
     heartbeat = Heartbeat(parent=window)
-    steady_from = []
-    window.host.events.connect(lambda batch: steady_from or steady_from.extend(
-        [e for e in batch if isinstance(e, Step) and not e.compiling][:1]))
     heartbeat.start()
     with qtbot.waitSignal(window.runFinished, timeout=120_000) as finished:
         window.train()

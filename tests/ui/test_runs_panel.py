@@ -32,7 +32,8 @@ def test_runs_are_listed_compared_and_reopened(window, qtbot):
     statuses = {runs.proxy.index(r, _column(window, "Status")).data() for r in range(2)}
     assert statuses == {"finished"}
 
-    runs.table.selectAll()  # two runs → their curves overlay the plots, labelled by what differs
+    with qtbot.waitSignal(runs.compareRequested, timeout=30_000):  # events are read on a pool thread
+        runs.table.selectAll()  # two runs → their curves overlay the plots, labelled by what differs
     labels = [item.name() for _plot, item in window.plots.overlays]
     assert len(window.plots.overlays) == 6  # loss, throughput, memory for each run
     assert any(label.startswith("#1 eager") for label in labels)
@@ -40,20 +41,27 @@ def test_runs_are_listed_compared_and_reopened(window, qtbot):
 
     runs.select_ids([1])  # one run: the overlay goes away
     assert window.plots.overlays == []
-    runs.open_selected()
+    with qtbot.waitSignal(runs.openRequested, timeout=30_000):
+        runs.open_selected()
     assert window.state_label.text() == "Run #1 (finished)"
     assert window.plots.point_counts()["loss"] == 40
     assert window.predict.model is not None and "run #1" in window.predict.source.text()
 
 
-def test_table_sorts_numerically(window, qtbot):
-    _train(window, qtbot, epochs=1, max_steps=20, hidden_dim=16)
-    _train(window, qtbot, epochs=1, max_steps=20, hidden_dim=16, batch_size=256)
+def test_table_sorts_numerically(window, tmp_path):
+    from workbench.core.config import TrainConfig
+    from workbench.core.runs import RunStore
+
+    with RunStore(tmp_path / "runs.sqlite") as store:  # the window's database (see conftest)
+        for speed in (9_000.0, 10_500.0, 950.0):  # as text, "10,500" < "9,000" < "950"
+            run_id = store.start_run(TrainConfig().to_dict())
+            store.append_events(run_id, 0, [], {"samples_per_s": speed, "status": "finished"})
     runs = window.runs
+    runs.refresh()
     column = _column(window, "Samples/s")
     runs.table.sortByColumn(column, Qt.AscendingOrder)
-    values = [runs.proxy.index(r, column).data(Qt.UserRole + 1) for r in range(runs.proxy.rowCount())]
-    assert values == sorted(values) and len(values) == 2
+    shown = [float(runs.proxy.index(r, column).data().replace(",", "")) for r in range(runs.proxy.rowCount())]
+    assert shown == [950.0, 9_000.0, 10_500.0]
 
 
 def test_remove_asks_then_removes(window, qtbot, monkeypatch):
@@ -89,15 +97,21 @@ def test_export_report_writes_html_for_the_last_run_and_for_selected_runs(window
     _train(window, qtbot, epochs=1, max_steps=30, hidden_dim=32)
     assert window.report_action.isEnabled()
     assert window.report_run_ids() == [1]
-    assert window.export_report(tmp_path / "last.html", window.report_run_ids())
+    with qtbot.waitSignal(window.reportFinished, timeout=60_000) as written:
+        assert window.export_report(tmp_path / "last.html", window.report_run_ids())
+    assert written.args[0][0] == tmp_path / "last.html"
     html = (tmp_path / "last.html").read_text()
     assert "Configuration and environment" in html and (tmp_path / "last.json").is_file()
     _train(window, qtbot, epochs=1, max_steps=30, hidden_dim=32, backend="aot_eager")
     window.runs.table.selectAll()
     assert window.report_run_ids() == [1, 2]
-    assert window.export_report(tmp_path / "both.html", [1, 2])
+    with qtbot.waitSignal(window.reportFinished, timeout=60_000):
+        assert window.export_report(tmp_path / "both.html", [1, 2])
     assert "Comparison" in (tmp_path / "both.html").read_text()
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    assert not window.export_report(blocker / "r.html", [1])
+    with qtbot.waitSignal(window.reportFinished, timeout=60_000) as failed:
+        window.export_report(blocker / "r.html", [1])
+    assert isinstance(failed.args[0], Exception)
     assert "Could not write the report" in window.banner.label.text()
+    assert not window.export_report(tmp_path / "none.html", [])  # nothing selected: nothing to do

@@ -30,7 +30,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from . import devices
-from .config import TrainConfig
+from .config import TrainConfig, setup_label
 from .data import DeviceBatches, Split, load_split
 from .engine import EVAL_BATCH, Trainer
 from .errors import WorkbenchError
@@ -122,9 +122,8 @@ def _row_from_windows(name: str, kind: str, windows: list[float], step_ms: list[
                step_p50_ms=p50, step_p99_ms=p99, windows=windows, **extra)
 
 
-def _peak_memory(device: torch.device) -> float:
-    reading = devices.memory_mib(device)
-    return reading.get("peak", reading.get("rss", 0.0))
+def _peak_memory(device: torch.device) -> float | None:
+    return devices.peak_mib(devices.memory_mib(device))
 
 
 # -- reference rows ---------------------------------------------------------------------------------------------
@@ -304,8 +303,7 @@ def _eval_rates(events: list) -> list[float]:
 
 
 def engine_name(config: TrainConfig) -> str:
-    mode = f" · {config.mode}" if config.backend == "inductor" else ""
-    return f"engine · {config.backend}{mode} · {config.amp}"
+    return f"engine · {setup_label(config.to_dict())}"
 
 
 def engine_configs(settings: BenchSettings, backends: list[str], modes: list[str], amps: list[str],

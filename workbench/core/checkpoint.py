@@ -6,18 +6,15 @@ it); the config carries the model's arguments so the network can be rebuilt befo
 
 from __future__ import annotations
 
-import os
 import pickle
 import re
-import tempfile
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import torch
 from torch import nn
 
+from .atomic import atomic_path
 from .config import ConfigError, TrainConfig
 from .errors import WorkbenchError, first_line
 from .model import ModelSpecError, build_model
@@ -50,27 +47,6 @@ class Checkpoint:
         return model.to(device).eval()
 
 
-@contextmanager
-def atomic_path(target: str | Path, suffix: str = "") -> Iterator[Path]:
-    """Yield a temp path next to `target`; on success it replaces `target` in one rename, on error it vanishes.
-
-    Readers therefore see the old file or the new one, never half of one — also after a crash mid-write.
-    """
-    target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix + ".tmp", dir=target.parent)
-    os.close(fd)
-    tmp_path = Path(tmp)
-    try:
-        yield tmp_path
-        with open(tmp_path, "rb") as fh:
-            os.fsync(fh.fileno())
-        os.chmod(tmp_path, 0o666 & ~current_umask())  # mkstemp makes 0600; a saved file gets the user's usual mode
-        os.replace(tmp_path, target)
-    finally:
-        tmp_path.unlink(missing_ok=True)
-
-
 def _refused_global(exc: BaseException) -> str | None:
     """The Python object torch's safe unpickler refused to import (e.g. 'GLOBAL posix.system'), if any.
 
@@ -87,17 +63,6 @@ def _mismatch_detail(exc: BaseException) -> str:
         if line.startswith(("size mismatch", "Missing key", "Unexpected key")):
             return line
     return first_line(exc)
-
-
-def current_umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def write_text_atomic(target: str | Path, text: str) -> None:
-    with atomic_path(target) as tmp:
-        tmp.write_text(text, encoding="utf-8")
 
 
 def save(path: str | Path, model: nn.Module, config: TrainConfig, *, metrics: dict, versions: dict,

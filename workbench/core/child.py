@@ -83,9 +83,14 @@ class ChildProcess:
         self.stderr = tempfile.TemporaryFile()
         child_env = {**os.environ, **(env or {}), TOKEN_ENV: self.token, ADDRESS_ENV: f"{host}:{port}",
                      "PYTHONUNBUFFERED": "1"}
-        self.process = subprocess.Popen(
-            list(command or child_command()), env=child_env,
-            stdin=subprocess.DEVNULL, stderr=self.stderr, start_new_session=True)  # own group: stop kills all
+        try:
+            self.process = subprocess.Popen(
+                list(command or child_command()), env=child_env,
+                stdin=subprocess.DEVNULL, stderr=self.stderr, start_new_session=True)  # own group: stop kills all
+        except OSError as exc:
+            self.listener.close()
+            self.stderr.close()
+            raise ChildError(f"cannot start the training process: {exc.strerror or exc}") from None
         self.conn: socket.socket | None = None
         self.lines: _Lines | None = None
         self.ready = False
@@ -108,8 +113,11 @@ class ChildProcess:
             except socket.timeout:
                 continue
             lines = _Lines(conn)
-            hello = lines.read(timeout=10)
-            if not hello or hello.get("hello") != self.token:
+            try:
+                hello = lines.read(timeout=10)
+            except (EOFError, ValueError):
+                hello = None
+            if not isinstance(hello, dict) or hello.get("hello") != self.token:
                 conn.close()  # someone else's connection: ignore it
                 continue
             self.conn, self.lines = conn, lines
@@ -125,8 +133,15 @@ class ChildProcess:
         try:
             return self.lines.read(timeout)
         except EOFError:
-            self.process.wait(timeout=KILL_GRACE_S)
+            self._wait_or_terminate(KILL_GRACE_S)
             raise ChildError(self._exit_text(when)) from None
+
+    def _wait_or_terminate(self, seconds: float) -> None:
+        """Let the child exit on its own; end its process group if it lingers (e.g. torchrun tearing down)."""
+        try:
+            self.process.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            self.terminate()
 
     def _check_alive(self, when: str) -> None:
         if self.process.poll() is not None:
@@ -170,13 +185,13 @@ class ChildProcess:
                     continue
                 event = from_dict(message)
                 if is_terminal(event):
-                    self.process.wait(timeout=30)
+                    self._wait_or_terminate(30)
                     if isinstance(event, RunFailed):
                         event = self._rank_failure() or event  # rank 0 saw a symptom; torchrun knows the cause
                     emit(event)
                     return event
                 emit(event)
-        except ChildError as exc:
+        except (ChildError, OSError, ValueError) as exc:  # OSError: the socket; ValueError: unreadable JSON
             failed = self._rank_failure() or RunFailed(kind="crashed", message=str(exc), hint=(
                 "see the log for details; if it ran out of memory, lower the batch or hidden size"))
             emit(failed)
@@ -322,7 +337,7 @@ def child_main() -> int:
         host, port = os.environ[ADDRESS_ENV].rsplit(":", 1)
         conn = socket.create_connection((host, int(port)))
         _send(conn, {"hello": os.environ[TOKEN_ENV], "pid": os.getpid()})
-    from . import distributed  # the heavy imports happen while the parent may still be choosing a run
+    from . import devices, distributed  # the heavy imports happen while the parent may still be choosing a run
     from .config import TrainConfig
     from .engine import Trainer
     from .events import to_json
@@ -343,10 +358,10 @@ def child_main() -> int:
         threading.Thread(target=_listen, args=(lines, stop), name="workbench-control", daemon=True).start()
     send_lock = threading.Lock()
 
-    def send(event) -> None:
+    def send(line: str) -> None:
         try:
             with send_lock:
-                conn.sendall((to_json(event) + "\n").encode())
+                conn.sendall((line + "\n").encode())
         except OSError:
             stop.set()
 
@@ -354,17 +369,20 @@ def child_main() -> int:
     out_dir = Path(request["out_dir"])
     result = None
     try:
-        dist = distributed.from_environment()
+        cuda = devices.uses_cuda(config.device)
+        dist = distributed.from_environment(cuda)
+        if dist.active and cuda:  # one GPU per rank, whatever single device the config named
+            config = config.replace(device=f"cuda:{dist.local_rank}")
         trainer = Trainer(out_dir=out_dir if dist.is_main else None, distributed=dist)
         if dist.is_main:
-            result = run_recorded(config, out_dir, sinks=(send,), stop=stop, db=request.get("db"),
+            result = run_recorded(config, out_dir, line_sinks=(send,), stop=stop, db=request.get("db"),
                                   record=request.get("record", True), trainer=trainer)
         else:
             result = trainer.run(config, lambda event: None, stop)
     except WorkbenchError as exc:  # e.g. an output folder that cannot be written: nothing was trained
         result = RunFailed(kind=exc.kind, message=str(exc), hint=exc.hint)
         if conn is not None:
-            send(result)
+            send(to_json(result))
     if int(os.environ.get("WORLD_SIZE", "1")) > 1 and isinstance(result, RunFailed):
         # Leave at once with an error: torchrun then ends the other ranks instead of letting them wait forever
         # in a collective, and its summary names this rank.

@@ -151,6 +151,12 @@ class TrainConfig:
         return self.backend != "eager"
 
 
+def setup_label(config: dict) -> str:
+    """'inductor · max-autotune · bf16', 'eager · off': how a run's compile and precision settings are shown."""
+    mode = f" · {config['mode']}" if config.get("backend") == "inductor" else ""
+    return f"{config.get('backend')}{mode} · {config.get('amp')}"
+
+
 def _is_cuda_index(device: str) -> bool:
     prefix, _, index = device.partition(":")
     return prefix == "cuda" and index.isdigit()

@@ -25,7 +25,6 @@ class Curves:
     memory: dict[str, np.ndarray] = field(default_factory=dict)  # by name, aligned with `step`
     val_step: np.ndarray = field(default_factory=lambda: np.empty(0))  # the last step of each epoch
     val_loss: np.ndarray = field(default_factory=lambda: np.empty(0))
-    val_accuracy: np.ndarray = field(default_factory=lambda: np.empty(0))
 
 
 def curves_from_events(events: list[Event]) -> Curves:
@@ -44,17 +43,20 @@ def curves_from_events(events: list[Event]) -> Curves:
         memory={name: np.array([s.memory.get(name, np.nan) for s in steps], dtype=np.float64) for name in names},
         val_step=np.array([last_step_of_epoch.get(e.epoch, 0) for e in epochs], dtype=np.float64),
         val_loss=np.array([e.val_loss for e in epochs], dtype=np.float64),
-        val_accuracy=np.array([e.val_accuracy for e in epochs], dtype=np.float64),
     )
 
 
-def smooth(values: np.ndarray, weight: float = SMOOTHING) -> np.ndarray:
-    """Exponential moving average, as the live loss plot draws it."""
+def ema(previous: float | None, value: float, weight: float = SMOOTHING) -> float:
+    """One step of the exponential moving average the smoothed loss line draws (starts at the first value)."""
+    return value if previous is None else weight * previous + (1 - weight) * value
+
+
+def smooth(values: np.ndarray) -> np.ndarray:
+    """The smoothed line of a finished run: the same average the live plot builds step by step."""
     out = np.empty_like(values)
-    running = values[0] if len(values) else 0.0
-    for i, v in enumerate(values):
-        running = weight * running + (1 - weight) * v
-        out[i] = running
+    running = None
+    for i, value in enumerate(values):
+        running = out[i] = ema(running, float(value))
     return out
 
 

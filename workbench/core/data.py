@@ -53,19 +53,16 @@ class DatasetInfo:
     title: str
     classes: tuple[str, ...]
     needs_root: bool = False  # idx / imagefolder: meaningless without --data-root
-    online: bool = False  # may download when no data root is given
     has_test: bool = True  # a test split of its own (else evaluate on the validation split)
 
 
 DIGITS = tuple(str(d) for d in range(10))
 CATALOGUE: dict[str, DatasetInfo] = {info.name: info for info in (
     DatasetInfo("mnist-sample", "MNIST sample (bundled, 5,000 digits)", DIGITS, has_test=False),
-    DatasetInfo("mnist", "MNIST (torchvision)", DIGITS, online=True),
+    DatasetInfo("mnist", "MNIST (torchvision)", DIGITS),
     DatasetInfo("fashion-mnist", "Fashion-MNIST (torchvision)", (
-        "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"),
-        online=True),
-    DatasetInfo("kmnist", "KMNIST (torchvision)", ("o", "ki", "su", "tsu", "na", "ha", "ma", "ya", "re", "wo"),
-                online=True),
+        "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot")),
+    DatasetInfo("kmnist", "KMNIST (torchvision)", ("o", "ki", "su", "tsu", "na", "ha", "ma", "ya", "re", "wo")),
     DatasetInfo("idx", "IDX folder (--data-root)", DIGITS, needs_root=True),
     DatasetInfo("imagefolder", "Image folder, one subfolder per class (--data-root)", (), needs_root=True,
                 has_test=False),

@@ -20,11 +20,18 @@ def cuda_available() -> bool:
     return torch.cuda.is_available()
 
 
+def uses_cuda(name: str) -> bool:
+    """Whether a device setting ("auto", "cpu", "cuda", "cuda:N") trains on a GPU on this machine."""
+    return name != "cpu" and cuda_available()
+
+
 def resolve_device(name: str) -> torch.device:
-    """`auto` → the first CUDA device if there is one, else the CPU."""
-    if name == "auto":
-        return torch.device("cuda" if cuda_available() else "cpu")
-    return torch.device(name)
+    """`auto` → the current CUDA device if there is one, else the CPU. CUDA devices always carry an index
+    (torch.cuda.set_device and the memory readings need one)."""
+    if not uses_cuda(name):
+        return torch.device("cpu")
+    device = torch.device(name if name != "auto" else "cuda")
+    return device if device.index is not None else torch.device("cuda", torch.cuda.current_device())
 
 
 def device_name(device: torch.device) -> str:
@@ -52,6 +59,11 @@ def memory_mib(device: torch.device) -> dict[str, float]:
             "peak": torch.cuda.max_memory_allocated(device) / MIB,
         }
     return {"rss": process_rss_bytes() / MIB}
+
+
+def peak_mib(reading: dict[str, float]) -> float | None:
+    """The figure a run's "peak memory" means: the CUDA allocator's peak, or the process RSS on the CPU."""
+    return reading.get("peak", reading.get("rss"))
 
 
 @functools.lru_cache(maxsize=1)

@@ -89,15 +89,15 @@ def weights_checksum(model: nn.Module) -> str:
     return digest.hexdigest()[:16]
 
 
-def from_environment() -> Distributed:
-    """Join the process group torchrun set up in the environment (a single process when there is none)."""
+def from_environment(cuda: bool) -> Distributed:
+    """Join the process group torchrun set up in the environment (a single process when there is none):
+    nccl when the run trains on GPUs (each rank on GPU `LOCAL_RANK`), gloo when it trains on the CPU."""
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     if world_size <= 1:
         return Distributed()
     import torch.distributed as dist
 
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    cuda = torch.cuda.is_available()
     backend = "nccl" if cuda else "gloo"
     if cuda:
         torch.cuda.set_device(local_rank)
@@ -139,8 +139,9 @@ def check_launch(launch: Launch, batch_size: int, device: str) -> None:
     if not 0 <= launch.node_rank < launch.nnodes:
         raise LaunchError(f"--node-rank {launch.node_rank} is outside 0…{launch.nnodes - 1} for {launch.nnodes} "
                           f"node(s)")
-    on_cuda = device != "cpu" and torch.cuda.is_available()
-    if on_cuda and launch.nproc_per_node > torch.cuda.device_count():
+    from .devices import uses_cuda
+
+    if uses_cuda(device) and launch.nproc_per_node > torch.cuda.device_count():
         raise LaunchError(f"{launch.nproc_per_node} processes were asked for but this machine has "
                           f"{torch.cuda.device_count()} CUDA device(s); with nccl each process needs its own GPU",
                           f"use --nproc-per-node {torch.cuda.device_count()} or fewer (or --device cpu for gloo)")

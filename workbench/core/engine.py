@@ -62,13 +62,12 @@ class _Session:
 @dataclass
 class _Totals:
     steps: int = 0
-    samples: int = 0
     steady_samples: int = 0
     steady_seconds: float = 0.0
     compile_seconds: float = 0.0
     epoch_loss_sum: float = 0.0
     epoch_steps: int = 0
-    best_val_accuracy: float = 0.0
+    best_val_accuracy: float | None = None  # None until an epoch has been validated
     first_loss: float | None = None
     epochs_ended: int = 0  # epochs that were validated (EpochEnd emitted); a max_steps cut may end one early
     last_epoch: dict = field(default_factory=dict)
@@ -168,7 +167,7 @@ class Trainer:
             val_seconds = time.perf_counter() - val_started
             val_loss, val_accuracy = metrics
             train_loss = totals.epoch_loss_sum / totals.epoch_steps
-            totals.best_val_accuracy = max(totals.best_val_accuracy, val_accuracy)
+            totals.best_val_accuracy = max(totals.best_val_accuracy or 0.0, val_accuracy)
             totals.last_epoch = {"train_loss": train_loss, "val_loss": val_loss, "val_accuracy": val_accuracy}
             emit(EpochEnd(epoch=epoch, train_loss=train_loss, val_loss=val_loss, val_accuracy=val_accuracy,
                           seconds=time.perf_counter() - started, val_seconds=val_seconds,
@@ -315,9 +314,8 @@ class Trainer:
         if not compiling:
             totals.steady_samples += samples
             totals.steady_seconds += seconds
-        totals.samples += samples
         memory = devices.memory_mib(device)
-        totals.peak_memory_mib = max(totals.peak_memory_mib, memory.get("peak", memory.get("rss", 0.0)))
+        totals.peak_memory_mib = max(totals.peak_memory_mib, devices.peak_mib(memory) or 0.0)
         first_step = totals.steps - n + 1
         if totals.first_loss is None:
             totals.first_loss = losses[0]

@@ -92,6 +92,9 @@ def build_model(spec: str, *, input_dim: int, hidden_dim: int, output_dim: int, 
                              f"{type(exc).__name__}: {exc}") from None
 
 
+_LOADED: dict[tuple[str, int], object] = {}  # (file, mtime) → its module: a user's file runs once, not per build
+
+
 def load_model_class(spec: str) -> type[nn.Module]:
     path_text, sep, name = spec.rpartition(":")
     if not sep or not path_text or not name:
@@ -99,6 +102,16 @@ def load_model_class(spec: str) -> type[nn.Module]:
     path = Path(path_text).expanduser()
     if not path.is_file():
         raise ModelSpecError(f"model file '{path}' does not exist")
+    key = (str(path.resolve()), path.stat().st_mtime_ns)
+    module = _LOADED.get(key) or _import_file(path)
+    _LOADED[key] = module
+    cls = getattr(module, name, None)
+    if not (inspect.isclass(cls) and issubclass(cls, nn.Module)):
+        raise ModelSpecError(f"'{path}' has no nn.Module class named '{name}'")
+    return cls
+
+
+def _import_file(path: Path):
     module_name = f"workbench_user_model_{abs(hash(str(path.resolve())))}"
     module_spec = importlib.util.spec_from_file_location(module_name, path)
     if module_spec is None or module_spec.loader is None:
@@ -110,7 +123,4 @@ def load_model_class(spec: str) -> type[nn.Module]:
     except Exception as exc:  # the user's file: report, do not crash
         sys.modules.pop(module_name, None)
         raise ModelSpecError(f"could not import '{path}': {type(exc).__name__}: {exc}") from exc
-    cls = getattr(module, name, None)
-    if not (inspect.isclass(cls) and issubclass(cls, nn.Module)):
-        raise ModelSpecError(f"'{path}' has no nn.Module class named '{name}'")
-    return cls
+    return module

@@ -23,10 +23,12 @@ from typing import Any, Iterable
 import numpy as np
 import torch
 
-from .checkpoint import UntrustedModelCode, load, write_text_atomic
+from .atomic import write_text_atomic
+from .checkpoint import UntrustedModelCode, load
 from .config import TrainConfig
 from .curves import Curves, curves_from_events, differing_settings, run_label
 from .data import load_split
+from .devices import peak_mib
 from .engine import evaluate_split
 from .errors import WorkbenchError, first_line
 from .events import CompileReport, EpochEnd, Notice, RunFailed, Step
@@ -95,7 +97,7 @@ def write_report(store: RunStore, run_ids: list[int], out: Path) -> tuple[Path, 
     evaluations: dict[int, Evaluation | None] = {}
     reasons: dict[int, str] = {}
     for record in records:
-        evaluations[record.id], reasons[record.id] = _evaluate(record)
+        evaluations[record.id], reasons[record.id] = evaluate_run(record)
     text, data = build_report(records, evaluations, reasons=reasons)
     _write_pair(out, text, json_path, json.dumps(data, indent=2, allow_nan=False))
     return out, json_path
@@ -131,11 +133,6 @@ def build_report(records: list[RunRecord], evaluations: dict[int, Evaluation | N
     return _page(title, sections), _clean(data)
 
 
-def evaluate_run(record: RunRecord) -> Evaluation | None:
-    """The run's checkpoint evaluated on its validation split, or None when there is none to evaluate."""
-    return _evaluate(record)[0]
-
-
 # -- writing ----------------------------------------------------------------------------------------------------
 def _write_pair(html_path: Path, html_text: str, json_path: Path, json_text: str) -> None:
     try:
@@ -157,8 +154,9 @@ def _write_error(path: Path, exc: OSError) -> ReportError:
 
 
 # -- evaluation -------------------------------------------------------------------------------------------------
-def _evaluate(record: RunRecord) -> tuple[Evaluation | None, str]:
-    """(evaluation, "") or (None, why not, in words). Never raises: a report is still useful without it."""
+def evaluate_run(record: RunRecord) -> tuple[Evaluation | None, str]:
+    """The run's checkpoint evaluated on its validation split: (evaluation, "") or (None, why not, in words).
+    Never raises: a report is still useful without it."""
     if not record.checkpoint or not Path(record.checkpoint).is_file():
         return None, _missing_reason(record)
     try:
@@ -254,7 +252,7 @@ def _last_compile_report(events: list) -> CompileReport | None:
 def _metrics(record: RunRecord, steps: list[Step], epochs: list[EpochEnd]) -> dict:
     """The final figures, from the run's row where it has them, else from its events (failed/interrupted runs)."""
     steady = [s for s in steps if not s.compiling]
-    peaks = [s.memory.get("peak", s.memory.get("rss")) for s in steps]
+    peaks = [peak_mib(s.memory) for s in steps]
     peaks = [p for p in peaks if isinstance(p, (int, float))]
     best = record.best_val_accuracy if record.best_val_accuracy is not None else (
         max((e.val_accuracy for e in epochs), default=None))

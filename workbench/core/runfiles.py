@@ -7,14 +7,13 @@ file; the checkpoint itself is written by the engine (checkpoint.save, also atom
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
-import tempfile
 from pathlib import Path
-
 from typing import Callable
 
-from .checkpoint import current_umask, write_text_atomic
+from .atomic import commit, temp_beside, write_text_atomic
 from .config import TrainConfig
 from .engine import StopFlag, Trainer
 from .errors import WorkbenchError
@@ -25,22 +24,20 @@ class RunWriter:
     def __init__(self, out_dir: Path):
         self.out_dir = Path(out_dir)
         try:
-            self.out_dir.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".events.jsonl.", suffix=".tmp", dir=self.out_dir)
+            fd, self._tmp = temp_beside(self.out_dir / "events.jsonl")
         except OSError as exc:
             raise WorkbenchError(f"cannot write to output folder '{out_dir}': {exc.strerror or exc}",
                                  "choose a folder you can write to with --out") from None
-        self._tmp = Path(tmp)
         self._fh = os.fdopen(fd, "w", encoding="utf-8")
         self._started: RunStarted | None = None
         self._epochs: list[dict] = []
 
-    def write(self, event: Event) -> None:
-        self._fh.write(to_json(event) + "\n")
+    def write(self, event: Event, line: str) -> None:
+        self._fh.write(line + "\n")
         if isinstance(event, RunStarted):
             self._started = event
         elif isinstance(event, EpochEnd):
-            self._epochs.append({k: v for k, v in json.loads(to_json(event)).items() if k != "type"})
+            self._epochs.append(dataclasses.asdict(event))
 
     def abort(self) -> None:
         """The process is being interrupted: leave no temp file behind."""
@@ -48,11 +45,8 @@ class RunWriter:
         self._tmp.unlink(missing_ok=True)
 
     def close(self, result: RunFinished | RunFailed) -> None:
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
         self._fh.close()
-        os.chmod(self._tmp, 0o666 & ~current_umask())  # mkstemp made it 0600
-        os.replace(self._tmp, self.out_dir / "events.jsonl")
+        commit(self._tmp, self.out_dir / "events.jsonl")
         if isinstance(result, RunFinished):
             summary = {
                 "config": self._started.config if self._started else None,
@@ -69,9 +63,11 @@ class RunWriter:
 
 def run_recorded(config: TrainConfig, out_dir: Path, *, sinks: tuple[Callable[[Event], None], ...] = (),
                  stop: StopFlag | None = None, db: str | Path | None = None, record: bool = True,
-                 trainer: Trainer | None = None) -> RunFinished | RunFailed:
+                 trainer: Trainer | None = None,
+                 line_sinks: tuple[Callable[[str], None], ...] = ()) -> RunFinished | RunFailed:
     """One run with everything a user expects kept: its files in `out_dir`, its history in the run database,
-    and every event passed on to `sinks` (a progress bar, the GUI). The CLI and the GUI both start runs here.
+    and every event passed on to `sinks` (a progress bar, the GUI) — or, as its JSON line, to `line_sinks` (a
+    child process's connection to its parent). The CLI, the GUI and the training child all start runs here.
 
     A run database that cannot be written (locked, read-only) never costs the run: a Notice says so."""
     from .runs import RunRecorder, RunStore, RunStoreError
@@ -90,16 +86,16 @@ def run_recorded(config: TrainConfig, out_dir: Path, *, sinks: tuple[Callable[[E
             note(exc)
 
     def emit(event: Event) -> None:
-        writer.write(event)
+        line = to_json(event)  # once per event: the file, the database and a parent process all take the line
+        writer.write(event, line)
         if recorder is not None:
-            recorder(event)
+            recorder(event, line)
         for sink in sinks:
             sink(event)
-        while notices:
-            notice = notices.pop(0)
-            writer.write(notice)
-            for sink in sinks:
-                sink(notice)
+        for sink in line_sinks:
+            sink(line)
+        while notices:  # a recording problem reported while handling this event
+            emit(notices.pop(0))
 
     engine = trainer or Trainer(out_dir=writer.out_dir)
     try:

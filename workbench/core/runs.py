@@ -109,6 +109,7 @@ class RunStore:
 
     def __init__(self, path: str | Path | None = None, *, recover: bool = True):
         self.path = Path(path) if path else default_db_path()
+        self.db: sqlite3.Connection | None = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
@@ -120,9 +121,13 @@ class RunStore:
             self._migrate()
             if recover:
                 self.mark_interrupted()
-        except sqlite3.DatabaseError as exc:
-            raise self._error(exc) from None
-        except OSError as exc:
+        except (sqlite3.DatabaseError, OSError, RunStoreError) as exc:
+            if self.db is not None:
+                self.db.close()
+            if isinstance(exc, RunStoreError):
+                raise
+            if isinstance(exc, sqlite3.DatabaseError):
+                raise self._error(exc) from None
             raise RunStoreError(f"cannot open the run database {self.path}: {exc.strerror or exc}",
                                 "check the folder's permissions, or point --db / WORKBENCH_DB elsewhere") from None
 
@@ -151,6 +156,12 @@ class RunStore:
     def close(self) -> None:
         self.db.close()
 
+    def __enter__(self) -> "RunStore":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
     # -- writing ----------------------------------------------------------------------------------------------
     def start_run(self, config: dict, out_dir: str | None = None) -> int:
         now = _now()
@@ -164,9 +175,12 @@ class RunStore:
             raise self._error(exc) from None
         return int(cursor.lastrowid)
 
-    def append_events(self, run_id: int, first_seq: int, events: list[Event], summary: dict | None = None) -> None:
-        """One transaction: the events and (optionally) an update of the run's row."""
-        rows = [(run_id, first_seq + i, type(e).__name__, to_json(e)) for i, e in enumerate(events)]
+    def append_events(self, run_id: int, first_seq: int, events: list[Event], summary: dict | None = None,
+                      lines: list[str] | None = None) -> None:
+        """One transaction: the events (with their JSON lines when the caller has them) and an update of the
+        run's row."""
+        lines = lines or [to_json(e) for e in events]
+        rows = [(run_id, first_seq + i, type(e).__name__, line) for i, (e, line) in enumerate(zip(events, lines))]
         try:
             self.db.execute("BEGIN IMMEDIATE")
             try:
@@ -260,17 +274,19 @@ class RunRecorder:
         self.interval = interval
         self.run_id: int | None = None
         self.pending: list[Event] = []
+        self.lines: list[str] = []
         self.seq = 0
         self.last_commit = time.monotonic()
         self.failed = False
 
-    def __call__(self, event: Event) -> None:
+    def __call__(self, event: Event, line: str | None = None) -> None:
         if self.failed:
             return
         if isinstance(event, RunStarted):
             if not self._guard(lambda: self._start(event)):
                 return
         self.pending.append(event)
+        self.lines.append(line if line is not None else to_json(event))
         if isinstance(event, (RunFinished, RunFailed)) or time.monotonic() - self.last_commit >= self.interval:
             self.flush(event)
 
@@ -280,9 +296,9 @@ class RunRecorder:
     def flush(self, last: Event | None = None) -> None:
         if self.run_id is None or not self.pending:
             return
-        batch, self.pending = self.pending, []
+        batch, lines, self.pending, self.lines = self.pending, self.lines, [], []
         summary = _summary(batch, last)
-        if self._guard(lambda: self.store.append_events(self.run_id, self.seq, batch, summary)):
+        if self._guard(lambda: self.store.append_events(self.run_id, self.seq, batch, summary, lines)):
             self.seq += len(batch)
         self.last_commit = time.monotonic()
 

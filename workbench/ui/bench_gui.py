@@ -110,7 +110,7 @@ def _run_gui_bench(tmp: Path, config: TrainConfig, pairs: int, compile_config: T
     if compile_config is not None:
         progress("compiling in the app (cold Inductor cache)…")
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(tmp / "inductor-cache")
-        window.host.set_in_process(window.host.in_process)  # restart the spare child with the cold cache
+        window.host.restart_spare()  # the pre-started child must inherit the empty cache
         window.setup.set_config(compile_config)
         measured = _app_run(window, compile_config, heartbeat)
         report["compile_run"] = {"config": compile_config.to_dict(), **measured}

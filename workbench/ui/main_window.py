@@ -11,7 +11,7 @@ from pathlib import Path
 import torch
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QHBoxLayout, QLabel, QMainWindow, QMessageBox,
+from PySide6.QtWidgets import (QDockWidget, QFileDialog, QHBoxLayout, QLabel, QMainWindow, QMessageBox,
                                QPushButton, QScrollArea, QStyle, QVBoxLayout, QWidget)
 
 from .. import appinfo
@@ -20,12 +20,13 @@ from ..core.config import TrainConfig
 from ..core.curves import curves_from_events, differing_settings, run_label
 from ..core.errors import WorkbenchError
 from ..core.events import Event, RunFailed, RunFinished, RunStarted, Step
-from ..core.progress import Progress
+from ..core.progress import Progress, failure_line
 from .panels.compile import CompilePanel
 from .panels.log import LogPanel
 from .panels.plots import PlotsPanel
 from .panels.predict import PredictPanel
 from .panels.runs import RunsPanel
+from .background import run_in_background, wait_for_background
 from .panels.setup import SetupPanel
 from .worker import WorkerHost
 
@@ -83,6 +84,7 @@ class Banner(QWidget):
 class MainWindow(QMainWindow):
     runFinished = Signal(object)  # for tests and scripts: the terminal event of each run
     explainFinished = Signal(object)
+    reportFinished = Signal(object)  # (html path, json path), or the exception that stopped the report
 
     def __init__(self, runs_dir: Path | None = None, db: Path | None = None, *, prestart: bool = True):
         super().__init__()
@@ -218,13 +220,17 @@ class MainWindow(QMainWindow):
             bar.addPermanentWidget(widget)
 
     # -- actions ------------------------------------------------------------------------------------------------
-    def train(self) -> None:
+    def _config_for(self, action: str) -> TrainConfig | None:
+        """The form's config, or None with the reason shown (the actions are disabled then, but shortcuts race)."""
         try:
-            config = self.setup.config()
+            return self.setup.config()
         except WorkbenchError as exc:
-            self.banner.show_message("error", f"Cannot start: {exc}")
-            return
-        if not self.host.train(config):
+            self.banner.show_message("error", f"Cannot {action}: {exc}")
+            return None
+
+    def train(self) -> None:
+        config = self._config_for("start")
+        if config is None or not self.host.train(config):
             return
         self.banner.hide()
         self._save_settings()
@@ -237,13 +243,9 @@ class MainWindow(QMainWindow):
             self.state_label.setText("Stopping after this step…")
 
     def explain(self) -> None:
-        try:
-            config = self.setup.config()
-        except WorkbenchError as exc:
-            self.banner.show_message("error", f"Cannot explain: {exc}")
+        config = self._config_for("explain")
+        if config is None:
             return
-        if config.backend == "eager":
-            config = config.replace(backend="inductor")  # explain is about compiling; eager has nothing to say
         if self.host.explain(config):
             self.state_label.setText("Explaining…")
             self.compile_panel.clear()
@@ -268,8 +270,7 @@ class MainWindow(QMainWindow):
         self.progress.update(result)
         self.state_label.setText(self.progress.describe())
         if isinstance(result, RunFailed):
-            self.banner.show_message("error", f"Run failed ({result.kind}): {result.message}"
-                                              + (f"\n{result.hint}" if result.hint else ""))
+            self.banner.show_message("error", failure_line(result, hint_separator="\n"))
         elif isinstance(result, RunFinished):
             path = result.metrics.get("checkpoint")
             if path:  # this run's own model file was imported to train it: trusted already
@@ -310,7 +311,7 @@ class MainWindow(QMainWindow):
             return
         self.plots.set_overlays([])
         self.plots.add_events(record.events)
-        self.compile_panel.add_events(record.events)
+        self.compile_panel.replay(record.events)
         self.plots.redraw()
         self.state_label.setText(f"Run #{record.id} ({record.status})")
         if record.checkpoint and Path(record.checkpoint).is_file():
@@ -390,23 +391,29 @@ class MainWindow(QMainWindow):
             self.export_report(path, ids)
 
     def export_report(self, path: str | Path, run_ids: list[int]) -> bool:
-        """A self-contained HTML report of the runs (and its JSON twin), written atomically by the core."""
+        """A self-contained HTML report of the runs (and its JSON twin), written atomically by the core on a
+        pool thread (it re-evaluates each checkpoint); reportFinished says how it went. False: nothing to do."""
         from ..core.report import write_report
+        from ..core.runs import RunStore
 
-        store = self.runs.store
-        if store is None or not run_ids:
+        if not run_ids:
             return False
-        self.state_label.setText("Writing the report…")
-        QApplication.setOverrideCursor(Qt.WaitCursor)
-        try:
-            html_path, json_path = write_report(store, run_ids, Path(path))
-        except WorkbenchError as exc:
-            self.banner.show_message("error", f"Could not write the report: {exc}")
-            return False
-        finally:
-            QApplication.restoreOverrideCursor()
+        db = self.runs.db
+
+        def write():
+            with RunStore(db, recover=False) as store:
+                return write_report(store, run_ids, Path(path))
+
+        def done(result) -> None:
             self.state_label.setText(self.progress.describe())
-        self.log.add("info", f"report written to {html_path} (+ {json_path.name})")
+            if isinstance(result, Exception):
+                self.banner.show_message("error", f"Could not write the report: {result}")
+            else:
+                self.log.add("info", f"report written to {result[0]} (+ {result[1].name})")
+            self.reportFinished.emit(result)
+
+        self.state_label.setText("Writing the report…")
+        run_in_background(write, done)
         return True
 
     def about_text(self) -> str:
@@ -482,4 +489,6 @@ class MainWindow(QMainWindow):
             QTimer.singleShot(0, self.close)  # still compiling: try again, never kill the thread mid-step
             event.ignore()
             return
+        wait_for_background()  # a report being written finishes its atomic write
+        self.runs.close_store()
         event.accept()

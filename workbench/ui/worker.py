@@ -23,6 +23,7 @@ from ..core.distributed import Launch, check_launch
 from ..core.config import TrainConfig
 from ..core.errors import WorkbenchError, first_line
 from ..core.events import CompileReport, Event, RunFailed, Step
+from ..core.runfiles import run_recorded
 
 FORWARD_INTERVAL = 1 / 30  # seconds between batches of events sent to the GUI
 
@@ -68,29 +69,32 @@ class TrainWorker(QObject):
 
     @Slot(object)
     def train(self, config: TrainConfig) -> None:
-        from ..core.runfiles import run_recorded
-
         forward = EventForwarder(self.events.emit)
         out_dir = (self.runs_dir or paths.runs_dir()) / datetime.now().strftime("%Y%m%d-%H%M%S-%f")
-        if self.processes > 1:
-            launch = Launch(nproc_per_node=self.processes)
-            try:
-                check_launch(launch, config.batch_size, config.device)
-                result = run_distributed(config, out_dir, launch, emit=forward, stop=self.stop_flag, db=self.db)
-            except WorkbenchError as exc:
-                result = RunFailed(kind=exc.kind, message=str(exc), hint=exc.hint)
-                forward(result)
-        elif self.in_process:
-            try:
-                result = run_recorded(config, out_dir, sinks=(forward,), stop=self.stop_flag, db=self.db)
-            except WorkbenchError as exc:  # the run folder could not be created: nothing was trained
-                result = RunFailed(kind="io", message=str(exc), hint=exc.hint)
-                forward(result)
-        else:
-            self.child = self.child or ChildProcess()
-            result = run_in_child(config, out_dir, emit=forward, stop=self.stop_flag, db=self.db, child=self.child)
+        try:
+            result = self._run(config, out_dir, forward)
+        except Exception as exc:  # whatever happens, the GUI hears that the run ended (and can start another)
+            result = RunFailed(kind="internal", message=f"{type(exc).__name__}: {first_line(exc)}",
+                               hint="this looks like a bug in Workbench; the log has details")
+            forward(result)
         forward.flush()
         self.runFinished.emit(result)
+
+    def _run(self, config: TrainConfig, out_dir: Path, forward: EventForwarder):
+        """The run's terminal event; a problem found before training starts becomes one too."""
+        try:
+            if self.processes > 1:
+                launch = Launch(nproc_per_node=self.processes)
+                check_launch(launch, config.batch_size, config.device)
+                return run_distributed(config, out_dir, launch, emit=forward, stop=self.stop_flag, db=self.db)
+            if self.in_process:
+                return run_recorded(config, out_dir, sinks=(forward,), stop=self.stop_flag, db=self.db)
+            self.child = self.child or ChildProcess()
+            return run_in_child(config, out_dir, emit=forward, stop=self.stop_flag, db=self.db, child=self.child)
+        except WorkbenchError as exc:  # e.g. a run folder that cannot be created: nothing was trained
+            result = RunFailed(kind=exc.kind, message=str(exc), hint=exc.hint)
+            forward(result)
+            return result
 
     @Slot(object)
     def explain(self, config: TrainConfig) -> None:
@@ -135,18 +139,31 @@ class WorkerHost(QObject):
         self.spare: ChildProcess | None = None
         self.thread: QThread | None = None
         self.worker: TrainWorker | None = None
+        self.closing = False
         self._prestart()
 
     def _prestart(self) -> None:
-        if self.prestart and not self.in_process and self.spare is None:
-            self.spare = ChildProcess()
+        if self.prestart and not self.in_process and self.spare is None and not self.closing:
+            try:
+                self.spare = ChildProcess()
+            except WorkbenchError:
+                self.spare = None  # the run will start one itself, and report why if it cannot
 
     def set_in_process(self, in_process: bool) -> None:
         self.in_process = in_process
-        if in_process and self.spare is not None:
+        if in_process:
+            self._drop_spare()
+        self._prestart()
+
+    def restart_spare(self) -> None:
+        """Replace the pre-started child, e.g. after the environment it should inherit has changed."""
+        self._drop_spare()
+        self._prestart()
+
+    def _drop_spare(self) -> None:
+        if self.spare is not None:
             self.spare.close()
             self.spare = None
-        self._prestart()
 
     @property
     def busy(self) -> bool:
@@ -190,12 +207,16 @@ class WorkerHost(QObject):
 
     @Slot(object)
     def _on_finished(self, result) -> None:
+        if self.closing:  # delivered after shutdown() waited for the thread: nobody is listening any more
+            return
         self._end_task()
         self._prestart()  # the next run starts warm
         self.runFinished.emit(result)
 
     @Slot(object)
     def _on_explained(self, report) -> None:
+        if self.closing:
+            return
         self._end_task()
         self.explained.emit(report)
 
@@ -213,9 +234,8 @@ class WorkerHost(QObject):
     def shutdown(self, grace_ms: int = 10_000) -> bool:
         """Stop any task and wait for its thread to end; a child that does not stop within `grace_ms` (it may be
         compiling) is terminated with its process group. True when no worker thread or child process is left."""
-        if self.spare is not None:
-            self.spare.close()
-            self.spare = None
+        self.closing = True
+        self._drop_spare()
         thread, worker = self.thread, self.worker
         if thread is None:
             return True

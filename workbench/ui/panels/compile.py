@@ -79,7 +79,7 @@ class CompilePanel(QWidget):
                 self.fields["compiled"].setText("no (eager)" if cfg["backend"] == "eager" else "compiling…")
             elif isinstance(event, CompileFinished):
                 self.fields["compiled"].setText("yes")
-                self.fields["seconds"].setText(f"{event.seconds:.2f} s (first step, forward + backward)")
+                self.fields["seconds"].setText(_compile_time(event.seconds))
             elif isinstance(event, CompileReport):
                 self.show_report(event)
             elif isinstance(event, (RunFinished, RunFailed)):
@@ -87,12 +87,18 @@ class CompilePanel(QWidget):
             elif isinstance(event, Notice) and event.level != "info" and "compile" in event.message:
                 self._note(f"⚠ {event.message}")
 
+    def replay(self, events: list[Event]) -> None:
+        """Show a recorded run, which is over even when its stream has no end (an interrupted run)."""
+        self.add_events(events)
+        self._in_run = False
+
     def clear(self) -> None:
         for label in self.fields.values():
             label.setText("—")
         self.table.setRowCount(0)
         self.notes.clear()
         self.breaks = ()
+        self._in_run = False
 
     def show_report(self, report: CompileReport) -> None:
         """A run's own report fills every field; an explain report during a run only adds graphs and breaks."""
@@ -106,7 +112,7 @@ class CompilePanel(QWidget):
         if report.source == "explain" and not self._in_run:
             self.fields["seconds"].setText(f"traced in {report.compile_seconds:.2f} s (explain)")
         elif report.compile_seconds:
-            self.fields["seconds"].setText(f"{report.compile_seconds:.2f} s (first step, forward + backward)")
+            self.fields["seconds"].setText(_compile_time(report.compile_seconds))
         self.fields["recompiles"].setText(str(len(report.recompiles)))
         self.breaks = report.breaks
         self.table.setRowCount(len(report.breaks))
@@ -131,6 +137,10 @@ class CompilePanel(QWidget):
     def show_break(self, row: int, _column: int = 0) -> None:
         if 0 <= row < len(self.breaks):
             BreakDialog(self.breaks[row], self).open()
+
+
+def _compile_time(seconds: float) -> str:
+    return f"{seconds:.2f} s (first step, forward + backward)"
 
 
 class BreakDialog(QDialog):

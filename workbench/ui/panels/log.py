@@ -7,7 +7,9 @@ from datetime import datetime
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QListWidget, QListWidgetItem
 
+from ...core.config import setup_label
 from ...core.events import EpochEnd, Event, Notice, RunFailed, RunFinished, RunStarted
+from ...core.progress import epoch_line, failure_line
 
 COLOURS = {"info": "#333333", "warning": "#b36b00", "error": "#b00020"}
 
@@ -32,15 +34,12 @@ class LogPanel(QListWidget):
                 self.add(event.level, event.message + (f" — {event.hint}" if event.hint else ""))
             elif isinstance(event, RunStarted):
                 cfg = event.config
-                self.add("info", f"run started on {event.device_name}: {cfg['dataset']} · {cfg['backend']}"
-                                 f"{' · ' + cfg['mode'] if cfg['backend'] == 'inductor' else ''} · AMP {cfg['amp']}"
+                self.add("info", f"run started on {event.device_name}: {cfg['dataset']} · {setup_label(cfg)}"
                                  f" · {event.train_size:,} training / {event.val_size:,} validation images")
             elif isinstance(event, EpochEnd):
-                self.add("info", f"epoch {event.epoch}: train loss {event.train_loss:.4f} · val loss "
-                                 f"{event.val_loss:.4f} · val accuracy {event.val_accuracy:.2%}")
+                self.add("info", epoch_line(event))
             elif isinstance(event, RunFinished):
                 state = "stopped" if event.stopped else "finished"
                 self.add("info", f"run {state} after {event.steps} steps in {event.seconds:.1f} s")
             elif isinstance(event, RunFailed):
-                self.add("error", f"run failed ({event.kind}): {event.message}"
-                                  + (f" — {event.hint}" if event.hint else ""))
+                self.add("error", failure_line(event))

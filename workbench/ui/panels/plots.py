@@ -17,7 +17,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
-from ...core.curves import SMOOTHING, Curves, smooth
+from ...core.curves import Curves, ema, smooth
 from ...core.events import CompileFinished, EpochEnd, Event, RunStarted, Step
 
 REDRAW_MS = 33  # fastest redraw interval (~30 Hz)
@@ -143,7 +143,7 @@ class PlotsPanel(QWidget):
     def _add_step(self, step: Step) -> None:
         self._last_step = step.step
         self.step_loss.append(step.step, step.loss)
-        self._ema = step.loss if self._ema is None else SMOOTHING * self._ema + (1 - SMOOTHING) * step.loss
+        self._ema = ema(self._ema, step.loss)
         self.smooth_loss.append(step.step, self._ema)
         if not step.compiling:  # the compiling step is marked, not plotted: it would squash the axis
             self.throughput.append(step.step, step.samples_per_s)

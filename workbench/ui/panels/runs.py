@@ -3,13 +3,17 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 from PySide6.QtCore import QItemSelectionModel, QSortFilterProxyModel, Qt, Signal
 from PySide6.QtGui import QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QMessageBox, QPushButton,
                                QTableView, QVBoxLayout, QWidget)
 
+from ...core.config import setup_label
 from ...core.errors import WorkbenchError
 from ...core.runs import RunRecord, RunStore
+from ..background import run_in_background
 
 COLUMNS = ("ID", "When (UTC)", "Dataset", "Backend · mode · AMP", "Epochs", "Best val", "Samples/s", "Status")
 SORT_ROLE = Qt.UserRole + 1
@@ -29,7 +33,9 @@ class RunsPanel(QWidget):
     def __init__(self, db=None, parent: QWidget | None = None):
         super().__init__(parent)
         self.db = db
-        self.store: RunStore | None = None
+        self.store: RunStore | None = None  # the run list (cheap queries, GUI thread)
+        self._loaded: dict[int, RunRecord] = {}  # ended runs with their events, read once
+        self._generation = 0
         self.model = QStandardItemModel(0, len(COLUMNS), self)
         self.model.setHorizontalHeaderLabels(list(COLUMNS))
         self.proxy = QSortFilterProxyModel(self)
@@ -89,7 +95,7 @@ class RunsPanel(QWidget):
                 _item(str(r.id), r.id),
                 _item(r.created[:19].replace("T", " ")),
                 _item(c["dataset"]),
-                _item(f"{c['backend']} · {c['mode']} · {c['amp']}"),
+                _item(setup_label(c)),
                 _item(str(c["epochs"]), c["epochs"]),
                 _item(f"{r.best_val_accuracy:.2%}" if r.best_val_accuracy is not None else "—",
                       r.best_val_accuracy or -1.0),
@@ -108,25 +114,45 @@ class RunsPanel(QWidget):
                 self.table.selectionModel().select(
                     self.proxy.index(row, 0), QItemSelectionModel.Select | QItemSelectionModel.Rows)
 
-    def _records(self, ids: list[int]) -> list[RunRecord]:
-        store = self._open_store()
-        if store is None:
-            return []
-        try:
-            return [store.get(run_id, with_events=True) for run_id in ids]
-        except WorkbenchError as exc:
-            self.message.setText(str(exc))
-            return []
+    def _with_records(self, ids: list[int], deliver: Callable[[list[RunRecord]], None]) -> None:
+        """Hand `deliver` the runs with their events. A run's events can be millions of rows, so they are read
+        on a pool thread (with its own connection) and ended runs are kept; only the latest request is
+        delivered, so quick clicks never show an older selection."""
+        self._generation += 1
+        generation = self._generation
+        missing = [run_id for run_id in ids if run_id not in self._loaded]
+
+        def read() -> list[RunRecord]:
+            with RunStore(self.db, recover=False) as store:
+                return [store.get(run_id, with_events=True) for run_id in missing]
+
+        def done(result) -> None:
+            if isinstance(result, Exception):
+                self.message.setText(f"Could not read the runs: {result}")
+                return
+            fresh = {record.id: record for record in result}
+            self._loaded.update({i: r for i, r in fresh.items() if r.status != "running"})  # ended: final
+            if generation == self._generation:
+                deliver([self._loaded.get(run_id) or fresh[run_id] for run_id in ids])
+
+        if missing:
+            run_in_background(read, done)
+        else:
+            done([])
 
     # -- actions ----------------------------------------------------------------------------------------------
     def _selection_changed(self, *_args) -> None:
         ids = self.selected_ids()
-        self.compareRequested.emit(self._records(ids) if len(ids) >= 2 else [])
+        if len(ids) >= 2:
+            self._with_records(ids, self.compareRequested.emit)
+        else:
+            self._generation += 1  # a comparison still loading is no longer wanted
+            self.compareRequested.emit([])
 
     def open_selected(self) -> None:
         ids = self.selected_ids()
         if len(ids) == 1:
-            self.openRequested.emit(self._records(ids)[0])
+            self._with_records(ids, lambda records: self.openRequested.emit(records[0]))
 
     def remove_selected(self) -> None:
         ids = self.selected_ids()
@@ -140,6 +166,12 @@ class RunsPanel(QWidget):
         try:
             for run_id in ids:
                 store.delete(run_id)
+                self._loaded.pop(run_id, None)
         except WorkbenchError as exc:
             self.message.setText(str(exc))
         self.refresh()
+
+    def close_store(self) -> None:
+        if self.store is not None:
+            self.store.close()
+            self.store = None

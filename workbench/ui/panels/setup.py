@@ -13,7 +13,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog
 import torch
 
 from ...core import devices
-from ...core.config import AMP_CHOICES, BACKENDS, MODES, OPTIMIZERS, TrainConfig
+from ...core.config import AMP_CHOICES, BACKENDS, MODES, OPTIMIZERS, ConfigError, TrainConfig
 from ...core.data import CATALOGUE
 from ...core.distributed import Launch, check_launch
 from ...core.errors import WorkbenchError
@@ -43,6 +43,18 @@ def _select(combo: QComboBox, value) -> None:
     index = combo.findData(value)
     if index >= 0:
         combo.setCurrentIndex(index)
+
+
+def _group(title: str, rows: list[tuple[str | None, QWidget | QHBoxLayout]]) -> QGroupBox:
+    """A titled form; a row without a label spans the width (check boxes)."""
+    box = QGroupBox(title)
+    form = QFormLayout(box)
+    for label, field in rows:
+        if label is None:
+            form.addRow(field)
+        else:
+            form.addRow(label, field)
+    return box
 
 
 def _spin(name: str, low: int, high: int, step: int = 1) -> QSpinBox:
@@ -104,34 +116,6 @@ class SetupPanel(QWidget):
         self.problem.setStyleSheet("color: #b00020;")
         self.problem.setTextInteractionFlags(Qt.TextSelectableByMouse)
 
-        data_box = QGroupBox("Data and model")
-        form = QFormLayout(data_box)
-        form.addRow("Dataset", self.dataset)
-        form.addRow("Data folder", root_row)
-        form.addRow("Model", self.model)
-        form.addRow("Device", self.device)
-        form.addRow("Hidden size", self.hidden)
-
-        train_box = QGroupBox("Training")
-        form = QFormLayout(train_box)
-        form.addRow("Epochs", self.epochs)
-        form.addRow("Batch size", self.batch)
-        form.addRow("Learning rate", self.lr)
-        form.addRow("Optimizer", self.optimizer)
-        form.addRow("Seed", self.seed)
-
-        compile_box = QGroupBox("Compile")
-        form = QFormLayout(compile_box)
-        form.addRow("Backend", self.backend)
-        form.addRow("Mode", self.mode)
-        form.addRow("Dynamic shapes", self.dynamic)
-        form.addRow(self.fullgraph)
-        form.addRow(self.fallback)
-
-        precision_box = QGroupBox("Precision")
-        form = QFormLayout(precision_box)
-        form.addRow("AMP", self.amp)
-
         self.runner = _combo("runnerCombo", [(False, "separate process (recommended)"),
                                              (True, "this process (for debugging)")])
         self.runner.setToolTip("A separate process keeps the window smooth and training at full speed; this "
@@ -142,13 +126,19 @@ class SetupPanel(QWidget):
                                   "torchrun (DDP: gloo on the CPU, one GPU each with nccl); the batch size is the "
                                   "global batch, split between them")
         self.processes.valueChanged.connect(self._processes_changed)
-        process_box = QGroupBox("Process")
-        form = QFormLayout(process_box)
-        form.addRow("Train in", self.runner)
-        form.addRow("Processes", self.processes)
+        boxes = (
+            _group("Data and model", [("Dataset", self.dataset), ("Data folder", root_row), ("Model", self.model),
+                                      ("Device", self.device), ("Hidden size", self.hidden)]),
+            _group("Training", [("Epochs", self.epochs), ("Batch size", self.batch), ("Learning rate", self.lr),
+                                ("Optimizer", self.optimizer), ("Seed", self.seed)]),
+            _group("Compile", [("Backend", self.backend), ("Mode", self.mode), ("Dynamic shapes", self.dynamic),
+                               (None, self.fullgraph), (None, self.fallback)]),
+            _group("Precision", [("AMP", self.amp)]),
+            _group("Process", [("Train in", self.runner), ("Processes", self.processes)]),
+        )
 
         layout = QVBoxLayout(self)
-        for box in (data_box, train_box, compile_box, precision_box, process_box):
+        for box in boxes:
             layout.addWidget(box)
         layout.addWidget(self.problem)
         layout.addStretch(1)
@@ -244,17 +234,17 @@ class SetupPanel(QWidget):
         self.changed.emit()
 
     def _update_availability(self) -> None:
-        device = devices.resolve_device(self.device.currentData() or "auto")
-        on_cuda = device.type == "cuda"
-        for backend, problem in devices.backend_availability(device).items():
+        """The core decides what this machine can run; the form only disables it and shows the core's reason."""
+        name = self.device.currentData() or "auto"
+        for backend, problem in devices.backend_availability(devices.resolve_device(name)).items():
             _enable_item(self.backend, self.backend.findData(backend), problem)
         inductor = self.backend.currentData() == "inductor"
         self.mode.setEnabled(inductor)
         self.mode.setToolTip("" if inductor else "Modes apply to the inductor backend only")
-        _enable_item(self.mode, self.mode.findData("reduce-overhead"),
-                     None if on_cuda else "reduce-overhead uses CUDA graphs and needs a CUDA device")
-        _enable_item(self.amp, self.amp.findData("fp16"),
-                     None if on_cuda else "fp16 autocast needs a CUDA device; on the CPU use bf16")
+        for mode in MODES:
+            _enable_item(self.mode, self.mode.findData(mode), _problem(device=name, backend="inductor", mode=mode))
+        for amp in AMP_CHOICES:
+            _enable_item(self.amp, self.amp.findData(amp), _problem(device=name, amp=amp))
         compiled = self.backend.currentData() != "eager"
         for widget in (self.fullgraph, self.dynamic, self.fallback):
             widget.setEnabled(compiled)
@@ -283,6 +273,15 @@ class SetupPanel(QWidget):
             _select(self.model, spec)
         else:
             _select(self.model, BUILTIN_MODEL)
+
+
+def _problem(**settings) -> str | None:
+    """Why the core would refuse these settings on this machine, in the core's own words; None if it would not."""
+    try:
+        TrainConfig(**settings).check_runnable(devices.cuda_available())
+    except ConfigError as exc:
+        return str(exc)
+    return None
 
 
 def _enable_item(combo: QComboBox, index: int, problem: str | None) -> None:

@@ -1,0 +1,51 @@
+"""Files written atomically: a temp file beside the target, renamed over it only when complete.
+
+Readers therefore see the old file or the new one, never half of one — also after a crash mid-write.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+
+def temp_beside(target: Path, suffix: str = "") -> tuple[int, Path]:
+    """An open descriptor and the path of a new hidden temp file in `target`'s folder (created if needed)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix + ".tmp", dir=target.parent)
+    return fd, Path(tmp)
+
+
+def commit(tmp: Path, target: Path) -> None:
+    """Flush `tmp` to disk, give it the user's usual mode (mkstemp makes 0600) and rename it over `target`."""
+    with open(tmp, "rb") as fh:
+        os.fsync(fh.fileno())
+    os.chmod(tmp, 0o666 & ~_umask())
+    os.replace(tmp, target)
+
+
+@contextmanager
+def atomic_path(target: str | Path, suffix: str = "") -> Iterator[Path]:
+    """Yield a temp path next to `target`; on success it replaces `target` in one rename, on error it vanishes."""
+    target = Path(target)
+    fd, tmp = temp_beside(target, suffix)
+    os.close(fd)
+    try:
+        yield tmp
+        commit(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_text_atomic(target: str | Path, text: str) -> None:
+    with atomic_path(target) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
