@@ -243,7 +243,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     bar.close()
     if isinstance(result, RunFailed):
         code = EXIT_USAGE if result.kind in ("config", "data", "io") else EXIT_RUN_FAILED
-        return fail(failure_line(result, hint_separator=""), result.hint, code)
+        return fail(failure_line(result), code=code)
     m = result.metrics
     state = "stopped early" if result.stopped else "finished"
     accuracy = f"{m['val_accuracy']:.2%}" if "val_accuracy" in m else "— (no epoch was validated)"

@@ -100,6 +100,7 @@ def test_a_killed_rank_is_named_and_nothing_is_left(tmp_path):
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 3
     assert "rank 1 of 2 failed: killed by SIGKILL" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1 and err.count("the log has each rank's output") == 1
     assert marked_processes(mark) == []
 
 

@@ -277,6 +277,7 @@ def run_in_child(config, out_dir: Path, *, emit: Callable[[Event], None], stop: 
 
 _FAILURE_ENTRY = re.compile(  # one entry of torchrun's failure summary: "rank : 1 (local_rank: 1)  exitcode : -9 …"
     r"rank\s*:\s*(\d+)\s*\(local_rank[^)]*\)\s*exitcode\s*:\s*(-?\d+)[^\n]*?(?:\((SIG\w+)\))?\s*$", re.MULTILINE)
+_ROOT_CAUSE = "Root Cause (first observed failure)"
 _RANK_SAID = re.compile(r"^rank (\d+) failed \((\w+)\): (.*)$", re.MULTILINE)
 _SYMPTOMS = ("connection reset", "connection closed", "broken pipe", "timed out", "remote worker")
 
@@ -284,17 +285,27 @@ _SYMPTOMS = ("connection reset", "connection closed", "broken pipe", "timed out"
 def torchrun_culprit(stderr: str) -> tuple[int, str] | None:
     """(rank, what happened) of the rank that caused a torchrun failure, or None when it is not clear.
 
-    A rank killed by a signal is the cause; otherwise a rank that reported a failure of its own (not merely that a
-    peer vanished — the symptom every other rank then sees)."""
+    In order: a rank killed by a signal from outside (SIGTERM is not one: torchrun sends it to every surviving
+    rank once one has failed); a rank that reported a failure of its own (not merely that a peer vanished — the
+    symptom every other rank then sees); torchrun's own "root cause" entry (its first observed failure)."""
     said = {int(m.group(1)): f"{m.group(2)}: {m.group(3).strip()}" for m in _RANK_SAID.finditer(stderr)}
-    for match in _FAILURE_ENTRY.finditer(stderr):
-        rank, code, signal_name = int(match.group(1)), int(match.group(2)), match.group(3)
-        if code < 0:
-            name = signal_name or f"signal {-code}"
-            return rank, f"killed by {name}" + (f" (its last message: {said[rank]})" if rank in said else "")
+    entries = [(int(m.group(1)), int(m.group(2)), m.group(3), stderr.rfind(_ROOT_CAUSE, 0, m.start()) >= 0)
+               for m in _FAILURE_ENTRY.finditer(stderr)]
+
+    def killed(rank: int, code: int, signal_name: str | None) -> str:
+        return f"killed by {signal_name or f'signal {-code}'}" + (
+            f" (its last message: {said[rank]})" if rank in said else "")
+
+    for rank, code, signal_name, _ in entries:
+        if code < 0 and signal_name != "SIGTERM" and code != -15:
+            return rank, killed(rank, code, signal_name)
     for rank, text in sorted(said.items()):
         if not any(symptom in text.lower() for symptom in _SYMPTOMS):
             return rank, text
+    for rank, code, signal_name, root in entries:
+        if root:
+            return rank, killed(rank, code, signal_name) if code < 0 else (
+                said.get(rank) or f"exited with code {code}")
     return None
 
 
