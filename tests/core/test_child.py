@@ -44,3 +44,8 @@ def test_a_root_cause_terminated_from_outside_is_named_as_such():
 
 def test_no_summary_means_no_culprit():
     assert torchrun_culprit("W1129 some warning\nTraceback (most recent call last):\n") is None
+
+
+def test_when_every_rank_was_killed_torchrun_s_root_cause_decides():
+    stderr = summary([entry(1, 0, "-9 (pid: 10)  (SIGKILL)")], entry(0, 1, "-9 (pid: 11)  (SIGKILL)"))
+    assert torchrun_culprit(stderr) == (1, "killed by SIGKILL")

@@ -289,8 +289,8 @@ def torchrun_culprit(stderr: str) -> tuple[int, str] | None:
     rank once one has failed); a rank that reported a failure of its own (not merely that a peer vanished — the
     symptom every other rank then sees); torchrun's own "root cause" entry (its first observed failure)."""
     said = {int(m.group(1)): f"{m.group(2)}: {m.group(3).strip()}" for m in _RANK_SAID.finditer(stderr)}
-    entries = [(int(m.group(1)), int(m.group(2)), m.group(3), stderr.rfind(_ROOT_CAUSE, 0, m.start()) >= 0)
-               for m in _FAILURE_ENTRY.finditer(stderr)]
+    entries = sorted(((int(m.group(1)), int(m.group(2)), m.group(3), stderr.rfind(_ROOT_CAUSE, 0, m.start()) >= 0)
+                      for m in _FAILURE_ENTRY.finditer(stderr)), key=lambda entry: not entry[3])  # root first
 
     def killed(rank: int, code: int, signal_name: str | None) -> str:
         return f"killed by {signal_name or f'signal {-code}'}" + (
