@@ -145,3 +145,15 @@ def test_from_json_bad_value_raises_config_error():
     with pytest.raises(ConfigError) as info:
         TrainConfig.from_json('{"batch_size": 0}')
     assert info.value.field == "batch_size"
+
+
+@pytest.mark.parametrize("field, value", [("device", 5), ("device", None), ("data_root", 5), ("data_root", ["d"])])
+def test_wrong_types_from_a_config_file_are_config_errors(field, value):
+    with pytest.raises(ConfigError) as info:
+        TrainConfig.from_dict({field: value})
+    assert info.value.field == field
+
+
+def test_data_root_may_be_absent_or_a_path():
+    assert TrainConfig.from_dict({"data_root": None}).data_root is None
+    assert TrainConfig.from_dict({"data_root": "/data"}).data_root == "/data"

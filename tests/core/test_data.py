@@ -332,3 +332,43 @@ def test_large_imagefolder_loads_with_spawned_workers(tmp_path, samples_dir, mon
         for i in range(1001):  # 2002 files: above the threshold that turns on worker processes
             (tmp_path / cls / f"{i}.png").write_bytes(png)
     assert len(load_split("imagefolder", "train", str(tmp_path))) == 2002 - 200
+
+
+# -- train and val together ---------------------------------------------------------------------------------------
+def test_load_splits_reads_the_training_part_once(tmp_path, samples_dir, monkeypatch):
+    for cls in ("a", "b"):
+        (tmp_path / cls).mkdir()
+        for i in range(5):
+            (tmp_path / cls / f"{i}.png").write_bytes((samples_dir / "digit_0.png").read_bytes())
+    decoded = []
+    real = data._image_folder
+    monkeypatch.setattr(data, "_image_folder", lambda root: decoded.append(root) or real(root))
+    train, val = data.load_splits("imagefolder", str(tmp_path))
+    assert len(decoded) == 1  # one decode for both splits
+    for split, alone in ((train, load_split("imagefolder", "train", str(tmp_path))),
+                         (val, load_split("imagefolder", "val", str(tmp_path)))):
+        assert torch.equal(split.images, alone.images) and torch.equal(split.labels, alone.labels)
+
+
+def test_load_splits_of_the_sample_and_its_checks(tmp_path):
+    train, val = data.load_splits("mnist-sample")
+    assert (len(train), len(val)) == (4000, 1000)
+    with pytest.raises(DataError, match="--data-root"):
+        data.load_splits("imagefolder")
+    with pytest.raises(DataError, match="unknown dataset"):
+        data.load_splits("cifar")
+
+
+def test_check_classes_refuses_other_class_names():
+    data.check_classes(tuple("0123456789"), classes_of("mnist"), "mnist")
+    with pytest.raises(DataError, match=r"10 classes \(0, 1, 2, .*, …\) but imagefolder has 2 \(cat, dog\)"):
+        data.check_classes(tuple("0123456789"), ("cat", "dog"), "imagefolder")
+    with pytest.raises(DataError, match="fashion-mnist"):
+        data.check_classes(classes_of("mnist"), classes_of("fashion-mnist"), "fashion-mnist")
+
+
+def test_check_classes_of_idx_files_compares_only_how_many():
+    # IDX files hold numbered labels: a Fashion-MNIST model on Fashion-MNIST IDX files is fine, a 2-class one is not
+    data.check_classes(classes_of("fashion-mnist"), classes_of("idx"), "idx")
+    with pytest.raises(DataError, match="but idx has 10"):
+        data.check_classes(("cat", "dog"), classes_of("idx"), "idx")

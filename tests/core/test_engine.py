@@ -392,3 +392,118 @@ def test_bf16_on_cuda():
     events, result = run(SMALL.replace(device="cuda", amp="bf16", max_steps=10))
     assert isinstance(result, RunFinished)
     assert all(math.isfinite(s.loss) for s in steps(events))
+
+
+# -- review fixes -----------------------------------------------------------------------------------------------
+def test_user_model_ignoring_output_dim_is_a_model_failure(tmp_path):
+    path = tmp_path / "five.py"
+    path.write_text("from torch import nn\n\nclass Net(nn.Module):\n"
+                    "    def __init__(self, input_dim, hidden_dim, output_dim, dropout):\n"
+                    "        super().__init__()\n        self.fc = nn.Linear(input_dim, 5)\n\n"
+                    "    def forward(self, x):\n        return self.fc(x.flatten(1).float())\n")
+    events, result = run(SMALL.replace(model=f"{path}:Net"))
+    assert isinstance(result, RunFailed) and result.kind == "config"
+    assert "(32, 5)" in result.message and "(32, 10)" in result.message
+    assert "output_dim" in result.hint
+    assert not steps(events)
+
+
+def _compile_fails_at(monkeypatch, call: int) -> list[dict]:
+    """Make the compiled model 'fail to compile' at its `call`-th training step; record what each step saw."""
+    from torch._dynamo.exc import TorchDynamoException
+
+    from workbench.core import engine
+
+    real, seen = engine.train_step, []
+
+    def step(session, x, y, config, device):
+        seen.append({"compiled": session.compiled, "lr": session.optimizer.param_groups[0]["lr"],
+                     "scaler": session.scaler.state_dict() if session.scaler else None})
+        if session.compiled and len(seen) == call:
+            raise TorchDynamoException("injected compile failure")
+        return real(session, x, y, config, device)
+
+    monkeypatch.setattr(engine, "train_step", step)
+    return seen
+
+
+def test_step_that_failed_to_compile_stays_off_the_throughput(monkeypatch):
+    _compile_fails_at(monkeypatch, call=1)
+    events, result = run(SMALL.replace(backend="aot_eager", allow_eager_fallback=True, max_steps=4),
+                         flush_seconds=0)
+    assert isinstance(result, RunFinished) and result.metrics["backend_used"] == "eager"
+    assert [s.compiling for s in steps(events)] == [True, False, False, False]  # the failed compile's time is in 1
+    assert of(events, CompileStarted) and not of(events, CompileFinished)
+    assert result.metrics["compile_seconds"] == 0.0
+
+
+def test_fallback_to_eager_keeps_the_learning_rate(monkeypatch):
+    seen = _compile_fails_at(monkeypatch, call=3)
+    _, result = run(SMALL.replace(backend="aot_eager", allow_eager_fallback=True, max_steps=6))
+    assert isinstance(result, RunFinished) and result.metrics["backend_used"] == "eager"
+    assert [s["compiled"] for s in seen] == [True, True, True, False, False, False, False]
+    assert seen[2]["lr"] != seen[0]["lr"]  # the cosine schedule has moved on by step 3
+    assert seen[3]["lr"] == seen[2]["lr"]  # the eager retry of step 3 trains with step 3's learning rate
+
+
+@pytest.mark.cuda
+def test_fallback_to_eager_keeps_the_grad_scaler_state(monkeypatch):
+    seen = _compile_fails_at(monkeypatch, call=3)
+    _, result = run(SMALL.replace(device="cuda", amp="fp16", backend="aot_eager", allow_eager_fallback=True,
+                                  max_steps=6))
+    assert isinstance(result, RunFinished)
+    assert seen[2]["scaler"]["_growth_tracker"] > 0
+    assert seen[3]["scaler"] == seen[2]["scaler"]
+
+
+def test_evaluating_on_labels_the_model_has_no_output_for_is_a_data_error():
+    from workbench.core.data import DataError, Split
+    from workbench.core.engine import evaluate_split
+    from workbench.core.model import SandwichNet
+
+    images = torch.zeros(4, 28, 28, dtype=torch.uint8)
+    model = SandwichNet(hidden_dim=8, output_dim=3)
+    with pytest.raises(DataError, match=r"labels 0…5 but the model has 3 outputs"):
+        evaluate_split(model, Split(images, torch.tensor([0, 1, 2, 5])), SMALL, torch.device("cpu"))
+    with pytest.raises(DataError, match=r"labels -1…2"):
+        evaluate_split(model, Split(images, torch.tensor([0, 1, 2, -1])), SMALL, torch.device("cpu"))
+    result = evaluate_split(model, Split(images, torch.tensor([0, 1, 2, 2])), SMALL, torch.device("cpu"))
+    assert result.confusion().sum() == 4 and result.confusion().shape == (3, 3)
+
+
+def test_unwritable_checkpoint_still_finishes_the_run(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    events, result = run(SMALL.replace(max_steps=5), out_dir=blocker / "run")  # mkdir fails, even as root
+    assert isinstance(result, RunFinished) and result.steps == 5
+    assert "checkpoint" not in result.metrics and "val_accuracy" in result.metrics
+    errors = [n for n in of(events, Notice) if n.level == "error"]
+    assert len(errors) == 1 and str(blocker / "run" / "checkpoint.pt") in errors[0].message
+
+
+def test_processes_stop_together_when_any_one_is_asked_to(monkeypatch):
+    """Several processes fold their stop flags into the losses' all_reduce: a stop asked of another process
+    (simulated here) stops this one at the same read-back, though its own flag was never set."""
+    from workbench.core.distributed import Distributed
+
+    class TwoRanks(Distributed):
+        reads = 0
+
+        def wrap(self, model):
+            return model
+
+        def mean(self, tensor):
+            self.reads += 1
+            other = tensor.clone()
+            other[-1] = 1.0 if self.reads == 2 else 0.0  # the other rank is asked to stop before read-back 2
+            return (tensor + other) / 2
+
+        def sum(self, tensor):
+            return tensor * 2
+
+        def gather(self, value):
+            return [value, value]
+
+    events, result = run(SMALL.replace(max_steps=50), distributed=TwoRanks(rank=0, world_size=2))
+    assert isinstance(result, RunFinished) and result.stopped
+    assert result.steps == 2 * 10  # two blocks of DIST_FLUSH_STEPS

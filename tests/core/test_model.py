@@ -174,3 +174,56 @@ def test_user_class_with_wrong_constructor_raises_model_spec_error(tmp_path):
     '''))
     with pytest.raises(ModelSpecError):
         build_model(f"{path}:NoArgs", input_dim=784, hidden_dim=8, output_dim=10, dropout=0.0)
+
+
+# -- building from a config, and the output check -----------------------------------------------------------------
+def test_model_for_uses_the_configs_settings():
+    from workbench.core.config import TrainConfig
+    from workbench.core.model import model_for
+
+    model = model_for(TrainConfig(hidden_dim=12, dropout=0.3), output_dim=4)
+    assert model.core_block.fc1.out_features == 12 and model.core_block.fc2.out_features == 4
+    assert model.core_block.dropout.p == 0.3
+
+
+class _Noisy(nn.Module):
+    """Draws random numbers in forward() (as some users' models do) and returns `outputs` columns."""
+
+    def __init__(self, outputs: int):
+        super().__init__()
+        self.fc = nn.Linear(784, outputs)
+
+    def forward(self, x):
+        return self.fc(x.flatten(1).float()) + torch.randn(x.shape[0], 1)
+
+
+def test_check_outputs_leaves_the_random_stream_and_the_mode_alone():
+    from workbench.core.model import check_outputs
+
+    model = _Noisy(10).train()
+    torch.manual_seed(3)
+    check_outputs(model, _images(4), output_dim=10)
+    after_check = torch.rand(3)
+    torch.manual_seed(3)
+    assert torch.equal(torch.rand(3), after_check)
+    assert model.training
+
+
+@pytest.mark.parametrize("model, what", [(_Noisy(5), r"shape \(4, 5\)"), (SandwichNet(hidden_dim=8), "")])
+def test_check_outputs_names_the_wrong_shape(model, what):
+    from workbench.core.model import check_outputs
+
+    check_outputs(SandwichNet(hidden_dim=8), _images(4), output_dim=10)
+    with pytest.raises(ModelSpecError, match=what + r".*expected \(4, 3\)"):
+        check_outputs(model, _images(4), output_dim=3)
+
+
+def test_check_outputs_refuses_a_tuple():
+    from workbench.core.model import check_outputs
+
+    class Pair(_Noisy):
+        def forward(self, x):
+            return super().forward(x), None
+
+    with pytest.raises(ModelSpecError, match="returned a tuple"):
+        check_outputs(Pair(10), _images(4), output_dim=10)

@@ -17,7 +17,7 @@ from torch import nn
 from .atomic import atomic_path
 from .config import ConfigError, TrainConfig
 from .errors import WorkbenchError, first_line
-from .model import ModelSpecError, build_model
+from .model import ModelSpecError, model_for
 
 FORMAT = "workbench-checkpoint"
 FORMAT_VERSION = 1
@@ -25,6 +25,12 @@ FORMAT_VERSION = 1
 
 class CheckpointError(WorkbenchError):
     """A file that is not a usable Workbench checkpoint; the message says why."""
+
+
+class CheckpointWriteError(WorkbenchError):
+    """A checkpoint that could not be written (disk full, folder removed or read-only): the path and the reason."""
+
+    kind = "io"
 
 
 @dataclass(frozen=True)
@@ -37,8 +43,7 @@ class Checkpoint:
 
     def build_model(self, device: torch.device | str = "cpu") -> nn.Module:
         """The trained network in eval mode (eager: safe to call from any thread)."""
-        model = build_model(self.config.model, input_dim=784, hidden_dim=self.config.hidden_dim,
-                            output_dim=len(self.classes), dropout=self.config.dropout)
+        model = model_for(self.config, len(self.classes))
         try:
             model.load_state_dict(self.state_dict)
         except (RuntimeError, TypeError, KeyError) as exc:
@@ -81,10 +86,15 @@ def save(path: str | Path, model: nn.Module, config: TrainConfig, *, metrics: di
         "classes": list(classes),
     }
     path = Path(path)
-    with atomic_path(path) as tmp:
-        torch.save(payload, tmp)
-    with atomic_path(path.with_suffix(".safetensors")) as tmp:
-        save_file(state, str(tmp), metadata={"format": FORMAT, "config": config.to_json()})
+    try:
+        with atomic_path(path) as tmp:
+            torch.save(payload, tmp)
+        with atomic_path(path.with_suffix(".safetensors")) as tmp:
+            save_file(state, str(tmp), metadata={"format": FORMAT, "config": config.to_json()})
+    except (OSError, RuntimeError) as exc:  # torch's zip writer reports a failed write (a full disk) as RuntimeError
+        reason = getattr(exc, "strerror", None) or first_line(exc)
+        raise CheckpointWriteError(f"could not write the checkpoint {path}: {reason}",
+                                   "free some disk space or choose another output folder") from None
     return path
 
 

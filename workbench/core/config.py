@@ -77,7 +77,10 @@ class TrainConfig:
         if not self.dataset.strip():
             raise ConfigError("dataset", "must not be empty",
                               "mnist-sample, mnist, fashion-mnist, kmnist, idx, imagefolder")
+        if self.data_root is not None:
+            _check_type(self, "data_root", str)
         _check_type(self, "model", str)
+        _check_type(self, "device", str)
         _check_int(self, "epochs", 1, 100_000)
         _check_int(self, "batch_size", 1, 1 << 20)
         _check_int(self, "seed", 0, 2**32 - 1)

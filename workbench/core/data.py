@@ -15,7 +15,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 import torch
@@ -86,11 +86,40 @@ def load_split(name: str, split: str, data_root: str | None = None) -> Split:
     root = _checked_root(info, data_root)
     if name == "mnist-sample":
         return _mnist_sample(split)
-    if name == "imagefolder":
-        return _with_holdout(split, lambda which: _image_folder(root) if which == "train" else None, name)
-    if name == "idx":
-        return _with_holdout(split, lambda which: _idx_folder(root, which), name)
-    return _with_holdout(split, lambda which: _torchvision(name, root, which), name)
+    read = _reader(name, root)
+    if split == "test":
+        test = read("test")
+        if test is None:
+            raise DataError(f"{name} has no test split here (use --split val)")
+        return test
+    train, val = _hold_out(read("train"), name)
+    return train if split == "train" else val
+
+
+def load_splits(name: str, data_root: str | None = None) -> tuple[Split, Split]:
+    """The train and val splits together: a run needs both, and both come from one read (and, for an image
+    folder, one decode) of the training part."""
+    root = _checked_root(dataset_info(name), data_root)
+    if name == "mnist-sample":
+        return _mnist_sample("train"), _mnist_sample("val")
+    return _hold_out(_reader(name, root)("train"), name)
+
+
+def check_classes(model_classes: tuple[str, ...], dataset_classes: tuple[str, ...], dataset: str) -> None:
+    """Refuse to score a model on a dataset whose classes are not the ones it was trained on: label i would be
+    compared with the model's class i, and the accuracy and confusion matrix would be silently wrong. IDX files
+    carry numbered labels only (any MNIST-format set): there only the number of classes can be compared."""
+    same = (len(model_classes) == len(dataset_classes) if dataset == "idx"
+            else tuple(model_classes) == tuple(dataset_classes))
+    if not same:
+        raise DataError(
+            f"the model was trained on {len(model_classes)} classes ({_names(model_classes)}) but {dataset} has "
+            f"{len(dataset_classes)} ({_names(dataset_classes)})",
+            "evaluate on the dataset the model was trained on, or one with the same class folders")
+
+
+def _names(classes: tuple[str, ...], shown: int = 8) -> str:
+    return ", ".join(classes[:shown]) + (", …" if len(classes) > shown else "")
 
 
 def classes_of(name: str, data_root: str | None = None) -> tuple[str, ...]:
@@ -236,19 +265,22 @@ class _DecodedImages(torch.utils.data.Dataset):
 
 
 # -- splitting --------------------------------------------------------------------------------------------------
-def _with_holdout(split: str, read, name: str) -> Split:
-    """train/val come from the training part with a fixed-seed hold-out; test is the dataset's own test part."""
-    if split == "test":
-        test = read("test")
-        if test is None:
-            raise DataError(f"{name} has no test split here (use --split val)")
-        return test
-    full = read("train")
+def _reader(name: str, root: Path | None) -> Callable[[str], Split | None]:
+    """`read("train")` / `read("test")`: a dataset's own parts (None for a part it does not have)."""
+    if name == "imagefolder":
+        return lambda which: _image_folder(root) if which == "train" else None
+    if name == "idx":
+        return lambda which: _idx_folder(root, which)
+    return lambda which: _torchvision(name, root, which)
+
+
+def _hold_out(full: Split | None, name: str) -> tuple[Split, Split]:
+    """(train, val) from a dataset's training part: a fixed-seed hold-out, the same images in every run."""
     if full is None:
         raise DataError(f"{name} has no training split here (found only a test split)")
     order = torch.randperm(len(full), generator=torch.Generator().manual_seed(SPLIT_SEED))
     n_val = max(1, int(len(full) * VAL_FRACTION))
-    return full.subset(order[:n_val] if split == "val" else order[n_val:])
+    return full.subset(order[n_val:]), full.subset(order[:n_val])
 
 
 def _checked_root(info: DatasetInfo, data_root: str | None) -> Path | None:

@@ -11,7 +11,7 @@ import sys
 import torch
 
 from .. import appinfo
-from .config import BACKENDS, CUDA_ONLY_BACKENDS
+from .config import BACKENDS, CUDA_ONLY_BACKENDS, ConfigError
 
 MIB = 1024 * 1024
 
@@ -31,7 +31,13 @@ def resolve_device(name: str) -> torch.device:
     if not uses_cuda(name):
         return torch.device("cpu")
     device = torch.device(name if name != "auto" else "cuda")
-    return device if device.index is not None else torch.device("cuda", torch.cuda.current_device())
+    if device.index is None:
+        return torch.device("cuda", torch.cuda.current_device())
+    count = torch.cuda.device_count()
+    if device.index >= count:  # else torch.cuda.set_device fails later with "invalid device ordinal"
+        raise ConfigError("device", f"'{name}' was asked for but this machine has {count} CUDA device(s)",
+                          ", ".join(["auto", "cpu", *(f"cuda:{i}" for i in range(count))]))
+    return device
 
 
 def device_name(device: torch.device) -> str:

@@ -29,7 +29,6 @@ class Distributed:
     rank: int = 0
     world_size: int = 1
     local_rank: int = 0
-    backend: str = ""
 
     @property
     def is_main(self) -> bool:
@@ -64,12 +63,6 @@ class Distributed:
         dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
         return tensor
 
-    def any(self, flag: bool, device: torch.device) -> bool:
-        """True on every process if it is True on any: how all ranks agree to stop at the same step."""
-        if not self.active:
-            return flag
-        return bool(self.sum(torch.tensor([1.0 if flag else 0.0], device=device)).item() > 0)
-
     def gather(self, value) -> list:
         if not self.active:
             return [value]
@@ -85,7 +78,8 @@ def weights_checksum(model: nn.Module) -> str:
     digest = hashlib.sha256()
     for name, tensor in sorted(model.state_dict().items()):
         digest.update(name.encode())
-        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+        # The raw bytes, whatever the dtype: numpy has no bfloat16.
+        digest.update(tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
     return digest.hexdigest()[:16]
 
 
@@ -103,8 +97,7 @@ def from_environment(cuda: bool) -> Distributed:
         torch.cuda.set_device(local_rank)
     if not dist.is_initialized():
         dist.init_process_group(backend=backend)
-    return Distributed(rank=dist.get_rank(), world_size=dist.get_world_size(), local_rank=local_rank,
-                       backend=backend)
+    return Distributed(rank=dist.get_rank(), world_size=dist.get_world_size(), local_rank=local_rank)
 
 
 def shutdown() -> None:
@@ -163,9 +156,12 @@ def _is_local(address: str) -> bool:
 
 
 def port_free(address: str, port: int) -> bool:
+    """Whether `port` can be bound on `address` (IPv4 or IPv6, e.g. ::1)."""
+    host = address if address != "localhost" else "127.0.0.1"
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
     try:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-            probe.bind((address if address != "localhost" else "127.0.0.1", port))
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.bind((host, port))
         return True
     except OSError:
         return False
@@ -174,10 +170,10 @@ def port_free(address: str, port: int) -> bool:
 def launch_command(launch: Launch) -> list[str]:
     """torchrun (python -m torch.distributed.run) starting the training child on every local rank. A frozen app
     runs itself as torchrun, and torchrun runs it again (without Python) as each rank."""
-    from .child import child_command, frozen
+    from .child import TORCHRUN_FLAG, child_command, frozen
 
     if frozen():
-        command = [sys.executable, "--workbench-torchrun", f"--nproc-per-node={launch.nproc_per_node}"]
+        command = [sys.executable, TORCHRUN_FLAG, f"--nproc-per-node={launch.nproc_per_node}"]
     else:
         command = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={launch.nproc_per_node}"]
     if launch.nnodes == 1 and launch.master_port is None:

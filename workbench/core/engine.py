@@ -25,13 +25,13 @@ from torch.nn import functional as F
 
 from . import checkpoint, devices
 from .config import ConfigError, TrainConfig
-from .data import DeviceBatches, Split, classes_of, load_split
+from .data import DataError, DeviceBatches, Split, classes_of, load_splits
 from .distributed import Distributed, weights_checksum
 from .errors import WorkbenchError, first_line
 from .events import (CompileFinished, CompileReport, CompileStarted, Emit, EpochEnd, GraphBreak, Notice,
                      RunFailed, RunFinished, RunStarted, Step)
 from .inspect import RunCompileLog, explain_model
-from .model import build_model
+from .model import check_outputs, model_for
 
 FLUSH_SECONDS = 0.05  # how often losses are read back from the device (and Step events go out)
 DIST_FLUSH_STEPS = 10  # multi-process: read back every N steps, the same step on every rank (a collective)
@@ -56,6 +56,7 @@ class _Session:
     optimizer: torch.optim.Optimizer
     scaler: torch.amp.GradScaler | None
     compiled: bool
+    autocast: contextlib.AbstractContextManager  # built once, entered every step (torch.autocast is reusable)
     scheduler: torch.optim.lr_scheduler.LRScheduler | None = None
 
 
@@ -122,8 +123,7 @@ class Trainer:
         if device.type == "cuda":
             torch.cuda.set_device(device)
             torch.cuda.reset_peak_memory_stats(device)
-        train_split = load_split(config.dataset, "train", config.data_root)
-        val_split = load_split(config.dataset, "val", config.data_root)
+        train_split, val_split = load_splits(config.dataset, config.data_root)
         classes = classes_of(config.dataset, config.data_root)
         _configure_dynamo()
 
@@ -147,18 +147,19 @@ class Trainer:
         self._output_dim = len(classes)
         self._total_steps = total_steps
         self._warnings: list[str] = []
-        model = self._build(config).to(device)
-        report, session = self._prepare(config, model, device, batches, emit)
+        model = model_for(config, self._output_dim).to(device)
+        example = next(batches.epoch(0))[0]
+        check_outputs(model, example, self._output_dim)
+        report, session = self._prepare(config, model, device, example, emit)
         log = RunCompileLog()
         totals = _Totals()
         val_batches = DeviceBatches(val_split, EVAL_BATCH, device, shuffle=False, drop_last=False,
                                     rank=self.dist.rank, world_size=world)
         stopped = False
-        epoch = 0
         for epoch in range(1, config.epochs + 1):
             session, stopped = self._train_epoch(config, session, batches, epoch, emit, stop, totals, report,
                                                  device)
-            if stopped or totals.epoch_steps == 0:
+            if stopped:
                 break
             val_started = time.perf_counter()
             session, metrics = self._with_fallback(config, session, report, emit,
@@ -193,20 +194,19 @@ class Trainer:
                 emit(Notice("warning", "the model replicas of the processes ended with different weights",
                             "this should not happen with DDP; please report it with the run's events"))
         if self.out_dir is not None and self.dist.is_main and totals.steps > 0:
-            metrics["checkpoint"] = str(checkpoint.save(
-                self.out_dir / "checkpoint.pt", session.model, config, metrics=metrics,
-                versions=devices.versions(), classes=classes))
+            try:
+                metrics["checkpoint"] = str(checkpoint.save(
+                    self.out_dir / "checkpoint.pt", session.model, config, metrics=metrics,
+                    versions=devices.versions(), classes=classes))
+            except checkpoint.CheckpointWriteError as exc:  # the run itself finished: report it, keep its figures
+                emit(Notice("error", str(exc), exc.hint))
         finished = RunFinished(steps=totals.steps, epochs=metrics["epochs_completed"],
                                seconds=time.perf_counter() - started, stopped=stopped, metrics=metrics)
         emit(finished)
         return finished
 
     # -- setup --------------------------------------------------------------------------------------------------
-    def _build(self, config: TrainConfig) -> nn.Module:
-        return build_model(config.model, input_dim=784, hidden_dim=config.hidden_dim, output_dim=self._output_dim,
-                           dropout=config.dropout)
-
-    def _prepare(self, config: TrainConfig, model: nn.Module, device: torch.device, batches: DeviceBatches,
+    def _prepare(self, config: TrainConfig, model: nn.Module, device: torch.device, example: torch.Tensor,
                  emit: Emit) -> tuple[CompileReport | None, _Session]:
         """Explain (before anything is compiled: explain resets Dynamo), then compile in place."""
         if not config.compiled:
@@ -215,7 +215,6 @@ class Trainer:
         if problem:
             self._compile_failed(config, emit, problem)
             return _empty_report(config, problem), self._session(config, model, compiled=False)
-        example = next(batches.epoch(0))[0]
         try:
             with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
                 report = explain_model(model, example, config)  # must not shift the run's random stream
@@ -234,21 +233,26 @@ class Trainer:
         return report, self._session(config, model, compiled=True)
 
     def _session(self, config: TrainConfig, model: nn.Module, *, compiled: bool,
-                 optimizer_state: dict | None = None, scheduler_state: dict | None = None) -> _Session:
+                 carried: _Session | None = None) -> _Session:
+        """Optimizer, schedule and scaler for `model`; with `carried`, continuing from that session's state."""
         if config.optimizer == "adamw":
             optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
         else:
             optimizer = torch.optim.SGD(model.parameters(), lr=config.lr, momentum=0.9,
                                         weight_decay=config.weight_decay)
-        if optimizer_state is not None:
-            optimizer.load_state_dict(optimizer_state)
+        # The schedule first: building LambdaLR sets the learning rate to the first step's, which the carried
+        # optimizer state (its learning rate included) must then overwrite.
         scheduler = lr_schedule(optimizer, config, self._total_steps)
-        if scheduler_state is not None and scheduler is not None:
-            scheduler.load_state_dict(scheduler_state)
-        device_type = next(model.parameters()).device.type
-        scaler = torch.amp.GradScaler(device_type) if config.amp == "fp16" else None
+        device = next(model.parameters()).device
+        scaler = torch.amp.GradScaler(device.type) if config.amp == "fp16" else None
+        if carried is not None:
+            optimizer.load_state_dict(carried.optimizer.state_dict())
+            if scheduler is not None and carried.scheduler is not None:
+                scheduler.load_state_dict(carried.scheduler.state_dict())
+            if scaler is not None and carried.scaler is not None:
+                scaler.load_state_dict(carried.scaler.state_dict())
         return _Session(model=model, train_model=self.dist.wrap(model), optimizer=optimizer, scaler=scaler,
-                        compiled=compiled, scheduler=scheduler)
+                        compiled=compiled, scheduler=scheduler, autocast=autocast_context(config, device))
 
     # -- training -----------------------------------------------------------------------------------------------
     def _train_epoch(self, config: TrainConfig, session: _Session, batches: DeviceBatches, epoch: int, emit: Emit,
@@ -266,13 +270,14 @@ class Trainer:
             if not together and stop.is_set():
                 self._flush(pending, ends, block_start, config, epoch, emit, totals, device, compiling=False)
                 return session, True
+            # The first step of a compiled model compiles it; it stays off the throughput figures even when the
+            # compile fails and the step is retried eagerly (the failed attempt's time is in it).
             compiling = session.compiled and totals.steps == 0
             if compiling:
                 emit(CompileStarted(config.backend, config.mode))
             if session.compiled:  # only a compiled model can fail to compile (and fall back)
                 session, loss = self._with_fallback(config, session, report, emit,
                                                     lambda s: train_step(s, x, y, config, device))
-                compiling = compiling and session.compiled  # a fallback to eager compiled nothing
             else:
                 loss = train_step(session, x, y, config, device)
             pending.append(loss)
@@ -280,30 +285,38 @@ class Trainer:
             totals.steps += 1
             due = len(pending) >= DIST_FLUSH_STEPS if together else ends[-1] - block_start >= self.flush_seconds
             if compiling or due:
-                seconds, measured_at = self._flush(pending, ends, block_start, config, epoch, emit, totals, device,
-                                                   compiling)
-                if compiling:
+                seconds, measured_at, stop_agreed = self._flush(pending, ends, block_start, config, epoch, emit,
+                                                                totals, device, compiling, stop.is_set())
+                if compiling and session.compiled:  # a fallback to eager compiled nothing
                     totals.compile_seconds = seconds
                     emit(CompileFinished(config.backend, config.mode, seconds))
                 # The next block's clock starts where this one's stopped: the time spent emitting events (and
                 # whatever listeners do with them) counts against throughput, as it should.
                 pending, ends, block_start = [], [], measured_at
-                if together and self.dist.any(stop.is_set(), device):
+                if stop_agreed:
                     return session, True
             if config.max_steps and totals.steps >= config.max_steps:
                 break
-        self._flush(pending, ends, block_start, config, epoch, emit, totals, device, compiling=False)
-        return session, together and self.dist.any(stop.is_set(), device)
+        _, _, stop_agreed = self._flush(pending, ends, block_start, config, epoch, emit, totals, device,
+                                        compiling=False, stop_requested=stop.is_set())
+        return session, stop_agreed
 
     def _flush(self, pending: list[torch.Tensor], ends: list[float], block_start: float, config: TrainConfig,
-               epoch: int, emit: Emit, totals: _Totals, device: torch.device,
-               compiling: bool) -> tuple[float, float]:
-        """Read a block of losses back from the device (one sync) and emit their Step events.
-        Returns the block's seconds and the moment they were measured."""
-        if not pending:
-            return 0.0, time.perf_counter()
-        losses = self.dist.mean(torch.stack(pending).float()).tolist()  # sync point; the global mean
+               epoch: int, emit: Emit, totals: _Totals, device: torch.device, compiling: bool,
+               stop_requested: bool = False) -> tuple[float, float, bool]:
+        """Read a block of losses back from the device (one sync) and emit their Step events. Returns the block's
+        seconds, the moment they were measured, and (multi-process only) whether any process was asked to stop.
+
+        With several processes the stop flags ride along in the losses' all_reduce (one collective per block):
+        a rank asked to stop makes its flag's mean non-zero everywhere, so all ranks stop at the same step."""
+        values = torch.stack(pending).float() if pending else torch.zeros(0, device=device)
+        if self.dist.active:
+            values = torch.cat([values, torch.tensor([1.0 if stop_requested else 0.0], device=device)])
+        reduced = self.dist.mean(values).tolist()  # sync point; the global mean
+        losses, stop_agreed = (reduced[:-1], reduced[-1] > 0) if self.dist.active else (reduced, False)
         measured_at = time.perf_counter()
+        if not losses:
+            return 0.0, measured_at, stop_agreed
         seconds = measured_at - block_start
         n = len(losses)
         if device.type == "cpu":  # ops ran synchronously: the gaps between step ends are the step times
@@ -329,7 +342,7 @@ class Trainer:
             totals.epoch_steps += 1
             emit(Step(step=first_step + i, epoch=epoch, loss=loss, samples_per_s=samples / seconds,
                       step_seconds=step_seconds[i], memory=memory, compiling=compiling))
-        return seconds, measured_at
+        return seconds, measured_at, stop_agreed
 
     def _with_fallback(self, config: TrainConfig, session: _Session, report: CompileReport | None, emit: Emit,
                        action: Callable[[_Session], object]):
@@ -362,10 +375,9 @@ class Trainer:
     def _eager_copy(self, config: TrainConfig, session: _Session) -> _Session:
         """A fresh, uncompiled model with the same weights and optimizer state: nothing learned is lost."""
         device = next(session.model.parameters()).device
-        model = self._build(config).to(device)
+        model = model_for(config, self._output_dim).to(device)
         model.load_state_dict(session.model.state_dict())
-        return self._session(config, model, compiled=False, optimizer_state=session.optimizer.state_dict(),
-                             scheduler_state=session.scheduler.state_dict() if session.scheduler else None)
+        return self._session(config, model, compiled=False, carried=session)
 
     def _final_report(self, report: CompileReport, log: RunCompileLog, totals: _Totals,
                       session: _Session) -> CompileReport:
@@ -413,7 +425,7 @@ def lr_schedule(optimizer: torch.optim.Optimizer, config: TrainConfig,
 def train_step(session: _Session, x: torch.Tensor, y: torch.Tensor, config: TrainConfig,
                device: torch.device) -> torch.Tensor:
     """One optimizer step. Backward and the optimizer stay outside the compiled region and outside autocast."""
-    with autocast_context(config, device):
+    with session.autocast:
         loss = F.cross_entropy(session.train_model(x), y)
     if session.scaler is not None:
         session.scaler.scale(loss).backward()
@@ -467,23 +479,30 @@ class SplitResult:
     def confusion(self) -> torch.Tensor:
         """(classes × classes) counts; rows are the true class, columns the predicted one."""
         k = self.probabilities.shape[1]
-        valid = (self.labels >= 0) & (self.labels < k)
-        index = self.labels[valid] * k + self.predictions[valid]
+        index = self.labels * k + self.predictions  # evaluate_split refuses labels outside 0…k-1
         return torch.bincount(index, minlength=k * k).reshape(k, k)
 
 
 def evaluate_split(model: nn.Module, split: Split, config: TrainConfig, device: torch.device) -> SplitResult:
-    """One pass over a whole split: loss, accuracy and every class probability."""
+    """One pass over a whole split: loss, accuracy and every class probability. Labels the model has no output
+    for (a dataset with more classes than it was trained on) are a DataError, not an index error in the loss."""
     batches = DeviceBatches(split, EVAL_BATCH, device, shuffle=False, drop_last=False)
+    label_range = (int(split.labels.min()), int(split.labels.max())) if len(split) else (0, 0)
     was_training = model.training
     model.eval()
     loss_sum, probabilities = 0.0, []
-    with torch.no_grad(), autocast_context(config, device):
-        for x, y in batches.epoch(0):
-            logits = model(x).float()
-            loss_sum += F.cross_entropy(logits, y, reduction="sum").item()
-            probabilities.append(logits.softmax(dim=-1).cpu())
-    model.train(was_training)
+    try:
+        with torch.no_grad(), autocast_context(config, device):
+            for x, y in batches.epoch(0):
+                logits = model(x).float()
+                if label_range[0] < 0 or label_range[1] >= logits.shape[-1]:
+                    raise DataError(f"the split has labels {label_range[0]}…{label_range[1]} but the model has "
+                                    f"{logits.shape[-1]} outputs (classes 0…{logits.shape[-1] - 1})",
+                                    "evaluate on the dataset the model was trained on, or one with as many classes")
+                loss_sum += F.cross_entropy(logits, y, reduction="sum").item()
+                probabilities.append(logits.softmax(dim=-1).cpu())
+    finally:
+        model.train(was_training)
     probs = torch.cat(probabilities)
     labels = split.labels.cpu()
     accuracy = (probs.argmax(dim=-1) == labels).float().mean().item() if len(labels) else 0.0

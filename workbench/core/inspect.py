@@ -53,12 +53,11 @@ class ExplainError(WorkbenchError):
 def explain(config: TrainConfig) -> CompileReport:
     """Explain the network a config describes, on a random batch of the config's shape (no data is loaded).
     Explain is about compiling: an eager config is explained as inductor would see it."""
-    from .model import build_model
+    from .model import model_for
 
     if not config.compiled:
         config = config.replace(backend="inductor")
-    model = build_model(config.model, input_dim=784, hidden_dim=config.hidden_dim, output_dim=10,
-                        dropout=config.dropout)
+    model = model_for(config, output_dim=10)  # the graph's structure does not depend on the class count
     example = torch.randint(0, 256, (config.batch_size, 1, 28, 28), dtype=torch.uint8,
                             generator=torch.Generator().manual_seed(0))
     try:

@@ -15,11 +15,13 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from .config import TrainConfig
 from .errors import WorkbenchError
 
 # MNIST pixel statistics; applied inside the model so training, evaluation and prediction share them.
 PIXEL_MEAN = 0.1307
 PIXEL_STD = 0.3081
+INPUT_DIM = 28 * 28  # every dataset arrives as 28×28 images
 
 
 class InputAdapter(nn.Module):
@@ -90,6 +92,34 @@ def build_model(spec: str, *, input_dim: int, hidden_dim: int, output_dim: int, 
     except Exception as exc:  # the user's constructor: a clear message, not an "internal" failure
         raise ModelSpecError(f"could not build {cls.__name__}(input_dim, hidden_dim, output_dim, dropout): "
                              f"{type(exc).__name__}: {exc}") from None
+
+
+def model_for(config: TrainConfig, output_dim: int) -> nn.Module:
+    """The network a config describes, for a dataset of `output_dim` classes: one place for the four arguments."""
+    return build_model(config.model, input_dim=INPUT_DIM, hidden_dim=config.hidden_dim, output_dim=output_dim,
+                       dropout=config.dropout)
+
+
+def check_outputs(model: nn.Module, example: torch.Tensor, output_dim: int) -> None:
+    """One forward on a real batch before training. A network that ignores `output_dim` would otherwise fail deep
+    inside the loss ("Target 5 is out of bounds"), which names neither the model nor the fix. Runs in eval mode,
+    without gradients and on a forked random stream, so the run itself is unchanged."""
+    was_training = model.training
+    model.eval()
+    cuda = [example.device] if example.device.type == "cuda" else []
+    try:
+        with torch.no_grad(), torch.random.fork_rng(devices=cuda):
+            output = model(example)
+    finally:
+        model.train(was_training)
+    expected = (example.shape[0], output_dim)
+    got = tuple(output.shape) if isinstance(output, torch.Tensor) else None
+    if got != expected:
+        what = f"shape {got}" if got is not None else f"a {type(output).__name__}"
+        raise ModelSpecError(
+            f"{type(model).__name__} returned {what} for a batch of {expected[0]} images; expected {expected} "
+            f"(batch, output_dim = the dataset's {output_dim} classes)",
+            "size the last layer with the output_dim argument the model is built with, and return one tensor")
 
 
 _LOADED: dict[tuple[str, int], object] = {}  # (file, mtime) → its module: a user's file runs once, not per build
