@@ -1,9 +1,19 @@
-"""Which rank caused a torchrun failure, read from what torchrun and the ranks print (formats as torch 2.14 prints
-them; the end-to-end runs in tests/e2e/test_distributed.py cannot force every ordering of a failure)."""
+"""The training child's process handling (stops, failures, start-up errors), and which rank caused a torchrun failure,
+read from what torchrun and the ranks print (formats as torch 2.14 prints them; the end-to-end runs in
+tests/e2e/test_distributed.py cannot force every ordering of a failure)."""
 
 from __future__ import annotations
 
-from workbench.core.child import torchrun_culprit
+import errno
+import signal
+import sys
+import threading
+
+import pytest
+
+from workbench.core import child
+from workbench.core.child import ChildError, ChildProcess, torchrun_culprit
+from workbench.core.events import Notice, RunFailed, RunFinished
 
 
 def entry(index: int, rank: int, exitcode: str) -> str:
@@ -49,3 +59,72 @@ def test_no_summary_means_no_culprit():
 def test_when_every_rank_was_killed_torchrun_s_root_cause_decides():
     stderr = summary([entry(1, 0, "-9 (pid: 10)  (SIGKILL)")], entry(0, 1, "-9 (pid: 11)  (SIGKILL)"))
     assert torchrun_culprit(stderr) == (1, "killed by SIGKILL")
+
+
+# -- the child process ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("ranks", [1, 2])
+def test_a_stop_while_the_child_starts_ends_it_at_once_as_a_stopped_run(ranks):
+    process = ChildProcess(["sleep", "100"], ranks=ranks)  # never connects: still "starting"
+    stop = threading.Event()
+    stop.set()
+    events = []
+    result = process.run(None, events.append, stop)
+    assert isinstance(result, RunFinished) and result.stopped and result.steps == 0
+    assert events[-1] == result and isinstance(events[0], Notice)
+    assert "stopped while the training process was starting" in events[0].message
+    assert process.process.poll() == -signal.SIGTERM  # ended, not left running
+
+
+GARBLED = f"""
+import json, os, socket, time
+host, port = os.environ["{child.ADDRESS_ENV}"].rsplit(":", 1)
+conn = socket.create_connection((host, int(port)))
+conn.sendall((json.dumps({{"hello": os.environ["{child.TOKEN_ENV}"]}}) + "\\nnot json\\n").encode())
+time.sleep(100)
+"""
+
+
+def test_a_failing_child_that_keeps_running_is_ended_before_the_failure_is_reported():
+    process = ChildProcess([sys.executable, "-c", GARBLED], ranks=2)
+    seen = []
+    result = process.run(None, lambda event: seen.append((event, process.process.poll())), threading.Event())
+    assert isinstance(result, RunFailed) and result.kind == "crashed"
+    assert seen == [(result, -signal.SIGTERM)]  # torchrun is not waited for while it keeps running
+
+
+TORCHRUN_FAILED = ("import sys; sys.stderr.write(" + repr(
+    "rank 1 failed (crashed): RuntimeError: planted\n"
+    + summary([entry(1, 0, "-15 (pid: 1)  (SIGTERM)")], entry(0, 1, "1 (pid: 2) "))) + "); sys.exit(1)")
+
+
+def test_a_torchrun_that_exits_on_its_own_still_names_the_failing_rank():
+    result = ChildProcess([sys.executable, "-c", TORCHRUN_FAILED], ranks=2).run(None, lambda e: None,
+                                                                                 threading.Event())
+    assert isinstance(result, RunFailed) and result.message.startswith("rank 1 of 2 failed: crashed: RuntimeError")
+
+
+def test_no_listening_socket_is_a_child_error(monkeypatch):
+    def refused(*args, **kwargs):
+        raise OSError(errno.EADDRNOTAVAIL, "Cannot assign requested address")
+
+    monkeypatch.setattr(child.socket, "create_server", refused)
+    with pytest.raises(ChildError, match="cannot start the training process: Cannot assign requested address"):
+        ChildProcess(["sleep", "100"])
+
+
+def test_no_temp_file_for_its_log_is_a_child_error_and_closes_the_socket(monkeypatch):
+    opened = []
+    real_create_server = child.socket.create_server
+
+    def create_server(*args, **kwargs):
+        opened.append(real_create_server(*args, **kwargs))
+        return opened[-1]
+
+    def no_space(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(child.socket, "create_server", create_server)
+    monkeypatch.setattr(child.tempfile, "TemporaryFile", no_space)
+    with pytest.raises(ChildError, match="No space left on device"):
+        ChildProcess(["sleep", "100"])
+    assert [sock.fileno() for sock in opened] == [-1]  # closed

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import errno
 import io
 import json
 import os
@@ -17,10 +18,12 @@ import torch
 from PIL import Image
 
 import workbench
+from workbench.core import atomic
 from workbench.core.config import TrainConfig
 from workbench.core.errors import WorkbenchError
 from workbench.core.events import CompileReport, EpochEnd, Frame, GraphBreak, Notice, RunFailed, Step
-from workbench.core.report import SECTIONS, ReportError, build_report, evaluate_run, write_report
+from workbench.core.report import (SECTIONS, ReportError, build_report, evaluate_run, last_compile_report,
+                                   write_report)
 from workbench.core.svgchart import downsample, nice_ticks, tick_labels
 from workbench.core.runfiles import run_recorded
 from workbench.core.runs import RunRecord, RunStore
@@ -178,6 +181,20 @@ def test_missing_checkpoint_is_explained(store, tmp_path):
     assert "<table class=confusion>" not in text
 
 
+@pytest.mark.parametrize("later", [dict(hidden_dim=16), {}], ids=["other settings", "same settings"])
+def test_a_checkpoint_overwritten_by_a_later_run_is_not_passed_off_as_this_runs(tmp_path, later):
+    tiny = TrainConfig(epochs=1, max_steps=3, hidden_dim=8)
+    db = tmp_path / "runs.sqlite"
+    for config in (tiny, tiny.replace(**later)):
+        run_recorded(config, tmp_path / "latest", db=db)  # the CLI's default: every run in runs/latest
+    with RunStore(db) as store:
+        first, second = store.list()
+    assert first.checkpoint == second.checkpoint
+    evaluation, reason = evaluate_run(first)
+    assert evaluation is None and "overwritten by a later run" in reason
+    assert evaluate_run(second)[0] is not None
+
+
 def test_model_code_is_trusted_only_for_the_runs_own_model_file(store, runs):
     record = store.get(runs.planted)
     evaluation, _ = evaluate_run(record)  # the run's own model file: imported, evaluated
@@ -198,6 +215,14 @@ def test_compile_section_for_eager_and_compiled_runs(two_run_report, runs):
     compiled = _run(data, runs.aot)["compile"]
     assert compiled["source"] == "run" and compiled["compiled"] is True and compiled["graph_count"] >= 1
     assert _run(data, runs.eager)["compile"] is None
+
+
+def test_the_last_compile_report_prefers_what_happened_while_training():
+    run = CompileReport(compiled=True, backend="aot_eager", mode="default", source="run")
+    explained = dataclasses.replace(run, source="explain", graph_count=3)
+    assert last_compile_report([run, explained]) == run  # an inspection never hides what the run did
+    assert last_compile_report([explained]) == explained
+    assert last_compile_report([Notice("info", "no compile")]) is None
 
 
 def test_graph_break_source_line_is_escaped(store, runs, tmp_path):
@@ -305,17 +330,14 @@ def test_output_that_is_a_folder_raises_report_error_and_leaves_nothing(store, r
     assert list((tmp_path / "report.html").iterdir()) == []
 
 
-@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="needs a non-root POSIX user")
-def test_output_in_a_read_only_folder_raises_report_error(store, runs, tmp_path):
-    folder = tmp_path / "ro"
-    folder.mkdir()
-    folder.chmod(0o500)
-    try:
-        with pytest.raises(ReportError, match="Permission denied"):
-            write_report(store, [runs.eager], folder / "report.html")
-        assert list(folder.iterdir()) == []
-    finally:
-        folder.chmod(0o700)
+def test_output_in_a_read_only_folder_raises_report_error(store, runs, tmp_path, monkeypatch):
+    def read_only(target, suffix=""):  # what creating a file in a read-only folder does (root is never refused)
+        raise PermissionError(errno.EACCES, "Permission denied", str(target.parent))
+
+    monkeypatch.setattr(atomic, "temp_beside", read_only)
+    with pytest.raises(ReportError, match=r"cannot write the report to .*report\.html: Permission denied"):
+        write_report(store, [runs.eager], tmp_path / "report.html")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_json_twin_that_cannot_be_written_takes_the_html_with_it(store, runs, tmp_path):
@@ -323,6 +345,33 @@ def test_json_twin_that_cannot_be_written_takes_the_html_with_it(store, runs, tm
     with pytest.raises(ReportError, match="report.json"):
         write_report(store, [runs.eager], tmp_path / "report.html")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json"]
+
+
+def test_report_files_are_written_without_touching_the_process_umask(store, runs, tmp_path, monkeypatch):
+    """Reports are written on a pool thread: setting the umask (to read it) would race with the other threads."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+
+    def umask(value):
+        raise AssertionError("the process umask was changed while writing")
+
+    monkeypatch.setattr(os, "umask", umask)
+    html_path, json_path = write_report(store, [runs.eager], tmp_path / "r.html")
+    assert html_path.stat().st_mode & 0o777 == json_path.stat().st_mode & 0o777 == 0o666 & ~mask
+
+
+def test_written_files_are_flushed_through_a_writable_descriptor(tmp_path, monkeypatch):
+    """Windows refuses to fsync a file opened read-only."""
+    modes = []
+
+    def spying_open(path, mode="r", *args, **kwargs):
+        modes.append(mode)
+        return open(path, mode, *args, **kwargs)
+
+    monkeypatch.setattr(atomic, "open", spying_open, raising=False)
+    atomic.write_text_atomic(tmp_path / "f.txt", "text")
+    assert modes and all("+" in mode or "w" in mode for mode in modes)
+    assert (tmp_path / "f.txt").read_text() == "text"
 
 
 # -- charts -----------------------------------------------------------------------------------------------------

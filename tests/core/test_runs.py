@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import sqlite3
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 import pytest
 
-from workbench.core import runs
+from workbench.core import runfiles, runs
 from workbench.core.config import TrainConfig
-from workbench.core.events import EpochEnd, Notice, RunFailed, RunFinished, RunStarted, Step
+from workbench.core.events import EpochEnd, Notice, RunFailed, RunFinished, RunStarted, Step, from_json
 from workbench.core.runfiles import run_recorded
 from workbench.core.runs import RunRecorder, RunStore, RunStoreError
 
@@ -99,9 +101,11 @@ while True:
 def test_a_run_killed_with_sigkill_leaves_a_readable_database_and_is_marked_interrupted(tmp_path):
     db = tmp_path / "runs.sqlite"
     proc = subprocess.Popen([sys.executable, "-c", KILLED_WRITER, str(db)], stdout=subprocess.PIPE, text=True)
-    assert proc.stdout.readline().strip() == "running"
-    os.kill(proc.pid, signal.SIGKILL)  # mid-way: no chance to clean up
-    proc.wait(timeout=30)
+    try:
+        assert proc.stdout.readline().strip() == "running"
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)  # mid-way: no chance to clean up (and never left writing forever)
+        proc.wait(timeout=30)
     store = RunStore(db)  # opening recovers: the writer's process is gone
     [record] = store.list()
     assert record.status == "interrupted"
@@ -134,12 +138,14 @@ def test_a_reader_sees_consistent_data_while_a_writer_commits(tmp_path):
 
     thread = threading.Thread(target=read_continuously)
     thread.start()
-    for i in range(1, 301):
-        recorder(_step(i))
-        if i == 150:
-            assert saw_the_middle.wait(timeout=30), "the reader never read during the writes"
-    done.set()
-    thread.join(timeout=30)
+    try:
+        for i in range(1, 301):
+            recorder(_step(i))
+            if i == 150:
+                assert saw_the_middle.wait(timeout=30), "the reader never read during the writes"
+    finally:
+        done.set()  # a failed assert must not leave the reader spinning (pytest would never exit)
+        thread.join(timeout=30)
     assert problems == []
     assert len(RunStore(db).get(recorder.run_id, with_events=True).events) == 301
 
@@ -187,6 +193,66 @@ def test_a_database_problem_never_fails_the_run(tmp_path, monkeypatch):
     assert (tmp_path / "out" / "checkpoint.pt").is_file()
 
 
+def test_a_relative_output_folder_is_recorded_as_an_absolute_path(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    run_recorded(SMALL.replace(max_steps=3), Path("out"), db=tmp_path / "runs.sqlite")
+    [record] = RunStore(tmp_path / "runs.sqlite").list()
+    assert record.out_dir == str(tmp_path / "out")
+    assert record.checkpoint == str(tmp_path / "out" / "checkpoint.pt")  # readable from any working folder
+    assert RunStore(tmp_path / "runs.sqlite").id_for_out_dir("out") == record.id
+
+
+def _lines_of(path) -> list:
+    return [from_json(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_a_notice_about_recording_comes_before_the_terminal_event(tmp_path):
+    db = tmp_path / "runs.sqlite"
+    db.write_bytes(b"garbage" * 100)  # cannot be opened: the notice is pending when the first event comes
+    events, lines = [], []
+    too_big = SMALL.replace(batch_size=10**6)  # fails before anything else is emitted
+    result = run_recorded(too_big, tmp_path / "out", sinks=(events.append,), line_sinks=(lines.append,), db=db)
+    assert isinstance(result, RunFailed)
+    assert [type(e) for e in events] == [Notice, RunFailed]
+    assert "not recorded in the run history" in events[0].message
+    assert [from_json(line) for line in lines] == events
+    assert _lines_of(tmp_path / "out" / "events.jsonl") == events
+
+
+def test_a_database_failing_at_the_last_commit_is_noticed_before_the_terminal_event(tmp_path, monkeypatch):
+    real_append = RunStore.append_events
+
+    def append(self, run_id, first_seq, events, summary=None, lines=None):
+        if summary and "status" in summary:
+            raise RunStoreError("disk full")
+        real_append(self, run_id, first_seq, events, summary, lines)
+
+    monkeypatch.setattr(RunStore, "append_events", append)
+    events = []
+    result = run_recorded(SMALL.replace(max_steps=3), tmp_path / "out", sinks=(events.append,),
+                          db=tmp_path / "runs.sqlite")
+    assert isinstance(result, RunFinished) and events[-1] == result
+    assert isinstance(events[-2], Notice) and "disk full" in events[-2].message
+    assert _lines_of(tmp_path / "out" / "events.jsonl") == events
+
+
+def test_run_files_that_cannot_be_written_at_the_end_are_a_notice_not_a_traceback(tmp_path, monkeypatch):
+    def disk_full(tmp, target):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(runfiles, "commit", disk_full)
+    events = []
+    result = run_recorded(SMALL.replace(max_steps=3), tmp_path / "out", sinks=(events.append,),
+                          db=tmp_path / "runs.sqlite")
+    assert isinstance(result, RunFinished) and not result.stopped  # the run itself finished
+    assert [e for e in events if isinstance(e, (RunFinished, RunFailed))] == [result] and events[-1] == result
+    problem = events[-2]
+    assert isinstance(problem, Notice) and problem.level == "error"
+    assert problem.message == f"cannot write {tmp_path / 'out' / 'events.jsonl'}: No space left on device"
+    assert not [p.name for p in (tmp_path / "out").iterdir() if p.name.startswith(".")]  # no temp file left
+    assert RunStore(tmp_path / "runs.sqlite").list()[0].status == "finished"
+
+
 def test_unknown_id_and_delete(tmp_path):
     db = tmp_path / "runs.sqlite"
     run_recorded(SMALL, tmp_path / "out", db=db)
@@ -197,6 +263,38 @@ def test_unknown_id_and_delete(tmp_path):
     store.delete(record.id)
     assert store.list() == []
     assert store.db.execute("SELECT COUNT(*) FROM events").fetchone()[0] == 0
+
+
+def test_a_full_database_says_so_rather_than_failing_to_roll_back(tmp_path):
+    store = RunStore(tmp_path / "runs.sqlite")
+    run_id = store.start_run(SMALL.to_dict())
+    pages = store.db.execute("PRAGMA page_count").fetchone()[0]
+    store.db.execute(f"PRAGMA max_page_count = {pages}")  # not one page more: the next write fills it
+    big = [Notice("info", "x" * 10_000)] * 20
+    with pytest.raises(RunStoreError, match="database or disk is full"):
+        store.append_events(run_id, 0, big)
+    assert not store.db.in_transaction
+
+
+def test_a_database_error_while_finding_a_folders_run_is_a_run_store_error(tmp_path):
+    store = RunStore(tmp_path / "runs.sqlite")
+    store.db.execute("DROP TABLE events")
+    store.db.execute("DROP TABLE runs")  # damaged: what the GUI would otherwise get as a raw sqlite3 error
+    with pytest.raises(RunStoreError, match="no such table: runs"):
+        store.id_for_out_dir(tmp_path / "out")
+
+
+@pytest.mark.parametrize("data", ['{"type": "FromTheFuture", "x": 1}',
+                                  '{"type": "Notice", "level": "info", "message": "m", "colour": "red"}',
+                                  '{"type": "Notice", "level": "info", "mess'],
+                         ids=["unknown type", "unknown field", "damaged"])
+def test_an_event_this_version_cannot_read_is_a_run_store_error(tmp_path, data):
+    store = RunStore(tmp_path / "runs.sqlite")
+    run_id = store.start_run(SMALL.to_dict())
+    store.db.execute("INSERT INTO events (run_id, seq, type, data) VALUES (?, 0, 'x', ?)", (run_id, data))
+    assert store.get(run_id).id == run_id  # the run itself still opens
+    with pytest.raises(RunStoreError, match=f"run #{run_id} .* holds data this Workbench cannot read"):
+        store.get(run_id, with_events=True)
 
 
 def test_newer_schema_is_refused(tmp_path):

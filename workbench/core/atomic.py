@@ -19,11 +19,17 @@ def temp_beside(target: Path, suffix: str = "") -> tuple[int, Path]:
     return fd, Path(tmp)
 
 
+# Read once, at import: reading the umask means setting it, process-wide, and files are written from several
+# threads (reports on a pool thread) — one of them could create a file while it is briefly 0.
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
+
 def commit(tmp: Path, target: Path) -> None:
     """Flush `tmp` to disk, give it the user's usual mode (mkstemp makes 0600) and rename it over `target`."""
-    with open(tmp, "rb") as fh:
+    with open(tmp, "r+b") as fh:  # fsync needs a writable descriptor on Windows
         os.fsync(fh.fileno())
-    os.chmod(tmp, 0o666 & ~_umask())
+    os.chmod(tmp, 0o666 & ~_UMASK)
     os.replace(tmp, target)
 
 
@@ -44,8 +50,3 @@ def write_text_atomic(target: str | Path, text: str) -> None:
     with atomic_path(target) as tmp:
         tmp.write_text(text, encoding="utf-8")
 
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask

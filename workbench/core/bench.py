@@ -31,11 +31,11 @@ from torch.nn import functional as F
 
 from . import devices
 from .config import TrainConfig, setup_label
-from .data import DeviceBatches, Split, load_split
+from .data import DeviceBatches, Split, load_splits
 from .engine import EVAL_BATCH, Trainer
 from .errors import WorkbenchError
 from .events import CompileFinished, EpochEnd, RunFailed, Step
-from .model import SandwichNet
+from .model import PIXEL_MEAN, PIXEL_STD, SandwichNet
 
 ARTICLE_WORKERS = 4  # what the article's recipe asks for (capped to the machine)
 
@@ -92,8 +92,8 @@ class StepClock:
                 epoch_ended = step()
                 ends[i].record()
                 if epoch_ended and between is not None:
+                    torch.cuda.synchronize()  # the queued training steps are part of the window, not of validation
                     paused = time.perf_counter()
-                    torch.cuda.synchronize()
                     between()
                     untimed += time.perf_counter() - paused
             torch.cuda.synchronize()
@@ -177,7 +177,8 @@ def article_recipe(settings: BenchSettings, train: Split, val: Split, device: to
     def step() -> None:
         x, y = next(stream)
         x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-        loss = F.cross_entropy(model(x), y)
+        # The Dataset normalised already (the article's way); the model's InputAdapter would do it a second time.
+        loss = F.cross_entropy(model.core_block(x.flatten(1)), y)
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
@@ -196,7 +197,7 @@ class _PerSampleDataset(torch.utils.data.Dataset):
 
     def __getitem__(self, index: int):
         image = self.images[index].float().div(255).unsqueeze(0)  # ToTensor
-        return (image - 0.1307) / 0.3081, int(self.labels[index])  # Normalize
+        return (image - PIXEL_MEAN) / PIXEL_STD, int(self.labels[index])  # Normalize
 
 
 def matmul_bound(settings: BenchSettings, device: torch.device) -> Row:
@@ -266,16 +267,18 @@ def _endless(iterable):
 
 # -- engine rows ------------------------------------------------------------------------------------------------
 def engine_row(config: TrainConfig, settings: BenchSettings, device: torch.device) -> Row:
-    """A real Trainer.run, every event consumed; windows are cut from its Step events after the warm-up."""
+    """A real Trainer.run, every event consumed; windows are cut from its Step events after the warm-up (off the
+    CPU, from its first read-back block after the warm-up: see _TimedSteps)."""
     name = engine_name(config)
-    steps_needed = settings.warmup + settings.windows * settings.window_steps
-    events: list = []
     on_cpu = device.type == "cpu"
-    result = Trainer().run(config.replace(epochs=10_000, max_steps=steps_needed), events.append, threading.Event())
+    wanted = settings.windows * settings.window_steps
+    timing = _TimedSteps(settings.warmup, wanted, exact=on_cpu)
+    cap = settings.warmup + wanted * (1 if on_cpu else BLOCK_ALLOWANCE)
+    result = Trainer().run(config.replace(epochs=10_000, max_steps=cap), timing, timing.stop)
     if isinstance(result, RunFailed):
         return Row(name=name, kind="engine", note=f"failed: {result.kind}: {result.message}"[:160])
-    steps = [e for e in events if isinstance(e, Step)]
-    timed = [s for s in steps if s.step > settings.warmup]
+    events = timing.events
+    timed = timing.timed()
     windows, step_ms = [], []
     for w in range(settings.windows):
         chunk = timed[w * settings.window_steps:(w + 1) * settings.window_steps]
@@ -289,11 +292,50 @@ def engine_row(config: TrainConfig, settings: BenchSettings, device: torch.devic
                             compile_seconds=compile_event.seconds if compile_event else None,
                             peak_memory_mib=result.metrics.get("peak_memory_mib"),
                             eval_samples_per_s=statistics.median(eval_rates) if eval_rates else None)
+    notes = []
     if result.metrics.get("backend_used") != config.backend:
-        row.note = f"fell back to {result.metrics.get('backend_used')}"
+        notes.append(f"fell back to {result.metrics.get('backend_used')}")
     if not on_cpu:
-        row.note = (row.note + "; " if row.note else "") + "step times are averages between syncs"
+        notes.append("step times are averages between syncs")
+    if timing.first is None:
+        notes.append("too few steps to keep the warm-up's read-back block out of the timing")
+    row.note = "; ".join(notes)
     return row
+
+
+BLOCK_ALLOWANCE = 4  # an engine row may run this many times its timed steps while it waits for a block to start
+
+
+class _TimedSteps:
+    """The event sink of an engine row: keeps every event and stops the run once `wanted` steps are timed.
+
+    The engine reads losses back in blocks (every engine.FLUSH_SECONDS). On the CPU each Step has its own time;
+    elsewhere every step of a block gets the block's average, so a block that straddles the end of the warm-up
+    spreads warm-up time (a cudagraph recording, autotuning) over timed steps. Timing therefore starts with the
+    first block that begins after the warm-up; a block's steps share their samples_per_s (and epoch). Kept O(1)
+    per event: this runs inside the timed loop."""
+
+    def __init__(self, warmup: int, wanted: int, *, exact: bool):
+        self.warmup, self.wanted, self.exact = warmup, wanted, exact
+        self.events: list = []
+        self.stop = threading.Event()
+        self.first: int | None = None  # the first timed step
+        self._block: tuple | None = None
+
+    def __call__(self, event) -> None:
+        self.events.append(event)
+        if type(event) is not Step:
+            return
+        block, self._block = self._block, (event.epoch, event.samples_per_s)
+        if self.first is None and event.step > self.warmup and (self.exact or block != self._block):
+            self.first = event.step
+        if self.first is not None and event.step - self.first + 1 >= self.wanted:
+            self.stop.set()
+
+    def timed(self) -> list[Step]:
+        """The timed steps; without a block that began after the warm-up, every step after it (noted)."""
+        first = self.warmup + 1 if self.first is None else self.first
+        return [e for e in self.events if type(e) is Step and first <= e.step < first + self.wanted]
 
 
 def _eval_rates(events: list) -> list[float]:
@@ -348,8 +390,7 @@ def run_bench(settings: BenchSettings, backends: list[str], modes: list[str], am
               progress: Callable[[str], None] = lambda text: None) -> BenchResult:
     device = devices.resolve_device(settings.device)
     cuda = device.type == "cuda"
-    train = load_split(settings.dataset, "train")
-    val = load_split(settings.dataset, "val")
+    train, val = load_splits(settings.dataset)
     configs, skipped = engine_configs(settings, backends, modes, amps, cuda)
     rows: list[Row] = []
     for name, measure in (("plain loop", lambda: plain_loop(settings, train, val, device)),
@@ -391,19 +432,33 @@ def paired_ratios(settings: BenchSettings, eager: TrainConfig, train: Split, val
 def recording_overhead(config: TrainConfig, rounds: int, folder: Path,
                        progress: Callable[[str], None] = lambda text: None) -> dict:
     """Training samples/s with the run history recorded (SQLite, batched commits) against without, in back-to-back
-    pairs; the median of the per-pair ratios. Both write the run's files; only the database differs."""
-    from .runfiles import run_recorded
-
+    pairs; the median of the per-pair ratios. Both write the run's files; only the database differs. The pairs
+    alternate which run goes first, so that whatever favours the first or the second of two runs (warm caches,
+    drift) does not lean the ratio one way."""
     on, off, ratios = [], [], []
     for i in range(rounds):
         progress(f"recording overhead: pair {i + 1}/{rounds}…")
-        without = run_recorded(config, folder / f"off-{i}", record=False).metrics["samples_per_s"]
-        with_db = run_recorded(config, folder / f"on-{i}", db=folder / "runs.sqlite").metrics["samples_per_s"]
-        off.append(without)
-        on.append(with_db)
-        ratios.append(with_db / without)
+        order = (False, True) if i % 2 == 0 else (True, False)
+        rates = {recorded: _recorded_rate(config, folder, recorded, i) for recorded in order}
+        off.append(rates[False])
+        on.append(rates[True])
+        ratios.append(rates[True] / rates[False])
     return {"config": config.to_dict(), "recorded": on, "not_recorded": off, "ratios": ratios,
             "median_ratio": statistics.median(ratios)}
+
+
+def _recorded_rate(config: TrainConfig, folder: Path, recorded: bool, pair: int) -> float:
+    """The steady samples/s of one run, with or without the run history; a run that measured none is an error."""
+    from .runfiles import run_recorded
+
+    result = run_recorded(config, folder / f"{'on' if recorded else 'off'}-{pair}", db=folder / "runs.sqlite",
+                          record=recorded)
+    if isinstance(result, RunFailed):
+        raise WorkbenchError(f"a recording-overhead run failed ({result.kind}): {result.message}", result.hint)
+    if not result.metrics.get("samples_per_s"):
+        raise WorkbenchError("a recording-overhead run measured no steady-state steps",
+                             "train for more steps (more epochs or a smaller batch)")
+    return result.metrics["samples_per_s"]
 
 
 def _reset_peak(device: torch.device) -> None:

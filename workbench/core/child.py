@@ -16,6 +16,7 @@ Under torchrun only rank 0 connects; the ranks agree on stopping through a colle
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import re
@@ -26,11 +27,12 @@ import sys
 import tempfile
 import threading
 import time
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Callable, Sequence
 
 from .errors import WorkbenchError
-from .events import Event, RunFailed, from_dict, is_terminal
+from .events import Event, Notice, RunFailed, RunFinished, from_dict, is_terminal
 
 TOKEN_ENV = "WORKBENCH_CHILD_TOKEN"
 ADDRESS_ENV = "WORKBENCH_CHILD_ADDRESS"
@@ -38,10 +40,18 @@ REQUEST_ENV = "WORKBENCH_CHILD_REQUEST"
 CONNECT_TIMEOUT_S = 120.0  # a cold start imports torch; a loaded machine can take a while
 STOP_GRACE_S = 60.0  # after asking to stop: time to finish the current step (a compile can take this long)
 KILL_GRACE_S = 5.0
+SUMMARY_GRACE_S = 30.0  # for torchrun to end its ranks and print its failure summary
+# A frozen (PyInstaller) app has no `python -m`: its executable re-runs itself with one of these (see cli.main).
+CHILD_FLAG = "--workbench-child"  # be a training child process
+TORCHRUN_FLAG = "--workbench-torchrun"  # be torchrun
 
 
 class ChildError(WorkbenchError):
     kind = "crashed"
+
+
+class StoppedStarting(ChildError):
+    """The user stopped the run before the child was ready to take it."""
 
 
 def _send(conn: socket.socket, message: dict) -> None:
@@ -78,22 +88,23 @@ class ChildProcess:
     def __init__(self, command: Sequence[str] | None = None, env: dict | None = None, *, ranks: int = 1):
         self.ranks = ranks  # > 1: torchrun and its ranks; a failure is explained from torchrun's summary
         self.token = secrets.token_hex(16)
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        host, port = self.listener.getsockname()[:2]
-        self.stderr = tempfile.TemporaryFile()
-        child_env = {**os.environ, **(env or {}), TOKEN_ENV: self.token, ADDRESS_ENV: f"{host}:{port}",
-                     "PYTHONUNBUFFERED": "1"}
-        try:
-            self.process = subprocess.Popen(
-                list(command or child_command()), env=child_env,
-                stdin=subprocess.DEVNULL, stderr=self.stderr, start_new_session=True)  # own group: stop kills all
-        except OSError as exc:
-            self.listener.close()
-            self.stderr.close()
-            raise ChildError(f"cannot start the training process: {exc.strerror or exc}") from None
+        with ExitStack() as opened:  # a failure on the way closes what was opened before it
+            try:
+                self.listener = opened.enter_context(socket.create_server(("127.0.0.1", 0)))
+                host, port = self.listener.getsockname()[:2]
+                self.stderr = opened.enter_context(tempfile.TemporaryFile())
+                child_env = {**os.environ, **(env or {}), TOKEN_ENV: self.token, ADDRESS_ENV: f"{host}:{port}",
+                             "PYTHONUNBUFFERED": "1"}
+                self.process = subprocess.Popen(
+                    list(command or child_command()), env=child_env, stdin=subprocess.DEVNULL, stderr=self.stderr,
+                    start_new_session=True)  # its own process group: stopping it ends torchrun's ranks too
+            except OSError as exc:
+                raise ChildError(f"cannot start the training process: {exc.strerror or exc}") from None
+            opened.pop_all()
         self.conn: socket.socket | None = None
         self.lines: _Lines | None = None
         self.ready = False
+        self.terminated = False  # ended by us: torchrun's failure summary (if any) is then not the story
 
     # -- connection -------------------------------------------------------------------------------------------
     def connect(self, timeout: float = CONNECT_TIMEOUT_S, stop: threading.Event | None = None) -> None:
@@ -107,7 +118,7 @@ class ChildProcess:
             if time.monotonic() > deadline:
                 raise ChildError(f"the training process did not start within {timeout:.0f} s")
             if stop is not None and stop.is_set():
-                raise ChildError("stopped while the training process was starting")
+                raise StoppedStarting("stopped while the training process was starting")
             try:
                 conn, _ = self.listener.accept()
             except socket.timeout:
@@ -133,7 +144,8 @@ class ChildProcess:
         try:
             return self.lines.read(timeout)
         except EOFError:
-            self._wait_or_terminate(KILL_GRACE_S)
+            # torchrun first ends the other ranks, then prints which one failed: give it time to, on a busy machine
+            self._wait_or_terminate(KILL_GRACE_S if self.ranks <= 1 else SUMMARY_GRACE_S)
             raise ChildError(self._exit_text(when)) from None
 
     def _wait_or_terminate(self, seconds: float) -> None:
@@ -166,7 +178,9 @@ class ChildProcess:
 
         A child that dies without a terminal event (crash, kill, out of memory) becomes RunFailed(kind="crashed")
         naming its exit and its last words on stderr. Stop is forwarded; a child that does not stop within
-        STOP_GRACE_S is terminated with its whole process group."""
+        STOP_GRACE_S is terminated with its whole process group. A stop before the child is ready ends it at once,
+        as a stopped run (RunFinished with stopped set) with nothing trained."""
+        started = time.monotonic()
         try:
             self.connect(stop=stop)
             if request is not None:
@@ -185,13 +199,20 @@ class ChildProcess:
                     continue
                 event = from_dict(message)
                 if is_terminal(event):
-                    self._wait_or_terminate(30)
+                    self._wait_or_terminate(SUMMARY_GRACE_S)
                     if isinstance(event, RunFailed):
                         event = self._rank_failure() or event  # rank 0 saw a symptom; torchrun knows the cause
                     emit(event)
                     return event
                 emit(event)
+        except StoppedStarting as exc:  # as a stop during a run ends: RunFinished(stopped), here with nothing trained
+            self.terminate()
+            emit(Notice("info", f"{exc}; nothing was trained"))
+            finished = RunFinished(steps=0, epochs=0, seconds=time.monotonic() - started, stopped=True)
+            emit(finished)
+            return finished
         except (ChildError, OSError, ValueError) as exc:  # OSError: the socket; ValueError: unreadable JSON
+            self.terminate()  # the run is over for us: nothing may keep running (no-op if it has exited)
             failed = self._rank_failure() or RunFailed(kind="crashed", message=str(exc), hint=(
                 "see the log for details; if it ran out of memory, lower the batch or hidden size"))
             emit(failed)
@@ -200,12 +221,9 @@ class ChildProcess:
             self.close()
 
     def _rank_failure(self) -> RunFailed | None:
-        """Which rank failed first and how, from torchrun's failure summary and the ranks' own last words."""
-        if self.ranks <= 1:
-            return None
-        try:
-            self.process.wait(timeout=30)  # torchrun prints its summary as it exits
-        except subprocess.TimeoutExpired:
+        """Which rank failed first and how, from the failure summary torchrun prints as it exits on its own (one
+        we ended has none worth reading), and the ranks' own last words."""
+        if self.ranks <= 1 or self.process.poll() is None or self.terminated:
             return None
         self.stderr.seek(0)
         culprit = torchrun_culprit(self.stderr.read().decode(errors="replace"))
@@ -225,6 +243,7 @@ class ChildProcess:
         """SIGTERM the child's process group (torchrun and its ranks too), then SIGKILL what is left."""
         if self.process.poll() is not None:
             return
+        self.terminated = True
         _signal_group(self.process, "SIGTERM")
         try:
             self.process.wait(timeout=KILL_GRACE_S)
@@ -249,7 +268,7 @@ def frozen() -> bool:
 
 def child_command() -> list[str]:
     if frozen():
-        return [sys.executable, "--workbench-child"]
+        return [sys.executable, CHILD_FLAG]
     return [sys.executable, "-m", "workbench.core.child"]
 
 
@@ -309,16 +328,21 @@ def torchrun_culprit(stderr: str) -> tuple[int, str] | None:
     return None
 
 
-def run_distributed(config, out_dir: Path, launch, *, emit: Callable[[Event], None], stop: threading.Event,
-                    db: str | Path | None = None, record: bool = True) -> Event:
-    """Train `config` data-parallel: torchrun starts `launch.nproc_per_node` ranks here, rank 0 streams the
-    events. The whole process group (torchrun and every rank) is stopped or terminated together."""
+def start_distributed(config, out_dir: Path, launch, *, db: str | Path | None = None,
+                      record: bool = True) -> ChildProcess:
+    """torchrun starting `launch.nproc_per_node` ranks here to train `config` data-parallel; `.run(None, …)` streams
+    rank 0's events. Returned before the run so that its owner can terminate the whole process group at will."""
     from .distributed import launch_command
 
     threads = max(1, (os.cpu_count() or 1) // launch.nproc_per_node)  # CPU ranks share the cores, not fight
     env = {REQUEST_ENV: json.dumps(_request(config, out_dir, db, record)), "OMP_NUM_THREADS": str(threads)}
-    child = ChildProcess(launch_command(launch), env=env, ranks=launch.world_size)
-    return child.run(None, emit, stop)
+    return ChildProcess(launch_command(launch), env=env, ranks=launch.world_size)
+
+
+def run_distributed(config, out_dir: Path, launch, *, emit: Callable[[Event], None], stop: threading.Event,
+                    db: str | Path | None = None, record: bool = True) -> Event:
+    """Train `config` data-parallel (see start_distributed); the terminal event once every process has ended."""
+    return start_distributed(config, out_dir, launch, db=db, record=record).run(None, emit, stop)
 
 
 def supervise_node(config, out_dir: Path, launch, *, stop: threading.Event) -> int:
@@ -377,7 +401,7 @@ def child_main() -> int:
             stop.set()
 
     config = TrainConfig.from_dict(request["config"])
-    out_dir = Path(request["out_dir"])
+    out_dir = Path(request["out_dir"]).resolve()  # the checkpoint path this trainer reports is kept in the history
     result = None
     try:
         cuda = devices.uses_cuda(config.device)
@@ -402,6 +426,9 @@ def child_main() -> int:
     distributed.shutdown()
     if conn is not None:
         conn.close()
+    # Interpreter teardown garbage-collects every object torch created (measured ~1 s after a run, ~0.2 s frozen);
+    # the parent waits for this exit before it reports the run ended (a Stop must take < 2 s). atexit still runs.
+    gc.freeze()
     return 0
 
 

@@ -105,14 +105,18 @@ def _to_grey(img: Image.Image) -> np.ndarray:
 
 def _ink_bright(grey: np.ndarray) -> np.ndarray:
     """Invert when the background (judged by the border) is lighter than mid-grey: dark digit on light paper."""
-    border = np.concatenate([grey[0], grey[-1], grey[:, 0], grey[:, -1]])
-    return 255 - grey if np.median(border) > 127 else grey
+    return 255 - grey if np.median(_border(grey)) > 127 else grey
+
+
+def _border(image: np.ndarray) -> np.ndarray:
+    """The outermost pixels: the background, on any image a digit was drawn or photographed on."""
+    return np.concatenate([image[0], image[-1], image[:, 0], image[:, -1]])
 
 
 def mnist_style(grey: np.ndarray) -> np.ndarray:
     """Crop to the ink, fit into 20×20 keeping the aspect ratio, centre by mass in 28×28."""
     values = grey.astype(np.float32)
-    values -= np.median(np.concatenate([values[0], values[-1], values[:, 0], values[:, -1]]))  # background → 0
+    values -= np.median(_border(values))  # background → 0
     np.clip(values, 0, None, out=values)
     peak = values.max()
     if peak < 16:

@@ -27,7 +27,7 @@ from .atomic import write_text_atomic
 from .checkpoint import UntrustedModelCode, load
 from .config import TrainConfig
 from .curves import Curves, curves_from_events, differing_settings, run_label
-from .data import load_split
+from .data import check_classes, classes_of, load_split
 from .devices import peak_mib
 from .engine import evaluate_split
 from .errors import WorkbenchError, first_line
@@ -181,9 +181,12 @@ def _missing_reason(record: RunRecord) -> str:
 
 def _evaluate_checkpoint(record: RunRecord, path: Path) -> Evaluation:
     ckpt = _load_checkpoint(record, path)
+    if _written_by_another_run(record, ckpt.config.to_dict(), ckpt.metrics):
+        raise _Overwritten()
     model = ckpt.build_model("cpu")
     config = ckpt.config.replace(amp="off", device="cpu")  # float32 on the CPU: the same on every machine
     split = load_split(config.dataset, "val", config.data_root)
+    check_classes(ckpt.classes, classes_of(config.dataset, config.data_root), config.dataset)  # folders can change
     result = evaluate_split(model, split, config, torch.device("cpu"))
     predictions, labels = result.predictions, result.labels
     counts = result.confusion()
@@ -204,9 +207,25 @@ def _load_checkpoint(record: RunRecord, path: Path):
         return load(path)
     except UntrustedModelCode as exc:
         own = record.config.get("model", "sandwich")
-        if own == "sandwich" or exc.model_spec != own:
-            raise
+        if exc.model_spec != own:  # not this run's network: never import it
+            raise _Overwritten() from None
         return load(path, trust_model_code=True)
+
+
+class _Overwritten(WorkbenchError):
+    """Runs that share an output folder (the CLI's default runs/latest) write the same checkpoint path: the file
+    there may be a later run's, and evaluating it would pass that run's weights off as this one's."""
+
+    def __init__(self):
+        super().__init__("it was overwritten by a later run that wrote into the same folder")
+
+
+def _written_by_another_run(record: RunRecord, saved_config: dict, saved_metrics: dict) -> bool:
+    """The checkpoint's settings (on the keys both versions know) or its throughput differ from the run's own."""
+    if any(record.config[key] != saved_config[key] for key in record.config.keys() & saved_config.keys()):
+        return True
+    rate = saved_metrics.get("samples_per_s")  # same settings, run again: the measured throughput tells them apart
+    return rate is not None and record.samples_per_s is not None and rate != record.samples_per_s
 
 
 # -- facts per run ----------------------------------------------------------------------------------------------
@@ -238,11 +257,11 @@ def _facts(record: RunRecord, differing: list[str], color: str) -> _Run:
     failure = record.failure or next((dataclasses.asdict(e) for e in reversed(events)
                                       if isinstance(e, RunFailed)), None)
     return _Run(record=record, label=run_label(record.id, record.config, differing), color=color, steps=steps,
-                epochs=epochs, curves=curves_from_events(events), compile=_last_compile_report(events), failure=failure,
+                epochs=epochs, curves=curves_from_events(events), compile=last_compile_report(events), failure=failure,
                 notices=[e for e in events if isinstance(e, Notice)], metrics=_metrics(record, steps, epochs))
 
 
-def _last_compile_report(events: list) -> CompileReport | None:
+def last_compile_report(events: list) -> CompileReport | None:
     """The last report of what happened while training; an explain-only report when there is nothing better."""
     reports = [e for e in events if isinstance(e, CompileReport)]
     from_run = [r for r in reports if r.source == "run"]

@@ -17,7 +17,11 @@ from .atomic import commit, temp_beside, write_text_atomic
 from .config import TrainConfig
 from .engine import StopFlag, Trainer
 from .errors import WorkbenchError
-from .events import EpochEnd, Event, Notice, RunFailed, RunFinished, RunStarted, to_json
+from .events import EpochEnd, Event, Notice, RunFailed, RunFinished, RunStarted, is_terminal, to_json
+
+
+class RunFilesError(WorkbenchError):
+    kind = "io"
 
 
 class RunWriter:
@@ -45,20 +49,31 @@ class RunWriter:
         self._tmp.unlink(missing_ok=True)
 
     def close(self, result: RunFinished | RunFailed) -> None:
-        self._fh.close()
-        commit(self._tmp, self.out_dir / "events.jsonl")
-        if isinstance(result, RunFinished):
-            summary = {
-                "config": self._started.config if self._started else None,
-                "device": self._started.device_name if self._started else None,
-                "versions": self._started.versions if self._started else None,
-                "steps": result.steps,
-                "epochs": self._epochs,
-                "seconds": result.seconds,
-                "stopped": result.stopped,
-                "metrics": result.metrics,
-            }
-            write_text_atomic(self.out_dir / "metrics.json", json.dumps(summary, indent=2))
+        """Put events.jsonl (and, for a finished run, metrics.json) in place; a file that cannot be written (disk
+        full, folder removed) is a RunFilesError naming it."""
+        target = self.out_dir / "events.jsonl"
+        try:
+            self._fh.close()
+            commit(self._tmp, target)
+            if isinstance(result, RunFinished):
+                target = self.out_dir / "metrics.json"
+                write_text_atomic(target, json.dumps(self._summary(result), indent=2))
+        except OSError as exc:
+            self._tmp.unlink(missing_ok=True)
+            raise RunFilesError(f"cannot write {target}: {exc.strerror or exc}",
+                                "check that the output folder still exists and its disk has space") from None
+
+    def _summary(self, result: RunFinished) -> dict:
+        return {
+            "config": self._started.config if self._started else None,
+            "device": self._started.device_name if self._started else None,
+            "versions": self._started.versions if self._started else None,
+            "steps": result.steps,
+            "epochs": self._epochs,
+            "seconds": result.seconds,
+            "stopped": result.stopped,
+            "metrics": result.metrics,
+        }
 
 
 def run_recorded(config: TrainConfig, out_dir: Path, *, sinks: tuple[Callable[[Event], None], ...] = (),
@@ -69,9 +84,11 @@ def run_recorded(config: TrainConfig, out_dir: Path, *, sinks: tuple[Callable[[E
     and every event passed on to `sinks` (a progress bar, the GUI) — or, as its JSON line, to `line_sinks` (a
     child process's connection to its parent). The CLI, the GUI and the training child all start runs here.
 
-    A run database that cannot be written (locked, read-only) never costs the run: a Notice says so."""
+    A run database that cannot be written (locked, read-only) never costs the run, nor do run files that cannot be
+    put in place at its end: a Notice says so, before the terminal event."""
     from .runs import RunRecorder, RunStore, RunStoreError
 
+    out_dir = Path(out_dir).resolve()  # the database keeps the paths: a relative one means another folder elsewhere
     writer = RunWriter(out_dir)  # before training: an unwritable folder fails now, not after an hour
     notices: list[Notice] = []
 
@@ -81,30 +98,43 @@ def run_recorded(config: TrainConfig, out_dir: Path, *, sinks: tuple[Callable[[E
     recorder = None
     if record:
         try:
-            recorder = RunRecorder(RunStore(db), out_dir=str(writer.out_dir), on_error=note)
+            recorder = RunRecorder(RunStore(db), out_dir=str(out_dir), on_error=note)
         except RunStoreError as exc:
             note(exc)
 
-    def emit(event: Event) -> None:
-        line = to_json(event)  # once per event: the file, the database and a parent process all take the line
-        writer.write(event, line)
-        if recorder is not None:
-            recorder(event, line)
+    def deliver(event: Event, line: str) -> None:
         for sink in sinks:
             sink(event)
         for sink in line_sinks:
             sink(line)
-        while notices:  # a recording problem reported while handling this event
-            emit(notices.pop(0))
 
-    engine = trainer or Trainer(out_dir=writer.out_dir)
+    def emit(event: Event) -> None:
+        line = to_json(event)  # once per event: the file, the database and a parent process all take the line
+        if recorder is not None:
+            recorder(event, line)
+        if not is_terminal(event):
+            writer.write(event, line)
+            deliver(event, line)
+            while notices:  # a recording problem reported while handling this event
+                emit(notices.pop(0))
+            return
+        # Readers stop at the terminal event: whatever is said about recording it has to come before it.
+        while notices:
+            emit(notices.pop(0))
+        writer.write(event, line)
+        try:
+            writer.close(event)
+        except RunFilesError as exc:  # the run itself ended as it says: keep its event, after the problem
+            problem = Notice("error", str(exc), exc.hint)
+            deliver(problem, to_json(problem))
+        deliver(event, line)
+
+    engine = trainer or Trainer(out_dir=out_dir)
     try:
-        result = engine.run(config, emit, stop)
+        return engine.run(config, emit, stop)
     except BaseException:
         writer.abort()
         raise
     finally:
         if recorder is not None:
             recorder.store.close()
-    writer.close(result)
-    return result

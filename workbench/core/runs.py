@@ -20,7 +20,7 @@ from pathlib import Path
 
 from . import paths
 from .errors import WorkbenchError, first_line
-from .events import EpochEnd, Event, RunFailed, RunFinished, RunStarted, Step, from_dict, to_dict, to_json
+from .events import EpochEnd, Event, RunFailed, RunFinished, RunStarted, Step, from_dict, is_terminal, to_dict, to_json
 
 SCHEMA_VERSION = 1
 RECORD_INTERVAL = 0.5  # seconds between commits of buffered events
@@ -191,7 +191,8 @@ class RunStore:
                                     (*summary.values(), _now(), run_id))
                 self.db.execute("COMMIT")
             except BaseException:
-                self.db.execute("ROLLBACK")
+                if self.db.in_transaction:  # some errors (SQLITE_FULL) have rolled it back already
+                    self.db.execute("ROLLBACK")
                 raise
         except sqlite3.DatabaseError as exc:
             raise self._error(exc) from None
@@ -224,9 +225,13 @@ class RunStore:
             raise self._error(exc) from None
 
     def id_for_out_dir(self, out_dir: str | Path) -> int | None:
-        """The newest run that wrote into `out_dir` (how the GUI finds the run it just trained)."""
-        row = self.db.execute("SELECT id FROM runs WHERE out_dir = ? ORDER BY id DESC LIMIT 1",
-                              (str(out_dir),)).fetchone()
+        """The newest run that wrote into `out_dir` (how the GUI finds the run it just trained). Runs record their
+        folder resolved (runfiles.run_recorded), so it is looked up resolved too."""
+        try:
+            row = self.db.execute("SELECT id FROM runs WHERE out_dir = ? ORDER BY id DESC LIMIT 1",
+                                  (str(Path(out_dir).resolve()),)).fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise self._error(exc) from None
         return int(row[0]) if row else None
 
     def get(self, run_id: int, *, with_events: bool = False) -> RunRecord:
@@ -236,12 +241,16 @@ class RunStore:
                 known = [r[0] for r in self.db.execute("SELECT id FROM runs ORDER BY id DESC LIMIT 5")]
                 raise RunStoreError(f"no run with id {run_id} in {self.path}",
                                     f"recent ids: {', '.join(map(str, known))}" if known else "no runs recorded yet")
-            record = _record(row)
-            if with_events:
-                record.events = [from_dict(json.loads(r[0])) for r in self.db.execute(
-                    "SELECT data FROM events WHERE run_id = ? ORDER BY seq", (run_id,))]
+            lines = [r[0] for r in self.db.execute("SELECT data FROM events WHERE run_id = ? ORDER BY seq",
+                                                   (run_id,))] if with_events else []
         except sqlite3.DatabaseError as exc:
             raise self._error(exc) from None
+        try:
+            record = _record(row)
+            record.events = [from_dict(json.loads(line)) for line in lines]
+        except (ValueError, TypeError) as exc:  # e.g. an event of a newer version's, or a damaged row
+            raise RunStoreError(f"run #{run_id} in {self.path} holds data this Workbench cannot read: "
+                                f"{first_line(exc)}", "upgrade Workbench to open this run") from None
         return record
 
 
@@ -287,7 +296,7 @@ class RunRecorder:
                 return
         self.pending.append(event)
         self.lines.append(line if line is not None else to_json(event))
-        if isinstance(event, (RunFinished, RunFailed)) or time.monotonic() - self.last_commit >= self.interval:
+        if is_terminal(event) or time.monotonic() - self.last_commit >= self.interval:
             self.flush(event)
 
     def _start(self, event: RunStarted) -> None:
