@@ -4,6 +4,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
+# A bare `make` opens the app (never the benchmark, which takes minutes).
+.DEFAULT_GOAL := run
 .PHONY: run test bench package clean
 
 bench: $(STAMP)

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from . import appinfo
+from .core.child import CHILD_FLAG, TORCHRUN_FLAG
 from .core.events import EpochEnd, Notice, RunFailed
 from .core.progress import Progress, epoch_line, failure_line, format_duration
 from typing import Callable, Sequence
@@ -21,8 +22,6 @@ from typing import Callable, Sequence
 EXIT_USAGE = 2  # bad input: config, data, files
 EXIT_RUN_FAILED = 3  # the run itself failed (diverged, compile failure, out of memory)
 EXIT_INTERRUPTED = 130
-CHILD_FLAG = "--workbench-child"  # internal: be a training child process (see core/child.py)
-TORCHRUN_FLAG = "--workbench-torchrun"  # internal: be torchrun
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -125,13 +124,13 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--modes", default="default,reduce-overhead,max-autotune-no-cudagraphs",
                        help="inductor modes, comma-separated")
     bench.add_argument("--amp", default="off,bf16,fp16", help="precisions, comma-separated")
-    bench.add_argument("--warmup", type=int, default=20, help="steps before timing (the first one compiles)")
-    bench.add_argument("--windows", type=int, default=5, help="timed windows")
-    bench.add_argument("--window-steps", type=int, default=50, help="steps per timed window")
+    bench.add_argument("--warmup", type=positive_int, default=20, help="steps before timing (the first one compiles)")
+    bench.add_argument("--windows", type=positive_int, default=5, help="timed windows")
+    bench.add_argument("--window-steps", type=positive_int, default=50, help="steps per timed window")
     bench.add_argument("--quick", action="store_true", help="a few steps only: checks that it runs, measures little")
     bench.add_argument("--gui", action="store_true",
                        help="measure the app instead: in-app vs headless samples/s and GUI stalls (offscreen)")
-    bench.add_argument("--gui-epochs", type=int, default=60, help="epochs of the GUI benchmark's eager runs")
+    bench.add_argument("--gui-epochs", type=positive_int, default=60, help="epochs of the GUI benchmark's eager runs")
     bench.add_argument("--recording", action="store_true",
                        help="measure instead what recording the run history costs (paired runs, on vs off)")
     bench.add_argument("--json", metavar="FILE", help="also write the results as JSON")
@@ -143,11 +142,11 @@ def build_parser() -> argparse.ArgumentParser:
     runs_sub = runs.add_subparsers(dest="runs_command", metavar="ACTION")
     show = runs_sub.add_parser("show", help="one run: config, environment, metrics, compile report")
     show.add_argument("run_id", type=int)
-    add_db_option(show)
+    add_db_option(show, inherited=True)
     show.set_defaults(handler=cmd_runs_show)
     remove = runs_sub.add_parser("rm", help="remove runs from the history (their files stay on disk)")
     remove.add_argument("run_ids", type=int, nargs="+")
-    add_db_option(remove)
+    add_db_option(remove, inherited=True)
     remove.set_defaults(handler=cmd_runs_rm)
 
     report = sub.add_parser("report", help="a self-contained HTML report (and JSON) of one or more runs")
@@ -158,9 +157,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def add_db_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--db", default=None, help="run history database (default: $WORKBENCH_DB or "
-                                                   "~/.local/share/workbench/runs.sqlite)")
+def positive_int(text: str) -> int:
+    """argparse type for the benchmark's counts: zero windows or steps leave nothing to take a median of."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not allowed (at least 1)")
+    return value
+
+
+def add_db_option(parser: argparse.ArgumentParser, inherited: bool = False) -> None:
+    """`inherited`: a sub-action's --db must not overwrite the one given before it (`runs --db X rm 1`): argparse
+    copies a sub-parser's default over the parent's value, so such an option has no default of its own."""
+    parser.add_argument("--db", default=argparse.SUPPRESS if inherited else None,
+                        help="run history database (default: $WORKBENCH_DB or ~/.local/share/workbench/runs.sqlite)")
 
 
 def add_config_options(parser: argparse.ArgumentParser) -> None:
@@ -204,7 +216,10 @@ def config_from_args(args: argparse.Namespace, **defaults):
             text = Path(args.config).read_text(encoding="utf-8")
         except OSError as exc:
             raise ConfigError("config", f"cannot read {args.config}: {exc.strerror}") from None
-        values.update(TrainConfig.from_json(text).to_dict())
+        except UnicodeDecodeError:
+            raise ConfigError("config", f"cannot read {args.config}: not UTF-8 text (a JSON file is)") from None
+        TrainConfig.from_json(text)  # the file must be a valid config on its own: errors name the file's fields
+        values.update(json.loads(text))  # only what the file sets: its implicit defaults must not replace ours
     for name in ("dataset", "data_root", "model", "device", "epochs", "batch_size", "lr", "lr_schedule", "optimizer",
                  "weight_decay", "seed", "hidden_dim", "dropout", "backend", "mode", "fullgraph", "amp",
                  "allow_eager_fallback", "max_steps"):
@@ -221,7 +236,6 @@ def cmd_train(args: argparse.Namespace) -> int:
     from .core import devices
     from .core.child import run_distributed, supervise_node
     from .core.distributed import Launch, check_launch
-    from .core.events import RunFailed
     from .core.runfiles import run_recorded
 
     config = config_from_args(args)
@@ -239,6 +253,8 @@ def cmd_train(args: argparse.Namespace) -> int:
             code = supervise_node(config, Path(args.out).resolve(), launch, stop=stop)
             print(f"node {launch.node_rank}: its {launch.nproc_per_node} process(es) ended (exit code {code}); node 0 "
                   f"writes the checkpoint and the run record")
+            if stop.is_set():  # Ctrl+C: the same exit code as on node 0, not that of the processes it ended
+                return EXIT_INTERRUPTED
             return 0 if code == 0 else EXIT_RUN_FAILED
     bar.close()
     if isinstance(result, RunFailed):
@@ -250,10 +266,12 @@ def cmd_train(args: argparse.Namespace) -> int:
     print(f"{state}: {result.steps} steps, {result.epochs} epoch(s) in {result.seconds:.1f} s · "
           f"val accuracy {accuracy} · {m.get('samples_per_s', 0):,.0f} samples/s"
           + (f" · compile {m['compile_seconds']:.1f} s" if m.get("compile_seconds") else ""))
-    written = (["checkpoint.pt", "checkpoint.safetensors"] if m.get("checkpoint") else []) + \
-        ["metrics.json", "events.jsonl"]
-    print(f"wrote {args.out}: {', '.join(written)}" + ("" if m.get("checkpoint") else
-                                                       " (no checkpoint: no step was trained)"))
+    if m.get("checkpoint"):
+        print(f"wrote {args.out}: checkpoint.pt, checkpoint.safetensors, metrics.json, events.jsonl")
+    elif (Path(args.out) / "metrics.json").is_file():
+        print(f"wrote {args.out}: metrics.json, events.jsonl (no checkpoint: no step was trained)")
+    else:
+        print("nothing was written: the run stopped before it started")
     return EXIT_INTERRUPTED if result.stopped else 0
 
 
@@ -328,17 +346,20 @@ class ProgressBar:
 # -- evaluate / predict / explain -------------------------------------------------------------------------------
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from .core import checkpoint, devices
-    from .core.data import dataset_info, load_split
+    from .core.data import check_classes, classes_of, dataset_info, load_split
     from .core.engine import evaluate_split
 
     ckpt = checkpoint.load(args.checkpoint, trust_model_code=args.trust_model_code)
     dataset = args.dataset or ckpt.config.dataset
     data_root = args.data_root if args.dataset else (args.data_root or ckpt.config.data_root)
     split_name = args.split or ("test" if dataset_info(dataset).has_test else "val")
+    # Evaluation runs eagerly in full precision; the device is checked as train checks it (cuda without CUDA, typos).
+    config = ckpt.config.replace(amp="off", backend="eager", mode="default", device=args.device)
+    config.check_runnable(devices.cuda_available())
     split = load_split(dataset, split_name, data_root)
-    device = devices.resolve_device(args.device)
+    check_classes(ckpt.classes, classes_of(dataset, data_root), dataset)
+    device = devices.resolve_device(config.device)
     model = ckpt.build_model(device)
-    config = ckpt.config.replace(amp="off")
     result = evaluate_split(model, split, config, device)
     print(f"{dataset} {split_name}: {len(split)} images · accuracy {result.accuracy:.2%} · loss {result.loss:.4f}")
     print(format_confusion(result.confusion().tolist(), ckpt.classes))
@@ -404,14 +425,18 @@ def format_report(report) -> str:
 
 # -- benchmark --------------------------------------------------------------------------------------------------
 def cmd_bench(args: argparse.Namespace) -> int:
+    from .core import devices
     from .core.bench import BenchSettings, format_table, run_bench
-    from .core.atomic import write_text_atomic
+    from .core.config import TrainConfig
 
     def progress(text: str) -> None:
         print(text, file=sys.stderr, flush=True)
 
+    if args.json:
+        _check_writable(Path(args.json))  # a benchmark takes minutes: do not lose its results at the very end
     if args.gui:
         return _bench_gui(args, progress)
+    TrainConfig(device=args.device).check_runnable(devices.cuda_available())  # as train does: no silent CPU
     if args.recording:
         return _bench_recording(args, progress)
     settings = BenchSettings(device=args.device, dataset=args.dataset, batch_size=args.batch_size,
@@ -421,16 +446,48 @@ def cmd_bench(args: argparse.Namespace) -> int:
         settings.warmup, settings.windows, settings.window_steps, settings.eval_batches, settings.pairs = 2, 2, 3, 2, 1
     result = run_bench(settings, _csv(args.backends), _csv(args.modes), _csv(args.amp), progress)
     print(format_table(result))
-    if args.json:
-        write_text_atomic(args.json, json.dumps(result.to_dict(), indent=2))
-        print(f"wrote {args.json}")
+    _write_json(args.json, result.to_dict())
     return 0
+
+
+def _check_writable(target: Path) -> None:
+    """Create and remove the temp file the final atomic write will use: the same folder, the same permissions."""
+    import os
+
+    from .core.atomic import temp_beside
+
+    if target.is_dir():
+        raise _unwritable(target, "it is a folder")
+    try:
+        fd, tmp = temp_beside(target)
+    except OSError as exc:
+        raise _unwritable(target, exc.strerror or str(exc)) from None
+    os.close(fd)
+    tmp.unlink()
+
+
+def _write_json(path: str | None, data) -> None:
+    """--json, when given: the results as JSON, written atomically."""
+    from .core.atomic import write_text_atomic
+
+    if not path:
+        return
+    try:
+        write_text_atomic(path, json.dumps(data, indent=2))
+    except OSError as exc:
+        raise _unwritable(Path(path), exc.strerror or str(exc)) from None
+    print(f"wrote {path}")
+
+
+def _unwritable(target: Path, why: str):
+    from .core.errors import WorkbenchError
+
+    return WorkbenchError(f"cannot write {target}: {why}", "choose a file in a folder you can write to with --json")
 
 
 def _bench_gui(args: argparse.Namespace, progress) -> int:
     import os
 
-    from .core.atomic import write_text_atomic
     from .core.config import TrainConfig
     from .gui_launch import display_problem
 
@@ -445,9 +502,7 @@ def _bench_gui(args: argparse.Namespace, progress) -> int:
     compile_config = None if args.quick else TrainConfig(epochs=max(2, epochs // 2), backend="inductor")
     report = run_gui_bench(config, pairs=1 if args.quick else 2, compile_config=compile_config, progress=progress)
     print(format_gui_report(report))
-    if args.json:
-        write_text_atomic(args.json, json.dumps(report, indent=2))
-        print(f"wrote {args.json}")
+    _write_json(args.json, report)
     return 0
 
 
@@ -455,7 +510,6 @@ def _bench_recording(args: argparse.Namespace, progress) -> int:
     import tempfile
 
     from .core.bench import recording_overhead
-    from .core.atomic import write_text_atomic
     from .core.config import TrainConfig
 
     config = TrainConfig(epochs=1 if args.quick else 20, batch_size=32, device=args.device)
@@ -465,10 +519,9 @@ def _bench_recording(args: argparse.Namespace, progress) -> int:
           f"(median of {len(result['ratios'])} back-to-back pairs: "
           + ", ".join(f"{r:.3f}" for r in result["ratios"]) + ")")
     print(f"method: {config.epochs} epochs of the default config (batch 32, "
-          f"{config.epochs * 125} steps) per run; each pair runs without, then with, the SQLite history "
-          "(WAL, a commit every 0.5 s); both write events.jsonl and the checkpoint")
-    if args.json:
-        write_text_atomic(args.json, json.dumps(result, indent=2))
+          f"{config.epochs * 125} steps) per run; each pair runs without and with the SQLite history (WAL, a "
+          "commit every 0.5 s), the first of each pair alternating; both write events.jsonl and the checkpoint")
+    _write_json(args.json, result)
     return 0
 
 
@@ -505,7 +558,7 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
 
 
 def cmd_runs_show(args: argparse.Namespace) -> int:
-    from .core.events import CompileReport
+    from .core.report import last_compile_report
 
     with _store(args) as store:
         record = store.get(args.run_id, with_events=True)
@@ -517,9 +570,9 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
     print("summary:     " + json.dumps(metrics))
     if record.failure:
         print(f"failure:     {record.failure.get('kind')}: {record.failure.get('message')}")
-    reports = [e for e in record.events if isinstance(e, CompileReport)]
-    if reports:
-        print("compile report:\n" + format_report(reports[-1]))
+    report = last_compile_report(record.events)
+    if report is not None:
+        print("compile report:\n" + format_report(report))
     return 0
 
 

@@ -90,7 +90,7 @@ def test_failed_save_keeps_previous_checkpoint(saved, monkeypatch):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(torch, "save", broken_save)
-    with pytest.raises(OSError):
+    with pytest.raises(checkpoint.CheckpointWriteError, match="No space left on device"):
         _save(saved, _model(seed=9))
     assert written and written[0] != saved  # the partial write went to a temp file, not the target
     assert saved.read_bytes() == before
@@ -306,6 +306,8 @@ def test_any_garbage_file_is_a_checkpoint_error(tmp_path):
             pass
         except Exception as exc:  # noqa: BLE001 - the point of the test
             escaped.append((i, type(exc).__name__))
+        else:
+            escaped.append((i, "loaded"))  # garbage that loads is as wrong as garbage that crashes
     assert escaped == []
 
 
@@ -313,3 +315,12 @@ def test_any_garbage_file_is_a_checkpoint_error(tmp_path):
 def test_malformed_payload_fields_are_checkpoint_errors(saved, tmp_path, changes):
     with pytest.raises(CheckpointError):
         checkpoint.load(_edited(saved, tmp_path, **changes))
+
+
+def test_unwritable_folder_is_an_io_error_naming_the_path(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    target = blocker / "run" / "checkpoint.pt"
+    with pytest.raises(checkpoint.CheckpointWriteError) as info:
+        _save(target)
+    assert info.value.kind == "io" and str(target) in str(info.value) and info.value.hint

@@ -11,6 +11,8 @@ import io
 import json
 import os
 import re
+import shutil
+import signal
 import subprocess
 import sys
 import textwrap
@@ -22,6 +24,9 @@ import pytest
 from workbench import cli
 from workbench.core import devices
 from workbench.core.events import EpochEnd, RunFinished, RunStarted, Step, from_json
+from workbench.core.runs import RunStore
+
+from .conftest import wait_for_epoch
 
 RUN_FILES = ["checkpoint.pt", "checkpoint.safetensors", "events.jsonl", "metrics.json"]
 MNIST_TEST_COUNTS = [980, 1135, 1032, 1010, 982, 892, 958, 1028, 974, 1009]
@@ -105,6 +110,39 @@ def test_config_file_then_flags(tmp_path, capsys):
     assert metrics["config"]["hidden_dim"] == 16 and metrics["config"]["seed"] == 4  # the file overrides defaults
 
 
+def test_config_file_sets_only_its_own_fields(tmp_path, capsys):
+    """A file's unset fields are not its defaults: explain's inductor default survives a file without a backend."""
+    config = tmp_path / "f.json"
+    config.write_text(json.dumps({"hidden_dim": 16}))
+    code, stdout, stderr = call(capsys, "explain", "--config", config, "--mode", "max-autotune")
+    assert code == 0, stderr
+    assert "graphs: 1 · graph breaks: 0" in stdout
+
+
+def test_training_flags_reach_the_run_config(tmp_path, capsys):
+    out = tmp_path / "out"
+    code, _, stderr = call(capsys, "train", "--max-steps", "2", "--fullgraph", "--optimizer", "sgd", "--lr-schedule",
+                           "constant", "--dynamic", "false", "--no-allow-eager-fallback", "--weight-decay", "0.5",
+                           "--out", out)
+    assert code == 0, stderr
+    config = json.loads((out / "metrics.json").read_text())["config"]
+    assert (config["fullgraph"], config["optimizer"], config["lr_schedule"], config["dynamic"],
+            config["allow_eager_fallback"], config["weight_decay"]) == (True, "sgd", "constant", False, False, 0.5)
+
+
+def test_ctrl_c_stops_after_the_step_and_keeps_the_checkpoint(tmp_path, start_train):
+    proc, _ = start_train("--epochs", "100000", "--out", str(tmp_path / "run"))
+    wait_for_epoch(proc)
+    proc.send_signal(signal.SIGINT)  # what Ctrl+C does
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == cli.EXIT_INTERRUPTED, err
+    assert "stopping after this step" in err and "Traceback" not in err
+    assert out.startswith("stopped early:")
+    assert (tmp_path / "run" / "checkpoint.pt").is_file()
+    with RunStore(tmp_path / "runs.sqlite") as store:
+        assert [r.status for r in store.list()] == ["stopped"]
+
+
 def test_version_comes_from_package_metadata(tmp_path):
     result = shell("--version", cwd=tmp_path)
     assert result.returncode == 0
@@ -148,6 +186,17 @@ def test_evaluate_on_the_official_test_split(trained, mnist_test_dir, capsys):
     assert float(found.group(1)) > 85
     matrix = _matrix(stdout)
     assert [sum(row) for row in matrix] == MNIST_TEST_COUNTS  # rows are the true classes
+
+
+def test_evaluate_on_a_dataset_with_other_classes_is_refused(trained, samples_dir, tmp_path, capsys):
+    for cls in ("one", "zero"):  # a 2-class image folder; the checkpoint knows the 10 digits
+        (tmp_path / cls).mkdir()
+        for i in range(10):
+            shutil.copy(samples_dir / f"digit_{i % 2}.png", tmp_path / cls / f"{i}.png")
+    code, stdout, stderr = call(capsys, "evaluate", trained / "checkpoint.pt", "--dataset", "imagefolder",
+                                "--data-root", tmp_path)
+    assert code == 2 and stdout == ""
+    assert "trained on 10 classes (0, 1, 2, 3, 4, 5, 6, 7, …) but imagefolder has 2 (one, zero)" in stderr
 
 
 def test_predict_names_the_bundled_digits(trained, samples_dir, capsys):
@@ -207,9 +256,11 @@ def bad_inputs(tmp_path, trained):
     notes.write_text("just some text\n")
     bad_json = tmp_path / "bad.json"
     bad_json.write_text('{"epochs": 2,,}')
+    latin1 = tmp_path / "latin1.json"
+    latin1.write_bytes('{"dataset": "données"}'.encode("latin-1"))
     return {"out": tmp_path / "out", "under_file": a_file / "out", "missing": tmp_path / "missing",
             "corrupted": corrupted, "ckpt": trained / "checkpoint.pt", "notes": notes, "bad_json": bad_json,
-            "folder": tmp_path}
+            "latin1": latin1, "folder": tmp_path}
 
 
 TRAIN = ("train", "--max-steps", "2", "--out", "{out}")
@@ -230,16 +281,25 @@ TRAIN = ("train", "--max-steps", "2", "--out", "{out}")
     (("train", "--max-steps", "2", "--out", "{under_file}"), ["cannot write", "--out"]),
     (TRAIN + ("--config", "{bad_json}"), ["config", "JSON"]),
     (TRAIN + ("--config", "{missing}/none.json"), ["config", "cannot read"]),
+    (TRAIN + ("--config", "{latin1}"), ["latin1.json", "UTF-8"]),
     (("evaluate", "{corrupted}"), ["corrupted.pt", "damaged or truncated"]),
     (("evaluate", "{missing}/checkpoint.pt"), ["does not exist"]),
     (("evaluate", "{folder}"), ["folder"]),
     (("evaluate", "{ckpt}", "--split", "test"), ["mnist-sample", "val"]),  # no test split: says to use val
     (("evaluate", "{ckpt}", "--dataset", "idx", "--data-root", "{missing}"), ["does not exist"]),
+    (("evaluate", "{ckpt}", "--device", "tpu"), ["device", "cuda:N"]),
+    (("evaluate", "{ckpt}", "--device", "cuda"), ["device", "no usable CUDA device"]),
     (("predict", "{corrupted}", "{notes}"), ["corrupted.pt"]),
     (("predict", "{ckpt}", "{notes}"), ["notes.txt", "not an image"]),
     (("predict", "{ckpt}", "{folder}"), ["folder"]),
     (("explain", "--model", "{missing}/net.py:Net"), ["net.py"]),
     (("explain", "--batch-size", "0"), ["batch_size"]),
+    # bench: refused before any measuring starts (the progress lines would be a second line)
+    (("bench", "--device", "tpu"), ["device", "cuda:N"]),
+    (("bench", "--device", "cuda"), ["device", "no usable CUDA device"]),
+    (("bench", "--recording", "--device", "cuda:0"), ["device", "no usable CUDA device"]),
+    (("bench", "--json", "{under_file}/bench.json"), ["cannot write", "--json"]),
+    (("bench", "--json", "{folder}"), ["cannot write", "folder"]),
 ], ids=lambda v: " ".join(v) if isinstance(v, tuple) else None)
 def test_bad_input_gives_one_error_line(bad_inputs, argv, words, capsys, monkeypatch):
     monkeypatch.setattr(devices, "cuda_available", lambda: False)  # the same answers on a GPU machine
@@ -250,10 +310,33 @@ def test_bad_input_gives_one_error_line(bad_inputs, argv, words, capsys, monkeyp
         assert word in line, line
 
 
-def test_unwritable_out_creates_nothing(bad_inputs, capsys):
-    code, _, _ = call(capsys, "train", "--max-steps", "2", "--out", bad_inputs["under_file"])
+def test_unwritable_out_creates_nothing(bad_inputs, tmp_path, capsys):
+    before = sorted(tmp_path.rglob("*"))
+    code, _, _ = call(capsys, "train", "--max-steps", "2", "--out", bad_inputs["under_file"], "--db",
+                      tmp_path / "runs.sqlite")
     assert code == cli.EXIT_USAGE
-    assert bad_inputs["under_file"].parent.is_file()  # still the plain file it was
+    assert sorted(tmp_path.rglob("*")) == before  # no temp file, no output folder, no run database
+
+
+@pytest.mark.parametrize("flag", ["--windows", "--window-steps", "--warmup", "--gui-epochs"])
+def test_bench_counts_must_be_positive(flag, capsys):
+    code, _, stderr = call(capsys, "bench", flag, "0")
+    assert code == cli.EXIT_USAGE
+    assert stderr.splitlines()[-1].endswith(f"argument {flag}: 0 is not allowed (at least 1)")
+    assert "Traceback" not in stderr
+
+
+def test_bench_json_write_failure_is_one_error_line(tmp_path, monkeypatch):
+    """The results are measured by then: a failing write (disk full) is reported, never a traceback."""
+    from workbench.core import atomic
+    from workbench.core.errors import WorkbenchError
+
+    def disk_full(target, text):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(atomic, "write_text_atomic", disk_full)
+    with pytest.raises(WorkbenchError, match="cannot write .*bench.json: No space left on device"):
+        cli._write_json(str(tmp_path / "bench.json"), {"rows": []})
 
 
 def test_run_failure_exit_code_and_files(tmp_path, capsys):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from workbench.core.runs import RunStore
+
 from .test_cli import assert_one_error_line, call
 
 
@@ -39,6 +41,17 @@ def test_runs_rm_removes_and_unknown_ids_fail_cleanly(db, capsys):
     assert len(out.strip().splitlines()) == 2
     code, _, err = call(capsys, "runs", "show", "1", "--db", db)
     assert code == 2 and "no run with id 1" in assert_one_error_line(err)
+
+
+def test_db_given_before_the_action_is_the_one_used(db, capsys):
+    """`runs --db X show|rm` must act on X, not on the default database (here an empty one)."""
+    code, out, err = call(capsys, "runs", "--db", db, "show", "2")
+    assert code == 0, err
+    assert out.startswith("run 2 · finished")
+    code, out, err = call(capsys, "runs", "--db", db, "rm", "1")
+    assert code == 0, err
+    with RunStore(db) as store:
+        assert [r.id for r in store.list()] == [2]
 
 
 def test_empty_history(tmp_path, capsys):

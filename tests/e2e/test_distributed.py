@@ -1,7 +1,8 @@
 """Multi-process data-parallel training (torchrun + DDP, gloo on the CPU), end to end through the CLI.
 
 Every test marks its processes with an environment variable that all descendants inherit, and checks at the end
-that none of them is left: no process may outlive a finished, stopped or failed run.
+that none of them is left: no process may outlive a finished, stopped or failed run. (The start_train fixture
+kills whatever is left when a test fails before that check.)
 """
 
 from __future__ import annotations
@@ -13,15 +14,13 @@ import socket
 import subprocess
 import sys
 import time
-import uuid
-from pathlib import Path
 
 import pytest
 
 from workbench.core.distributed import Launch, LaunchError, check_launch
 from workbench.core.runs import RunStore
 
-from ..conftest import processes_with_env
+from .conftest import marked_processes, wait_for_epoch
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="reads /proc to find leftover processes")
 BAD_RANK_MODEL = '''
@@ -39,33 +38,11 @@ class FailsOnRankOne(SandwichNet):
 '''
 
 
-def marked_processes(mark: str) -> list[tuple[int, str]]:
-    return processes_with_env("WORKBENCH_TEST_MARK", mark)
-
-
-def start(tmp_path: Path, *args: str) -> tuple[subprocess.Popen, str]:
-    mark = uuid.uuid4().hex
-    env = {**os.environ, "WORKBENCH_TEST_MARK": mark, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "workbench", "train", *args, "--db", str(tmp_path / "runs.sqlite")],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    return proc, mark
-
-
-def wait_for_epoch(proc: subprocess.Popen) -> str:
-    """Read stderr until the first epoch line (the run is training on every rank by then)."""
-    seen = []
-    for line in proc.stderr:
-        seen.append(line)
-        if line.startswith("epoch 1/"):
-            return "".join(seen)
-    raise AssertionError("the run ended before its first epoch:\n" + "".join(seen))
-
-
-def test_two_processes_match_one_process_and_keep_identical_weights(tmp_path):
+def test_two_processes_match_one_process_and_keep_identical_weights(tmp_path, start_train):
     results = {}
     for n in (1, 2):
-        proc, mark = start(tmp_path, "--epochs", "5", "--batch-size", "64", "--nproc-per-node", str(n),
-                           "--out", str(tmp_path / f"n{n}"))
+        proc, mark = start_train("--epochs", "5", "--batch-size", "64", "--nproc-per-node", str(n),
+                                 "--out", str(tmp_path / f"n{n}"))
         out, err = proc.communicate(timeout=300)
         assert proc.returncode == 0, err
         assert marked_processes(mark) == []
@@ -80,8 +57,8 @@ def test_two_processes_match_one_process_and_keep_identical_weights(tmp_path):
     assert [r.status for r in RunStore(tmp_path / "runs.sqlite").list()] == ["finished", "finished"]
 
 
-def test_stopping_a_run_ends_every_process_and_keeps_the_checkpoint(tmp_path):
-    proc, mark = start(tmp_path, "--epochs", "100000", "--nproc-per-node", "2", "--out", str(tmp_path / "run"))
+def test_stopping_a_run_ends_every_process_and_keeps_the_checkpoint(tmp_path, start_train):
+    proc, mark = start_train("--epochs", "100000", "--nproc-per-node", "2", "--out", str(tmp_path / "run"))
     wait_for_epoch(proc)
     assert len(marked_processes(mark)) >= 4  # the CLI, torchrun and two ranks
     proc.send_signal(signal.SIGINT)  # what Ctrl+C does: stop after the current step
@@ -92,55 +69,79 @@ def test_stopping_a_run_ends_every_process_and_keeps_the_checkpoint(tmp_path):
     assert RunStore(tmp_path / "runs.sqlite").list()[0].status == "stopped"
 
 
-def test_a_killed_rank_is_named_and_nothing_is_left(tmp_path):
-    proc, mark = start(tmp_path, "--epochs", "100000", "--nproc-per-node", "2", "--out", str(tmp_path / "run"))
+def test_a_killed_rank_is_named_and_nothing_is_left(tmp_path, start_train):
+    proc, mark = start_train("--epochs", "100000", "--nproc-per-node", "2", "--out", str(tmp_path / "run"))
     wait_for_epoch(proc)
     [rank_one] = [pid for pid, rank in marked_processes(mark) if rank == "1"]
     os.kill(rank_one, signal.SIGKILL)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 3
     assert "rank 1 of 2 failed: killed by SIGKILL" in err and "Traceback" not in err
-    assert len(err.strip().splitlines()) == 1 and err.count("the log has each rank's output") == 1
+    # Epoch lines may still reach stderr before the kill: only the error lines are counted.
+    errors = [line for line in err.splitlines() if line.startswith("workbench: error:")]
+    assert len(errors) == 1 and err.count("the log has each rank's output") == 1
     assert marked_processes(mark) == []
 
 
-def test_a_rank_that_raises_is_named_with_its_message(tmp_path):
+def test_a_rank_that_raises_is_named_with_its_message(tmp_path, start_train):
     model = tmp_path / "bad.py"
     model.write_text(BAD_RANK_MODEL)
-    proc, mark = start(tmp_path, "--epochs", "3", "--nproc-per-node", "2", "--model", f"{model}:FailsOnRankOne",
-                       "--out", str(tmp_path / "run"))
+    proc, mark = start_train("--epochs", "3", "--nproc-per-node", "2", "--model", f"{model}:FailsOnRankOne",
+                             "--out", str(tmp_path / "run"))
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 3, err
     assert "rank 1 of 2 failed" in err and "planted failure on rank 1" in err
     assert marked_processes(mark) == []
 
 
-def test_a_port_in_use_is_refused_before_anything_starts(tmp_path):
+def test_a_port_in_use_is_refused_before_anything_starts(tmp_path, start_train):
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        proc, mark = start(tmp_path, "--nproc-per-node", "2", "--master-port", str(port), "--out", str(tmp_path))
+        proc, mark = start_train("--nproc-per-node", "2", "--master-port", str(port), "--out", str(tmp_path))
         _, err = proc.communicate(timeout=120)
     assert proc.returncode == 2
     assert f"port {port} on 127.0.0.1 is already in use" in err and len(err.strip().splitlines()) == 1
     assert marked_processes(mark) == []
 
 
-def test_stopping_during_rendezvous_ends_cleanly(tmp_path):
-    with socket.socket() as probe:  # a free port for node 0; node 1 never comes
+def free_port() -> int:
+    with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    proc, mark = start(tmp_path, "--nproc-per-node", "1", "--nnodes", "2", "--node-rank", "0", "--master-port",
-                       str(port), "--out", str(tmp_path / "run"))
+        return probe.getsockname()[1]
+
+
+def wait_for_torchrun(proc: subprocess.Popen, mark: str) -> None:
+    """Until the CLI has started torchrun (which then waits for the other node: nothing is printed)."""
     started = time.monotonic()
-    while not any(pid for pid, _ in marked_processes(mark) if pid != proc.pid):  # torchrun is up, waiting
+    while not any(pid for pid, _ in marked_processes(mark) if pid != proc.pid):
         assert time.monotonic() - started < 60, "torchrun never started"
         time.sleep(0.1)  # polling /proc for a process to appear: there is no event to wait on
+
+
+def test_stopping_during_rendezvous_ends_cleanly(tmp_path, start_train):
+    port = free_port()  # for node 0; node 1 never comes
+    proc, mark = start_train("--nproc-per-node", "1", "--nnodes", "2", "--node-rank", "0", "--master-port",
+                             str(port), "--out", str(tmp_path / "run"))
+    wait_for_torchrun(proc, mark)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode != 0
     assert "stopped while the training process was starting" in err and "Traceback" not in err
+    assert marked_processes(mark) == []
+
+
+def test_stopping_another_node_exits_as_interrupted(tmp_path, start_train):
+    """Ctrl+C on node 1 ends its processes and exits 130, as on node 0 (not as a failed run)."""
+    port = free_port()  # node 0 never comes
+    proc, mark = start_train("--nproc-per-node", "1", "--nnodes", "2", "--node-rank", "1", "--master-port",
+                             str(port), "--out", str(tmp_path / "run"))
+    wait_for_torchrun(proc, mark)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "node 1: its 1 process(es) ended" in out and "Traceback" not in err
     assert marked_processes(mark) == []
 
 

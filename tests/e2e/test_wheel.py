@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -13,11 +14,26 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 
+def source_copy(dest: Path) -> Path:
+    """The files git would commit (tracked, or new and not ignored), copied to `dest`. Building from the
+    repository itself would leave build/ and *.egg-info there, and setuptools reuses a stale build/lib: a
+    resource dropped from the package data would still reach the wheel from an earlier build."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
+                            capture_output=True, check=True).stdout.decode()
+    for name in filter(None, listed.split("\0")):
+        source = REPO / name
+        if source.is_file():  # not a file deleted from the working tree but not yet from git
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, dest / name)
+    return dest
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("dist")
+    source = source_copy(tmp_path_factory.mktemp("source"))
     build = subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out),
-                            str(REPO)], capture_output=True, text=True, timeout=600)
+                            str(source)], capture_output=True, text=True, timeout=600)
     assert build.returncode == 0, build.stderr[-2000:]
     [path] = out.glob("workbench-*.whl")
     return path
