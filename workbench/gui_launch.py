@@ -58,6 +58,8 @@ def xcb_problem(plugin: Path | None = None) -> str | None:
     """Load Qt's xcb plugin the way Qt will; if a system library is missing, name it and its package."""
     if not sys.platform.startswith("linux") or os.environ.get("QT_QPA_PLATFORM", "xcb") != "xcb":
         return None
+    if "QT_QPA_PLATFORM" not in os.environ and wayland_session():
+        return None  # Qt tries its wayland plugin first there, and xcb only if that fails
     if plugin is None:
         try:
             import PySide6
@@ -71,6 +73,11 @@ def xcb_problem(plugin: Path | None = None) -> str | None:
     except OSError as exc:
         return missing_library_message(str(exc))
     return None
+
+
+def wayland_session() -> bool:
+    """Qt 6's own rule for trying wayland before xcb when QT_QPA_PLATFORM is unset."""
+    return bool(os.environ.get("WAYLAND_DISPLAY")) or os.environ.get("XDG_SESSION_TYPE") == "wayland"
 
 
 def missing_library_message(error: str) -> str:

@@ -28,7 +28,9 @@ def trained_checkpoint(tmp_path_factory):
 
 
 @pytest.fixture
-def window(qtbot, tmp_path):
+def window(qtbot, tmp_path, one_torch_thread):
+    """One intra-op thread here and in the training children (see one_torch_thread): runs that Stop must end
+    within 2 s do not crawl behind OpenMP spinning on a loaded 2-core machine."""
     from workbench.ui.main_window import MainWindow
 
     win = MainWindow(runs_dir=tmp_path / "runs", db=tmp_path / "runs.sqlite", prestart=False)

@@ -19,3 +19,21 @@ def test_gui_bench_measures_both_paths_and_the_heartbeat(qapp, monkeypatch, tmp_
     assert "ratio" in text and "longest stall" in text and "method:" in text
     # the benchmark kept to its temporary folder
     assert not (tmp_path / "user-config").exists()
+
+
+def test_the_in_app_run_refuses_a_config_the_form_cannot_hold_or_a_train_that_does_not_start(window, monkeypatch):
+    import pytest
+
+    from workbench.ui.bench_gui import _app_run
+    from workbench.ui.heartbeat import Heartbeat
+
+    heartbeat = Heartbeat(parent=window)
+    config = TrainConfig(epochs=1, hidden_dim=16, lr=0.0123456789)  # the form keeps 5 decimals of lr
+    window.setup.set_config(config)
+    with pytest.raises(RuntimeError, match="cannot train this configuration"):
+        _app_run(window, config, heartbeat)
+    config = TrainConfig(epochs=1, hidden_dim=16)
+    window.setup.set_config(config)
+    monkeypatch.setattr(window.host, "train", lambda config: False)  # e.g. a task still alive
+    with pytest.raises(RuntimeError, match="did not start the run"):
+        _app_run(window, config, heartbeat)  # returns instead of waiting forever for a run that never began

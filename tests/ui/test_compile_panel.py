@@ -34,7 +34,8 @@ def test_double_clicking_a_break_shows_its_stack(window, qtbot, planted_break_sp
     assert dialog is not None and dialog.isVisible()
     text = dialog.text.toPlainText()
     assert f"line {planted_break_line}, in forward" in text and "Why:" in text
-    dialog.close()
+    with qtbot.waitSignal(dialog.destroyed):  # freed when closed: double-clicks do not pile up dialogs
+        dialog.close()
 
 
 def test_a_compiled_run_fills_the_panel_with_compile_time_and_recompiles(window, qtbot, planted_break_spec):

@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from workbench import gui_launch
 
 
@@ -39,13 +41,30 @@ def test_missing_xcb_library_names_the_debian_package(monkeypatch, tmp_path):
     assert "libxcb-cursor.so.0 is missing" in message and "sudo apt install libxcb-cursor0" in message
 
 
+@pytest.mark.parametrize("session", [{"XDG_SESSION_TYPE": "wayland"}, {"WAYLAND_DISPLAY": "wayland-0"}])
+def test_a_missing_xcb_library_does_not_block_a_wayland_session(monkeypatch, tmp_path, session):
+    plugin = tmp_path / "libqxcb.so"
+    plugin.write_bytes(b"")
+
+    def refuse(path, *args, **kwargs):
+        raise OSError("libxcb-cursor.so.0: cannot open shared object file: No such file or directory")
+
+    monkeypatch.setattr(gui_launch.ctypes, "CDLL", refuse)
+    for name in ("QT_QPA_PLATFORM", "XDG_SESSION_TYPE", "WAYLAND_DISPLAY"):
+        monkeypatch.delenv(name, raising=False)
+    assert gui_launch.xcb_problem(plugin) is not None  # an X11 session: Qt loads xcb
+    for name, value in session.items():
+        monkeypatch.setenv(name, value)
+    assert gui_launch.xcb_problem(plugin) is None  # Qt tries its wayland plugin first
+
+
 def test_offscreen_needs_no_display(monkeypatch):
     monkeypatch.setenv("QT_QPA_PLATFORM", "offscreen")
     monkeypatch.delenv("DISPLAY", raising=False)
     assert gui_launch.display_problem() is None
 
 
-def test_window_icon_title_and_about_come_from_the_package_metadata(window):
+def test_window_icon_title_and_about_come_from_the_package_metadata(window, qtbot):
     import torch
     from PySide6.QtCore import qVersion
 
@@ -59,7 +78,8 @@ def test_window_icon_title_and_about_come_from_the_package_metadata(window):
     window.about()
     dialog = window.findChild(object, "aboutDialog")
     assert dialog is not None and dialog.isVisible()
-    dialog.close()
+    with qtbot.waitSignal(dialog.destroyed):  # freed when closed, not kept until the window goes
+        dialog.close()
 
 
 def test_ctrl_c_closes_the_app_cleanly_and_leaves_no_process(tmp_path):

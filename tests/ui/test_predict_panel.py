@@ -32,7 +32,7 @@ def panel(window, qtbot, trained_checkpoint):
 
 
 def wait_done(qtbot, panel):
-    qtbot.waitUntil(lambda: not panel.timer.isActive() and not panel.queue, timeout=30_000)
+    qtbot.waitUntil(lambda: not panel.busy and not panel.queue, timeout=30_000)
 
 
 def test_dropping_a_bundled_digit_shows_the_right_class(panel, qtbot):
@@ -88,7 +88,7 @@ def test_two_hundred_files_at_once_stay_responsive_and_all_get_an_answer(panel, 
     bad = _bad_files(tmp_path)
     files = [SAMPLES / f"digit_{i % 10}.png" for i in range(195)] + [bad[k] for k in sorted(bad)]
     drop_files(panel.drop, files)
-    assert panel.timer.isActive()  # processing is spread over event-loop ticks, not done inside the drop
+    assert panel.busy and panel.entries == []  # decoding happens off the GUI thread, not inside the drop
     wait_done(qtbot, panel)
     assert panel.gallery.count() == 200
     failed = [e for e in panel.entries if e.error]
@@ -115,14 +115,51 @@ def test_a_corrupted_or_foreign_checkpoint_is_refused_with_a_message(window, tmp
     assert window.predict.model is None and not window.export_action.isEnabled()
 
 
-def test_export_checkpoint(window, trained_checkpoint, tmp_path):
+def test_export_checkpoint(window, qtbot, trained_checkpoint, tmp_path):
     from workbench.core import checkpoint
 
+    assert not window.export_checkpoint(tmp_path / "nothing.pt")  # no model yet: nothing to do
     assert window.load_checkpoint(trained_checkpoint, "test")
     assert window.export_action.isEnabled()
-    assert window.export_checkpoint(tmp_path / "out" / "exported.pt")
+    with qtbot.waitSignal(window.exportFinished, timeout=30_000) as written:  # saved on a pool thread
+        assert window.export_checkpoint(tmp_path / "out" / "exported.pt")
+        assert window.state_label.text() == "Exporting the checkpoint…"
+    assert written.args[0] == tmp_path / "out" / "exported.pt"
     assert checkpoint.load(tmp_path / "out" / "exported.pt").classes == tuple(str(d) for d in range(10))
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    assert not window.export_checkpoint(blocker / "exported.pt")  # a path under a file cannot be written
-    assert "Could not export" in window.banner.label.text()
+    with qtbot.waitSignal(window.exportFinished, timeout=30_000) as failed:
+        window.export_checkpoint(blocker / "exported.pt")  # a path under a file cannot be written
+    assert isinstance(failed.args[0], Exception)
+    assert f"could not write the checkpoint {blocker / 'exported.pt'}" in window.banner.label.text()
+
+
+def test_a_new_model_rescores_the_shown_images_without_reading_them_again(panel, qtbot, monkeypatch):
+    import torch
+
+    from workbench.ui.panels import predict
+
+    drop_files(panel.drop, [SAMPLES / f"digit_{d}.png" for d in range(3)])
+    wait_done(qtbot, panel)
+    decoded = []
+    monkeypatch.setattr(predict, "load_digit", lambda path: decoded.append(path))
+
+    class AlwaysNine(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bias = torch.nn.Parameter(torch.arange(10, dtype=torch.float32) * 10)
+
+        def forward(self, x):
+            return self.bias.expand(x.shape[0], 10)
+
+    panel.set_model(AlwaysNine(), tuple(str(d) for d in range(10)), "always nine")
+    assert decoded == []  # the stored 28×28 inputs were scored again; no file was read or decoded
+    assert [e.prediction.label for e in panel.entries] == [9, 9, 9]
+    assert panel.gallery.count() == 3 and panel.prediction_label.text().startswith("9 · ")
+
+
+def test_a_new_drop_replaces_one_still_being_decoded(panel, qtbot):
+    drop_files(panel.drop, [SAMPLES / f"digit_{i % 10}.png" for i in range(50)])
+    drop_files(panel.drop, [SAMPLES / "digit_4.png"])
+    wait_done(qtbot, panel)
+    assert [Path(e.path).name for e in panel.entries] == ["digit_4.png"]

@@ -115,3 +115,38 @@ def test_export_report_writes_html_for_the_last_run_and_for_selected_runs(window
     assert isinstance(failed.args[0], Exception)
     assert "Could not write the report" in window.banner.label.text()
     assert not window.export_report(tmp_path / "none.html", [])  # nothing selected: nothing to do
+
+
+def test_opened_runs_are_kept_as_curves_and_only_the_last_few(window, qtbot, tmp_path):
+    from workbench.core.config import TrainConfig
+    from workbench.core.events import Step
+    from workbench.core.runs import RunStore
+    from workbench.ui.panels.runs import CACHED_RUNS
+
+    steps = [Step(step=i, epoch=1, loss=1.0 / i, samples_per_s=1000.0, step_seconds=0.01, memory={"rss": 100.0},
+                  compiling=False) for i in range(1, 6)]
+    with RunStore(tmp_path / "runs.sqlite") as store:  # the window's database (see conftest)
+        for _ in range(CACHED_RUNS + 2):
+            run_id = store.start_run(TrainConfig().to_dict())
+            store.append_events(run_id, 0, steps, {"status": "finished"})
+    runs = window.runs
+    runs.refresh()
+    with qtbot.waitSignal(runs.compareRequested, timeout=30_000) as compared:
+        runs.table.selectAll()
+    loaded = compared.args[0]
+    assert len(loaded) == CACHED_RUNS + 2 and all(len(run.curves.step) == 5 for run in loaded)
+    assert len(runs._loaded) == CACHED_RUNS  # bounded, and curves rather than every event
+    assert all(run.record.events == [] for run in runs._loaded.values())
+
+
+def test_overlay_legend_entries_survive_a_new_run_starting(window):
+    import numpy as np
+
+    from workbench.core.curves import Curves
+
+    x = np.arange(1.0, 4.0)
+    curves = Curves(step=x, loss=x, throughput_step=x, throughput=x, memory={"rss": x})
+    window.plots.set_overlays([("#1 eager", curves), ("#2 aot_eager", curves)])
+    window.plots.reset()  # what a new run's RunStarted does
+    legend = window.plots.memory_plot.getPlotItem().legend
+    assert [label.text for _sample, label in legend.items] == ["#1 eager (rss)", "#2 aot_eager (rss)"]

@@ -10,14 +10,12 @@ from workbench.core.config import TrainConfig
 
 from .conftest import set_config
 
-pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only choices")
-
-
 def _item(combo, value):
     index = combo.findData(value)
     return combo.model().item(index), combo.itemData(index, 3)  # 3 = Qt.ToolTipRole
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only choices")
 def test_cuda_only_choices_are_disabled_with_the_reason(window):
     setup = window.setup
     item, tip = _item(setup.findChild(object, "ampCombo"), "fp16")
@@ -83,3 +81,19 @@ def test_unusable_saved_settings_fall_back_to_defaults_with_a_note(qtbot, tmp_pa
     notes = [window.log.item(i).text() for i in range(window.log.count())]
     assert any("saved settings were not usable" in n for n in notes)
     window.close()
+
+
+def test_settings_of_a_newer_workbench_are_not_written_over(qtbot, tmp_path):
+    from workbench.ui.main_window import SETTINGS_VERSION, MainWindow, open_settings
+
+    newer = TrainConfig(epochs=9).to_json()
+    settings = open_settings()
+    settings.setValue("settings_version", SETTINGS_VERSION + 1)
+    settings.setValue("config", newer)
+    settings.sync()
+    window = MainWindow(runs_dir=tmp_path, prestart=False)
+    qtbot.addWidget(window)
+    set_config(window, epochs=3)
+    window.close()  # saves settings on close
+    settings = open_settings()
+    assert int(settings.value("settings_version")) == SETTINGS_VERSION + 1 and settings.value("config") == newer

@@ -163,3 +163,96 @@ def test_an_uneven_batch_for_two_processes_is_explained_before_training(window):
     window.findChild(QSpinBox, "processesSpin").setValue(2)
     assert "split evenly over 2 processes" in window.setup.problem.text()
     assert not window.train_action.isEnabled()
+
+
+def test_a_spare_process_that_cannot_start_is_a_notice_and_runs_still_end(qtbot, tmp_path, monkeypatch):
+    """Starting a child can fail with an OSError (no socket, no temp file): the window logs it, and a run that
+    cannot start its own child ends as a failure instead of leaving the window busy."""
+    from workbench.ui import worker
+    from workbench.ui.main_window import MainWindow
+
+    def no_process(*args, **kwargs):
+        raise OSError(24, "Too many open files")
+
+    monkeypatch.setattr(worker, "ChildProcess", no_process)
+    window = MainWindow(runs_dir=tmp_path / "runs", db=tmp_path / "runs.sqlite")
+    qtbot.addWidget(window)
+
+    def logged() -> bool:
+        return any("could not pre-start" in window.log.item(i).text() for i in range(window.log.count()))
+
+    qtbot.waitUntil(logged, timeout=10_000)
+    set_config(window, epochs=1)
+    with qtbot.waitSignal(window.runFinished, timeout=60_000) as finished:
+        window.train()
+    assert isinstance(finished.args[0], RunFailed)
+    assert not window.host.busy and window.train_action.isEnabled() and not window.stop_action.isEnabled()
+    window.close()
+
+
+def test_the_saved_in_process_setting_starts_no_spare_process(qtbot, tmp_path, monkeypatch):
+    from PySide6.QtCore import QCoreApplication
+
+    from workbench.ui import worker
+    from workbench.ui.main_window import MainWindow, open_settings
+
+    settings = open_settings()
+    settings.setValue("in_process", True)
+    settings.sync()
+    started = []
+    monkeypatch.setattr(worker, "ChildProcess", lambda *a, **k: started.append(a))
+    window = MainWindow(runs_dir=tmp_path / "runs", db=tmp_path / "runs.sqlite")
+    qtbot.addWidget(window)
+    QCoreApplication.processEvents()  # the host's first prestart is queued behind the window's construction
+    assert window.host.in_process and window.host.spare is None and started == []
+    window.close()
+
+
+def test_closing_right_after_train_leaves_no_process(qtbot, tmp_path, monkeypatch, one_torch_thread):
+    """Shutdown can come before the worker thread's event loop has started the run: the spare child it was
+    handed must not outlive the window. The thread here enters its loop only after quit(), as it may by chance."""
+    import threading
+
+    from PySide6.QtCore import QThread
+
+    from workbench.ui import worker
+    from workbench.ui.main_window import MainWindow
+
+    class LateThread(QThread):
+        def __init__(self):
+            super().__init__()
+            self.quit_called = threading.Event()
+
+        def quit(self) -> None:
+            super().quit()
+            self.quit_called.set()
+
+        def run(self) -> None:
+            self.quit_called.wait()
+            self.exec()
+
+    monkeypatch.setattr(worker, "QThread", LateThread)
+    window = MainWindow(runs_dir=tmp_path / "runs", db=tmp_path / "runs.sqlite")
+    qtbot.addWidget(window)
+    qtbot.waitUntil(lambda: window.host.spare is not None, timeout=10_000)
+    set_config(window, epochs=10_000)
+    assert window.train()
+    assert window.host.shutdown()
+    assert _processes_of_this_test() == []
+
+
+def test_stop_is_offered_for_runs_only_and_stopping_shows_until_the_run_ends(window, qtbot, planted_break_spec):
+    set_config(window, model=planted_break_spec, backend="aot_eager")
+    with qtbot.waitSignal(window.explainFinished, timeout=60_000):
+        window.explain()
+        assert window.host.busy and not window.stop_action.isEnabled()  # Explain cannot be interrupted
+    set_config(window, epochs=10_000)
+    with qtbot.waitSignal(window.host.events, timeout=60_000,
+                          check_params_cb=lambda batch: any(isinstance(e, Step) for e in batch)) as got:
+        window.train()
+    step = next(e for e in got.args[0] if isinstance(e, Step))
+    with qtbot.waitSignal(window.runFinished, timeout=2_000):
+        window.stop()
+        window.on_events([step])  # a batch already on its way when Stop was pressed
+        assert window.state_label.text() == "Stopping after this step…"
+    assert window.state_label.text() == "Stopped"

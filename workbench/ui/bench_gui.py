@@ -35,17 +35,29 @@ def _app_run(window, config: TrainConfig, heartbeat) -> dict:
             elif isinstance(event, EpochEnd):
                 marks.setdefault("first_epoch_end", now)
 
+    form = window.setup.valid_config()
+    if form != config:  # the form steps off what this machine cannot run: measure nothing else than asked
+        raise RuntimeError(f"the app cannot train this configuration here: {window.setup.problem.text() or form}")
     window.host.events.connect(watch)
     loop = QEventLoop()
     results = []
     window.runFinished.connect(lambda result: (results.append(result), loop.quit()))
-    QTimer.singleShot(200, lambda: (heartbeat.start(), marks.setdefault("clicked", time.perf_counter()),
-                                    window.train()))
+
+    def click() -> None:
+        heartbeat.start()
+        marks.setdefault("clicked", time.perf_counter())
+        if not window.train():  # refused: no run will end the loop
+            results.append(RuntimeError(f"the app did not start the run: {window.banner.label.text()}"))
+            loop.quit()
+
+    QTimer.singleShot(200, click)
     loop.exec()
     heartbeat.stop()
     window.runFinished.disconnect()
     window.host.events.disconnect(watch)
     result = results[0]
+    if isinstance(result, Exception):
+        raise result
     if not isinstance(result, RunFinished):
         raise RuntimeError(f"the in-app run failed: {result.message}")
     warm_until = marks.get("first_epoch_end") if config.compiled else marks.get("first_steady_step")

@@ -17,15 +17,15 @@ from PySide6.QtWidgets import (QDockWidget, QFileDialog, QHBoxLayout, QLabel, QM
 from .. import appinfo
 from ..core import checkpoint, devices, paths
 from ..core.config import TrainConfig
-from ..core.curves import curves_from_events, differing_settings, run_label
+from ..core.curves import differing_settings, run_label
 from ..core.errors import WorkbenchError
-from ..core.events import Event, RunFailed, RunFinished, RunStarted, Step
+from ..core.events import Event, RunFailed, RunFinished
 from ..core.progress import Progress, failure_line
 from .panels.compile import CompilePanel
 from .panels.log import LogPanel
 from .panels.plots import PlotsPanel
 from .panels.predict import PredictPanel
-from .panels.runs import RunsPanel
+from .panels.runs import LoadedRun, RunsPanel
 from .background import run_in_background, wait_for_background
 from .panels.setup import SetupPanel
 from .worker import WorkerHost
@@ -46,12 +46,15 @@ def open_settings() -> QSettings:
     return QSettings(str(paths.config_dir() / "settings.ini"), QSettings.IniFormat)
 
 
+def written_by_newer(settings: QSettings) -> bool:
+    """Settings of a newer Workbench: read what still makes sense, never write over them."""
+    return int(settings.value("settings_version", 0) or 0) > SETTINGS_VERSION
+
+
 def migrate_settings(settings: QSettings) -> None:
     """Bring settings written by an older Workbench up to SETTINGS_VERSION (none older exists yet)."""
-    version = int(settings.value("settings_version", 0) or 0)
-    if version > SETTINGS_VERSION:  # written by a newer Workbench: ignore, do not corrupt it
-        return
-    settings.setValue("settings_version", SETTINGS_VERSION)
+    if not written_by_newer(settings):
+        settings.setValue("settings_version", SETTINGS_VERSION)
 
 
 class Banner(QWidget):
@@ -85,6 +88,7 @@ class MainWindow(QMainWindow):
     runFinished = Signal(object)  # for tests and scripts: the terminal event of each run
     explainFinished = Signal(object)
     reportFinished = Signal(object)  # (html path, json path), or the exception that stopped the report
+    exportFinished = Signal(object)  # the checkpoint path written, or the exception that stopped the export
 
     def __init__(self, runs_dir: Path | None = None, db: Path | None = None, *, prestart: bool = True):
         super().__init__()
@@ -94,10 +98,15 @@ class MainWindow(QMainWindow):
         self.progress = Progress()
         self.checkpoint: checkpoint.Checkpoint | None = None
         self.last_run_dir: Path | None = None
-        self.host = WorkerHost(self, runs_dir=runs_dir, db=db, prestart=prestart)
+        self.stopping = False  # Stop was pressed: say so until the run has ended
+        settings = open_settings()
+        migrate_settings(settings)
+        in_process = str(settings.value("in_process", "false")).lower() == "true"  # before a spare is started
+        self.host = WorkerHost(self, runs_dir=runs_dir, db=db, in_process=in_process, prestart=prestart)
         self.host.events.connect(self.on_events)
         self.host.runFinished.connect(self.on_run_finished)
         self.host.explained.connect(self.on_explained)
+        self.host.notice.connect(self._log_warning)
 
         self.plots = PlotsPanel()
         self.banner = Banner()
@@ -141,11 +150,10 @@ class MainWindow(QMainWindow):
 
         self._build_actions()
         self._build_status_bar()
-        self._restore_settings()
+        self._restore_settings(settings, in_process)
         self._update_actions()
         self.runs.refresh()
-        self.log.add("info", f"Workbench ready on {devices.device_name(devices.resolve_device('auto'))} · "
-                             f"torch {torch.__version__}")
+        self.log.add("info", f"Workbench ready on {self.device_label.text()} · torch {torch.__version__}")
 
     # -- construction -------------------------------------------------------------------------------------------
     def _dock(self, title: str, widget: QWidget, area) -> QDockWidget:
@@ -228,19 +236,23 @@ class MainWindow(QMainWindow):
             self.banner.show_message("error", f"Cannot {action}: {exc}")
             return None
 
-    def train(self) -> None:
+    def train(self) -> bool:
+        """Start a run with the form's settings; False when it was refused (the banner says why, if it can)."""
         config = self._config_for("start")
         if config is None or not self.host.train(config):
-            return
+            return False
+        self.stopping = False
         self.banner.hide()
         self._save_settings()
         self.state_label.setText("Starting…")
         self._update_actions()
+        return True
 
     def stop(self) -> None:
-        if self.host.busy:
+        if self.host.training:
             self.host.stop()
-            self.state_label.setText("Stopping after this step…")
+            self.stopping = True
+            self.state_label.setText(self._state_text())
 
     def explain(self) -> None:
         config = self._config_for("explain")
@@ -253,21 +265,25 @@ class MainWindow(QMainWindow):
             self._update_actions()
 
     # -- worker results ---------------------------------------------------------------------------------------
+    def _state_text(self) -> str:
+        return "Stopping after this step…" if self.stopping else self.progress.describe()
+
+    def _log_warning(self, text: str) -> None:
+        self.log.add("warning", text)
+
     def on_events(self, batch: list[Event]) -> None:
         for event in batch:
             self.progress.update(event)
-            if isinstance(event, RunStarted):
-                self.speed_label.setText("")
         self.plots.add_events(batch)
         self.compile_panel.add_events(batch)
         self.log.add_events(batch)
-        self.state_label.setText(self.progress.describe())
-        steps = [e for e in batch if isinstance(e, Step) and not e.compiling]
-        if steps:
-            self.speed_label.setText(f"{steps[-1].samples_per_s:,.0f} samples/s")
+        self.state_label.setText(self._state_text())
+        speed = self.progress.samples_per_s  # 0 from RunStarted until the first steady step
+        self.speed_label.setText(f"{speed:,.0f} samples/s" if speed else "")
 
     def on_run_finished(self, result) -> None:
-        self.progress.update(result)
+        """The terminal event itself already came, last in its batch, through on_events."""
+        self.stopping = False
         self.state_label.setText(self.progress.describe())
         if isinstance(result, RunFailed):
             self.banner.show_message("error", failure_line(result, hint_separator="\n"))
@@ -277,7 +293,8 @@ class MainWindow(QMainWindow):
                 self.last_run_dir = Path(path).parent
                 self.load_checkpoint(path, f"last run ({Path(path).parent.name})", trust_model_code=True)
             if result.stopped:
-                self.banner.show_message("info", f"Stopped after {result.steps} steps; what was trained is kept.")
+                self.banner.show_message("info", f"Stopped after {result.steps} steps; what was trained is kept."
+                                         if result.steps else "Stopped before training began; nothing was trained.")
         self._update_actions()
         self.runs.refresh()
         self.runFinished.emit(result)
@@ -290,7 +307,7 @@ class MainWindow(QMainWindow):
             self.compile_panel.show_report(report)
             self.log.add("warning" if report.graph_break_count else "info",
                          f"explain: {report.graph_count} graph(s), {report.graph_break_count} graph break(s)")
-        self.state_label.setText(self.progress.describe() if self.progress.state != "idle" else "Idle")
+        self.state_label.setText(self.progress.describe())
         self._update_actions()
         self.explainFinished.emit(report)
 
@@ -298,20 +315,23 @@ class MainWindow(QMainWindow):
         self.host.processes = count
 
     # -- run history ------------------------------------------------------------------------------------------
-    def compare_runs(self, records: list) -> None:
-        keys = differing_settings([r.config for r in records])
-        self.plots.set_overlays([(run_label(r.id, r.config, keys), curves_from_events(r.events)) for r in records])
-        if records:
-            self.log.add("info", "comparing " + ", ".join(run_label(r.id, r.config, keys) for r in records))
+    def compare_runs(self, runs: list[LoadedRun]) -> None:
+        keys = differing_settings([run.record.config for run in runs])
+        labels = [run_label(run.record.id, run.record.config, keys) for run in runs]
+        self.plots.set_overlays([(label, run.curves) for label, run in zip(labels, runs)])
+        if runs:
+            self.log.add("info", "comparing " + ", ".join(labels))
 
-    def show_run(self, record) -> None:
+    def show_run(self, run: LoadedRun) -> None:
         """Bring a recorded run back: its curves, compile report and (if its checkpoint exists) its model."""
         if self.host.busy:
             self.banner.show_message("warning", "A run is in progress: open the recorded run when it has ended.")
             return
+        record = run.record
         self.plots.set_overlays([])
-        self.plots.add_events(record.events)
-        self.compile_panel.replay(record.events)
+        self.plots.show_curves(run.curves, run.compile_seconds)
+        self.compile_panel.clear()
+        self.compile_panel.add_events(list(run.compile_events))
         self.plots.redraw()
         self.state_label.setText(f"Run #{record.id} ({record.status})")
         if record.checkpoint and Path(record.checkpoint).is_file():
@@ -362,14 +382,24 @@ class MainWindow(QMainWindow):
             self.export_checkpoint(path)
 
     def export_checkpoint(self, path: str | Path) -> bool:
+        """Write the loaded checkpoint to `path` on a pool thread (torch.save can take a while for a big model);
+        exportFinished says how it went. False: there is no checkpoint to export."""
         if self.checkpoint is None:
             return False
-        try:
-            written = checkpoint.export(self.checkpoint, path)
-        except (OSError, WorkbenchError) as exc:
-            self.banner.show_message("error", f"Could not export the checkpoint to {path}: {exc}")
-            return False
-        self.log.add("info", f"checkpoint exported to {written} (+ .safetensors)")
+        ckpt = self.checkpoint
+
+        def done(result) -> None:
+            self.state_label.setText(self.progress.describe())
+            if isinstance(result, WorkbenchError):  # it names the path and the reason already
+                self.banner.show_message("error", f"{result} — {result.hint}" if result.hint else str(result))
+            elif isinstance(result, Exception):
+                self.banner.show_message("error", f"Could not export the checkpoint to {path}: {result}")
+            else:
+                self.log.add("info", f"checkpoint exported to {result} (+ .safetensors)")
+            self.exportFinished.emit(result)
+
+        self.state_label.setText("Exporting the checkpoint…")
+        run_in_background(lambda: checkpoint.export(ckpt, path), done)
         return True
 
     def report_run_ids(self) -> list[int]:
@@ -423,7 +453,7 @@ class MainWindow(QMainWindow):
         from PySide6.QtCore import qVersion
 
         cuda = torch.version.cuda or "none"
-        device = devices.device_name(devices.resolve_device("auto"))
+        device = self.device_label.text()
         return (f"<h3>{appinfo.DISPLAY_NAME} {appinfo.version()}</h3><p>{appinfo.summary()}</p>"
                 f"<table><tr><td>torch</td><td>{torch.__version__}</td></tr>"
                 f"<tr><td>CUDA</td><td>{cuda}{'' if torch.cuda.is_available() else ' (no CUDA device here)'}"
@@ -435,6 +465,7 @@ class MainWindow(QMainWindow):
         box = QMessageBox(QMessageBox.NoIcon, f"About {appinfo.DISPLAY_NAME}", self.about_text(),
                           QMessageBox.Ok, self)
         box.setObjectName("aboutDialog")
+        box.setAttribute(Qt.WA_DeleteOnClose)
         box.setIconPixmap(self.windowIcon().pixmap(64, 64))
         box.open()
 
@@ -443,7 +474,7 @@ class MainWindow(QMainWindow):
         busy = self.host.busy
         valid = self.setup.valid_config() is not None
         self.train_action.setEnabled(not busy and valid)
-        self.stop_action.setEnabled(busy)
+        self.stop_action.setEnabled(self.host.training)
         self.explain_action.setEnabled(not busy and valid)
         self.compile_panel.explain_button.setEnabled(not busy and valid)
         self.setup.setEnabled(not busy)
@@ -451,10 +482,8 @@ class MainWindow(QMainWindow):
         self.export_action.setEnabled(has_model and not busy)
         self.report_action.setEnabled(not busy and (self.last_run_dir is not None or bool(self.runs.selected_ids())))
 
-    def _restore_settings(self) -> None:
-        settings = open_settings()
-        migrate_settings(settings)
-        self.setup.set_in_process(str(settings.value("in_process", "false")).lower() == "true")
+    def _restore_settings(self, settings: QSettings, in_process: bool) -> None:
+        self.setup.set_in_process(in_process)
         text = settings.value("config")
         if text:
             try:
@@ -470,7 +499,8 @@ class MainWindow(QMainWindow):
 
     def _save_settings(self) -> None:
         settings = open_settings()
-        settings.setValue("settings_version", SETTINGS_VERSION)
+        if written_by_newer(settings):  # the newer Workbench's settings stay theirs (migration wrote ours)
+            return
         try:
             settings.setValue("config", self.setup.config().to_json())
         except WorkbenchError:

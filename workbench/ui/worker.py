@@ -15,10 +15,10 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from PySide6.QtCore import QObject, QThread, Signal, Slot
+from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
 
 from ..core import paths
-from ..core.child import ChildProcess, run_distributed, run_in_child
+from ..core.child import ChildProcess, run_in_child, start_distributed
 from ..core.distributed import Launch, check_launch
 from ..core.config import TrainConfig
 from ..core.errors import WorkbenchError, first_line
@@ -31,16 +31,15 @@ FORWARD_INTERVAL = 1 / 30  # seconds between batches of events sent to the GUI
 class EventForwarder:
     """Collects events on the worker thread; hands them to `send` in batches, throttled to FORWARD_INTERVAL."""
 
-    def __init__(self, send, interval: float = FORWARD_INTERVAL):
+    def __init__(self, send):
         self.send = send
-        self.interval = interval
         self.pending: list[Event] = []
         self.last_sent = 0.0
 
     def __call__(self, event: Event) -> None:
         self.pending.append(event)
         now = time.monotonic()
-        if not isinstance(event, Step) or now - self.last_sent >= self.interval:
+        if not isinstance(event, Step) or now - self.last_sent >= FORWARD_INTERVAL:
             self.flush(now)
 
     def flush(self, now: float | None = None) -> None:
@@ -57,8 +56,8 @@ class TrainWorker(QObject):
     runFinished = Signal(object)  # the terminal event (RunFinished or RunFailed), after its batch
     explained = Signal(object)  # a CompileReport, or a RunFailed when explaining failed
 
-    def __init__(self, runs_dir: Path | None = None, db: Path | None = None, *, in_process: bool = False,
-                 child: ChildProcess | None = None, processes: int = 1):
+    def __init__(self, runs_dir: Path | None, db: Path | None, *, in_process: bool, child: ChildProcess | None,
+                 processes: int):
         super().__init__()
         self.stop_flag = threading.Event()
         self.runs_dir = runs_dir
@@ -86,7 +85,8 @@ class TrainWorker(QObject):
             if self.processes > 1:
                 launch = Launch(nproc_per_node=self.processes)
                 check_launch(launch, config.batch_size, config.device)
-                return run_distributed(config, out_dir, launch, emit=forward, stop=self.stop_flag, db=self.db)
+                self.child = start_distributed(config, out_dir, launch, db=self.db)  # reachable from shutdown
+                return self.child.run(None, forward, self.stop_flag)
             if self.in_process:
                 return run_recorded(config, out_dir, sinks=(forward,), stop=self.stop_flag, db=self.db)
             self.child = self.child or ChildProcess()
@@ -118,13 +118,15 @@ class WorkerHost(QObject):
     dropping them after `wait()` deletes them. The GUI talks to training only through this object; worker signals
     arrive here, on the GUI thread, as queued calls.
 
-    With `prestart`, a spare child process is started ahead of each run (after start-up and after every run), so
-    pressing Train does not wait ~2–3 s for a fresh interpreter to import PyTorch.
+    With `prestart`, a spare child process is started ahead of each run (once the event loop runs after start-up,
+    and after every run), so pressing Train does not wait ~2–3 s for a fresh interpreter to import PyTorch. A spare
+    that cannot be started is only a notice: the run then starts its own child, and reports why if it cannot.
     """
 
     events = Signal(list)
     runFinished = Signal(object)
     explained = Signal(object)
+    notice = Signal(str)  # a warning for the log that belongs to no run (e.g. no spare process)
     _startTrain = Signal(object)
     _startExplain = Signal(object)
 
@@ -139,15 +141,17 @@ class WorkerHost(QObject):
         self.spare: ChildProcess | None = None
         self.thread: QThread | None = None
         self.worker: TrainWorker | None = None
+        self.task: str | None = None  # "train" or "explain" while a task is alive
         self.closing = False
-        self._prestart()
+        QTimer.singleShot(0, self, self._prestart)  # once the owner has connected `notice` (and is idle)
 
     def _prestart(self) -> None:
-        if self.prestart and not self.in_process and self.spare is None and not self.closing:
+        if self.prestart and not self.in_process and self.spare is None and not self.closing and not self.busy:
             try:
                 self.spare = ChildProcess()
-            except WorkbenchError:
-                self.spare = None  # the run will start one itself, and report why if it cannot
+            except Exception as exc:  # OSError too (sockets, temp files): never worth more than a notice
+                self.notice.emit(f"could not pre-start a training process ({type(exc).__name__}: "
+                                 f"{first_line(exc)}); each run starts its own")
 
     def set_in_process(self, in_process: bool) -> None:
         self.in_process = in_process
@@ -168,6 +172,11 @@ class WorkerHost(QObject):
     @property
     def busy(self) -> bool:
         return self.thread is not None
+
+    @property
+    def training(self) -> bool:
+        """A run is alive (Stop applies to runs only: an explain cannot be interrupted)."""
+        return self.busy and self.task == "train"
 
     def train(self, config: TrainConfig) -> bool:
         """Start a run; refuses (returns False) while a task is alive: one task at a time."""
@@ -193,6 +202,7 @@ class WorkerHost(QObject):
         self._startTrain.connect(worker.train)
         self._startExplain.connect(worker.explain)
         self.thread, self.worker = thread, worker
+        self.task = "train" if signal is self._startTrain else "explain"
         thread.start()
         signal.emit(config)  # queued: runs in the worker thread as soon as its event loop starts
         return True
@@ -210,8 +220,8 @@ class WorkerHost(QObject):
         if self.closing:  # delivered after shutdown() waited for the thread: nobody is listening any more
             return
         self._end_task()
+        self.runFinished.emit(result)  # first: whatever happens next, the window hears that the run ended
         self._prestart()  # the next run starts warm
-        self.runFinished.emit(result)
 
     @Slot(object)
     def _on_explained(self, report) -> None:
@@ -223,7 +233,7 @@ class WorkerHost(QObject):
     def _end_task(self) -> None:
         """The task has returned; end its thread and wait for it (immediate: its event loop is idle)."""
         thread, worker = self.thread, self.worker
-        self.thread = self.worker = None
+        self.thread = self.worker = self.task = None
         if worker is not None:
             self._startTrain.disconnect(worker.train)
             self._startExplain.disconnect(worker.explain)
@@ -246,5 +256,7 @@ class WorkerHost(QObject):
                 worker.child.terminate()  # the run then ends as RunFailed("crashed"), and the thread returns
             if not thread.wait(grace_ms):
                 return False
-        self.thread = self.worker = None
+        if worker is not None and worker.child is not None:
+            worker.child.close()  # a spare handed over to a task that never ran (quit before its loop started)
+        self.thread = self.worker = self.task = None
         return True

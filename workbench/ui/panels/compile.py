@@ -13,8 +13,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QDialog, QDialogButtonBox, QFo
                                QListWidget, QPlainTextEdit, QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout,
                                QWidget)
 
-from ...core.events import (CompileFinished, CompileReport, Event, GraphBreak, Notice, RunFailed, RunFinished,
-                            RunStarted)
+from ...core.events import CompileFinished, CompileReport, Event, GraphBreak, Notice, RunStarted
 
 
 class CompilePanel(QWidget):
@@ -65,7 +64,6 @@ class CompilePanel(QWidget):
         layout.addWidget(self.notes)
         layout.addWidget(self.explain_button)
         self.breaks: tuple[GraphBreak, ...] = ()
-        self._in_run = False
 
     # -- events -------------------------------------------------------------------------------------------------
     def add_events(self, batch: list[Event]) -> None:
@@ -73,7 +71,6 @@ class CompilePanel(QWidget):
             if isinstance(event, RunStarted):
                 cfg = event.config
                 self.clear()
-                self._in_run = True
                 self.fields["backend"].setText(
                     cfg["backend"] + (f" · {cfg['mode']}" if cfg["backend"] == "inductor" else ""))
                 self.fields["compiled"].setText("no (eager)" if cfg["backend"] == "eager" else "compiling…")
@@ -82,15 +79,8 @@ class CompilePanel(QWidget):
                 self.fields["seconds"].setText(_compile_time(event.seconds))
             elif isinstance(event, CompileReport):
                 self.show_report(event)
-            elif isinstance(event, (RunFinished, RunFailed)):
-                self._in_run = False
             elif isinstance(event, Notice) and event.level != "info" and "compile" in event.message:
                 self._note(f"⚠ {event.message}")
-
-    def replay(self, events: list[Event]) -> None:
-        """Show a recorded run, which is over even when its stream has no end (an interrupted run)."""
-        self.add_events(events)
-        self._in_run = False
 
     def clear(self) -> None:
         for label in self.fields.values():
@@ -98,18 +88,16 @@ class CompilePanel(QWidget):
         self.table.setRowCount(0)
         self.notes.clear()
         self.breaks = ()
-        self._in_run = False
 
     def show_report(self, report: CompileReport) -> None:
-        """A run's own report fills every field; an explain report during a run only adds graphs and breaks."""
-        if not (self._in_run and report.source == "explain"):
-            self.fields["compiled"].setText(("yes" if report.compiled else "no") + (
-                " (traced by Explain, not trained)" if report.source == "explain" else ""))
+        """A run's own report or Explain's (which only runs between runs, after clear()) fills every field."""
+        self.fields["compiled"].setText(("yes" if report.compiled else "no") + (
+            " (traced by Explain, not trained)" if report.source == "explain" else ""))
         self.fields["graphs"].setText(str(report.graph_count))
         self.fields["breaks"].setText(str(report.graph_break_count))
         self.fields["breaks"].setStyleSheet("color: #b00020; font-weight: bold;" if report.graph_break_count else "")
         self.fields["ops"].setText(str(report.op_count))
-        if report.source == "explain" and not self._in_run:
+        if report.source == "explain":
             self.fields["seconds"].setText(f"traced in {report.compile_seconds:.2f} s (explain)")
         elif report.compile_seconds:
             self.fields["seconds"].setText(_compile_time(report.compile_seconds))
@@ -136,7 +124,9 @@ class CompilePanel(QWidget):
 
     def show_break(self, row: int, _column: int = 0) -> None:
         if 0 <= row < len(self.breaks):
-            BreakDialog(self.breaks[row], self).open()
+            dialog = BreakDialog(self.breaks[row], self)
+            dialog.setAttribute(Qt.WA_DeleteOnClose)  # one per double-click: freed when closed
+            dialog.open()
 
 
 def _compile_time(seconds: float) -> str:

@@ -42,6 +42,12 @@ class SeriesBuffer:
         self.y[self.size] = y
         self.size += 1
 
+    def set(self, x: np.ndarray, y: np.ndarray) -> None:
+        """Replace the contents with whole arrays (a recorded run), keeping room to grow."""
+        capacity = max(1024, len(x))
+        self.x, self.y = np.resize(np.asarray(x, np.float64), capacity), np.resize(np.asarray(y, np.float64), capacity)
+        self.size = len(x)
+
     def view(self) -> tuple[np.ndarray, np.ndarray]:
         return self.x[: self.size], self.y[: self.size]
 
@@ -59,6 +65,10 @@ class _Series:
 
     def append(self, x: float, y: float) -> None:
         self.buffer.append(x, y)
+        self.dirty = True
+
+    def set(self, x: np.ndarray, y: np.ndarray) -> None:
+        self.buffer.set(x, y)
         self.dirty = True
 
     def redraw(self) -> None:
@@ -120,9 +130,8 @@ class PlotsPanel(QWidget):
         for series in (self.step_loss, self.smooth_loss, self.val_loss, self.throughput, *self.memory.values()):
             series.clear()
         for series in self.memory.values():
-            self.memory_plot.removeItem(series.item)
+            self.memory_plot.removeItem(series.item)  # removes its legend entry too; overlays keep theirs
         self.memory.clear()
-        self.memory_plot.getPlotItem().legend.clear()
         if self.compile_marker is not None:
             self.throughput_plot.removeItem(self.compile_marker)
             self.compile_marker = None
@@ -139,6 +148,20 @@ class PlotsPanel(QWidget):
                 self._mark_compile(event.seconds)
             elif isinstance(event, RunStarted):
                 self.reset()
+
+    def show_curves(self, curves: Curves, compile_seconds: float | None = None) -> None:
+        """A recorded run, drawn from its curves at once rather than event by event."""
+        self.reset()
+        self.step_loss.set(curves.step, curves.loss)
+        self.smooth_loss.set(curves.step, smooth(curves.loss))
+        self.val_loss.set(curves.val_step, curves.val_loss)
+        self.throughput.set(curves.throughput_step, curves.throughput)
+        for name, values in curves.memory.items():
+            self._memory_series(name).set(curves.step, values)
+        if compile_seconds is not None:
+            self._mark_compile(compile_seconds)
+        self._last_step = int(curves.step[-1]) if len(curves.step) else 0
+        self._ema = float(self.smooth_loss.buffer.view()[1][-1]) if len(curves.step) else None
 
     def _add_step(self, step: Step) -> None:
         self._last_step = step.step

@@ -1,7 +1,8 @@
 """Predict panel: drop image files (or Open…) to see what the network sees and what it thinks.
 
-Files are processed a few at a time from a queue on a zero-interval timer, so dropping hundreds keeps the window
-responsive. Each file becomes a gallery entry — its prediction, or the reason it could not be read.
+Files are decoded off the GUI thread, by one pool job at a time working through the queue (a large image can take
+a second to decode), and scored on the GUI thread with the eager model (a 28×28 forward pass). Each file becomes
+a gallery entry — its prediction, or the reason it could not be read. A new model re-scores the stored pixels.
 """
 
 from __future__ import annotations
@@ -12,16 +13,17 @@ from pathlib import Path
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QSize, Qt, QTimer, Signal
+from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtGui import QImage, QPixmap
 from PySide6.QtWidgets import (QFileDialog, QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QPushButton,
                                QVBoxLayout, QWidget)
 
 from ...core.errors import WorkbenchError
-from ...core.predict import Prediction, predict_file
+from ...core.predict import Prediction, load_digit, predict_pixels
+from ..background import run_in_background
 
 MAX_FILES = 500  # per drop; more is almost certainly a mistaken folder drop
-TICK_BUDGET_S = 0.03  # work per timer tick before yielding to the event loop
+JOB_BUDGET_S = 0.03  # decoding per pool job, so results show as they come
 IMAGE_FILTER = "Images (*.png *.jpg *.jpeg *.bmp *.gif *.webp *.tif *.tiff);;All files (*)"
 
 
@@ -30,6 +32,22 @@ class GalleryEntry:
     path: str
     prediction: Prediction | None
     error: str | None
+
+
+def decode_some(paths: list[str]) -> list[np.ndarray | str]:
+    """On a pool thread: the 28×28 input of the first few files (at least one), or why each cannot be read."""
+    deadline = time.perf_counter() + JOB_BUDGET_S
+    decoded: list[np.ndarray | str] = []
+    for path in paths:
+        try:
+            decoded.append(load_digit(path))
+        except WorkbenchError as exc:
+            decoded.append(str(exc))
+        except Exception as exc:  # never let one odd file take the app down
+            decoded.append(f"{Path(path).name}: unexpected error ({type(exc).__name__}: {exc})")
+        if time.perf_counter() >= deadline:
+            break
+    return decoded
 
 
 def pixmap_from_pixels(pixels: np.ndarray, size: int) -> QPixmap:
@@ -75,14 +93,14 @@ class DropArea(QLabel):
 
 
 class PredictPanel(QWidget):
-    openCheckpointRequested = Signal()
-
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self.model = None
         self.classes: tuple[str, ...] = ()
         self.entries: list[GalleryEntry] = []
         self.queue: list[str] = []
+        self.busy = False  # a decoding job of the current drop is out
+        self._generation = 0  # bumped by each drop: results of an older one are dropped
         self._skipped = 0
 
         self.source = QLabel("No model yet: train one, or File → Open checkpoint…")
@@ -127,10 +145,6 @@ class PredictPanel(QWidget):
         self.gallery.setGridSize(QSize(96, 84))
         self.gallery.currentRowChanged.connect(self._show_entry)
 
-        self.timer = QTimer(self)
-        self.timer.setInterval(0)
-        self.timer.timeout.connect(self._process_some)
-
         top = QHBoxLayout()
         top.addWidget(self.input_view)
         side = QVBoxLayout()
@@ -152,8 +166,15 @@ class PredictPanel(QWidget):
         self.model, self.classes = model, tuple(classes)
         self.source.setText(f"Model: {description}")
         self.chart.getAxis("bottom").setTicks([[(i, c[:8]) for i, c in enumerate(self.classes)]])
-        if self.entries:  # predictions on show belong to the old model: redo them
-            self.add_files([e.path for e in self.entries])
+        if self.entries:  # predictions on show belong to the old model: re-score what it saw
+            row = self.gallery.currentRow()
+            entries, self.entries = self.entries, []
+            self.gallery.clear()
+            for entry in entries:
+                self._add_entry(entry if entry.prediction is None else self._score(entry.path,
+                                                                                   entry.prediction.pixels))
+            self.gallery.setCurrentRow(max(row, 0))
+            self._show_entry(max(row, 0))
 
     # -- files ------------------------------------------------------------------------------------------------
     def _open_files(self) -> None:
@@ -168,28 +189,43 @@ class PredictPanel(QWidget):
             return
         self.entries.clear()
         self.gallery.clear()
-        self.queue = list(paths[:MAX_FILES])
+        self.queue = [str(path) for path in paths[:MAX_FILES]]
         self._skipped = max(0, len(paths) - MAX_FILES)
         self.message.setText("")
-        self.timer.start()
+        self._generation += 1
+        self._decode_next()
 
-    def _process_some(self) -> None:
-        deadline = time.perf_counter() + TICK_BUDGET_S
-        while self.queue and time.perf_counter() < deadline:
-            self._add_entry(self._predict(self.queue.pop(0)))
-        if self.queue:
-            self.message.setText(f"Predicting… {len(self.entries)} done, {len(self.queue)} to go")
-        else:
-            self.timer.stop()
-            self._summarise()
+    def _decode_next(self) -> None:
+        """Hand the queue's next files to one pool job; its results come back to `done` on the GUI thread."""
+        generation, pending = self._generation, list(self.queue)
+        self.busy = True
 
-    def _predict(self, path: str) -> GalleryEntry:
+        def done(result) -> None:
+            if generation != self._generation:
+                return  # a newer drop replaced this one
+            if isinstance(result, Exception):  # decode_some catches per file: this is a bug, but say so
+                result = [f"unexpected error ({type(result).__name__}: {result})"] * len(pending)
+            del self.queue[:len(result)]
+            for path, decoded in zip(pending, result):
+                self._add_entry(GalleryEntry(path, None, decoded) if isinstance(decoded, str)
+                                else self._score(path, decoded))
+            if self.queue:
+                self.message.setText(f"Predicting… {len(self.entries)} done, {len(self.queue)} to go")
+                self._decode_next()
+            else:
+                self.busy = False
+                self._summarise()
+
+        run_in_background(lambda: decode_some(pending), done)
+
+    def _score(self, path: str, pixels: np.ndarray) -> GalleryEntry:
+        """Score the preprocessed pixels with the current model (eager, so safe on the GUI thread)."""
         try:
-            return GalleryEntry(path, predict_file(self.model, path, self.classes), None)
-        except WorkbenchError as exc:
-            return GalleryEntry(path, None, str(exc))
-        except Exception as exc:  # never let one odd file take the app down
-            return GalleryEntry(path, None, f"{Path(path).name}: unexpected error ({type(exc).__name__}: {exc})")
+            probabilities = predict_pixels(self.model, pixels)
+        except Exception as exc:  # a user's own network may fail on an input: one entry says so
+            return GalleryEntry(path, None, f"{Path(path).name}: the model failed ({type(exc).__name__}: {exc})")
+        prediction = Prediction(path, pixels, probabilities, int(np.argmax(probabilities)), self.classes)
+        return GalleryEntry(path, prediction, None)
 
     def _add_entry(self, entry: GalleryEntry) -> None:
         self.entries.append(entry)

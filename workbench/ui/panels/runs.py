@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from PySide6.QtCore import QItemSelectionModel, QSortFilterProxyModel, Qt, Signal
@@ -11,12 +13,36 @@ from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLab
                                QTableView, QVBoxLayout, QWidget)
 
 from ...core.config import setup_label
+from ...core.curves import Curves, curves_from_events
 from ...core.errors import WorkbenchError
+from ...core.events import CompileFinished, CompileReport, Event, Notice, RunStarted
 from ...core.runs import RunRecord, RunStore
 from ..background import run_in_background
 
 COLUMNS = ("ID", "When (UTC)", "Dataset", "Backend · mode · AMP", "Epochs", "Best val", "Samples/s", "Status")
 SORT_ROLE = Qt.UserRole + 1
+CACHED_RUNS = 8  # ended runs kept ready to compare or re-open
+COMPILE_EVENTS = (RunStarted, CompileFinished, CompileReport, Notice)  # the few the Compile panel shows
+
+
+@dataclass(frozen=True)
+class LoadedRun:
+    """A recorded run as the plots and the Compile panel show it: its curves, built once off the GUI thread, not
+    its (possibly millions of) events."""
+
+    record: RunRecord  # without its events
+    curves: Curves
+    compile_events: tuple[Event, ...]
+
+    @property
+    def compile_seconds(self) -> float | None:
+        return next((e.seconds for e in self.compile_events if isinstance(e, CompileFinished)), None)
+
+
+def load_run(store: RunStore, run_id: int) -> LoadedRun:
+    record = store.get(run_id, with_events=True)
+    return LoadedRun(replace(record, events=[]), curves_from_events(record.events),
+                     tuple(e for e in record.events if isinstance(e, COMPILE_EVENTS)))
 
 
 def _item(text: str, sort_value=None) -> QStandardItem:
@@ -27,14 +53,14 @@ def _item(text: str, sort_value=None) -> QStandardItem:
 
 
 class RunsPanel(QWidget):
-    compareRequested = Signal(list)  # RunRecords with events: 0 or 1 clears the overlay
-    openRequested = Signal(object)  # a RunRecord with events
+    compareRequested = Signal(list)  # LoadedRuns: 0 or 1 clears the overlay
+    openRequested = Signal(object)  # a LoadedRun
 
     def __init__(self, db=None, parent: QWidget | None = None):
         super().__init__(parent)
         self.db = db
         self.store: RunStore | None = None  # the run list (cheap queries, GUI thread)
-        self._loaded: dict[int, RunRecord] = {}  # ended runs with their events, read once
+        self._loaded: OrderedDict[int, LoadedRun] = OrderedDict()  # the last CACHED_RUNS ended runs used
         self._generation = 0
         self.model = QStandardItemModel(0, len(COLUMNS), self)
         self.model.setHorizontalHeaderLabels(list(COLUMNS))
@@ -114,26 +140,33 @@ class RunsPanel(QWidget):
                 self.table.selectionModel().select(
                     self.proxy.index(row, 0), QItemSelectionModel.Select | QItemSelectionModel.Rows)
 
-    def _with_records(self, ids: list[int], deliver: Callable[[list[RunRecord]], None]) -> None:
-        """Hand `deliver` the runs with their events. A run's events can be millions of rows, so they are read
-        on a pool thread (with its own connection) and ended runs are kept; only the latest request is
-        delivered, so quick clicks never show an older selection."""
+    def _with_records(self, ids: list[int], deliver: Callable[[list[LoadedRun]], None]) -> None:
+        """Hand `deliver` the runs' curves. A run's events can be millions of rows, so they are read and turned
+        into curves on a pool thread (with its own connection); the last few ended runs are kept; only the latest
+        request is delivered, so quick clicks never show an older selection."""
         self._generation += 1
         generation = self._generation
-        missing = [run_id for run_id in ids if run_id not in self._loaded]
+        cached = {run_id: self._loaded[run_id] for run_id in ids if run_id in self._loaded}
+        missing = [run_id for run_id in ids if run_id not in cached]
 
-        def read() -> list[RunRecord]:
+        def read() -> list[LoadedRun]:
             with RunStore(self.db, recover=False) as store:
-                return [store.get(run_id, with_events=True) for run_id in missing]
+                return [load_run(store, run_id) for run_id in missing]
 
         def done(result) -> None:
             if isinstance(result, Exception):
                 self.message.setText(f"Could not read the runs: {result}")
                 return
-            fresh = {record.id: record for record in result}
-            self._loaded.update({i: r for i, r in fresh.items() if r.status != "running"})  # ended: final
+            fresh = {run.record.id: run for run in result}
+            runs = [fresh.get(run_id) or cached[run_id] for run_id in ids]
+            for run in runs:
+                if run.record.status != "running":  # ended: final, worth keeping
+                    self._loaded[run.record.id] = run
+                    self._loaded.move_to_end(run.record.id)
+            while len(self._loaded) > CACHED_RUNS:
+                self._loaded.popitem(last=False)
             if generation == self._generation:
-                deliver([self._loaded.get(run_id) or fresh[run_id] for run_id in ids])
+                deliver(runs)
 
         if missing:
             run_in_background(read, done)

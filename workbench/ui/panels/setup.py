@@ -236,7 +236,8 @@ class SetupPanel(QWidget):
     def _update_availability(self) -> None:
         """The core decides what this machine can run; the form only disables it and shows the core's reason."""
         name = self.device.currentData() or "auto"
-        for backend, problem in devices.backend_availability(devices.resolve_device(name)).items():
+        kind = torch.device("cuda" if devices.uses_cuda(name) else "cpu")  # the type is all it needs: no CUDA init
+        for backend, problem in devices.backend_availability(kind).items():
             _enable_item(self.backend, self.backend.findData(backend), problem)
         inductor = self.backend.currentData() == "inductor"
         self.mode.setEnabled(inductor)
