@@ -128,3 +128,15 @@ def test_no_temp_file_for_its_log_is_a_child_error_and_closes_the_socket(monkeyp
     with pytest.raises(ChildError, match="No space left on device"):
         ChildProcess(["sleep", "100"])
     assert [sock.fileno() for sock in opened] == [-1]  # closed
+
+
+def test_the_child_leaves_one_core_to_the_process_driving_it(monkeypatch):
+    from workbench.core import child
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(child.os, "cpu_count", lambda: 16)
+    assert child.child_threads() == {"OMP_NUM_THREADS": "15"}
+    monkeypatch.setattr(child.os, "cpu_count", lambda: 1)
+    assert child.child_threads() == {"OMP_NUM_THREADS": "1"}
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")  # the user's own choice stands
+    assert child.child_threads() == {}

@@ -256,3 +256,16 @@ def test_stop_is_offered_for_runs_only_and_stopping_shows_until_the_run_ends(win
         window.on_events([step])  # a batch already on its way when Stop was pressed
         assert window.state_label.text() == "Stopping after this step…"
     assert window.state_label.text() == "Stopped"
+
+
+def test_settling_the_spare_waits_until_it_has_imported_torch(qtbot, tmp_path, one_torch_thread):
+    """What `bench --gui` does before each headless run, so that no import is timed against it."""
+    from workbench.ui.main_window import MainWindow
+
+    window = MainWindow(runs_dir=tmp_path / "runs", db=tmp_path / "runs.sqlite")
+    qtbot.addWidget(window)
+    qtbot.waitUntil(lambda: window.host.spare is not None, timeout=10_000)
+    window.host.settle_spare()
+    assert window.host.spare.ready  # connected and past its imports: the next run starts at once
+    window.close()
+    assert _processes_of_this_test() == []

@@ -153,6 +153,15 @@ class WorkerHost(QObject):
                 self.notice.emit(f"could not pre-start a training process ({type(exc).__name__}: "
                                  f"{first_line(exc)}); each run starts its own")
 
+    def settle_spare(self) -> None:
+        """Wait until the pre-started child has imported PyTorch (a benchmark must not time anything against that
+        import); one that fails to start is dropped, and the next run starts its own."""
+        if self.spare is not None:
+            try:
+                self.spare.connect()
+            except WorkbenchError:
+                self._drop_spare()
+
     def set_in_process(self, in_process: bool) -> None:
         self.in_process = in_process
         if in_process:
