@@ -387,20 +387,25 @@ class MainWindow(QMainWindow):
         if self.checkpoint is None:
             return False
         ckpt = self.checkpoint
+        self._file_task("Exporting the checkpoint…", lambda: checkpoint.export(ckpt, path),
+                        lambda written: f"checkpoint exported to {written} (+ .safetensors)",
+                        f"Could not export the checkpoint to {path}", self.exportFinished)
+        return True
 
+    def _file_task(self, doing: str, job, done_text, failed_text: str, finished: Signal) -> None:
+        """A slow file job (export, report) on a pool thread: the status bar says it is under way, then the log
+        says what was written or the banner why not; `finished` carries the result or the exception."""
         def done(result) -> None:
             self.state_label.setText(self.progress.describe())
-            if isinstance(result, WorkbenchError):  # it names the path and the reason already
-                self.banner.show_message("error", f"{result} — {result.hint}" if result.hint else str(result))
-            elif isinstance(result, Exception):
-                self.banner.show_message("error", f"Could not export the checkpoint to {path}: {result}")
+            if isinstance(result, Exception):
+                hint = f" — {result.hint}" if isinstance(result, WorkbenchError) and result.hint else ""
+                self.banner.show_message("error", f"{failed_text}: {result}{hint}")
             else:
-                self.log.add("info", f"checkpoint exported to {result} (+ .safetensors)")
-            self.exportFinished.emit(result)
+                self.log.add("info", done_text(result))
+            finished.emit(result)
 
-        self.state_label.setText("Exporting the checkpoint…")
-        run_in_background(lambda: checkpoint.export(ckpt, path), done)
-        return True
+        self.state_label.setText(doing)
+        run_in_background(job, done)
 
     def report_run_ids(self) -> list[int]:
         """The runs selected in the Runs dock, else the run trained last in this window."""
@@ -434,16 +439,8 @@ class MainWindow(QMainWindow):
             with RunStore(db, recover=False) as store:
                 return write_report(store, run_ids, Path(path))
 
-        def done(result) -> None:
-            self.state_label.setText(self.progress.describe())
-            if isinstance(result, Exception):
-                self.banner.show_message("error", f"Could not write the report: {result}")
-            else:
-                self.log.add("info", f"report written to {result[0]} (+ {result[1].name})")
-            self.reportFinished.emit(result)
-
-        self.state_label.setText("Writing the report…")
-        run_in_background(write, done)
+        self._file_task("Writing the report…", write, lambda paths: f"report written to {paths[0]} (+ {paths[1].name})",
+                        "Could not write the report", self.reportFinished)
         return True
 
     def about_text(self) -> str:
