@@ -1,4 +1,4 @@
-"""Render the app icon (workbench/resources/icons/workbench.svg) to the PNG sizes desktops ask for.
+"""Render the app icon (resources/icons/workbench.svg) to the PNG sizes desktops ask for.
 
 Run once after changing the SVG: `QT_QPA_PLATFORM=offscreen python scripts/make_icons.py`. The PNGs are committed.
 """
@@ -13,7 +13,7 @@ from PySide6.QtGui import QGuiApplication, QImage, QPainter
 from PySide6.QtSvg import QSvgRenderer
 
 SIZES = (16, 24, 32, 48, 64, 128, 256, 512)
-ICONS = Path(__file__).resolve().parents[1] / "workbench" / "resources" / "icons"
+ICONS = Path(__file__).resolve().parents[1] / "resources" / "icons"  # installed as workbench.resources
 
 
 def main() -> int:

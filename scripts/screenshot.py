@@ -14,8 +14,8 @@ from pathlib import Path
 
 from PySide6.QtCore import QTimer
 
-from workbench.core.config import TrainConfig
-from workbench.core.events import Step
+from workbench.core.ground.config import TrainConfig
+from workbench.core.ground.events import Step
 from workbench.ui.app import create_app
 from workbench.ui.main_window import MainWindow
 from workbench.ui.panels.setup import example_model_spec

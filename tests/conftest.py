@@ -13,8 +13,8 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[1]
 # The official MNIST test split (md5-checked), kept outside the repository and never bundled.
 MNIST_TEST_DIR = REPO_ROOT.parent / "shared" / "data" / "mnist-test"
-PLANTED_BREAK = REPO_ROOT / "workbench" / "resources" / "examples" / "planted_break.py"
-SAMPLES_DIR = REPO_ROOT / "workbench" / "resources" / "samples"
+PLANTED_BREAK = REPO_ROOT / "resources" / "examples" / "planted_break.py"
+SAMPLES_DIR = REPO_ROOT / "resources" / "samples"
 
 
 @pytest.fixture(autouse=True)

@@ -13,10 +13,10 @@ import threading
 import time
 from pathlib import Path
 
-from . import appinfo
-from .core.child import CHILD_FLAG, TORCHRUN_FLAG
-from .core.events import EpochEnd, Notice, RunFailed
-from .core.progress import Progress, epoch_line, failure_line, format_duration
+from .core.ground import appinfo
+from .core.run.process import CHILD_FLAG, TORCHRUN_FLAG
+from .core.ground.events import EpochEnd, Notice, RunFailed, RunFinished
+from .core.ground.progress import Progress, epoch_line, failure_line, format_duration
 from typing import Callable, Sequence
 
 EXIT_USAGE = 2  # bad input: config, data, files
@@ -27,9 +27,9 @@ EXIT_INTERRUPTED = 130
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == [CHILD_FLAG]:  # a frozen (PyInstaller) app has no `python -m`: it re-runs itself
-        from .core.child import child_main
+        from .core.run.kernel import kernel_main
 
-        return child_main()
+        return kernel_main()
     if argv[:1] == [TORCHRUN_FLAG]:
         from torch.distributed.run import main as torchrun_main
 
@@ -41,9 +41,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return launch_gui()
     args = parser.parse_args(argv)
-    from .core.errors import WorkbenchError
+    from .core.ground.errors import WorkbenchError
 
-    quiet_torch_logs()
     try:
         return int(args.handler(args) or 0)
     except WorkbenchError as exc:
@@ -54,16 +53,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def quiet_torch_logs() -> None:
-    """PyTorch's compiler logs warnings and stack dumps to stderr; Workbench reports the same findings as
-    events (graph breaks, failures), so keep the terminal readable. TORCH_LOGS=… still turns them back on."""
-    import os
+    """For the commands that load PyTorch (train, evaluate, predict, explain, bench): the kernel's own rule.
+    `workbench runs`, `report` and `--help` never import torch."""
+    from .core.run.jobs import quiet_torch_logs as quiet
 
-    if not os.environ.get("TORCH_LOGS"):
-        import logging
-
-        import torch._logging
-
-        torch._logging.set_logs(all=logging.CRITICAL)
+    quiet()
 
 
 def fail(message: str, hint: str = "", code: int = EXIT_USAGE) -> int:
@@ -81,7 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     train = sub.add_parser("train", help="train the network and write checkpoint, metrics and events")
     add_config_options(train)
-    train.add_argument("--out", default="runs/latest", help="output folder (default: runs/latest)")
+    train.add_argument("--out", default=None, help="output folder (default: a new folder of its own under "
+                                                    "~/.local/share/workbench/runs; every run gets one)")
     add_db_option(train)
     ddp = train.add_argument_group("several processes (torchrun + DistributedDataParallel; --batch-size is global)")
     ddp.add_argument("--nproc-per-node", type=int, default=1, help="processes on this machine (one per GPU)")
@@ -176,39 +171,48 @@ def add_db_option(parser: argparse.ArgumentParser, inherited: bool = False) -> N
 
 
 def add_config_options(parser: argparse.ArgumentParser) -> None:
-    from .core.config import AMP_CHOICES, BACKENDS, LR_SCHEDULES, MODES, OPTIMIZERS, TrainConfig
+    """One flag per declared setting (`TrainConfig`'s metadata), grouped as the setup form groups them. Bad values
+    are refused by TrainConfig's validation (one line naming the setting), not by argparse."""
+    from .core.ground.config import GROUPS, settings
 
-    d = TrainConfig()
-    g = parser.add_argument_group("run configuration")
-    g.add_argument("--config", metavar="JSON", help="read settings from a JSON file (flags override it)")
-    g.add_argument("--dataset", help=f"mnist-sample (bundled), mnist, fashion-mnist, kmnist, idx, imagefolder "
-                                      f"(default: {d.dataset})")
-    g.add_argument("--data-root", help="folder with an existing dataset layout")
-    g.add_argument("--model", help="'sandwich' or path/to/file.py:ClassName")
-    g.add_argument("--device", help="auto, cpu, cuda, cuda:N (default: auto)")
-    g.add_argument("--epochs", type=int, help=f"(default: {d.epochs})")
-    g.add_argument("--batch-size", type=int, help=f"(default: {d.batch_size})")
-    g.add_argument("--lr", type=float, help=f"learning rate (default: {d.lr:g})")
-    g.add_argument("--lr-schedule", choices=LR_SCHEDULES, help=f"(default: {d.lr_schedule})")
-    g.add_argument("--optimizer", choices=OPTIMIZERS, help=f"(default: {d.optimizer})")
-    g.add_argument("--weight-decay", type=float, help=f"(default: {d.weight_decay:g})")
-    g.add_argument("--seed", type=int, help=f"(default: {d.seed})")
-    g.add_argument("--hidden-dim", type=int, help=f"(default: {d.hidden_dim})")
-    g.add_argument("--dropout", type=float, help=f"(default: {d.dropout:g})")
-    g.add_argument("--backend", choices=BACKENDS, help="torch.compile backend; eager = no compile (default)")
-    g.add_argument("--mode", choices=MODES, help="inductor mode (default: default)")
-    g.add_argument("--fullgraph", action=argparse.BooleanOptionalAction, default=None,
-                   help="fail on any graph break instead of running that part eagerly")
-    g.add_argument("--dynamic", choices=("auto", "true", "false"), help="dynamic shapes (default: auto)")
-    g.add_argument("--amp", choices=AMP_CHOICES, help="mixed precision (default: off)")
-    g.add_argument("--allow-eager-fallback", action=argparse.BooleanOptionalAction, default=None,
-                   help="if compiling fails, continue in eager mode with a warning instead of failing")
-    g.add_argument("--max-steps", type=int, help="stop after this many optimizer steps")
+    parser.add_argument_group("run configuration").add_argument(
+        "--config", metavar="JSON", help="read settings from a JSON file (flags override it)")
+    groups = {name: parser.add_argument_group(name.lower()) for name in GROUPS}
+    for declared in settings():
+        groups[declared.group].add_argument(declared.flag, dest=declared.name, default=None,
+                                            **_flag_options(declared))
+
+
+SWITCH_WORDS = {"auto": None, "true": True, "false": False}  # a setting that is on, off or automatic (--dynamic)
+
+
+def _flag_options(declared) -> dict:
+    """argparse options for one setting: its type, how its values read, its help with range and default."""
+    notes = [declared.allowed] if declared.kind in (int, float) else []
+    if declared.kind is bool and declared.optional:
+        shown = next(word for word, value in SWITCH_WORDS.items() if value is declared.default)
+    elif declared.kind is bool:
+        shown = "on" if declared.default else "off"
+    elif isinstance(declared.default, float):
+        shown = f"{declared.default:g}"
+    else:
+        shown = "" if declared.default is None else str(declared.default)
+    if shown:
+        notes.append(f"default: {shown}")
+    help_text = (declared.help + (f" ({'; '.join(notes)})" if notes else "")).replace("%", "%%")
+    if declared.kind is bool and not declared.optional:
+        return {"action": argparse.BooleanOptionalAction, "help": help_text}
+    if declared.kind is bool:
+        return {"metavar": "{" + ",".join(SWITCH_WORDS) + "}", "help": help_text}
+    options: dict = {"type": declared.kind, "help": help_text}
+    if declared.choices:
+        options["metavar"] = "{" + ",".join(declared.choices) + "}"
+    return options
 
 
 def config_from_args(args: argparse.Namespace, **defaults):
     """Defaults, then the --config file, then explicit flags: the same TrainConfig validation for all three."""
-    from .core.config import ConfigError, TrainConfig
+    from .core.ground.config import ConfigError, TrainConfig, settings
 
     values: dict = dict(defaults)
     if args.config:
@@ -220,43 +224,43 @@ def config_from_args(args: argparse.Namespace, **defaults):
             raise ConfigError("config", f"cannot read {args.config}: not UTF-8 text (a JSON file is)") from None
         TrainConfig.from_json(text)  # the file must be a valid config on its own: errors name the file's fields
         values.update(json.loads(text))  # only what the file sets: its implicit defaults must not replace ours
-    for name in ("dataset", "data_root", "model", "device", "epochs", "batch_size", "lr", "lr_schedule", "optimizer",
-                 "weight_decay", "seed", "hidden_dim", "dropout", "backend", "mode", "fullgraph", "amp",
-                 "allow_eager_fallback", "max_steps"):
-        value = getattr(args, name, None)
-        if value is not None:
-            values[name] = value
-    if getattr(args, "dynamic", None):
-        values["dynamic"] = {"auto": None, "true": True, "false": False}[args.dynamic]
+    for declared in settings():
+        value = getattr(args, declared.name, None)
+        if value is None:  # not given: the file's value, else the default
+            continue
+        if declared.kind is bool and declared.optional:  # --dynamic auto|true|false
+            if value not in SWITCH_WORDS:
+                raise ConfigError(declared.name, f"unknown value {value!r}", ", ".join(SWITCH_WORDS))
+            value = SWITCH_WORDS[value]
+        values[declared.name] = value
     return TrainConfig.from_dict(values)
 
 
 # -- train ------------------------------------------------------------------------------------------------------
 def cmd_train(args: argparse.Namespace) -> int:
-    from .core import devices
-    from .core.child import run_distributed, supervise_node
-    from .core.distributed import Launch, check_launch
-    from .core.runfiles import run_recorded
+    from .core.run.jobs import capabilities
+    from .core.run.launch import start_run
+    from .core.run.request import Launch, RunRequest
 
-    config = config_from_args(args)
-    config.check_runnable(devices.cuda_available())
-    launch = Launch(args.nproc_per_node, args.nnodes, args.node_rank, args.master_addr, args.master_port)
-    check_launch(launch, config.batch_size, config.device)
+    quiet_torch_logs()
+    launch = Launch(args.nproc_per_node, args.nnodes, args.node_rank, args.master_addr, args.master_port,
+                    where="here" if args.nproc_per_node * args.nnodes == 1 else "process")
+    cuda_devices = sum(1 for d in capabilities()["devices"] if d["value"].startswith("cuda"))
+    request = RunRequest.build(config_from_args(args), cuda_devices=cuda_devices, out_dir=args.out, db=args.db,
+                               launch=launch)
     bar = ProgressBar(sys.stderr)
     stop = threading.Event()
     with interrupt_sets(stop):
-        if not launch.distributed:
-            result = run_recorded(config, Path(args.out), sinks=(bar.update,), stop=stop, db=args.db)
-        elif launch.node_rank == 0:
-            result = run_distributed(config, Path(args.out).resolve(), launch, emit=bar.update, stop=stop, db=args.db)
-        else:
-            code = supervise_node(config, Path(args.out).resolve(), launch, stop=stop)
-            print(f"node {launch.node_rank}: its {launch.nproc_per_node} process(es) ended (exit code {code}); node 0 "
-                  f"writes the checkpoint and the run record")
-            if stop.is_set():  # Ctrl+C: the same exit code as on node 0, not that of the processes it ended
-                return EXIT_INTERRUPTED
-            return 0 if code == 0 else EXIT_RUN_FAILED
+        result = start_run(request, bar.update, stop)
     bar.close()
+    if launch.node_rank != 0:
+        code = result.metrics.get("node_exit_code") if isinstance(result, RunFinished) else None
+        print(f"node {launch.node_rank}: its {launch.nproc_per_node} process(es) ended"
+              + (f" (exit code {code})" if code is not None else f": {result.message}")
+              + "; node 0 writes the checkpoint and the run record")
+        if stop.is_set():  # Ctrl+C: the same exit code as on node 0, not that of the processes it ended
+            return EXIT_INTERRUPTED
+        return 0 if isinstance(result, RunFinished) else EXIT_RUN_FAILED
     if isinstance(result, RunFailed):
         code = EXIT_USAGE if result.kind in ("config", "data", "io") else EXIT_RUN_FAILED
         return fail(failure_line(result), code=code)
@@ -266,10 +270,11 @@ def cmd_train(args: argparse.Namespace) -> int:
     print(f"{state}: {result.steps} steps, {result.epochs} epoch(s) in {result.seconds:.1f} s · "
           f"val accuracy {accuracy} · {m.get('samples_per_s', 0):,.0f} samples/s"
           + (f" · compile {m['compile_seconds']:.1f} s" if m.get("compile_seconds") else ""))
+    out = request.out_dir
     if m.get("checkpoint"):
-        print(f"wrote {args.out}: checkpoint.pt, checkpoint.safetensors, metrics.json, events.jsonl")
-    elif (Path(args.out) / "metrics.json").is_file():
-        print(f"wrote {args.out}: metrics.json, events.jsonl (no checkpoint: no step was trained)")
+        print(f"wrote {out}: checkpoint.pt, checkpoint.safetensors, metrics.json, events.jsonl")
+    elif (Path(out) / "metrics.json").is_file():
+        print(f"wrote {out}: metrics.json, events.jsonl (no checkpoint: no step was trained)")
     else:
         print("nothing was written: the run stopped before it started")
     return EXIT_INTERRUPTED if result.stopped else 0
@@ -345,24 +350,14 @@ class ProgressBar:
 
 # -- evaluate / predict / explain -------------------------------------------------------------------------------
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from .core import checkpoint, devices
-    from .core.data import check_classes, classes_of, dataset_info, load_split
-    from .core.engine import evaluate_split
+    from .core.run.jobs import evaluate
 
-    ckpt = checkpoint.load(args.checkpoint, trust_model_code=args.trust_model_code)
-    dataset = args.dataset or ckpt.config.dataset
-    data_root = args.data_root if args.dataset else (args.data_root or ckpt.config.data_root)
-    split_name = args.split or ("test" if dataset_info(dataset).has_test else "val")
-    # Evaluation runs eagerly in full precision; the device is checked as train checks it (cuda without CUDA, typos).
-    config = ckpt.config.replace(amp="off", backend="eager", mode="default", device=args.device)
-    config.check_runnable(devices.cuda_available())
-    split = load_split(dataset, split_name, data_root)
-    check_classes(ckpt.classes, classes_of(dataset, data_root), dataset)
-    device = devices.resolve_device(config.device)
-    model = ckpt.build_model(device)
-    result = evaluate_split(model, split, config, device)
-    print(f"{dataset} {split_name}: {len(split)} images · accuracy {result.accuracy:.2%} · loss {result.loss:.4f}")
-    print(format_confusion(result.confusion().tolist(), ckpt.classes))
+    quiet_torch_logs()
+    result = evaluate(args.checkpoint, dataset=args.dataset, data_root=args.data_root, split=args.split,
+                      device=args.device, trust_model_code=args.trust_model_code)
+    print(f"{result['dataset']} {result['split']}: {result['images']} images · accuracy {result['accuracy']:.2%} · "
+          f"loss {result['loss']:.4f}")
+    print(format_confusion(result["confusion"], result["classes"]))
     return 0
 
 
@@ -377,9 +372,11 @@ def format_confusion(matrix: list[list[int]], classes: Sequence[str]) -> str:
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
-    from .core import checkpoint
-    from .core.predict import ImageError, predict_file
+    from .core.domain import checkpoint
+    from .core.domain.images import ImageError
+    from .core.domain.predict import predict_file
 
+    quiet_torch_logs()
     ckpt = checkpoint.load(args.checkpoint, trust_model_code=args.trust_model_code)
     model = ckpt.build_model("cpu")
     failures = 0
@@ -399,9 +396,10 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    from .core import devices
-    from .core.inspect import explain
+    from .core.domain import devices
+    from .core.domain.inspect import explain
 
+    quiet_torch_logs()
     config = config_from_args(args, backend="inductor")  # explain is about compiling (so --mode works alone)
     config.check_runnable(devices.cuda_available())
     print(format_report(explain(config)))
@@ -425,13 +423,14 @@ def format_report(report) -> str:
 
 # -- benchmark --------------------------------------------------------------------------------------------------
 def cmd_bench(args: argparse.Namespace) -> int:
-    from .core import devices
-    from .core.bench import BenchSettings, format_table, run_bench
-    from .core.config import TrainConfig
+    from .core.domain import devices
+    from .core.tools.bench import BenchSettings, format_table, run_bench
+    from .core.ground.config import TrainConfig
 
     def progress(text: str) -> None:
         print(text, file=sys.stderr, flush=True)
 
+    quiet_torch_logs()
     if args.json:
         _check_writable(Path(args.json))  # a benchmark takes minutes: do not lose its results at the very end
     if args.gui:
@@ -454,7 +453,7 @@ def _check_writable(target: Path) -> None:
     """Create and remove the temp file the final atomic write will use: the same folder, the same permissions."""
     import os
 
-    from .core.atomic import temp_beside
+    from .core.ground.atomic import temp_beside
 
     if target.is_dir():
         raise _unwritable(target, "it is a folder")
@@ -468,7 +467,7 @@ def _check_writable(target: Path) -> None:
 
 def _write_json(path: str | None, data) -> None:
     """--json, when given: the results as JSON, written atomically."""
-    from .core.atomic import write_text_atomic
+    from .core.ground.atomic import write_text_atomic
 
     if not path:
         return
@@ -480,7 +479,7 @@ def _write_json(path: str | None, data) -> None:
 
 
 def _unwritable(target: Path, why: str):
-    from .core.errors import WorkbenchError
+    from .core.ground.errors import WorkbenchError
 
     return WorkbenchError(f"cannot write {target}: {why}", "choose a file in a folder you can write to with --json")
 
@@ -488,7 +487,7 @@ def _unwritable(target: Path, why: str):
 def _bench_gui(args: argparse.Namespace, progress) -> int:
     import os
 
-    from .core.config import TrainConfig
+    from .core.ground.config import TrainConfig
     from .gui_launch import display_problem
 
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -500,17 +499,30 @@ def _bench_gui(args: argparse.Namespace, progress) -> int:
     epochs = 2 if args.quick else args.gui_epochs
     config = TrainConfig(epochs=epochs)
     compile_config = None if args.quick else TrainConfig(epochs=max(2, epochs // 2), backend="inductor")
-    report = run_gui_bench(config, pairs=1 if args.quick else 2, compile_config=compile_config, progress=progress)
+    report = run_gui_bench(config, headless_samples_per_s, pairs=1 if args.quick else 2,
+                           compile_config=compile_config, progress=progress)
     print(format_gui_report(report))
     _write_json(args.json, report)
     return 0
 
 
+def headless_samples_per_s(config, out: Path) -> float:
+    """The CLI's own path for a run (in this process, nothing recorded): what `bench --gui` compares the app to."""
+    from .core.run.launch import start_run
+    from .core.run.request import Launch, RunRequest
+
+    request = RunRequest(config=config, out_dir=str(out.resolve()), record=False, launch=Launch(where="here"))
+    result = start_run(request, lambda event: None)
+    if not isinstance(result, RunFinished):
+        raise RuntimeError(f"the headless run failed: {result.message}")
+    return result.metrics["samples_per_s"]
+
+
 def _bench_recording(args: argparse.Namespace, progress) -> int:
     import tempfile
 
-    from .core.bench import recording_overhead
-    from .core.config import TrainConfig
+    from .core.tools.bench import recording_overhead
+    from .core.ground.config import TrainConfig
 
     config = TrainConfig(epochs=1 if args.quick else 20, batch_size=32, device=args.device)
     with tempfile.TemporaryDirectory(prefix="workbench-bench-recording-") as folder:
@@ -531,13 +543,13 @@ def _csv(text: str) -> list[str]:
 
 # -- run history and reports ---------------------------------------------------------------------------------
 def _store(args: argparse.Namespace):
-    from .core.runs import RunStore
+    from .core.history.runs import RunStore
 
     return RunStore(args.db)
 
 
 def cmd_runs_list(args: argparse.Namespace) -> int:
-    from .core.config import setup_label
+    from .core.ground.config import setup_label
 
     with _store(args) as store:
         records = store.list()
@@ -558,7 +570,7 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
 
 
 def cmd_runs_show(args: argparse.Namespace) -> int:
-    from .core.report import last_compile_report
+    from .core.history.report import last_compile_report
 
     with _store(args) as store:
         record = store.get(args.run_id, with_events=True)
@@ -585,7 +597,7 @@ def cmd_runs_rm(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from .core.report import write_report
+    from .core.run.reports import write_report
 
     out = Path(args.out or f"report-{'-'.join(map(str, args.run_ids))}.html")
     with _store(args) as store:

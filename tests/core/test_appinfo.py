@@ -7,7 +7,9 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from workbench import appinfo
+import workbench
+from workbench.core.ground import appinfo
+from workbench.core.ground.resources import resource_path
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGING = REPO / "packaging"
@@ -54,3 +56,11 @@ def test_icons_exist_in_every_size():
         assert data[:8] == b"\x89PNG\r\n\x1a\n"
         width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
         assert (width, height) == (size, size)
+
+
+def test_resources_come_from_the_top_level_folder():
+    """In a checkout (the editable install), the package workbench.resources is the top-level resources/ folder."""
+    assert appinfo.icon_path(256) == resource_path("icons", "workbench-256.png")
+    if Path(workbench.__file__).resolve().parent == REPO / "workbench":
+        assert resource_path() == REPO / "resources"
+        assert appinfo.icon_path().parent == REPO / "resources" / "icons"

@@ -7,13 +7,14 @@ import types
 import pytest
 import torch
 
-from workbench.core import bench, runfiles
-from workbench.core.bench import BenchSettings, StepClock, engine_row, recording_overhead
-from workbench.core.config import TrainConfig
-from workbench.core.data import load_split
-from workbench.core.errors import WorkbenchError
-from workbench.core.events import RunFailed, RunFinished, Step
-from workbench.core.model import PIXEL_MEAN, PIXEL_STD
+from workbench.core.tools import bench
+from workbench.core.run import launch
+from workbench.core.tools.bench import BenchSettings, StepClock, engine_row, recording_overhead
+from workbench.core.ground.config import TrainConfig
+from workbench.core.domain.data import load_split
+from workbench.core.ground.errors import WorkbenchError
+from workbench.core.ground.events import RunFailed, RunFinished, Step
+from workbench.core.domain.model import PIXEL_MEAN, PIXEL_STD
 
 
 class FakeClock:
@@ -110,12 +111,13 @@ def test_the_article_recipe_normalises_once_like_the_engine(monkeypatch):
     assert seen and all(x.min().item() == pytest.approx(background, abs=1e-5) for x in seen)
 
 
-def _fake_run_recorded(results: dict, calls: list):
-    def run_recorded(config, out_dir, *, db=None, record=True, **kwargs):
-        calls.append(record)
-        return results[record]
+def _fake_start_run(results: dict, calls: list):
+    def start_run(request, emit, stop=None, **kwargs):
+        assert request.launch.where == "here"  # measured in this process, as the CLI trains
+        calls.append(request.record)
+        return results[request.record]
 
-    return run_recorded
+    return start_run
 
 
 def _finished(rate: float) -> RunFinished:
@@ -124,7 +126,7 @@ def _finished(rate: float) -> RunFinished:
 
 def test_recording_overhead_alternates_which_run_goes_first(monkeypatch, tmp_path):
     calls = []
-    monkeypatch.setattr(runfiles, "run_recorded", _fake_run_recorded({True: _finished(90.0),
+    monkeypatch.setattr(launch, "start_run", _fake_start_run({True: _finished(90.0),
                                                                       False: _finished(100.0)}, calls))
     result = recording_overhead(TrainConfig(), 3, tmp_path)
     assert calls == [False, True, True, False, False, True]
@@ -134,6 +136,6 @@ def test_recording_overhead_alternates_which_run_goes_first(monkeypatch, tmp_pat
 @pytest.mark.parametrize("bad", [RunFailed(kind="diverged", message="loss exploded", hint="lower lr"), _finished(0.0)],
                          ids=["failed run", "no steady steps"])
 def test_recording_overhead_of_a_run_without_a_rate_is_a_clear_error(monkeypatch, tmp_path, bad):
-    monkeypatch.setattr(runfiles, "run_recorded", _fake_run_recorded({True: _finished(90.0), False: bad}, []))
+    monkeypatch.setattr(launch, "start_run", _fake_start_run({True: _finished(90.0), False: bad}, []))
     with pytest.raises(WorkbenchError, match="a recording-overhead run (failed|measured no steady-state steps)"):
         recording_overhead(TrainConfig(), 1, tmp_path)

@@ -12,11 +12,11 @@ import pytest
 import torch
 from safetensors import safe_open
 
-from workbench.core import checkpoint
-from workbench.core.atomic import write_text_atomic
-from workbench.core.checkpoint import CheckpointError
-from workbench.core.config import TrainConfig
-from workbench.core.model import SandwichNet
+from workbench.core.domain import checkpoint
+from workbench.core.ground.atomic import write_text_atomic
+from workbench.core.domain.checkpoint import CheckpointError
+from workbench.core.ground.config import TrainConfig
+from workbench.core.domain.model import SandwichNet
 
 CLASSES = tuple("0123456789")
 CONFIG = TrainConfig(hidden_dim=16, epochs=1, seed=3)
@@ -270,7 +270,7 @@ def test_user_model_code_is_not_imported_unless_trusted(saved, tmp_path):
     marker = tmp_path / "imported.txt"
     model_file = tmp_path / "net.py"
     model_file.write_text(f"open({str(marker)!r}, 'w').write('ran')\n"
-                          "from workbench.core.model import SandwichNet as Net\n")
+                          "from workbench.core.domain.model import SandwichNet as Net\n")
     config = CONFIG.replace(model=f"{model_file}:Net").to_dict()
     path = _edited(saved, tmp_path, config=config)
     with pytest.raises(checkpoint.UntrustedModelCode, match="trust"):

@@ -1,19 +1,22 @@
-"""The training child's process handling (stops, failures, start-up errors), and which rank caused a torchrun failure,
-read from what torchrun and the ranks print (formats as torch 2.14 prints them; the end-to-end runs in
-tests/e2e/test_distributed.py cannot force every ordering of a failure)."""
+"""The parent side of a kernel process (the train job and its cancel on the wire, stops, failures, start-up
+errors), and which rank caused a torchrun failure, read from what torchrun and the ranks print (formats as torch 2.14
+prints them; the end-to-end runs in tests/e2e/test_distributed.py cannot force every ordering of a failure)."""
 
 from __future__ import annotations
 
 import errno
+import json
 import signal
 import sys
 import threading
 
 import pytest
 
-from workbench.core import child
-from workbench.core.child import ChildError, ChildProcess, torchrun_culprit
-from workbench.core.events import Notice, RunFailed, RunFinished
+from workbench.core.run import process as run_process
+from workbench.core.run.process import ChildError, ChildProcess, torchrun_culprit
+from workbench.core.ground.config import TrainConfig
+from workbench.core.ground.events import Notice, RunFailed, RunFinished
+from workbench.core.run.request import Launch, RunRequest
 
 
 def entry(index: int, rank: int, exitcode: str) -> str:
@@ -77,9 +80,9 @@ def test_a_stop_while_the_child_starts_ends_it_at_once_as_a_stopped_run(ranks):
 
 GARBLED = f"""
 import json, os, socket, time
-host, port = os.environ["{child.ADDRESS_ENV}"].rsplit(":", 1)
+host, port = os.environ["{run_process.ADDRESS_ENV}"].rsplit(":", 1)
 conn = socket.create_connection((host, int(port)))
-conn.sendall((json.dumps({{"hello": os.environ["{child.TOKEN_ENV}"]}}) + "\\nnot json\\n").encode())
+conn.sendall((json.dumps({{"hello": os.environ["{run_process.TOKEN_ENV}"]}}) + "\\nnot json\\n").encode())
 time.sleep(100)
 """
 
@@ -90,6 +93,74 @@ def test_a_failing_child_that_keeps_running_is_ended_before_the_failure_is_repor
     result = process.run(None, lambda event: seen.append((event, process.process.poll())), threading.Event())
     assert isinstance(result, RunFailed) and result.kind == "crashed"
     assert seen == [(result, -signal.SIGTERM)]  # torchrun is not waited for while it keeps running
+
+
+# A stand-in kernel (no torch): it says hello and ready as kernel_main does, then answers the train job the way the
+# test names in argv[1], echoing every message it gets from the parent back as a Notice, so that the wire is checked.
+FAKE_KERNEL = f"""
+import json, os, signal, socket, sys
+from workbench.core.ground.events import Notice, RunFinished, to_json
+from workbench.core.run.protocol import event_line
+host, port = os.environ["{run_process.ADDRESS_ENV}"].rsplit(":", 1)
+conn = socket.create_connection((host, int(port)))
+incoming = conn.makefile("r")
+say = lambda line: conn.sendall((line + "\\n").encode())
+say(json.dumps({{"hello": os.environ["{run_process.TOKEN_ENV}"], "pid": os.getpid(), "protocol": 1}}))
+say(json.dumps({{"ready": True}}))
+job = json.loads(incoming.readline())
+mode = sys.argv[1]
+if mode == "refuse":
+    say(json.dumps({{"id": job["id"], "error": {{"kind": "config", "message": "planted refusal", "hint": "h"}}}}))
+    sys.exit(0)
+if mode == "die":
+    sys.stderr.write("planted last words\\n")
+    sys.stderr.flush()
+    os.kill(os.getpid(), signal.SIGKILL)
+say(event_line(job["id"], to_json(Notice("info", json.dumps(job)))))
+cancel = json.loads(incoming.readline())
+say(event_line(job["id"], to_json(Notice("info", json.dumps(cancel)))))
+say(event_line(job["id"], to_json(RunFinished(steps=3, epochs=1, seconds=0.5, stopped=True))))
+"""
+
+REQUEST = RunRequest(config=TrainConfig(hidden_dim=16, max_steps=3), out_dir="/nowhere/run", db=None, record=False,
+                     launch=Launch())
+
+
+def test_a_run_is_sent_as_one_train_job_and_a_stop_as_its_cancel():
+    process = ChildProcess([sys.executable, "-c", FAKE_KERNEL, "echo"])
+    stop = threading.Event()
+    events = []
+
+    def emit(event):
+        events.append(event)
+        stop.set()  # after the first event: the parent must answer with a cancel of that job
+
+    result = process.run(REQUEST, emit, stop)
+    assert isinstance(result, RunFinished) and result.stopped and result.steps == 3
+    job, cancel = (json.loads(e.message) for e in events[:2])
+    assert job == {"id": run_process.RUN_JOB_ID, "job": "train", "args": {"request": REQUEST.to_dict()}}
+    assert RunRequest.from_dict(job["args"]["request"]) == REQUEST  # the request arrives whole
+    assert cancel == {"cancel": run_process.RUN_JOB_ID}
+    assert events[2:] == [result]
+    assert process.process.poll() == 0  # it ended on its own, after its terminal event
+
+
+def test_a_train_job_the_kernel_refuses_is_a_failed_run_with_its_reason():
+    events = []
+    result = ChildProcess([sys.executable, "-c", FAKE_KERNEL, "refuse"]).run(REQUEST, events.append,
+                                                                          threading.Event())
+    assert result == RunFailed(kind="config", message="planted refusal", hint="h")
+    assert events == [result]
+
+
+def test_a_kernel_that_dies_mid_run_is_a_crashed_run_naming_how_and_its_last_words():
+    process = ChildProcess([sys.executable, "-c", FAKE_KERNEL, "die"])
+    events = []
+    result = process.run(REQUEST, events.append, threading.Event())
+    assert isinstance(result, RunFailed) and result.kind == "crashed"
+    assert f"killed by signal {signal.SIGKILL.value}" in result.message
+    assert "planted last words" in result.message
+    assert events == [result] and process.process.poll() == -signal.SIGKILL
 
 
 TORCHRUN_FAILED = ("import sys; sys.stderr.write(" + repr(
@@ -107,14 +178,14 @@ def test_no_listening_socket_is_a_child_error(monkeypatch):
     def refused(*args, **kwargs):
         raise OSError(errno.EADDRNOTAVAIL, "Cannot assign requested address")
 
-    monkeypatch.setattr(child.socket, "create_server", refused)
+    monkeypatch.setattr(run_process.socket, "create_server", refused)
     with pytest.raises(ChildError, match="cannot start the training process: Cannot assign requested address"):
         ChildProcess(["sleep", "100"])
 
 
 def test_no_temp_file_for_its_log_is_a_child_error_and_closes_the_socket(monkeypatch):
     opened = []
-    real_create_server = child.socket.create_server
+    real_create_server = run_process.socket.create_server
 
     def create_server(*args, **kwargs):
         opened.append(real_create_server(*args, **kwargs))
@@ -123,20 +194,18 @@ def test_no_temp_file_for_its_log_is_a_child_error_and_closes_the_socket(monkeyp
     def no_space(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(child.socket, "create_server", create_server)
-    monkeypatch.setattr(child.tempfile, "TemporaryFile", no_space)
+    monkeypatch.setattr(run_process.socket, "create_server", create_server)
+    monkeypatch.setattr(run_process.tempfile, "TemporaryFile", no_space)
     with pytest.raises(ChildError, match="No space left on device"):
         ChildProcess(["sleep", "100"])
     assert [sock.fileno() for sock in opened] == [-1]  # closed
 
 
 def test_the_child_leaves_one_core_to_the_process_driving_it(monkeypatch):
-    from workbench.core import child
-
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
-    monkeypatch.setattr(child.os, "cpu_count", lambda: 16)
-    assert child.child_threads() == {"OMP_NUM_THREADS": "15"}
-    monkeypatch.setattr(child.os, "cpu_count", lambda: 1)
-    assert child.child_threads() == {"OMP_NUM_THREADS": "1"}
+    monkeypatch.setattr(run_process.os, "cpu_count", lambda: 16)
+    assert run_process.child_threads() == {"OMP_NUM_THREADS": "15"}
+    monkeypatch.setattr(run_process.os, "cpu_count", lambda: 1)
+    assert run_process.child_threads() == {"OMP_NUM_THREADS": "1"}
     monkeypatch.setenv("OMP_NUM_THREADS", "3")  # the user's own choice stands
-    assert child.child_threads() == {}
+    assert run_process.child_threads() == {}

@@ -7,7 +7,11 @@ import pickle
 
 import pytest
 
-from workbench.core.config import AMP_CHOICES, BACKENDS, ConfigError, TrainConfig
+import dataclasses
+
+from workbench.core.ground.config import (AMP_CHOICES, BACKENDS, GROUPS, ConfigError, Setting, TrainConfig, setting,
+                                          setting_named, settings)
+from workbench.core.ground.datasets import CATALOGUE
 
 
 def test_defaults_are_valid_and_runnable_on_cpu():
@@ -40,6 +44,8 @@ def test_defaults_are_valid_and_runnable_on_cpu():
     ({"device": "tpu"}, "device", ["auto", "cpu", "cuda", "cuda:N"]),
     ({"device": "cuda:x"}, "device", ["cuda:N"]),
     ({"dataset": "  "}, "dataset", ["mnist-sample"]),
+    ({"dataset": "imagenet"}, "dataset", ["mnist-sample", "imagefolder"]),
+    ({"lr_schedule": "step"}, "lr_schedule", ["cosine", "constant"]),
     ({"fullgraph": "yes"}, "fullgraph", []),
     ({"dynamic": "maybe"}, "dynamic", ["true", "false"]),
 ])
@@ -157,3 +163,87 @@ def test_wrong_types_from_a_config_file_are_config_errors(field, value):
 def test_data_root_may_be_absent_or_a_path():
     assert TrainConfig.from_dict({"data_root": None}).data_root is None
     assert TrainConfig.from_dict({"data_root": "/data"}).data_root == "/data"
+
+
+# -- the declarations: one source for validation, the CLI and the setup form ----------------------------------------
+NUMBERS = [s for s in settings() if s.kind in (int, float)]
+CHOICES = [s for s in settings() if s.choices]
+
+
+def test_every_field_is_declared_once_in_order_with_words_and_a_group():
+    declared = list(settings())
+    assert [s.name for s in declared] == [f.name for f in dataclasses.fields(TrainConfig)]
+    for s in declared:
+        assert isinstance(s, Setting)
+        assert s.help and s.label and s.group in GROUPS
+        assert s.flag == "--" + s.name.replace("_", "-")
+        assert s.default == getattr(TrainConfig(), s.name)
+    groups = [s.group for s in declared]
+    assert sorted(groups, key=GROUPS.index) == groups  # declared group by group, in GROUPS order
+
+
+def test_declared_types():
+    kinds = {s.name: (s.kind, s.optional) for s in settings()}
+    assert kinds["batch_size"] == (int, False) and kinds["lr"] == (float, False)
+    assert kinds["data_root"] == (str, True) and kinds["max_steps"] == (int, True)
+    assert kinds["dynamic"] == (bool, True) and kinds["fullgraph"] == (bool, False)
+
+
+def test_dataset_choices_are_the_catalogue():
+    dataset = setting_named("dataset")
+    assert dataset.choices == tuple(CATALOGUE)
+    assert all(dataset.choice_label(name) == info.title for name, info in CATALOGUE.items())
+
+
+def test_setting_refuses_an_unknown_group():
+    with pytest.raises(ValueError):
+        setting("x", "Miscellaneous")
+
+
+@pytest.mark.parametrize("declared", NUMBERS, ids=lambda s: s.name)
+def test_every_range_is_enforced_exactly_as_declared(declared):
+    assert declared.low is not None and declared.high is not None
+    assert getattr(TrainConfig(**{declared.name: declared.high}), declared.name) == declared.high
+    if not declared.low_open:
+        assert getattr(TrainConfig(**{declared.name: declared.low}), declared.name) == declared.low
+    step = 1 if declared.kind is int else 0.001
+    for bad in (declared.high + step, declared.low - step) + ((declared.low,) if declared.low_open else ()):
+        with pytest.raises(ConfigError) as info:
+            TrainConfig(**{declared.name: bad})
+        assert info.value.field == declared.name and info.value.allowed
+
+
+@pytest.mark.parametrize("declared", [s for s in NUMBERS if s.kind is int], ids=lambda s: s.name)
+def test_a_whole_number_out_of_range_says_the_declared_range(declared):
+    with pytest.raises(ConfigError) as info:
+        TrainConfig(**{declared.name: declared.high + 1})
+    assert str(info.value) == (f"{declared.name}: {declared.high + 1} is out of range "
+                               f"(allowed: {declared.low} to {declared.high})")
+
+
+@pytest.mark.parametrize("declared", CHOICES, ids=lambda s: s.name)
+def test_every_declared_choice_is_valid_and_nothing_else(declared):
+    for value in declared.choices:
+        extra = {"backend": "inductor"} if declared.name == "mode" else {}  # modes are the inductor's
+        assert getattr(TrainConfig(**{declared.name: value}, **extra), declared.name) == value
+    with pytest.raises(ConfigError) as info:
+        TrainConfig(**{declared.name: "no-such-value"})
+    assert info.value.field == declared.name
+    assert info.value.allowed == ", ".join(declared.choices)
+    assert f"unknown {declared.name.replace('_', ' ')} 'no-such-value'" in str(info.value)
+
+
+@pytest.mark.parametrize("declared", [s for s in settings() if s.optional], ids=lambda s: s.name)
+def test_optional_settings_take_none(declared):
+    assert getattr(TrainConfig(**{declared.name: None}), declared.name) is None
+
+
+@pytest.mark.parametrize("declared", [s for s in settings() if not s.optional], ids=lambda s: s.name)
+def test_other_settings_refuse_none(declared):
+    with pytest.raises(ConfigError) as info:
+        TrainConfig(**{declared.name: None})
+    assert info.value.field == declared.name
+
+
+def test_the_form_leaves_out_only_the_advanced_settings():
+    assert {s.name for s in settings() if not s.form} == {"dropout", "lr_schedule", "weight_decay", "max_steps"}

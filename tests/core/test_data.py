@@ -12,9 +12,9 @@ import pytest
 import torch
 from PIL import Image
 
-from workbench.core import data
-from workbench.core.data import DataError, DeviceBatches, Split, classes_of, load_split, read_idx
-from workbench.core.predict import load_digit
+from workbench.core.domain import data
+from workbench.core.domain.data import DataError, DeviceBatches, Split, classes_of, load_split, read_idx
+from workbench.core.domain.images import load_digit
 
 CPU = torch.device("cpu")
 
@@ -311,7 +311,11 @@ def test_imagefolder_without_images(tmp_path):
 
 
 def test_resource_path_points_at_real_files():
+    from workbench.core.ground.resources import resource_path
+
+    assert data.resource_path is resource_path  # one function serves every caller
     assert (data.resource_path("samples", "digit_0.png")).is_file()
+    assert (data.resource_path("mnist_sample", "MNIST", "raw", "train-images-idx3-ubyte")).is_file()
 
 
 @pytest.mark.filterwarnings("ignore:Got pickle error")

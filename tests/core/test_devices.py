@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from workbench.core import devices
-from workbench.core.config import ConfigError
+from workbench.core.domain import devices
+from workbench.core.ground.config import ConfigError
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")

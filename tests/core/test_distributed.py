@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch import nn
 
-from workbench.core.distributed import port_free, weights_checksum
+from workbench.core.domain.distributed import port_free, weights_checksum
 
 
 def test_checksum_of_bf16_weights():

@@ -5,14 +5,15 @@ from __future__ import annotations
 import math
 import threading
 from importlib.metadata import version
+from pathlib import Path
 
 import pytest
 import torch
 
-from workbench.core import checkpoint, devices
-from workbench.core.config import TrainConfig
-from workbench.core.engine import Trainer
-from workbench.core.events import (CompileFinished, CompileReport, CompileStarted, EpochEnd, Notice, RunFailed,
+from workbench.core.domain import checkpoint, devices
+from workbench.core.ground.config import TrainConfig
+from workbench.core.engine import TrainedModel, Trainer
+from workbench.core.ground.events import (CompileFinished, CompileReport, CompileStarted, EpochEnd, Notice, RunFailed,
                                    RunFinished, Step, is_terminal)
 
 SMALL = TrainConfig(epochs=1, max_steps=20, hidden_dim=16)
@@ -25,6 +26,18 @@ def run(config: TrainConfig, stop=None, **trainer_kwargs):
     assert [e for e in events if is_terminal(e)] == [result]
     assert events[-1] is result
     return events, result
+
+
+def saving_to(out_dir: Path, handed: list | None = None):
+    """A save_checkpoint like the recorder's: checkpoint.pt in `out_dir`. What the engine hands over goes to
+    `handed`."""
+    def save(trained: TrainedModel) -> str:
+        if handed is not None:
+            handed.append(trained)
+        return str(checkpoint.save(out_dir / "checkpoint.pt", trained.model, trained.config, metrics=trained.metrics,
+                                   versions=trained.versions, classes=trained.classes))
+
+    return save
 
 
 def shape(events) -> list[str]:
@@ -162,10 +175,12 @@ def test_stop_is_checked_before_every_step():
 def test_stop_before_the_first_step_writes_no_checkpoint(tmp_path):
     stop = threading.Event()
     stop.set()
-    events, result = run(SMALL, stop=stop, out_dir=tmp_path)
+    handed: list = []
+    events, result = run(SMALL, stop=stop, save_checkpoint=saving_to(tmp_path, handed))
     assert result.stopped and result.steps == 0
     assert shape(events) == ["RunStarted", "RunFinished"]
     assert not (tmp_path / "checkpoint.pt").exists()
+    assert handed == [] and "checkpoint" not in result.metrics
 
 
 # -- failures become one RunFailed event, never an exception ----------------------------------------------------
@@ -212,7 +227,7 @@ def test_unexpected_exception_is_an_internal_failure(monkeypatch):
 # -- compiled runs ----------------------------------------------------------------------------------------------
 def test_compiled_run_event_sequence_and_checkpoint(tmp_path):
     config = TrainConfig(epochs=1, max_steps=6, hidden_dim=16, backend="aot_eager")
-    events, result = run(config, out_dir=tmp_path)
+    events, result = run(config, save_checkpoint=saving_to(tmp_path))
     assert shape(events) == ["RunStarted", "CompileReport", "CompileStarted", "Step", "CompileFinished", "Step",
                              "EpochEnd", "CompileReport", "RunFinished"]
     explain_report, run_report = of(events, CompileReport)
@@ -327,9 +342,40 @@ def test_compiling_does_not_change_the_numbers_with_dropout():
 
 
 # -- output folder ----------------------------------------------------------------------------------------------
-def test_out_dir_gets_a_loadable_checkpoint(tmp_path):
+def test_without_save_checkpoint_nothing_is_saved_and_no_path_is_reported(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    events, result = run(SMALL.replace(max_steps=5))
+    assert isinstance(result, RunFinished) and result.steps == 5
+    assert "checkpoint" not in result.metrics and "val_accuracy" in result.metrics
+    assert list(tmp_path.iterdir()) == []
+    assert not [n for n in of(events, Notice) if n.level == "error"]
+
+
+def test_save_checkpoint_is_handed_the_trained_model_once_and_its_path_is_reported():
+    handed: list[TrainedModel] = []
+
+    def save(trained: TrainedModel) -> str:
+        handed.append(trained)
+        return "/somewhere/model.pt"
+
+    config = SMALL.replace(max_steps=5)
+    events, result = run(config, save_checkpoint=save)
+    assert isinstance(result, RunFinished)
+    assert result.metrics["checkpoint"] == "/somewhere/model.pt"
+    assert len(handed) == 1
+    trained = handed[0]
+    assert trained.config == config and trained.classes == tuple("0123456789")
+    assert trained.versions == devices.versions()
+    assert trained.metrics["val_accuracy"] == result.metrics["val_accuracy"]
+    assert trained.metrics["epochs_completed"] == result.epochs
+    assert isinstance(trained.model, torch.nn.Module)
+    # Handed over before RunFinished went out: the path is in the terminal event's metrics.
+    assert of(events, RunFinished)[0].metrics["checkpoint"] == "/somewhere/model.pt"
+
+
+def test_save_checkpoint_gets_a_loadable_checkpoint(tmp_path):
     out = tmp_path / "run"
-    events, result = run(SMALL.replace(max_steps=10), out_dir=out)
+    events, result = run(SMALL.replace(max_steps=10), save_checkpoint=saving_to(out))
     assert isinstance(result, RunFinished)
     assert result.metrics["checkpoint"] == str(out / "checkpoint.pt")
     assert sorted(p.name for p in out.iterdir()) == ["checkpoint.pt", "checkpoint.safetensors"]
@@ -338,8 +384,8 @@ def test_out_dir_gets_a_loadable_checkpoint(tmp_path):
     assert ckpt.classes == tuple("0123456789")
     assert ckpt.metrics["val_accuracy"] == result.metrics["val_accuracy"]
     # The saved weights give the validation accuracy the run reported.
-    from workbench.core.data import load_split
-    from workbench.core.engine import evaluate_split
+    from workbench.core.domain.data import load_split
+    from workbench.core.domain.evaluate import evaluate_split
 
     evaluated = evaluate_split(ckpt.build_model(), load_split("mnist-sample", "val"), ckpt.config,
                                torch.device("cpu"))
@@ -457,9 +503,9 @@ def test_fallback_to_eager_keeps_the_grad_scaler_state(monkeypatch):
 
 
 def test_evaluating_on_labels_the_model_has_no_output_for_is_a_data_error():
-    from workbench.core.data import DataError, Split
-    from workbench.core.engine import evaluate_split
-    from workbench.core.model import SandwichNet
+    from workbench.core.domain.data import DataError, Split
+    from workbench.core.domain.evaluate import evaluate_split
+    from workbench.core.domain.model import SandwichNet
 
     images = torch.zeros(4, 28, 28, dtype=torch.uint8)
     model = SandwichNet(hidden_dim=8, output_dim=3)
@@ -474,7 +520,7 @@ def test_evaluating_on_labels_the_model_has_no_output_for_is_a_data_error():
 def test_unwritable_checkpoint_still_finishes_the_run(tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
-    events, result = run(SMALL.replace(max_steps=5), out_dir=blocker / "run")  # mkdir fails, even as root
+    events, result = run(SMALL.replace(max_steps=5), save_checkpoint=saving_to(blocker / "run"))  # mkdir fails
     assert isinstance(result, RunFinished) and result.steps == 5
     assert "checkpoint" not in result.metrics and "val_accuracy" in result.metrics
     errors = [n for n in of(events, Notice) if n.level == "error"]
@@ -484,7 +530,7 @@ def test_unwritable_checkpoint_still_finishes_the_run(tmp_path):
 def test_processes_stop_together_when_any_one_is_asked_to(monkeypatch):
     """Several processes fold their stop flags into the losses' all_reduce: a stop asked of another process
     (simulated here) stops this one at the same read-back, though its own flag was never set."""
-    from workbench.core.distributed import Distributed
+    from workbench.core.domain.distributed import Distributed
 
     class TwoRanks(Distributed):
         reads = 0

@@ -9,7 +9,7 @@ import pickle
 import pytest
 
 from workbench.core import events as ev
-from workbench.core.config import TrainConfig
+from workbench.core.ground.config import TrainConfig
 
 BREAK = ev.GraphBreak(
     reason="Unsupported Tensor.item() call\nHint: set capture_scalar_outputs",

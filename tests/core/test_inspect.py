@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from workbench.core.config import TrainConfig
-from workbench.core.events import CompileReport, from_json, to_json
-from workbench.core.inspect import explain, explain_model
-from workbench.core.model import SandwichNet
+from workbench.core.ground.config import TrainConfig
+from workbench.core.ground.events import CompileReport, from_json, to_json
+from workbench.core.domain.inspect import explain, explain_model
+from workbench.core.domain.model import SandwichNet
 
 
 @pytest.fixture(autouse=True)
@@ -74,7 +74,7 @@ def test_explain_reports_a_break_in_a_user_file(tmp_path):
     path = tmp_path / "two_breaks.py"
     path.write_text(
         "import torch\n"
-        "from workbench.core.model import SandwichNet\n"
+        "from workbench.core.domain.model import SandwichNet\n"
         "\n"
         "\n"
         "class TwoBreaks(SandwichNet):\n"

@@ -8,8 +8,8 @@ import pytest
 import torch
 from torch import nn
 
-from workbench.core.errors import WorkbenchError
-from workbench.core.model import ModelSpecError, SandwichNet, build_model, load_model_class
+from workbench.core.ground.errors import WorkbenchError
+from workbench.core.domain.model import ModelSpecError, SandwichNet, build_model, load_model_class
 
 
 @pytest.fixture
@@ -178,8 +178,8 @@ def test_user_class_with_wrong_constructor_raises_model_spec_error(tmp_path):
 
 # -- building from a config, and the output check -----------------------------------------------------------------
 def test_model_for_uses_the_configs_settings():
-    from workbench.core.config import TrainConfig
-    from workbench.core.model import model_for
+    from workbench.core.ground.config import TrainConfig
+    from workbench.core.domain.model import model_for
 
     model = model_for(TrainConfig(hidden_dim=12, dropout=0.3), output_dim=4)
     assert model.core_block.fc1.out_features == 12 and model.core_block.fc2.out_features == 4
@@ -198,7 +198,7 @@ class _Noisy(nn.Module):
 
 
 def test_check_outputs_leaves_the_random_stream_and_the_mode_alone():
-    from workbench.core.model import check_outputs
+    from workbench.core.domain.model import check_outputs
 
     model = _Noisy(10).train()
     torch.manual_seed(3)
@@ -211,7 +211,7 @@ def test_check_outputs_leaves_the_random_stream_and_the_mode_alone():
 
 @pytest.mark.parametrize("model, what", [(_Noisy(5), r"shape \(4, 5\)"), (SandwichNet(hidden_dim=8), "")])
 def test_check_outputs_names_the_wrong_shape(model, what):
-    from workbench.core.model import check_outputs
+    from workbench.core.domain.model import check_outputs
 
     check_outputs(SandwichNet(hidden_dim=8), _images(4), output_dim=10)
     with pytest.raises(ModelSpecError, match=what + r".*expected \(4, 3\)"):
@@ -219,7 +219,7 @@ def test_check_outputs_names_the_wrong_shape(model, what):
 
 
 def test_check_outputs_refuses_a_tuple():
-    from workbench.core.model import check_outputs
+    from workbench.core.domain.model import check_outputs
 
     class Pair(_Noisy):
         def forward(self, x):

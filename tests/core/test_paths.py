@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench.core import paths
+from workbench.core.ground import paths
 
 
 @pytest.fixture

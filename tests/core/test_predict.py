@@ -7,9 +7,10 @@ import pytest
 import torch
 from PIL import Image
 
-from workbench.core.errors import WorkbenchError
-from workbench.core.model import SandwichNet
-from workbench.core.predict import ImageError, Prediction, load_digit, predict_file, predict_pixels
+from workbench.core.ground.errors import WorkbenchError
+from workbench.core.domain.model import SandwichNet
+from workbench.core.domain.images import ImageError, Prediction, load_digit
+from workbench.core.domain.predict import predict_file, predict_pixels
 
 
 def _corr(a: np.ndarray, b: np.ndarray) -> float:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from workbench.core.events import (CompileFinished, CompileStarted, EpochEnd, Notice, RunFailed, RunFinished,
+from workbench.core.ground.events import (CompileFinished, CompileStarted, EpochEnd, Notice, RunFailed, RunFinished,
                                    RunStarted, Step)
-from workbench.core.progress import Progress, format_duration
+from workbench.core.ground.progress import Progress, format_duration
 
 
 def started(epochs: int = 2, steps_per_epoch: int = 5) -> RunStarted:

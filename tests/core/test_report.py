@@ -10,6 +10,8 @@ import io
 import json
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -18,17 +20,19 @@ import torch
 from PIL import Image
 
 import workbench
-from workbench.core import atomic
-from workbench.core.config import TrainConfig
-from workbench.core.errors import WorkbenchError
-from workbench.core.events import CompileReport, EpochEnd, Frame, GraphBreak, Notice, RunFailed, Step
-from workbench.core.report import (SECTIONS, ReportError, build_report, evaluate_run, last_compile_report,
-                                   write_report)
-from workbench.core.svgchart import downsample, nice_ticks, tick_labels
-from workbench.core.runfiles import run_recorded
-from workbench.core.runs import RunRecord, RunStore
+from workbench.core.ground import atomic
+from workbench.core.ground.config import TrainConfig
+from workbench.core.ground.errors import WorkbenchError
+from workbench.core.ground.events import CompileReport, EpochEnd, Frame, GraphBreak, Notice, RunFailed, Step
+from workbench.core.domain.evaluate import evaluate_run
+from workbench.core.history.report import SECTIONS, ReportError, build_report, last_compile_report
+from workbench.core.history.runs import RunRecord, RunStore
+from workbench.core.history.svgchart import downsample, nice_ticks, tick_labels
+from workbench.core.run.recorder import run_recorded
+from workbench.core.run.reports import write_report
+from workbench.core.run.request import RunRequest
 
-PLANTED = Path(workbench.__file__).parent / "resources" / "examples" / "planted_break.py"
+PLANTED = Path(workbench.__file__).parents[1] / "resources" / "examples" / "planted_break.py"
 SMALL = dict(epochs=1, max_steps=40, hidden_dim=32)
 VAL_SIZE = 1000  # mnist-sample's held-out split
 EVIL = "<script>alert(1)</script>"
@@ -47,6 +51,11 @@ class Runs:
     failed: int
 
 
+def record_run(config: TrainConfig, out_dir: Path, db: Path):
+    """One run trained in this process with its files and its record kept (what a run process does)."""
+    return run_recorded(RunRequest(config=config, out_dir=str(Path(out_dir).resolve()), db=str(db)))
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> Runs:
     """Four real runs recorded once for the whole module (about 3 s on two cores, one torch thread)."""
@@ -62,7 +71,7 @@ def runs(tmp_path_factory) -> Runs:
             "failed": TrainConfig(**SMALL, lr=10.0),
         }
         for name, config in configs.items():
-            run_recorded(config, root / name, db=db)
+            record_run(config, root / name, db)
     finally:
         torch.set_num_threads(threads)
     store = RunStore(db)
@@ -172,7 +181,7 @@ def test_confusion_matrix_covers_the_validation_split(two_run_report, runs):
 
 
 def test_missing_checkpoint_is_explained(store, tmp_path):
-    run_recorded(TrainConfig(epochs=1, max_steps=5, hidden_dim=8), tmp_path / "gone", db=store.path)
+    record_run(TrainConfig(epochs=1, max_steps=5, hidden_dim=8), tmp_path / "gone", store.path)
     run_id = store.list()[-1].id
     (tmp_path / "gone" / "checkpoint.pt").unlink()
     text, data = _report(store, [run_id], tmp_path / "gone.html")
@@ -186,7 +195,7 @@ def test_a_checkpoint_overwritten_by_a_later_run_is_not_passed_off_as_this_runs(
     tiny = TrainConfig(epochs=1, max_steps=3, hidden_dim=8)
     db = tmp_path / "runs.sqlite"
     for config in (tiny, tiny.replace(**later)):
-        run_recorded(config, tmp_path / "latest", db=db)  # the CLI's default: every run in runs/latest
+        record_run(config, tmp_path / "latest", db)  # the CLI's default: every run in runs/latest
     with RunStore(db) as store:
         first, second = store.list()
     assert first.checkpoint == second.checkpoint
@@ -444,3 +453,12 @@ def test_non_finite_values_stay_out_of_charts_and_json():
         assert "nan" not in points and "inf" not in points
     loss_points = re.findall(r"points='([^']*)'", text)[0].split()
     assert len(loss_points) == 29  # 30 steps, the infinite one left out
+
+
+# -- layering: rendering is history's, and history is below torch ------------------------------------------------
+def test_the_report_renderer_imports_no_torch():
+    code = ("import sys, workbench.core.history.report\n"
+            "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith(('torch.', 'workbench.core.domain',"
+            " 'workbench.core.engine', 'workbench.core.run'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

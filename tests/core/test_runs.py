@@ -13,13 +13,20 @@ from pathlib import Path
 
 import pytest
 
-from workbench.core import runfiles, runs
-from workbench.core.config import TrainConfig
-from workbench.core.events import EpochEnd, Notice, RunFailed, RunFinished, RunStarted, Step, from_json
-from workbench.core.runfiles import run_recorded
-from workbench.core.runs import RunRecorder, RunStore, RunStoreError
+from workbench.core.run import recorder as run_files
+from workbench.core.history import runs
+from workbench.core.ground.config import TrainConfig
+from workbench.core.ground.events import EpochEnd, Notice, RunFailed, RunFinished, RunStarted, Step, from_json
+from workbench.core.run.recorder import run_recorded
+from workbench.core.run.request import RunRequest
+from workbench.core.history.runs import RunRecorder, RunStore, RunStoreError
 
 SMALL = TrainConfig(epochs=1, max_steps=30, hidden_dim=16)
+
+
+def recorded(config: TrainConfig, out_dir: Path, *, db: Path, **kwargs) -> RunFinished | RunFailed:
+    """`run_recorded` of a request for `config` (out_dir kept as given: relative stays relative)."""
+    return run_recorded(RunRequest(config=config, out_dir=str(out_dir), db=str(db)), **kwargs)
 
 
 def _started(config: TrainConfig = SMALL) -> RunStarted:
@@ -34,7 +41,7 @@ def _step(i: int) -> Step:
 def test_a_real_run_round_trips(tmp_path):
     db = tmp_path / "runs.sqlite"
     events = []
-    result = run_recorded(SMALL, tmp_path / "out", sinks=(events.append,), db=db)
+    result = recorded(SMALL, tmp_path / "out", sinks=(events.append,), db=db)
     assert isinstance(result, RunFinished)
     store = RunStore(db)
     [record] = store.list()
@@ -71,10 +78,10 @@ def test_best_accuracy_only_grows_across_batches(tmp_path):
 
 def test_failed_and_stopped_runs_keep_their_status(tmp_path):
     db = tmp_path / "runs.sqlite"
-    assert isinstance(run_recorded(SMALL.replace(lr=10.0), tmp_path / "a", db=db), RunFailed)
+    assert isinstance(recorded(SMALL.replace(lr=10.0), tmp_path / "a", db=db), RunFailed)
     stop = threading.Event()
     stop.set()
-    assert run_recorded(SMALL, tmp_path / "b", stop=stop, db=db).stopped
+    assert recorded(SMALL, tmp_path / "b", stop=stop, db=db).stopped
     failed, stopped = RunStore(db).list()
     assert failed.status == "failed" and failed.failure["kind"] == "diverged"
     assert stopped.status == "stopped"
@@ -82,8 +89,8 @@ def test_failed_and_stopped_runs_keep_their_status(tmp_path):
 
 KILLED_WRITER = """
 import sys, time
-from workbench.core.runs import RunRecorder, RunStore
-from workbench.core.events import RunStarted, Step
+from workbench.core.history.runs import RunRecorder, RunStore
+from workbench.core.ground.events import RunStarted, Step
 store = RunStore(sys.argv[1])
 recorder = RunRecorder(store, interval=0)
 recorder(RunStarted(config={"dataset": "mnist-sample", "backend": "eager", "mode": "default", "amp": "off",
@@ -186,7 +193,7 @@ def test_a_database_problem_never_fails_the_run(tmp_path, monkeypatch):
     db = tmp_path / "runs.sqlite"
     db.write_bytes(b"garbage" * 100)
     events = []
-    result = run_recorded(SMALL, tmp_path / "out", sinks=(events.append,), db=db)
+    result = recorded(SMALL, tmp_path / "out", sinks=(events.append,), db=db)
     assert isinstance(result, RunFinished)
     notices = [e for e in events if isinstance(e, Notice)]
     assert notices and "not recorded in the run history" in notices[0].message
@@ -195,7 +202,7 @@ def test_a_database_problem_never_fails_the_run(tmp_path, monkeypatch):
 
 def test_a_relative_output_folder_is_recorded_as_an_absolute_path(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    run_recorded(SMALL.replace(max_steps=3), Path("out"), db=tmp_path / "runs.sqlite")
+    recorded(SMALL.replace(max_steps=3), Path("out"), db=tmp_path / "runs.sqlite")
     [record] = RunStore(tmp_path / "runs.sqlite").list()
     assert record.out_dir == str(tmp_path / "out")
     assert record.checkpoint == str(tmp_path / "out" / "checkpoint.pt")  # readable from any working folder
@@ -211,7 +218,7 @@ def test_a_notice_about_recording_comes_before_the_terminal_event(tmp_path):
     db.write_bytes(b"garbage" * 100)  # cannot be opened: the notice is pending when the first event comes
     events, lines = [], []
     too_big = SMALL.replace(batch_size=10**6)  # fails before anything else is emitted
-    result = run_recorded(too_big, tmp_path / "out", sinks=(events.append,), line_sinks=(lines.append,), db=db)
+    result = recorded(too_big, tmp_path / "out", sinks=(events.append,), line_sinks=(lines.append,), db=db)
     assert isinstance(result, RunFailed)
     assert [type(e) for e in events] == [Notice, RunFailed]
     assert "not recorded in the run history" in events[0].message
@@ -229,7 +236,7 @@ def test_a_database_failing_at_the_last_commit_is_noticed_before_the_terminal_ev
 
     monkeypatch.setattr(RunStore, "append_events", append)
     events = []
-    result = run_recorded(SMALL.replace(max_steps=3), tmp_path / "out", sinks=(events.append,),
+    result = recorded(SMALL.replace(max_steps=3), tmp_path / "out", sinks=(events.append,),
                           db=tmp_path / "runs.sqlite")
     assert isinstance(result, RunFinished) and events[-1] == result
     assert isinstance(events[-2], Notice) and "disk full" in events[-2].message
@@ -240,9 +247,9 @@ def test_run_files_that_cannot_be_written_at_the_end_are_a_notice_not_a_tracebac
     def disk_full(tmp, target):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(runfiles, "commit", disk_full)
+    monkeypatch.setattr(run_files, "commit", disk_full)
     events = []
-    result = run_recorded(SMALL.replace(max_steps=3), tmp_path / "out", sinks=(events.append,),
+    result = recorded(SMALL.replace(max_steps=3), tmp_path / "out", sinks=(events.append,),
                           db=tmp_path / "runs.sqlite")
     assert isinstance(result, RunFinished) and not result.stopped  # the run itself finished
     assert [e for e in events if isinstance(e, (RunFinished, RunFailed))] == [result] and events[-1] == result
@@ -255,7 +262,7 @@ def test_run_files_that_cannot_be_written_at_the_end_are_a_notice_not_a_tracebac
 
 def test_unknown_id_and_delete(tmp_path):
     db = tmp_path / "runs.sqlite"
-    run_recorded(SMALL, tmp_path / "out", db=db)
+    recorded(SMALL, tmp_path / "out", db=db)
     store = RunStore(db)
     [record] = store.list()
     with pytest.raises(RunStoreError, match=f"no run with id {record.id + 7}"):

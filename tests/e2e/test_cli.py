@@ -6,6 +6,7 @@ Most cases call `workbench.cli.main(argv)` in-process (fast, output captured wit
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
 import json
@@ -22,9 +23,10 @@ from pathlib import Path
 import pytest
 
 from workbench import cli
-from workbench.core import devices
-from workbench.core.events import EpochEnd, RunFinished, RunStarted, Step, from_json
-from workbench.core.runs import RunStore
+from workbench.core.domain import devices
+from workbench.core.ground.config import TrainConfig, settings
+from workbench.core.ground.events import EpochEnd, RunFinished, RunStarted, Step, from_json
+from workbench.core.history.runs import RunStore
 
 from .conftest import wait_for_epoch
 
@@ -128,6 +130,80 @@ def test_training_flags_reach_the_run_config(tmp_path, capsys):
     config = json.loads((out / "metrics.json").read_text())["config"]
     assert (config["fullgraph"], config["optimizer"], config["lr_schedule"], config["dynamic"],
             config["allow_eager_fallback"], config["weight_decay"]) == (True, "sgd", "constant", False, False, 0.5)
+
+
+# -- flags: one per declared setting (TrainConfig's metadata) -------------------------------------------------------
+def _flags(command: str) -> dict[str, argparse.Action]:
+    sub = next(a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return {flag: action for action in sub.choices[command]._actions for flag in action.option_strings}
+
+
+@pytest.mark.parametrize("command", ["train", "explain"])
+def test_every_declared_setting_has_its_flag(command):
+    flags = _flags(command)
+    assert "--config" in flags
+    for declared in settings():
+        assert flags[declared.flag].dest == declared.name, declared.flag
+        if declared.kind is bool and not declared.optional:  # --fullgraph / --no-fullgraph
+            assert flags["--no-" + declared.flag[2:]].dest == declared.name
+
+
+def test_help_shows_each_setting_with_its_range_choices_and_default(capsys):
+    code, stdout, _ = call(capsys, "train", "--help")
+    assert code == 0
+    text = " ".join(stdout.split())  # argparse wraps lines anywhere
+    for declared in settings():
+        assert declared.flag in text
+        if declared.kind is int:
+            assert f"{declared.low} to {declared.high}" in text, declared.name
+        if declared.choices:
+            assert "{" + ",".join(declared.choices) + "}" in text, declared.name
+    for words in ("--dynamic {auto,true,false}", "default: 32", "default: 0.004", "default: mnist-sample",
+                  "default: auto", "--allow-eager-fallback, --no-allow-eager-fallback", "> 0 and ≤ 100"):
+        assert words in text, words
+
+
+@pytest.mark.parametrize("declared", [s for s in settings() if s.kind in (int, float)], ids=lambda s: s.name)
+def test_the_cli_takes_the_declared_high_and_refuses_one_more(declared, tmp_path, capsys):
+    args = cli.build_parser().parse_args(["train", declared.flag, str(declared.high)])
+    assert getattr(cli.config_from_args(args), declared.name) == declared.high
+    code, _, stderr = call(capsys, "train", "--out", tmp_path / "out", declared.flag, declared.high + 1)
+    assert code == cli.EXIT_USAGE
+    line = assert_one_error_line(stderr)
+    assert f"error: {declared.name}:" in line
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("flag, value", [("--backend", "nvfuser"), ("--dataset", "imagenet"), ("--amp", "fp8"),
+                                         ("--optimizer", "lbfgs"), ("--lr-schedule", "step"), ("--mode", "turbo"),
+                                         ("--dynamic", "maybe")])
+def test_a_value_outside_the_choices_is_one_line_naming_the_setting(flag, value, tmp_path, capsys):
+    code, _, stderr = call(capsys, "explain", flag, value)
+    assert code == cli.EXIT_USAGE
+    line = assert_one_error_line(stderr)
+    assert f"error: {flag[2:].replace('-', '_')}:" in line and "allowed:" in line and repr(value) in line
+
+
+def test_every_flag_reaches_the_config():
+    argv = ["train", "--dataset", "kmnist", "--data-root", "/data", "--model", "net.py:Net", "--device", "cpu",
+            "--hidden-dim", "64", "--dropout", "0.5", "--epochs", "3", "--batch-size", "48", "--lr", "0.01",
+            "--optimizer", "sgd", "--lr-schedule", "constant", "--weight-decay", "0.1", "--seed", "9",
+            "--max-steps", "4", "--backend", "inductor", "--mode", "max-autotune", "--dynamic", "true",
+            "--fullgraph", "--allow-eager-fallback", "--amp", "bf16"]
+    config = cli.config_from_args(cli.build_parser().parse_args(argv))
+    assert config == TrainConfig(dataset="kmnist", data_root="/data", model="net.py:Net", device="cpu",
+                                 hidden_dim=64, dropout=0.5, epochs=3, batch_size=48, lr=0.01, optimizer="sgd",
+                                 lr_schedule="constant", weight_decay=0.1, seed=9, max_steps=4, backend="inductor",
+                                 mode="max-autotune", dynamic=True, fullgraph=True, allow_eager_fallback=True,
+                                 amp="bf16")
+    changed = {s.name for s in settings() if getattr(config, s.name) != s.default}
+    assert changed == {s.name for s in settings()}, "a setting this test does not set: add its flag above"
+
+
+def test_unset_flags_keep_the_defaults_and_the_file():
+    assert cli.config_from_args(cli.build_parser().parse_args(["train"])) == TrainConfig()
+    args = cli.build_parser().parse_args(["train", "--no-fullgraph", "--dynamic", "auto"])
+    assert cli.config_from_args(args, fullgraph=True, dynamic=False) == TrainConfig()
 
 
 def test_ctrl_c_stops_after_the_step_and_keeps_the_checkpoint(tmp_path, start_train):
@@ -328,8 +404,8 @@ def test_bench_counts_must_be_positive(flag, capsys):
 
 def test_bench_json_write_failure_is_one_error_line(tmp_path, monkeypatch):
     """The results are measured by then: a failing write (disk full) is reported, never a traceback."""
-    from workbench.core import atomic
-    from workbench.core.errors import WorkbenchError
+    from workbench.core.ground import atomic
+    from workbench.core.ground.errors import WorkbenchError
 
     def disk_full(target, text):
         raise OSError(28, "No space left on device")
@@ -369,9 +445,9 @@ QT_FREE = textwrap.dedent("""
     sys.modules["PySide6"] = None      # any `import PySide6...` now raises ImportError
     sys.modules["pyqtgraph"] = None
     import workbench.core.engine, workbench.cli
-    from workbench.core.config import TrainConfig
+    from workbench.core.ground.config import TrainConfig
     from workbench.core.engine import Trainer
-    from workbench.core.events import RunFinished, Step
+    from workbench.core.ground.events import RunFinished, Step
     events = []
     result = Trainer().run(TrainConfig(epochs=1, max_steps=3, hidden_dim=16), events.append)
     assert isinstance(result, RunFinished), result

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from workbench.core.runs import RunStore
+from workbench.core.history.runs import RunStore
 
 from .test_cli import assert_one_error_line, call
 

@@ -17,15 +17,15 @@ import time
 
 import pytest
 
-from workbench.core.distributed import Launch, LaunchError, check_launch
-from workbench.core.runs import RunStore
+from workbench.core.run.request import Launch, LaunchError, check_launch
+from workbench.core.history.runs import RunStore
 
 from .conftest import marked_processes, wait_for_epoch
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="reads /proc to find leftover processes")
 BAD_RANK_MODEL = '''
 import os
-from workbench.core.model import SandwichNet
+from workbench.core.domain.model import SandwichNet
 
 class FailsOnRankOne(SandwichNet):
     calls = 0
@@ -145,11 +145,9 @@ def test_stopping_another_node_exits_as_interrupted(tmp_path, start_train):
     assert marked_processes(mark) == []
 
 
-def test_more_processes_than_gpus_is_refused(monkeypatch):
-    import torch
-
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+def test_more_processes_than_gpus_is_refused():
     with pytest.raises(LaunchError, match="2 processes were asked for but this machine has 1 CUDA device"):
-        check_launch(Launch(nproc_per_node=2), batch_size=64, device="auto")
-    check_launch(Launch(nproc_per_node=2), batch_size=64, device="cpu")  # gloo on the CPU: fine
+        check_launch(Launch(nproc_per_node=2), batch_size=64, device="auto", cuda_devices=1)
+    check_launch(Launch(nproc_per_node=2), batch_size=64, device="cpu", cuda_devices=1)  # gloo on the CPU: fine
+    check_launch(Launch(nproc_per_node=2), batch_size=64, device="auto", cuda_devices=0)  # no GPU: the CPU, gloo
+    check_launch(Launch(nproc_per_node=2), batch_size=64, device="auto", cuda_devices=2)  # one GPU each

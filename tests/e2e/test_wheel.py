@@ -12,6 +12,15 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+RESOURCES = REPO / "resources"  # the top-level folder, installed as the package workbench.resources
+
+
+def _pyproject() -> dict:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    return tomllib.loads((REPO / "pyproject.toml").read_text())
 
 
 def source_copy(dest: Path) -> Path:
@@ -39,15 +48,31 @@ def wheel(tmp_path_factory) -> Path:
     return path
 
 
+def test_pyproject_lists_every_package_and_maps_the_resources_folder():
+    """The package-dir mapping rules out `packages.find`, so a new subpackage must be added to the list by hand."""
+    setuptools = _pyproject()["tool"]["setuptools"]
+    assert setuptools["package-dir"] == {"workbench": "workbench", "workbench.resources": "resources"}
+    on_disk = {".".join(init.parent.relative_to(REPO).parts) for init in (REPO / "workbench").rglob("__init__.py")}
+    assert set(setuptools["packages"]) == on_disk | {"workbench.resources"}
+    assert (RESOURCES / "__init__.py").is_file() and not (REPO / "workbench" / "resources").exists()
+
+
 def test_the_wheel_carries_the_bundled_data_icons_samples_and_example(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
-    for name in ("workbench/resources/mnist_sample/MNIST/raw/train-images-idx3-ubyte",
+    for name in ("workbench/resources/__init__.py",
+                 "workbench/resources/mnist_sample/MNIST/raw/train-images-idx3-ubyte",
                  "workbench/resources/mnist_sample/MNIST/raw/t10k-labels-idx1-ubyte",
                  "workbench/resources/mnist_sample/ATTRIBUTION.md",
                  "workbench/resources/icons/workbench.svg", "workbench/resources/icons/workbench-256.png",
                  "workbench/resources/samples/digit_7.png", "workbench/resources/examples/planted_break.py"):
         assert name in names, name
-    assert not any(name.startswith(("tests/", "scripts/")) for name in names)
+    # Every file of the top-level resources/ folder, and nothing of it outside workbench/resources/.
+    tracked = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", "resources"],
+                             cwd=REPO, capture_output=True, check=True).stdout.decode()
+    for name in filter(None, tracked.split("\0")):
+        if (REPO / name).is_file():
+            assert f"workbench/{name}" in names, name
+    assert not any(name.startswith(("tests/", "scripts/", "resources/", "packaging/")) for name in names)
 
 
 def test_the_installed_wheel_runs_from_anywhere(wheel, tmp_path):
@@ -64,11 +89,16 @@ def test_the_installed_wheel_runs_from_anywhere(wheel, tmp_path):
         return subprocess.run([sys.executable, *args], cwd=elsewhere, env=env, capture_output=True, text=True,
                               timeout=600)
 
-    where = run("-c", "import workbench.core.data as d; print(d.__file__); print(d.resource_path('samples'))")
+    where = run("-c", "import workbench.core.ground.resources as r, workbench.core.domain.data as d;"
+                      "import workbench.core.ground.appinfo as a; print(r.__file__); print(r.resource_path('samples'));"
+                      "print(d.resource_path('mnist_sample')); print(a.icon_path(256));"
+                      "print(r.resource_path('examples', 'planted_break.py'))")
     assert where.returncode == 0, where.stderr
-    module_file, samples = where.stdout.split()
-    assert module_file.startswith(str(site)) and samples.startswith(str(site))
-    from workbench import appinfo
+    module_file, *found = where.stdout.split()
+    assert module_file.startswith(str(site))
+    for path in found:
+        assert path.startswith(str(site / "workbench" / "resources")) and Path(path).exists(), path
+    from workbench.core.ground import appinfo
 
     version = run("-m", "workbench", "--version")
     assert version.stdout.strip() == f"workbench {appinfo.version()}"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 
-from workbench.core.events import CompileReport, RunFinished
+from workbench.core.ground.events import CompileReport, RunFinished
 
 from .conftest import set_config
 
@@ -16,7 +16,7 @@ def test_explain_lists_the_planted_break_with_file_line_and_source(window, qtbot
         qtbot.mouseClick(window.findChild(object, "explainButton"), Qt.LeftButton)
     report = done.args[0]
     assert isinstance(report, CompileReport) and report.graph_break_count >= 1
-    assert window.host.thread is None  # explain ran on its own worker thread, which has ended
+    assert not window.busy  # explain ran in the service kernel and has ended
     table = window.findChild(object, "breakTable")
     assert table.rowCount() >= 1
     where = table.item(0, 1).text()

@@ -68,7 +68,7 @@ def test_window_icon_title_and_about_come_from_the_package_metadata(window, qtbo
     import torch
     from PySide6.QtCore import qVersion
 
-    from workbench import appinfo
+    from workbench.core.ground import appinfo
 
     assert window.windowTitle() == appinfo.DISPLAY_NAME
     assert not window.windowIcon().isNull()

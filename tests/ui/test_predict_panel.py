@@ -10,7 +10,7 @@ from PySide6.QtCore import QMimeData, QPoint, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QApplication
 
-SAMPLES = Path(__file__).resolve().parents[2] / "workbench" / "resources" / "samples"
+SAMPLES = Path(__file__).resolve().parents[2] / "resources" / "samples"
 
 
 def drop_files(widget, paths) -> None:
@@ -25,9 +25,16 @@ def drop_files(widget, paths) -> None:
     QApplication.sendEvent(widget, drop)
 
 
+def load(window, qtbot, path, description="test checkpoint"):
+    """Open a checkpoint as File → Open does (the kernel reads it); what the kernel answered."""
+    with qtbot.waitSignal(window.checkpointLoaded, timeout=60_000) as loaded:
+        window.load_checkpoint(path, description)
+    return loaded.args[0]
+
+
 @pytest.fixture
 def panel(window, qtbot, trained_checkpoint):
-    assert window.load_checkpoint(trained_checkpoint, "test checkpoint")
+    assert not isinstance(load(window, qtbot, trained_checkpoint), Exception)
     return window.predict
 
 
@@ -101,27 +108,27 @@ def test_dropping_without_a_model_explains_what_to_do(window, qtbot):
     assert "No model" in window.predict.message.text()
 
 
-def test_a_corrupted_or_foreign_checkpoint_is_refused_with_a_message(window, tmp_path):
+def test_a_corrupted_or_foreign_checkpoint_is_refused_with_a_message(window, qtbot, tmp_path):
     import torch
 
     corrupted = tmp_path / "corrupted.pt"
     corrupted.write_bytes(b"\x00garbage" * 100)
-    assert not window.load_checkpoint(corrupted, "corrupted")
+    assert isinstance(load(window, qtbot, corrupted, "corrupted"), Exception)
     assert "not a readable PyTorch file" in window.banner.label.text()
     foreign = tmp_path / "foreign.pt"
     torch.save({"weights": torch.zeros(3)}, foreign)
-    assert not window.load_checkpoint(foreign, "foreign")
+    assert isinstance(load(window, qtbot, foreign, "foreign"), Exception)
     assert "not a Workbench checkpoint" in window.banner.label.text()
     assert window.predict.model is None and not window.export_action.isEnabled()
 
 
 def test_export_checkpoint(window, qtbot, trained_checkpoint, tmp_path):
-    from workbench.core import checkpoint
+    from workbench.core.domain import checkpoint
 
     assert not window.export_checkpoint(tmp_path / "nothing.pt")  # no model yet: nothing to do
-    assert window.load_checkpoint(trained_checkpoint, "test")
+    assert not isinstance(load(window, qtbot, trained_checkpoint, "test"), Exception)
     assert window.export_action.isEnabled()
-    with qtbot.waitSignal(window.exportFinished, timeout=30_000) as written:  # saved on a pool thread
+    with qtbot.waitSignal(window.exportFinished, timeout=30_000) as written:  # saved by the kernel
         assert window.export_checkpoint(tmp_path / "out" / "exported.pt")
         assert window.state_label.text() == "Exporting the checkpoint…"
     assert written.args[0] == tmp_path / "out" / "exported.pt"
@@ -144,15 +151,14 @@ def test_a_new_model_rescores_the_shown_images_without_reading_them_again(panel,
     decoded = []
     monkeypatch.setattr(predict, "load_digit", lambda path: decoded.append(path))
 
-    class AlwaysNine(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.bias = torch.nn.Parameter(torch.arange(10, dtype=torch.float32) * 10)
+    scored = []
 
-        def forward(self, x):
-            return self.bias.expand(x.shape[0], 10)
+    def always_nine(pixels):
+        scored.extend(pixels)
+        return [tuple(torch.arange(10, dtype=torch.float32).softmax(0).tolist())] * len(pixels)
 
-    panel.set_model(AlwaysNine(), tuple(str(d) for d in range(10)), "always nine")
+    panel.set_model(always_nine, tuple(str(d) for d in range(10)), "always nine")
+    qtbot.waitUntil(lambda: len(scored) == 3 and not panel.busy, timeout=30_000)
     assert decoded == []  # the stored 28×28 inputs were scored again; no file was read or decoded
     assert [e.prediction.label for e in panel.entries] == [9, 9, 9]
     assert panel.gallery.count() == 3 and panel.prediction_label.text().startswith("9 · ")
@@ -163,3 +169,59 @@ def test_a_new_drop_replaces_one_still_being_decoded(panel, qtbot):
     drop_files(panel.drop, [SAMPLES / "digit_4.png"])
     wait_done(qtbot, panel)
     assert [Path(e.path).name for e in panel.entries] == ["digit_4.png"]
+
+
+def test_an_untrusted_model_file_is_opened_only_after_the_user_agrees(window, qtbot, tmp_path, planted_break_spec,
+                                                                        monkeypatch):
+    """A checkpoint of a user-defined network names a Python file: the kernel refuses to import it until the window
+    has asked the user, and asks again with the user's consent."""
+    from workbench.core.ground.config import TrainConfig
+    from workbench.core.run.launch import start_run
+    from workbench.core.run.request import Launch, RunRequest
+
+    config = TrainConfig(model=planted_break_spec, epochs=1, max_steps=5)
+    start_run(RunRequest(config, out_dir=str(tmp_path / "run"), record=False, launch=Launch(where="here")),
+              lambda event: None)
+    asked = []
+    monkeypatch.setattr(window, "confirm_model_code", lambda spec: asked.append(spec) or False)
+    answer = load(window, qtbot, tmp_path / "run" / "checkpoint.pt", "user model")
+    assert getattr(answer, "kind", None) == "untrusted_code" and asked == [planted_break_spec]
+    assert window.predict.model is None and "not opened" in window.banner.label.text()
+    monkeypatch.setattr(window, "confirm_model_code", lambda spec: True)
+    with qtbot.waitSignal(window.checkpointLoaded, timeout=60_000,
+                          check_params_cb=lambda a: not isinstance(a, Exception)):
+        window.load_checkpoint(tmp_path / "run" / "checkpoint.pt", "user model")
+    assert window.predict.model is not None
+
+
+def test_the_window_process_imports_no_torch_for_predicting(tmp_path, samples_dir):
+    """In a fresh interpreter (this test process has torch already): open the window, train, let it load the
+    run's checkpoint in the kernel, predict a dropped digit — and torch never enters the window's process."""
+    import subprocess
+    import sys
+
+    script = f"""
+import os, sys
+os.environ["QT_QPA_PLATFORM"] = "offscreen"
+from PySide6.QtCore import QTimer
+from workbench.ui.app import create_app
+from workbench.ui.main_window import MainWindow
+app = create_app([])
+window = MainWindow(runs_dir={str(tmp_path / "runs")!r}, db={str(tmp_path / "db.sqlite")!r}, prestart=False)
+window.show()
+from workbench.core.ground.config import TrainConfig
+window.setup.set_config(TrainConfig(epochs=1, max_steps=40))
+window.checkpointLoaded.connect(lambda answer: window.predict.add_files([{str(samples_dir / "digit_3.png")!r}]))
+def check():
+    if window.predict.entries and not window.predict.busy:
+        entry = window.predict.entries[0]
+        print("PREDICTED", entry.prediction is not None, "torch" in sys.modules, flush=True)
+        window.close(); app.quit()
+timer = QTimer(); timer.timeout.connect(check); timer.start(50)
+QTimer.singleShot(0, window.train)
+QTimer.singleShot(240_000, app.quit)
+app.exec()
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                         env={**__import__("os").environ, "WORKBENCH_CONFIG_DIR": str(tmp_path / "config")})
+    assert "PREDICTED True False" in out.stdout, out.stdout + out.stderr[-2000:]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox
 
-from workbench.core.events import RunFinished
+from workbench.core.ground.events import RunFinished
 
 from .conftest import set_config
 
@@ -49,8 +49,8 @@ def test_runs_are_listed_compared_and_reopened(window, qtbot):
 
 
 def test_table_sorts_numerically(window, tmp_path):
-    from workbench.core.config import TrainConfig
-    from workbench.core.runs import RunStore
+    from workbench.core.ground.config import TrainConfig
+    from workbench.core.history.runs import RunStore
 
     with RunStore(tmp_path / "runs.sqlite") as store:  # the window's database (see conftest)
         for speed in (9_000.0, 10_500.0, 950.0):  # as text, "10,500" < "9,000" < "950"
@@ -118,9 +118,9 @@ def test_export_report_writes_html_for_the_last_run_and_for_selected_runs(window
 
 
 def test_opened_runs_are_kept_as_curves_and_only_the_last_few(window, qtbot, tmp_path):
-    from workbench.core.config import TrainConfig
-    from workbench.core.events import Step
-    from workbench.core.runs import RunStore
+    from workbench.core.ground.config import TrainConfig
+    from workbench.core.ground.events import Step
+    from workbench.core.history.runs import RunStore
     from workbench.ui.panels.runs import CACHED_RUNS
 
     steps = [Step(step=i, epoch=1, loss=1.0 / i, samples_per_s=1000.0, step_seconds=0.01, memory={"rss": 100.0},
@@ -142,7 +142,7 @@ def test_opened_runs_are_kept_as_curves_and_only_the_last_few(window, qtbot, tmp
 def test_overlay_legend_entries_survive_a_new_run_starting(window):
     import numpy as np
 
-    from workbench.core.curves import Curves
+    from workbench.core.history.curves import Curves
 
     x = np.arange(1.0, 4.0)
     curves = Curves(step=x, loss=x, throughput_step=x, throughput=x, memory={"rss": x})

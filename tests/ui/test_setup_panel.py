@@ -1,46 +1,260 @@
-"""Settings: what the machine cannot run is disabled with a reason, invalid values are explained, and the
-settings survive a restart."""
+"""Settings: the form is built from TrainConfig's declarations, what the machine cannot run is disabled with the
+core's reason, invalid values are explained, and the settings survive a restart.
+
+The panel is torch-free: what the machine can run comes in as `Capabilities` (the kernel measures it), so these
+tests hand it made-up machines."""
 
 from __future__ import annotations
 
-import pytest
-import torch
+import json
+import os
+import subprocess
+import sys
 
-from workbench.core.config import TrainConfig
+import pytest
+from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QLineEdit, QSpinBox, QWidget
+
+from workbench.core.ground.capabilities import Capabilities, DeviceInfo
+from workbench.core.ground.config import TrainConfig, settings
 
 from .conftest import set_config
 
+INDUCTOR_PROBLEM = "Inductor on the CPU needs a C++ compiler and none was found"
+CPU_ONLY = Capabilities(known=True, torch_version="2.x", devices=(DeviceInfo("cpu", "CPU"),),
+                        backend_problems={"cpu": {"inductor": INDUCTOR_PROBLEM}})
+ONE_GPU = Capabilities(known=True, torch_version="2.x", cuda_version="12.x",
+                       devices=(DeviceInfo("cuda:0", "NVIDIA H200", 143_771.0, "9.0"), DeviceInfo("cpu", "CPU")))
+TWO_GPUS = Capabilities(known=True, devices=(DeviceInfo("cuda:0", "GPU A"), DeviceInfo("cuda:1", "GPU B"),
+                                             DeviceInfo("cpu", "CPU")))
+SHOWN = [s for s in settings() if s.form]
+OBJECT_NAMES = {"dataset": "datasetCombo", "data_root": "dataRootEdit", "model": "modelCombo",
+                "device": "deviceCombo", "hidden_dim": "hiddenSpin", "epochs": "epochsSpin", "batch_size": "batchSpin",
+                "lr": "lrSpin", "optimizer": "optimizerCombo", "seed": "seedSpin", "backend": "backendCombo",
+                "mode": "modeCombo", "fullgraph": "fullgraphCheck", "dynamic": "dynamicCombo",
+                "allow_eager_fallback": "fallbackCheck", "amp": "ampCombo"}
+
+
+@pytest.fixture
+def panel(qtbot):
+    from workbench.ui.panels.setup import SetupPanel
+
+    widget = SetupPanel()
+    qtbot.addWidget(widget)
+    return widget
+
+
 def _item(combo, value):
     index = combo.findData(value)
+    assert index >= 0, value
     return combo.model().item(index), combo.itemData(index, 3)  # 3 = Qt.ToolTipRole
 
 
-@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only choices")
-def test_cuda_only_choices_are_disabled_with_the_reason(window):
-    setup = window.setup
-    item, tip = _item(setup.findChild(object, "ampCombo"), "fp16")
+def _combo(panel, name) -> QComboBox:
+    return panel.findChild(QComboBox, name)
+
+
+# -- built from the declarations --------------------------------------------------------------------------------
+def test_every_shown_setting_has_its_widget_and_only_those(panel):
+    assert set(panel.fields) == {s.name for s in SHOWN} == set(OBJECT_NAMES)
+    for s in SHOWN:
+        widget = panel.findChild(QWidget, OBJECT_NAMES[s.name])
+        assert widget is panel.fields[s.name], s.name
+        assert s.help in widget.toolTip() or s.name == "mode"
+    for name in ("processesSpin", "configProblem"):
+        assert panel.findChild(QWidget, name) is not None
+    for s in settings():
+        if not s.form:
+            assert s.name not in panel.fields
+
+
+@pytest.mark.parametrize("declared", [s for s in SHOWN if s.kind in (int, float)], ids=lambda s: s.name)
+def test_each_spin_box_spans_exactly_the_declared_range(panel, declared):
+    spin = panel.fields[declared.name]
+    assert isinstance(spin, (QSpinBox, QDoubleSpinBox))
+    assert (spin.minimum(), spin.maximum()) == (declared.low, declared.high)
+    spin.setValue(declared.high)  # the form's maximum is a value the core accepts
+    assert getattr(panel.config(), declared.name) == declared.high
+
+
+@pytest.mark.parametrize("declared", [s for s in SHOWN if s.choices], ids=lambda s: s.name)
+def test_each_combo_offers_exactly_the_declared_choices(panel, declared):
+    combo = panel.fields[declared.name]
+    assert [combo.itemData(i) for i in range(combo.count())] == list(declared.choices)
+    assert [combo.itemText(i) for i in range(combo.count())] == [declared.choice_label(v) for v in declared.choices]
+
+
+def test_switches_are_check_boxes_and_the_automatic_switch_a_combo(panel):
+    assert isinstance(panel.fields["fullgraph"], QCheckBox)
+    assert isinstance(panel.fields["allow_eager_fallback"], QCheckBox)
+    dynamic = panel.fields["dynamic"]
+    assert [dynamic.itemData(i) for i in range(dynamic.count())] == [None, True, False]
+    assert isinstance(panel.fields["data_root"], QLineEdit)
+
+
+def test_set_config_and_config_round_trip_every_shown_setting(panel):
+    panel.set_capabilities(ONE_GPU)
+    config = TrainConfig(dataset="kmnist", data_root="/data", model="/models/net.py:Net", device="cuda:0",
+                         hidden_dim=64, epochs=3, batch_size=48, lr=0.01, optimizer="sgd", seed=2**32 - 1,
+                         backend="inductor", mode="max-autotune", dynamic=False, fullgraph=True,
+                         allow_eager_fallback=True, amp="fp16",
+                         dropout=0.5, weight_decay=0.3, lr_schedule="constant", max_steps=9)  # not shown: kept
+    assert all(getattr(config, s.name) != s.default for s in settings()), "set every setting here"
+    panel.set_config(config)
+    assert panel.config() == config
+    assert panel.problem.text() == ""
+
+
+def test_settings_the_form_does_not_show_come_from_the_base_config(panel):
+    panel.set_config(TrainConfig(dropout=0.5, weight_decay=0.3, lr_schedule="constant", max_steps=9))
+    panel.fields["epochs"].setValue(2)
+    config = panel.config()
+    assert (config.dropout, config.weight_decay, config.lr_schedule, config.max_steps, config.epochs) == \
+        (0.5, 0.3, "constant", 9, 2)
+
+
+def test_there_is_no_choice_of_training_in_the_window(panel):
+    assert panel.findChild(QWidget, "runnerCombo") is None
+    for gone in ("runnerChanged", "in_process", "set_in_process"):
+        assert not hasattr(panel, gone)
+
+
+# -- what this machine can run ----------------------------------------------------------------------------------
+def test_a_cuda_device_is_listed_and_fp16_enabled(panel):
+    panel.set_capabilities(ONE_GPU)
+    device = _combo(panel, "deviceCombo")
+    assert [device.itemData(i) for i in range(device.count())] == ["auto", "cuda:0", "cpu"]
+    assert "NVIDIA H200" in device.itemText(1)
+    for value in ("fp16", "bf16", "off"):
+        item, tip = _item(_combo(panel, "ampCombo"), value)
+        assert item.isEnabled() and not tip
+    item, _ = _item(_combo(panel, "backendCombo"), "cudagraphs")
+    assert item.isEnabled()
+    set_panel = panel.fields["amp"]
+    set_panel.setCurrentIndex(set_panel.findData("fp16"))
+    assert panel.config().amp == "fp16" and panel.problem.text() == ""
+
+
+def test_without_cuda_fp16_is_disabled_with_the_cores_reason(panel):
+    panel.set_capabilities(CPU_ONLY)
+    device = _combo(panel, "deviceCombo")
+    assert [device.itemData(i) for i in range(device.count())] == ["auto", "cpu"]
+    item, tip = _item(_combo(panel, "ampCombo"), "fp16")
+    assert not item.isEnabled()
+    assert tip == str(CPU_ONLY.config_problem(TrainConfig(amp="fp16")))
+    assert "CUDA" in tip and "bf16" in tip
+
+
+def test_cuda_only_choices_are_disabled_with_the_reason(panel):
+    panel.set_capabilities(CPU_ONLY)
+    item, tip = _item(_combo(panel, "backendCombo"), "cudagraphs")
     assert not item.isEnabled() and "CUDA" in tip
-    item, tip = _item(setup.findChild(object, "backendCombo"), "cudagraphs")
+    item, tip = _item(_combo(panel, "modeCombo"), "reduce-overhead")
     assert not item.isEnabled() and "CUDA" in tip
-    set_config(window, backend="inductor")
-    item, tip = _item(setup.findChild(object, "modeCombo"), "reduce-overhead")
-    assert not item.isEnabled() and "CUDA" in tip
+    item, tip = _item(_combo(panel, "modeCombo"), "max-autotune")  # the inductor's own problem is the backend's
+    assert item.isEnabled() and not tip
 
 
-def test_mode_and_compile_options_only_apply_to_compiled_backends(window):
-    set_config(window, backend="eager")
-    assert not window.setup.mode.isEnabled() and not window.setup.fullgraph.isEnabled()
-    set_config(window, backend="inductor")
-    assert window.setup.mode.isEnabled() and window.setup.fullgraph.isEnabled()
+def test_a_backend_the_kernel_found_broken_is_disabled_with_its_reason(panel):
+    panel.set_capabilities(CPU_ONLY)
+    item, tip = _item(_combo(panel, "backendCombo"), "inductor")
+    assert not item.isEnabled() and INDUCTOR_PROBLEM in tip
+    panel.set_capabilities(ONE_GPU)
+    item, tip = _item(_combo(panel, "backendCombo"), "inductor")
+    assert item.isEnabled() and not tip
 
 
-def test_an_invalid_value_is_explained_inline_and_train_is_disabled(window):
+def test_a_known_machine_steps_off_what_it_cannot_run(panel):
+    panel.set_capabilities(ONE_GPU)
+    panel.set_config(TrainConfig(amp="fp16"))
+    panel.set_capabilities(CPU_ONLY)
+    assert panel.config().amp != "fp16" and panel.problem.text() == ""
+
+
+def test_until_the_kernel_answers_saved_choices_are_kept_and_explained(panel):
+    panel.set_config(TrainConfig(device="cuda:1", amp="fp16"))  # Capabilities.unknown(): the CPU only
+    assert panel.fields["device"].currentData() == "cuda:1" and panel.fields["amp"].currentData() == "fp16"
+    assert "device" in panel.problem.text() and panel.valid_config() is None
+    panel.set_capabilities(TWO_GPUS)
+    assert panel.config() == TrainConfig(device="cuda:1", amp="fp16")
+    assert "GPU B" in panel.fields["device"].currentText()
+
+
+def test_a_device_this_machine_does_not_have_is_refused(panel):
+    panel.set_config(TrainConfig(device="cuda:1"))
+    panel.set_capabilities(ONE_GPU)
+    assert panel.fields["device"].currentData() == "cuda:1"
+    assert "device" in panel.problem.text() and "cuda:0" in panel.problem.text()
+    panel.fields["device"].setCurrentIndex(panel.fields["device"].findData("auto"))
+    assert panel.problem.text() == ""
+
+
+def test_mode_and_compile_options_only_apply_to_compiled_backends(panel):
+    panel.set_config(TrainConfig(backend="eager"))
+    assert not panel.fields["mode"].isEnabled() and not panel.fields["fullgraph"].isEnabled()
+    assert not panel.fields["dynamic"].isEnabled() and not panel.fields["allow_eager_fallback"].isEnabled()
+    panel.set_config(TrainConfig(backend="aot_eager"))
+    assert not panel.fields["mode"].isEnabled() and panel.fields["fullgraph"].isEnabled()
+    panel.set_config(TrainConfig(backend="inductor"))
+    assert panel.fields["mode"].isEnabled() and panel.fields["fullgraph"].isEnabled()
+
+
+def test_an_invalid_value_is_explained_inline(panel, qtbot):
+    with qtbot.waitSignal(panel.changed):
+        panel.fields["lr"].setValue(0.0)
+    assert "lr" in panel.problem.text() and "greater than 0" in panel.problem.text()
+    assert panel.valid_config() is None
+    panel.fields["lr"].setValue(0.01)
+    assert panel.problem.text() == "" and panel.valid_config().lr == 0.01
+
+
+# -- processes ----------------------------------------------------------------------------------------------------
+def test_the_process_count_is_checked_by_the_run_layer(panel, qtbot):
+    panel.set_config(TrainConfig(batch_size=33))
+    with qtbot.waitSignal(panel.processesChanged) as changed:
+        panel.set_processes(2)
+    assert changed.args == [2] and panel.processes() == 2
+    assert "split evenly over 2 processes" in panel.problem.text()
+    panel.fields["batch_size"].setValue(32)
+    assert panel.problem.text() == ""
+    panel.set_capabilities(ONE_GPU)  # nccl: one GPU per process
+    assert "1 CUDA device" in panel.problem.text()
+    panel.fields["device"].setCurrentIndex(panel.fields["device"].findData("cpu"))  # gloo
+    assert panel.problem.text() == ""
+
+
+def test_the_process_count_reaches_past_64_on_a_machine_with_more_gpus(panel):
+    assert panel.findChild(QSpinBox, "processesSpin").maximum() == 64
+    many = Capabilities(known=True, devices=(*(DeviceInfo(f"cuda:{i}", "GPU") for i in range(80)),
+                                             DeviceInfo("cpu", "CPU")))
+    panel.set_capabilities(many)
+    assert panel.findChild(QSpinBox, "processesSpin").maximum() == 80
+
+
+# -- the window process never imports torch ----------------------------------------------------------------------
+def test_the_setup_panel_needs_no_torch():
+    script = (
+        "import sys, json\n"
+        "sys.modules['torch'] = None\n"  # any `import torch` now raises ImportError
+        "from PySide6.QtWidgets import QApplication\n"
+        "app = QApplication([])\n"
+        "from workbench.ui.panels.setup import SetupPanel\n"
+        "panel = SetupPanel()\n"
+        "print(json.dumps({'config': panel.config().to_dict(), 'modules': sorted(m for m, module in\n"
+        "    sys.modules.items() if module is not None\n"
+        "    and m.startswith(('workbench.core.domain', 'workbench.core.engine', 'torch')))}))\n")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "QT_QPA_PLATFORM": "offscreen"})
+    assert result.returncode == 0, result.stderr
+    answer = json.loads(result.stdout.splitlines()[-1])
+    assert answer["modules"] == [] and answer["config"] == TrainConfig().to_dict()
+
+
+# -- in the window ------------------------------------------------------------------------------------------------
+def test_an_invalid_value_disables_train(window):
     window.setup.lr.setValue(0.0)
-    problem = window.setup.findChild(object, "configProblem")
-    assert "lr" in problem.text() and "greater than 0" in problem.text()
     assert not window.train_action.isEnabled()
     window.setup.lr.setValue(0.01)
-    assert problem.text() == "" and window.train_action.isEnabled()
+    assert window.train_action.isEnabled()
 
 
 def test_a_dataset_that_needs_a_folder_fails_with_a_message(window, qtbot):
@@ -52,19 +266,21 @@ def test_a_dataset_that_needs_a_folder_fails_with_a_message(window, qtbot):
 
 
 def test_settings_persist_across_launches(qtbot, tmp_path):
-    from workbench.ui.main_window import MainWindow, open_settings
+    from workbench.ui.main_window import SETTINGS_VERSION, MainWindow, open_settings
 
     first = MainWindow(runs_dir=tmp_path, prestart=False)
     qtbot.addWidget(first)
     first.setup.set_config(TrainConfig(epochs=7, batch_size=48, backend="aot_eager", amp="bf16", seed=3))
+    first.setup.set_processes(2)
     first.close()
     settings = open_settings()
-    assert int(settings.value("settings_version")) == 1
+    assert int(settings.value("settings_version")) == SETTINGS_VERSION
     second = MainWindow(runs_dir=tmp_path, prestart=False)
     qtbot.addWidget(second)
     config = second.setup.config()
     assert (config.epochs, config.batch_size, config.backend, config.amp, config.seed) == (7, 48, "aot_eager",
                                                                                            "bf16", 3)
+    assert second.setup.processes() == 2
     second.close()
 
 

@@ -1,11 +1,11 @@
-"""Train / Stop / close from the window, as a user would: buttons, the worker thread, the plots."""
+"""Train / Stop / close from the window, as a user would: buttons, the run kernel, the plots."""
 
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QToolButton
 
-from workbench.core.events import RunFailed, RunFinished, Step
+from workbench.core.ground.events import RunFailed, RunFinished, Step
 
 from .conftest import set_config
 
@@ -30,28 +30,30 @@ def test_train_button_runs_one_epoch_and_fills_the_plots(window, qtbot):
     x, y = window.plots.step_loss.item.getData()
     assert len(x) == result.steps  # the curve on screen holds every step
     assert window.findChild(object, "statusState").text() == "Finished"
-    assert window.host.thread is None  # the run's thread ended with the run
-    assert window.predict.model is not None  # the finished run's model is ready for prediction
+    assert not window.runner.training  # the run's task ended with the run
+    # the finished run's model is opened in the kernel, ready for prediction
+    qtbot.waitUntil(lambda: window.predict.model is not None, timeout=60_000)
     assert window.export_action.isEnabled()
 
 
 def test_train_is_disabled_while_running_and_stop_returns_within_two_seconds(window, qtbot):
     set_config(window, epochs=10_000)
-    with qtbot.waitSignal(window.host.events, timeout=60_000,
+    with qtbot.waitSignal(window.runner.events, timeout=60_000,
                           check_params_cb=lambda batch: any(isinstance(e, Step) for e in batch)):
         qtbot.keyClick(window, Qt.Key_R, Qt.ControlModifier)  # Ctrl+R
     assert not window.train_action.isEnabled() and window.stop_action.isEnabled()
-    assert not window.host.train(window.setup.config())  # one task at a time
+    assert not window.runner.start(window.run_request())  # one run at a time
+    assert not window.train()
     with qtbot.waitSignal(window.runFinished, timeout=2_000) as finished:
         qtbot.mouseClick(_button(window, "stopButton"), Qt.LeftButton)
     assert isinstance(finished.args[0], RunFinished) and finished.args[0].stopped
-    assert window.host.thread is None
+    assert not window.runner.training
     assert window.train_action.isEnabled() and not window.stop_action.isEnabled()
 
 
 def test_escape_stops_a_run(window, qtbot):
     set_config(window, epochs=10_000)
-    with qtbot.waitSignal(window.host.events, timeout=60_000,
+    with qtbot.waitSignal(window.runner.events, timeout=60_000,
                           check_params_cb=lambda batch: any(isinstance(e, Step) for e in batch)):
         window.train()
     with qtbot.waitSignal(window.runFinished, timeout=2_000) as finished:
@@ -61,13 +63,13 @@ def test_escape_stops_a_run(window, qtbot):
 
 def test_closing_the_window_mid_run_stops_it_cleanly(window, qtbot, tmp_path):
     set_config(window, epochs=10_000)
-    with qtbot.waitSignal(window.host.events, timeout=60_000,
+    with qtbot.waitSignal(window.runner.events, timeout=60_000,
                           check_params_cb=lambda batch: any(isinstance(e, Step) for e in batch)):
         window.train()
-    thread = window.host.thread
-    assert thread is not None and thread.isRunning()
+    process = window.runner.process
+    assert process is not None and process.process.poll() is None
     assert window.close()
-    assert window.host.thread is None and thread.isFinished()
+    assert not window.runner.training and process.process.poll() is not None
     # What was trained is kept: the stopped run still wrote its checkpoint and its full event log.
     run_dirs = list((tmp_path / "runs").iterdir())
     assert len(run_dirs) == 1
@@ -112,23 +114,47 @@ def test_eager_fallback_is_visible_in_the_log_and_compile_panel(window, qtbot, m
     assert any("C++ compiler" in n for n in notes)
 
 
-def test_training_in_this_process_works_too(window, qtbot):
-    window.setup.set_in_process(True)
-    assert window.host.in_process
+def test_train_before_pytorch_is_ready_waits_for_it_and_then_runs(qtbot, tmp_path, one_torch_thread):
+    """The window is up before the kernel has imported torch: Train is queued (and can be called off), not
+    refused, and starts by itself when the kernel says what the machine can do."""
+    from workbench.ui.main_window import MainWindow
+
+    window = MainWindow(runs_dir=tmp_path / "runs", db=tmp_path / "runs.sqlite", prestart=False)  # its own kernel
+    qtbot.addWidget(window)
+    assert not window.kernel.capabilities.known and window.kernel_label.text() == "Starting PyTorch…"
     set_config(window, epochs=1, max_steps=20, hidden_dim=16)
-    with qtbot.waitSignal(window.runFinished, timeout=60_000) as finished:
-        window.train()
+    assert window.train()
+    assert window.state_label.text() == "Train starts when PyTorch is ready…"
+    assert window.stop_action.isEnabled() and not window.train_action.isEnabled()
+    with qtbot.waitSignal(window.runFinished, timeout=120_000) as finished:
+        pass
     assert isinstance(finished.args[0], RunFinished) and finished.args[0].steps == 20
+    assert window.kernel_label.text().startswith("torch ")
+    window.close()
+    assert window.kernel.state == "closed"
+
+
+def test_a_queued_train_can_be_called_off_before_pytorch_is_ready(qtbot, tmp_path):
+    from workbench.ui.main_window import MainWindow
+
+    window = MainWindow(runs_dir=tmp_path / "runs", db=tmp_path / "runs.sqlite", prestart=False)
+    qtbot.addWidget(window)
+    assert window.train() and window.train_waiting
+    window.stop()
+    assert not window.train_waiting and window.train_action.isEnabled()
+    qtbot.waitUntil(lambda: window.kernel.capabilities.known, timeout=120_000)
+    assert not window.runner.training  # nothing started when PyTorch became ready
+    window.close()
 
 
 def test_two_processes_from_the_app_fill_the_plots_and_stop_cleanly(window, qtbot):
     from PySide6.QtWidgets import QSpinBox
 
-    from workbench.core.events import Step
+    from workbench.core.ground.events import Step
 
     spin = window.findChild(QSpinBox, "processesSpin")
     spin.setValue(2)
-    assert window.host.processes == 2 and not window.setup.runner.isEnabled()
+    assert window.setup.processes() == 2
     set_config(window, epochs=1, batch_size=64)
     with qtbot.waitSignal(window.runFinished, timeout=180_000) as finished:
         window.train()
@@ -137,13 +163,13 @@ def test_two_processes_from_the_app_fill_the_plots_and_stop_cleanly(window, qtbo
     assert len(set(result.metrics["replica_checksums"])) == 1
     assert window.plots.point_counts()["loss"] == result.steps
     set_config(window, epochs=10_000, batch_size=64)
-    with qtbot.waitSignal(window.host.events, timeout=180_000,
+    with qtbot.waitSignal(window.runner.events, timeout=180_000,
                           check_params_cb=lambda batch: any(isinstance(e, Step) for e in batch)):
         window.train()
     assert len(_processes_of_this_test()) >= 3  # torchrun and its two ranks
     with qtbot.waitSignal(window.runFinished, timeout=30_000) as stopped:
         window.stop()
-    assert stopped.args[0].stopped and window.host.thread is None
+    assert stopped.args[0].stopped and not window.runner.training
     assert _processes_of_this_test() == []  # Stop ended the whole process group
 
 
@@ -165,89 +191,73 @@ def test_an_uneven_batch_for_two_processes_is_explained_before_training(window):
     assert not window.train_action.isEnabled()
 
 
-def test_a_spare_process_that_cannot_start_is_a_notice_and_runs_still_end(qtbot, tmp_path, monkeypatch):
-    """Starting a child can fail with an OSError (no socket, no temp file): the window logs it, and a run that
-    cannot start its own child ends as a failure instead of leaving the window busy."""
-    from workbench.ui import worker
+def test_a_spare_process_that_cannot_start_is_a_notice_and_runs_still_end(qtbot, tmp_path, monkeypatch, kernel):
+    """Starting a kernel can fail with an OSError (no socket, no temp file): the window logs it, and a run that
+    cannot start its own kernel ends as a failure instead of leaving the window busy."""
+    from workbench.core.run.process import ChildError
+    from workbench.ui import run_control
     from workbench.ui.main_window import MainWindow
 
     def no_process(*args, **kwargs):
-        raise OSError(24, "Too many open files")
+        raise ChildError("cannot start the training process: Too many open files")
 
-    monkeypatch.setattr(worker, "ChildProcess", no_process)
-    window = MainWindow(runs_dir=tmp_path / "runs", db=tmp_path / "runs.sqlite")
+    monkeypatch.setattr(run_control, "ChildProcess", no_process)
+    window = MainWindow(runs_dir=tmp_path / "runs", db=tmp_path / "runs.sqlite", kernel=kernel)
     qtbot.addWidget(window)
 
     def logged() -> bool:
         return any("could not pre-start" in window.log.item(i).text() for i in range(window.log.count()))
 
     qtbot.waitUntil(logged, timeout=10_000)
+    qtbot.waitUntil(lambda: window.kernel.capabilities.known, timeout=120_000)
     set_config(window, epochs=1)
     with qtbot.waitSignal(window.runFinished, timeout=60_000) as finished:
         window.train()
-    assert isinstance(finished.args[0], RunFailed)
-    assert not window.host.busy and window.train_action.isEnabled() and not window.stop_action.isEnabled()
+    assert isinstance(finished.args[0], RunFailed) and "Too many open files" in finished.args[0].message
+    assert not window.busy and window.train_action.isEnabled() and not window.stop_action.isEnabled()
     window.close()
 
 
-def test_the_saved_in_process_setting_starts_no_spare_process(qtbot, tmp_path, monkeypatch):
-    from PySide6.QtCore import QCoreApplication
-
-    from workbench.ui import worker
+def test_settings_of_version_1_lose_the_in_process_runner_and_keep_the_process_count(qtbot, tmp_path, kernel):
     from workbench.ui.main_window import MainWindow, open_settings
 
     settings = open_settings()
+    settings.setValue("settings_version", 1)
     settings.setValue("in_process", True)
     settings.sync()
-    started = []
-    monkeypatch.setattr(worker, "ChildProcess", lambda *a, **k: started.append(a))
-    window = MainWindow(runs_dir=tmp_path / "runs", db=tmp_path / "runs.sqlite")
+    window = MainWindow(runs_dir=tmp_path / "runs", db=tmp_path / "runs.sqlite", prestart=False, kernel=kernel)
     qtbot.addWidget(window)
-    QCoreApplication.processEvents()  # the host's first prestart is queued behind the window's construction
-    assert window.host.in_process and window.host.spare is None and started == []
+    settings = open_settings()
+    assert settings.value("in_process") is None and int(settings.value("settings_version")) == 2
+    window.setup.set_processes(2)
+    window.close()
+    window = MainWindow(runs_dir=tmp_path / "runs", db=tmp_path / "runs.sqlite", prestart=False, kernel=kernel)
+    qtbot.addWidget(window)
+    assert window.setup.processes() == 2  # persisted with the other settings
     window.close()
 
 
-def test_closing_right_after_train_leaves_no_process(qtbot, tmp_path, monkeypatch, one_torch_thread):
-    """Shutdown can come before the worker thread's event loop has started the run: the spare child it was
-    handed must not outlive the window. The thread here enters its loop only after quit(), as it may by chance."""
-    import threading
-
-    from PySide6.QtCore import QThread
-
-    from workbench.ui import worker
+def test_closing_right_after_train_leaves_no_process(qtbot, tmp_path, one_torch_thread, kernel):
+    """Shutdown can come while the run's kernel is still starting: neither it nor the spare outlives the window."""
     from workbench.ui.main_window import MainWindow
 
-    class LateThread(QThread):
-        def __init__(self):
-            super().__init__()
-            self.quit_called = threading.Event()
-
-        def quit(self) -> None:
-            super().quit()
-            self.quit_called.set()
-
-        def run(self) -> None:
-            self.quit_called.wait()
-            self.exec()
-
-    monkeypatch.setattr(worker, "QThread", LateThread)
-    window = MainWindow(runs_dir=tmp_path / "runs", db=tmp_path / "runs.sqlite")
+    window = MainWindow(runs_dir=tmp_path / "runs", db=tmp_path / "runs.sqlite", kernel=kernel)
     qtbot.addWidget(window)
-    qtbot.waitUntil(lambda: window.host.spare is not None, timeout=10_000)
+    qtbot.waitUntil(lambda: window.runner.spare is not None and window.kernel.capabilities.known, timeout=120_000)
     set_config(window, epochs=10_000)
     assert window.train()
-    assert window.host.shutdown()
+    assert window.runner.shutdown()
     assert _processes_of_this_test() == []
+    window.close()
 
 
 def test_stop_is_offered_for_runs_only_and_stopping_shows_until_the_run_ends(window, qtbot, planted_break_spec):
     set_config(window, model=planted_break_spec, backend="aot_eager")
     with qtbot.waitSignal(window.explainFinished, timeout=60_000):
         window.explain()
-        assert window.host.busy and not window.stop_action.isEnabled()  # Explain cannot be interrupted
+        assert window.busy and not window.stop_action.isEnabled()  # Explain cannot be interrupted
     set_config(window, epochs=10_000)
-    with qtbot.waitSignal(window.host.events, timeout=60_000,
+    with qtbot.waitSignal(window.runner.events, timeout=60_000,
                           check_params_cb=lambda batch: any(isinstance(e, Step) for e in batch)) as got:
         window.train()
     step = next(e for e in got.args[0] if isinstance(e, Step))
@@ -258,14 +268,14 @@ def test_stop_is_offered_for_runs_only_and_stopping_shows_until_the_run_ends(win
     assert window.state_label.text() == "Stopped"
 
 
-def test_settling_the_spare_waits_until_it_has_imported_torch(qtbot, tmp_path, one_torch_thread):
+def test_settling_the_spare_waits_until_it_has_imported_torch(qtbot, tmp_path, one_torch_thread, kernel):
     """What `bench --gui` does before each headless run, so that no import is timed against it."""
     from workbench.ui.main_window import MainWindow
 
-    window = MainWindow(runs_dir=tmp_path / "runs", db=tmp_path / "runs.sqlite")
+    window = MainWindow(runs_dir=tmp_path / "runs", db=tmp_path / "runs.sqlite", kernel=kernel)
     qtbot.addWidget(window)
-    qtbot.waitUntil(lambda: window.host.spare is not None, timeout=10_000)
-    window.host.settle_spare()
-    assert window.host.spare.ready  # connected and past its imports: the next run starts at once
+    qtbot.waitUntil(lambda: window.runner.spare is not None, timeout=10_000)
+    window.runner.settle_spare()
+    assert window.runner.spare.ready  # connected and past its imports: the next run starts at once
     window.close()
     assert _processes_of_this_test() == []

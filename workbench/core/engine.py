@@ -3,8 +3,13 @@
 `Trainer().run(config, emit, stop)` trains on the calling thread, which thereby owns every compile and every call
 of the compiled model (Dynamo is not thread-safe, its config is thread-local, and CUDA graph trees live in
 thread-local state). It knows nothing about who listens: the GUI worker, the CLI and the DDP launcher all pass an
-`emit` callable. Losses are read back from the device in blocks (`.item()` per step would be a sync per step), so
-per-step figures in a block share the block's timing.
+`emit` callable; nor where a finished model goes: the caller's `save_checkpoint` decides. Losses are read back
+from the device in blocks (`.item()` per step would be a sync per step), so per-step figures in a block share the
+block's timing.
+
+A run reads top to bottom in `Trainer._run`: `_start` (device, data, RunStarted), `_prepare` (model, explain,
+compile), then per epoch `_train_epoch` and `_validate`, and `_finish` (final report, metrics, checkpoint,
+RunFinished). Everything one run knows and updates lives in one `_Run`.
 """
 
 from __future__ import annotations
@@ -15,28 +20,29 @@ import math
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Callable, Protocol
+from typing import Callable, Protocol, TypeVar
 
 import torch
 import torch._dynamo
 from torch import nn
 from torch.nn import functional as F
 
-from . import checkpoint, devices
-from .config import ConfigError, TrainConfig
-from .data import DataError, DeviceBatches, Split, classes_of, load_splits
-from .distributed import Distributed, weights_checksum
-from .errors import WorkbenchError, first_line
-from .events import (CompileFinished, CompileReport, CompileStarted, Emit, EpochEnd, GraphBreak, Notice,
-                     RunFailed, RunFinished, RunStarted, Step)
-from .inspect import RunCompileLog, explain_model
-from .model import check_outputs, model_for
+from .domain import checkpoint, devices
+from .domain.data import DeviceBatches, Split, classes_of, load_splits
+from .domain.distributed import Distributed, weights_checksum
+from .domain.evaluate import EVAL_BATCH, autocast_context, evaluate
+from .domain.inspect import RunCompileLog, explain_model
+from .domain.model import check_outputs, model_for
+from .ground.config import ConfigError, TrainConfig
+from .ground.errors import WorkbenchError, first_line
+from .ground.events import (CompileFinished, CompileReport, CompileStarted, Emit, EpochEnd, GraphBreak, Notice,
+                            RunFailed, RunFinished, RunStarted, Step, peak_mib)
 
 FLUSH_SECONDS = 0.05  # how often losses are read back from the device (and Step events go out)
 DIST_FLUSH_STEPS = 10  # multi-process: read back every N steps, the same step on every rank (a collective)
-EVAL_BATCH = 1024
 DIVERGENCE_FACTOR = 100.0  # a step loss this many times the first step's loss means the run has blown up
+
+T = TypeVar("T")
 
 
 class StopFlag(Protocol):
@@ -45,6 +51,20 @@ class StopFlag(Protocol):
 
 class CompileFailure(WorkbenchError):
     kind = "compile"
+
+
+@dataclass(frozen=True)
+class TrainedModel:
+    """What a finished run hands to `save_checkpoint`: the weights and what it takes to rebuild and judge them."""
+
+    model: nn.Module  # the trained module (compiled in place when a backend was used: no '_orig_mod.' keys)
+    config: TrainConfig
+    metrics: dict  # the run's final figures
+    classes: tuple[str, ...]
+    versions: dict  # the library versions it was trained with
+
+
+SaveCheckpoint = Callable[[TrainedModel], str]  # returns where it wrote; may raise checkpoint.CheckpointWriteError
 
 
 @dataclass
@@ -75,16 +95,56 @@ class _Totals:
     peak_memory_mib: float = 0.0
 
 
+@dataclass
+class _Run:
+    """Everything one run knows and updates, from its config to its last event."""
+
+    config: TrainConfig
+    emit: Emit
+    stop: StopFlag
+    started: float  # perf_counter() when run() was called: EpochEnd and RunFinished count from here
+    device: torch.device
+    classes: tuple[str, ...]
+    batches: DeviceBatches  # this process's share of the training split
+    val_split: Split
+    total_steps: int  # planned: epochs × steps per epoch, capped by max_steps
+    session: _Session = field(init=False)  # set by _prepare; replaced by a fallback to eager
+    report: CompileReport | None = None  # explain's report; None when the run is not compiled
+    log: RunCompileLog = field(init=False)  # set by _prepare, once explain is done
+    val_batches: DeviceBatches = field(init=False)  # set by _prepare
+    totals: _Totals = field(default_factory=_Totals)
+    warnings: list[str] = field(default_factory=list)  # for the final compile report
+    stopped: bool = False
+
+    @property
+    def output_dim(self) -> int:
+        return len(self.classes)
+
+    def out_of_steps(self) -> bool:
+        return bool(self.config.max_steps) and self.totals.steps >= self.config.max_steps
+
+
+@dataclass
+class _Block:
+    """Steps whose losses are still on the device, to be read back together (one sync) by `_flush`."""
+
+    start: float  # when the block's clock started
+    losses: list[torch.Tensor] = field(default_factory=list)
+    ends: list[float] = field(default_factory=list)  # when each step returned (exact step times on the sync CPU)
+
+
 class Diverged(Exception):
     pass
 
 
 class Trainer:
-    def __init__(self, out_dir: str | Path | None = None, *, flush_seconds: float = FLUSH_SECONDS,
-                 distributed: Distributed | None = None):
-        self.out_dir = Path(out_dir) if out_dir else None
+    def __init__(self, *, flush_seconds: float = FLUSH_SECONDS, distributed: Distributed | None = None,
+                 save_checkpoint: SaveCheckpoint | None = None):
+        """`save_checkpoint` is called once, on the main process, when a run that took steps ends (finished or
+        stopped); what it returns is the run's metrics["checkpoint"]. None: nothing is saved."""
         self.flush_seconds = flush_seconds
         self.dist = distributed or Distributed()
+        self.save_checkpoint = save_checkpoint
 
     # -- the run ------------------------------------------------------------------------------------------------
     def run(self, config: TrainConfig, emit: Emit, stop: StopFlag | None = None) -> RunFinished | RunFailed:
@@ -118,6 +178,20 @@ class Trainer:
         return event
 
     def _run(self, config: TrainConfig, emit: Emit, stop: StopFlag, started: float) -> RunFinished:
+        run = self._start(config, emit, stop, started)
+        self._prepare(run)
+        for epoch in range(1, config.epochs + 1):
+            run.stopped = self._train_epoch(run, epoch)
+            if run.stopped:
+                break
+            self._validate(run, epoch)
+            if run.out_of_steps():
+                break
+        return self._finish(run)
+
+    # -- setup --------------------------------------------------------------------------------------------------
+    def _start(self, config: TrainConfig, emit: Emit, stop: StopFlag, started: float) -> _Run:
+        """Device, data and the plan; announces the run (RunStarted)."""
         config.check_runnable(devices.cuda_available())
         device = devices.resolve_device(config.device)
         if device.type == "cuda":
@@ -128,10 +202,7 @@ class Trainer:
         _configure_dynamo()
 
         torch.manual_seed(config.seed)  # same seed on every rank: identical initial weights and batch order
-        world = self.dist.world_size
-        if config.batch_size % world:
-            raise ConfigError("batch_size", f"{config.batch_size} (the global batch) does not split evenly over "
-                                            f"{world} processes", f"a multiple of {world}")
+        world = self.dist.world_size  # run.request.check_launch made sure the global batch splits evenly
         batches = DeviceBatches(train_split, config.batch_size // world, device, seed=config.seed,
                                 rank=self.dist.rank, world_size=world)
         if len(batches) == 0:
@@ -143,80 +214,31 @@ class Trainer:
         emit(RunStarted(config=config.to_dict(), device=str(device), device_name=devices.device_name(device),
                         versions=devices.versions(), train_size=len(train_split), val_size=len(val_split),
                         steps_per_epoch=len(batches), total_steps=total_steps, world_size=world))
+        return _Run(config=config, emit=emit, stop=stop, started=started, device=device, classes=classes,
+                    batches=batches, val_split=val_split, total_steps=total_steps)
 
-        self._output_dim = len(classes)
-        self._total_steps = total_steps
-        self._warnings: list[str] = []
-        model = model_for(config, self._output_dim).to(device)
-        example = next(batches.epoch(0))[0]
-        check_outputs(model, example, self._output_dim)
-        report, session = self._prepare(config, model, device, example, emit)
-        log = RunCompileLog()
-        totals = _Totals()
-        val_batches = DeviceBatches(val_split, EVAL_BATCH, device, shuffle=False, drop_last=False,
-                                    rank=self.dist.rank, world_size=world)
-        stopped = False
-        for epoch in range(1, config.epochs + 1):
-            session, stopped = self._train_epoch(config, session, batches, epoch, emit, stop, totals, report,
-                                                 device)
-            if stopped:
-                break
-            val_started = time.perf_counter()
-            session, metrics = self._with_fallback(config, session, report, emit,
-                                                   lambda s: evaluate(s.model, val_batches, config, device,
-                                                                      reduce=self.dist.sum))
-            val_seconds = time.perf_counter() - val_started
-            val_loss, val_accuracy = metrics
-            train_loss = totals.epoch_loss_sum / totals.epoch_steps
-            totals.best_val_accuracy = max(totals.best_val_accuracy or 0.0, val_accuracy)
-            totals.last_epoch = {"train_loss": train_loss, "val_loss": val_loss, "val_accuracy": val_accuracy}
-            emit(EpochEnd(epoch=epoch, train_loss=train_loss, val_loss=val_loss, val_accuracy=val_accuracy,
-                          seconds=time.perf_counter() - started, val_seconds=val_seconds,
-                          val_samples=len(val_split)))
-            totals.epochs_ended += 1
-            if config.max_steps and totals.steps >= config.max_steps:
-                break
+    def _prepare(self, run: _Run) -> None:
+        """The model, explained and compiled (or not): the run's session; then the validation batches."""
+        model = model_for(run.config, run.output_dim).to(run.device)
+        example = next(run.batches.epoch(0))[0]
+        check_outputs(model, example, run.output_dim)
+        run.report, run.session = self._compile(run, model, example)
+        run.log = RunCompileLog()  # from here on: the run's own compiles, not explain's
+        run.val_batches = DeviceBatches(run.val_split, EVAL_BATCH, run.device, shuffle=False, drop_last=False,
+                                        rank=self.dist.rank, world_size=self.dist.world_size)
 
-        if report is not None:
-            emit(self._final_report(report, log, totals, session))
-        metrics = {
-            **totals.last_epoch,
-            "best_val_accuracy": totals.best_val_accuracy,
-            "samples_per_s": totals.steady_samples / totals.steady_seconds if totals.steady_seconds else 0.0,
-            "compile_seconds": totals.compile_seconds,
-            "peak_memory_mib": totals.peak_memory_mib,
-            "backend_used": config.backend if session.compiled else "eager",
-            "epochs_completed": totals.epochs_ended,
-        }
-        if self.dist.active:  # DDP keeps replicas identical; check it rather than assume it
-            metrics["replica_checksums"] = self.dist.gather(weights_checksum(session.model))
-            if len(set(metrics["replica_checksums"])) > 1:
-                emit(Notice("warning", "the model replicas of the processes ended with different weights",
-                            "this should not happen with DDP; please report it with the run's events"))
-        if self.out_dir is not None and self.dist.is_main and totals.steps > 0:
-            try:
-                metrics["checkpoint"] = str(checkpoint.save(
-                    self.out_dir / "checkpoint.pt", session.model, config, metrics=metrics,
-                    versions=devices.versions(), classes=classes))
-            except checkpoint.CheckpointWriteError as exc:  # the run itself finished: report it, keep its figures
-                emit(Notice("error", str(exc), exc.hint))
-        finished = RunFinished(steps=totals.steps, epochs=metrics["epochs_completed"],
-                               seconds=time.perf_counter() - started, stopped=stopped, metrics=metrics)
-        emit(finished)
-        return finished
-
-    # -- setup --------------------------------------------------------------------------------------------------
-    def _prepare(self, config: TrainConfig, model: nn.Module, device: torch.device, example: torch.Tensor,
-                 emit: Emit) -> tuple[CompileReport | None, _Session]:
+    def _compile(self, run: _Run, model: nn.Module,
+                 example: torch.Tensor) -> tuple[CompileReport | None, _Session]:
         """Explain (before anything is compiled: explain resets Dynamo), then compile in place."""
+        config, emit = run.config, run.emit
         if not config.compiled:
-            return None, self._session(config, model, compiled=False)
-        problem = devices.backend_problem(config.backend, device)
+            return None, self._session(run, model, compiled=False)
+        problem = devices.backend_problem(config.backend, run.device)
         if problem:
-            self._compile_failed(config, emit, problem)
-            return _empty_report(config, problem), self._session(config, model, compiled=False)
+            self._compile_failed(run, problem)
+            return _empty_report(config, problem), self._session(run, model, compiled=False)
         try:
-            with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+            with torch.random.fork_rng(devices=[run.device] if run.device.type == "cuda" else []):
                 report = explain_model(model, example, config)  # must not shift the run's random stream
         except Exception as exc:  # an untraceable model is itself a finding: report it, let compile decide
             report = _empty_report(config, f"explain failed: {first_line(exc)}")
@@ -230,11 +252,11 @@ class Trainer:
         # The model is compiled in place, so state_dict() keys carry no '_orig_mod.' prefix.
         model.compile(backend=config.backend, fullgraph=config.fullgraph, dynamic=config.dynamic,
                       **({"mode": config.mode} if config.backend == "inductor" else {}))
-        return report, self._session(config, model, compiled=True)
+        return report, self._session(run, model, compiled=True)
 
-    def _session(self, config: TrainConfig, model: nn.Module, *, compiled: bool,
-                 carried: _Session | None = None) -> _Session:
+    def _session(self, run: _Run, model: nn.Module, *, compiled: bool, carried: _Session | None = None) -> _Session:
         """Optimizer, schedule and scaler for `model`; with `carried`, continuing from that session's state."""
+        config = run.config
         if config.optimizer == "adamw":
             optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
         else:
@@ -242,7 +264,7 @@ class Trainer:
                                         weight_decay=config.weight_decay)
         # The schedule first: building LambdaLR sets the learning rate to the first step's, which the carried
         # optimizer state (its learning rate included) must then overwrite.
-        scheduler = lr_schedule(optimizer, config, self._total_steps)
+        scheduler = lr_schedule(optimizer, config, run.total_steps)
         device = next(model.parameters()).device
         scaler = torch.amp.GradScaler(device.type) if config.amp == "fp16" else None
         if carried is not None:
@@ -255,68 +277,69 @@ class Trainer:
                         compiled=compiled, scheduler=scheduler, autocast=autocast_context(config, device))
 
     # -- training -----------------------------------------------------------------------------------------------
-    def _train_epoch(self, config: TrainConfig, session: _Session, batches: DeviceBatches, epoch: int, emit: Emit,
-                     stop: StopFlag, totals: _Totals, report: CompileReport | None,
-                     device: torch.device) -> tuple[_Session, bool]:
-        session.model.train()
+    def _train_epoch(self, run: _Run, epoch: int) -> bool:
+        """One epoch of steps, read back in blocks. True when the run was stopped."""
+        config, totals = run.config, run.totals
+        run.session.model.train()
         totals.epoch_loss_sum, totals.epoch_steps = 0.0, 0
-        pending: list[torch.Tensor] = []
-        ends: list[float] = []  # when each pending step returned (exact step times on the synchronous CPU)
-        block_start = time.perf_counter()
+        block = _Block(start=time.perf_counter())
         # One process checks the stop flag before every step. Several must stop at the same step or DDP would
         # wait forever for the ones that stopped: they agree (a collective) at each read-back instead.
         together = self.dist.active
-        for x, y in batches.epoch(epoch):
-            if not together and stop.is_set():
-                self._flush(pending, ends, block_start, config, epoch, emit, totals, device, compiling=False)
-                return session, True
+        for x, y in run.batches.epoch(epoch):
+            if not together and run.stop.is_set():
+                self._flush(run, block, epoch)
+                return True
             # The first step of a compiled model compiles it; it stays off the throughput figures even when the
             # compile fails and the step is retried eagerly (the failed attempt's time is in it).
-            compiling = session.compiled and totals.steps == 0
+            compiling = run.session.compiled and totals.steps == 0
             if compiling:
-                emit(CompileStarted(config.backend, config.mode))
-            if session.compiled:  # only a compiled model can fail to compile (and fall back)
-                session, loss = self._with_fallback(config, session, report, emit,
-                                                    lambda s: train_step(s, x, y, config, device))
-            else:
-                loss = train_step(session, x, y, config, device)
-            pending.append(loss)
-            ends.append(time.perf_counter())
+                run.emit(CompileStarted(config.backend, config.mode))
+            block.losses.append(self._step(run, x, y))
+            block.ends.append(time.perf_counter())
             totals.steps += 1
-            due = len(pending) >= DIST_FLUSH_STEPS if together else ends[-1] - block_start >= self.flush_seconds
+            if together:
+                due = len(block.losses) >= DIST_FLUSH_STEPS
+            else:
+                due = block.ends[-1] - block.start >= self.flush_seconds
             if compiling or due:
-                seconds, measured_at, stop_agreed = self._flush(pending, ends, block_start, config, epoch, emit,
-                                                                totals, device, compiling, stop.is_set())
-                if compiling and session.compiled:  # a fallback to eager compiled nothing
+                seconds, stop_agreed = self._flush(run, block, epoch, compiling, run.stop.is_set())
+                if compiling and run.session.compiled:  # a fallback to eager compiled nothing
                     totals.compile_seconds = seconds
-                    emit(CompileFinished(config.backend, config.mode, seconds))
-                # The next block's clock starts where this one's stopped: the time spent emitting events (and
-                # whatever listeners do with them) counts against throughput, as it should.
-                pending, ends, block_start = [], [], measured_at
+                    run.emit(CompileFinished(config.backend, config.mode, seconds))
                 if stop_agreed:
-                    return session, True
-            if config.max_steps and totals.steps >= config.max_steps:
+                    return True
+            if run.out_of_steps():
                 break
-        _, _, stop_agreed = self._flush(pending, ends, block_start, config, epoch, emit, totals, device,
-                                        compiling=False, stop_requested=stop.is_set())
-        return session, stop_agreed
+        _, stop_agreed = self._flush(run, block, epoch, stop_requested=run.stop.is_set())
+        return stop_agreed
 
-    def _flush(self, pending: list[torch.Tensor], ends: list[float], block_start: float, config: TrainConfig,
-               epoch: int, emit: Emit, totals: _Totals, device: torch.device, compiling: bool,
-               stop_requested: bool = False) -> tuple[float, float, bool]:
+    def _step(self, run: _Run, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """One optimizer step (its loss still on the device); a compiled one may fall back to eager."""
+        if run.session.compiled:  # only a compiled model can fail to compile (and fall back)
+            return self._with_fallback(run, lambda s: train_step(s, x, y, run.config, run.device))
+        return train_step(run.session, x, y, run.config, run.device)
+
+    def _flush(self, run: _Run, block: _Block, epoch: int, compiling: bool = False,
+               stop_requested: bool = False) -> tuple[float, bool]:
         """Read a block of losses back from the device (one sync) and emit their Step events. Returns the block's
-        seconds, the moment they were measured, and (multi-process only) whether any process was asked to stop.
+        seconds and (multi-process only) whether any process was asked to stop. The block starts again, empty,
+        its clock at the moment of the read-back: the time spent emitting events (and whatever listeners do with
+        them) counts against throughput, as it should.
 
         With several processes the stop flags ride along in the losses' all_reduce (one collective per block):
         a rank asked to stop makes its flag's mean non-zero everywhere, so all ranks stop at the same step."""
+        config, device, totals = run.config, run.device, run.totals
+        pending, ends, block_start = block.losses, block.ends, block.start
         values = torch.stack(pending).float() if pending else torch.zeros(0, device=device)
         if self.dist.active:
             values = torch.cat([values, torch.tensor([1.0 if stop_requested else 0.0], device=device)])
         reduced = self.dist.mean(values).tolist()  # sync point; the global mean
         losses, stop_agreed = (reduced[:-1], reduced[-1] > 0) if self.dist.active else (reduced, False)
         measured_at = time.perf_counter()
+        block.start, block.losses, block.ends = measured_at, [], []
         if not losses:
-            return 0.0, measured_at, stop_agreed
+            return 0.0, stop_agreed
         seconds = measured_at - block_start
         n = len(losses)
         if device.type == "cpu":  # ops ran synchronously: the gaps between step ends are the step times
@@ -328,7 +351,7 @@ class Trainer:
             totals.steady_samples += samples
             totals.steady_seconds += seconds
         memory = devices.memory_mib(device)
-        totals.peak_memory_mib = max(totals.peak_memory_mib, devices.peak_mib(memory) or 0.0)
+        totals.peak_memory_mib = max(totals.peak_memory_mib, peak_mib(memory) or 0.0)
         first_step = totals.steps - n + 1
         if totals.first_loss is None:
             totals.first_loss = losses[0]
@@ -340,48 +363,108 @@ class Trainer:
                                f"(epoch {epoch}, lr {config.lr:g})")
             totals.epoch_loss_sum += loss
             totals.epoch_steps += 1
-            emit(Step(step=first_step + i, epoch=epoch, loss=loss, samples_per_s=samples / seconds,
-                      step_seconds=step_seconds[i], memory=memory, compiling=compiling))
-        return seconds, measured_at, stop_agreed
+            run.emit(Step(step=first_step + i, epoch=epoch, loss=loss, samples_per_s=samples / seconds,
+                          step_seconds=step_seconds[i], memory=memory, compiling=compiling))
+        return seconds, stop_agreed
 
-    def _with_fallback(self, config: TrainConfig, session: _Session, report: CompileReport | None, emit: Emit,
-                       action: Callable[[_Session], object]):
-        """Run `action`; if the compiled model fails to compile, fail the run or (if allowed) go eager, loudly."""
+    def _validate(self, run: _Run, epoch: int) -> None:
+        """The epoch's validation (the global figure, over every process's shard) and its EpochEnd."""
+        totals = run.totals
+        val_started = time.perf_counter()
+        val_loss, val_accuracy = self._with_fallback(
+            run, lambda s: evaluate(s.model, run.val_batches, run.config, run.device, reduce=self.dist.sum))
+        val_seconds = time.perf_counter() - val_started
+        train_loss = totals.epoch_loss_sum / totals.epoch_steps
+        totals.best_val_accuracy = max(totals.best_val_accuracy or 0.0, val_accuracy)
+        totals.last_epoch = {"train_loss": train_loss, "val_loss": val_loss, "val_accuracy": val_accuracy}
+        run.emit(EpochEnd(epoch=epoch, train_loss=train_loss, val_loss=val_loss, val_accuracy=val_accuracy,
+                          seconds=time.perf_counter() - run.started, val_seconds=val_seconds,
+                          val_samples=len(run.val_split)))
+        totals.epochs_ended += 1
+
+    # -- compile failures ---------------------------------------------------------------------------------------
+    def _with_fallback(self, run: _Run, action: Callable[[_Session], T]) -> T:
+        """Run `action` on the session; if the compiled model fails to compile, fail the run or (if allowed) go
+        eager, loudly: the run's session becomes an eager copy and `action` runs again on it."""
         try:
-            return session, action(session)
+            return action(run.session)
         except Exception as exc:
-            if not session.compiled or not _is_compile_error(exc):
+            if not run.session.compiled or not _is_compile_error(exc):
                 raise
             reason = _compile_error_text(exc)
-            if config.fullgraph and report is not None and report.breaks:
+            report = run.report
+            if run.config.fullgraph and report is not None and report.breaks:
                 where = report.breaks[0]
                 source = f" `{where.frames[-1].source}`" if where.frames else ""
                 raise CompileFailure(
                     f"fullgraph is on but the model has {report.graph_break_count} graph break(s); the first is at "
                     f"{where.where}{source}: {where.reason.splitlines()[0]}",
                     "remove the break from forward(), or turn fullgraph off to run that part eagerly") from None
-            self._compile_failed(config, emit, reason)
-            session = self._eager_copy(config, session)
-            self._warnings.append(f"fell back to eager: {reason}")
-            return session, action(session)
+            self._compile_failed(run, reason)
+            run.session = self._eager_copy(run)
+            run.warnings.append(f"fell back to eager: {reason}")
+            return action(run.session)
 
-    def _compile_failed(self, config: TrainConfig, emit: Emit, reason: str) -> None:
+    def _compile_failed(self, run: _Run, reason: str) -> None:
+        config = run.config
         if not config.allow_eager_fallback:
             raise CompileFailure(f"{config.backend} compile failed: {reason}",
                                  "choose another backend (aot_eager or eager), or allow falling back to eager")
-        emit(Notice("warning", f"{config.backend} compile failed, continuing in eager mode: {reason}",
-                    "the run is slower than a compiled one; the Compile panel has the details"))
+        run.emit(Notice("warning", f"{config.backend} compile failed, continuing in eager mode: {reason}",
+                        "the run is slower than a compiled one; the Compile panel has the details"))
 
-    def _eager_copy(self, config: TrainConfig, session: _Session) -> _Session:
+    def _eager_copy(self, run: _Run) -> _Session:
         """A fresh, uncompiled model with the same weights and optimizer state: nothing learned is lost."""
+        session = run.session
         device = next(session.model.parameters()).device
-        model = model_for(config, self._output_dim).to(device)
+        model = model_for(run.config, run.output_dim).to(device)
         model.load_state_dict(session.model.state_dict())
-        return self._session(config, model, compiled=False, carried=session)
+        return self._session(run, model, compiled=False, carried=session)
 
-    def _final_report(self, report: CompileReport, log: RunCompileLog, totals: _Totals,
-                      session: _Session) -> CompileReport:
-        warnings = list(report.warnings) + self._warnings
+    # -- the end ------------------------------------------------------------------------------------------------
+    def _finish(self, run: _Run) -> RunFinished:
+        """The final compile report, the run's figures, the checkpoint, and RunFinished."""
+        if run.report is not None:
+            run.emit(self._final_report(run))
+        metrics = self._metrics(run)
+        if self.dist.active:  # DDP keeps replicas identical; check it rather than assume it
+            metrics["replica_checksums"] = self.dist.gather(weights_checksum(run.session.model))
+            if len(set(metrics["replica_checksums"])) > 1:
+                run.emit(Notice("warning", "the model replicas of the processes ended with different weights",
+                                "this should not happen with DDP; please report it with the run's events"))
+        if self.save_checkpoint is not None and self.dist.is_main and run.totals.steps > 0:
+            self._save(run, metrics)
+        finished = RunFinished(steps=run.totals.steps, epochs=metrics["epochs_completed"],
+                               seconds=time.perf_counter() - run.started, stopped=run.stopped, metrics=metrics)
+        run.emit(finished)
+        return finished
+
+    @staticmethod
+    def _metrics(run: _Run) -> dict:
+        totals, config = run.totals, run.config
+        return {
+            **totals.last_epoch,
+            "best_val_accuracy": totals.best_val_accuracy,
+            "samples_per_s": totals.steady_samples / totals.steady_seconds if totals.steady_seconds else 0.0,
+            "compile_seconds": totals.compile_seconds,
+            "peak_memory_mib": totals.peak_memory_mib,
+            "backend_used": config.backend if run.session.compiled else "eager",
+            "epochs_completed": totals.epochs_ended,
+        }
+
+    def _save(self, run: _Run, metrics: dict) -> None:
+        """Hand the trained model to save_checkpoint; where it went becomes metrics["checkpoint"]."""
+        trained = TrainedModel(model=run.session.model, config=run.config, metrics=metrics, classes=run.classes,
+                               versions=devices.versions())
+        try:
+            metrics["checkpoint"] = str(self.save_checkpoint(trained))
+        except checkpoint.CheckpointWriteError as exc:  # the run itself finished: report it, keep its figures
+            run.emit(Notice("error", str(exc), exc.hint))
+
+    @staticmethod
+    def _final_report(run: _Run) -> CompileReport:
+        report, log, session = run.report, run.log, run.session
+        warnings = list(report.warnings) + run.warnings
         skips = log.cudagraph_skips()
         if skips:
             warnings.append(f"CUDA graphs were skipped {skips} time(s): those graphs ran without CUDA graphs")
@@ -393,19 +476,11 @@ class Trainer:
             compiled=session.compiled and report.compiled, backend=report.backend, mode=report.mode,
             graph_count=max(report.graph_count, log.graph_count() if session.compiled else 0),
             graph_break_count=max(report.graph_break_count, len(breaks)), breaks=breaks,
-            op_count=report.op_count, compile_seconds=totals.compile_seconds, recompiles=log.recompiles(),
+            op_count=report.op_count, compile_seconds=run.totals.compile_seconds, recompiles=log.recompiles(),
             warnings=tuple(warnings), source="run")
 
 
-# -- step functions (module level: the benchmark times exactly these) ------------------------------------------
-def autocast_context(config: TrainConfig, device: torch.device):
-    """Autocast for forward + loss only; nullcontext when AMP is off."""
-    if config.amp == "off":
-        return contextlib.nullcontext()
-    dtype = torch.bfloat16 if config.amp == "bf16" else torch.float16
-    return torch.autocast(device_type=device.type, dtype=dtype)
-
-
+# -- step functions (module level: the benchmark times exactly these; autocast_context is domain.evaluate's) ---
 def lr_schedule(optimizer: torch.optim.Optimizer, config: TrainConfig,
                 total_steps: int) -> torch.optim.lr_scheduler.LRScheduler | None:
     """Cosine decay to zero over the planned steps, after a short linear warm-up (5%)."""
@@ -438,75 +513,6 @@ def train_step(session: _Session, x: torch.Tensor, y: torch.Tensor, config: Trai
     if session.scheduler is not None:
         session.scheduler.step()
     return loss.detach()
-
-
-def evaluate(model: nn.Module, batches: DeviceBatches, config: TrainConfig, device: torch.device,
-             reduce: Callable[[torch.Tensor], torch.Tensor] | None = None) -> tuple[float, float]:
-    """Mean loss and accuracy over a split; sums stay on the device until the end (one sync). With several
-    processes each evaluates its shard and `reduce` sums the shards: the figure is the global one."""
-    was_training = model.training
-    model.eval()
-    loss_sum = torch.zeros((), device=device)
-    correct = torch.zeros((), device=device, dtype=torch.long)
-    count = 0
-    with torch.no_grad(), autocast_context(config, device):
-        for x, y in batches.epoch(0):
-            logits = model(x)
-            loss_sum += F.cross_entropy(logits.float(), y, reduction="sum")
-            correct += (logits.argmax(dim=-1) == y).sum()
-            count += y.numel()
-    model.train(was_training)
-    sums = torch.stack([loss_sum.float(), correct.float(), torch.tensor(float(count), device=device)])
-    if reduce is not None:
-        sums = reduce(sums)
-    loss_total, correct_total, count_total = sums.tolist()
-    return loss_total / max(count_total, 1), correct_total / max(count_total, 1)
-
-
-@dataclass(frozen=True)
-class SplitResult:
-    """A model's answers on a whole split, on the CPU: what `workbench evaluate` and the report show."""
-
-    loss: float
-    accuracy: float
-    probabilities: torch.Tensor  # (N, classes) float32
-    labels: torch.Tensor  # (N,) int64
-
-    @property
-    def predictions(self) -> torch.Tensor:
-        return self.probabilities.argmax(dim=-1)
-
-    def confusion(self) -> torch.Tensor:
-        """(classes × classes) counts; rows are the true class, columns the predicted one."""
-        k = self.probabilities.shape[1]
-        index = self.labels * k + self.predictions  # evaluate_split refuses labels outside 0…k-1
-        return torch.bincount(index, minlength=k * k).reshape(k, k)
-
-
-def evaluate_split(model: nn.Module, split: Split, config: TrainConfig, device: torch.device) -> SplitResult:
-    """One pass over a whole split: loss, accuracy and every class probability. Labels the model has no output
-    for (a dataset with more classes than it was trained on) are a DataError, not an index error in the loss."""
-    batches = DeviceBatches(split, EVAL_BATCH, device, shuffle=False, drop_last=False)
-    label_range = (int(split.labels.min()), int(split.labels.max())) if len(split) else (0, 0)
-    was_training = model.training
-    model.eval()
-    loss_sum, probabilities = 0.0, []
-    try:
-        with torch.no_grad(), autocast_context(config, device):
-            for x, y in batches.epoch(0):
-                logits = model(x).float()
-                if label_range[0] < 0 or label_range[1] >= logits.shape[-1]:
-                    raise DataError(f"the split has labels {label_range[0]}…{label_range[1]} but the model has "
-                                    f"{logits.shape[-1]} outputs (classes 0…{logits.shape[-1] - 1})",
-                                    "evaluate on the dataset the model was trained on, or one with as many classes")
-                loss_sum += F.cross_entropy(logits, y, reduction="sum").item()
-                probabilities.append(logits.softmax(dim=-1).cpu())
-    finally:
-        model.train(was_training)
-    probs = torch.cat(probabilities)
-    labels = split.labels.cpu()
-    accuracy = (probs.argmax(dim=-1) == labels).float().mean().item() if len(labels) else 0.0
-    return SplitResult(loss=loss_sum / max(len(labels), 1), accuracy=accuracy, probabilities=probs, labels=labels)
 
 
 # -- helpers ----------------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import sys
 def create_app(argv: list[str] | None = None):
     from PySide6.QtWidgets import QApplication
 
-    from .. import appinfo
+    from ..core.ground import appinfo
 
     app = QApplication.instance() or QApplication(argv if argv is not None else sys.argv)
     app.setApplicationName(appinfo.DISPLAY_NAME)

@@ -1,36 +1,41 @@
-"""The main window: docks, toolbar, menus, status bar — and the wiring between user actions and the worker.
+"""The main window: docks, toolbar, menus, status bar — and the wiring between user actions and the kernels.
 
-User actions leave this window only as a TrainConfig (Train, Explain) or the stop flag (Stop); what comes back
-is core events, handed to each panel. No training logic lives here.
+This process never imports torch. User actions leave the window as a RunRequest (Train), the stop flag (Stop) or a
+kernel job (Explain, open a checkpoint, predict, export, report); what comes back is core events and plain data,
+handed to each panel. No training logic lives here.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import torch
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (QDockWidget, QFileDialog, QHBoxLayout, QLabel, QMainWindow, QMessageBox,
                                QPushButton, QScrollArea, QStyle, QVBoxLayout, QWidget)
 
-from .. import appinfo
-from ..core import checkpoint, devices, paths
-from ..core.config import TrainConfig
-from ..core.curves import differing_settings, run_label
-from ..core.errors import WorkbenchError
-from ..core.events import Event, RunFailed, RunFinished
-from ..core.progress import Progress, failure_line
+from ..core.ground import appinfo
+from ..core.ground import paths
+from ..core.ground.capabilities import Capabilities
+from ..core.ground.config import TrainConfig
+from ..core.ground.errors import WorkbenchError
+from ..core.ground.events import CompileReport, Event, RunFailed, RunFinished, from_dict
+from ..core.ground.progress import Progress, failure_line
+from ..core.history.curves import differing_settings, run_label
+from ..core.run.client import KernelClient
+from ..core.run.protocol import JobError
+from ..core.run.request import Launch, RunRequest, new_run_dir
+from .kernel import Kernel
 from .panels.compile import CompilePanel
 from .panels.log import LogPanel
 from .panels.plots import PlotsPanel
 from .panels.predict import PredictPanel
 from .panels.runs import LoadedRun, RunsPanel
-from .background import run_in_background, wait_for_background
 from .panels.setup import SetupPanel
-from .worker import WorkerHost
+from .run_control import RunControl
+from .tasks import Tasks
 
-SETTINGS_VERSION = 1
+SETTINGS_VERSION = 2  # 2: the in-process runner is gone (no torch in the window); the process count is kept
 
 
 def app_icon():
@@ -52,9 +57,12 @@ def written_by_newer(settings: QSettings) -> bool:
 
 
 def migrate_settings(settings: QSettings) -> None:
-    """Bring settings written by an older Workbench up to SETTINGS_VERSION (none older exists yet)."""
-    if not written_by_newer(settings):
-        settings.setValue("settings_version", SETTINGS_VERSION)
+    """Bring settings written by an older Workbench up to SETTINGS_VERSION."""
+    if written_by_newer(settings):
+        return
+    if int(settings.value("settings_version", 0) or 0) < 2:
+        settings.remove("in_process")  # version 1 could train in the window's own process
+    settings.setValue("settings_version", SETTINGS_VERSION)
 
 
 class Banner(QWidget):
@@ -87,26 +95,34 @@ class Banner(QWidget):
 class MainWindow(QMainWindow):
     runFinished = Signal(object)  # for tests and scripts: the terminal event of each run
     explainFinished = Signal(object)
+    checkpointLoaded = Signal(object)  # what the checkpoint holds (a dict), or the exception that refused it
     reportFinished = Signal(object)  # (html path, json path), or the exception that stopped the report
     exportFinished = Signal(object)  # the checkpoint path written, or the exception that stopped the export
 
-    def __init__(self, runs_dir: Path | None = None, db: Path | None = None, *, prestart: bool = True):
+    def __init__(self, runs_dir: Path | None = None, db: Path | None = None, *, prestart: bool = True,
+                 kernel: KernelClient | None = None):
         super().__init__()
         self.setWindowTitle(appinfo.DISPLAY_NAME)
         self.setWindowIcon(app_icon())
         self.setObjectName("mainWindow")
+        self.runs_dir = runs_dir
+        self.db = db
         self.progress = Progress()
-        self.checkpoint: checkpoint.Checkpoint | None = None
+        self.checkpoint: dict | None = None  # what the kernel said the loaded checkpoint holds (+ "trusted")
         self.last_run_dir: Path | None = None
         self.stopping = False  # Stop was pressed: say so until the run has ended
+        self.train_waiting = False  # Train was pressed before PyTorch was ready: it starts when it is
         settings = open_settings()
         migrate_settings(settings)
-        in_process = str(settings.value("in_process", "false")).lower() == "true"  # before a spare is started
-        self.host = WorkerHost(self, runs_dir=runs_dir, db=db, in_process=in_process, prestart=prestart)
-        self.host.events.connect(self.on_events)
-        self.host.runFinished.connect(self.on_run_finished)
-        self.host.explained.connect(self.on_explained)
-        self.host.notice.connect(self._log_warning)
+        self.tasks = Tasks(self)
+        self.kernel = Kernel(self.tasks, kernel, self)
+        self.kernel.stateChanged.connect(self._kernel_state)
+        self.kernel.capabilitiesChanged.connect(self._capabilities)
+        self.kernel.notice.connect(self._log_warning)
+        self.runner = RunControl(self.tasks, self, prestart=prestart)
+        self.runner.events.connect(self.on_events)
+        self.runner.runFinished.connect(self.on_run_finished)
+        self.runner.notice.connect(self._log_warning)
 
         self.plots = PlotsPanel()
         self.banner = Banner()
@@ -119,13 +135,11 @@ class MainWindow(QMainWindow):
 
         self.setup = SetupPanel()
         self.setup.changed.connect(self._update_actions)
-        self.setup.runnerChanged.connect(self.host.set_in_process)
-        self.setup.processesChanged.connect(self._set_processes)
         self.compile_panel = CompilePanel()
         self.compile_panel.explainRequested.connect(self.explain)
-        self.predict = PredictPanel()
+        self.predict = PredictPanel(self.tasks)
         self.log = LogPanel()
-        self.runs = RunsPanel(db)
+        self.runs = RunsPanel(self.tasks, db)
         self.runs.compareRequested.connect(self.compare_runs)
         self.runs.table.selectionModel().selectionChanged.connect(lambda *_: self._update_actions())
         self.runs.openRequested.connect(self.show_run)
@@ -150,10 +164,13 @@ class MainWindow(QMainWindow):
 
         self._build_actions()
         self._build_status_bar()
-        self._restore_settings(settings, in_process)
+        self._restore_settings(settings)
         self._update_actions()
         self.runs.refresh()
-        self.log.add("info", f"Workbench ready on {self.device_label.text()} · torch {torch.__version__}")
+        if self.kernel.capabilities.known:  # a kernel that was ready before this window (shared in tests)
+            self._capabilities(self.kernel.capabilities)
+        else:
+            self._kernel_state(self.kernel.state, "")
 
     # -- construction -------------------------------------------------------------------------------------------
     def _dock(self, title: str, widget: QWidget, area) -> QDockWidget:
@@ -215,17 +232,49 @@ class MainWindow(QMainWindow):
         menu.addMenu("&Help").addAction(about)
 
     def _build_status_bar(self) -> None:
-        device = devices.resolve_device("auto")
-        self.device_label = QLabel(devices.device_name(device))
-        self.version_label = QLabel(f"torch {torch.__version__}")
+        self.device_label = QLabel("")
+        self.device_label.setObjectName("statusDevice")
+        self.kernel_label = QLabel("")
+        self.kernel_label.setObjectName("statusKernel")
         self.state_label = QLabel("Idle")
         self.state_label.setObjectName("statusState")
         self.speed_label = QLabel("")
         self.speed_label.setObjectName("statusSpeed")
         bar = self.statusBar()
         bar.addWidget(self.state_label, 1)
-        for widget in (self.speed_label, self.device_label, self.version_label):
+        for widget in (self.speed_label, self.device_label, self.kernel_label):
             bar.addPermanentWidget(widget)
+
+    # -- the kernel ---------------------------------------------------------------------------------------------
+    def _kernel_state(self, state: str, detail: str) -> None:
+        """The status bar always says whether PyTorch is there; a kernel that died is a message, not a crash."""
+        caps = self.kernel.capabilities
+        self.kernel_label.setText({
+            "idle": "Starting PyTorch…", "starting": "Starting PyTorch…",
+            "ready": f"torch {caps.torch_version}" if caps.known else "PyTorch ready",
+            "crashed": "PyTorch restarting…", "failed": "PyTorch kernel down", "closed": "",
+        }.get(state, state))
+        if state == "crashed":
+            self.banner.show_message("warning", f"The PyTorch kernel stopped unexpectedly: {detail}. It is being "
+                                                "restarted; the window and your runs are unaffected.")
+            self.log.add("warning", f"PyTorch kernel stopped: {detail}; restarting it")
+        elif state == "failed":
+            self.banner.show_message("error", f"The PyTorch kernel keeps failing: {detail}. Explain, Predict and "
+                                              "exports need it; restart Workbench.")
+            self.log.add("error", f"PyTorch kernel down: {detail}")
+        self._update_actions()
+
+    def _capabilities(self, caps: Capabilities) -> None:
+        first = self.device_label.text() == ""
+        self.setup.set_capabilities(caps)
+        self.device_label.setText(caps.device_label())
+        self.kernel_label.setText(f"torch {caps.torch_version}")
+        if first:
+            self.log.add("info", f"Workbench ready on {caps.device_label()} · torch {caps.torch_version}")
+        if self.train_waiting:
+            self.train_waiting = False
+            self.train()
+        self._update_actions()
 
     # -- actions ------------------------------------------------------------------------------------------------
     def _config_for(self, action: str) -> TrainConfig | None:
@@ -236,10 +285,30 @@ class MainWindow(QMainWindow):
             self.banner.show_message("error", f"Cannot {action}: {exc}")
             return None
 
+    def run_request(self) -> RunRequest:
+        """The form as a run: built and checked against this machine once, here."""
+        return RunRequest.build(self.setup.config(), cuda_devices=self.kernel.capabilities.cuda_devices,
+                                out_dir=new_run_dir(self.runs_dir), db=self.db,
+                                launch=Launch(nproc_per_node=self.setup.processes()))
+
     def train(self) -> bool:
-        """Start a run with the form's settings; False when it was refused (the banner says why, if it can)."""
-        config = self._config_for("start")
-        if config is None or not self.host.train(config):
+        """Start a run with the form's settings; False when it was refused (the banner says why, if it can).
+        Before PyTorch is ready the run waits for it (queued, not refused)."""
+        if self.runner.training:
+            return False
+        if not self.kernel.capabilities.known:
+            if self._config_for("start") is None:
+                return False
+            self.train_waiting = True
+            self.state_label.setText("Train starts when PyTorch is ready…")
+            self._update_actions()
+            return True
+        try:
+            request = self.run_request()
+        except WorkbenchError as exc:
+            self.banner.show_message("error", f"Cannot start: {exc}")
+            return False
+        if not self.runner.start(request):
             return False
         self.stopping = False
         self.banner.hide()
@@ -249,8 +318,12 @@ class MainWindow(QMainWindow):
         return True
 
     def stop(self) -> None:
-        if self.host.training:
-            self.host.stop()
+        if self.train_waiting:
+            self.train_waiting = False
+            self.state_label.setText(self.progress.describe())
+            self._update_actions()
+        elif self.runner.training:
+            self.runner.stop()
             self.stopping = True
             self.state_label.setText(self._state_text())
 
@@ -258,13 +331,13 @@ class MainWindow(QMainWindow):
         config = self._config_for("explain")
         if config is None:
             return
-        if self.host.explain(config):
+        if self.kernel.call("explain", "explain", {"config": config.to_dict()}, self.on_explained):
             self.state_label.setText("Explaining…")
             self.compile_panel.clear()
             self.docks["compile"].raise_()
             self._update_actions()
 
-    # -- worker results ---------------------------------------------------------------------------------------
+    # -- results ------------------------------------------------------------------------------------------------
     def _state_text(self) -> str:
         return "Stopping after this step…" if self.stopping else self.progress.describe()
 
@@ -299,20 +372,21 @@ class MainWindow(QMainWindow):
         self.runs.refresh()
         self.runFinished.emit(result)
 
-    def on_explained(self, report) -> None:
-        if isinstance(report, RunFailed):
-            self.banner.show_message("error", f"Explain failed: {report.message}")
-            self.log.add("error", f"explain failed: {report.message}")
+    def on_explained(self, answer) -> None:
+        """The kernel's CompileReport (as plain data), or the error that stopped it."""
+        if isinstance(answer, Exception):
+            message = str(answer)
+            self.banner.show_message("error", f"Explain failed: {message}")
+            self.log.add("error", f"explain failed: {message}")
+            report = RunFailed(kind=getattr(answer, "kind", "internal"), message=message)
         else:
+            report: CompileReport = from_dict(answer)
             self.compile_panel.show_report(report)
             self.log.add("warning" if report.graph_break_count else "info",
                          f"explain: {report.graph_count} graph(s), {report.graph_break_count} graph break(s)")
         self.state_label.setText(self.progress.describe())
         self._update_actions()
         self.explainFinished.emit(report)
-
-    def _set_processes(self, count: int) -> None:
-        self.host.processes = count
 
     # -- run history ------------------------------------------------------------------------------------------
     def compare_runs(self, runs: list[LoadedRun]) -> None:
@@ -324,7 +398,7 @@ class MainWindow(QMainWindow):
 
     def show_run(self, run: LoadedRun) -> None:
         """Bring a recorded run back: its curves, compile report and (if its checkpoint exists) its model."""
-        if self.host.busy:
+        if self.runner.training:
             self.banner.show_message("warning", "A run is in progress: open the recorded run when it has ended.")
             return
         record = run.record
@@ -347,26 +421,43 @@ class MainWindow(QMainWindow):
         if path:
             self.load_checkpoint(path, Path(path).name)
 
-    def load_checkpoint(self, path: str | Path, description: str, *, trust_model_code: bool = False) -> bool:
-        try:
-            ckpt = checkpoint.load(path, trust_model_code=trust_model_code)
-            model = ckpt.build_model("cpu")  # eager copy: safe to call on the GUI thread
-        except checkpoint.UntrustedModelCode as exc:
-            if self.confirm_model_code(exc.model_spec):
-                return self.load_checkpoint(path, description, trust_model_code=True)
-            self.banner.show_message("warning", f"Checkpoint not opened: {exc}")
-            return False
-        except WorkbenchError as exc:
-            self.banner.show_message("error", f"Cannot open checkpoint: {exc}")
-            self.log.add("error", f"cannot open checkpoint: {exc}")
-            return False
-        self.checkpoint = ckpt
-        accuracy = ckpt.metrics.get("val_accuracy")
-        self.predict.set_model(model, ckpt.classes, description + (
-            f" · val accuracy {accuracy:.1%}" if isinstance(accuracy, float) else ""))
-        self.log.add("info", f"model for prediction: {description}")
+    def load_checkpoint(self, path: str | Path, description: str, *, trust_model_code: bool = False) -> None:
+        """Ask the kernel what the checkpoint holds (read safely there); checkpointLoaded says how it went. A
+        checkpoint whose network is defined in a Python file is opened only after the user says they trust it."""
+        args = {"path": str(path), "trust_model_code": trust_model_code}
+        self.kernel.call("checkpoint", "load_checkpoint", args,
+                         lambda answer: self._checkpoint_loaded(answer, path, description, trust_model_code))
+
+    def _checkpoint_loaded(self, answer, path, description: str, trusted: bool) -> None:
+        if isinstance(answer, JobError) and answer.kind == "untrusted_code":
+            if self.confirm_model_code(answer.detail.get("model_spec", "")):
+                self.load_checkpoint(path, description, trust_model_code=True)
+                return
+            self.banner.show_message("warning", f"Checkpoint not opened: {answer}")
+        elif isinstance(answer, Exception):
+            self.banner.show_message("error", f"Cannot open checkpoint: {answer}")
+            self.log.add("error", f"cannot open checkpoint: {answer}")
+        else:
+            self.checkpoint = {**answer, "trusted": trusted}
+            accuracy = answer["metrics"].get("val_accuracy")
+            self.predict.set_model(self._scorer(answer["path"], trusted), tuple(answer["classes"]), description + (
+                f" · val accuracy {accuracy:.1%}" if isinstance(accuracy, float) else ""))
+            self.log.add("info", f"model for prediction: {description}")
         self._update_actions()
-        return True
+        self.checkpointLoaded.emit(answer)
+
+    def _scorer(self, checkpoint_path: str, trusted: bool):
+        """Images → probabilities, by the kernel (called on a pool thread: it waits for the answer)."""
+        import base64
+
+        client = self.kernel.client
+
+        def score(pixels):
+            images = [base64.b64encode(p.astype("uint8").tobytes()).decode() for p in pixels]
+            return client.call("predict", checkpoint_path=checkpoint_path, images=images,
+                               trust_model_code=trusted).result()["probabilities"]
+
+        return score
 
     def confirm_model_code(self, model_spec: str) -> bool:
         file = model_spec.rpartition(":")[0]
@@ -382,18 +473,20 @@ class MainWindow(QMainWindow):
             self.export_checkpoint(path)
 
     def export_checkpoint(self, path: str | Path) -> bool:
-        """Write the loaded checkpoint to `path` on a pool thread (torch.save can take a while for a big model);
-        exportFinished says how it went. False: there is no checkpoint to export."""
+        """Write the loaded checkpoint to `path` (the kernel saves it, atomically); exportFinished says how it
+        went. False: there is no checkpoint to export."""
         if self.checkpoint is None:
             return False
-        ckpt = self.checkpoint
-        self._file_task("Exporting the checkpoint…", lambda: checkpoint.export(ckpt, path),
+        args = {"source": self.checkpoint["path"], "target": str(path),
+                "trust_model_code": self.checkpoint["trusted"]}
+        self._file_task("Exporting the checkpoint…", "export_checkpoint", args, Path,
                         lambda written: f"checkpoint exported to {written} (+ .safetensors)",
                         f"Could not export the checkpoint to {path}", self.exportFinished)
         return True
 
-    def _file_task(self, doing: str, job, done_text, failed_text: str, finished: Signal) -> None:
-        """A slow file job (export, report) on a pool thread: the status bar says it is under way, then the log
+    def _file_task(self, doing: str, job: str, args: dict, convert, done_text, failed_text: str,
+                   finished: Signal) -> None:
+        """A slow file job (export, report) in the kernel: the status bar says it is under way, then the log
         says what was written or the banner why not; `finished` carries the result or the exception."""
         def done(result) -> None:
             self.state_label.setText(self.progress.describe())
@@ -401,11 +494,12 @@ class MainWindow(QMainWindow):
                 hint = f" — {result.hint}" if isinstance(result, WorkbenchError) and result.hint else ""
                 self.banner.show_message("error", f"{failed_text}: {result}{hint}")
             else:
+                result = convert(result)
                 self.log.add("info", done_text(result))
             finished.emit(result)
 
         self.state_label.setText(doing)
-        run_in_background(job, done)
+        self.kernel.call(job, job, args, done)
 
     def report_run_ids(self) -> list[int]:
         """The runs selected in the Runs dock, else the run trained last in this window."""
@@ -426,20 +520,13 @@ class MainWindow(QMainWindow):
             self.export_report(path, ids)
 
     def export_report(self, path: str | Path, run_ids: list[int]) -> bool:
-        """A self-contained HTML report of the runs (and its JSON twin), written atomically by the core on a
-        pool thread (it re-evaluates each checkpoint); reportFinished says how it went. False: nothing to do."""
-        from ..core.report import write_report
-        from ..core.runs import RunStore
-
+        """A self-contained HTML report of the runs (and its JSON twin), written atomically by the kernel (it
+        re-evaluates each checkpoint); reportFinished says how it went. False: nothing to do."""
         if not run_ids:
             return False
-        db = self.runs.db
-
-        def write():
-            with RunStore(db, recover=False) as store:
-                return write_report(store, run_ids, Path(path))
-
-        self._file_task("Writing the report…", write, lambda paths: f"report written to {paths[0]} (+ {paths[1].name})",
+        args = {"run_ids": list(run_ids), "out": str(path), "db": str(self.runs.db) if self.runs.db else None}
+        self._file_task("Writing the report…", "report", args, lambda written: tuple(Path(p) for p in written),
+                        lambda written: f"report written to {written[0]} (+ {written[1].name})",
                         "Could not write the report", self.reportFinished)
         return True
 
@@ -449,14 +536,15 @@ class MainWindow(QMainWindow):
         from PySide6 import __version__ as pyside_version
         from PySide6.QtCore import qVersion
 
-        cuda = torch.version.cuda or "none"
-        device = self.device_label.text()
+        caps = self.kernel.capabilities
+        torch_version = caps.torch_version if caps.known else "(PyTorch is still starting)"
+        cuda = caps.cuda_version or "none"
         return (f"<h3>{appinfo.DISPLAY_NAME} {appinfo.version()}</h3><p>{appinfo.summary()}</p>"
-                f"<table><tr><td>torch</td><td>{torch.__version__}</td></tr>"
-                f"<tr><td>CUDA</td><td>{cuda}{'' if torch.cuda.is_available() else ' (no CUDA device here)'}"
+                f"<table><tr><td>torch</td><td>{torch_version}</td></tr>"
+                f"<tr><td>CUDA</td><td>{cuda}{'' if caps.cuda_available else ' (no CUDA device here)'}"
                 f"</td></tr><tr><td>Qt</td><td>{qVersion()} (PySide6 {pyside_version})</td></tr>"
                 f"<tr><td>Python</td><td>{platform.python_version()}</td></tr>"
-                f"<tr><td>Device</td><td>{device}</td></tr></table>")
+                f"<tr><td>Device</td><td>{caps.device_label()}</td></tr></table>")
 
     def about(self) -> None:
         box = QMessageBox(QMessageBox.NoIcon, f"About {appinfo.DISPLAY_NAME}", self.about_text(),
@@ -467,11 +555,16 @@ class MainWindow(QMainWindow):
         box.open()
 
     # -- state ----------------------------------------------------------------------------------------------------
+    @property
+    def busy(self) -> bool:
+        """A run is alive or waiting for PyTorch, or Explain is out: the form and Train wait."""
+        return self.runner.training or self.train_waiting or self.tasks.busy("explain")
+
     def _update_actions(self) -> None:
-        busy = self.host.busy
+        busy = self.busy
         valid = self.setup.valid_config() is not None
         self.train_action.setEnabled(not busy and valid)
-        self.stop_action.setEnabled(self.host.training)
+        self.stop_action.setEnabled(self.runner.training or self.train_waiting)
         self.explain_action.setEnabled(not busy and valid)
         self.compile_panel.explain_button.setEnabled(not busy and valid)
         self.setup.setEnabled(not busy)
@@ -479,14 +572,17 @@ class MainWindow(QMainWindow):
         self.export_action.setEnabled(has_model and not busy)
         self.report_action.setEnabled(not busy and (self.last_run_dir is not None or bool(self.runs.selected_ids())))
 
-    def _restore_settings(self, settings: QSettings, in_process: bool) -> None:
-        self.setup.set_in_process(in_process)
+    def _restore_settings(self, settings: QSettings) -> None:
         text = settings.value("config")
         if text:
             try:
                 self.setup.set_config(TrainConfig.from_json(str(text)))
             except WorkbenchError as exc:
                 self.log.add("warning", f"saved settings were not usable ({exc}); using defaults")
+        try:
+            self.setup.set_processes(int(settings.value("processes", 1) or 1))
+        except (TypeError, ValueError):
+            pass  # a hand-edited value: keep one process
         geometry = settings.value("geometry")
         if geometry is not None:
             self.restoreGeometry(geometry)
@@ -502,7 +598,7 @@ class MainWindow(QMainWindow):
             settings.setValue("config", self.setup.config().to_json())
         except WorkbenchError:
             pass  # an invalid form is not saved over the last good settings
-        settings.setValue("in_process", self.setup.in_process())
+        settings.setValue("processes", self.setup.processes())
         settings.setValue("geometry", self.saveGeometry())
         settings.setValue("windowState", self.saveState())
         settings.sync()
@@ -510,12 +606,13 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event) -> None:
         """Closing during a run stops it cleanly first (the checkpoint of what was trained is still written)."""
         self._save_settings()
-        if self.host.busy:
+        if self.runner.training:
             self.hide()  # the run stops within a step (longer while compiling); no frozen window meanwhile
-        if not self.host.shutdown():
+        if not self.runner.shutdown():
             QTimer.singleShot(0, self.close)  # still compiling: try again, never kill the thread mid-step
             event.ignore()
             return
-        wait_for_background()  # a report being written finishes its atomic write
+        self.kernel.close()  # jobs still waiting on it end now
+        self.tasks.wait()  # a report being written finishes its atomic write
         self.runs.close_store()
         event.accept()

@@ -13,7 +13,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QDialog, QDialogButtonBox, QFo
                                QListWidget, QPlainTextEdit, QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout,
                                QWidget)
 
-from ...core.events import CompileFinished, CompileReport, Event, GraphBreak, Notice, RunStarted
+from ...core.ground.events import CompileFinished, CompileReport, Event, GraphBreak, Notice, RunStarted
 
 
 class CompilePanel(QWidget):

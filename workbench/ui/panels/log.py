@@ -7,9 +7,9 @@ from datetime import datetime
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QListWidget, QListWidgetItem
 
-from ...core.config import setup_label
-from ...core.events import EpochEnd, Event, Notice, RunFailed, RunFinished, RunStarted
-from ...core.progress import epoch_line, failure_line
+from ...core.ground.config import setup_label
+from ...core.ground.events import EpochEnd, Event, Notice, RunFailed, RunFinished, RunStarted
+from ...core.ground.progress import epoch_line, failure_line
 
 COLOURS = {"info": "#333333", "warning": "#b36b00", "error": "#b00020"}
 

@@ -17,8 +17,8 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
-from ...core.curves import Curves, ema, smooth
-from ...core.events import CompileFinished, EpochEnd, Event, RunStarted, Step
+from ...core.history.curves import Curves, ema, smooth
+from ...core.ground.events import CompileFinished, EpochEnd, Event, RunStarted, Step
 
 REDRAW_MS = 33  # fastest redraw interval (~30 Hz)
 FRAME_BUDGET = 0.1  # share of wall time the redraw may take; slower frames stretch the interval

@@ -1,8 +1,9 @@
 """Predict panel: drop image files (or Open…) to see what the network sees and what it thinks.
 
-Files are decoded off the GUI thread, by one pool job at a time working through the queue (a large image can take
-a second to decode), and scored on the GUI thread with the eager model (a 28×28 forward pass). Each file becomes
-a gallery entry — its prediction, or the reason it could not be read. A new model re-scores the stored pixels.
+Files are decoded here (Pillow and numpy, no torch) and scored by the kernel, by one pool job at a time working
+through the queue (a large image can take a second to decode): the job decodes a few files, then sends their
+28×28 pixels to the kernel in one `predict` call. Each file becomes a gallery entry — its prediction, or the reason
+it could not be read. A new model re-scores the stored pixels; no file is read again.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import pyqtgraph as pg
@@ -18,13 +20,17 @@ from PySide6.QtGui import QImage, QPixmap
 from PySide6.QtWidgets import (QFileDialog, QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QPushButton,
                                QVBoxLayout, QWidget)
 
-from ...core.errors import WorkbenchError
-from ...core.predict import Prediction, load_digit, predict_pixels
-from ..background import run_in_background
+from ...core.domain.images import Prediction, load_digit
+from ...core.ground.errors import WorkbenchError
+from ..tasks import Tasks
 
+SLOT = "predict"
 MAX_FILES = 500  # per drop; more is almost certainly a mistaken folder drop
 JOB_BUDGET_S = 0.03  # decoding per pool job, so results show as they come
 IMAGE_FILTER = "Images (*.png *.jpg *.jpeg *.bmp *.gif *.webp *.tif *.tiff);;All files (*)"
+
+
+Scorer = Callable[[list[np.ndarray]], list[tuple[float, ...]]]  # pixels → probabilities; may block (a kernel call)
 
 
 @dataclass
@@ -92,15 +98,26 @@ class DropArea(QLabel):
             event.ignore()
 
 
+def score_all(score: Scorer, pixels: list[np.ndarray]) -> list[tuple[float, ...]] | str:
+    """On a pool thread: the probabilities of each image, or why the model could not give them."""
+    if not pixels:
+        return []
+    try:
+        return score(pixels)
+    except WorkbenchError as exc:
+        return f"the model failed: {exc}"
+    except Exception as exc:  # a user's own network may fail on an input: the entries say so
+        return f"the model failed ({type(exc).__name__}: {exc})"
+
+
 class PredictPanel(QWidget):
-    def __init__(self, parent: QWidget | None = None):
+    def __init__(self, tasks: Tasks, parent: QWidget | None = None):
         super().__init__(parent)
-        self.model = None
+        self.tasks = tasks
+        self.model: Scorer | None = None
         self.classes: tuple[str, ...] = ()
         self.entries: list[GalleryEntry] = []
         self.queue: list[str] = []
-        self.busy = False  # a decoding job of the current drop is out
-        self._generation = 0  # bumped by each drop: results of an older one are dropped
         self._skipped = 0
 
         self.source = QLabel("No model yet: train one, or File → Open checkpoint…")
@@ -161,20 +178,32 @@ class PredictPanel(QWidget):
         layout.addWidget(self.gallery, 1)
 
     # -- model ------------------------------------------------------------------------------------------------
-    def set_model(self, model, classes: tuple[str, ...], description: str) -> None:
-        """`model` must be an eager (uncompiled) network: it is called on the GUI thread."""
-        self.model, self.classes = model, tuple(classes)
-        self.source.setText(f"Model: {description}")
+    @property
+    def busy(self) -> bool:
+        return self.tasks.busy(SLOT)
+
+    def set_model(self, score: Scorer | None, classes: tuple[str, ...], description: str) -> None:
+        """`score` turns a list of 28×28 uint8 images into their class probabilities; None: no model."""
+        self.model, self.classes = score, tuple(classes)
+        self.source.setText(f"Model: {description}" if score else "No model yet: train one, or File → Open "
+                                                                  "checkpoint…")
         self.chart.getAxis("bottom").setTicks([[(i, c[:8]) for i, c in enumerate(self.classes)]])
-        if self.entries:  # predictions on show belong to the old model: re-score what it saw
-            row = self.gallery.currentRow()
-            entries, self.entries = self.entries, []
-            self.gallery.clear()
-            for entry in entries:
-                self._add_entry(entry if entry.prediction is None else self._score(entry.path,
-                                                                                   entry.prediction.pixels))
-            self.gallery.setCurrentRow(max(row, 0))
-            self._show_entry(max(row, 0))
+        scored = [e for e in self.entries if e.prediction is not None]
+        if score is None or not scored or self.queue:
+            return
+        # The predictions on show belong to the old model: re-score the pixels it saw, on a pool thread.
+        pixels = [e.prediction.pixels for e in scored]
+        self.tasks.submit(SLOT, lambda: score_all(score, pixels), lambda result: self._rescored(scored, result))
+
+    def _rescored(self, scored: list[GalleryEntry], result) -> None:
+        row = max(self.gallery.currentRow(), 0)
+        rescored = iter(self._entries_for([e.path for e in scored], [e.prediction.pixels for e in scored], result))
+        entries, self.entries = self.entries, []
+        self.gallery.clear()
+        for entry in entries:
+            self._add_entry(next(rescored) if entry.prediction is not None else entry)
+        self.gallery.setCurrentRow(row)
+        self._show_entry(row)
 
     # -- files ------------------------------------------------------------------------------------------------
     def _open_files(self) -> None:
@@ -192,40 +221,43 @@ class PredictPanel(QWidget):
         self.queue = [str(path) for path in paths[:MAX_FILES]]
         self._skipped = max(0, len(paths) - MAX_FILES)
         self.message.setText("")
-        self._generation += 1
         self._decode_next()
 
     def _decode_next(self) -> None:
-        """Hand the queue's next files to one pool job; its results come back to `done` on the GUI thread."""
-        generation, pending = self._generation, list(self.queue)
-        self.busy = True
+        """Hand the queue's next files to one pool job (a newer drop supersedes it: its result is dropped)."""
+        pending, score = list(self.queue), self.model
+
+        def job():
+            decoded = decode_some(pending)
+            return decoded, score_all(score, [d for d in decoded if not isinstance(d, str)])
 
         def done(result) -> None:
-            if generation != self._generation:
-                return  # a newer drop replaced this one
             if isinstance(result, Exception):  # decode_some catches per file: this is a bug, but say so
-                result = [f"unexpected error ({type(result).__name__}: {result})"] * len(pending)
-            del self.queue[:len(result)]
-            for path, decoded in zip(pending, result):
-                self._add_entry(GalleryEntry(path, None, decoded) if isinstance(decoded, str)
-                                else self._score(path, decoded))
+                result = ([f"unexpected error ({type(result).__name__}: {result})"] * len(pending), [])
+            decoded, scores = result
+            del self.queue[:len(decoded)]
+            paths = pending[:len(decoded)]
+            images = [(p, d) for p, d in zip(paths, decoded) if not isinstance(d, str)]
+            scored = iter(self._entries_for([p for p, _ in images], [d for _, d in images], scores))
+            for path, item in zip(paths, decoded):
+                self._add_entry(GalleryEntry(path, None, item) if isinstance(item, str) else next(scored))
             if self.queue:
                 self.message.setText(f"Predicting… {len(self.entries)} done, {len(self.queue)} to go")
                 self._decode_next()
             else:
-                self.busy = False
                 self._summarise()
 
-        run_in_background(lambda: decode_some(pending), done)
+        self.tasks.submit(SLOT, job, done)
 
-    def _score(self, path: str, pixels: np.ndarray) -> GalleryEntry:
-        """Score the preprocessed pixels with the current model (eager, so safe on the GUI thread)."""
-        try:
-            probabilities = predict_pixels(self.model, pixels)
-        except Exception as exc:  # a user's own network may fail on an input: one entry says so
-            return GalleryEntry(path, None, f"{Path(path).name}: the model failed ({type(exc).__name__}: {exc})")
-        prediction = Prediction(path, pixels, probabilities, int(np.argmax(probabilities)), self.classes)
-        return GalleryEntry(path, prediction, None)
+    def _entries_for(self, paths: list[str], pixels: list[np.ndarray], scores) -> list[GalleryEntry]:
+        """Gallery entries of scored images; `scores` is the probabilities of each, or why there are none."""
+        if isinstance(scores, Exception):
+            scores = f"the model failed ({type(scores).__name__}: {scores})"
+        if isinstance(scores, str):
+            return [GalleryEntry(path, None, f"{Path(path).name}: {scores}") for path in paths]
+        return [GalleryEntry(path, Prediction(path, image, tuple(probabilities), int(np.argmax(probabilities)),
+                                              self.classes), None)
+                for path, image, probabilities in zip(paths, pixels, scores)]
 
     def _add_entry(self, entry: GalleryEntry) -> None:
         self.entries.append(entry)

@@ -12,15 +12,16 @@ from PySide6.QtGui import QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QMessageBox, QPushButton,
                                QTableView, QVBoxLayout, QWidget)
 
-from ...core.config import setup_label
-from ...core.curves import Curves, curves_from_events
-from ...core.errors import WorkbenchError
-from ...core.events import CompileFinished, CompileReport, Event, Notice, RunStarted
-from ...core.runs import RunRecord, RunStore
-from ..background import run_in_background
+from ...core.ground.config import setup_label
+from ...core.history.curves import Curves, curves_from_events
+from ...core.ground.errors import WorkbenchError
+from ...core.ground.events import CompileFinished, CompileReport, Event, Notice, RunStarted
+from ...core.history.runs import RunRecord, RunStore
+from ..tasks import Tasks
 
 COLUMNS = ("ID", "When (UTC)", "Dataset", "Backend · mode · AMP", "Epochs", "Best val", "Samples/s", "Status")
 SORT_ROLE = Qt.UserRole + 1
+SLOT = "runs"
 CACHED_RUNS = 8  # ended runs kept ready to compare or re-open
 COMPILE_EVENTS = (RunStarted, CompileFinished, CompileReport, Notice)  # the few the Compile panel shows
 
@@ -56,12 +57,12 @@ class RunsPanel(QWidget):
     compareRequested = Signal(list)  # LoadedRuns: 0 or 1 clears the overlay
     openRequested = Signal(object)  # a LoadedRun
 
-    def __init__(self, db=None, parent: QWidget | None = None):
+    def __init__(self, tasks: Tasks, db=None, parent: QWidget | None = None):
         super().__init__(parent)
+        self.tasks = tasks
         self.db = db
         self.store: RunStore | None = None  # the run list (cheap queries, GUI thread)
         self._loaded: OrderedDict[int, LoadedRun] = OrderedDict()  # the last CACHED_RUNS ended runs used
-        self._generation = 0
         self.model = QStandardItemModel(0, len(COLUMNS), self)
         self.model.setHorizontalHeaderLabels(list(COLUMNS))
         self.proxy = QSortFilterProxyModel(self)
@@ -143,9 +144,7 @@ class RunsPanel(QWidget):
     def _with_records(self, ids: list[int], deliver: Callable[[list[LoadedRun]], None]) -> None:
         """Hand `deliver` the runs' curves. A run's events can be millions of rows, so they are read and turned
         into curves on a pool thread (with its own connection); the last few ended runs are kept; only the latest
-        request is delivered, so quick clicks never show an older selection."""
-        self._generation += 1
-        generation = self._generation
+        request is delivered (one task slot), so quick clicks never show an older selection."""
         cached = {run_id: self._loaded[run_id] for run_id in ids if run_id in self._loaded}
         missing = [run_id for run_id in ids if run_id not in cached]
 
@@ -165,12 +164,12 @@ class RunsPanel(QWidget):
                     self._loaded.move_to_end(run.record.id)
             while len(self._loaded) > CACHED_RUNS:
                 self._loaded.popitem(last=False)
-            if generation == self._generation:
-                deliver(runs)
+            deliver(runs)
 
         if missing:
-            run_in_background(read, done)
+            self.tasks.submit(SLOT, read, done)
         else:
+            self.tasks.drop(SLOT)  # an older request still reading is no longer wanted
             done([])
 
     # -- actions ----------------------------------------------------------------------------------------------
@@ -179,7 +178,7 @@ class RunsPanel(QWidget):
         if len(ids) >= 2:
             self._with_records(ids, self.compareRequested.emit)
         else:
-            self._generation += 1  # a comparison still loading is no longer wanted
+            self.tasks.drop(SLOT)  # a comparison still loading is no longer wanted
             self.compareRequested.emit([])
 
     def open_selected(self) -> None:

@@ -1,7 +1,13 @@
 """Setup dock: every setting of a run, turned into one validated TrainConfig.
 
-What this machine cannot run is disabled with the reason as tooltip (e.g. fp16 or CUDA graphs without CUDA);
-anything else the core's validation rejects is shown inline under the form, and Train stays disabled.
+The form is built from TrainConfig's declarations (`settings()`): a combo box for a setting with choices, a spin
+box with the declared range for a number, a check box for a switch. Settings the form does not show keep the value
+of the config it was given. What this machine cannot run is disabled with the core's reason as tooltip (e.g. fp16
+or CUDA graphs without CUDA); anything else the core's validation rejects is shown inline under the form, and
+Train stays disabled.
+
+Torch-free: the window never imports torch. What the machine can do arrives as `Capabilities` from the kernel
+(`set_capabilities`); until then `Capabilities.unknown()` stands in.
 """
 
 from __future__ import annotations
@@ -10,26 +16,37 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog, QFormLayout, QGroupBox,
                                QHBoxLayout, QLabel, QLineEdit, QPushButton, QSpinBox, QVBoxLayout, QWidget)
 
-import torch
-
-from ...core import devices
-from ...core.config import AMP_CHOICES, BACKENDS, MODES, OPTIMIZERS, ConfigError, TrainConfig
-from ...core.data import CATALOGUE
-from ...core.distributed import Launch, check_launch
-from ...core.errors import WorkbenchError
+from ...core.ground.capabilities import Capabilities
+from ...core.ground.config import GROUPS, ConfigError, Setting, TrainConfig, setting_named, settings
+from ...core.ground.datasets import CATALOGUE
+from ...core.ground.errors import WorkbenchError
+from ...core.run.request import Launch, check_launch
 
 BUILTIN_MODEL = "sandwich"
 EXAMPLE_MODEL_LABEL = "Planted graph break (example)"
 OPEN_MODEL = "__open__"
+MAX_PROCESSES = 64  # the spin box's upper end, or the number of GPUs where there are more
+SPIN_INT_MAX = 2**31 - 1  # a QSpinBox holds a C int: a wider range (the seed's) gets a double spin box, 0 decimals
+# objectNames (tests, style sheets) are "<name in camelCase><Combo|Spin|Check|Edit>", with these shorter names
+SHORT_NAMES = {"hidden_dim": "hidden", "batch_size": "batch", "allow_eager_fallback": "fallback"}
+# Choices the machine may be unable to run: their items are disabled with the core's reason
+MACHINE_CHECKED = ("backend", "mode", "amp")
+COMPILE_ONLY = ("fullgraph", "dynamic", "allow_eager_fallback")  # meaningless with the eager backend
 
 
 def example_model_spec() -> str:
-    from ...core.data import resource_path
+    from ...core.ground.resources import resource_path
 
     return f"{resource_path('examples', 'planted_break.py')}:PlantedBreakNet"
 
 
-def _combo(name: str, items: list[tuple[str, str]]) -> QComboBox:
+def object_name(declared: Setting, suffix: str) -> str:
+    """The widget's objectName for a setting: hidden_dim → hiddenSpin, data_root → dataRootEdit."""
+    first, *rest = SHORT_NAMES.get(declared.name, declared.name).split("_")
+    return first + "".join(word.capitalize() for word in rest) + suffix
+
+
+def _combo(name: str, items: list[tuple[object, str]]) -> QComboBox:
     combo = QComboBox()
     combo.setObjectName(name)
     combo.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)  # long titles may elide
@@ -45,70 +62,59 @@ def _select(combo: QComboBox, value) -> None:
         combo.setCurrentIndex(index)
 
 
-def _group(title: str, rows: list[tuple[str | None, QWidget | QHBoxLayout]]) -> QGroupBox:
-    """A titled form; a row without a label spans the width (check boxes)."""
-    box = QGroupBox(title)
-    form = QFormLayout(box)
-    for label, field in rows:
-        if label is None:
-            form.addRow(field)
-        else:
-            form.addRow(label, field)
-    return box
-
-
-def _spin(name: str, low: int, high: int, step: int = 1) -> QSpinBox:
-    spin = QSpinBox()
-    spin.setObjectName(name)
-    spin.setRange(low, high)
-    spin.setSingleStep(step)
+def _spin(declared: Setting) -> QSpinBox | QDoubleSpinBox:
+    """A spin box over exactly the declared range (the core's validation explains a value it refuses, such as a
+    learning rate of 0 at the open end of its range)."""
+    if declared.kind is int and declared.high <= SPIN_INT_MAX:
+        spin = QSpinBox()
+    else:
+        spin = QDoubleSpinBox()
+        spin.setDecimals(0 if declared.kind is int else declared.decimals if declared.decimals is not None else 4)
+    spin.setObjectName(object_name(declared, "Spin"))
+    spin.setRange(declared.low, declared.high)
+    spin.setSingleStep(declared.step or 1)
     spin.setAccelerated(True)
     return spin
 
 
+def _widget(declared: Setting) -> QWidget:
+    """The generic editor of one declared setting (the model, device and data folder have their own)."""
+    if declared.choices:
+        return _combo(object_name(declared, "Combo"), [(v, declared.choice_label(v)) for v in declared.choices])
+    if declared.kind is bool and declared.optional:
+        return _combo(object_name(declared, "Combo"), [(v, declared.choice_label(v)) for v in (None, True, False)])
+    if declared.kind is bool:
+        check = QCheckBox(declared.label)
+        check.setObjectName(object_name(declared, "Check"))
+        return check
+    if declared.kind in (int, float):
+        return _spin(declared)
+    edit = QLineEdit()
+    edit.setObjectName(object_name(declared, "Edit"))
+    return edit
+
+
 class SetupPanel(QWidget):
     changed = Signal()  # any setting changed (the config may now be valid or invalid)
-    runnerChanged = Signal(bool)  # True: train in this process (a worker thread); False: in a child process
     processesChanged = Signal(int)  # > 1: data-parallel processes under torchrun
 
-    def __init__(self, parent: QWidget | None = None):
+    def __init__(self, parent: QWidget | None = None, capabilities: Capabilities | None = None):
         super().__init__(parent)
-        self.dataset = _combo("datasetCombo", [(info.name, info.title) for info in CATALOGUE.values()])
-        self.data_root = QLineEdit()
-        self.data_root.setObjectName("dataRootEdit")
-        self.data_root.setPlaceholderText("folder (only for idx / imagefolder, or offline torchvision data)")
-        browse = QPushButton("…")
-        browse.setToolTip("Choose the data folder")
-        browse.clicked.connect(self._browse_data_root)
-        root_row = QHBoxLayout()
-        root_row.addWidget(self.data_root)
-        root_row.addWidget(browse)
-
-        self.model = _combo("modelCombo", [(BUILTIN_MODEL, "Sandwich network (built in)"),
-                                           (example_model_spec(), EXAMPLE_MODEL_LABEL),
-                                           (OPEN_MODEL, "Open model file…")])
-        self.model.activated.connect(self._model_activated)
-        self.device = _combo("deviceCombo", devices.device_choices())
-        self.hidden = _spin("hiddenSpin", 1, 8192, 16)
-        self.epochs = _spin("epochsSpin", 1, 10_000)
-        self.batch = _spin("batchSpin", 1, 65_536, 16)
-        self.lr = QDoubleSpinBox()
-        self.lr.setObjectName("lrSpin")
-        self.lr.setDecimals(5)
-        self.lr.setRange(0.0, 100.0)  # 0 is reachable on purpose: the core's validation explains why it is wrong
-        self.lr.setSingleStep(0.0005)
-        self.optimizer = _combo("optimizerCombo", [(o, o.upper() if o == "sgd" else "AdamW") for o in OPTIMIZERS])
-        self.seed = _spin("seedSpin", 0, 2**31 - 1)
-
-        self.backend = _combo("backendCombo", [(b, b) for b in BACKENDS])
-        self.mode = _combo("modeCombo", [(m, m) for m in MODES])
-        self.fullgraph = QCheckBox("fullgraph (fail on any graph break)")
-        self.fullgraph.setObjectName("fullgraphCheck")
-        self.dynamic = _combo("dynamicCombo", [(None, "automatic"), (True, "on"), (False, "off")])
-        self.fallback = QCheckBox("fall back to eager if compiling fails")
-        self.fallback.setObjectName("fallbackCheck")
-        self.amp = _combo("ampCombo", [(a, {"off": "off (fp32)", "bf16": "bf16", "fp16": "fp16"}[a])
-                                       for a in AMP_CHOICES])
+        self._caps = capabilities or Capabilities.unknown()
+        self._base = TrainConfig()
+        self._loading = False
+        self.shown: tuple[Setting, ...] = tuple(s for s in settings() if s.form)
+        self.fields: dict[str, QWidget] = {}  # setting name → its editor
+        rows: dict[str, list[tuple[str | None, QWidget | QHBoxLayout]]] = {group: [] for group in GROUPS}
+        for declared in self.shown:
+            editor, row = self._editor(declared)
+            editor.setToolTip(declared.help)
+            self.fields[declared.name] = editor
+            if hasattr(self, declared.name):
+                raise TypeError(f"SetupPanel already has an attribute named {declared.name!r}")
+            setattr(self, declared.name, editor)  # self.lr, self.backend, …
+            rows[declared.group].append((None if isinstance(editor, QCheckBox) else declared.label, row))
+            self._connect(editor)
 
         self.problem = QLabel()
         self.problem.setObjectName("configProblem")
@@ -116,104 +122,110 @@ class SetupPanel(QWidget):
         self.problem.setStyleSheet("color: #b00020;")
         self.problem.setTextInteractionFlags(Qt.TextSelectableByMouse)
 
-        self.runner = _combo("runnerCombo", [(False, "separate process (recommended)"),
-                                             (True, "this process (for debugging)")])
-        self.runner.setToolTip("A separate process keeps the window smooth and training at full speed; this "
-                               "process lets a debugger step into your model")
-        self.runner.currentIndexChanged.connect(lambda _i: self.runnerChanged.emit(self.in_process()))
-        self.processes = _spin("processesSpin", 1, max(64, torch.cuda.device_count()))
-        self.processes.setToolTip("1: one training process. More: that many data-parallel processes started by "
-                                  "torchrun (DDP: gloo on the CPU, one GPU each with nccl); the batch size is the "
-                                  "global batch, split between them")
-        self.processes.valueChanged.connect(self._processes_changed)
-        boxes = (
-            _group("Data and model", [("Dataset", self.dataset), ("Data folder", root_row), ("Model", self.model),
-                                      ("Device", self.device), ("Hidden size", self.hidden)]),
-            _group("Training", [("Epochs", self.epochs), ("Batch size", self.batch), ("Learning rate", self.lr),
-                                ("Optimizer", self.optimizer), ("Seed", self.seed)]),
-            _group("Compile", [("Backend", self.backend), ("Mode", self.mode), ("Dynamic shapes", self.dynamic),
-                               (None, self.fullgraph), (None, self.fallback)]),
-            _group("Precision", [("AMP", self.amp)]),
-            _group("Process", [("Train in", self.runner), ("Processes", self.processes)]),
-        )
+        self.processes_spin = QSpinBox()
+        self.processes_spin.setObjectName("processesSpin")
+        self.processes_spin.setRange(1, max(MAX_PROCESSES, self._caps.cuda_devices))
+        self.processes_spin.setToolTip("1: one training process. More: that many data-parallel processes started "
+                                       "by torchrun (DDP: gloo on the CPU, one GPU each with nccl); the batch size "
+                                       "is the global batch, split between them")
+        self.processes_spin.valueChanged.connect(self._processes_changed)
 
         layout = QVBoxLayout(self)
-        for box in boxes:
-            layout.addWidget(box)
+        for group in GROUPS:
+            if rows[group]:
+                layout.addWidget(_group(group, rows[group]))
+        layout.addWidget(_group("Process", [("Processes", self.processes_spin)]))
         layout.addWidget(self.problem)
         layout.addStretch(1)
-
-        self._base = TrainConfig()
-        for combo in (self.dataset, self.device, self.optimizer, self.backend, self.mode, self.dynamic, self.amp,
-                      self.model):
-            combo.currentIndexChanged.connect(self._on_change)
-        for spin in (self.hidden, self.epochs, self.batch, self.lr, self.seed):
-            spin.valueChanged.connect(self._on_change)
-        for check in (self.fullgraph, self.fallback):
-            check.toggled.connect(self._on_change)
-        self.data_root.textChanged.connect(self._on_change)
         self.set_config(self._base)
+
+    def _editor(self, declared: Setting) -> tuple[QWidget, QWidget | QHBoxLayout]:
+        """(the widget that holds the value, what goes into the form's row)."""
+        if declared.name == "model":
+            model = _combo(object_name(declared, "Combo"), [(BUILTIN_MODEL, "Sandwich network (built in)"),
+                                                            (example_model_spec(), EXAMPLE_MODEL_LABEL),
+                                                            (OPEN_MODEL, "Open model file…")])
+            model.activated.connect(self._model_activated)
+            return model, model
+        if declared.name == "device":
+            device = _combo(object_name(declared, "Combo"), self._caps.device_choices())
+            return device, device
+        editor = _widget(declared)
+        if declared.name == "data_root":
+            browse = QPushButton("…")
+            browse.setToolTip("Choose the data folder")
+            browse.clicked.connect(self._browse_data_root)
+            row = QHBoxLayout()
+            row.addWidget(editor)
+            row.addWidget(browse)
+            return editor, row
+        return editor, editor
+
+    def _connect(self, editor: QWidget) -> None:
+        if isinstance(editor, QComboBox):
+            editor.currentIndexChanged.connect(self._on_change)
+        elif isinstance(editor, QCheckBox):
+            editor.toggled.connect(self._on_change)
+        elif isinstance(editor, QLineEdit):
+            editor.textChanged.connect(self._on_change)
+        else:
+            editor.valueChanged.connect(self._on_change)
+
+    # -- what this machine can run --------------------------------------------------------------------------------
+    def set_capabilities(self, caps: Capabilities) -> None:
+        """What the kernel measured: the devices to offer, and what to disable (with its reason)."""
+        self._caps = caps
+        self.processes_spin.setMaximum(max(MAX_PROCESSES, caps.cuda_devices))
+        self._fill_devices(self.fields["device"].currentData() or self._base.device)
+        self._on_change()
+
+    def capabilities(self) -> Capabilities:
+        return self._caps
+
+    def _fill_devices(self, wanted: str) -> None:
+        """The machine's devices; a wanted device it does not have (saved settings from another machine, or not
+        yet measured) stays listed and selected, so that the form says why it cannot run instead of silently
+        training elsewhere."""
+        combo: QComboBox = self.fields["device"]
+        combo.blockSignals(True)
+        try:
+            combo.clear()
+            for value, label in self._caps.device_choices():
+                combo.addItem(label, value)
+            if combo.findData(wanted) < 0:
+                combo.addItem(f"{wanted} (not found here)" if self._caps.known else wanted, wanted)
+            _select(combo, wanted)
+        finally:
+            combo.blockSignals(False)
 
     # -- config in and out --------------------------------------------------------------------------------------
     def set_config(self, config: TrainConfig) -> None:
-        _select(self.dataset, config.dataset)
-        self.data_root.setText(config.data_root or "")
-        if self.model.findData(config.model) < 0:
-            self.model.insertItem(self.model.count() - 1, config.model.rsplit("/", 1)[-1], config.model)
-        _select(self.model, config.model)
-        _select(self.device, config.device)
-        self.hidden.setValue(config.hidden_dim)
-        self.epochs.setValue(config.epochs)
-        self.batch.setValue(config.batch_size)
-        self.lr.setValue(config.lr)
-        _select(self.optimizer, config.optimizer)
-        self.seed.setValue(config.seed)
-        _select(self.backend, config.backend)
-        _select(self.mode, config.mode)
-        _select(self.dynamic, config.dynamic)
-        self.fullgraph.setChecked(config.fullgraph)
-        self.fallback.setChecked(config.allow_eager_fallback)
-        _select(self.amp, config.amp)
-        self._base = config  # keeps settings the form does not show (dropout, weight decay, schedule)
+        self._loading = True
+        try:
+            for declared in self.shown:
+                self._write(declared, getattr(config, declared.name))
+        finally:
+            self._loading = False
+        self._base = config  # keeps the settings the form does not show (dropout, weight decay, schedule, …)
         self._on_change()
 
     def config(self) -> TrainConfig:
         """The current settings as a TrainConfig; raises a WorkbenchError (ConfigError names the field) when
         they cannot run here, the number of processes included."""
-        config = self._base.replace(
-            dataset=self.dataset.currentData(),
-            data_root=self.data_root.text().strip() or None,
-            model=self.model.currentData() if self.model.currentData() != OPEN_MODEL else BUILTIN_MODEL,
-            device=self.device.currentData(),
-            hidden_dim=self.hidden.value(),
-            epochs=self.epochs.value(),
-            batch_size=self.batch.value(),
-            lr=round(self.lr.value(), 8),
-            optimizer=self.optimizer.currentData(),
-            seed=self.seed.value(),
-            backend=self.backend.currentData(),
-            mode=self.mode.currentData() if self.backend.currentData() == "inductor" else "default",
-            dynamic=self.dynamic.currentData(),
-            fullgraph=self.fullgraph.isChecked(),
-            allow_eager_fallback=self.fallback.isChecked(),
-            amp=self.amp.currentData(),
-        )
-        config.check_runnable(devices.cuda_available())
-        if self.processes.value() > 1:
-            check_launch(Launch(nproc_per_node=self.processes.value()), config.batch_size, config.device)
+        values = {declared.name: self._read(declared) for declared in self.shown}
+        if values["backend"] != "inductor":
+            values["mode"] = "default"  # the mode box is disabled then, whatever it shows
+        config = self._base.replace(**values)
+        problem = self._caps.config_problem(config)
+        if problem is not None:
+            raise problem
+        devices = [value for value, _ in self._caps.device_choices()]
+        if self._caps.known and config.device not in (*devices, "cuda"):  # cuda:3 on a machine with two
+            raise ConfigError("device", f"'{config.device}' is not a device of this machine", ", ".join(devices))
+        if self.processes() > 1:
+            check_launch(Launch(nproc_per_node=self.processes()), config.batch_size, config.device,
+                         self._caps.cuda_devices)
         return config
-
-    def in_process(self) -> bool:
-        return bool(self.runner.currentData())
-
-    def _processes_changed(self, count: int) -> None:
-        self.runner.setEnabled(count == 1)  # several processes always run under torchrun, never in this one
-        self.runner.setToolTip("" if count == 1 else "Several processes always run under torchrun")
-        self._on_change()
-        self.processesChanged.emit(count)
-
-    def set_in_process(self, in_process: bool) -> None:
-        _select(self.runner, in_process)
 
     def valid_config(self) -> TrainConfig | None:
         try:
@@ -221,8 +233,51 @@ class SetupPanel(QWidget):
         except WorkbenchError:
             return None
 
+    def processes(self) -> int:
+        """How many data-parallel processes a run starts (1: a single process)."""
+        return self.processes_spin.value()
+
+    def set_processes(self, count: int) -> None:
+        self.processes_spin.setValue(count)
+
+    def _write(self, declared: Setting, value) -> None:
+        editor = self.fields[declared.name]
+        if declared.name == "model" and editor.findData(value) < 0:
+            editor.insertItem(editor.count() - 1, value.rsplit("/", 1)[-1], value)
+        if declared.name == "device":
+            self._fill_devices(value)
+        elif isinstance(editor, QComboBox):
+            _select(editor, value)
+        elif isinstance(editor, QCheckBox):
+            editor.setChecked(value)
+        elif isinstance(editor, QLineEdit):
+            editor.setText(value or "")
+        else:
+            editor.setValue(value)
+
+    def _read(self, declared: Setting):
+        editor = self.fields[declared.name]
+        if declared.name == "model":
+            return editor.currentData() if editor.currentData() != OPEN_MODEL else BUILTIN_MODEL
+        if isinstance(editor, QComboBox):
+            return editor.currentData()
+        if isinstance(editor, QCheckBox):
+            return editor.isChecked()
+        if isinstance(editor, QLineEdit):
+            text = editor.text().strip()
+            return text or None if declared.optional else text
+        if declared.kind is int:
+            return int(editor.value())
+        return round(editor.value(), 8)
+
     # -- keeping the form honest --------------------------------------------------------------------------------
+    def _processes_changed(self, count: int) -> None:
+        self._on_change()
+        self.processesChanged.emit(count)
+
     def _on_change(self, *_args) -> None:
+        if self._loading:
+            return
         self._update_availability()
         try:
             self.config()
@@ -235,64 +290,81 @@ class SetupPanel(QWidget):
 
     def _update_availability(self) -> None:
         """The core decides what this machine can run; the form only disables it and shows the core's reason."""
-        name = self.device.currentData() or "auto"
-        kind = torch.device("cuda" if devices.uses_cuda(name) else "cpu")  # the type is all it needs: no CUDA init
-        for backend, problem in devices.backend_availability(kind).items():
-            _enable_item(self.backend, self.backend.findData(backend), problem)
-        inductor = self.backend.currentData() == "inductor"
-        self.mode.setEnabled(inductor)
-        self.mode.setToolTip("" if inductor else "Modes apply to the inductor backend only")
-        for mode in MODES:
-            _enable_item(self.mode, self.mode.findData(mode), _problem(device=name, backend="inductor", mode=mode))
-        for amp in AMP_CHOICES:
-            _enable_item(self.amp, self.amp.findData(amp), _problem(device=name, amp=amp))
-        compiled = self.backend.currentData() != "eager"
-        for widget in (self.fullgraph, self.dynamic, self.fallback):
-            widget.setEnabled(compiled)
-        needs_root = CATALOGUE[self.dataset.currentData()].needs_root
-        self.data_root.setPlaceholderText("required for this dataset" if needs_root else
-                                          "optional: an existing torchvision layout (offline)")
+        device = self.fields["device"].currentData() or "auto"
+        for name in MACHINE_CHECKED:
+            combo: QComboBox = self.fields[name]
+            for index in range(combo.count()):
+                settings_ = {"device": device, name: combo.itemData(index)}
+                if name == "mode":
+                    settings_["backend"] = "inductor"
+                # Until the kernel has answered, nothing is taken away from the user's choice: it is only marked.
+                _enable_item(combo, index, self._problem(name, **settings_), step_off=self._caps.known)
+        inductor = self.fields["backend"].currentData() == "inductor"
+        mode = self.fields["mode"]
+        mode.setEnabled(inductor)
+        mode.setToolTip(setting_named("mode").help if inductor else "Modes apply to the inductor backend only")
+        compiled = self.fields["backend"].currentData() != "eager"
+        for name in COMPILE_ONLY:
+            self.fields[name].setEnabled(compiled)
+        info = CATALOGUE.get(self.fields["dataset"].currentData())
+        self.fields["data_root"].setPlaceholderText(
+            "required for this dataset" if info is not None and info.needs_root else
+            "optional: an existing torchvision layout (offline)")
+
+    def _problem(self, field: str, **values) -> str | None:
+        """Why the core would refuse `field`'s value on this machine, in the core's own words; None if it would
+        not (a problem with another setting is that setting's to show)."""
+        try:
+            problem = self._caps.config_problem(TrainConfig(**values))
+        except ConfigError as exc:
+            problem = exc
+        return str(problem) if problem is not None and problem.field == field else None
 
     def _browse_data_root(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "Data folder", self.data_root.text())
+        edit: QLineEdit = self.fields["data_root"]
+        folder = QFileDialog.getExistingDirectory(self, "Data folder", edit.text())
         if folder:
-            self.data_root.setText(folder)
+            edit.setText(folder)
 
     def _model_activated(self, index: int) -> None:
-        if self.model.itemData(index) != OPEN_MODEL:
+        model: QComboBox = self.fields["model"]
+        if model.itemData(index) != OPEN_MODEL:
             return
         path, _ = QFileDialog.getOpenFileName(self, "Open model file", "", "Python files (*.py)")
         if not path:
-            _select(self.model, self._base.model if self.model.findData(self._base.model) >= 0 else BUILTIN_MODEL)
+            _select(model, self._base.model if model.findData(self._base.model) >= 0 else BUILTIN_MODEL)
             return
         from PySide6.QtWidgets import QInputDialog
 
         name, ok = QInputDialog.getText(self, "Model class", "Name of the nn.Module class in the file:")
         if ok and name.strip():
             spec = f"{path}:{name.strip()}"
-            self.model.insertItem(self.model.count() - 1, f"{path.rsplit('/', 1)[-1]}:{name.strip()}", spec)
-            _select(self.model, spec)
+            model.insertItem(model.count() - 1, f"{path.rsplit('/', 1)[-1]}:{name.strip()}", spec)
+            _select(model, spec)
         else:
-            _select(self.model, BUILTIN_MODEL)
+            _select(model, BUILTIN_MODEL)
 
 
-def _problem(**settings) -> str | None:
-    """Why the core would refuse these settings on this machine, in the core's own words; None if it would not."""
-    try:
-        TrainConfig(**settings).check_runnable(devices.cuda_available())
-    except ConfigError as exc:
-        return str(exc)
-    return None
+def _group(title: str, rows: list[tuple[str | None, QWidget | QHBoxLayout]]) -> QGroupBox:
+    """A titled form; a row without a label spans the width (check boxes)."""
+    box = QGroupBox(title)
+    form = QFormLayout(box)
+    for label, field in rows:
+        if label is None:
+            form.addRow(field)
+        else:
+            form.addRow(label, field)
+    return box
 
 
-def _enable_item(combo: QComboBox, index: int, problem: str | None) -> None:
-    """Disable one entry with the reason as its tooltip; step off it if it was selected."""
+def _enable_item(combo: QComboBox, index: int, problem: str | None, step_off: bool = True) -> None:
+    """Disable one entry with the reason as its tooltip; step off it if it was selected (`step_off`)."""
     if index < 0:
         return
     item = combo.model().item(index)
     item.setEnabled(problem is None)
     combo.setItemData(index, problem or "", Qt.ToolTipRole)
-    if problem and combo.currentIndex() == index:
+    if step_off and problem and combo.currentIndex() == index:
         for other in range(combo.count()):
             if combo.model().item(other).isEnabled():
                 combo.setCurrentIndex(other)

@@ -17,9 +17,9 @@ from typing import Any
 
 import torch
 
-from .config import TrainConfig
-from .errors import WorkbenchError, first_line
-from .events import CompileReport, Frame, GraphBreak
+from ..ground.config import TrainConfig
+from ..ground.errors import WorkbenchError, first_line
+from ..ground.events import CompileReport, Frame, GraphBreak
 
 _TORCH_DIR = os.path.dirname(torch.__file__)
 

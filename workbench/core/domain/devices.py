@@ -10,8 +10,8 @@ import sys
 
 import torch
 
-from .. import appinfo
-from .config import BACKENDS, CUDA_ONLY_BACKENDS, ConfigError
+from ..ground import appinfo
+from ..ground.config import BACKENDS, CUDA_ONLY_BACKENDS, ConfigError
 
 MIB = 1024 * 1024
 
@@ -65,11 +65,6 @@ def memory_mib(device: torch.device) -> dict[str, float]:
             "peak": torch.cuda.max_memory_allocated(device) / MIB,
         }
     return {"rss": process_rss_bytes() / MIB}
-
-
-def peak_mib(reading: dict[str, float]) -> float | None:
-    """The figure a run's "peak memory" means: the CUDA allocator's peak, or the process RSS on the CPU."""
-    return reading.get("peak", reading.get("rss"))
 
 
 @functools.lru_cache(maxsize=1)

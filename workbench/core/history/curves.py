@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .events import EpochEnd, Event, Step
+from ..ground.events import EpochEnd, Event, Step
 
 
 SMOOTHING = 0.98  # EMA weight of the smoothed loss line

@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import paths
-from .errors import WorkbenchError, first_line
-from .events import EpochEnd, Event, RunFailed, RunFinished, RunStarted, Step, from_dict, is_terminal, to_dict, to_json
+from ..ground import paths
+from ..ground.errors import WorkbenchError, first_line
+from ..ground.events import (EpochEnd, Event, RunFailed, RunFinished, RunStarted, Step, from_dict, is_terminal, to_dict,
+                             to_json)
 
 SCHEMA_VERSION = 1
 RECORD_INTERVAL = 0.5  # seconds between commits of buffered events

@@ -4,6 +4,9 @@ Everything comes from the recorded event stream and the run's checkpoint, so a r
 run, on a machine without network: no external CSS, JS, fonts or images. Charts are inline SVG drawn here (no
 plotting dependency) and downsampled so a million-step run stays small; images are inline PNG `data:` URIs.
 Every string that a user or a framework wrote (paths, graph-break reasons, failure messages) is HTML-escaped.
+
+This module renders and writes; it never loads a checkpoint and imports no torch. The re-evaluation arrives as
+plain data (`Evaluation`, made by `domain.evaluate.evaluate_run`); `run.reports.write_report` puts the two together.
 """
 
 from __future__ import annotations
@@ -21,23 +24,17 @@ from pathlib import Path
 from typing import Any, Iterable
 
 import numpy as np
-import torch
 
-from .atomic import write_text_atomic
-from .checkpoint import UntrustedModelCode, load
-from .config import TrainConfig
+from ..ground.atomic import write_text_atomic
+from ..ground.config import TrainConfig
+from ..ground.errors import WorkbenchError
+from ..ground.events import CompileReport, EpochEnd, Notice, RunFailed, Step, peak_mib
 from .curves import Curves, curves_from_events, differing_settings, run_label
-from .data import check_classes, classes_of, load_split
-from .devices import peak_mib
-from .engine import evaluate_split
-from .errors import WorkbenchError, first_line
-from .events import CompileReport, EpochEnd, Notice, RunFailed, Step
-from .runs import RunRecord, RunStore
+from .runs import RunRecord
 from .svgchart import Series, line_chart
 
 FORMAT = "workbench-report"
 FORMAT_VERSION = 1
-GALLERY_SIZE = 24
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f",
            "#bcbd22")
 MIN_STEADY_STEPS = 10  # fewer steady steps than this say nothing about a run's throughput
@@ -81,23 +78,24 @@ class Evaluation:
 
 
 # -- public API -------------------------------------------------------------------------------------------------
-def write_report(store: RunStore, run_ids: list[int], out: Path) -> tuple[Path, Path]:
-    """Write the HTML report at `out` and its JSON twin next to it; return both paths.
-
-    An unknown run id raises the store's RunStoreError before anything is written. Both files are written
-    atomically; if the second cannot be written the first is removed again, so no half-report is left."""
+def json_twin(out: Path) -> Path:
+    """Where the JSON twin of the HTML report at `out` goes; a ReportError when that is `out` itself."""
     out = Path(out)
     json_path = out.with_suffix(".json")
     if json_path == out:
         raise ReportError(f"the report path {out} ends in .json, which is where the JSON twin goes",
                           "name the report something.html")
-    if not run_ids:
-        raise ReportError("no runs to report on", "pass one or more run ids")
-    records = [store.get(run_id, with_events=True) for run_id in dict.fromkeys(run_ids)]
-    evaluations: dict[int, Evaluation | None] = {}
-    reasons: dict[int, str] = {}
-    for record in records:
-        evaluations[record.id], reasons[record.id] = evaluate_run(record)
+    return json_path
+
+
+def write_report_files(records: list[RunRecord], evaluations: dict[int, Evaluation | None], out: Path, *,
+                       reasons: dict[int, str] | None = None) -> tuple[Path, Path]:
+    """Render the report and write the HTML at `out` and its JSON twin next to it; return both paths.
+
+    Both files are written atomically; if the second cannot be written the first is removed again, so no
+    half-report is left."""
+    out = Path(out)
+    json_path = json_twin(out)
     text, data = build_report(records, evaluations, reasons=reasons)
     _write_pair(out, text, json_path, json.dumps(data, indent=2, allow_nan=False))
     return out, json_path
@@ -107,11 +105,11 @@ def build_report(records: list[RunRecord], evaluations: dict[int, Evaluation | N
                  reasons: dict[int, str] | None = None, generated: datetime | None = None) -> tuple[str, dict]:
     """The report as HTML text and as a JSON-able dict. Pure: reads nothing, writes nothing.
 
-    `reasons` says why a run has no evaluation (write_report passes the loader's own words); without it the
+    `reasons` says why a run has no evaluation (write_report passes the evaluator's own words); without it the
     reason is worked out from the record."""
     generated = generated or datetime.now(timezone.utc)
     runs = _prepare(records)
-    reasons = {r.record.id: (reasons or {}).get(r.record.id) or _missing_reason(r.record) for r in runs}
+    reasons = {r.record.id: (reasons or {}).get(r.record.id) or missing_reason(r.record) for r in runs}
     comparison = _comparison(runs) if len(runs) > 1 else None
     sections = [
         _section_runs(runs, generated),
@@ -153,22 +151,9 @@ def _write_error(path: Path, exc: OSError) -> ReportError:
     return ReportError(f"cannot write the report to {path}: {why}", "choose a file in a folder you can write to")
 
 
-# -- evaluation -------------------------------------------------------------------------------------------------
-def evaluate_run(record: RunRecord) -> tuple[Evaluation | None, str]:
-    """The run's checkpoint evaluated on its validation split: (evaluation, "") or (None, why not, in words).
-    Never raises: a report is still useful without it."""
-    if not record.checkpoint or not Path(record.checkpoint).is_file():
-        return None, _missing_reason(record)
-    try:
-        return _evaluate_checkpoint(record, Path(record.checkpoint)), ""
-    except WorkbenchError as exc:
-        return None, f"the checkpoint {record.checkpoint} could not be evaluated: {exc}"
-    except Exception as exc:  # the user's own model code can raise anything; the report must still come out
-        return None, (f"the checkpoint {record.checkpoint} could not be evaluated: "
-                      f"{type(exc).__name__}: {first_line(exc)}")
-
-
-def _missing_reason(record: RunRecord) -> str:
+# -- evaluation (the words only: the evaluating is domain.evaluate's) ------------------------------------------
+def missing_reason(record: RunRecord) -> str:
+    """Why a run has no evaluation, worked out from its record (no checkpoint, or its file is gone)."""
     if not record.checkpoint:
         why = {"failed": "it failed before saving one", "running": "it is still running",
                "interrupted": "it was interrupted before saving one"}.get(record.status, "none was recorded")
@@ -177,55 +162,6 @@ def _missing_reason(record: RunRecord) -> str:
         return (f"the checkpoint file {record.checkpoint} no longer exists (moved or deleted), so run "
                 f"#{record.id} could not be re-evaluated")
     return f"run #{record.id} was not evaluated"
-
-
-def _evaluate_checkpoint(record: RunRecord, path: Path) -> Evaluation:
-    ckpt = _load_checkpoint(record, path)
-    if _written_by_another_run(record, ckpt.config.to_dict(), ckpt.metrics):
-        raise _Overwritten()
-    model = ckpt.build_model("cpu")
-    config = ckpt.config.replace(amp="off", device="cpu")  # float32 on the CPU: the same on every machine
-    split = load_split(config.dataset, "val", config.data_root)
-    check_classes(ckpt.classes, classes_of(config.dataset, config.data_root), config.dataset)  # folders can change
-    result = evaluate_split(model, split, config, torch.device("cpu"))
-    predictions, labels = result.predictions, result.labels
-    counts = result.confusion()
-    wrong = torch.nonzero(predictions != labels).flatten()
-    confidence = result.probabilities[wrong].max(dim=-1).values
-    order = torch.argsort(confidence, descending=True)[:GALLERY_SIZE]
-    gallery = tuple(Misclassified(index=int(wrong[i]), pixels=split.images[wrong[i]].numpy().copy(),
-                                  true=int(labels[wrong[i]]), predicted=int(predictions[wrong[i]]),
-                                  confidence=float(confidence[i])) for i in order)
-    return Evaluation(size=len(split), loss=result.loss, accuracy=result.accuracy, classes=tuple(ckpt.classes),
-                      confusion=tuple(tuple(int(v) for v in row) for row in counts.tolist()),
-                      misclassified=gallery)
-
-
-def _load_checkpoint(record: RunRecord, path: Path):
-    """Load safely; import model code only when it is the very file this run's own config named."""
-    try:
-        return load(path)
-    except UntrustedModelCode as exc:
-        own = record.config.get("model", "sandwich")
-        if exc.model_spec != own:  # not this run's network: never import it
-            raise _Overwritten() from None
-        return load(path, trust_model_code=True)
-
-
-class _Overwritten(WorkbenchError):
-    """Runs that share an output folder (the CLI's default runs/latest) write the same checkpoint path: the file
-    there may be a later run's, and evaluating it would pass that run's weights off as this one's."""
-
-    def __init__(self):
-        super().__init__("it was overwritten by a later run that wrote into the same folder")
-
-
-def _written_by_another_run(record: RunRecord, saved_config: dict, saved_metrics: dict) -> bool:
-    """The checkpoint's settings (on the keys both versions know) or its throughput differ from the run's own."""
-    if any(record.config[key] != saved_config[key] for key in record.config.keys() & saved_config.keys()):
-        return True
-    rate = saved_metrics.get("samples_per_s")  # same settings, run again: the measured throughput tells them apart
-    return rate is not None and record.samples_per_s is not None and rate != record.samples_per_s
 
 
 # -- facts per run ----------------------------------------------------------------------------------------------

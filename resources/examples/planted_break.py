@@ -1,6 +1,6 @@
 """A sandwich network with a planted graph break, to see what the Compile panel and `workbench explain` show.
 
-    workbench explain --model workbench/resources/examples/planted_break.py:PlantedBreakNet
+    workbench explain --model resources/examples/planted_break.py:PlantedBreakNet
 
 The `print` of a tensor statistic in `forward` needs the value on the host, so Dynamo cannot keep it in the graph:
 it ends the graph there, runs the print eagerly, and starts a second graph after it.
@@ -8,7 +8,7 @@ it ends the graph there, runs the print eagerly, and starts a second graph after
 
 import torch
 
-from workbench.core.model import SandwichNet
+from workbench.core.domain.model import SandwichNet
 
 
 class PlantedBreakNet(SandwichNet):

@@ -1,23 +1,13 @@
-"""Training in a child process, driven over a localhost socket: the GUI's default runner and the DDP launcher's.
+"""Kernel processes seen from the parent: start one, prove it is ours, drive a run in it, end it for sure.
 
-Why a process: a training step is Python code too, so in the GUI's process it shares one GIL with painting — the
-GUI stutters and training slows (measured: 0.4–0.75× of headless). A child has its own interpreter, GIL and
-Dynamo state; the parent only reads events.
-
-Protocol (JSON lines over one TCP connection on 127.0.0.1; stdout stays free for whatever the model prints):
-    child → parent   {"hello": TOKEN, "pid": …}       proves the connection is ours (the token came in the env)
-    child → parent   {"ready": true}                  imports done: a pre-started child waits here
-    parent → child   {"run": {config, out_dir, db, record}}   (or, for torchrun, in the env: every rank needs it)
-    child → parent   one event per line (events.to_json), ending with RunFinished or RunFailed
-    parent → child   {"stop": true}                   stop after the current step (EOF means the same)
-If the parent disappears, the child sees EOF, stops after its current step and exits: no orphans.
-Under torchrun only rank 0 connects; the ranks agree on stopping through a collective (see the engine).
-"""
+Why a process: a training step is Python code too, so in the window's process it would share one GIL with painting
+(measured: 0.4–0.75× of headless) — and the window does not import torch at all. A kernel has its own interpreter,
+GIL and Dynamo state; the parent only reads messages (see protocol.py). A run gets a fresh kernel (started ahead of
+time as a spare); torchrun starts one per rank, and rank 0 streams the events. If the parent disappears, the
+kernel sees EOF, stops after its current step and exits: no orphans."""
 
 from __future__ import annotations
 
-import gc
-import json
 import os
 import re
 import secrets
@@ -28,15 +18,17 @@ import tempfile
 import threading
 import time
 from contextlib import ExitStack
-from pathlib import Path
 from typing import Callable, Sequence
 
-from .errors import WorkbenchError
-from .events import Event, Notice, RunFailed, RunFinished, from_dict, is_terminal
+from ..ground.errors import WorkbenchError
+from ..ground.events import Event, Notice, RunFailed, RunFinished, from_dict, is_terminal
+from .protocol import Lines, send
+from .request import Launch, RunRequest
 
 TOKEN_ENV = "WORKBENCH_CHILD_TOKEN"
 ADDRESS_ENV = "WORKBENCH_CHILD_ADDRESS"
-REQUEST_ENV = "WORKBENCH_CHILD_REQUEST"
+REQUEST_ENV = "WORKBENCH_CHILD_REQUEST"  # a torchrun rank's RunRequest (every rank needs it)
+RUN_JOB_ID = 1  # the one job of a run kernel
 CONNECT_TIMEOUT_S = 120.0  # a cold start imports torch; a loaded machine can take a while
 STOP_GRACE_S = 60.0  # after asking to stop: time to finish the current step (a compile can take this long)
 KILL_GRACE_S = 5.0
@@ -54,38 +46,12 @@ class StoppedStarting(ChildError):
     """The user stopped the run before the child was ready to take it."""
 
 
-def _send(conn: socket.socket, message: dict) -> None:
-    conn.sendall((json.dumps(message) + "\n").encode())
-
-
-class _Lines:
-    """Newline-delimited messages from a socket, with a timeout per read."""
-
-    def __init__(self, conn: socket.socket):
-        self.conn = conn
-        self.buffer = b""
-
-    def read(self, timeout: float | None) -> dict | None:
-        """The next message; None on timeout. Raises EOFError when the peer has gone."""
-        self.conn.settimeout(timeout)
-        while b"\n" not in self.buffer:
-            try:
-                chunk = self.conn.recv(65536)
-            except (socket.timeout, BlockingIOError):
-                return None
-            except OSError as exc:
-                raise EOFError(str(exc)) from None
-            if not chunk:
-                raise EOFError("connection closed")
-            self.buffer += chunk
-        line, self.buffer = self.buffer.split(b"\n", 1)
-        return json.loads(line)
-
-
 class ChildProcess:
     """One started child (possibly still importing torch), ready to take one run."""
 
-    def __init__(self, command: Sequence[str] | None = None, env: dict | None = None, *, ranks: int = 1):
+    def __init__(self, command: Sequence[str] | None = None, env: dict | None = None, *, ranks: int = 1,
+                 name: str = "the training process"):
+        self.name = name  # how messages call it: "the training process", "the PyTorch kernel"
         self.ranks = ranks  # > 1: torchrun and its ranks; a failure is explained from torchrun's summary
         self.token = secrets.token_hex(16)
         with ExitStack() as opened:  # a failure on the way closes what was opened before it
@@ -99,10 +65,10 @@ class ChildProcess:
                     list(command or child_command()), env=child_env, stdin=subprocess.DEVNULL, stderr=self.stderr,
                     start_new_session=True)  # its own process group: stopping it ends torchrun's ranks too
             except OSError as exc:
-                raise ChildError(f"cannot start the training process: {exc.strerror or exc}") from None
+                raise ChildError(f"cannot start {self.name}: {exc.strerror or exc}") from None
             opened.pop_all()
         self.conn: socket.socket | None = None
-        self.lines: _Lines | None = None
+        self.lines: Lines | None = None
         self.ready = False
         self.terminated = False  # ended by us: torchrun's failure summary (if any) is then not the story
 
@@ -116,14 +82,14 @@ class ChildProcess:
         while self.conn is None:
             self._check_alive("while starting")
             if time.monotonic() > deadline:
-                raise ChildError(f"the training process did not start within {timeout:.0f} s")
+                raise ChildError(f"{self.name} did not start within {timeout:.0f} s")
             if stop is not None and stop.is_set():
-                raise StoppedStarting("stopped while the training process was starting")
+                raise StoppedStarting(f"stopped while {self.name} was starting")
             try:
                 conn, _ = self.listener.accept()
             except socket.timeout:
                 continue
-            lines = _Lines(conn)
+            lines = Lines(conn)
             try:
                 hello = lines.read(timeout=10)
             except (EOFError, ValueError):
@@ -134,13 +100,13 @@ class ChildProcess:
             self.conn, self.lines = conn, lines
         self.listener.close()
         while not self.ready:
-            message = self._read(0.2, "while loading PyTorch")
+            message = self.read_message(0.2, "while loading PyTorch")
             if message and message.get("ready"):
                 self.ready = True
             if time.monotonic() > deadline:
-                raise ChildError(f"the training process was not ready within {timeout:.0f} s")
+                raise ChildError(f"{self.name} was not ready within {timeout:.0f} s")
 
-    def _read(self, timeout: float, when: str) -> dict | None:
+    def read_message(self, timeout: float, when: str) -> dict | None:
         try:
             return self.lines.read(timeout)
         except EOFError:
@@ -163,41 +129,49 @@ class ChildProcess:
         code = self.process.poll()
         how = f"was killed by signal {-code}" if code is not None and code < 0 else f"exited with code {code}"
         last = self.stderr_tail()
-        return f"the training process {how} {when}" + (f"; its last message: {last}" if last else "")
+        return f"{self.name} {how} {when}" + (f"; its last message: {last}" if last else "")
 
     def stderr_tail(self, lines: int = 1) -> str:
+        if self.stderr.closed:  # closed by another thread as the process ended: nothing more to tell
+            return ""
         self.stderr.seek(0)
         text = self.stderr.read().decode(errors="replace").strip().splitlines()
         meaningful = [line for line in text if line.strip() and not line.startswith((" ", "\t", "W1", "I1"))]
         return " | ".join(meaningful[-lines:])[-400:]
 
     # -- the run ----------------------------------------------------------------------------------------------
-    def run(self, request: dict | None, emit: Callable[[Event], None], stop: threading.Event) -> Event:
-        """Send the run request (None: it went in the environment), pass every event to `emit`, return the
-        terminal event.
+    def run(self, request: RunRequest | None, emit: Callable[[Event], None], stop: threading.Event) -> Event:
+        """Send the run (None: it went in the environment, as for torchrun's ranks), pass every event to `emit`,
+        return the terminal event.
 
-        A child that dies without a terminal event (crash, kill, out of memory) becomes RunFailed(kind="crashed")
-        naming its exit and its last words on stderr. Stop is forwarded; a child that does not stop within
-        STOP_GRACE_S is terminated with its whole process group. A stop before the child is ready ends it at once,
+        A kernel that dies without a terminal event (crash, kill, out of memory) becomes RunFailed(kind="crashed")
+        naming its exit and its last words on stderr. Stop is forwarded; a kernel that does not stop within
+        STOP_GRACE_S is terminated with its whole process group. A stop before the kernel is ready ends it at once,
         as a stopped run (RunFinished with stopped set) with nothing trained."""
         started = time.monotonic()
         try:
             self.connect(stop=stop)
             if request is not None:
-                _send(self.conn, {"run": request})
+                send(self.conn, {"id": RUN_JOB_ID, "job": "train", "args": {"request": request.to_dict()}})
             stop_sent_at = None
             while True:
                 if stop.is_set() and stop_sent_at is None:
-                    self._try_send({"stop": True})
+                    self._try_send({"cancel": RUN_JOB_ID})
                     stop_sent_at = time.monotonic()
                 if stop_sent_at is not None and time.monotonic() - stop_sent_at > STOP_GRACE_S:
                     self.terminate()
-                    raise ChildError(f"the training process did not stop within {STOP_GRACE_S:.0f} s and was "
+                    raise ChildError(f"{self.name} did not stop within {STOP_GRACE_S:.0f} s and was "
                                      f"terminated")
-                message = self._read(0.1, "during the run")
+                message = self.read_message(0.1, "during the run")
                 if message is None:
                     continue
-                event = from_dict(message)
+                if "error" in message:  # refused before training (e.g. an unreadable request)
+                    error = message["error"]
+                    message = {"event": {"type": "RunFailed", "kind": error.get("kind", "internal"),
+                                         "message": error.get("message", ""), "hint": error.get("hint", "")}}
+                if "event" not in message:
+                    continue
+                event = from_dict(message["event"])
                 if is_terminal(event):
                     self._wait_or_terminate(SUMMARY_GRACE_S)
                     if isinstance(event, RunFailed):
@@ -235,7 +209,7 @@ class ChildProcess:
 
     def _try_send(self, message: dict) -> None:
         try:
-            _send(self.conn, message)
+            send(self.conn, message)
         except OSError:
             pass  # already gone: the read loop reports how it ended
 
@@ -279,7 +253,7 @@ def frozen() -> bool:
 def child_command() -> list[str]:
     if frozen():
         return [sys.executable, CHILD_FLAG]
-    return [sys.executable, "-m", "workbench.core.child"]
+    return [sys.executable, "-m", "workbench.core.run.kernel"]
 
 
 def _signal_group(process: subprocess.Popen, name: str) -> None:
@@ -292,16 +266,6 @@ def _signal_group(process: subprocess.Popen, name: str) -> None:
             process.kill()
     except ProcessLookupError:
         pass
-
-
-def _request(config, out_dir: Path, db: str | Path | None, record: bool) -> dict:
-    return {"config": config.to_dict(), "out_dir": str(out_dir), "db": str(db) if db else None, "record": record}
-
-
-def run_in_child(config, out_dir: Path, *, emit: Callable[[Event], None], stop: threading.Event,
-                 db: str | Path | None = None, record: bool = True, child: ChildProcess | None = None) -> Event:
-    """Train `config` in a child process (a pre-started one if given); events arrive through `emit`."""
-    return (child or ChildProcess()).run(_request(config, out_dir, db, record), emit, stop)
 
 
 _FAILURE_ENTRY = re.compile(  # one entry of torchrun's failure summary: "rank : 1 (local_rank: 1)  exitcode : -9 …"
@@ -338,30 +302,37 @@ def torchrun_culprit(stderr: str) -> tuple[int, str] | None:
     return None
 
 
-def start_distributed(config, out_dir: Path, launch, *, db: str | Path | None = None,
-                      record: bool = True) -> ChildProcess:
-    """torchrun starting `launch.nproc_per_node` ranks here to train `config` data-parallel; `.run(None, …)` streams
-    rank 0's events. Returned before the run so that its owner can terminate the whole process group at will."""
-    from .distributed import launch_command
+def launch_command(launch: Launch) -> list[str]:
+    """torchrun (python -m torch.distributed.run) starting a kernel on every local rank. A frozen app runs itself as
+    torchrun, and torchrun runs it again (without Python) as each rank."""
+    if frozen():
+        command = [sys.executable, TORCHRUN_FLAG, f"--nproc-per-node={launch.nproc_per_node}"]
+    else:
+        command = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={launch.nproc_per_node}"]
+    if launch.nnodes == 1 and launch.master_port is None:
+        command.append("--standalone")  # one machine: torchrun picks a free port itself
+    else:
+        command += [f"--nnodes={launch.nnodes}", f"--node-rank={launch.node_rank}",
+                    f"--master-addr={launch.master_addr}", f"--master-port={launch.master_port}"]
+    if frozen():
+        return command + ["--no-python", *child_command()]
+    return command + ["-m", "workbench.core.run.kernel"]
 
+
+def start_distributed(request: RunRequest) -> ChildProcess:
+    """torchrun starting `nproc_per_node` ranks here to train the request data-parallel; `.run(None, …)` streams
+    rank 0's events. Returned before the run so that its owner can terminate the whole process group at will."""
+    launch = request.launch
     threads = max(1, (os.cpu_count() or 1) // launch.nproc_per_node)  # CPU ranks share the cores, not fight
-    env = {REQUEST_ENV: json.dumps(_request(config, out_dir, db, record)), "OMP_NUM_THREADS": str(threads)}
+    env = {REQUEST_ENV: request.to_json(), "OMP_NUM_THREADS": str(threads)}
     return ChildProcess(launch_command(launch), env=env, ranks=launch.world_size)
 
 
-def run_distributed(config, out_dir: Path, launch, *, emit: Callable[[Event], None], stop: threading.Event,
-                    db: str | Path | None = None, record: bool = True) -> Event:
-    """Train `config` data-parallel (see start_distributed); the terminal event once every process has ended."""
-    return start_distributed(config, out_dir, launch, db=db, record=record).run(None, emit, stop)
-
-
-def supervise_node(config, out_dir: Path, launch, *, stop: threading.Event) -> int:
+def supervise_node(request: RunRequest, stop: threading.Event) -> int:
     """A node other than 0 of a multi-node run: its ranks send nothing here (rank 0 streams the events to node
     0's parent); start them, forward a stop as termination, and return torchrun's exit code."""
-    from .distributed import launch_command
-
-    env = {REQUEST_ENV: json.dumps(_request(config, out_dir, None, False))}
-    child = ChildProcess(launch_command(launch), env=env)
+    env = {REQUEST_ENV: request.replace(db=None, record=False).to_json()}
+    child = ChildProcess(launch_command(request.launch), env=env)
     try:
         while not stop.is_set():
             try:
@@ -372,86 +343,3 @@ def supervise_node(config, out_dir: Path, launch, *, stop: threading.Event) -> i
         return child.process.wait()
     finally:
         child.close()
-
-
-# -- the child's side -------------------------------------------------------------------------------------------
-def child_main() -> int:
-    rank = int(os.environ.get("RANK", "0"))
-    conn = None
-    if rank == 0:  # the parent talks to rank 0 only
-        host, port = os.environ[ADDRESS_ENV].rsplit(":", 1)
-        conn = socket.create_connection((host, int(port)))
-        _send(conn, {"hello": os.environ[TOKEN_ENV], "pid": os.getpid()})
-    from . import devices, distributed  # the heavy imports happen while the parent may still be choosing a run
-    from .config import TrainConfig
-    from .engine import Trainer
-    from .events import to_json
-    from .runfiles import run_recorded
-
-    stop = threading.Event()
-    lines = _Lines(conn) if conn is not None else None
-    if conn is not None:
-        _send(conn, {"ready": True})
-    if os.environ.get(REQUEST_ENV):
-        request = json.loads(os.environ[REQUEST_ENV])
-    else:
-        try:
-            request = lines.read(timeout=None)["run"]
-        except EOFError:
-            return 0  # the parent never used this pre-started child
-    if lines is not None:
-        threading.Thread(target=_listen, args=(lines, stop), name="workbench-control", daemon=True).start()
-    send_lock = threading.Lock()
-
-    def send(line: str) -> None:
-        try:
-            with send_lock:
-                conn.sendall((line + "\n").encode())
-        except OSError:
-            stop.set()
-
-    config = TrainConfig.from_dict(request["config"])
-    out_dir = Path(request["out_dir"]).resolve()  # the checkpoint path this trainer reports is kept in the history
-    result = None
-    try:
-        cuda = devices.uses_cuda(config.device)
-        dist = distributed.from_environment(cuda)
-        if dist.active and cuda:  # one GPU per rank, whatever single device the config named
-            config = config.replace(device=f"cuda:{dist.local_rank}")
-        trainer = Trainer(out_dir=out_dir if dist.is_main else None, distributed=dist)
-        if dist.is_main:
-            result = run_recorded(config, out_dir, line_sinks=(send,), stop=stop, db=request.get("db"),
-                                  record=request.get("record", True), trainer=trainer)
-        else:
-            result = trainer.run(config, lambda event: None, stop)
-    except WorkbenchError as exc:  # e.g. an output folder that cannot be written: nothing was trained
-        result = RunFailed(kind=exc.kind, message=str(exc), hint=exc.hint)
-        if conn is not None:
-            send(to_json(result))
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1 and isinstance(result, RunFailed):
-        # Leave at once with an error: torchrun then ends the other ranks instead of letting them wait forever
-        # in a collective, and its summary names this rank.
-        print(f"rank {rank} failed ({result.kind}): {result.message}", file=sys.stderr, flush=True)
-        os._exit(1)
-    distributed.shutdown()
-    if conn is not None:
-        conn.close()
-    # Interpreter teardown garbage-collects every object torch created (measured ~1 s after a run, ~0.2 s frozen);
-    # the parent waits for this exit before it reports the run ended (a Stop must take < 2 s). atexit still runs.
-    gc.freeze()
-    return 0
-
-
-def _listen(lines: _Lines, stop: threading.Event) -> None:
-    """Control messages from the parent; EOF means the parent has gone: finish this step and exit."""
-    try:
-        while not stop.is_set():
-            control = lines.read(timeout=None)
-            if control and control.get("stop"):
-                stop.set()
-    except (EOFError, ValueError):
-        stop.set()
-
-
-if __name__ == "__main__":
-    raise SystemExit(child_main())

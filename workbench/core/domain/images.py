@@ -1,4 +1,5 @@
-"""Image file → the 28×28 input the network sees → class probabilities.
+"""Image file → the 28×28 input the network sees. Torch-free: the window decodes dropped images itself and sends
+only the 784 pixels to the kernel.
 
 MNIST digits are white on black, fitted into a 20×20 box and centred by mass in a 28×28 field. A photo or a
 drawing from a paint program is usually none of that, so every image goes through the same steps before the model
@@ -14,10 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import torch
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from .errors import WorkbenchError
+from ..ground.errors import WorkbenchError
 
 MAX_PIXELS = 64_000_000  # refuse larger images before decoding them (decompression bombs, 20000×20000 scans)
 MAX_FILE_BYTES = 256 * 1024 * 1024
@@ -152,23 +152,3 @@ def _shift_slices(offset: int, size: int) -> tuple[slice, slice]:
     if offset >= 0:
         return slice(0, size - offset), slice(offset, size)
     return slice(-offset, size), slice(0, size + offset)
-
-
-def predict_pixels(model: torch.nn.Module, pixels: np.ndarray) -> tuple[float, ...]:
-    """Class probabilities for one preprocessed 28×28 uint8 image, on the model's device."""
-    device = next(model.parameters()).device
-    x = torch.from_numpy(pixels).to(device).unsqueeze(0)
-    if hasattr(model, "predict"):
-        probs, _ = model.predict(x)
-    else:  # a user's own network without the sandwich's OutputAdapter
-        model.eval()
-        with torch.inference_mode():
-            probs = model(x).float().softmax(dim=-1)
-    return tuple(float(p) for p in probs[0].cpu())
-
-
-def predict_file(model: torch.nn.Module, path: str | Path, classes: tuple[str, ...]) -> Prediction:
-    pixels = load_digit(path)
-    probabilities = predict_pixels(model, pixels)
-    label = int(np.argmax(probabilities))
-    return Prediction(str(path), pixels, probabilities, label, classes)

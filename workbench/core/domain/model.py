@@ -15,8 +15,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .config import TrainConfig
-from .errors import WorkbenchError
+from ..ground.config import TrainConfig
+from ..ground.errors import WorkbenchError
 
 # MNIST pixel statistics; applied inside the model so training, evaluation and prediction share them.
 PIXEL_MEAN = 0.1307

@@ -49,6 +49,11 @@ class Step:
     compiling: bool = False  # this step paid for compilation; keep it off the throughput axis
 
 
+def peak_mib(memory: dict[str, float]) -> float | None:
+    """The figure a Step's memory reading means as "peak memory": the CUDA allocator's peak, or the RSS on the CPU."""
+    return memory.get("peak", memory.get("rss"))
+
+
 @dataclass(frozen=True)
 class EpochEnd:
     epoch: int

@@ -14,9 +14,9 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from .atomic import atomic_path
-from .config import ConfigError, TrainConfig
-from .errors import WorkbenchError, first_line
+from ..ground.atomic import atomic_path
+from ..ground.config import ConfigError, TrainConfig
+from ..ground.errors import WorkbenchError, first_line
 from .model import ModelSpecError, model_for
 
 FORMAT = "workbench-checkpoint"

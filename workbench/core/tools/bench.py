@@ -29,13 +29,14 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from . import devices
-from .config import TrainConfig, setup_label
-from .data import DeviceBatches, Split, load_splits
-from .engine import EVAL_BATCH, Trainer
-from .errors import WorkbenchError
-from .events import CompileFinished, EpochEnd, RunFailed, Step
-from .model import PIXEL_MEAN, PIXEL_STD, SandwichNet
+from ..domain import devices
+from ..ground.config import TrainConfig, setup_label
+from ..domain.data import DeviceBatches, Split, load_splits
+from ..domain.evaluate import EVAL_BATCH
+from ..engine import Trainer
+from ..ground.errors import WorkbenchError
+from ..ground.events import CompileFinished, EpochEnd, RunFailed, Step, peak_mib
+from ..domain.model import PIXEL_MEAN, PIXEL_STD, SandwichNet
 
 ARTICLE_WORKERS = 4  # what the article's recipe asks for (capped to the machine)
 
@@ -123,7 +124,7 @@ def _row_from_windows(name: str, kind: str, windows: list[float], step_ms: list[
 
 
 def _peak_memory(device: torch.device) -> float | None:
-    return devices.peak_mib(devices.memory_mib(device))
+    return peak_mib(devices.memory_mib(device))
 
 
 # -- reference rows ---------------------------------------------------------------------------------------------
@@ -449,10 +450,13 @@ def recording_overhead(config: TrainConfig, rounds: int, folder: Path,
 
 def _recorded_rate(config: TrainConfig, folder: Path, recorded: bool, pair: int) -> float:
     """The steady samples/s of one run, with or without the run history; a run that measured none is an error."""
-    from .runfiles import run_recorded
+    from ..run.launch import start_run
+    from ..run.request import Launch, RunRequest
 
-    result = run_recorded(config, folder / f"{'on' if recorded else 'off'}-{pair}", db=folder / "runs.sqlite",
-                          record=recorded)
+    out = folder / f"{'on' if recorded else 'off'}-{pair}"
+    request = RunRequest(config=config, out_dir=str(out.resolve()), db=str(folder / "runs.sqlite"), record=recorded,
+                         launch=Launch(where="here"))
+    result = start_run(request, lambda event: None)
     if isinstance(result, RunFailed):
         raise WorkbenchError(f"a recording-overhead run failed ({result.kind}): {result.message}", result.hint)
     if not result.metrics.get("samples_per_s"):

@@ -2,7 +2,7 @@
 `run_recorded`, which runs the engine with those files and the run history kept.
 
 Events are streamed to a hidden temp file and renamed into place when the run ends, so a reader never sees half a
-file; the checkpoint itself is written by the engine (checkpoint.save, also atomic).
+file; the checkpoint is written here too (checkpoint.save, also atomic), when the engine hands over the model.
 """
 
 from __future__ import annotations
@@ -13,11 +13,12 @@ import os
 from pathlib import Path
 from typing import Callable
 
-from .atomic import commit, temp_beside, write_text_atomic
-from .config import TrainConfig
-from .engine import StopFlag, Trainer
-from .errors import WorkbenchError
-from .events import EpochEnd, Event, Notice, RunFailed, RunFinished, RunStarted, is_terminal, to_json
+from ..ground.atomic import commit, temp_beside, write_text_atomic
+from ..engine import StopFlag, TrainedModel, Trainer
+from ..ground.errors import WorkbenchError
+from ..ground.events import EpochEnd, Event, Notice, RunFailed, RunFinished, RunStarted, is_terminal, to_json
+from ..domain.distributed import Distributed
+from .request import RunRequest
 
 
 class RunFilesError(WorkbenchError):
@@ -76,19 +77,22 @@ class RunWriter:
         }
 
 
-def run_recorded(config: TrainConfig, out_dir: Path, *, sinks: tuple[Callable[[Event], None], ...] = (),
-                 stop: StopFlag | None = None, db: str | Path | None = None, record: bool = True,
-                 trainer: Trainer | None = None,
+def run_recorded(request: RunRequest, *, sinks: tuple[Callable[[Event], None], ...] = (),
+                 stop: StopFlag | None = None, distributed: Distributed | None = None,
                  line_sinks: tuple[Callable[[str], None], ...] = ()) -> RunFinished | RunFailed:
-    """One run with everything a user expects kept: its files in `out_dir`, its history in the run database,
-    and every event passed on to `sinks` (a progress bar, the GUI) — or, as its JSON line, to `line_sinks` (a
-    child process's connection to its parent). The CLI, the GUI and the training child all start runs here.
+    """One run in this process with everything a user expects kept: its files in the request's folder, its history
+    in the run database, and every event passed on to `sinks` (a progress bar) — or, as its JSON line, to
+    `line_sinks` (a kernel's connection to its parent). `start_run` and the kernel both train here.
 
     A run database that cannot be written (locked, read-only) never costs the run, nor do run files that cannot be
-    put in place at its end: a Notice says so, before the terminal event."""
-    from .runs import RunRecorder, RunStore, RunStoreError
+    put in place at its end: a Notice says so, before the terminal event. A rank other than 0 of a multi-process
+    run trains only: rank 0 keeps the files and the record."""
+    from ..history.runs import RunRecorder, RunStore, RunStoreError
 
-    out_dir = Path(out_dir).resolve()  # the database keeps the paths: a relative one means another folder elsewhere
+    config, db, record = request.config, request.db, request.record
+    if distributed is not None and not distributed.is_main:
+        return Trainer(distributed=distributed).run(config, lambda event: None, stop)
+    out_dir = Path(request.out_dir).resolve()  # the database keeps the paths: a relative one is another folder
     writer = RunWriter(out_dir)  # before training: an unwritable folder fails now, not after an hour
     notices: list[Notice] = []
 
@@ -129,7 +133,13 @@ def run_recorded(config: TrainConfig, out_dir: Path, *, sinks: tuple[Callable[[E
             deliver(problem, to_json(problem))
         deliver(event, line)
 
-    engine = trainer or Trainer(out_dir=out_dir)
+    def save_checkpoint(trained: TrainedModel) -> str:  # the run's last file: written here, like all the others
+        from ..domain import checkpoint
+
+        return str(checkpoint.save(out_dir / "checkpoint.pt", trained.model, trained.config, metrics=trained.metrics,
+                                   versions=trained.versions, classes=trained.classes))
+
+    engine = Trainer(distributed=distributed, save_checkpoint=save_checkpoint)
     try:
         return engine.run(config, emit, stop)
     except BaseException:

@@ -7,13 +7,10 @@ host→device copy per step. Every dataset arrives here as a `Split` of (N, 28, 
 
 from __future__ import annotations
 
-import atexit
 import gzip
 import os
 import re
-from contextlib import ExitStack
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -21,18 +18,14 @@ import numpy as np
 import torch
 import torch.utils.data
 
-from . import paths
-from .errors import WorkbenchError, first_line
+from ..ground import paths
+from ..ground.datasets import CATALOGUE, DIGITS, DataError, DatasetInfo, dataset_info  # noqa: F401
+from ..ground.errors import first_line
+from ..ground.resources import resource_path
 
 VAL_FRACTION = 0.1  # hold-out from a train split when a dataset has no validation split of its own
 SPLIT_SEED = 1234  # fixed, independent of the run's seed: every run validates on the same images
 SPLITS = ("train", "val", "test")
-
-
-class DataError(WorkbenchError):
-    """A dataset that cannot be read; the message says what is missing and what to do instead."""
-
-    kind = "data"
 
 
 @dataclass(frozen=True)
@@ -47,35 +40,8 @@ class Split:
         return Split(self.images[index], self.labels[index])
 
 
-@dataclass(frozen=True)
-class DatasetInfo:
-    name: str
-    title: str
-    classes: tuple[str, ...]
-    needs_root: bool = False  # idx / imagefolder: meaningless without --data-root
-    has_test: bool = True  # a test split of its own (else evaluate on the validation split)
-
-
-DIGITS = tuple(str(d) for d in range(10))
-CATALOGUE: dict[str, DatasetInfo] = {info.name: info for info in (
-    DatasetInfo("mnist-sample", "MNIST sample (bundled, 5,000 digits)", DIGITS, has_test=False),
-    DatasetInfo("mnist", "MNIST (torchvision)", DIGITS),
-    DatasetInfo("fashion-mnist", "Fashion-MNIST (torchvision)", (
-        "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot")),
-    DatasetInfo("kmnist", "KMNIST (torchvision)", ("o", "ki", "su", "tsu", "na", "ha", "ma", "ya", "re", "wo")),
-    DatasetInfo("idx", "IDX folder (--data-root)", DIGITS, needs_root=True),
-    DatasetInfo("imagefolder", "Image folder, one subfolder per class (--data-root)", (), needs_root=True,
-                has_test=False),
-)}
 OFFLINE_CHOICES = ("mnist-sample (bundled), or --data-root DIR holding a torchvision layout "
                    "(e.g. DIR/MNIST/raw/train-images-idx3-ubyte.gz), or --dataset idx --data-root DIR with IDX files")
-
-
-def dataset_info(name: str) -> DatasetInfo:
-    info = CATALOGUE.get(name)
-    if info is None:
-        raise DataError(f"unknown dataset '{name}' (choose one of: {', '.join(CATALOGUE)})")
-    return info
 
 
 def load_split(name: str, split: str, data_root: str | None = None) -> Split:
@@ -130,16 +96,6 @@ def classes_of(name: str, data_root: str | None = None) -> tuple[str, ...]:
 
 
 # -- the bundled sample -----------------------------------------------------------------------------------------
-_RESOURCE_FILES = ExitStack()  # keeps any extracted resource alive for the life of the process
-atexit.register(_RESOURCE_FILES.close)
-
-
-def resource_path(*parts: str) -> Path:
-    """A real filesystem path to a packaged resource (wheel or checkout), via importlib.resources."""
-    ref = resources.files("workbench").joinpath("resources", *parts)
-    return Path(_RESOURCE_FILES.enter_context(resources.as_file(ref)))
-
-
 def _mnist_sample(split: str) -> Split:
     """torchvision reads the bundled IDX files: `train-*` is the 4,000-image training part, `t10k-*` the 1,000
     held-out validation images (a fixed-seed 80/20 split made by scripts/make_mnist_sample.py)."""
@@ -255,7 +211,7 @@ class _DecodedImages(torch.utils.data.Dataset):
         return len(self.files)
 
     def __getitem__(self, i: int):
-        from .predict import ImageError, load_digit
+        from .images import ImageError, load_digit
 
         path, label = self.files[i]
         try:

@@ -1,0 +1,286 @@
+"""The service kernel, for real: every short job over the protocol, what a job's failure looks like on the parent's
+side, and a kernel that crashes (idle or mid-job) or is closed.
+
+A kernel takes seconds to import torch, so the tests share one module-wide `KernelClient` (and one trained run);
+only the test of a call made before the kernel is ready starts a kernel of its own."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import queue
+import signal
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from workbench.core.domain import checkpoint
+from workbench.core.domain.images import load_digit
+from workbench.core.ground.capabilities import Capabilities
+from workbench.core.ground.config import TrainConfig
+from workbench.core.ground.events import CompileReport, RunFinished, from_dict
+from workbench.core.history.runs import RunStore
+from workbench.core.run.client import KernelClient
+from workbench.core.run.launch import start_run
+from workbench.core.run.protocol import JobError
+from workbench.core.run.request import Launch, RunRequest
+
+# A supervising thread that dies of an exception would leave every later call unanswered: never let one pass.
+pytestmark = pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")
+# Bounds on waits for a kernel (a cold torch import on a loaded 2-core machine) and for one job: generous, never
+# what a test measures.
+START_S = 180.0
+JOB_S = 180.0
+
+
+@pytest.fixture(scope="module")
+def module_env(tmp_path_factory):
+    """What the function-scoped isolation in tests/conftest.py gives a test, for the module-wide kernel and run:
+    their own data and cache folders, and one intra-op thread (fast and contention-proof on 2 cores)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("WORKBENCH_DATA_DIR", str(tmp_path_factory.mktemp("kernel-data")))
+        patch.setenv("WORKBENCH_CACHE_DIR", str(tmp_path_factory.mktemp("kernel-cache")))
+        patch.setenv("OMP_NUM_THREADS", "1")
+        yield
+
+
+@pytest.fixture(scope="module")
+def trained(module_env, tmp_path_factory):
+    """One recorded run, trained in this process, good enough to read a bundled digit (2 epochs: a few seconds)."""
+    folder = tmp_path_factory.mktemp("trained")
+    request = RunRequest(config=TrainConfig(epochs=2), out_dir=str(folder / "run"), db=str(folder / "runs.sqlite"),
+                         record=True, launch=Launch(where="here"))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        result = start_run(request, lambda event: None)
+    finally:
+        torch.set_num_threads(threads)
+    assert isinstance(result, RunFinished) and not result.stopped, result
+    with RunStore(request.db) as store:
+        [record] = store.list()
+    return {"request": request, "result": result, "checkpoint": str(folder / "run" / "checkpoint.pt"),
+            "run_id": record.id}
+
+
+@pytest.fixture(scope="module")
+def kernel(module_env):
+    client = KernelClient()
+    yield client
+    client.close()
+
+
+def wait_ready(client: KernelClient) -> None:
+    ready = threading.Event()
+
+    def on_state(state: str, detail: str) -> None:
+        if state == "ready":
+            ready.set()
+
+    client.listen(on_state)  # before looking: a change in between is heard
+    try:
+        if not client.ready:
+            assert ready.wait(START_S), f"the kernel was not ready within {START_S:.0f} s ({client.state})"
+    finally:
+        client.unlisten(on_state)
+
+
+def answer(client: KernelClient, job: str, **args):
+    return client.call(job, **args).result(timeout=JOB_S)
+
+
+def refusal(client: KernelClient, job: str, **args) -> JobError:
+    with pytest.raises(JobError) as info:
+        answer(client, job, **args)
+    return info.value
+
+
+def pixels_b64(pixels: np.ndarray) -> str:
+    return base64.b64encode(np.ascontiguousarray(pixels, dtype=np.uint8).tobytes()).decode()
+
+
+# -- capabilities and explain -----------------------------------------------------------------------------------
+def test_capabilities_name_torch_the_cpu_and_what_cannot_run_here(kernel):
+    data = answer(kernel, "capabilities")
+    caps = Capabilities.from_dict(data)
+    assert caps.known and caps.torch_version == str(torch.__version__)
+    assert "cpu" in [d.value for d in caps.devices]
+    assert caps.cuda_devices == (torch.cuda.device_count() if torch.cuda.is_available() else 0)
+    assert caps.backend_problem("eager", "cpu") is None
+    refused = caps.backend_problem("cudagraphs", "cpu")
+    assert refused and "CUDA" in refused  # refused on the CPU, with the reason a form shows
+    assert Capabilities.from_dict(json.loads(json.dumps(caps.to_dict()))) == caps  # the wire round trip
+    assert caps.to_dict() == data
+
+
+def test_explain_finds_the_planted_break_at_its_line(kernel, planted_break_spec, planted_break_line):
+    data = answer(kernel, "explain", config=TrainConfig(model=planted_break_spec, backend="aot_eager").to_dict())
+    report = from_dict(data)
+    assert isinstance(report, CompileReport) and report.source == "explain"
+    assert report.graph_break_count >= 1 and report.breaks
+    hits = [f for b in report.breaks for f in b.frames
+            if Path(f.file).name == "planted_break.py" and f.line == planted_break_line]
+    assert hits, f"no break at planted_break.py:{planted_break_line} in {report.breaks}"
+    assert hits[0].source.startswith("print(")
+
+
+# -- checkpoints ------------------------------------------------------------------------------------------------
+def test_load_checkpoint_returns_its_classes_config_and_metrics(kernel, trained):
+    data = answer(kernel, "load_checkpoint", path=trained["checkpoint"])
+    assert data["path"] == str(Path(trained["checkpoint"]).resolve())
+    assert data["classes"] == [str(i) for i in range(10)]
+    config = TrainConfig.from_dict(data["config"])
+    assert config.epochs == 2 and config.hidden_dim == trained["request"].config.hidden_dim
+    assert data["metrics"]["best_val_accuracy"] == pytest.approx(trained["result"].metrics["best_val_accuracy"])
+    assert "torch" in data["versions"]
+    json.dumps(data)  # plain data all the way down
+
+
+def test_a_file_that_is_not_a_checkpoint_is_a_clear_job_error(kernel, tmp_path):
+    garbage = tmp_path / "garbage.pt"
+    garbage.write_bytes(b"not a checkpoint" * 100)
+    error = refusal(kernel, "load_checkpoint", path=str(garbage))
+    assert error.kind == checkpoint.CheckpointError.kind
+    assert "garbage.pt is not a readable PyTorch file" in str(error)
+
+
+def test_a_user_model_file_is_imported_only_when_trusted(kernel, trained, tmp_path):
+    marker = tmp_path / "imported.txt"
+    model_file = tmp_path / "net.py"
+    model_file.write_text(f"open({str(marker)!r}, 'w').write('ran')\n"
+                          "from workbench.core.domain.model import SandwichNet as Net\n")
+    spec = f"{model_file}:Net"
+    payload = torch.load(trained["checkpoint"], weights_only=True)
+    payload["config"] = TrainConfig.from_dict(payload["config"]).replace(model=spec).to_dict()
+    user = tmp_path / "user.pt"
+    torch.save(payload, user)
+
+    error = refusal(kernel, "load_checkpoint", path=str(user))
+    assert error.kind == "untrusted_code" and error.detail["model_spec"] == spec
+    assert str(model_file) in str(error) and error.hint
+    assert not marker.exists()  # refused before anything was imported
+    data = answer(kernel, "load_checkpoint", path=str(user), trust_model_code=True)
+    assert data["config"]["model"] == spec and data["classes"] == [str(i) for i in range(10)]
+    assert marker.read_text() == "ran"
+
+
+def test_export_writes_a_checkpoint_that_loads(kernel, trained, tmp_path):
+    target = tmp_path / "exported.pt"
+    written = answer(kernel, "export_checkpoint", source=trained["checkpoint"], target=str(target))
+    assert Path(written) == target and target.is_file() and target.with_suffix(".safetensors").is_file()
+    original = answer(kernel, "load_checkpoint", path=trained["checkpoint"])
+    exported = answer(kernel, "load_checkpoint", path=str(target))
+    assert {k: v for k, v in exported.items() if k != "path"} == {k: v for k, v in original.items() if k != "path"}
+
+
+# -- predict, evaluate, report ----------------------------------------------------------------------------------
+def test_predict_reads_a_bundled_seven(kernel, trained, samples_dir):
+    seven = load_digit(samples_dir / "digit_7.png")
+    assert seven.shape == (28, 28) and seven.dtype == np.uint8
+    data = answer(kernel, "predict", checkpoint_path=trained["checkpoint"], images=[pixels_b64(seven)] * 2)
+    assert data["classes"] == [str(i) for i in range(10)]
+    assert len(data["probabilities"]) == 2 and data["probabilities"][0] == data["probabilities"][1]
+    probabilities = data["probabilities"][0]
+    assert len(probabilities) == 10 and sum(probabilities) == pytest.approx(1.0, abs=1e-5)
+    assert data["classes"][int(np.argmax(probabilities))] == "7"
+
+
+def test_predict_refuses_an_image_of_the_wrong_size(kernel, trained):
+    error = refusal(kernel, "predict", checkpoint_path=trained["checkpoint"],
+                    images=[pixels_b64(np.zeros(27 * 28, dtype=np.uint8))])
+    assert error.kind == "input" and "756 pixels, not 784" in str(error)
+
+
+def test_evaluate_gives_accuracy_and_a_confusion_matrix(kernel, trained):
+    data = answer(kernel, "evaluate", checkpoint_path=trained["checkpoint"], device="cpu")
+    assert data["dataset"] == "mnist-sample" and data["split"] == "val"
+    confusion = np.array(data["confusion"])
+    assert confusion.shape == (10, 10) and confusion.sum() == data["images"] > 0
+    assert data["accuracy"] == pytest.approx(np.trace(confusion) / data["images"])
+    assert data["accuracy"] > 0.8 and data["loss"] > 0
+    assert data["classes"] == [str(i) for i in range(10)]
+
+
+def test_report_writes_html_and_its_json_twin(kernel, trained, tmp_path):
+    out = tmp_path / "report.html"
+    written = answer(kernel, "report", run_ids=[trained["run_id"]], out=str(out), db=trained["request"].db)
+    assert [Path(p) for p in written] == [out, out.with_suffix(".json")]
+    assert "<html" in out.read_text(encoding="utf-8").lower()
+    assert json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
+
+
+# -- what goes wrong ---------------------------------------------------------------------------------------------
+def test_an_unknown_job_is_refused_before_it_is_sent(kernel):
+    with pytest.raises(ValueError, match="does not serve 'fly'"):
+        kernel.call("fly")
+    with pytest.raises(ValueError, match="does not serve 'train'"):  # a run gets a kernel of its own
+        kernel.call("train", request={})
+
+
+def test_bad_arguments_are_a_protocol_error_and_the_kernel_serves_on(kernel):
+    error = refusal(kernel, "capabilities", bogus=1)
+    assert error.kind == "protocol" and "bad arguments" in str(error) and "bogus" in str(error)
+    error = refusal(kernel, "predict", checkpoint_path="x.pt")  # one missing
+    assert error.kind == "protocol" and "images" in str(error)
+    assert Capabilities.from_dict(answer(kernel, "capabilities")).known
+
+
+def test_a_kernel_killed_while_idle_is_started_again(kernel):
+    wait_ready(kernel)
+    states = []
+    back = threading.Event()
+
+    def on_state(state: str, detail: str) -> None:
+        states.append((state, detail))
+        if state == "ready":
+            back.set()
+
+    killed = kernel.pid
+    kernel.listen(on_state)
+    try:
+        os.kill(killed, signal.SIGKILL)
+        assert back.wait(START_S), f"the kernel was not started again: {states}"
+    finally:
+        kernel.unlisten(on_state)
+    assert [state for state, _ in states] == ["crashed", "starting", "ready"]
+    assert f"killed by signal {signal.SIGKILL.value}" in states[0][1]
+    assert kernel.pid != killed
+    assert Capabilities.from_dict(answer(kernel, "capabilities")).known
+
+
+def test_a_kernel_killed_mid_job_fails_that_job_and_serves_the_next(kernel, planted_break_spec):
+    wait_ready(kernel)
+    future = kernel.call("explain", config=TrainConfig(model=planted_break_spec, backend="aot_eager").to_dict())
+    retry: queue.Queue = queue.Queue()
+    # Asked again the moment the failure arrives (what a user does): it must wait for the new kernel, never be
+    # sent to the dead one's socket and left unanswered.
+    future.add_done_callback(lambda done: retry.put(kernel.call("capabilities")))
+    os.kill(kernel.pid, signal.SIGKILL)  # it is still compiling: nothing has come back yet
+    with pytest.raises(JobError) as info:
+        future.result(timeout=JOB_S)
+    assert info.value.kind == "crashed"
+    assert f"killed by signal {signal.SIGKILL.value}" in str(info.value) and "explain" in str(info.value)
+    again = retry.get(timeout=JOB_S)
+    assert Capabilities.from_dict(again.result(timeout=START_S + JOB_S)).known
+
+
+# -- start and close -------------------------------------------------------------------------------------------
+def test_a_call_before_the_kernel_is_ready_is_queued_and_close_leaves_no_process(module_env):
+    states = []
+    client = KernelClient(on_state=lambda state, detail: states.append(state))
+    try:
+        assert not client.ready  # importing torch takes seconds
+        future = client.call("capabilities")
+        assert Capabilities.from_dict(future.result(timeout=START_S + JOB_S)).known
+        assert states[:2] == ["starting", "ready"]
+    finally:
+        client.close()
+    assert client._process.process.poll() is not None  # ended, not left running
+    assert not client._thread.is_alive() and states[-1] == "closed"
+    with pytest.raises(JobError, match="not running") as info:
+        client.call("capabilities").result(timeout=1)
+    assert info.value.kind == "crashed"

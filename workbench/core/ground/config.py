@@ -1,0 +1,314 @@
+"""Run configuration: one validated dataclass that the GUI, the CLI and child processes all share.
+
+Every setting is declared once, on `TrainConfig`, with its metadata (`setting(...)`): help text, group, label,
+choices, range. Validation reads its ranges and choices from there, the CLI generates its flags from there and the
+setup form its widgets, so that no front end can allow what another refuses. `settings()` lists the declarations.
+
+Validation lives here, in one place, so that every front end refuses the same bad values with the same words:
+each error names the field, what was wrong, and the values that are allowed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import typing
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Iterator, Mapping
+
+from .datasets import CATALOGUE
+from .errors import WorkbenchError
+
+BACKENDS = ("eager", "inductor", "aot_eager", "cudagraphs")
+MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+AMP_CHOICES = ("off", "bf16", "fp16")
+OPTIMIZERS = ("adamw", "sgd")
+LR_SCHEDULES = ("cosine", "constant")
+DATASETS = tuple(CATALOGUE)
+DEVICE_KINDS = ("auto", "cpu", "cuda", "cuda:N")
+# Backends and modes that only make sense with CUDA graphs / a CUDA device.
+CUDA_ONLY_BACKENDS = ("cudagraphs",)
+CUDA_ONLY_MODES = ("reduce-overhead",)
+
+# The groups settings are shown in, in this order (the CLI's help, the setup form's boxes).
+DATA_AND_MODEL = "Data and model"
+TRAINING = "Training"
+COMPILE = "Compile"
+PRECISION = "Precision"
+GROUPS = (DATA_AND_MODEL, TRAINING, COMPILE, PRECISION)
+
+_KEY = "workbench.setting"  # where a field's declaration lives in its dataclasses metadata
+
+
+class ConfigError(WorkbenchError):
+    """A config value that cannot run. `field` names the offending setting so a UI can point at it."""
+
+    kind = "config"
+
+    def __init__(self, field: str, message: str, allowed: str | None = None):
+        self.field = field
+        self.allowed = allowed
+        text = f"{field}: {message}"
+        if allowed:
+            text += f" (allowed: {allowed})"
+        super().__init__(text)
+
+
+def _choices(values) -> str:
+    return ", ".join(values)
+
+
+def setting(help: str, group: str, *, label: str | None = None, choices: tuple = (),
+            choice_labels: Mapping[Any, str] | None = None, low: float | None = None, high: float | None = None,
+            low_open: bool = False, form: bool = True, flag: str | None = None, step: float | None = None,
+            decimals: int | None = None) -> Mapping[str, dict]:
+    """A TrainConfig field's metadata: `field(default=…, metadata=setting(...))`.
+
+    help: what the setting does, in a sentence fragment (the CLI's help, the form's tooltip).
+    group: one of GROUPS. label: the form's words for it (default: the name). choices: the only values allowed,
+    with `choice_labels` as a picker shows them. low/high: the range of a number, inclusive (`low_open`: low itself
+    is not allowed). form: whether the setup form shows it (else it keeps the value it was given). flag: the CLI
+    flag (default --the-name). step/decimals: how a spin box moves and shows it.
+    """
+    if group not in GROUPS:
+        raise ValueError(f"unknown group {group!r}")
+    return MappingProxyType({_KEY: dict(help=help, group=group, label=label, choices=tuple(choices),
+                                        choice_labels=dict(choice_labels or {}), low=low, high=high,
+                                        low_open=low_open, form=form, flag=flag, step=step, decimals=decimals)})
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One declared setting of TrainConfig: the single source of its type, range, choices and words."""
+
+    name: str
+    kind: type  # int, float, str or bool
+    optional: bool  # None is a value of its own (no data folder, automatic dynamic shapes, no step limit)
+    default: Any
+    help: str
+    group: str
+    label: str
+    choices: tuple = ()
+    choice_labels: Mapping[Any, str] = field(default_factory=dict)
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    form: bool = True
+    flag: str = ""
+    step: float | None = None
+    decimals: int | None = None
+
+    def choice_label(self, value: Any) -> str:
+        return self.choice_labels.get(value, str(value))
+
+    @property
+    def allowed(self) -> str:
+        """The values allowed, as an error message says them."""
+        if self.choices:
+            return _choices(self.choices)
+        if self.kind is bool:
+            return "true, false" + (", or null for automatic" if self.optional else "")
+        if self.kind is int:
+            return f"{self.low} to {self.high}"
+        if self.kind is float:
+            return f"> {self.low:g} and ≤ {self.high:g}" if self.low_open else f"{self.low:g} to {self.high:g}"
+        return ""
+
+    def check(self, value: Any) -> None:
+        """Refuse a value this setting never takes, with the field's name and what is allowed."""
+        if value is None and self.optional:
+            return
+        if self.kind is bool:
+            if not isinstance(value, bool):
+                raise ConfigError(self.name, f"{value!r} is not a switch", self.allowed)
+        elif self.kind is int:
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ConfigError(self.name, f"{value!r} is not a whole number", self.allowed)
+            if not self.low <= value <= self.high:
+                raise ConfigError(self.name, f"{value} is out of range", self.allowed)
+        elif self.kind is float:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+                raise ConfigError(self.name, f"{value!r} is not a number")
+            if self.low_open and value <= self.low:
+                raise ConfigError(self.name, f"{value} must be greater than {self.low:g}", self.allowed)
+            if not self.low_open and value < self.low:
+                raise ConfigError(self.name, f"{value} must not be below {self.low:g}", self.allowed)
+            if value > self.high:
+                raise ConfigError(self.name, f"{value} is too large", f"up to {self.high:g}")
+        elif not isinstance(value, self.kind):
+            raise ConfigError(self.name, f"{value!r} is not a {self.kind.__name__}")
+        if self.choices and value not in self.choices:
+            raise ConfigError(self.name, f"unknown {self.name.replace('_', ' ')} {value!r}", self.allowed)
+
+
+def settings() -> Iterator[Setting]:
+    """Every setting of TrainConfig, in declaration order (which is also the order of GROUPS)."""
+    return iter(_settings())
+
+
+def setting_named(name: str) -> Setting:
+    for declared in _settings():
+        if declared.name == name:
+            return declared
+    raise KeyError(name)
+
+
+@functools.cache
+def _settings() -> tuple[Setting, ...]:
+    hints = typing.get_type_hints(TrainConfig)
+    declared = []
+    for f in dataclasses.fields(TrainConfig):
+        meta = f.metadata.get(_KEY)
+        if meta is None:
+            raise TypeError(f"TrainConfig.{f.name} has no setting(...) metadata")
+        kinds = [k for k in typing.get_args(hints[f.name]) or (hints[f.name],) if k is not type(None)]
+        if len(kinds) != 1 or kinds[0] not in (int, float, str, bool):
+            raise TypeError(f"TrainConfig.{f.name}: a setting is an int, float, str or bool (or None)")
+        kind = kinds[0]
+        if kind in (int, float) and (meta["low"] is None or meta["high"] is None):
+            raise TypeError(f"TrainConfig.{f.name}: a number needs a range (low=…, high=…)")
+        declared.append(Setting(
+            name=f.name, kind=kind, optional=type(None) in typing.get_args(hints[f.name]), default=f.default,
+            label=meta["label"] or f.name.replace("_", " "), flag=meta["flag"] or "--" + f.name.replace("_", "-"),
+            **{k: v for k, v in meta.items() if k not in ("label", "flag")}))
+    return tuple(declared)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything one run needs. Plain values only, so it round-trips through JSON and pickles across processes.
+
+    Declared in GROUPS order; the setup form shows the settings with form=True in this order."""
+
+    # -- data and model --
+    dataset: str = field(default="mnist-sample", metadata=setting(
+        "the images to train on", DATA_AND_MODEL, label="Dataset", choices=DATASETS,
+        choice_labels={name: info.title for name, info in CATALOGUE.items()}))
+    data_root: str | None = field(default=None, metadata=setting(
+        "folder with an existing dataset layout (idx and imagefolder need one)", DATA_AND_MODEL,
+        label="Data folder"))
+    model: str = field(default="sandwich", metadata=setting(
+        "'sandwich' (built in) or path/to/file.py:ClassName for your own network", DATA_AND_MODEL, label="Model"))
+    device: str = field(default="auto", metadata=setting(
+        f"where to train: {_choices(DEVICE_KINDS)}", DATA_AND_MODEL, label="Device"))
+    hidden_dim: int = field(default=128, metadata=setting(
+        "width of the built-in network's hidden layer", DATA_AND_MODEL, label="Hidden size", low=1, high=1 << 16,
+        step=16))
+    dropout: float = field(default=0.2, metadata=setting(
+        "dropout probability of the built-in network", DATA_AND_MODEL, label="Dropout", low=0.0, high=0.99,
+        step=0.05, decimals=2, form=False))
+    # -- training --
+    epochs: int = field(default=5, metadata=setting(
+        "passes over the training set", TRAINING, label="Epochs", low=1, high=100_000))
+    batch_size: int = field(default=32, metadata=setting(
+        "examples per optimizer step (the global batch, split between processes)", TRAINING, label="Batch size",
+        low=1, high=1 << 20, step=16))
+    lr: float = field(default=4e-3, metadata=setting(
+        "learning rate", TRAINING, label="Learning rate", low=0.0, low_open=True, high=100.0, step=0.0005,
+        decimals=5))
+    optimizer: str = field(default="adamw", metadata=setting(
+        "the optimizer", TRAINING, label="Optimizer", choices=OPTIMIZERS, choice_labels={"adamw": "AdamW",
+                                                                                         "sgd": "SGD"}))
+    lr_schedule: str = field(default="cosine", metadata=setting(
+        "how the learning rate changes over the run", TRAINING, label="LR schedule", choices=LR_SCHEDULES,
+        form=False))
+    weight_decay: float = field(default=0.01, metadata=setting(
+        "weight decay", TRAINING, label="Weight decay", low=0.0, high=10.0, step=0.01, decimals=4, form=False))
+    seed: int = field(default=0, metadata=setting(
+        "random seed: the same seed and settings give the same run", TRAINING, label="Seed", low=0,
+        high=2**32 - 1))
+    max_steps: int | None = field(default=None, metadata=setting(
+        "stop after this many optimizer steps (smoke tests, benchmarks)", TRAINING, label="Max steps", low=1,
+        high=1 << 40, form=False))
+    # -- compile --
+    backend: str = field(default="eager", metadata=setting(
+        "torch.compile backend; eager = no compile", COMPILE, label="Backend", choices=BACKENDS))
+    mode: str = field(default="default", metadata=setting(
+        "inductor mode (the inductor backend only)", COMPILE, label="Mode", choices=MODES))
+    dynamic: bool | None = field(default=None, metadata=setting(
+        "dynamic shapes: compile for varying input shapes (automatic: when a shape changes)", COMPILE,
+        label="Dynamic shapes", choice_labels={None: "automatic", True: "on", False: "off"}))
+    fullgraph: bool = field(default=False, metadata=setting(
+        "fail on any graph break instead of running that part eagerly", COMPILE,
+        label="fullgraph (fail on any graph break)"))
+    allow_eager_fallback: bool = field(default=False, metadata=setting(
+        "if compiling fails, continue in eager mode with a warning instead of failing", COMPILE,
+        label="fall back to eager if compiling fails"))
+    # -- precision --
+    amp: str = field(default="off", metadata=setting(
+        "mixed precision", PRECISION, label="AMP", choices=AMP_CHOICES, choice_labels={"off": "off (fp32)"}))
+
+    def __post_init__(self) -> None:
+        self.check_values()
+
+    # -- validation ---------------------------------------------------------------------------------------------
+    def check_values(self) -> None:
+        """Reject values that can never run, wherever they came from (GUI, CLI flags, a JSON file)."""
+        for declared in _settings():
+            declared.check(getattr(self, declared.name))
+        if self.mode != "default" and self.backend != "inductor":
+            raise ConfigError("mode", f"'{self.mode}' only applies to the inductor backend "
+                                      f"(backend is '{self.backend}')", "default")
+        if not (self.device in ("auto", "cpu", "cuda") or _is_cuda_index(self.device)):
+            raise ConfigError("device", f"unknown device '{self.device}'", _choices(DEVICE_KINDS))
+
+    def check_runnable(self, cuda_available: bool) -> None:
+        """Reject combinations this machine cannot run (fp16 or CUDA graphs without CUDA)."""
+        on_cuda = cuda_available and self.device != "cpu"
+        if self.device.startswith("cuda") and not cuda_available:
+            raise ConfigError("device", f"'{self.device}' was asked for but this machine has no usable CUDA device",
+                              "auto, cpu")
+        if not on_cuda:
+            if self.amp == "fp16":
+                raise ConfigError("amp", "fp16 needs a CUDA device; on the CPU use bf16", "off, bf16")
+            if self.backend in CUDA_ONLY_BACKENDS:
+                raise ConfigError("backend", f"'{self.backend}' needs a CUDA device",
+                                  _choices(b for b in BACKENDS if b not in CUDA_ONLY_BACKENDS))
+            if self.mode in CUDA_ONLY_MODES:
+                raise ConfigError("mode", f"'{self.mode}' uses CUDA graphs and needs a CUDA device",
+                                  _choices(m for m in MODES if m not in CUDA_ONLY_MODES))
+
+    # -- serialisation ------------------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "TrainConfig":
+        if not isinstance(data, dict):
+            raise ConfigError("config", f"expected a JSON object, got {type(data).__name__}")
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(unknown[0], "is not a setting Workbench knows", _choices(sorted(known)))
+        return cls(**data)
+
+    @classmethod
+    def from_json(cls, text: str) -> "TrainConfig":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigError("config", f"not valid JSON ({exc.msg} at line {exc.lineno})") from None
+        return cls.from_dict(data)
+
+    def replace(self, **changes: Any) -> "TrainConfig":
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def compiled(self) -> bool:
+        return self.backend != "eager"
+
+
+def setup_label(config: dict) -> str:
+    """'inductor · max-autotune · bf16', 'eager · off': how a run's compile and precision settings are shown."""
+    mode = f" · {config['mode']}" if config.get("backend") == "inductor" else ""
+    return f"{config.get('backend')}{mode} · {config.get('amp')}"
+
+
+def _is_cuda_index(device: str) -> bool:
+    prefix, _, index = device.partition(":")
+    return prefix == "cuda" and index.isdigit()

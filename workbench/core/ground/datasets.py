@@ -1,0 +1,46 @@
+"""The datasets Workbench knows, as a plain table: names, titles, classes. Torch-free.
+
+The setting `dataset` offers these names (the setup form lists their titles, the CLI its names); reading the
+images is `domain.data`'s job.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import WorkbenchError
+
+
+class DataError(WorkbenchError):
+    """A dataset that cannot be read; the message says what is missing and what to do instead."""
+
+    kind = "data"
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    name: str
+    title: str
+    classes: tuple[str, ...]
+    needs_root: bool = False  # idx / imagefolder: meaningless without --data-root
+    has_test: bool = True  # a test split of its own (else evaluate on the validation split)
+
+
+DIGITS = tuple(str(d) for d in range(10))
+CATALOGUE: dict[str, DatasetInfo] = {info.name: info for info in (
+    DatasetInfo("mnist-sample", "MNIST sample (bundled, 5,000 digits)", DIGITS, has_test=False),
+    DatasetInfo("mnist", "MNIST (torchvision)", DIGITS),
+    DatasetInfo("fashion-mnist", "Fashion-MNIST (torchvision)", (
+        "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot")),
+    DatasetInfo("kmnist", "KMNIST (torchvision)", ("o", "ki", "su", "tsu", "na", "ha", "ma", "ya", "re", "wo")),
+    DatasetInfo("idx", "IDX folder (--data-root)", DIGITS, needs_root=True),
+    DatasetInfo("imagefolder", "Image folder, one subfolder per class (--data-root)", (), needs_root=True,
+                has_test=False),
+)}
+
+
+def dataset_info(name: str) -> DatasetInfo:
+    info = CATALOGUE.get(name)
+    if info is None:
+        raise DataError(f"unknown dataset '{name}' (choose one of: {', '.join(CATALOGUE)})")
+    return info

@@ -1,0 +1,45 @@
+"""`start_run(request, emit, stop)`: the one way a run starts, for the CLI, the window and the benchmarks.
+
+Where it trains follows from the request's launch alone: several processes → torchrun (node 0 streams rank 0's
+events; another node supervises its own ranks), else a fresh run kernel (a pre-started one when given), else —
+`where="here"`, for debugging and measuring — this very process. This module imports no torch: the window calls it,
+and only the in-process branch (which the window never asks for) loads the engine.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from ..ground.events import Emit, RunFailed, RunFinished
+from .process import ChildProcess, start_distributed, supervise_node
+from .request import RunRequest
+
+
+def start_run(request: RunRequest, emit: Emit, stop: threading.Event | None = None, *,
+              process: ChildProcess | None = None) -> RunFinished | RunFailed:
+    """Train `request`; every event goes to `emit` (the terminal one last), and that terminal event is returned.
+    `stop` ends the run after its current step. `process`: the kernel (or torchrun) started ahead of time for it."""
+    stop = stop or threading.Event()
+    launch = request.launch
+    if launch.distributed and launch.node_rank != 0:
+        return _other_node(request, stop)
+    if launch.distributed:
+        return (process or start_distributed(request)).run(None, emit, stop)
+    if launch.where == "here":
+        from .recorder import run_recorded  # the engine, and torch with it: only for an in-process run
+
+        return run_recorded(request, sinks=(emit,), stop=stop)
+    return (process or ChildProcess()).run(request, emit, stop)
+
+
+def _other_node(request: RunRequest, stop: threading.Event) -> RunFinished | RunFailed:
+    """A node other than 0 of a multi-node run: its ranks report to node 0, so the outcome here is only how they
+    exited (node 0 writes the checkpoint and the record)."""
+    started = time.monotonic()
+    code = supervise_node(request, stop)
+    if code == 0 or stop.is_set():
+        return RunFinished(steps=0, epochs=0, seconds=time.monotonic() - started, stopped=stop.is_set(),
+                           metrics={"node_exit_code": code})
+    return RunFailed(kind="crashed", message=f"this node's {request.launch.nproc_per_node} process(es) exited "
+                                             f"with code {code}", hint="node 0 has the run's events and record")

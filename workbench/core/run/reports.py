@@ -1,0 +1,27 @@
+"""A report on recorded runs: each run's checkpoint re-evaluated (domain) and the whole rendered and written
+(history). The one place that needs both, so it lives in the run layer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..domain.evaluate import evaluate_run
+from ..history.report import Evaluation, ReportError, json_twin, write_report_files
+from ..history.runs import RunStore
+
+
+def write_report(store: RunStore, run_ids: list[int], out: Path) -> tuple[Path, Path]:
+    """Write the HTML report at `out` and its JSON twin next to it; return both paths.
+
+    An unknown run id raises the store's RunStoreError before anything is evaluated or written. Both files are
+    written atomically; if the second cannot be written the first is removed again, so no half-report is left."""
+    out = Path(out)
+    json_twin(out)  # a bad path fails before any checkpoint is evaluated
+    if not run_ids:
+        raise ReportError("no runs to report on", "pass one or more run ids")
+    records = [store.get(run_id, with_events=True) for run_id in dict.fromkeys(run_ids)]
+    evaluations: dict[int, Evaluation | None] = {}
+    reasons: dict[int, str] = {}
+    for record in records:
+        evaluations[record.id], reasons[record.id] = evaluate_run(record)
+    return write_report_files(records, evaluations, out, reasons=reasons)

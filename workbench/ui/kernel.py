@@ -1,0 +1,59 @@
+"""The window's side of the service kernel: calls as background tasks, its state as Qt signals.
+
+`kernel.call(slot, job, args, on_done)` is a Tasks job that sends `job` to the kernel and waits for the answer on a
+pool thread; `on_done` gets the answer (or the JobError) on the GUI thread. The window learns what this machine can
+run from the kernel's `capabilities` answer, asked again after every restart.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from PySide6.QtCore import QObject, Signal, Slot
+
+from ..core.ground.capabilities import Capabilities
+from ..core.run.client import KernelClient
+from .tasks import Tasks
+
+
+class Kernel(QObject):
+    stateChanged = Signal(str, str)  # "starting" | "ready" | "crashed" | "failed" | "closed", and how
+    capabilitiesChanged = Signal(object)  # a Capabilities, once the kernel has answered
+    notice = Signal(str)
+
+    def __init__(self, tasks: Tasks, client: KernelClient | None = None, parent: QObject | None = None):
+        super().__init__(parent)
+        self.tasks = tasks
+        self.owned = client is None  # a client handed in (tests share one) outlives this window
+        self.client = client or KernelClient(start=False)
+        self.capabilities = Capabilities.unknown()
+        self.stateChanged.connect(self._on_state)  # emitted on the client's thread: queued to this one
+        self._listener = self.stateChanged.emit
+        self.client.listen(self._listener)
+        self.client.start()
+        if self.client.ready:
+            self._on_state("ready", "")
+
+    @property
+    def state(self) -> str:
+        return self.client.state
+
+    def call(self, slot: str, job: str, args: dict[str, Any], on_done: Callable[[Any], None]) -> bool:
+        return self.tasks.submit(slot, lambda: self.client.call(job, **args).result(), on_done)
+
+    @Slot(str, str)
+    def _on_state(self, state: str, detail: str) -> None:
+        if state == "ready":
+            self.call("capabilities", "capabilities", {}, self._capabilities)
+
+    def _capabilities(self, result) -> None:
+        if isinstance(result, Exception):
+            self.notice.emit(f"could not ask the kernel what this machine can run: {result}")
+            return
+        self.capabilities = Capabilities.from_dict(result)
+        self.capabilitiesChanged.emit(self.capabilities)
+
+    def close(self) -> None:
+        self.client.unlisten(self._listener)
+        if self.owned:
+            self.client.close()

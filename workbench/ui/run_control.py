@@ -1,0 +1,158 @@
+"""Runs seen from the window: one at a time, in a kernel process of its own, events throttled to ~30 Hz.
+
+A run is `start_run(request, emit, stop)` on a pool thread (the `run` slot of Tasks) driving a run kernel: the
+kernel owns every compile and every call of the compiled model, with a GIL of its own, so painting the plots
+neither slows training nor stutters (`workbench bench --gui` measures it). Events are buffered on that thread and
+cross to the GUI thread as one queued signal carrying a list, at most ~30 times a second (terminal, compile and
+notice events go at once), so training speed never drives the repaint rate. Stop is a threading.Event the kernel
+hears between steps.
+
+A spare run kernel is started ahead of each run (after start-up and after every run), so Train does not wait
+~2–4 s for a fresh interpreter to import PyTorch. A spare that cannot be started is only a notice.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from PySide6.QtCore import QObject, QTimer, Signal
+
+from ..core.ground.errors import WorkbenchError, first_line
+from ..core.ground.events import Event, RunFailed, Step
+from ..core.run.launch import start_run
+from ..core.run.process import ChildProcess, start_distributed
+from ..core.run.request import RunRequest
+from .tasks import Tasks
+
+FORWARD_INTERVAL = 1 / 30  # seconds between batches of events sent to the GUI
+SLOT = "run"
+
+
+class EventForwarder:
+    """Collects events on the run's thread; hands them to `send` in batches, throttled to FORWARD_INTERVAL."""
+
+    def __init__(self, send):
+        self.send = send
+        self.pending: list[Event] = []
+        self.last_sent = 0.0
+
+    def __call__(self, event: Event) -> None:
+        self.pending.append(event)
+        now = time.monotonic()
+        if not isinstance(event, Step) or now - self.last_sent >= FORWARD_INTERVAL:
+            self.flush(now)
+
+    def flush(self, now: float | None = None) -> None:
+        if self.pending:
+            batch, self.pending = self.pending, []
+            self.last_sent = time.monotonic() if now is None else now
+            self.send(batch)
+
+
+class RunControl(QObject):
+    events = Signal(list)  # a batch of core events (emitted on the run's thread: queued to the GUI thread)
+    runFinished = Signal(object)  # the terminal event (RunFinished or RunFailed), after its batch
+    notice = Signal(str)  # a warning that belongs to no run (e.g. no spare process)
+
+    def __init__(self, tasks: Tasks, parent: QObject | None = None, *, prestart: bool = True):
+        super().__init__(parent)
+        self.tasks = tasks
+        self.prestart = prestart
+        self.spare: ChildProcess | None = None
+        self.process: ChildProcess | None = None  # the running run's kernel (or torchrun)
+        self.stop_flag: threading.Event | None = None
+        self.closing = False
+        QTimer.singleShot(0, self, self._prestart)  # once the owner has connected `notice` (and is idle)
+
+    @property
+    def training(self) -> bool:
+        return self.tasks.busy(SLOT)
+
+    def _prestart(self) -> None:
+        if self.prestart and self.spare is None and not self.closing and not self.training:
+            try:
+                self.spare = ChildProcess()
+            except Exception as exc:  # OSError too (sockets, temp files): never worth more than a notice
+                self.notice.emit(f"could not pre-start a training process ({type(exc).__name__}: "
+                                 f"{first_line(exc)}); each run starts its own")
+
+    def settle_spare(self) -> None:
+        """Wait until the spare kernel has imported PyTorch (a benchmark must not time anything against that
+        import); one that fails to start is dropped, and the next run starts its own."""
+        if self.spare is not None:
+            try:
+                self.spare.connect()
+            except WorkbenchError:
+                self._drop_spare()
+
+    def restart_spare(self) -> None:
+        """Replace the spare, e.g. after the environment it should inherit has changed."""
+        self._drop_spare()
+        self._prestart()
+
+    def _drop_spare(self) -> None:
+        if self.spare is not None:
+            self.spare.close()
+            self.spare = None
+
+    def start(self, request: RunRequest) -> bool:
+        """Start a run; False while one is alive (one at a time)."""
+        if self.training or self.closing:
+            return False
+        stop = threading.Event()
+        try:
+            if request.launch.distributed:
+                process = start_distributed(request)
+            else:
+                process, self.spare = (self.spare or ChildProcess()), None
+        except WorkbenchError as exc:  # no process could be started: the run ends here, as a failure
+            process = None
+            failure = RunFailed(kind=exc.kind, message=str(exc), hint=exc.hint)
+        forward = EventForwarder(self.events.emit)
+
+        def run():
+            if process is None:
+                forward(failure)
+                forward.flush()
+                return failure
+            try:
+                return start_run(request, forward, stop, process=process)
+            except Exception as exc:  # whatever happens, the window hears that the run ended
+                result = RunFailed(kind="internal", message=f"{type(exc).__name__}: {first_line(exc)}",
+                                   hint="this looks like a bug in Workbench; the log has details")
+                forward(result)
+                return result
+            finally:
+                forward.flush()
+
+        self.process, self.stop_flag = process, stop
+        return self.tasks.submit(SLOT, run, self._finished, exclusive=True)
+
+    def stop(self) -> None:
+        if self.stop_flag is not None:
+            self.stop_flag.set()
+
+    def _finished(self, result) -> None:
+        self.process = self.stop_flag = None
+        if isinstance(result, Exception):  # run() catches everything; this is a bug, but end the run visibly
+            result = RunFailed(kind="internal", message=f"{type(result).__name__}: {first_line(result)}")
+        if self.closing:
+            return
+        self.runFinished.emit(result)  # first: whatever happens next, the window hears that the run ended
+        self._prestart()  # the next run starts warm
+
+    def shutdown(self, grace_ms: int = 10_000) -> bool:
+        """Stop the run and wait for it; a kernel that does not stop within `grace_ms` (it may be compiling) is
+        terminated with its process group. True when no run thread or process is left."""
+        self.closing = True
+        self._drop_spare()
+        if not self.training:
+            return True
+        self.stop()
+        if not self.tasks.wait(grace_ms):
+            if self.process is not None:
+                self.process.terminate()  # the run then ends as RunFailed("crashed"), and its thread returns
+            if not self.tasks.wait(grace_ms):
+                return False
+        return True
