@@ -38,7 +38,7 @@ def main() -> int:
             window.plots.redraw()
             QTimer.singleShot(100, lambda: (window.grab().save(str(OUT)), window.close()))
 
-    window.host.events.connect(grab_when_ready)
+    window.runner.events.connect(grab_when_ready)
     QTimer.singleShot(500, window.train)
     app.exec()
     print(f"wrote {OUT}" if grabbed else "the run ended before the grab")

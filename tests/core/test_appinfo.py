@@ -64,3 +64,19 @@ def test_resources_come_from_the_top_level_folder():
     if Path(workbench.__file__).resolve().parent == REPO / "workbench":
         assert resource_path() == REPO / "resources"
         assert appinfo.icon_path().parent == REPO / "resources" / "icons"
+
+
+def test_a_source_tree_without_package_metadata_still_has_a_version(monkeypatch):
+    """Run from a checkout that was never installed: the version comes from pyproject.toml, not a crash."""
+    from importlib import metadata
+
+    def not_installed(name):
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(metadata, "metadata", not_installed)
+    appinfo._meta.cache_clear()
+    try:
+        assert appinfo.version() == _pyproject()["version"]
+        assert appinfo.summary() == _pyproject()["description"]
+    finally:
+        appinfo._meta.cache_clear()

@@ -8,7 +8,8 @@ import pytest
 import torch
 from torch import nn
 
-from workbench.core.domain.distributed import port_free, weights_checksum
+from workbench.core.domain.distributed import weights_checksum
+from workbench.core.run.request import port_free
 
 
 def test_checksum_of_bf16_weights():

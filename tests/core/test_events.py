@@ -8,7 +8,7 @@ import pickle
 
 import pytest
 
-from workbench.core import events as ev
+from workbench.core.ground import events as ev
 from workbench.core.ground.config import TrainConfig
 
 BREAK = ev.GraphBreak(

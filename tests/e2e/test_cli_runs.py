@@ -84,3 +84,18 @@ def test_report_errors_are_one_line(db, tmp_path, capsys):
     assert code == 2
     assert_one_error_line(err)
     assert not list(tmp_path.glob("*.tmp")) and not (blocker.parent / "r.html").exists()
+
+
+@pytest.mark.parametrize("argv", [["runs"], ["runs", "show", "1"], ["--help"], ["report", "--help"]],
+                         ids=["runs", "runs show", "--help", "report --help"])
+def test_reading_the_history_and_help_never_import_torch(db, argv):
+    """`workbench runs` and `--help` must answer at once: PyTorch takes seconds to import."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom workbench.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+            "print('TORCH', 'torch' in sys.modules)")
+    extra = ["--db", str(db)] if argv[0] == "runs" else []
+    out = subprocess.run([sys.executable, "-c", code, *argv[:1], *extra, *argv[1:]], capture_output=True,
+                         text=True, timeout=120)
+    assert "TORCH False" in out.stdout, out.stdout + out.stderr

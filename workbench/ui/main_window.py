@@ -112,6 +112,7 @@ class MainWindow(QMainWindow):
         self.last_run_dir: Path | None = None
         self.stopping = False  # Stop was pressed: say so until the run has ended
         self.train_waiting = False  # Train was pressed before PyTorch was ready: it starts when it is
+        self.kernel_restarting = False  # the kernel died and a new one is starting
         settings = open_settings()
         migrate_settings(settings)
         self.tasks = Tasks(self)
@@ -249,8 +250,11 @@ class MainWindow(QMainWindow):
     def _kernel_state(self, state: str, detail: str) -> None:
         """The status bar always says whether PyTorch is there; a kernel that died is a message, not a crash."""
         caps = self.kernel.capabilities
+        if state in ("crashed", "ready"):
+            self.kernel_restarting = state == "crashed"
+        starting = "PyTorch restarting…" if self.kernel_restarting else "Starting PyTorch…"
         self.kernel_label.setText({
-            "idle": "Starting PyTorch…", "starting": "Starting PyTorch…",
+            "idle": starting, "starting": starting,
             "ready": f"torch {caps.torch_version}" if caps.known else "PyTorch ready",
             "crashed": "PyTorch restarting…", "failed": "PyTorch kernel down", "closed": "",
         }.get(state, state))
