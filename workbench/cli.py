@@ -122,6 +122,10 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--warmup", type=positive_int, default=20, help="steps before timing (the first one compiles)")
     bench.add_argument("--windows", type=positive_int, default=5, help="timed windows")
     bench.add_argument("--window-steps", type=positive_int, default=50, help="steps per timed window")
+    bench.add_argument("--matmul-precision", choices=("highest", "high", "medium"), default=None,
+                       help="torch.set_float32_matmul_precision for the whole benchmark, restored afterwards "
+                            "(default: as PyTorch has it, normally highest; high allows TF32 on CUDA); the table "
+                            "header and the JSON state it")
     bench.add_argument("--quick", action="store_true", help="a few steps only: checks that it runs, measures little")
     bench.add_argument("--gui", action="store_true",
                        help="measure the app instead: in-app vs headless samples/s and GUI stalls (offscreen)")
@@ -440,7 +444,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return _bench_recording(args, progress)
     settings = BenchSettings(device=args.device, dataset=args.dataset, batch_size=args.batch_size,
                              hidden_dim=args.hidden_dim, warmup=args.warmup, windows=args.windows,
-                             window_steps=args.window_steps)
+                             window_steps=args.window_steps, matmul_precision=args.matmul_precision)
     if args.quick:
         settings.warmup, settings.windows, settings.window_steps, settings.eval_batches, settings.pairs = 2, 2, 3, 2, 1
     result = run_bench(settings, _csv(args.backends), _csv(args.modes), _csv(args.amp), progress)

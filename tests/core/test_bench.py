@@ -32,14 +32,15 @@ def test_a_cuda_window_counts_the_training_work_drained_before_validation(monkey
         def __init__(self, enable_timing=False):
             pass
 
-        def record(self):
+        def record(self, stream=None):
             pass
 
         def elapsed_time(self, other):
             return 0.0
 
     monkeypatch.setattr(bench, "time", types.SimpleNamespace(perf_counter=lambda: clock.now))
-    monkeypatch.setattr(torch.cuda, "synchronize", lambda: clock.advance(1.0))  # queued training steps finish
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: clock.advance(1.0))  # queued steps finish
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: None)
     monkeypatch.setattr(torch.cuda, "Event", Event)
     steps = iter([False, True, False])
 
@@ -139,3 +140,136 @@ def test_recording_overhead_of_a_run_without_a_rate_is_a_clear_error(monkeypatch
     monkeypatch.setattr(launch, "start_run", _fake_start_run({True: _finished(90.0), False: bad}, []))
     with pytest.raises(WorkbenchError, match="a recording-overhead run (failed|measured no steady-state steps)"):
         recording_overhead(TrainConfig(), 1, tmp_path)
+
+
+# -- CUDA, mocked: which device, which optimizer, which matmul precision -----------------------------------------
+class _Sentinel(Exception):
+    pass
+
+
+@pytest.mark.parametrize("device, fused", [(torch.device("cuda", 1), True), (torch.device("cpu"), False)],
+                         ids=["cuda", "cpu"])
+@pytest.mark.parametrize("loop", ["plain_loop", "article_recipe"])
+def test_reference_loops_use_fused_adamw_on_cuda_only(monkeypatch, loop, device, fused):
+    seen = []
+
+    def adamw(params, **kwargs):
+        seen.append(kwargs)
+        raise _Sentinel  # the optimizer is all this test is about: stop before any step runs
+
+    real_fresh_model = bench._fresh_model
+    monkeypatch.setattr(bench, "_fresh_model", lambda settings, device: real_fresh_model(settings, torch.device("cpu")))
+    monkeypatch.setattr(torch.optim, "AdamW", adamw)
+    monkeypatch.setattr(bench, "ARTICLE_WORKERS", 0)
+    monkeypatch.setattr(bench, "DeviceBatches", lambda *args, **kwargs: None)  # no tensors on a GPU this CPU lacks
+    train = load_split("mnist-sample", "val")
+    with pytest.raises(_Sentinel):
+        getattr(bench, loop)(BenchSettings(batch_size=64, hidden_dim=8), train, train, device)
+    assert len(seen) == 1 and bool(seen[0].get("fused")) is fused
+
+
+class _FakeCuda:
+    """torch.cuda as a machine with two GPUs would answer, recording what each call was given; no kernel runs."""
+
+    def __init__(self, monkeypatch):
+        self.current = 0
+        self.calls: list[tuple[str, object]] = []
+        fakes = {"is_available": lambda: True, "device_count": lambda: 2, "current_device": lambda: self.current,
+                 "set_device": self._set_device, "get_device_name": lambda device=None: "Fake GPU",
+                 "reset_peak_memory_stats": lambda device=None: self.calls.append(("reset_peak", device)),
+                 "synchronize": lambda device=None: self.calls.append(("synchronize", device)),
+                 "current_stream": lambda device=None: self.calls.append(("current_stream", device))}
+        for name, fake in fakes.items():
+            monkeypatch.setattr(torch.cuda, name, fake)
+
+    def _set_device(self, device) -> None:
+        self.calls.append(("set_device", device))
+        self.current = torch.device(device).index if not isinstance(device, int) else device
+
+
+def _fake_rows(monkeypatch, cuda: _FakeCuda) -> list[tuple[str, int, str]]:
+    """Every row replaced by one that records (row, the current CUDA device, the fp32 matmul precision)."""
+    seen = []
+
+    def row(name):
+        seen.append((name, cuda.current, torch.get_float32_matmul_precision()))
+        return bench.Row(name=name, kind="reference", samples_per_s=100.0)
+
+    monkeypatch.setattr(bench, "load_splits", lambda dataset: (None, None))
+    monkeypatch.setattr(bench, "plain_loop", lambda settings, train, val, device: row("plain loop"))
+    monkeypatch.setattr(bench, "article_recipe", lambda settings, train, val, device: row("article recipe"))
+    monkeypatch.setattr(bench, "matmul_bound",
+                        lambda settings, device, precision: row(bench.matmul_bound_name(precision, device)))
+    monkeypatch.setattr(bench, "engine_row", lambda config, settings, device: row(bench.engine_name(config)))
+    return seen
+
+
+def test_every_row_of_a_bench_on_cuda_1_runs_with_cuda_1_current(monkeypatch):
+    cuda = _FakeCuda(monkeypatch)
+    seen = _fake_rows(monkeypatch, cuda)
+    result = bench.run_bench(BenchSettings(device="cuda:1", pairs=1), ["eager"], ["default"], ["off"])
+    assert [name for name, _, _ in seen] == [
+        "plain loop", "article recipe", "matmul bound · highest/fp32 (reference)",
+        "matmul bound · high/TF32 (reference)", "engine · eager · off",
+        "engine · eager · off", "plain loop", "article recipe"]  # the rows, then one round of pairs
+    assert {device for _, device, _ in seen} == {1}  # never GPU 0
+    assert cuda.current == 0  # the caller's current device comes back
+    assert {d for call, d in cuda.calls if call == "reset_peak"} == {torch.device("cuda", 1)}
+    assert result.device_name == "Fake GPU"
+
+
+def test_cuda_step_clock_syncs_and_records_on_the_bench_device(monkeypatch):
+    cuda = _FakeCuda(monkeypatch)
+
+    class Event:
+        def __init__(self, enable_timing=False):
+            pass
+
+        def record(self, stream=None):
+            pass
+
+        def elapsed_time(self, other):
+            return 1.0
+
+    monkeypatch.setattr(torch.cuda, "Event", Event)
+    StepClock(torch.device("cuda", 1)).time_window(3, lambda: True, 10, between=lambda: None)
+    used = [(call, device) for call, device in cuda.calls if call in ("synchronize", "current_stream")]
+    assert used and all(device == torch.device("cuda", 1) for _, device in used)
+
+
+def test_the_matmul_bound_is_given_per_precision_on_cuda_and_once_on_the_cpu():
+    assert bench.matmul_precisions(torch.device("cuda", 1), "highest") == ["highest", "high"]
+    assert bench.matmul_precisions(torch.device("cuda", 1), "medium") == ["highest", "high"]
+    assert bench.matmul_precisions(torch.device("cpu"), "high") == ["high"]
+    assert bench.matmul_bound_name("high", torch.device("cuda", 0)) == "matmul bound · high/TF32 (reference)"
+    assert bench.matmul_bound_name("highest", torch.device("cpu")) == "matmul bound · highest (reference)"
+
+
+@pytest.mark.parametrize("cuda", [False, True], ids=["cpu", "cuda"])
+def test_the_bench_runs_at_the_chosen_matmul_precision_states_it_and_restores_it(monkeypatch, cuda):
+    if cuda:
+        fake = _FakeCuda(monkeypatch)
+    else:
+        fake = types.SimpleNamespace(current=None)
+    seen = _fake_rows(monkeypatch, fake)
+    before = torch.get_float32_matmul_precision()
+    settings = BenchSettings(device="cuda:1" if cuda else "cpu", pairs=1, matmul_precision="medium")
+    result = bench.run_bench(settings, ["eager"], ["default"], ["off"])
+    assert torch.get_float32_matmul_precision() == before == "highest"  # restored
+    bounds = {name: precision for name, _, precision in seen if name.startswith("matmul bound")}
+    others = {precision for name, _, precision in seen if not name.startswith("matmul bound")}
+    assert others == {"medium"}
+    assert bounds == ({"matmul bound · highest/fp32 (reference)": "highest",
+                       "matmul bound · high/TF32 (reference)": "high"} if cuda
+                      else {"matmul bound · medium (reference)": "medium"})
+    assert result.matmul_precision == "medium" and result.to_dict()["matmul_precision"] == "medium"
+    assert "fp32 matmul precision medium" in bench.format_table(result).splitlines()[0]
+
+
+def test_engine_rows_train_at_the_benchmarks_matmul_precision():
+    """The engine sets a run's precision itself: the bench must hand it the one it was asked to measure at."""
+    from workbench.core.tools.bench import engine_configs
+
+    configs, _ = engine_configs(BenchSettings(matmul_precision="high"), ["eager", "aot_eager"], ["default"],
+                                ["off"], cuda=False)
+    assert configs and {c.matmul_precision for c in configs} == {"high"}

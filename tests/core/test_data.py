@@ -218,6 +218,34 @@ def test_idx_folder_without_pairs(tmp_path):
         load_split("idx", "test", str(tmp_path))
 
 
+def _idx_with_labels(root, prefix: str, labels: list[int]) -> None:
+    """An IDX pair whose labels are int16 (so that -1 can be written)."""
+    (root / f"{prefix}-images-idx3-ubyte").write_bytes(_idx_bytes(np.zeros((len(labels), 28, 28), np.uint8)))
+    (root / f"{prefix}-labels-idx1-ubyte").write_bytes(_idx_bytes(np.array(labels, dtype=">i2")))
+
+
+def test_idx_labels_outside_the_classes_are_refused_when_loaded(tmp_path):
+    # On CUDA such a label trips a device-side assert in the loss that kills the process's CUDA context:
+    # it must be refused with the data, before any training.
+    _idx_with_labels(tmp_path, "train", [0, 1, 12, 3, -1, 5, 6, 12, 8, 9] * 3)
+    _idx_with_labels(tmp_path, "t10k", [0, 10, 2])
+    for load in (lambda: data.load_splits("idx", str(tmp_path)), lambda: load_split("idx", "train", str(tmp_path)),
+                 lambda: load_split("idx", "val", str(tmp_path))):
+        with pytest.raises(DataError) as info:
+            load()
+        message = str(info.value)
+        assert "-1, 12" in message and "0…9" in message and "10 classes" in message and str(tmp_path) in message
+        assert "fix the label file" in info.value.hint
+    with pytest.raises(DataError, match=r"test labels .* include 10, outside 0…9"):
+        load_split("idx", "test", str(tmp_path))
+
+
+def test_idx_labels_inside_the_classes_load(tmp_path):
+    _idx_with_labels(tmp_path, "train", [0, 9] * 10)
+    train, val = data.load_splits("idx", str(tmp_path))
+    assert len(train) + len(val) == 20 and set(torch.cat([train.labels, val.labels]).tolist()) == {0, 9}
+
+
 def test_official_mnist_test_split(mnist_test_dir):
     test = load_split("idx", "test", str(mnist_test_dir))
     assert len(test) == 10_000

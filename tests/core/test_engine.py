@@ -229,7 +229,7 @@ def test_compiled_run_event_sequence_and_checkpoint(tmp_path):
     config = TrainConfig(epochs=1, max_steps=6, hidden_dim=16, backend="aot_eager")
     events, result = run(config, save_checkpoint=saving_to(tmp_path))
     assert shape(events) == ["RunStarted", "CompileReport", "CompileStarted", "Step", "CompileFinished", "Step",
-                             "EpochEnd", "CompileReport", "RunFinished"]
+                             "CompileFinished", "EpochEnd", "CompileReport", "RunFinished"]
     explain_report, run_report = of(events, CompileReport)
     assert explain_report.source == "explain" and run_report.source == "run"
     assert explain_report.graph_count == 1 and explain_report.graph_break_count == 0
@@ -239,10 +239,11 @@ def test_compiled_run_event_sequence_and_checkpoint(tmp_path):
     assert events.index(first) == events.index(of(events, CompileStarted)[0]) + 1
     assert not any(s.compiling for s in steps(events)[1:])
     assert [s.step for s in steps(events)] == list(range(1, 7))
-    finished = of(events, CompileFinished)[0]
+    finished, eval_compiled = of(events, CompileFinished)
+    assert (finished.phase, eval_compiled.phase) == ("train", "eval")
     assert isinstance(result, RunFinished)
     assert result.metrics["compile_seconds"] > 0
-    assert result.metrics["compile_seconds"] == finished.seconds == run_report.compile_seconds
+    assert result.metrics["compile_seconds"] == finished.seconds + eval_compiled.seconds == run_report.compile_seconds
     assert result.metrics["backend_used"] == "aot_eager"
     # The compiled model's checkpoint loads into a plain network.
     ckpt = checkpoint.load(tmp_path / "checkpoint.pt")
@@ -553,3 +554,281 @@ def test_processes_stop_together_when_any_one_is_asked_to(monkeypatch):
     events, result = run(SMALL.replace(max_steps=50), distributed=TwoRanks(rank=0, world_size=2))
     assert isinstance(result, RunFinished) and result.stopped
     assert result.steps == 2 * 10  # two blocks of DIST_FLUSH_STEPS
+
+
+# -- the CUDA path, checked on the CPU (issue 17) ---------------------------------------------------------------
+def _optimizer_kwargs(monkeypatch) -> list[tuple[str, dict]]:
+    """Record the keyword arguments every AdamW/SGD is built with; build it without `fused` (CPU parameters)."""
+    made: list[tuple[str, dict]] = []
+    for name in ("AdamW", "SGD"):
+        real = getattr(torch.optim, name)
+
+        def build(params, *args, _real=real, _name=name, **kwargs):
+            made.append((_name, dict(kwargs)))
+            kwargs.pop("fused", None)
+            return _real(params, *args, **kwargs)
+
+        monkeypatch.setattr(torch.optim, name, build)
+    return made
+
+
+@pytest.mark.parametrize("optimizer, cls", [("adamw", "AdamW"), ("sgd", "SGD")])
+def test_the_optimizer_is_fused_on_cuda_only(monkeypatch, optimizer, cls):
+    """A non-fused optimizer under GradScaler reads found_inf.item() every step (pytorch/pytorch#80167)."""
+    from workbench.core import engine
+
+    made = _optimizer_kwargs(monkeypatch)
+    config = SMALL.replace(optimizer=optimizer)
+    engine.make_optimizer([torch.nn.Parameter(torch.zeros(3))], config, "cuda")
+    engine.make_optimizer([torch.nn.Parameter(torch.zeros(3))], config, "cpu")
+    assert [name for name, _ in made] == [cls, cls]
+    assert made[0][1]["fused"] is True
+    assert "fused" not in made[1][1]  # the CPU keeps PyTorch's default implementation
+    assert made[0][1]["lr"] == made[1][1]["lr"] == config.lr
+
+
+def test_the_session_and_its_eager_copy_build_a_fused_optimizer_on_cuda(monkeypatch):
+    """The session helper, for a (pretend) CUDA run: both the compiled session and the eager fallback's copy."""
+    from types import SimpleNamespace
+
+    from workbench.core.domain.model import model_for
+
+    made = _optimizer_kwargs(monkeypatch)
+    config = SMALL.replace(amp="off")
+    fake_run = SimpleNamespace(config=config, device=torch.device("cuda"), total_steps=20, output_dim=10)
+    trainer = Trainer()
+    fake_run.session = trainer._session(fake_run, model_for(config, 10), compiled=True)
+    copy = trainer._eager_copy(fake_run)
+    assert not copy.compiled
+    assert [kwargs.get("fused") for _, kwargs in made] == [True, True]
+
+
+def test_the_cpu_run_builds_no_fused_optimizer(monkeypatch):
+    made = _optimizer_kwargs(monkeypatch)
+    _, result = run(SMALL.replace(max_steps=2, device="cpu"))
+    assert isinstance(result, RunFinished)
+    assert made and all("fused" not in kwargs for _, kwargs in made)
+
+
+def test_warmup_plan_keeps_cudas_first_steps_and_the_recording_off_the_steady_figures():
+    from workbench.core.engine import CUDA_WARMUP_STEPS, warmup_plan
+
+    def kinds(config, device_type, compiled=None):
+        plan = warmup_plan(config, device_type)
+        return [plan.kind(step, config.compiled if compiled is None else compiled) for step in range(1, 8)]
+
+    eager, aot = TrainConfig(), TrainConfig(backend="aot_eager")
+    # The CPU: nothing special but a compiling first step.
+    assert kinds(eager, "cpu") == ["steady"] * 7
+    assert kinds(aot, "cpu") == ["compiling"] + ["steady"] * 6
+    assert kinds(TrainConfig(backend="inductor", mode="reduce-overhead"), "cpu") == ["compiling"] + ["steady"] * 6
+    # CUDA: the first CUDA_WARMUP_STEPS are warm-up; under CUDA graphs step 2 records them.
+    assert CUDA_WARMUP_STEPS == 5
+    assert kinds(eager, "cuda") == ["warmup"] * 5 + ["steady"] * 2
+    assert kinds(aot, "cuda") == ["compiling"] + ["warmup"] * 4 + ["steady"] * 2
+    graphed = ["compiling", "recording"] + ["warmup"] * 3 + ["steady"] * 2
+    assert kinds(TrainConfig(backend="inductor", mode="reduce-overhead"), "cuda") == graphed
+    assert kinds(TrainConfig(backend="inductor", mode="max-autotune"), "cuda") == graphed
+    assert kinds(TrainConfig(backend="cudagraphs"), "cuda") == graphed
+    assert kinds(TrainConfig(backend="inductor", mode="max-autotune-no-cudagraphs"), "cuda") == \
+        ["compiling"] + ["warmup"] * 4 + ["steady"] * 2
+    # After a fallback to eager nothing compiles or records any more.
+    assert kinds(TrainConfig(backend="cudagraphs"), "cuda", compiled=False) == ["warmup"] * 5 + ["steady"] * 2
+
+
+def _pretend_cuda_plan(monkeypatch):
+    """Train on the CPU with the warm-up plan a CUDA device gets."""
+    from workbench.core import engine
+
+    real = engine.warmup_plan
+    monkeypatch.setattr(engine, "warmup_plan", lambda config, device_type: real(config, "cuda"))
+
+
+def test_cuda_warmup_steps_are_flagged_and_kept_off_the_steady_figures(monkeypatch):
+    from workbench.core.history.curves import curves_from_events
+
+    _pretend_cuda_plan(monkeypatch)
+    events, result = run(SMALL.replace(max_steps=12), flush_seconds=60)  # steady steps: one block, at the end
+    assert isinstance(result, RunFinished)
+    all_steps = steps(events)
+    assert [s.warmup for s in all_steps] == [True] * 5 + [False] * 7
+    assert not any(s.compiling for s in all_steps)
+    warm, steady = all_steps[:5], all_steps[5:]
+    # Read back in a block of their own: the steady block's rate is not diluted by the warm-up's.
+    assert len({s.samples_per_s for s in warm}) == 1 and len({s.samples_per_s for s in steady}) == 1
+    assert result.metrics["samples_per_s"] == pytest.approx(steady[0].samples_per_s)
+    assert list(curves_from_events(events).throughput_step) == [s.step for s in steady]
+
+
+def test_cpu_steps_are_never_warmup_and_all_count_toward_the_steady_figures():
+    events, result = run(SMALL.replace(device="cpu", max_steps=8), flush_seconds=0)  # one block per step
+    assert isinstance(result, RunFinished)
+    all_steps = steps(events)
+    assert not any(s.warmup or s.compiling for s in all_steps)
+    seconds = sum(SMALL.batch_size / s.samples_per_s for s in all_steps)  # step 1's included
+    assert result.metrics["samples_per_s"] == pytest.approx(len(all_steps) * SMALL.batch_size / seconds)
+    compiled, _ = run(SMALL.replace(device="cpu", max_steps=4, backend="aot_eager"), flush_seconds=0)
+    assert [(s.compiling, s.warmup) for s in steps(compiled)] == [(True, False)] + [(False, False)] * 3
+
+
+def test_every_compile_phase_is_counted_train_then_eval():
+    config = TrainConfig(epochs=2, batch_size=1000, hidden_dim=16, backend="aot_eager")  # 4 steps per epoch
+    events, result = run(config)
+    assert isinstance(result, RunFinished)
+    compiles = of(events, CompileFinished)
+    assert [c.phase for c in compiles] == ["train", "eval"]  # the second validation compiles nothing new
+    train, evaluation = compiles
+    first_epoch = of(events, EpochEnd)[0]
+    # The first validation compiles the eval graph: its whole time is the eval phase, and it is said before the
+    # epoch's end, which reports the same validation time.
+    assert evaluation.seconds == first_epoch.val_seconds > 0
+    assert events.index(evaluation) < events.index(first_epoch)
+    assert events.index(train) < events.index(steps(events)[1])
+    assert result.metrics["compile_breakdown"] == {"train": train.seconds, "eval": evaluation.seconds}
+    assert result.metrics["compile_seconds"] == pytest.approx(train.seconds + evaluation.seconds)
+    assert of(events, CompileReport)[-1].compile_seconds == result.metrics["compile_seconds"]
+
+
+def test_cuda_graph_recording_is_a_compile_phase_of_its_own(monkeypatch):
+    from workbench.core import engine
+
+    monkeypatch.setattr(engine, "warmup_plan",
+                        lambda config, device_type: engine.WarmupPlan(warmup_steps=5, recording_steps=1))
+    events, result = run(SMALL.replace(backend="aot_eager", max_steps=8), flush_seconds=60)
+    assert isinstance(result, RunFinished)
+    compiles = of(events, CompileFinished)
+    assert [c.phase for c in compiles] == ["train", "cudagraph recording", "eval"]
+    recording = compiles[1]
+    step2 = steps(events)[1]
+    assert step2.warmup and not step2.compiling
+    assert recording.seconds == pytest.approx(SMALL.batch_size / step2.samples_per_s)  # step 2's block alone
+    assert set(result.metrics["compile_breakdown"]) == {"train", "cudagraph recording", "eval"}
+    assert result.metrics["compile_seconds"] == pytest.approx(sum(c.seconds for c in compiles))
+
+
+def test_no_compile_phase_is_counted_after_a_fallback_to_eager(monkeypatch):
+    _compile_fails_at(monkeypatch, call=1)
+    events, result = run(SMALL.replace(backend="aot_eager", allow_eager_fallback=True, max_steps=3))
+    assert isinstance(result, RunFinished) and not of(events, CompileFinished)
+    assert result.metrics["compile_breakdown"] == {} and result.metrics["compile_seconds"] == 0.0
+
+
+def test_matmul_precision_is_the_runs_and_restored_afterwards(monkeypatch):
+    from workbench.core import engine
+
+    real, seen = engine.train_step, []
+
+    def step(session, x, y, config, device):
+        seen.append(torch.get_float32_matmul_precision())
+        return real(session, x, y, config, device)
+
+    monkeypatch.setattr(engine, "train_step", step)
+    before = torch.get_float32_matmul_precision()
+    assert before == "highest"  # PyTorch's default, and the setting's
+    assert TrainConfig().matmul_precision == "highest"
+    _, result = run(SMALL.replace(max_steps=2, matmul_precision="high"))
+    assert isinstance(result, RunFinished) and result.metrics["val_accuracy"] >= 0
+    assert seen == ["high", "high"]
+    assert torch.get_float32_matmul_precision() == before
+    # A failed run restores it too.
+    monkeypatch.setattr(engine, "train_step", lambda *args: 1 / 0)
+    _, failed = run(SMALL.replace(max_steps=2, matmul_precision="medium"))
+    assert isinstance(failed, RunFailed) and torch.get_float32_matmul_precision() == before
+
+
+class _OneOfTwoRanks:
+    """What the engine needs of a rank of a two-process run, without the other process."""
+
+    @staticmethod
+    def make(rank: int):
+        from workbench.core.domain.distributed import Distributed
+
+        class Rank(Distributed):
+            def wrap(self, model):
+                return model
+
+            def mean(self, tensor):
+                return tensor
+
+            def sum(self, tensor):
+                return tensor * 2
+
+            def gather(self, value):
+                return [value, value]
+
+        return Rank(rank=rank, world_size=2)
+
+
+def test_ranks_start_from_the_same_weights_and_draw_their_own_dropout(monkeypatch):
+    from workbench.core import engine
+    from workbench.core.domain.distributed import weights_checksum
+
+    real, first = engine.train_step, {}
+
+    def step(session, x, y, config, device):
+        if "weights" not in first:
+            first["weights"] = weights_checksum(session.model)
+            first["mask"] = torch.nn.functional.dropout(torch.ones(256), 0.5).clone()  # the rank's random stream
+        return real(session, x, y, config, device)
+
+    monkeypatch.setattr(engine, "train_step", step)
+    seen = []
+    for rank in (0, 1):
+        first.clear()
+        _, result = run(SMALL.replace(max_steps=2, dropout=0.5), distributed=_OneOfTwoRanks.make(rank))
+        assert isinstance(result, RunFinished)
+        seen.append(dict(first))
+    assert seen[0]["weights"] == seen[1]["weights"]  # replicas start identical
+    assert not torch.equal(seen[0]["mask"], seen[1]["mask"])  # but drop different units
+    assert engine.rank_seed(7, 0) == 7 and engine.rank_seed(7, 1) == 8
+
+
+def test_ranks_train_on_disjoint_shards_of_one_batch_order():
+    from workbench.core.domain.data import DeviceBatches, load_splits
+
+    train, _ = load_splits("mnist-sample", None)
+    shards = [DeviceBatches(train, 16, torch.device("cpu"), seed=3, rank=r, world_size=2) for r in (0, 1)]
+    x0, _ = next(shards[0].epoch(1))
+    x1, _ = next(shards[1].epoch(1))
+    assert not torch.equal(x0, x1)
+
+
+def test_cuda_graphs_on_a_worker_thread_warn_on_a_torch_without_the_fix(monkeypatch):
+    """pytorch/pytorch#123177: CUDA graph trees asserted on threads Python started; fixed in torch 2.13.0."""
+    from workbench.core import engine
+
+    graphed = TrainConfig(backend="inductor", mode="reduce-overhead")
+
+    def on_a_thread(config):
+        out = []
+        thread = threading.Thread(target=lambda: out.append(engine.cudagraph_thread_notice(config)))
+        thread.start()
+        thread.join()
+        return out[0]
+
+    monkeypatch.setattr(torch, "__version__", "2.12.1+cu126")
+    notice = on_a_thread(graphed)
+    assert isinstance(notice, Notice) and notice.level == "warning"
+    assert "123177" in notice.message and "2.12.1" in notice.message and "2.13" in notice.hint
+    assert isinstance(on_a_thread(TrainConfig(backend="cudagraphs")), Notice)
+    assert engine.cudagraph_thread_notice(graphed) is None  # the main thread (a run kernel's) is fine
+    assert on_a_thread(TrainConfig(backend="inductor", mode="max-autotune-no-cudagraphs")) is None
+    assert on_a_thread(TrainConfig()) is None
+    for fixed in ("2.13.0", "2.14.1+cu130", "3.0.0"):
+        monkeypatch.setattr(torch, "__version__", fixed)
+        assert on_a_thread(graphed) is None
+
+
+def test_an_in_process_cuda_graph_run_on_a_worker_thread_says_so(monkeypatch):
+    from workbench.core import engine
+
+    monkeypatch.setattr(torch, "__version__", "2.6.0")
+    monkeypatch.setattr(engine, "uses_cuda_graphs", lambda config: True)  # CUDA graphs need a GPU: pretend
+    out = []
+    thread = threading.Thread(target=lambda: out.append(run(SMALL.replace(backend="aot_eager", max_steps=2))))
+    thread.start()
+    thread.join()
+    events, result = out[0]
+    assert isinstance(result, RunFinished)
+    notices = [n for n in of(events, Notice) if "123177" in n.message]
+    assert len(notices) == 1 and events.index(notices[0]) == 1  # right after RunStarted

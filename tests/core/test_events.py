@@ -37,6 +37,8 @@ SAMPLES = [
                    metrics={"val_accuracy": 0.93, "backend_used": "eager", "nested": {"a": 1}}),
     ev.RunFinished(steps=3, epochs=0, seconds=0.1, stopped=True),
     ev.RunFailed(kind="diverged", message="loss is nan at step 4", hint="lower the learning rate"),
+    ev.CompileFinished(backend="inductor", mode="reduce-overhead", seconds=0.4, phase="cudagraph recording"),
+    ev.Step(step=3, epoch=1, loss=2.0, samples_per_s=900.0, step_seconds=0.03, memory={"peak": 3.0}, warmup=True),
 ]
 
 
@@ -93,3 +95,15 @@ def test_from_dict_rejects_unknown_type():
 def test_is_terminal():
     terminal = [e for e in SAMPLES if ev.is_terminal(e)]
     assert {type(e) for e in terminal} == {ev.RunFinished, ev.RunFailed}
+
+
+def test_events_logged_before_compile_phases_and_warmup_steps_still_load():
+    """Old event logs and database rows have no CompileFinished.phase and no Step.warmup: the defaults read them."""
+    old_compile = {"type": "CompileFinished", "backend": "aot_eager", "mode": "default", "seconds": 1.5}
+    old_step = {"type": "Step", "step": 1, "epoch": 1, "loss": 2.3, "samples_per_s": 10.0, "step_seconds": 1.5,
+                "memory": {"rss": 1.0}, "compiling": True}
+    compiled = ev.from_dict(old_compile)
+    assert compiled == ev.CompileFinished("aot_eager", "default", 1.5) and compiled.phase == "train"
+    step = ev.from_json(json.dumps(old_step))
+    assert step.compiling and step.warmup is False
+    assert json.loads(ev.to_json(ev.Step(2, 1, 2.0, 9.0, 0.1, {}, warmup=True)))["warmup"] is True

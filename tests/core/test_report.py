@@ -462,3 +462,20 @@ def test_the_report_renderer_imports_no_torch():
             " 'workbench.core.engine', 'workbench.core.run'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+# -- CUDA graphs: the graph pool counts as reserved, not allocated (pytorch/pytorch#121932) -----------------------
+@pytest.mark.parametrize("backend, mode", [("cudagraphs", "default"), ("inductor", "reduce-overhead")])
+def test_memory_of_a_cuda_graph_run_says_its_pool_is_in_reserved(backend, mode):
+    cuda = {"allocated": 10.0, "reserved": 200.0, "peak": 30.0}
+    graphed = dataclasses.replace(_synthetic(7, backend, cuda), config={"backend": backend, "mode": mode, "amp": "off"})
+    plain = dataclasses.replace(_synthetic(8, "inductor", cuda), config={"backend": "inductor", "mode": "default",
+                                                                        "amp": "off"})
+    text, _ = build_report([plain, graphed], {})
+    curves = text[text.index("<section id=curves>"):text.index("<section id=metrics>")]
+    titles = re.findall(r"<h3>(Memory: [^<]+)</h3><svg", curves)
+    assert titles == ["Memory: allocated (CUDA-graph pool is in reserved)", "Memory: reserved", "Memory: peak"]
+    note = curves[curves.index("CUDA-graph pool is in reserved"):curves.index("<h3>Memory: reserved")]
+    assert "#7" in note and "#8" not in note and "pytorch/pytorch#121932" in note  # names the graphed run only
+    text, _ = build_report([plain], {})  # no CUDA graphs: the plain title, no note
+    assert "CUDA-graph pool" not in text and "<h3>Memory: allocated</h3>" in text

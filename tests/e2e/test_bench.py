@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import statistics
 
+import torch
+
 from .test_cli import call
 
 
@@ -13,11 +15,13 @@ def test_quick_bench_prints_the_table_reference_rows_ratios_and_method(tmp_path,
     code, stdout, err = call(capsys, "bench", "--quick", "--backends", "eager,aot_eager,cudagraphs", "--amp",
                              "off,fp16", "--json", out)
     assert code == 0, err
-    for row in ("plain loop (reference)", "article recipe (reference)", "matmul bound (reference)",
+    data = json.loads(out.read_text())
+    precision = data["matmul_precision"]
+    for row in ("plain loop (reference)", "article recipe (reference)", "matmul bound · ",
                 "engine · eager · off", "engine · aot_eager · off"):
         assert row in stdout
     assert "ratio engine eager / plain loop" in stdout and "method:" in stdout
-    data = json.loads(out.read_text())
+    assert precision == torch.get_float32_matmul_precision() and f"fp32 matmul precision {precision}" in stdout
     rows = {r["name"]: r for r in data["rows"]}
     assert rows["engine · eager · off"]["speedup"] == 1.0
     assert all(r["samples_per_s"] > 0 for r in rows.values())
@@ -29,6 +33,21 @@ def test_quick_bench_prints_the_table_reference_rows_ratios_and_method(tmp_path,
         # what the CPU cannot run is listed as skipped, with the reason, not silently dropped
         assert any("cudagraphs" in s and "CUDA" in s for s in data["skipped"])
         assert any("fp16" in s for s in data["skipped"])
+        assert [r for r in rows if r.startswith("matmul bound")] == [f"matmul bound · {precision} (reference)"]
+    else:  # CUDA: the GEMM bound in true fp32 and with TF32
+        assert {"matmul bound · highest/fp32 (reference)", "matmul bound · high/TF32 (reference)"} <= set(rows)
+
+
+def test_quick_bench_at_a_chosen_matmul_precision_states_it_and_restores_it(tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    before = torch.get_float32_matmul_precision()
+    code, stdout, err = call(capsys, "bench", "--quick", "--backends", "eager", "--modes", "default", "--amp", "off",
+                             "--matmul-precision", "medium", "--json", out)
+    assert code == 0, err
+    assert "fp32 matmul precision medium" in stdout.splitlines()[0]
+    data = json.loads(out.read_text())
+    assert data["matmul_precision"] == data["settings"]["matmul_precision"] == "medium"
+    assert torch.get_float32_matmul_precision() == before  # set for the benchmark only
 
 
 def test_quick_recording_overhead_measurement(capsys):

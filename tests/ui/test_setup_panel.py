@@ -31,7 +31,7 @@ OBJECT_NAMES = {"dataset": "datasetCombo", "data_root": "dataRootEdit", "model":
                 "device": "deviceCombo", "hidden_dim": "hiddenSpin", "epochs": "epochsSpin", "batch_size": "batchSpin",
                 "lr": "lrSpin", "optimizer": "optimizerCombo", "seed": "seedSpin", "backend": "backendCombo",
                 "mode": "modeCombo", "fullgraph": "fullgraphCheck", "dynamic": "dynamicCombo",
-                "allow_eager_fallback": "fallbackCheck", "amp": "ampCombo"}
+                "allow_eager_fallback": "fallbackCheck", "amp": "ampCombo", "matmul_precision": "matmulPrecisionCombo"}
 
 
 @pytest.fixture
@@ -96,7 +96,7 @@ def test_set_config_and_config_round_trip_every_shown_setting(panel):
     config = TrainConfig(dataset="kmnist", data_root="/data", model="/models/net.py:Net", device="cuda:0",
                          hidden_dim=64, epochs=3, batch_size=48, lr=0.01, optimizer="sgd", seed=2**32 - 1,
                          backend="inductor", mode="max-autotune", dynamic=False, fullgraph=True,
-                         allow_eager_fallback=True, amp="fp16",
+                         allow_eager_fallback=True, amp="fp16", matmul_precision="high",
                          dropout=0.5, weight_decay=0.3, lr_schedule="constant", max_steps=9)  # not shown: kept
     assert all(getattr(config, s.name) != s.default for s in settings()), "set every setting here"
     panel.set_config(config)

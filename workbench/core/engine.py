@@ -10,6 +10,10 @@ block's timing.
 A run reads top to bottom in `Trainer._run`: `_start` (device, data, RunStarted), `_prepare` (model, explain,
 compile), then per epoch `_train_epoch` and `_validate`, and `_finish` (final report, metrics, checkpoint,
 RunFinished). Everything one run knows and updates lives in one `_Run`.
+
+Steady throughput counts only steady steps: a compiling first step and, on CUDA, the warm-up steps (`WarmupPlan`)
+are read back in blocks of their own and kept off it. Compile time counts every phase that compiles or records
+(`CompileFinished.phase`): the first step, the first validation, and the CUDA-graph recording steps.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import math
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -33,7 +38,7 @@ from .domain.distributed import Distributed, weights_checksum
 from .domain.evaluate import EVAL_BATCH, autocast_context, evaluate
 from .domain.inspect import RunCompileLog, explain_model
 from .domain.model import check_outputs, model_for
-from .ground.config import ConfigError, TrainConfig
+from .ground.config import ConfigError, TrainConfig, uses_cuda_graphs
 from .ground.errors import WorkbenchError, first_line
 from .ground.events import (CompileFinished, CompileReport, CompileStarted, Emit, EpochEnd, GraphBreak, Notice,
                             RunFailed, RunFinished, RunStarted, Step, peak_mib)
@@ -41,6 +46,16 @@ from .ground.events import (CompileFinished, CompileReport, CompileStarted, Emit
 FLUSH_SECONDS = 0.05  # how often losses are read back from the device (and Step events go out)
 DIST_FLUSH_STEPS = 10  # multi-process: read back every N steps, the same step on every rank (a collective)
 DIVERGENCE_FACTOR = 100.0  # a step loss this many times the first step's loss means the run has blown up
+# CUDA's first steps load kernels (lazily, on first use), create the cuBLAS handle and grow the caching allocator;
+# the optimizer's state appears at step 1. A fixed count rather than "the first read-back block": on CUDA a block
+# spans FLUSH_SECONDS, hundreds of steps of a small network, whose average would still carry step 1's cost.
+CUDA_WARMUP_STEPS = 5
+# CUDA graph trees (mode "reduce-overhead"/"max-autotune", backend "cudagraphs") run each graph once eagerly in the
+# graph pool (step 1, with the compile), record it on its second call (step 2) and replay it from the third.
+CUDAGRAPH_RECORDING_STEPS = 1
+# CUDA graph trees assert when compiled and replayed from a thread Python created (pytorch/pytorch#123177);
+# fixed by pytorch/pytorch#184357, first released in torch 2.13.0 (2.12.1 still asserts).
+CUDAGRAPH_THREADS_FIXED = (2, 13)
 
 T = TypeVar("T")
 
@@ -80,12 +95,39 @@ class _Session:
     scheduler: torch.optim.lr_scheduler.LRScheduler | None = None
 
 
+@dataclass(frozen=True)
+class WarmupPlan:
+    """Which of a run's first steps stay off the steady figures, and why. Each kind is read back in blocks of its
+    own (never mixed with steady steps: on CUDA a block's steps share its average time)."""
+
+    warmup_steps: int = 0  # steps 1…warmup_steps are warm-up (step 1 is "compiling" instead when it compiles)
+    recording_steps: int = 0  # steps 2…1+recording_steps record CUDA graphs (while the model is compiled)
+
+    def kind(self, step: int, compiled: bool) -> str:
+        """'compiling', 'recording', 'warmup' or 'steady' for 1-based `step` of a (still) compiled model or not."""
+        if step == 1 and compiled:
+            return "compiling"
+        if compiled and 2 <= step <= 1 + self.recording_steps:
+            return "recording"
+        return "warmup" if step <= self.warmup_steps else "steady"
+
+
+def warmup_plan(config: TrainConfig, device_type: str) -> WarmupPlan:
+    """On the CPU no step but a compiling first one is special; on CUDA the first CUDA_WARMUP_STEPS are warm-up,
+    among them, under CUDA graphs, the recording steps."""
+    if device_type != "cuda":
+        return WarmupPlan()
+    recording = CUDAGRAPH_RECORDING_STEPS if config.compiled and uses_cuda_graphs(config.to_dict()) else 0
+    return WarmupPlan(warmup_steps=max(CUDA_WARMUP_STEPS, 1 + recording), recording_steps=recording)
+
+
 @dataclass
 class _Totals:
     steps: int = 0
     steady_samples: int = 0
     steady_seconds: float = 0.0
-    compile_seconds: float = 0.0
+    compile_breakdown: dict[str, float] = field(default_factory=dict)  # seconds by CompileFinished phase
+    recording_seconds: float = 0.0  # the CUDA-graph recording steps read back so far
     epoch_loss_sum: float = 0.0
     epoch_steps: int = 0
     best_val_accuracy: float | None = None  # None until an epoch has been validated
@@ -93,6 +135,10 @@ class _Totals:
     epochs_ended: int = 0  # epochs that were validated (EpochEnd emitted); a max_steps cut may end one early
     last_epoch: dict = field(default_factory=dict)
     peak_memory_mib: float = 0.0
+
+    @property
+    def compile_seconds(self) -> float:
+        return sum(self.compile_breakdown.values(), 0.0)
 
 
 @dataclass
@@ -108,6 +154,7 @@ class _Run:
     batches: DeviceBatches  # this process's share of the training split
     val_split: Split
     total_steps: int  # planned: epochs × steps per epoch, capped by max_steps
+    plan: WarmupPlan  # the first steps kept off the steady figures
     session: _Session = field(init=False)  # set by _prepare; replaced by a fallback to eager
     report: CompileReport | None = None  # explain's report; None when the run is not compiled
     log: RunCompileLog = field(init=False)  # set by _prepare, once explain is done
@@ -129,6 +176,7 @@ class _Block:
     """Steps whose losses are still on the device, to be read back together (one sync) by `_flush`."""
 
     start: float  # when the block's clock started
+    kind: str = "steady"  # WarmupPlan.kind of its steps: a block never mixes kinds
     losses: list[torch.Tensor] = field(default_factory=list)
     ends: list[float] = field(default_factory=list)  # when each step returned (exact step times on the sync CPU)
 
@@ -151,6 +199,7 @@ class Trainer:
         """Train to the end, to a stop, or to a failure. Always emits exactly one RunFinished or RunFailed."""
         stop = stop or threading.Event()
         started = time.perf_counter()
+        matmul_precision = torch.get_float32_matmul_precision()  # process-global: _start sets the run's
         # The step loop creates small objects (events) all the time; without this, Python's full collections keep
         # re-walking every long-lived object of torch and the app (measured: ~3% of eager throughput on a CPU).
         gc.collect()
@@ -170,6 +219,7 @@ class Trainer:
                 kind="internal", message=f"{type(exc).__name__}: {first_line(exc)}",
                 hint="this looks like a bug in Workbench or PyTorch; the log has details"))
         finally:
+            torch.set_float32_matmul_precision(matmul_precision)  # for whoever runs in this process next
             gc.unfreeze()
 
     @staticmethod
@@ -193,6 +243,8 @@ class Trainer:
     def _start(self, config: TrainConfig, emit: Emit, stop: StopFlag, started: float) -> _Run:
         """Device, data and the plan; announces the run (RunStarted)."""
         config.check_runnable(devices.cuda_available())
+        # Process-global, so set per run: a run kernel is fresh for each run; an in-process run gets it undone.
+        torch.set_float32_matmul_precision(config.matmul_precision)
         device = devices.resolve_device(config.device)
         if device.type == "cuda":
             torch.cuda.set_device(device)
@@ -214,8 +266,12 @@ class Trainer:
         emit(RunStarted(config=config.to_dict(), device=str(device), device_name=devices.device_name(device),
                         versions=devices.versions(), train_size=len(train_split), val_size=len(val_split),
                         steps_per_epoch=len(batches), total_steps=total_steps, world_size=world))
+        notice = cudagraph_thread_notice(config)
+        if notice is not None:
+            emit(notice)
         return _Run(config=config, emit=emit, stop=stop, started=started, device=device, classes=classes,
-                    batches=batches, val_split=val_split, total_steps=total_steps)
+                    batches=batches, val_split=val_split, total_steps=total_steps,
+                    plan=warmup_plan(config, device.type))
 
     def _prepare(self, run: _Run) -> None:
         """The model, explained and compiled (or not): the run's session; then the validation batches."""
@@ -226,6 +282,11 @@ class Trainer:
         run.log = RunCompileLog()  # from here on: the run's own compiles, not explain's
         run.val_batches = DeviceBatches(run.val_split, EVAL_BATCH, run.device, shuffle=False, drop_last=False,
                                         rank=self.dist.rank, world_size=self.dist.world_size)
+        if self.dist.active:
+            # The replicas were built from the same seed, so they start identical; from here each rank draws its
+            # own dropout masks (the same seed everywhere would drop the same units on every rank). The batch
+            # order does not use this stream: DeviceBatches shards one permutation of its own seed.
+            torch.manual_seed(rank_seed(run.config.seed, self.dist.rank))
 
     def _compile(self, run: _Run, model: nn.Module,
                  example: torch.Tensor) -> tuple[CompileReport | None, _Session]:
@@ -256,16 +317,11 @@ class Trainer:
 
     def _session(self, run: _Run, model: nn.Module, *, compiled: bool, carried: _Session | None = None) -> _Session:
         """Optimizer, schedule and scaler for `model`; with `carried`, continuing from that session's state."""
-        config = run.config
-        if config.optimizer == "adamw":
-            optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-        else:
-            optimizer = torch.optim.SGD(model.parameters(), lr=config.lr, momentum=0.9,
-                                        weight_decay=config.weight_decay)
+        config, device = run.config, run.device  # where the model's parameters are (the eager copy's too)
+        optimizer = make_optimizer(model.parameters(), config, device.type)
         # The schedule first: building LambdaLR sets the learning rate to the first step's, which the carried
         # optimizer state (its learning rate included) must then overwrite.
         scheduler = lr_schedule(optimizer, config, run.total_steps)
-        device = next(model.parameters()).device
         scaler = torch.amp.GradScaler(device.type) if config.amp == "fp16" else None
         if carried is not None:
             optimizer.load_state_dict(carried.optimizer.state_dict())
@@ -291,9 +347,11 @@ class Trainer:
                 self._flush(run, block, epoch)
                 return True
             # The first step of a compiled model compiles it; it stays off the throughput figures even when the
-            # compile fails and the step is retried eagerly (the failed attempt's time is in it).
-            compiling = run.session.compiled and totals.steps == 0
-            if compiling:
+            # compile fails and the step is retried eagerly (the failed attempt's time is in it). So do CUDA's
+            # warm-up steps (the plan); each kind of step is read back in blocks of its own.
+            step = totals.steps + 1
+            kind = block.kind = run.plan.kind(step, run.session.compiled)
+            if kind == "compiling":
                 run.emit(CompileStarted(config.backend, config.mode))
             block.losses.append(self._step(run, x, y))
             block.ends.append(time.perf_counter())
@@ -302,11 +360,12 @@ class Trainer:
                 due = len(block.losses) >= DIST_FLUSH_STEPS
             else:
                 due = block.ends[-1] - block.start >= self.flush_seconds
-            if compiling or due:
-                seconds, stop_agreed = self._flush(run, block, epoch, compiling, run.stop.is_set())
-                if compiling and run.session.compiled:  # a fallback to eager compiled nothing
-                    totals.compile_seconds = seconds
-                    run.emit(CompileFinished(config.backend, config.mode, seconds))
+            # The same step on every rank (a function of the step number): multi-process read-backs stay aligned.
+            phase_ends = kind != "steady" and (run.out_of_steps()
+                                               or run.plan.kind(step + 1, run.session.compiled) != kind)
+            if phase_ends or due:
+                seconds, stop_agreed = self._flush(run, block, epoch, run.stop.is_set())
+                self._compile_phase_read(run, kind, seconds, phase_ends)
                 if stop_agreed:
                     return True
             if run.out_of_steps():
@@ -314,18 +373,34 @@ class Trainer:
         _, stop_agreed = self._flush(run, block, epoch, stop_requested=run.stop.is_set())
         return stop_agreed
 
+    @staticmethod
+    def _compile_phase_read(run: _Run, kind: str, seconds: float, phase_ends: bool) -> None:
+        """Count a read-back block of compiling or recording steps; emit its CompileFinished when the phase ends.
+        A fallback to eager compiled (or recorded) nothing: no event then."""
+        config, totals = run.config, run.totals
+        if not run.session.compiled:
+            return
+        if kind == "compiling":  # the first step: forward + backward graphs (and the optimizer step)
+            totals.compile_breakdown["train"] = seconds
+            run.emit(CompileFinished(config.backend, config.mode, seconds, phase="train"))
+        elif kind == "recording":
+            totals.recording_seconds += seconds
+            if phase_ends:
+                totals.compile_breakdown["cudagraph recording"] = totals.recording_seconds
+                run.emit(CompileFinished(config.backend, config.mode, totals.recording_seconds,
+                                         phase="cudagraph recording"))
+
     def _step(self, run: _Run, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """One optimizer step (its loss still on the device); a compiled one may fall back to eager."""
         if run.session.compiled:  # only a compiled model can fail to compile (and fall back)
             return self._with_fallback(run, lambda s: train_step(s, x, y, run.config, run.device))
         return train_step(run.session, x, y, run.config, run.device)
 
-    def _flush(self, run: _Run, block: _Block, epoch: int, compiling: bool = False,
-               stop_requested: bool = False) -> tuple[float, bool]:
-        """Read a block of losses back from the device (one sync) and emit their Step events. Returns the block's
-        seconds and (multi-process only) whether any process was asked to stop. The block starts again, empty,
-        its clock at the moment of the read-back: the time spent emitting events (and whatever listeners do with
-        them) counts against throughput, as it should.
+    def _flush(self, run: _Run, block: _Block, epoch: int, stop_requested: bool = False) -> tuple[float, bool]:
+        """Read a block of losses back from the device (one sync) and emit their Step events; only a block of steady
+        steps counts toward the steady throughput. Returns the block's seconds and (multi-process only) whether any
+        process was asked to stop. The block starts again, empty, its clock at the moment of the read-back: the time
+        spent emitting events (and whatever listeners do with them) counts against throughput, as it should.
 
         With several processes the stop flags ride along in the losses' all_reduce (one collective per block):
         a rank asked to stop makes its flag's mean non-zero everywhere, so all ranks stop at the same step."""
@@ -347,7 +422,8 @@ class Trainer:
         else:  # queued asynchronously: only the block as a whole was timed
             step_seconds = [seconds / n] * n
         samples = n * config.batch_size  # the global batch: every process's share together
-        if not compiling:
+        compiling, warmup = block.kind == "compiling", block.kind in ("recording", "warmup")
+        if block.kind == "steady":
             totals.steady_samples += samples
             totals.steady_seconds += seconds
         memory = devices.memory_mib(device)
@@ -364,7 +440,7 @@ class Trainer:
             totals.epoch_loss_sum += loss
             totals.epoch_steps += 1
             run.emit(Step(step=first_step + i, epoch=epoch, loss=loss, samples_per_s=samples / seconds,
-                          step_seconds=step_seconds[i], memory=memory, compiling=compiling))
+                          step_seconds=step_seconds[i], memory=memory, compiling=compiling, warmup=warmup))
         return seconds, stop_agreed
 
     def _validate(self, run: _Run, epoch: int) -> None:
@@ -374,6 +450,13 @@ class Trainer:
         val_loss, val_accuracy = self._with_fallback(
             run, lambda s: evaluate(s.model, run.val_batches, run.config, run.device, reduce=self.dist.sum))
         val_seconds = time.perf_counter() - val_started
+        if run.session.compiled and "eval" not in totals.compile_breakdown:
+            # The eval phase's method: the whole first validation pass of a compiled model, nothing subtracted. It
+            # is the first eval call, which compiles the eval graph (eval mode under no_grad is a graph of its own),
+            # so there is no earlier compiled pass whose time could be subtracted; running the pass once is small
+            # next to the compile. (A fallback to eager during it leaves the session uncompiled: nothing counted.)
+            totals.compile_breakdown["eval"] = val_seconds
+            run.emit(CompileFinished(run.config.backend, run.config.mode, val_seconds, phase="eval"))
         train_loss = totals.epoch_loss_sum / totals.epoch_steps
         totals.best_val_accuracy = max(totals.best_val_accuracy or 0.0, val_accuracy)
         totals.last_epoch = {"train_loss": train_loss, "val_loss": val_loss, "val_accuracy": val_accuracy}
@@ -446,7 +529,8 @@ class Trainer:
             **totals.last_epoch,
             "best_val_accuracy": totals.best_val_accuracy,
             "samples_per_s": totals.steady_samples / totals.steady_seconds if totals.steady_seconds else 0.0,
-            "compile_seconds": totals.compile_seconds,
+            "compile_seconds": totals.compile_seconds,  # every phase: the sum of compile_breakdown
+            "compile_breakdown": dict(totals.compile_breakdown),  # seconds by CompileFinished.phase
             "peak_memory_mib": totals.peak_memory_mib,
             "backend_used": config.backend if run.session.compiled else "eager",
             "epochs_completed": totals.epochs_ended,
@@ -481,6 +565,17 @@ class Trainer:
 
 
 # -- step functions (module level: the benchmark times exactly these; autocast_context is domain.evaluate's) ---
+def make_optimizer(params, config: TrainConfig, device_type: str) -> torch.optim.Optimizer:
+    """The run's optimizer. On CUDA the fused implementation: one kernel for the whole update, and under a
+    GradScaler (fp16) it reads the scaler's found_inf on the device, where a non-fused step calls found_inf.item(),
+    a host sync every step (pytorch/pytorch#80167). Not on the CPU: fused CPU kernels are recent (absent from
+    older torch versions the project allows) and no faster there than the default foreach path."""
+    fused = {"fused": True} if device_type == "cuda" else {}
+    if config.optimizer == "adamw":
+        return torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay, **fused)
+    return torch.optim.SGD(params, lr=config.lr, momentum=0.9, weight_decay=config.weight_decay, **fused)
+
+
 def lr_schedule(optimizer: torch.optim.Optimizer, config: TrainConfig,
                 total_steps: int) -> torch.optim.lr_scheduler.LRScheduler | None:
     """Cosine decay to zero over the planned steps, after a short linear warm-up (5%)."""
@@ -516,6 +611,30 @@ def train_step(session: _Session, x: torch.Tensor, y: torch.Tensor, config: Trai
 
 
 # -- helpers ----------------------------------------------------------------------------------------------------
+def rank_seed(seed: int, rank: int) -> int:
+    """The seed of a rank's training stream (dropout) once the shared-seed model is built: its own per rank."""
+    return seed + rank
+
+
+def cudagraph_thread_notice(config: TrainConfig) -> Notice | None:
+    """A warning for a CUDA-graph run trained on a thread other than the main one (an in-process run: the app's
+    kernel trains on its main thread) with a torch that asserts there (pytorch/pytorch#123177)."""
+    if not (config.compiled and uses_cuda_graphs(config.to_dict())):
+        return None
+    if threading.current_thread() is threading.main_thread():
+        return None
+    found = re.match(r"(\d+)\.(\d+)", str(torch.__version__))
+    if found is None or (int(found[1]), int(found[2])) >= CUDAGRAPH_THREADS_FIXED:
+        return None
+    fixed = ".".join(map(str, CUDAGRAPH_THREADS_FIXED))
+    return Notice("warning", f"CUDA graphs ({config.backend}"
+                             f"{' · ' + config.mode if config.backend == 'inductor' else ''}) on a worker thread: "
+                             f"torch {torch.__version__} may fail with an AssertionError in cudagraph_trees "
+                             f"(pytorch/pytorch#123177, fixed in torch {fixed})",
+                  f"upgrade to torch ≥ {fixed}, train in a run process (the app's default), or choose a mode "
+                  f"without CUDA graphs (default, max-autotune-no-cudagraphs)")
+
+
 def _configure_dynamo() -> None:
     """Dynamo's config is thread-local (torch ≥ 2.12): set it on the thread that compiles, i.e. here."""
     import torch._dynamo.config as dynamo_config

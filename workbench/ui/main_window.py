@@ -407,7 +407,7 @@ class MainWindow(QMainWindow):
             return
         record = run.record
         self.plots.set_overlays([])
-        self.plots.show_curves(run.curves, run.compile_seconds)
+        self.plots.show_curves(run.curves, run.compile_seconds, record.config)
         self.compile_panel.clear()
         self.compile_panel.add_events(list(run.compile_events))
         self.plots.redraw()

@@ -57,8 +57,8 @@ def load_split(name: str, split: str, data_root: str | None = None) -> Split:
         test = read("test")
         if test is None:
             raise DataError(f"{name} has no test split here (use --split val)")
-        return test
-    train, val = _hold_out(read("train"), name)
+        return _checked_labels(test, name, data_root, "test")
+    train, val = _hold_out(_checked_labels(read("train"), name, data_root, "train"), name)
     return train if split == "train" else val
 
 
@@ -68,7 +68,28 @@ def load_splits(name: str, data_root: str | None = None) -> tuple[Split, Split]:
     root = _checked_root(dataset_info(name), data_root)
     if name == "mnist-sample":
         return _mnist_sample("train"), _mnist_sample("val")
-    return _hold_out(_reader(name, root)("train"), name)
+    return _hold_out(_checked_labels(_reader(name, root)("train"), name, data_root, "train"), name)
+
+
+def _checked_labels(split: Split | None, name: str, data_root: str | None, which: str) -> Split | None:
+    """Refuse labels the dataset has no class for, as the data is loaded: on a GPU such a label trips a
+    device-side assert in the loss that kills the process's CUDA context (every later CUDA call fails), and on the
+    CPU it fails mid-run with an index error. One min/max per split; the bad values are only listed on failure."""
+    if split is None or not len(split):
+        return split
+    count = len(classes_of(name, data_root))
+    low, high = int(split.labels.min()), int(split.labels.max())
+    if low >= 0 and high < count:
+        return split
+    labels = split.labels
+    bad = torch.unique(labels[(labels < 0) | (labels >= count)]).tolist()
+    shown = ", ".join(str(v) for v in bad[:8]) + (", …" if len(bad) > 8 else "")
+    where = f"{data_root} ({name})" if data_root else name
+    raise DataError(
+        f"the {which} labels in {where} include {shown}, outside 0…{count - 1}: {name} has {count} classes",
+        "fix the label file so that every label is a class number from 0 to "
+        f"{count - 1}, or remove the samples with other labels" if name == "idx"
+        else f"use a copy of {name} whose labels are 0…{count - 1}")
 
 
 def check_classes(model_classes: tuple[str, ...], dataset_classes: tuple[str, ...], dataset: str) -> None:

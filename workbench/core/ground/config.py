@@ -32,6 +32,15 @@ DEVICE_KINDS = ("auto", "cpu", "cuda", "cuda:N")
 CUDA_ONLY_BACKENDS = ("cudagraphs",)
 CUDA_ONLY_MODES = ("reduce-overhead",)
 
+
+def uses_cuda_graphs(config: Mapping[str, Any]) -> bool:
+    """Whether a run with this config (a TrainConfig's dict) replays CUDA graphs: the cudagraphs backend, or
+    Inductor in a mode that captures them ("max-autotune" does too, on a GPU). Such a run's graph pool counts as
+    CUDA *reserved*, not allocated (pytorch/pytorch#121932), so its memory curves must say so."""
+    backend = config.get("backend")
+    return backend in CUDA_ONLY_BACKENDS or (backend == "inductor"
+                                             and config.get("mode") in ("reduce-overhead", "max-autotune"))
+
 # The groups settings are shown in, in this order (the CLI's help, the setup form's boxes).
 DATA_AND_MODEL = "Data and model"
 TRAINING = "Training"
@@ -239,6 +248,11 @@ class TrainConfig:
     # -- precision --
     amp: str = field(default="off", metadata=setting(
         "mixed precision", PRECISION, label="AMP", choices=AMP_CHOICES, choice_labels={"off": "off (fp32)"}))
+    matmul_precision: str = field(default="highest", metadata=setting(
+        "precision of float32 matrix multiplies (torch.set_float32_matmul_precision): 'high' lets them use TF32 "
+        "tensor cores on Ampere and newer GPUs, 'medium' bf16 ones; faster, with fewer mantissa bits",
+        PRECISION, label="fp32 matmul precision", choices=("highest", "high", "medium"),
+        choice_labels={"highest": "highest (full fp32)", "high": "high (TF32)", "medium": "medium (bf16)"}))
 
     def __post_init__(self) -> None:
         self.check_values()

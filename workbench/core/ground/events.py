@@ -35,7 +35,11 @@ class CompileStarted:
 class CompileFinished:
     backend: str
     mode: str
-    seconds: float  # wall time of the first (compiling) step, forward + backward + optimizer
+    seconds: float  # wall time of this phase (see `phase`)
+    # What was compiled (or recorded): "train" = the first step (forward + backward graphs, with the optimizer
+    # step), "eval" = the first validation pass (the eval graph), "cudagraph recording" = the steps that record
+    # CUDA graphs. A run emits one per phase, "train" first; logs from before phases were counted say "train".
+    phase: str = "train"
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,9 @@ class Step:
     step_seconds: float  # this step's wall time on the CPU; on CUDA (asynchronous) the block's average
     memory: dict  # MiB by name: {"allocated", "reserved", "peak"} on CUDA, {"rss"} on the CPU
     compiling: bool = False  # this step paid for compilation; keep it off the throughput axis
+    # A CUDA warm-up step (kernel loading, cuBLAS setup, CUDA-graph recording): like a compiling step, kept off
+    # the steady throughput figures. Never set on the CPU, whose first eager step is not special.
+    warmup: bool = False
 
 
 def peak_mib(memory: dict[str, float]) -> float | None:

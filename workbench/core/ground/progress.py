@@ -1,6 +1,7 @@
 """Run progress from the event stream: state, fraction done, ETA. One tracker serves the CLI bar and the GUI.
 
-The ETA uses steady-state step time only: the compiling step would make it wildly pessimistic.
+The ETA uses steady-state step time only: the compiling step (and CUDA's warm-up steps) would make it wildly
+pessimistic.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ class Progress:
             if self.state in ("starting", "compiling") and not event.compiling:
                 self.state = "training"
             self.step, self.epoch, self.loss = event.step, event.epoch, event.loss
-            if not event.compiling:
+            if not (event.compiling or event.warmup):
                 self.samples_per_s = event.samples_per_s
                 self._steady_seconds += event.step_seconds
                 self._steady_steps += 1

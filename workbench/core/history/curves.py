@@ -20,7 +20,7 @@ SMOOTHING = 0.98  # EMA weight of the smoothed loss line
 class Curves:
     step: np.ndarray  # every optimizer step
     loss: np.ndarray
-    throughput_step: np.ndarray  # steps that did not compile
+    throughput_step: np.ndarray  # steps that did not compile (nor warm CUDA up)
     throughput: np.ndarray
     memory: dict[str, np.ndarray] = field(default_factory=dict)  # by name, aligned with `step`
     val_step: np.ndarray = field(default_factory=lambda: np.empty(0))  # the last step of each epoch
@@ -29,7 +29,7 @@ class Curves:
 
 def curves_from_events(events: list[Event]) -> Curves:
     steps = [e for e in events if isinstance(e, Step)]
-    steady = [s for s in steps if not s.compiling]
+    steady = [s for s in steps if not (s.compiling or s.warmup)]
     names = sorted({name for s in steps for name in s.memory})
     last_step_of_epoch: dict[int, int] = {}
     for s in steps:

@@ -26,9 +26,9 @@ from typing import Any, Iterable
 import numpy as np
 
 from ..ground.atomic import write_text_atomic
-from ..ground.config import TrainConfig
+from ..ground.config import TrainConfig, uses_cuda_graphs
 from ..ground.errors import WorkbenchError
-from ..ground.events import CompileReport, EpochEnd, Notice, RunFailed, Step, peak_mib
+from ..ground.events import CompileFinished, CompileReport, EpochEnd, Notice, RunFailed, Step, peak_mib
 from .curves import Curves, curves_from_events, differing_settings, run_label
 from .runs import RunRecord
 from .svgchart import Series, line_chart
@@ -206,7 +206,7 @@ def last_compile_report(events: list) -> CompileReport | None:
 
 def _metrics(record: RunRecord, steps: list[Step], epochs: list[EpochEnd]) -> dict:
     """The final figures, from the run's row where it has them, else from its events (failed/interrupted runs)."""
-    steady = [s for s in steps if not s.compiling]
+    steady = [s for s in steps if not (s.compiling or s.warmup)]
     peaks = [peak_mib(s.memory) for s in steps]
     peaks = [p for p in peaks if isinstance(p, (int, float))]
     best = record.best_val_accuracy if record.best_val_accuracy is not None else (
@@ -332,9 +332,19 @@ def _throughputline_chart(runs: list[_Run]) -> str:
 def _memory_charts(runs: list[_Run]) -> list[str]:
     keys = list(dict.fromkeys(k for r in runs for k in r.curves.memory))
     keys = [k for k in MEMORY_KEYS if k in keys] + [k for k in keys if k not in MEMORY_KEYS]
+    # Under CUDA graphs the graph pool counts as reserved, not allocated (pytorch/pytorch#121932): say so where a
+    # falling "allocated" line would otherwise mislead, and point at the reserved chart.
+    graphed = [r for r in runs if uses_cuda_graphs(r.record.config) and "allocated" in r.curves.memory]
     charts = []
     for key in keys:
         series = [Series(r.color, r.curves.step, r.curves.memory[key]) for r in runs if key in r.curves.memory]
+        if key == "allocated" and graphed:
+            charts.append(line_chart("Memory: allocated (CUDA-graph pool is in reserved)", "MiB", series)
+                          + "<p class=muted>" + ", ".join(esc(r.label) for r in graphed)
+                          + " replayed CUDA graphs: their graph pool's memory counts as reserved, not allocated "
+                            "(pytorch/pytorch#121932), so allocated drops once the graphs are recorded. Read "
+                            "“Memory: reserved” for what they hold.</p>")
+            continue
         charts.append(line_chart(f"Memory: {key}", "MiB", series))
     return charts or ["<h3>Memory</h3><p class=muted>No memory readings were recorded.</p>"]
 
@@ -445,13 +455,21 @@ def _compile_html(run: _Run) -> str:
 def _timing_sentence(run: _Run) -> str:
     compile_s = run.metrics["compile_seconds"]
     step_s = run.metrics["steady_step_seconds"]
-    steady = sum(1 for s in run.steps if not s.compiling)
+    steady = sum(1 for s in run.steps if not (s.compiling or s.warmup))
     if step_s is None:
         return "<p>No steady-state steps were recorded.</p>"
     text = f"Steady-state step: {_duration(step_s)} (median of {steady:,} steps)"
-    if compile_s:
-        text += (f" · compile (first step): {_duration(compile_s)}, the time of about "
-                 f"{compile_s / step_s:,.0f} steady steps")
+    # compile_seconds counts every phase (first step, first validation, CUDA-graph recording); the step's own is
+    # its "train" phase. Runs recorded before phases were counted have only that one.
+    phases = {e.phase: e.seconds for e in run.record.events if isinstance(e, CompileFinished)}
+    first = phases.pop("train", compile_s)
+    if first:
+        text += (f" · compile (first step): {_duration(first)}, the time of about "
+                 f"{first / step_s:,.0f} steady steps")
+    if phases and compile_s:
+        words = {"eval": "eval graph (first validation)", "cudagraph recording": "CUDA-graph recording"}
+        text += (" · then " + ", ".join(f"{words.get(phase, phase)} {_duration(s)}" for phase, s in phases.items())
+                 + f": {_duration(compile_s)} compiling in all")
     return f"<p>{text}.</p>"
 
 

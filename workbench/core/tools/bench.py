@@ -8,7 +8,10 @@ Method (printed under the table):
 - step p50/p99 are per step: host clocks on the CPU (its ops are synchronous), CUDA events on a GPU;
 - engine rows are real `Trainer.run` calls with every event emitted and consumed (what the GUI and CLI see);
 - reference rows: a minimal hand-written loop over the same tensors (the floor for the engine's overhead), the
-  article's per-sample Dataset + DataLoader recipe, and the training step's GEMMs alone (an upper bound);
+  article's per-sample Dataset + DataLoader recipe (both with AdamW, fused on CUDA), and the training step's GEMMs
+  alone (an upper bound; on CUDA once in true fp32 and once with TF32, the precisions that differ there);
+- every row runs with the chosen device current and the fp32 matmul precision stated in the header (both set for
+  the row and restored after it);
 - speed-ups are against the engine's eager fp32 row measured in the same process, same run;
 - the target ratios (engine vs plain loop, vs article recipe) are medians over rounds that measure each pair
   back to back, so that drift on a shared machine hits both sides of a ratio alike.
@@ -16,6 +19,8 @@ Method (printed under the table):
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import statistics
 import threading
@@ -52,6 +57,7 @@ class BenchSettings:
     window_steps: int = 50
     eval_batches: int = 20
     pairs: int = 3  # rounds of engine-vs-reference pairs behind the ratios
+    matmul_precision: str | None = None  # torch.set_float32_matmul_precision for the whole run; None: as it is
 
 
 @dataclass
@@ -75,6 +81,7 @@ class StepClock:
     """Per-step times and per-window throughput; CUDA events on a GPU, host clocks on the CPU."""
 
     def __init__(self, device: torch.device):
+        self.device = device
         self.cuda = device.type == "cuda"
         self.step_ms: list[float] = []
 
@@ -83,21 +90,22 @@ class StepClock:
         """samples/s of `steps` calls of `step`. When a step returns True (an epoch ended), `between` runs
         (validation) and its time is left out, as the engine leaves its validation out of throughput."""
         untimed = 0.0
-        if self.cuda:
-            torch.cuda.synchronize()
+        if self.cuda:  # the bench's device, named: the events and syncs must not land on whichever GPU is current
+            torch.cuda.synchronize(self.device)
+            stream = torch.cuda.current_stream(self.device)
             starts = [torch.cuda.Event(enable_timing=True) for _ in range(steps)]
             ends = [torch.cuda.Event(enable_timing=True) for _ in range(steps)]
             start = time.perf_counter()
             for i in range(steps):
-                starts[i].record()
+                starts[i].record(stream)
                 epoch_ended = step()
-                ends[i].record()
+                ends[i].record(stream)
                 if epoch_ended and between is not None:
-                    torch.cuda.synchronize()  # the queued training steps are part of the window, not of validation
+                    torch.cuda.synchronize(self.device)  # the queued training steps are part of the window
                     paused = time.perf_counter()
                     between()
                     untimed += time.perf_counter() - paused
-            torch.cuda.synchronize()
+            torch.cuda.synchronize(self.device)
             seconds = time.perf_counter() - start - untimed
             self.step_ms += [a.elapsed_time(b) for a, b in zip(starts, ends)]
         else:
@@ -127,6 +135,47 @@ def _peak_memory(device: torch.device) -> float | None:
     return peak_mib(devices.memory_mib(device))
 
 
+@contextlib.contextmanager
+def on_device(device: torch.device, matmul_precision: str):
+    """What every row runs inside: its device current (CUDA: `synchronize`, events, pinned memory and the
+    allocator's statistics all default to the current device, GPU 0 unless set) and the fp32 matmul precision;
+    both restored afterwards."""
+    previous_precision = torch.get_float32_matmul_precision()
+    previous_device = torch.cuda.current_device() if device.type == "cuda" else None
+    torch.set_float32_matmul_precision(matmul_precision)
+    if previous_device is not None:
+        torch.cuda.set_device(device)
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(previous_precision)
+        if previous_device is not None:
+            torch.cuda.set_device(previous_device)
+
+
+def _measured(measure: Callable[[], Row], device: torch.device, matmul_precision: str) -> Row:
+    """One row, on its device and at its precision, with the allocator's peak reset first."""
+    with on_device(device, matmul_precision):
+        _reset_peak(device)
+        return measure()
+
+
+def _reference_optimizer(model: nn.Module, device: torch.device) -> torch.optim.Optimizer:
+    """The reference loops' AdamW: fused on CUDA (one kernel for every parameter, as a tuned loop would use),
+    never on the CPU."""
+    return torch.optim.AdamW(model.parameters(), lr=1e-3, **({"fused": True} if device.type == "cuda" else {}))
+
+
+MATMUL_PRECISIONS = ("highest", "high", "medium")  # torch.set_float32_matmul_precision's choices
+
+
+def matmul_precisions(device: torch.device, precision: str) -> list[str]:
+    """The precisions the GEMM bound is measured at: on CUDA true fp32 ("highest") and TF32 ("high"; "medium"
+    also means TF32 for fp32 matmuls there), the two that differ, whatever the bench's own precision; on the CPU
+    the bench's precision alone."""
+    return ["highest", "high"] if device.type == "cuda" else [precision]
+
+
 # -- reference rows ---------------------------------------------------------------------------------------------
 def _fresh_model(settings: BenchSettings, device: torch.device) -> SandwichNet:
     torch.manual_seed(0)
@@ -138,7 +187,7 @@ def plain_loop(settings: BenchSettings, train: Split, val: Split, device: torch.
     validation pass after each epoch, left out of the timing (it still cools the caches, as it does for the
     engine: measured ~5% on the CPU with a 15-step epoch)."""
     model = _fresh_model(settings, device)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    optimizer = _reference_optimizer(model, device)
     batches = DeviceBatches(train, settings.batch_size, device, seed=0)
     val_batches = DeviceBatches(val, EVAL_BATCH, device, shuffle=False, drop_last=False)
     stream = _endless(batches)
@@ -172,7 +221,7 @@ def article_recipe(settings: BenchSettings, train: Split, val: Split, device: to
                         num_workers=workers, pin_memory=device.type == "cuda", persistent_workers=workers > 0,
                         prefetch_factor=2 if workers else None)
     model = _fresh_model(settings, device)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    optimizer = _reference_optimizer(model, device)
     stream = _endless(loader)
 
     def step() -> None:
@@ -201,9 +250,10 @@ class _PerSampleDataset(torch.utils.data.Dataset):
         return (image - PIXEL_MEAN) / PIXEL_STD, int(self.labels[index])  # Normalize
 
 
-def matmul_bound(settings: BenchSettings, device: torch.device) -> Row:
+def matmul_bound(settings: BenchSettings, device: torch.device, precision: str = "highest") -> Row:
     """The five GEMMs of one training step (fc1/fc2 forward, their weight gradients, fc2's input gradient) timed
-    alone: no activation, loss, optimizer or data. No training step of this model can beat it."""
+    alone: no activation, loss, optimizer or data. No training step of this model can beat it. `precision` names
+    the fp32 matmul precision the caller runs it at (see `on_device`)."""
     b, h = settings.batch_size, settings.hidden_dim
     g = torch.Generator(device="cpu").manual_seed(0)
     x, w1 = torch.randn(b, 784, generator=g).to(device), torch.randn(h, 784, generator=g).to(device)
@@ -216,7 +266,13 @@ def matmul_bound(settings: BenchSettings, device: torch.device) -> Row:
         d_hidden = grad @ w2
         _ = d_hidden.T @ x  # dW1
 
-    return _time_steps("matmul bound (reference)", step, settings, device)
+    return _time_steps(matmul_bound_name(precision, device), step, settings, device)
+
+
+def matmul_bound_name(precision: str, device: torch.device) -> str:
+    """E.g. "matmul bound · highest/fp32 (reference)", "… high/TF32 …" on CUDA; the bare precision on the CPU."""
+    kind = ("/fp32" if precision == "highest" else "/TF32") if device.type == "cuda" else ""
+    return f"matmul bound · {precision}{kind} (reference)"
 
 
 def _time_steps(name: str, step: Callable[[], bool | None], settings: BenchSettings, device: torch.device,
@@ -353,7 +409,8 @@ def engine_configs(settings: BenchSettings, backends: list[str], modes: list[str
                    cuda: bool) -> tuple[list[TrainConfig], list[str]]:
     """Every runnable combination, and a note for each one skipped (with the reason)."""
     base = TrainConfig(dataset=settings.dataset, device=settings.device, batch_size=settings.batch_size,
-                       hidden_dim=settings.hidden_dim, lr_schedule="constant", lr=1e-3)
+                       hidden_dim=settings.hidden_dim, lr_schedule="constant", lr=1e-3,
+                       matmul_precision=settings.matmul_precision or torch.get_float32_matmul_precision())
     configs, skipped = [], []
     for backend in backends:
         for mode in (modes if backend == "inductor" else ["default"]):
@@ -377,11 +434,12 @@ class BenchResult:
     rows: list[Row]
     skipped: list[str]
     ratios: dict[str, float]
+    matmul_precision: str = "highest"  # the fp32 matmul precision the rows ran with (the GEMM bound's own aside)
 
     def to_dict(self) -> dict:
         return {"settings": asdict(self.settings), "device_name": self.device_name, "versions": self.versions,
-                "rows": [asdict(r) for r in self.rows], "skipped": self.skipped, "ratios": self.ratios,
-                "method": METHOD}
+                "matmul_precision": self.matmul_precision, "rows": [asdict(r) for r in self.rows],
+                "skipped": self.skipped, "ratios": self.ratios, "method": METHOD}
 
 
 METHOD = __doc__.split("Method (printed under the table):\n", 1)[1].strip()
@@ -391,19 +449,20 @@ def run_bench(settings: BenchSettings, backends: list[str], modes: list[str], am
               progress: Callable[[str], None] = lambda text: None) -> BenchResult:
     device = devices.resolve_device(settings.device)
     cuda = device.type == "cuda"
+    precision = settings.matmul_precision or torch.get_float32_matmul_precision()
+    if precision not in MATMUL_PRECISIONS:
+        raise WorkbenchError(f"unknown fp32 matmul precision '{precision}'", "choose " + ", ".join(MATMUL_PRECISIONS))
     train, val = load_splits(settings.dataset)
     configs, skipped = engine_configs(settings, backends, modes, amps, cuda)
     rows: list[Row] = []
-    for name, measure in (("plain loop", lambda: plain_loop(settings, train, val, device)),
-                          ("article recipe", lambda: article_recipe(settings, train, val, device)),
-                          ("matmul bound", lambda: matmul_bound(settings, device))):
+    plan = [("plain loop", lambda: plain_loop(settings, train, val, device), precision),
+            ("article recipe", lambda: article_recipe(settings, train, val, device), precision)]
+    plan += [(f"matmul bound ({p})", functools.partial(matmul_bound, settings, device, p), p)
+             for p in matmul_precisions(device, precision)]
+    plan += [(engine_name(c), functools.partial(engine_row, c, settings, device), precision) for c in configs]
+    for name, measure, row_precision in plan:
         progress(f"measuring {name}…")
-        _reset_peak(device)
-        rows.append(measure())
-    for config in configs:
-        progress(f"measuring {engine_name(config)}…")
-        _reset_peak(device)
-        rows.append(engine_row(config, settings, device))
+        rows.append(_measured(measure, device, row_precision))
     baseline = next((r for r in rows if r.name == "engine · eager · off" and r.samples_per_s), None)
     for row in rows:
         if baseline is not None and row.samples_per_s:
@@ -412,20 +471,24 @@ def run_bench(settings: BenchSettings, backends: list[str], modes: list[str], am
     eager = next((c for c in configs if c.backend == "eager" and c.amp == "off"), None)
     if eager is not None:
         progress(f"pairing the engine with the plain loop and the article recipe ({settings.pairs} rounds)…")
-        ratios = paired_ratios(settings, eager, train, val, device)
+        ratios = paired_ratios(settings, eager, train, val, device, precision)
     return BenchResult(settings=settings, device_name=devices.device_name(device), versions=devices.versions(),
-                       rows=rows, skipped=skipped, ratios=ratios)
+                       rows=rows, skipped=skipped, ratios=ratios, matmul_precision=precision)
 
 
 def paired_ratios(settings: BenchSettings, eager: TrainConfig, train: Split, val: Split,
-                  device: torch.device) -> dict[str, float]:
+                  device: torch.device, precision: str = "highest") -> dict[str, float]:
     """The targets are ratios, and a shared machine drifts between rows: measure each reference right next to
     the engine, `pairs` times, and keep the median of the per-round ratios."""
     plain, article = [], []
+
+    def rate(measure: Callable[[], Row]) -> float:
+        return _measured(measure, device, precision).samples_per_s
+
     for _ in range(settings.pairs):
-        engine_rate = engine_row(eager, settings, device).samples_per_s
-        plain.append(engine_rate / plain_loop(settings, train, val, device).samples_per_s)
-        article.append(engine_rate / article_recipe(settings, train, val, device).samples_per_s)
+        engine_rate = rate(lambda: engine_row(eager, settings, device))
+        plain.append(engine_rate / rate(lambda: plain_loop(settings, train, val, device)))
+        article.append(engine_rate / rate(lambda: article_recipe(settings, train, val, device)))
     return {"engine eager / plain loop": statistics.median(plain),
             "engine eager / article recipe": statistics.median(article)}
 
@@ -473,7 +536,7 @@ def _reset_peak(device: torch.device) -> None:
 def format_table(result: BenchResult) -> str:
     s = result.settings
     lines = [f"{result.device_name} · torch {result.versions.get('torch')} · batch {s.batch_size} · hidden "
-             f"{s.hidden_dim} · {s.dataset}",
+             f"{s.hidden_dim} · {s.dataset} · fp32 matmul precision {result.matmul_precision}",
              f"{'row':<44} {'samples/s':>11} {'(min–max)':>17} {'vs eager':>8} {'compile s':>9} "
              f"{'step p50 ms':>11} {'p99 ms':>8} {'peak MiB':>9} {'eval samples/s':>14}"]
     for r in result.rows:

@@ -64,6 +64,7 @@ class CompilePanel(QWidget):
         layout.addWidget(self.notes)
         layout.addWidget(self.explain_button)
         self.breaks: tuple[GraphBreak, ...] = ()
+        self.compile_phases: dict[str, float] = {}  # seconds by CompileFinished.phase, of the run shown
 
     # -- events -------------------------------------------------------------------------------------------------
     def add_events(self, batch: list[Event]) -> None:
@@ -74,9 +75,10 @@ class CompilePanel(QWidget):
                 self.fields["backend"].setText(
                     cfg["backend"] + (f" · {cfg['mode']}" if cfg["backend"] == "inductor" else ""))
                 self.fields["compiled"].setText("no (eager)" if cfg["backend"] == "eager" else "compiling…")
-            elif isinstance(event, CompileFinished):
+            elif isinstance(event, CompileFinished):  # one per phase: the first step, the eval graph, recording
                 self.fields["compiled"].setText("yes")
-                self.fields["seconds"].setText(_compile_time(event.seconds))
+                self.compile_phases[event.phase] = event.seconds
+                self.fields["seconds"].setText(_compile_time(self.compile_phases))
             elif isinstance(event, CompileReport):
                 self.show_report(event)
             elif isinstance(event, Notice) and event.level != "info" and "compile" in event.message:
@@ -88,6 +90,7 @@ class CompilePanel(QWidget):
         self.table.setRowCount(0)
         self.notes.clear()
         self.breaks = ()
+        self.compile_phases: dict[str, float] = {}  # seconds by CompileFinished.phase, of the run shown
 
     def show_report(self, report: CompileReport) -> None:
         """A run's own report or Explain's (which only runs between runs, after clear()) fills every field."""
@@ -99,8 +102,10 @@ class CompilePanel(QWidget):
         self.fields["ops"].setText(str(report.op_count))
         if report.source == "explain":
             self.fields["seconds"].setText(f"traced in {report.compile_seconds:.2f} s (explain)")
+        elif self.compile_phases:  # the run's own CompileFinished events: the breakdown (their sum is the report's)
+            self.fields["seconds"].setText(_compile_time(self.compile_phases))
         elif report.compile_seconds:
-            self.fields["seconds"].setText(_compile_time(report.compile_seconds))
+            self.fields["seconds"].setText(_compile_time({"train": report.compile_seconds}))
         self.fields["recompiles"].setText(str(len(report.recompiles)))
         self.breaks = report.breaks
         self.table.setRowCount(len(report.breaks))
@@ -129,8 +134,17 @@ class CompilePanel(QWidget):
             dialog.open()
 
 
-def _compile_time(seconds: float) -> str:
-    return f"{seconds:.2f} s (first step, forward + backward)"
+PHASE_WORDS = {"eval": "eval graph", "cudagraph recording": "CUDA-graph recording"}
+
+
+def _compile_time(phases: dict[str, float]) -> str:
+    """'1.20 s (first step, forward + backward)'; with more phases their sum first, the first step last."""
+    first = f"{phases.get('train', 0.0):.2f} s (first step, forward + backward)"
+    others = [f"{PHASE_WORDS.get(phase, phase)} {seconds:.2f} s" for phase, seconds in phases.items()
+              if phase != "train"]
+    if not others:
+        return first
+    return f"{sum(phases.values()):.2f} s in all: " + ", ".join(others) + f", {first}"
 
 
 class BreakDialog(QDialog):

@@ -18,11 +18,17 @@ from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from ...core.history.curves import Curves, ema, smooth
+from ...core.ground.config import uses_cuda_graphs
 from ...core.ground.events import CompileFinished, EpochEnd, Event, RunStarted, Step
 
 REDRAW_MS = 33  # fastest redraw interval (~30 Hz)
 FRAME_BUDGET = 0.1  # share of wall time the redraw may take; slower frames stretch the interval
 MAX_REDRAW_MS = 500
+MEMORY_LABELS = {"rss": "process RSS (CPU)", "allocated": "CUDA allocated", "reserved": "CUDA reserved",
+                 "peak": "CUDA peak allocated"}
+# Under CUDA graphs the graph pool's memory counts as reserved, not allocated (pytorch/pytorch#121932): allocated
+# drops once the graphs are recorded, which reads like a leak fixed or a model shrunk unless the legend says why.
+CUDA_GRAPH_MEMORY_LABELS = {**MEMORY_LABELS, "allocated": "CUDA allocated (CUDA-graph pool is in reserved)"}
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
 
 
@@ -115,6 +121,7 @@ class PlotsPanel(QWidget):
                                                     name="validation (per epoch)"))
         self.throughput = _Series(self.throughput_plot.plot(pen=pg.mkPen("#2ca02c", width=1), name="samples/s"))
         self.memory: dict[str, _Series] = {}
+        self.cuda_graphs = False  # the live run replays CUDA graphs: memory legends say where its pool is
         self.compile_marker: pg.InfiniteLine | None = None
         self._ema: float | None = None
         self._last_step = 0
@@ -132,6 +139,7 @@ class PlotsPanel(QWidget):
         for series in self.memory.values():
             self.memory_plot.removeItem(series.item)  # removes its legend entry too; overlays keep theirs
         self.memory.clear()
+        self.cuda_graphs = False
         if self.compile_marker is not None:
             self.throughput_plot.removeItem(self.compile_marker)
             self.compile_marker = None
@@ -144,14 +152,17 @@ class PlotsPanel(QWidget):
                 self._add_step(event)
             elif isinstance(event, EpochEnd):
                 self.val_loss.append(self._last_step, event.val_loss)
-            elif isinstance(event, CompileFinished):
+            elif isinstance(event, CompileFinished) and event.phase == "train":  # the compile *step* is marked
                 self._mark_compile(event.seconds)
             elif isinstance(event, RunStarted):
                 self.reset()
+                self.cuda_graphs = uses_cuda_graphs(event.config)
 
-    def show_curves(self, curves: Curves, compile_seconds: float | None = None) -> None:
-        """A recorded run, drawn from its curves at once rather than event by event."""
+    def show_curves(self, curves: Curves, compile_seconds: float | None = None, config: dict | None = None) -> None:
+        """A recorded run, drawn from its curves at once rather than event by event; `config` is the run's (its
+        memory curves are labelled as a live run's are)."""
         self.reset()
+        self.cuda_graphs = uses_cuda_graphs(config or {})
         self.step_loss.set(curves.step, curves.loss)
         self.smooth_loss.set(curves.step, smooth(curves.loss))
         self.val_loss.set(curves.val_step, curves.val_loss)
@@ -168,7 +179,7 @@ class PlotsPanel(QWidget):
         self.step_loss.append(step.step, step.loss)
         self._ema = ema(self._ema, step.loss)
         self.smooth_loss.append(step.step, self._ema)
-        if not step.compiling:  # the compiling step is marked, not plotted: it would squash the axis
+        if not (step.compiling or step.warmup):  # marked (compiling) or left out (warm-up): they'd squash the axis
             self.throughput.append(step.step, step.samples_per_s)
         for name, mib in step.memory.items():
             self._memory_series(name).append(step.step, mib)
@@ -176,8 +187,7 @@ class PlotsPanel(QWidget):
     def _memory_series(self, name: str) -> _Series:
         series = self.memory.get(name)
         if series is None:
-            label = {"rss": "process RSS (CPU)", "allocated": "CUDA allocated", "reserved": "CUDA reserved",
-                     "peak": "CUDA peak allocated"}.get(name, name)
+            label = (CUDA_GRAPH_MEMORY_LABELS if self.cuda_graphs else MEMORY_LABELS).get(name, name)
             colour = PALETTE[len(self.memory) % len(PALETTE)]
             series = _Series(self.memory_plot.plot(pen=pg.mkPen(colour, width=1), name=label))
             self.memory[name] = series
