@@ -30,8 +30,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .core.run.kernel import kernel_main
 
         return kernel_main()
-    if argv[:1] == [TORCHRUN_FLAG]:
-        from torch.distributed.run import main as torchrun_main
+    if argv[:1] == [TORCHRUN_FLAG]:  # the frozen app's torchrun: loopback-only stores, its own temp folder
+        from .core.run.torchrun import torchrun_main
 
         torchrun_main(argv[1:])
         return 0
@@ -151,6 +151,9 @@ def build_parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", help="a self-contained HTML report (and JSON) of one or more runs")
     report.add_argument("run_ids", type=int, nargs="+", metavar="RUN_ID")
     report.add_argument("--out", default=None, help="HTML file (default: report-<ids>.html)")
+    report.add_argument("--trust-model-code", action="store_true",
+                        help="import each run's own model file (path/to/file.py:Class) to evaluate its checkpoint; "
+                             "without it such runs are reported without an evaluation")
     add_db_option(report)
     report.set_defaults(handler=cmd_report)
     return parser
@@ -254,7 +257,7 @@ def cmd_train(args: argparse.Namespace) -> int:
                                launch=launch)
     bar = ProgressBar(sys.stderr)
     stop = threading.Event()
-    with interrupt_sets(stop):
+    with interrupt_sets(stop) as interrupts:
         result = start_run(request, bar.update, stop)
     bar.close()
     if launch.node_rank != 0:
@@ -263,7 +266,7 @@ def cmd_train(args: argparse.Namespace) -> int:
               + (f" (exit code {code})" if code is not None else f": {result.message}")
               + "; node 0 writes the checkpoint and the run record")
         if stop.is_set():  # Ctrl+C: the same exit code as on node 0, not that of the processes it ended
-            return EXIT_INTERRUPTED
+            return interrupts.exit_code
         return 0 if isinstance(result, RunFinished) else EXIT_RUN_FAILED
     if isinstance(result, RunFailed):
         code = EXIT_USAGE if result.kind in ("config", "data", "io") else EXIT_RUN_FAILED
@@ -277,35 +280,62 @@ def cmd_train(args: argparse.Namespace) -> int:
     out = request.out_dir
     if m.get("checkpoint"):
         print(f"wrote {out}: checkpoint.pt, checkpoint.safetensors, metrics.json, events.jsonl")
+    elif m.get("checkpoint_error"):  # trained, but the model is not on disk: that is a failed command
+        print(f"wrote {out}: metrics.json, events.jsonl — but NOT the checkpoint ({result.steps} steps trained)")
+        return fail(m["checkpoint_error"], "free some disk space or choose another output folder with --out",
+                    code=EXIT_RUN_FAILED)
+    elif result.steps > 0:
+        print(f"wrote {out}: metrics.json, events.jsonl (no checkpoint was written)")
     elif (Path(out) / "metrics.json").is_file():
         print(f"wrote {out}: metrics.json, events.jsonl (no checkpoint: no step was trained)")
     else:
         print("nothing was written: the run stopped before it started")
-    return EXIT_INTERRUPTED if result.stopped else 0
+    return interrupts.exit_code if result.stopped else 0
 
 
 class interrupt_sets:
     """First Ctrl+C asks the run to stop after the current step (the checkpoint is still written); a second one
-    interrupts at once."""
+    interrupts at once. SIGTERM (a service manager, `kill`, a batch scheduler's time limit) and SIGHUP (the
+    terminal closed) are treated the same way: the run stops after its step with its files and record kept.
+
+    `exit_code`: what the command exits with after such a stop — 130 for Ctrl+C, as before, and 128 + the
+    signal's number for the others (143 for SIGTERM, 129 for SIGHUP), the shell's convention for "ended by"."""
+
+    SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
 
     def __init__(self, stop: threading.Event):
         self.stop = stop
-        self.previous: Callable | int | None = None
+        self.previous: dict[int, Callable | int | None] = {}
+        self.signum: int | None = None  # the first signal received
+
+    @property
+    def exit_code(self) -> int:
+        if self.signum is None or self.signum == signal.SIGINT:
+            return EXIT_INTERRUPTED
+        return 128 + int(self.signum)
 
     def __enter__(self):
         if threading.current_thread() is threading.main_thread():
-            self.previous = signal.signal(signal.SIGINT, self._handle)
+            for signum in self.SIGNALS:
+                self.previous[signum] = signal.signal(signum, self._handle)
         return self
 
     def _handle(self, signum, frame):
         if self.stop.is_set():
             raise KeyboardInterrupt
-        print("\nstopping after this step (Ctrl+C again to abort)…", file=sys.stderr)
+        self.signum = signum
+        again = "Ctrl+C" if signum == signal.SIGINT else signal.Signals(signum).name
+        try:
+            print(f"\nstopping after this step ({again} again to abort)…", file=sys.stderr)
+        except (OSError, ValueError):  # SIGHUP: the terminal may be gone; the stop matters, not the message
+            pass
         self.stop.set()
 
     def __exit__(self, *exc):
-        if self.previous is not None:
-            signal.signal(signal.SIGINT, self.previous)
+        for signum, previous in self.previous.items():
+            if previous is not None:
+                signal.signal(signum, previous)
+        self.previous.clear()
         return False
 
 
@@ -605,7 +635,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     out = Path(args.out or f"report-{'-'.join(map(str, args.run_ids))}.html")
     with _store(args) as store:
-        html_path, json_path = write_report(store, args.run_ids, out)
+        html_path, json_path = write_report(store, args.run_ids, out, trust_model_code=args.trust_model_code)
     print(f"wrote {html_path} ({html_path.stat().st_size / 1024:.0f} KB) and {json_path}")
     return 0
 

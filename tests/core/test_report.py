@@ -206,10 +206,12 @@ def test_a_checkpoint_overwritten_by_a_later_run_is_not_passed_off_as_this_runs(
 
 def test_model_code_is_trusted_only_for_the_runs_own_model_file(store, runs):
     record = store.get(runs.planted)
-    evaluation, _ = evaluate_run(record)  # the run's own model file: imported, evaluated
+    evaluation, reason = evaluate_run(record)  # no consent: nothing imported, and the reason says so
+    assert evaluation is None and "needs consent" in reason
+    evaluation, _ = evaluate_run(record, trust_model_code=True)  # the run's own model file: imported, evaluated
     assert evaluation is not None and sum(map(sum, evaluation.confusion)) == VAL_SIZE
     other = dataclasses.replace(record, config={**record.config, "model": "sandwich"})
-    assert evaluate_run(other)[0] is None  # a checkpoint naming a file the run did not: never imported
+    assert evaluate_run(other, trust_model_code=True)[0] is None  # a file the run did not name: never imported
 
 
 # -- compile report ---------------------------------------------------------------------------------------------

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from workbench.core.history.runs import RunStore
@@ -99,3 +102,35 @@ def test_reading_the_history_and_help_never_import_torch(db, argv):
     out = subprocess.run([sys.executable, "-c", code, *argv[:1], *extra, *argv[1:]], capture_output=True,
                          text=True, timeout=120)
     assert "TORCH False" in out.stdout, out.stdout + out.stderr
+
+
+def test_report_imports_no_model_file_without_consent_and_never_one_from_the_current_folder(
+        tmp_path, capsys, monkeypatch, planted_break_spec):
+    """A run of a user-defined network, trained with a relative model spec: the history keeps the absolute path,
+    and `report` run from another folder holding a file of the same name never imports that file — without
+    --trust-model-code it imports nothing and says the evaluation needs consent."""
+    example = Path(planted_break_spec.rpartition(":")[0])
+    db = tmp_path / "runs.sqlite"
+    monkeypatch.chdir(example.parent)
+    code, _, err = call(capsys, "train", "--model", f"{example.name}:PlantedBreakNet", "--epochs", "1",
+                        "--max-steps", "5", "--hidden-dim", "16", "--out", tmp_path / "run", "--db", db)
+    assert code == 0, err
+    with RunStore(db) as store:
+        assert store.get(1).config["model"] == planted_break_spec  # recorded as the absolute path
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    marker = tmp_path / "decoy-imported"
+    (elsewhere / example.name).write_text(f"open({str(marker)!r}, 'w').close()\n", encoding="utf-8")
+    monkeypatch.chdir(elsewhere)
+    code, _, err = call(capsys, "report", "1", "--out", tmp_path / "r.html", "--db", db)
+    assert code == 0, err
+    assert not marker.exists()
+    html = (tmp_path / "r.html").read_text()
+    assert "evaluation was skipped" in html and "needs consent" in html and "--trust-model-code" in html
+
+    code, _, err = call(capsys, "report", "1", "--trust-model-code", "--out", tmp_path / "t.html", "--db", db)
+    assert code == 0, err
+    assert not marker.exists()  # consent to the run's own file, by its absolute path: not this folder's
+    evaluation = json.loads((tmp_path / "t.json").read_text())["runs"][0]["evaluation"]
+    assert "unavailable" not in evaluation, evaluation

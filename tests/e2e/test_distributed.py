@@ -151,3 +151,73 @@ def test_more_processes_than_gpus_is_refused():
     check_launch(Launch(nproc_per_node=2), batch_size=64, device="cpu", cuda_devices=1)  # gloo on the CPU: fine
     check_launch(Launch(nproc_per_node=2), batch_size=64, device="auto", cuda_devices=0)  # no GPU: the CPU, gloo
     check_launch(Launch(nproc_per_node=2), batch_size=64, device="auto", cuda_devices=2)  # one GPU each
+
+
+def listening_addresses(pids: set[int]) -> set[tuple[str, int]]:
+    """(address, port) of every TCP socket the processes listen on, from /proc/net/tcp and tcp6."""
+    inodes = set()
+    for pid in pids:
+        try:
+            links = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
+        except OSError:  # ended since
+            continue
+        inodes |= {link[8:-1] for link in links if link.startswith("socket:[")}
+    found = set()
+    for table, family in (("tcp", socket.AF_INET), ("tcp6", socket.AF_INET6)):
+        with open(f"/proc/net/{table}") as fh:
+            for fields in (line.split() for line in list(fh)[1:]):
+                if fields[3] != "0A" or fields[9] not in inodes:  # 0A: LISTEN
+                    continue
+                raw, port = (bytes.fromhex(part) for part in fields[1].split(":"))
+                raw = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))  # host-order words
+                found.add((socket.inet_ntop(family, raw), int.from_bytes(port, "big")))
+    return found
+
+
+def descendants(root: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        try:
+            if not entry.isdigit():
+                continue
+            with open(f"/proc/{entry}/stat") as fh:
+                parent = int(fh.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(parent, []).append(int(entry))
+    found, todo = set(), [root]
+    while todo:
+        pid = todo.pop()
+        found.add(pid)
+        todo += children.get(pid, [])
+    return found
+
+
+def test_a_two_process_run_listens_on_loopback_only_and_leaves_no_temp_folder(tmp_path):
+    import tempfile
+    import threading
+
+    from workbench.core.ground.config import TrainConfig
+    from workbench.core.ground.events import Step
+    from workbench.core.run.process import start_distributed
+    from workbench.core.run.request import RunRequest
+
+    before = set(os.listdir(tempfile.gettempdir()))
+    request = RunRequest(config=TrainConfig(epochs=100000, batch_size=64, device="cpu"), out_dir=str(tmp_path / "run"),
+                         db=None, record=False, launch=Launch(nproc_per_node=2))
+    child = start_distributed(request)
+    seen: set[tuple[str, int]] = set()
+    stop = threading.Event()
+
+    def emit(event):
+        if isinstance(event, Step) and not stop.is_set():  # every rank trains by now: every socket is open
+            seen.update(listening_addresses(descendants(child.process.pid)))
+            stop.set()
+
+    result = child.run(None, emit, stop)
+    assert getattr(result, "stopped", False), result
+    assert seen, "nothing was seen listening: the stores were not found"
+    assert {address for address, _ in seen} <= {"127.0.0.1", "::1"}, seen
+    assert child.process.poll() is not None
+    assert not {name for name in set(os.listdir(tempfile.gettempdir())) - before if name.startswith("torchelastic_")}
+    assert not os.path.exists(child.temp_dir)

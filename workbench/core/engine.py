@@ -537,12 +537,14 @@ class Trainer:
         }
 
     def _save(self, run: _Run, metrics: dict) -> None:
-        """Hand the trained model to save_checkpoint; where it went becomes metrics["checkpoint"]."""
+        """Hand the trained model to save_checkpoint; where it went becomes metrics["checkpoint"], or why it could
+        not be written metrics["checkpoint_error"] (the run still finishes; the CLI makes it an error exit)."""
         trained = TrainedModel(model=run.session.model, config=run.config, metrics=metrics, classes=run.classes,
                                versions=devices.versions())
         try:
             metrics["checkpoint"] = str(self.save_checkpoint(trained))
         except checkpoint.CheckpointWriteError as exc:  # the run itself finished: report it, keep its figures
+            metrics["checkpoint_error"] = str(exc)
             run.emit(Notice("error", str(exc), exc.hint))
 
     @staticmethod

@@ -18,6 +18,7 @@ from ..core.ground import appinfo
 from ..core.ground import paths
 from ..core.ground.capabilities import Capabilities
 from ..core.ground.config import TrainConfig
+from ..core.ground.consent import ModelConsent
 from ..core.ground.errors import WorkbenchError
 from ..core.ground.events import CompileReport, Event, RunFailed, RunFinished, from_dict
 from ..core.ground.progress import Progress, failure_line
@@ -206,6 +207,8 @@ class MainWindow(QMainWindow):
                                           "exportReportAction")
         quit_action = self._action("Quit", self.close, QKeySequence.Quit)
         about = self._action("About Workbench", self.about)
+        forget = self._action("Forget trusted model files…", self.forget_trusted_models, None, None,
+                              "forgetTrustedModelsAction")
 
         toolbar = self.addToolBar("Run")
         toolbar.setObjectName("runToolbar")
@@ -230,7 +233,9 @@ class MainWindow(QMainWindow):
         view_menu = menu.addMenu("&View")
         for dock in self.docks.values():
             view_menu.addAction(dock.toggleViewAction())
-        menu.addMenu("&Help").addAction(about)
+        help_menu = menu.addMenu("&Help")
+        help_menu.addAction(forget)
+        help_menu.addAction(about)
 
     def _build_status_bar(self) -> None:
         self.device_label = QLabel("")
@@ -366,9 +371,9 @@ class MainWindow(QMainWindow):
             self.banner.show_message("error", failure_line(result, hint_separator="\n"))
         elif isinstance(result, RunFinished):
             path = result.metrics.get("checkpoint")
-            if path:  # this run's own model file was imported to train it: trusted already
+            if path:  # this window trained it: the user chose its model file, which is trusted and remembered
                 self.last_run_dir = Path(path).parent
-                self.load_checkpoint(path, f"last run ({Path(path).parent.name})", trust_model_code=True)
+                self.load_checkpoint(path, f"last run ({Path(path).parent.name})", own_run=True)
             if result.stopped:
                 self.banner.show_message("info", f"Stopped after {result.steps} steps; what was trained is kept."
                                          if result.steps else "Stopped before training began; nothing was trained.")
@@ -413,8 +418,8 @@ class MainWindow(QMainWindow):
         self.plots.redraw()
         self.state_label.setText(f"Run #{record.id} ({record.status})")
         if record.checkpoint and Path(record.checkpoint).is_file():
-            # A run from this user's own history: its model file was imported to train it in the first place.
-            self.load_checkpoint(record.checkpoint, f"run #{record.id}", trust_model_code=True)
+            # Never trusted because of the history row: whatever checkpoint sits there now may name another file.
+            self.load_checkpoint(record.checkpoint, f"run #{record.id}")
         else:
             self.log.add("warning", f"run #{record.id} has no checkpoint on disk: its curves only")
 
@@ -425,16 +430,26 @@ class MainWindow(QMainWindow):
         if path:
             self.load_checkpoint(path, Path(path).name)
 
-    def load_checkpoint(self, path: str | Path, description: str, *, trust_model_code: bool = False) -> None:
+    def load_checkpoint(self, path: str | Path, description: str, *, trust_model_code: bool = False,
+                        own_run: bool = False) -> None:
         """Ask the kernel what the checkpoint holds (read safely there); checkpointLoaded says how it went. A
-        checkpoint whose network is defined in a Python file is opened only after the user says they trust it."""
+        checkpoint whose network is defined in a Python file is opened only with the user's consent to that file:
+        remembered (ModelConsent: same path, same content) or asked for. `own_run`: a run this window has just
+        trained, whose model file the user chose: consent given, and remembered."""
         args = {"path": str(path), "trust_model_code": trust_model_code}
         self.kernel.call("checkpoint", "load_checkpoint", args,
-                         lambda answer: self._checkpoint_loaded(answer, path, description, trust_model_code))
+                         lambda answer: self._checkpoint_loaded(answer, path, description, trust_model_code,
+                                                                own_run))
 
-    def _checkpoint_loaded(self, answer, path, description: str, trusted: bool) -> None:
-        if isinstance(answer, JobError) and answer.kind == "untrusted_code":
-            if self.confirm_model_code(answer.detail.get("model_spec", "")):
+    def _checkpoint_loaded(self, answer, path, description: str, trusted: bool, own_run: bool = False) -> None:
+        if isinstance(answer, JobError) and answer.kind == "untrusted_code" and not trusted:
+            spec = answer.detail.get("model_spec", "")
+            consent = ModelConsent()
+            if consent.is_trusted(spec):  # consented before, to this very file and content: no question
+                self.load_checkpoint(path, description, trust_model_code=True)
+                return
+            if own_run or self.confirm_model_code(spec):
+                self._remember_model_consent(consent, spec)
                 self.load_checkpoint(path, description, trust_model_code=True)
                 return
             self.banner.show_message("warning", f"Checkpoint not opened: {answer}")
@@ -462,6 +477,37 @@ class MainWindow(QMainWindow):
                                trust_model_code=trusted).result()["probabilities"]
 
         return score
+
+    def _remember_model_consent(self, consent: ModelConsent, spec: str) -> None:
+        """Remember the user's consent to the spec's file; a config folder that cannot be written costs only the
+        remembering (this time the file is trusted anyway)."""
+        try:
+            consent.trust(spec)
+        except OSError as exc:
+            self.log.add("warning", f"cannot remember that {spec.rpartition(':')[0]} is trusted: {exc}")
+
+    def forget_trusted_models(self) -> bool:
+        """Help → Forget trusted model files…: after a confirm, every remembered consent is dropped (opening such a
+        checkpoint asks again). False: nothing was forgotten."""
+        consent = ModelConsent()
+        files = consent.trusted()
+        if not files:
+            QMessageBox.information(self, "Trusted model files", "No model files are remembered as trusted.")
+            return False
+        shown = "\n".join(files[:10]) + (f"\n… and {len(files) - 10} more" if len(files) > 10 else "")
+        answer = QMessageBox.question(
+            self, "Forget trusted model files?",
+            f"Workbench remembers that you trust these model files:\n{shown}\n\nForget them? Opening a checkpoint "
+            f"that needs one asks again.", QMessageBox.Yes | QMessageBox.No, QMessageBox.No)
+        if answer != QMessageBox.Yes:
+            return False
+        try:
+            consent.clear()
+        except OSError as exc:
+            self.banner.show_message("error", f"Cannot forget the trusted model files: {exc}")
+            return False
+        self.log.add("info", f"forgot {len(files)} trusted model file(s)")
+        return True
 
     def confirm_model_code(self, model_spec: str) -> bool:
         file = model_spec.rpartition(":")[0]
@@ -525,14 +571,32 @@ class MainWindow(QMainWindow):
 
     def export_report(self, path: str | Path, run_ids: list[int]) -> bool:
         """A self-contained HTML report of the runs (and its JSON twin), written atomically by the kernel (it
-        re-evaluates each checkpoint); reportFinished says how it went. False: nothing to do."""
+        re-evaluates each checkpoint); reportFinished says how it went. False: nothing to do. A run whose network
+        is a Python file is evaluated only when the user has consented to that very file (ModelConsent); otherwise
+        the report says its evaluation needs consent."""
         if not run_ids:
             return False
-        args = {"run_ids": list(run_ids), "out": str(path), "db": str(self.runs.db) if self.runs.db else None}
+        args = {"run_ids": list(run_ids), "out": str(path), "db": str(self.runs.db) if self.runs.db else None,
+                "trust_model_code": self._model_files_trusted(run_ids)}
         self._file_task("Writing the report…", "report", args, lambda written: tuple(Path(p) for p in written),
                         lambda written: f"report written to {written[0]} (+ {written[1].name})",
                         "Could not write the report", self.reportFinished)
         return True
+
+    def _model_files_trusted(self, run_ids: list[int]) -> bool:
+        """Whether every user-defined model file these runs name has the user's remembered consent (False when
+        none does: the built-in network needs none)."""
+        if self.runs.store is None:
+            return False
+        specs = []
+        for run_id in run_ids:
+            try:
+                specs.append(str(self.runs.store.get(run_id).config.get("model", "")))
+            except WorkbenchError:
+                return False
+        files = [spec for spec in specs if ":" in spec]
+        consent = ModelConsent()
+        return bool(files) and all(consent.is_trusted(spec) for spec in files)
 
     def about_text(self) -> str:
         import platform

@@ -6,6 +6,7 @@ it); the config carries the model's arguments so the network can be rebuilt befo
 
 from __future__ import annotations
 
+import errno
 import pickle
 import re
 from dataclasses import dataclass
@@ -92,10 +93,29 @@ def save(path: str | Path, model: nn.Module, config: TrainConfig, *, metrics: di
         with atomic_path(path.with_suffix(".safetensors")) as tmp:
             save_file(state, str(tmp), metadata={"format": FORMAT, "config": config.to_json()})
     except (OSError, RuntimeError) as exc:  # torch's zip writer reports a failed write (a full disk) as RuntimeError
-        reason = getattr(exc, "strerror", None) or first_line(exc)
-        raise CheckpointWriteError(f"could not write the checkpoint {path}: {reason}",
+        raise CheckpointWriteError(f"could not write the checkpoint {path}: {_write_failure(exc)}",
                                    "free some disk space or choose another output folder") from None
     return path
+
+
+_ERRNO_WORDS = {errno.ENOSPC: "No space left on device", errno.EROFS: "Read-only file system",
+                errno.EACCES: "Permission denied", errno.EPERM: "Operation not permitted"}
+if hasattr(errno, "EDQUOT"):
+    _ERRNO_WORDS[errno.EDQUOT] = "Disk quota exceeded"
+# torch's zip writer says only that its write came up short ("[enforce fail at inline_container.cc:672] .
+# unexpected pos 704 vs 598", "PytorchStreamWriter failed writing file data/0: file write failed"): the file it
+# writes was created a moment before, so a short write is, in practice, a full disk.
+_SHORT_WRITE = ("enforce fail", "file write failed", "unexpected pos", "no space left")
+
+
+def _write_failure(exc: BaseException) -> str:
+    """Why a checkpoint write failed, in words: never torch's internal assertion text."""
+    if isinstance(exc, OSError):
+        return exc.strerror or _ERRNO_WORDS.get(exc.errno) or first_line(exc)
+    text = str(exc).lower()
+    if any(marker in text for marker in _SHORT_WRITE):
+        return "No space left on device (the write stopped short)"
+    return first_line(exc)
 
 
 def export(ckpt: Checkpoint, path: str | Path) -> Path:

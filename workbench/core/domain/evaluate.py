@@ -22,6 +22,7 @@ from ..history.report import Evaluation, Misclassified, missing_reason
 from ..history.runs import RunRecord
 from .checkpoint import Checkpoint, UntrustedModelCode, load
 from .data import DataError, DeviceBatches, Split, check_classes, classes_of, load_split
+from .model import is_relative_spec
 
 EVAL_BATCH = 1024
 GALLERY_SIZE = 24  # the report's most confident mistakes
@@ -106,13 +107,19 @@ def evaluate_split(model: nn.Module, split: Split, config: TrainConfig, device: 
 
 
 # -- a recorded run's checkpoint, for its report ----------------------------------------------------------------
-def evaluate_run(record: RunRecord) -> tuple[Evaluation | None, str]:
+def evaluate_run(record: RunRecord, trust_model_code: bool = False) -> tuple[Evaluation | None, str]:
     """The run's checkpoint evaluated on its validation split: (evaluation, "") or (None, why not, in words).
-    Never raises: a report is still useful without it."""
+    Never raises: a report is still useful without it.
+
+    A network defined in a Python file is imported only with `trust_model_code` (the caller's consent), only when
+    the checkpoint names the very file the run's own config did, and only by an absolute path: a relative one
+    (an old history row) would be resolved against whatever folder the report is written from."""
     if not record.checkpoint or not Path(record.checkpoint).is_file():
         return None, missing_reason(record)
     try:
-        return _evaluate_checkpoint(record, Path(record.checkpoint)), ""
+        return _evaluate_checkpoint(record, Path(record.checkpoint), trust_model_code), ""
+    except _Skipped as exc:
+        return None, str(exc)
     except WorkbenchError as exc:
         return None, f"the checkpoint {record.checkpoint} could not be evaluated: {exc}"
     except Exception as exc:  # the user's own model code can raise anything; the report must still come out
@@ -120,8 +127,8 @@ def evaluate_run(record: RunRecord) -> tuple[Evaluation | None, str]:
                       f"{type(exc).__name__}: {first_line(exc)}")
 
 
-def _evaluate_checkpoint(record: RunRecord, path: Path) -> Evaluation:
-    ckpt = _load_checkpoint(record, path)
+def _evaluate_checkpoint(record: RunRecord, path: Path, trust_model_code: bool = False) -> Evaluation:
+    ckpt = _load_checkpoint(record, path, trust_model_code)
     if _written_by_another_run(record, ckpt.config.to_dict(), ckpt.metrics):
         raise _Overwritten()
     model = ckpt.build_model("cpu")
@@ -146,15 +153,29 @@ def _evaluation(result: SplitResult, split: Split, classes: tuple[str, ...]) -> 
                       misclassified=gallery)
 
 
-def _load_checkpoint(record: RunRecord, path: Path) -> Checkpoint:
-    """Load safely; import model code only when it is the very file this run's own config named."""
+def _load_checkpoint(record: RunRecord, path: Path, trust_model_code: bool = False) -> Checkpoint:
+    """Load safely; import model code only with consent, and only when it is the very file this run's own config
+    named, by an absolute path."""
     try:
         return load(path)
     except UntrustedModelCode as exc:
         own = record.config.get("model", "sandwich")
         if exc.model_spec != own:  # not this run's network: never import it
             raise _Overwritten() from None
+        file = own.rpartition(":")[0]
+        if is_relative_spec(own):
+            raise _Skipped(f"the evaluation was skipped: the run recorded its model file as the relative path "
+                           f"'{file}', which names a different file in every folder, so it is not imported "
+                           f"(retrain it to record the absolute path)") from None
+        if not trust_model_code:
+            raise _Skipped(f"the evaluation was skipped: its network is defined in {file}, and importing that "
+                           f"file needs consent (open the run in the window and allow that file, or pass "
+                           f"workbench report --trust-model-code)") from None
         return load(path, trust_model_code=True)
+
+
+class _Skipped(WorkbenchError):
+    """An evaluation not attempted on purpose: the message is the whole reason."""
 
 
 class _Overwritten(WorkbenchError):

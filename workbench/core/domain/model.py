@@ -122,6 +122,25 @@ def check_outputs(model: nn.Module, example: torch.Tensor, output_dim: int) -> N
             "size the last layer with the output_dim argument the model is built with, and return one tensor")
 
 
+def absolute_spec(spec: str) -> str:
+    """`path/to/file.py:ClassName` with the file made absolute (against the current folder, now), so a recorded
+    run and its checkpoint name the very file it trained with; `sandwich` and malformed specs come back as they are.
+    A relative spec read back later (an old history row) must not be resolved again: which folder it meant is
+    unknown — see `is_relative_spec`."""
+    path_text, sep, name = spec.rpartition(":")
+    if spec == "sandwich" or not sep or not path_text or not name:
+        return spec
+    return f"{Path(path_text).expanduser().resolve()}:{name}"
+
+
+def is_relative_spec(spec: str) -> bool:
+    """A user model spec whose file is a relative path (recorded before specs were made absolute)."""
+    path_text, sep, name = spec.rpartition(":")
+    if spec == "sandwich" or not sep or not path_text or not name:
+        return False
+    return not Path(path_text).expanduser().is_absolute()
+
+
 _LOADED: dict[tuple[str, int], object] = {}  # (file, mtime) → its module: a user's file runs once, not per build
 
 

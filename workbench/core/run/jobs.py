@@ -135,13 +135,15 @@ def export_checkpoint(source: str, target: str, trust_model_code: bool = False) 
     return str(checkpoint.export(_checkpoint(source, trust_model_code), target))
 
 
-def report(run_ids: list[int], out: str, db: str | None = None) -> list[str]:
-    """A self-contained HTML report of the runs and its JSON twin (each checkpoint is evaluated here)."""
+def report(run_ids: list[int], out: str, db: str | None = None, trust_model_code: bool = False) -> list[str]:
+    """A self-contained HTML report of the runs and its JSON twin (each checkpoint is evaluated here; a run's own
+    model file is imported only with `trust_model_code`)."""
     from ..history.runs import RunStore
     from .reports import write_report
 
     with RunStore(db, recover=False) as store:
-        return [str(p) for p in write_report(store, [int(i) for i in run_ids], Path(out))]
+        written = write_report(store, [int(i) for i in run_ids], Path(out), trust_model_code=bool(trust_model_code))
+        return [str(p) for p in written]
 
 
 HANDLERS: dict[str, Callable[..., object]] = {

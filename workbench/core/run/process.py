@@ -8,9 +8,13 @@ kernel sees EOF, stops after its current step and exits: no orphans."""
 
 from __future__ import annotations
 
+import ipaddress
+import json
 import os
 import re
 import secrets
+import selectors
+import shutil
 import socket
 import subprocess
 import sys
@@ -32,6 +36,12 @@ RUN_JOB_ID = 1  # the one job of a run kernel
 CONNECT_TIMEOUT_S = 120.0  # a cold start imports torch; a loaded machine can take a while
 STOP_GRACE_S = 60.0  # after asking to stop: time to finish the current step (a compile can take this long)
 KILL_GRACE_S = 5.0
+# The handshake: any local process can connect to the listener before the kernel does; none may hold up the start
+# or a stop. Each peer has this long from its accept, and this many bytes, to send its hello line.
+HELLO_DEADLINE_S = 2.0
+HELLO_MAX_BYTES = 4096
+MAX_PENDING_PEERS = 64
+POLL_S = 0.2  # how often the start deadline, the child's exit and a stop are checked while waiting
 SUMMARY_GRACE_S = 30.0  # for torchrun to end its ranks and print its failure summary
 # A frozen (PyInstaller) app has no `python -m`: its executable re-runs itself with one of these (see cli.main).
 CHILD_FLAG = "--workbench-child"  # be a training child process
@@ -50,12 +60,18 @@ class ChildProcess:
     """One started child (possibly still importing torch), ready to take one run."""
 
     def __init__(self, command: Sequence[str] | None = None, env: dict | None = None, *, ranks: int = 1,
-                 name: str = "the training process"):
+                 name: str = "the training process", own_temp_dir: bool = False):
+        """`own_temp_dir`: a temp folder for torchrun (see torchrun.py), removed by close()."""
         self.name = name  # how messages call it: "the training process", "the PyTorch kernel"
         self.ranks = ranks  # > 1: torchrun and its ranks; a failure is explained from torchrun's summary
         self.token = secrets.token_hex(16)
+        self.temp_dir: str | None = None
         with ExitStack() as opened:  # a failure on the way closes what was opened before it
             try:
+                if own_temp_dir:
+                    self.temp_dir = tempfile.mkdtemp(prefix="workbench-torchrun-")
+                    opened.callback(shutil.rmtree, self.temp_dir, ignore_errors=True)
+                    env = {**(env or {}), TORCHRUN_TEMP_ENV: self.temp_dir}
                 self.listener = opened.enter_context(socket.create_server(("127.0.0.1", 0)))
                 host, port = self.listener.getsockname()[:2]
                 self.stderr = opened.enter_context(tempfile.TemporaryFile())
@@ -78,33 +94,99 @@ class ChildProcess:
         if self.ready:
             return
         deadline = time.monotonic() + timeout
-        self.listener.settimeout(0.2)
-        while self.conn is None:
-            self._check_alive("while starting")
-            if time.monotonic() > deadline:
-                raise ChildError(f"{self.name} did not start within {timeout:.0f} s")
+        if self.conn is None:
+            self.conn, self.lines = self._accept_ours(deadline, timeout, stop)
+        while not self.ready:
             if stop is not None and stop.is_set():
                 raise StoppedStarting(f"stopped while {self.name} was starting")
-            try:
-                conn, _ = self.listener.accept()
-            except socket.timeout:
-                continue
-            lines = Lines(conn)
-            try:
-                hello = lines.read(timeout=10)
-            except (EOFError, ValueError):
-                hello = None
-            if not isinstance(hello, dict) or hello.get("hello") != self.token:
-                conn.close()  # someone else's connection: ignore it
-                continue
-            self.conn, self.lines = conn, lines
-        self.listener.close()
-        while not self.ready:
-            message = self.read_message(0.2, "while loading PyTorch")
+            message = self.read_message(POLL_S, "while loading PyTorch")
             if message and message.get("ready"):
                 self.ready = True
             if time.monotonic() > deadline:
                 raise ChildError(f"{self.name} was not ready within {timeout:.0f} s")
+
+    def _accept_ours(self, deadline: float, timeout: float, stop: threading.Event | None
+                     ) -> tuple[socket.socket, Lines]:
+        """The first connection that says hello with our token. Any local process can connect to the listener, so
+        no peer may hold this up: each gets HELLO_MAX_BYTES and HELLO_DEADLINE_S from its accept (not per byte),
+        all are served together (a silent or trickling one never delays the kernel's), and the child's exit, the
+        start deadline and `stop` are checked every POLL_S whatever the peers do."""
+        pending: dict[socket.socket, tuple[float, bytearray]] = {}  # peer → (its deadline, what it sent)
+        self.listener.setblocking(False)
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.listener, selectors.EVENT_READ)
+            try:
+                while True:
+                    self._check_alive("while starting")
+                    now = time.monotonic()
+                    if now > deadline:
+                        raise ChildError(f"{self.name} did not start within {timeout:.0f} s")
+                    if stop is not None and stop.is_set():
+                        raise StoppedStarting(f"stopped while {self.name} was starting")
+                    for peer, (peer_deadline, _) in list(pending.items()):
+                        if now > peer_deadline:
+                            self._drop(selector, pending, peer)
+                    wait = min([POLL_S] + [max(0.0, d - now) for d, _ in pending.values()])
+                    for key, _ in selector.select(wait):
+                        if key.fileobj is self.listener:
+                            self._accept_peer(selector, pending)
+                            continue
+                        ours = self._hello(selector, pending, key.fileobj)
+                        if ours is not None:
+                            return ours
+            finally:
+                for peer in list(pending):
+                    self._drop(selector, pending, peer)
+                self.listener.close()
+
+    def _accept_peer(self, selector: selectors.BaseSelector, pending: dict) -> None:
+        try:
+            peer, _ = self.listener.accept()
+        except (BlockingIOError, InterruptedError, ConnectionAbortedError):
+            return
+        if len(pending) >= MAX_PENDING_PEERS:  # a flood of connections: the oldest (its hello overdue) goes
+            self._drop(selector, pending, next(iter(pending)))
+        peer.setblocking(False)
+        pending[peer] = (time.monotonic() + HELLO_DEADLINE_S, bytearray())
+        selector.register(peer, selectors.EVENT_READ)
+
+    def _hello(self, selector: selectors.BaseSelector, pending: dict, peer: socket.socket
+               ) -> tuple[socket.socket, Lines] | None:
+        """Read what `peer` sent; once it has sent a whole line: the connection if that is our hello (with whatever
+        followed it kept for the reader), else it is dropped. Also dropped: a peer that closed, or that sent
+        HELLO_MAX_BYTES without a newline."""
+        _, received = pending[peer]
+        try:
+            chunk = peer.recv(HELLO_MAX_BYTES + 1 - len(received))
+        except (BlockingIOError, InterruptedError):
+            return None
+        except OSError:
+            chunk = b""
+        received += chunk
+        end = received.find(b"\n")
+        if not chunk or (end < 0 and len(received) > HELLO_MAX_BYTES):
+            self._drop(selector, pending, peer)
+            return None
+        if end < 0:
+            return None
+        try:
+            hello = json.loads(bytes(received[:end]))
+        except ValueError:
+            hello = None
+        token = hello.get("hello") if isinstance(hello, dict) else None
+        if not isinstance(token, str) or not secrets.compare_digest(token, self.token):
+            self._drop(selector, pending, peer)  # someone else's connection: ignore it
+            return None
+        selector.unregister(peer)
+        del pending[peer]
+        peer.setblocking(True)
+        return peer, Lines(peer, buffer=bytes(received[end + 1:]))
+
+    @staticmethod
+    def _drop(selector: selectors.BaseSelector, pending: dict, peer: socket.socket) -> None:
+        selector.unregister(peer)
+        del pending[peer]
+        peer.close()
 
     def read_message(self, timeout: float, when: str) -> dict | None:
         try:
@@ -233,6 +315,8 @@ class ChildProcess:
         if self.process.poll() is None:
             self.terminate()
         self.stderr.close()
+        if self.temp_dir is not None:
+            shutil.rmtree(self.temp_dir, ignore_errors=True)
 
 
 def child_threads() -> dict[str, str]:
@@ -304,13 +388,20 @@ def torchrun_culprit(stderr: str) -> tuple[int, str] | None:
 
 def launch_command(launch: Launch) -> list[str]:
     """torchrun (python -m torch.distributed.run) starting a kernel on every local rank. A frozen app runs itself as
-    torchrun, and torchrun runs it again (without Python) as each rank."""
+    torchrun, and torchrun runs it again (without Python) as each rank.
+
+    torchrun's c10d stores (the rendezvous's and the agent's, which the ranks use) are unauthenticated and listen on
+    every interface whatever address they are given; run through `run/torchrun.py`, they listen on the one address
+    in STORE_ADDRESS_ENV instead (see `launch_env`): 127.0.0.1 on one machine, the --master-addr given on several."""
     if frozen():
         command = [sys.executable, TORCHRUN_FLAG, f"--nproc-per-node={launch.nproc_per_node}"]
     else:
-        command = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={launch.nproc_per_node}"]
+        command = [sys.executable, "-m", "workbench.core.run.torchrun", f"--nproc-per-node={launch.nproc_per_node}"]
     if launch.nnodes == 1 and launch.master_port is None:
-        command.append("--standalone")  # one machine: torchrun picks a free port itself
+        # What --standalone does (a c10d rendezvous on a free port), on 127.0.0.1 rather than "localhost" (which may
+        # be ::1) and with the agent's store there too (--local-addr).
+        command += ["--nnodes=1", "--rdzv-backend=c10d", "--rdzv-endpoint=127.0.0.1:0",
+                    f"--rdzv-id={secrets.token_hex(8)}", "--local-addr=127.0.0.1"]
     else:
         command += [f"--nnodes={launch.nnodes}", f"--node-rank={launch.node_rank}",
                     f"--master-addr={launch.master_addr}", f"--master-port={launch.master_port}"]
@@ -319,20 +410,36 @@ def launch_command(launch: Launch) -> list[str]:
     return command + ["-m", "workbench.core.run.kernel"]
 
 
+STORE_ADDRESS_ENV = "WORKBENCH_STORE_ADDRESS"  # torchrun.py: the one address torchrun's stores listen on
+TORCHRUN_TEMP_ENV = "WORKBENCH_TORCHRUN_TEMP"  # torchrun.py: its temp folder (it leaves a torchelastic_* there)
+
+
+def launch_env(launch: Launch) -> dict[str, str]:
+    """The environment of a torchrun: the one address its stores listen on (none for a host name: which of its
+    addresses the other nodes reach is theirs to know, so torch's default stands)."""
+    if launch.nnodes == 1 and launch.master_port is None:
+        return {STORE_ADDRESS_ENV: "127.0.0.1"}
+    try:
+        ipaddress.ip_address(launch.master_addr)
+    except ValueError:
+        return {}
+    return {STORE_ADDRESS_ENV: launch.master_addr}
+
+
 def start_distributed(request: RunRequest) -> ChildProcess:
     """torchrun starting `nproc_per_node` ranks here to train the request data-parallel; `.run(None, …)` streams
     rank 0's events. Returned before the run so that its owner can terminate the whole process group at will."""
     launch = request.launch
     threads = max(1, (os.cpu_count() or 1) // launch.nproc_per_node)  # CPU ranks share the cores, not fight
-    env = {REQUEST_ENV: request.to_json(), "OMP_NUM_THREADS": str(threads)}
-    return ChildProcess(launch_command(launch), env=env, ranks=launch.world_size)
+    env = {REQUEST_ENV: request.to_json(), "OMP_NUM_THREADS": str(threads), **launch_env(launch)}
+    return ChildProcess(launch_command(launch), env=env, ranks=launch.world_size, own_temp_dir=True)
 
 
 def supervise_node(request: RunRequest, stop: threading.Event) -> int:
     """A node other than 0 of a multi-node run: its ranks send nothing here (rank 0 streams the events to node
     0's parent); start them, forward a stop as termination, and return torchrun's exit code."""
-    env = {REQUEST_ENV: request.replace(db=None, record=False).to_json()}
-    child = ChildProcess(launch_command(request.launch), env=env)
+    env = {REQUEST_ENV: request.replace(db=None, record=False).to_json(), **launch_env(request.launch)}
+    child = ChildProcess(launch_command(request.launch), env=env, own_temp_dir=True)
     try:
         while not stop.is_set():
             try:

@@ -77,17 +77,31 @@ def event_line(job_id: int, event_json: str) -> str:
     return f'{{"id":{job_id},"event":{event_json}}}'
 
 
-class Lines:
-    """Newline-delimited messages from a socket, with a timeout per read."""
+MAX_LINE_BYTES = 64 << 20  # a message from our own kernel (a predict's answer can be megabytes); a peer not yet
+# proven ours gets far less (process.HELLO_MAX_BYTES)
 
-    def __init__(self, conn: socket.socket):
+
+class LineTooLong(ValueError):
+    """A line over the reader's limit: a protocol error, like unreadable JSON (nothing more of it is buffered)."""
+
+
+class Lines:
+    """Newline-delimited messages from a socket, with a timeout per read and a limit on a line's size."""
+
+    def __init__(self, conn: socket.socket, max_line: int = MAX_LINE_BYTES, buffer: bytes = b""):
         self.conn = conn
-        self.buffer = b""
+        self.max_line = max_line
+        self.buffer = bytearray(buffer)
 
     def read(self, timeout: float | None) -> dict | None:
-        """The next message; None on timeout. Raises EOFError when the peer has gone."""
-        self.conn.settimeout(timeout)
-        while b"\n" not in self.buffer:
+        """The next message; None on timeout. Raises EOFError when the peer has gone, LineTooLong (a ValueError)
+        for a line over `max_line` bytes."""
+        end = self.buffer.find(b"\n")
+        if end < 0:
+            self.conn.settimeout(timeout)
+        while end < 0:
+            if len(self.buffer) > self.max_line:
+                self._too_long()
             try:
                 chunk = self.conn.recv(65536)
             except (socket.timeout, BlockingIOError):
@@ -96,6 +110,15 @@ class Lines:
                 raise EOFError(str(exc)) from None
             if not chunk:
                 raise EOFError("connection closed")
+            searched = len(self.buffer)  # only the new bytes can hold the newline: no rescan of a long line
             self.buffer += chunk
-        line, self.buffer = self.buffer.split(b"\n", 1)
+            end = self.buffer.find(b"\n", searched)
+        if end > self.max_line:
+            self._too_long()
+        line = bytes(self.buffer[:end])
+        del self.buffer[:end + 1]
         return json.loads(line)
+
+    def _too_long(self):
+        self.buffer = bytearray()
+        raise LineTooLong(f"a message longer than {self.max_line} bytes")

@@ -18,6 +18,7 @@ from ..engine import StopFlag, TrainedModel, Trainer
 from ..ground.errors import WorkbenchError
 from ..ground.events import EpochEnd, Event, Notice, RunFailed, RunFinished, RunStarted, is_terminal, to_json
 from ..domain.distributed import Distributed
+from ..domain.model import absolute_spec
 from .request import RunRequest
 
 
@@ -26,7 +27,13 @@ class RunFilesError(WorkbenchError):
 
 
 class RunWriter:
-    def __init__(self, out_dir: Path):
+    """events.jsonl, streamed to a hidden temp file and put in place by `close`.
+
+    A log that cannot be written on (disk full, quota) never costs the run: the first failure stops the log,
+    `on_broken` gets a warning Notice saying so and why, and the run goes on; `close` still puts the part that
+    was written in place (cut at its last whole line), or removes it and says so."""
+
+    def __init__(self, out_dir: Path, on_broken: Callable[[Notice], None] | None = None):
         self.out_dir = Path(out_dir)
         try:
             fd, self._tmp = temp_beside(self.out_dir / "events.jsonl")
@@ -36,33 +43,79 @@ class RunWriter:
         self._fh = os.fdopen(fd, "w", encoding="utf-8")
         self._started: RunStarted | None = None
         self._epochs: list[dict] = []
+        self.on_broken = on_broken
+        self.broken: str | None = None  # why the log stopped, once it did
 
     def write(self, event: Event, line: str) -> None:
-        self._fh.write(line + "\n")
+        if self.broken is None:
+            try:
+                self._fh.write(line + "\n")
+            except OSError as exc:
+                self._break(exc)
         if isinstance(event, RunStarted):
             self._started = event
         elif isinstance(event, EpochEnd):
             self._epochs.append(dataclasses.asdict(event))
 
+    def flush(self) -> None:
+        """Push what is buffered to the file now, so a failure is reported before the run's last event."""
+        if self.broken is None:
+            try:
+                self._fh.flush()
+            except OSError as exc:
+                self._break(exc)
+
+    def _break(self, exc: OSError) -> None:
+        self.broken = _reason(exc)
+        try:
+            self._fh.close()  # flushes the rest again, fails again, but closes the descriptor
+        except OSError:
+            pass
+        if self.on_broken is not None:
+            self.on_broken(Notice("warning", f"the event log {self.out_dir / 'events.jsonl'} is incomplete: it "
+                                             f"could not be written ({self.broken}); the run goes on without it",
+                                  "free some disk space; the checkpoint and metrics.json are still written "
+                                  "when there is room"))
+
     def abort(self) -> None:
         """The process is being interrupted: leave no temp file behind."""
-        self._fh.close()
+        try:
+            self._fh.close()
+        except OSError:
+            pass
         self._tmp.unlink(missing_ok=True)
 
     def close(self, result: RunFinished | RunFailed) -> None:
         """Put events.jsonl (and, for a finished run, metrics.json) in place; a file that cannot be written (disk
         full, folder removed) is a RunFilesError naming it."""
         target = self.out_dir / "events.jsonl"
+        cut_short: str | None = None
         try:
-            self._fh.close()
+            if self.broken is None:
+                try:
+                    self._fh.close()  # the last buffered lines go to disk here
+                except OSError as exc:
+                    self.broken = cut_short = _reason(exc)  # (the descriptor is closed all the same)
+            if self.broken is not None:
+                _cut_to_last_line(self._tmp)
             commit(self._tmp, target)
             if isinstance(result, RunFinished):
                 target = self.out_dir / "metrics.json"
                 write_text_atomic(target, json.dumps(self._summary(result), indent=2))
         except OSError as exc:
+            try:
+                self._fh.close()
+            except OSError:
+                pass
+            removed = target.name == "events.jsonl" and self._tmp.exists()
             self._tmp.unlink(missing_ok=True)
             raise RunFilesError(f"cannot write {target}: {exc.strerror or exc}",
-                                "check that the output folder still exists and its disk has space") from None
+                                ("the event log was removed (its temp file too); " if removed else "")
+                                + "check that the output folder still exists and its disk has space") from None
+        if cut_short is not None:
+            log = self.out_dir / "events.jsonl"
+            raise RunFilesError(f"the event log {log} is incomplete: its last events could not be written "
+                                f"({cut_short})", "free some disk space; the run's other files were written")
 
     def _summary(self, result: RunFinished) -> dict:
         return {
@@ -75,6 +128,17 @@ class RunWriter:
             "stopped": result.stopped,
             "metrics": result.metrics,
         }
+
+
+def _reason(exc: OSError) -> str:
+    return exc.strerror or (os.strerror(exc.errno) if exc.errno else str(exc))
+
+
+def _cut_to_last_line(path: Path) -> None:
+    """A log cut short by a failed write may end in half a line: keep only its whole lines (readers parse each)."""
+    with open(path, "r+b") as fh:
+        data = fh.read()
+        fh.truncate(data.rfind(b"\n") + 1)
 
 
 def run_recorded(request: RunRequest, *, sinks: tuple[Callable[[Event], None], ...] = (),
@@ -90,11 +154,14 @@ def run_recorded(request: RunRequest, *, sinks: tuple[Callable[[Event], None], .
     from ..history.runs import RunRecorder, RunStore, RunStoreError
 
     config, db, record = request.config, request.db, request.record
+    # The history and the checkpoint keep the model file as an absolute path: a relative one is another file
+    # wherever the run is read back (a report from another folder would import that folder's file).
+    config = config.replace(model=absolute_spec(config.model))
     if distributed is not None and not distributed.is_main:
         return Trainer(distributed=distributed).run(config, lambda event: None, stop)
     out_dir = Path(request.out_dir).resolve()  # the database keeps the paths: a relative one is another folder
-    writer = RunWriter(out_dir)  # before training: an unwritable folder fails now, not after an hour
     notices: list[Notice] = []
+    writer = RunWriter(out_dir, on_broken=notices.append)  # before training: an unwritable folder fails now
 
     def note(exc: RunStoreError) -> None:
         notices.append(Notice("warning", f"this run is not recorded in the run history: {exc}", exc.hint))
@@ -113,6 +180,10 @@ def run_recorded(request: RunRequest, *, sinks: tuple[Callable[[Event], None], .
             sink(line)
 
     def emit(event: Event) -> None:
+        if is_terminal(event):  # an event log that cannot take the rest is said (and recorded) before the end
+            writer.flush()
+            while notices:
+                emit(notices.pop(0))
         line = to_json(event)  # once per event: the file, the database and a parent process all take the line
         if recorder is not None:
             recorder(event, line)
@@ -129,8 +200,10 @@ def run_recorded(request: RunRequest, *, sinks: tuple[Callable[[Event], None], .
         try:
             writer.close(event)
         except RunFilesError as exc:  # the run itself ended as it says: keep its event, after the problem
-            problem = Notice("error", str(exc), exc.hint)
+            notices.append(Notice("error", str(exc), exc.hint))
+        for problem in notices:  # the log broke on this last line, or its files could not be put in place
             deliver(problem, to_json(problem))
+        notices.clear()
         deliver(event, line)
 
     def save_checkpoint(trained: TrainedModel) -> str:  # the run's last file: written here, like all the others

@@ -10,8 +10,11 @@ from ..history.report import Evaluation, ReportError, json_twin, write_report_fi
 from ..history.runs import RunStore
 
 
-def write_report(store: RunStore, run_ids: list[int], out: Path) -> tuple[Path, Path]:
+def write_report(store: RunStore, run_ids: list[int], out: Path, trust_model_code: bool = False) -> tuple[Path, Path]:
     """Write the HTML report at `out` and its JSON twin next to it; return both paths.
+
+    A run whose network is defined in a Python file is evaluated only with `trust_model_code` (the caller's
+    consent to import the run's own model file); without it its evaluation is skipped and the report says why.
 
     An unknown run id raises the store's RunStoreError before anything is evaluated or written. Both files are
     written atomically; if the second cannot be written the first is removed again, so no half-report is left."""
@@ -23,5 +26,5 @@ def write_report(store: RunStore, run_ids: list[int], out: Path) -> tuple[Path, 
     evaluations: dict[int, Evaluation | None] = {}
     reasons: dict[int, str] = {}
     for record in records:
-        evaluations[record.id], reasons[record.id] = evaluate_run(record)
+        evaluations[record.id], reasons[record.id] = evaluate_run(record, trust_model_code)
     return write_report_files(records, evaluations, out, reasons=reasons)

@@ -1,0 +1,184 @@
+"""The kernel's handshake cannot be held up: any local process can connect to the parent's listener first, and
+none may delay the real kernel's hello, a stop, or make the parent buffer without bound (issue 11, item 9)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+import threading
+import time
+
+import pytest
+
+from workbench.core.ground.events import RunFinished
+from workbench.core.run import process as run_process
+from workbench.core.run.process import ChildProcess
+from workbench.core.run.protocol import MAX_LINE_BYTES, LineTooLong, Lines
+
+from .test_child import FAKE_KERNEL, REQUEST
+
+# The stand-in kernel, started only once the test has connected its intruder: it waits for a byte on a gate.
+GATED_KERNEL = """
+import os, socket, sys
+gate = socket.create_connection(("127.0.0.1", int(os.environ["GATE_PORT"])))
+gate.recv(1)
+sys.argv = ["-c", "echo"]
+exec(compile(os.environ["FAKE_KERNEL"], "fake_kernel", "exec"))
+"""
+
+
+# A stand-in kernel that says hello (and `after` in the same packet), then hangs as one importing torch would.
+SAYS = ("import json, os, socket, time\n"
+        f"host, port = os.environ['{run_process.ADDRESS_ENV}'].rsplit(':', 1)\n"
+        "c = socket.create_connection((host, int(port)))\n"
+        f"c.sendall((json.dumps({{{{'hello': os.environ['{run_process.TOKEN_ENV}']}}}}) + '\\n'{{after}}).encode())\n"
+        "time.sleep(100)\n")
+
+
+def address(process: ChildProcess) -> tuple[str, int]:
+    return process.listener.getsockname()[:2]
+
+
+class Trickler(threading.Thread):
+    """A peer that connects and sends one byte every 0.5 s, never a newline (for at most 20 s)."""
+
+    def __init__(self, where: tuple[str, int]):
+        super().__init__(daemon=True)
+        self.conn = socket.create_connection(where)  # connected (in the listener's backlog) before this returns
+        self.done = threading.Event()
+
+    def run(self):
+        try:
+            for _ in range(40):
+                self.conn.sendall(b"x")
+                if self.done.wait(0.5):  # pacing the intruder, not synchronising the test
+                    return
+        except OSError:
+            pass  # dropped by the parent
+
+    def close(self):
+        self.done.set()
+        self.join(5)
+        self.conn.close()
+
+
+@pytest.fixture
+def patient_peers(monkeypatch):
+    """A per-peer deadline far beyond the test: only serving peers together can keep these tests fast."""
+    monkeypatch.setattr(run_process, "HELLO_DEADLINE_S", 60.0, raising=False)
+
+
+def test_a_trickling_peer_that_connects_first_does_not_delay_the_kernel_s_hello(patient_peers):
+    with socket.create_server(("127.0.0.1", 0)) as gate:
+        gate.settimeout(30)
+        process = ChildProcess([sys.executable, "-c", GATED_KERNEL],
+                               env={"GATE_PORT": str(gate.getsockname()[1]), "FAKE_KERNEL": FAKE_KERNEL})
+        gate_conn, _ = gate.accept()
+    trickler = Trickler(address(process))
+    trickler.start()
+    try:
+        with gate_conn:
+            gate_conn.sendall(b"g")  # the kernel starts now; the trickler is already first in line
+        stop = threading.Event()
+        events = []
+
+        def emit(event):
+            events.append(event)
+            stop.set()
+
+        started = time.monotonic()
+        process.connect(timeout=15)  # the old handshake waited for the trickler's newline: never
+        result = process.run(REQUEST, emit, stop)
+        assert time.monotonic() - started < 10
+    finally:
+        trickler.close()
+        process.close()
+    assert isinstance(result, RunFinished) and result.stopped and result.steps == 3
+
+
+def test_a_stop_wins_within_a_second_while_a_trickling_peer_is_connected(patient_peers):
+    process = ChildProcess(["sleep", "100"])  # the kernel never connects
+    trickler = Trickler(address(process))
+    trickler.start()
+    stop = threading.Event()
+    stopped_at = []
+    timer = threading.Timer(0.5, lambda: (stopped_at.append(time.monotonic()), stop.set()))
+    timer.start()
+    try:
+        result = process.run(None, lambda event: None, stop)
+        ended = time.monotonic()
+    finally:
+        timer.cancel()
+        trickler.close()
+        process.close()
+    assert isinstance(result, RunFinished) and result.stopped and result.steps == 0
+    assert ended - stopped_at[0] < 3  # the poll is 0.2 s; the old handshake waited for the trickler (20 s)
+
+
+def test_a_stop_while_the_kernel_loads_pytorch_ends_the_run_at_once():
+    # A kernel that said hello but is still importing torch: the stop is not kept waiting for its "ready".
+    hello_only = SAYS.format(after="")
+    process = ChildProcess([sys.executable, "-c", hello_only])
+    stop = threading.Event()
+    stopped_at = []
+    timer = threading.Timer(1.0, lambda: (stopped_at.append(time.monotonic()), stop.set()))
+    timer.start()
+    try:
+        result = process.run(None, lambda event: None, stop)
+        ended = time.monotonic()
+    finally:
+        timer.cancel()
+        process.close()
+    assert isinstance(result, RunFinished) and result.stopped
+    assert ended - stopped_at[0] < 3
+
+
+def test_a_peer_sending_megabytes_without_a_newline_is_dropped_after_the_hello_limit():
+    process = ChildProcess(["sleep", "100"])
+    stop = threading.Event()
+    runner = threading.Thread(target=process.run, args=(None, lambda event: None, stop), daemon=True)
+    runner.start()
+    try:
+        with socket.create_connection(address(process)) as flood:
+            flood.settimeout(3)  # the old handshake read (and buffered) for 10 s before closing
+            try:
+                flood.sendall(b"x" * (8 << 20))
+                closed = flood.recv(1) == b""
+            except TimeoutError:  # still open, its bytes buffered
+                closed = False
+            except OSError:  # reset: the parent closed it with the rest unread
+                closed = True
+        assert closed
+    finally:
+        stop.set()
+        runner.join(10)
+        process.close()
+    assert not runner.is_alive()
+
+
+def test_hello_and_ready_in_one_packet_are_both_read():
+    both = SAYS.format(after=" + json.dumps({'ready': True}) + '\\n'")
+    process = ChildProcess([sys.executable, "-c", both])
+    try:
+        process.connect(timeout=15)
+        assert process.ready
+    finally:
+        process.close()
+
+
+def test_lines_refuses_an_over_long_line_without_buffering_it():
+    left, right = socket.socketpair()
+    with left, right:
+        lines = Lines(left, max_line=1024)
+        right.sendall(b"x" * 4096)
+        with pytest.raises(LineTooLong):
+            while lines.read(timeout=5) is None:
+                pass
+        assert len(lines.buffer) == 0
+        right.sendall(json.dumps({"pad": "y" * 2000}).encode() + b"\n")  # a whole line, but too long
+        with pytest.raises(ValueError):
+            lines.read(timeout=5)
+        right.sendall(b'{"ok": 1}\n{"ok": 2}\n')
+        assert lines.read(timeout=5) == {"ok": 1} and lines.read(timeout=5) == {"ok": 2}
+    assert MAX_LINE_BYTES <= 64 << 20  # a bound for the kernel's own messages too
