@@ -257,7 +257,11 @@ def cmd_train(args: argparse.Namespace) -> int:
                                launch=launch)
     bar = ProgressBar(sys.stderr)
     stop = threading.Event()
-    with interrupt_sets(stop) as interrupts:
+    # Before the first step nothing is trained: the first Ctrl+C aborts at once, since user code in this process
+    # that never returns (a model's constructor) can only be left by an exception. A run in other processes
+    # (torchrun) ends at once on the first stop before its first step: the parent terminates them.
+    untrained = (lambda: bar.progress.step == 0) if launch.where == "here" else None
+    with interrupt_sets(stop, untrained) as interrupts:
         result = start_run(request, bar.update, stop)
     bar.close()
     if launch.node_rank != 0:
@@ -299,12 +303,16 @@ class interrupt_sets:
     terminal closed) are treated the same way: the run stops after its step with its files and record kept.
 
     `exit_code`: what the command exits with after such a stop — 130 for Ctrl+C, as before, and 128 + the
-    signal's number for the others (143 for SIGTERM, 129 for SIGHUP), the shell's convention for "ended by"."""
+    signal's number for the others (143 for SIGTERM, 129 for SIGHUP), the shell's convention for "ended by".
+
+    `untrained`: says whether nothing has been trained yet; while it does, the first signal already raises
+    KeyboardInterrupt (there is no step to stop after, and nothing to keep)."""
 
     SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
 
-    def __init__(self, stop: threading.Event):
+    def __init__(self, stop: threading.Event, untrained: Callable[[], bool] | None = None):
         self.stop = stop
+        self.untrained = untrained
         self.previous: dict[int, Callable | int | None] = {}
         self.signum: int | None = None  # the first signal received
 
@@ -321,7 +329,8 @@ class interrupt_sets:
         return self
 
     def _handle(self, signum, frame):
-        if self.stop.is_set():
+        if self.stop.is_set() or (self.untrained is not None and self.untrained()):
+            self.stop.set()  # a run in a kernel process stops too, whoever catches the interrupt
             raise KeyboardInterrupt
         self.signum = signum
         again = "Ctrl+C" if signum == signal.SIGINT else signal.Signals(signum).name
@@ -594,12 +603,13 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
              f"{'best val':>8} {'samples/s':>10}  status"
     print(header)
     for r in records:
-        c = r.config
-        setup = setup_label(c)
+        c = r.config  # a damaged row's config may be empty or hold anything: shown as text, never trusted
+        setup = setup_label(c) if c else "—"
         best = f"{r.best_val_accuracy:.2%}" if r.best_val_accuracy is not None else "—"
         speed = f"{r.samples_per_s:,.0f}" if r.samples_per_s else "—"
-        print(f"{r.id:>4}  {r.created[:19].replace('T', ' '):<19}  {c['dataset'][:13]:<13} {setup[:34]:<34} "
-              f"{c['epochs']:>6} {best:>8} {speed:>10}  {r.status}")
+        dataset, epochs = str(c.get("dataset", "—")), str(c.get("epochs", "—"))
+        print(f"{r.id:>4}  {r.created[:19].replace('T', ' '):<19}  {dataset[:13]:<13} {setup[:34]:<34} "
+              f"{epochs[:6]:>6} {best:>8} {speed:>10}  {r.status}")
     return 0
 
 
@@ -609,8 +619,8 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
     with _store(args) as store:
         record = store.get(args.run_id, with_events=True)
     print(f"run {record.id} · {record.status} · started {record.created}")
-    print("config:      " + json.dumps(record.config, sort_keys=True))
-    print("environment: " + json.dumps(record.environment, sort_keys=True))
+    print("config:      " + json.dumps(record.config, sort_keys=True, default=str))
+    print("environment: " + json.dumps(record.environment, sort_keys=True, default=str))
     metrics = {k: getattr(record, k) for k in ("steps", "best_val_accuracy", "samples_per_s", "compile_seconds",
                                                "peak_memory_mib", "backend_used", "out_dir", "checkpoint")}
     print("summary:     " + json.dumps(metrics))

@@ -99,7 +99,7 @@ def test_a_failing_child_that_keeps_running_is_ended_before_the_failure_is_repor
 # test names in argv[1], echoing every message it gets from the parent back as a Notice, so that the wire is checked.
 FAKE_KERNEL = f"""
 import json, os, signal, socket, sys
-from workbench.core.ground.events import Notice, RunFinished, to_json
+from workbench.core.ground.events import Notice, RunFinished, Step, to_json
 from workbench.core.run.protocol import event_line
 host, port = os.environ["{run_process.ADDRESS_ENV}"].rsplit(":", 1)
 conn = socket.create_connection((host, int(port)))
@@ -116,6 +116,7 @@ if mode == "die":
     sys.stderr.write("planted last words\\n")
     sys.stderr.flush()
     os.kill(os.getpid(), signal.SIGKILL)
+say(event_line(job["id"], to_json(Step(1, 1, 0.5, 1.0, 0.1, {{}}))))  # training: a stop now gets its grace
 say(event_line(job["id"], to_json(Notice("info", json.dumps(job)))))
 cancel = json.loads(incoming.readline())
 say(event_line(job["id"], to_json(Notice("info", json.dumps(cancel)))))
@@ -133,15 +134,15 @@ def test_a_run_is_sent_as_one_train_job_and_a_stop_as_its_cancel():
 
     def emit(event):
         events.append(event)
-        stop.set()  # after the first event: the parent must answer with a cancel of that job
+        stop.set()  # after the first event (a Step): the parent must answer with a cancel of that job
 
     result = process.run(REQUEST, emit, stop)
     assert isinstance(result, RunFinished) and result.stopped and result.steps == 3
-    job, cancel = (json.loads(e.message) for e in events[:2])
+    job, cancel = (json.loads(e.message) for e in events[1:3])
     assert job == {"id": run_process.RUN_JOB_ID, "job": "train", "args": {"request": REQUEST.to_dict()}}
     assert RunRequest.from_dict(job["args"]["request"]) == REQUEST  # the request arrives whole
     assert cancel == {"cancel": run_process.RUN_JOB_ID}
-    assert events[2:] == [result]
+    assert events[3:] == [result]
     assert process.process.poll() == 0  # it ended on its own, after its terminal event
 
 

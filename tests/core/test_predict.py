@@ -239,3 +239,22 @@ def test_predict_pixels_user_model_without_predict():
 
     probs = predict_pixels(Plain(), np.zeros((28, 28), np.uint8))
     assert len(probs) == 3 and abs(sum(probs) - 1) < 1e-5
+
+
+def test_an_exif_orientation_tag_is_applied_before_the_digit_is_read(tmp_path):
+    """Metadata that changes how an image should be read: a photo stored upside down with orientation 3 (rotate
+    180°) must give the same 28×28 input as the upright picture."""
+    import numpy as np
+    from PIL import Image
+
+    upright = np.zeros((40, 40), dtype=np.uint8)
+    upright[5:9, 5:30] = 255  # an "L"-like mark: a bar along the top …
+    upright[5:35, 5:9] = 255  # … and down the left side (not symmetric under a half turn)
+    Image.fromarray(upright).save(tmp_path / "upright.png")
+    exif = Image.Exif()
+    exif[0x0112] = 3  # Orientation: rotate 180° to display
+    Image.fromarray(np.rot90(upright, 2).copy()).save(tmp_path / "tagged.png", exif=exif)
+    assert np.array_equal(load_digit(tmp_path / "tagged.png"), load_digit(tmp_path / "upright.png"))
+    plain_rotated = tmp_path / "rotated.png"
+    Image.fromarray(np.rot90(upright, 2).copy()).save(plain_rotated)
+    assert not np.array_equal(load_digit(plain_rotated), load_digit(tmp_path / "upright.png"))  # the tag mattered

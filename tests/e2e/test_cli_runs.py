@@ -134,3 +134,19 @@ def test_report_imports_no_model_file_without_consent_and_never_one_from_the_cur
     assert not marker.exists()  # consent to the run's own file, by its absolute path: not this folder's
     evaluation = json.loads((tmp_path / "t.json").read_text())["runs"][0]["evaluation"]
     assert "unavailable" not in evaluation, evaluation
+
+
+def test_a_damaged_history_row_is_shown_as_damaged_and_the_report_still_covers_every_run(db, capsys, tmp_path):
+    """A row this version did not write (garbage config JSON, text in a numeric column) never costs the others."""
+    import sqlite3
+
+    with sqlite3.connect(db) as raw:
+        raw.execute("UPDATE runs SET config = '{garbage', best_val_accuracy = 'abc' WHERE id = 1")
+    code, out, _ = call(capsys, "runs", "--db", db)
+    lines = out.strip().splitlines()
+    assert code == 0 and "damaged" in lines[1] and " aot_eager · off " in lines[2]
+    code, out, _ = call(capsys, "runs", "--db", db, "show", "1")
+    assert code == 0 and "config is not a JSON object" in out
+    code, out, err = call(capsys, "report", "1", "2", "--db", db, "--out", tmp_path / "both.html")
+    assert code == 0, err
+    assert (tmp_path / "both.html").is_file() and (tmp_path / "both.json").is_file()

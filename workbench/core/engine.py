@@ -206,18 +206,26 @@ class Trainer:
         gc.freeze()
         try:
             return self._run(config, emit, stop, started)
-        except WorkbenchError as exc:
-            return self._fail(emit, RunFailed(kind=exc.kind, message=str(exc), hint=exc.hint))
+        except WorkbenchError as exc:  # the user's constructor failing arrives wrapped (its cause or context)
+            underlying = exc.__cause__ or exc.__context__
+            return self._fail(emit, (underlying is not None and self._user_code_failure(config.model, underlying))
+                              or RunFailed(kind=exc.kind, message=str(exc), hint=exc.hint))
         except Diverged as exc:
             return self._fail(emit, RunFailed(kind="diverged", message=str(exc), hint=(
                 "the loss blew up: lower the learning rate (try 10× smaller), or turn AMP off")))
         except torch.OutOfMemoryError as exc:
             return self._fail(emit, RunFailed(kind="out_of_memory", message=first_line(exc), hint=(
                 "lower the batch size or the hidden size, or use bf16")))
-        except Exception as exc:  # a bug or an unexpected framework error: still one clean event, not a crash
-            return self._fail(emit, RunFailed(
+        except Exception as exc:  # the user's model code, else a bug or an unexpected framework error
+            return self._fail(emit, self._user_code_failure(config.model, exc) or RunFailed(
                 kind="internal", message=f"{type(exc).__name__}: {first_line(exc)}",
                 hint="this looks like a bug in Workbench or PyTorch; the log has details"))
+        except SystemExit as exc:  # sys.exit() in the user's model: a failed run, not a quiet exit 0 of the process
+            where = self._user_frame(config.model, exc)
+            return self._fail(emit, RunFailed(
+                kind="model" if where else "internal", message=f"the model called sys.exit({exc.code!r})",
+                hint=(f"at {where}: " if where else "") + "a model must not exit the process; raise an exception "
+                                                          "or return instead"))
         finally:
             torch.set_float32_matmul_precision(matmul_precision)  # for whoever runs in this process next
             gc.unfreeze()
@@ -226,6 +234,36 @@ class Trainer:
     def _fail(emit: Emit, event: RunFailed) -> RunFailed:
         emit(event)
         return event
+
+    @classmethod
+    def _user_code_failure(cls, spec: str, exc: BaseException) -> RunFailed | None:
+        """An exception raised in the user's own model file (its traceback passes through it) is the user's to
+        fix, named as such — not "a bug in Workbench". None: it did not come from the model file."""
+        where = cls._user_frame(spec, exc)
+        if where is None:
+            return None
+        name = spec.rpartition(":")[2]
+        return RunFailed(kind="model", message=f"your model {name} raised {type(exc).__name__}: {first_line(exc)}",
+                         hint=f"at {where} (in your model's code); fix it there and run again")
+
+    @staticmethod
+    def _user_frame(spec: str, exc: BaseException) -> str | None:
+        """`file:line` of the last traceback frame inside the user's model file `spec` names; None if none is."""
+        import os
+        import traceback
+
+        path_text, sep, name = spec.rpartition(":")
+        if spec == "sandwich" or not sep or not path_text or not name:
+            return None
+        try:
+            model_file = os.path.realpath(os.path.expanduser(path_text))
+        except (OSError, ValueError):
+            return None
+        where = None
+        for frame in traceback.extract_tb(exc.__traceback__):
+            if frame.filename and os.path.realpath(frame.filename) == model_file:
+                where = f"{frame.filename}:{frame.lineno}"
+        return where
 
     def _run(self, config: TrainConfig, emit: Emit, stop: StopFlag, started: float) -> RunFinished:
         run = self._start(config, emit, stop, started)

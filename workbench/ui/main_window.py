@@ -73,6 +73,7 @@ class Banner(QWidget):
         super().__init__(parent)
         self.label = QLabel()
         self.label.setObjectName("bannerText")
+        self.label.setTextFormat(Qt.PlainText)  # messages quote files and runs: never rendered as rich text
         self.label.setWordWrap(True)
         self.label.setTextInteractionFlags(Qt.TextSelectableByMouse)
         close = QPushButton("✕")

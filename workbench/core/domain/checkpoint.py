@@ -170,10 +170,17 @@ def load(path: str | Path, *, trust_model_code: bool = False) -> Checkpoint:
     state = payload.get("state_dict")
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
         raise CheckpointError(f"{path.name} has no usable weights (state_dict is not a mapping of tensors)")
+    # A missing "classes" is reported below with the other missing fields; one that is there must be names.
+    metrics, versions, classes = payload.get("metrics", {}), payload.get("versions", {}), payload.get("classes", [""])
+    for name, value in (("metrics", metrics), ("versions", versions)):
+        if not isinstance(value, dict):
+            raise CheckpointError(f"{path.name} is damaged: its {name} are {type(value).__name__}, not a mapping")
+    if not isinstance(classes, (list, tuple)) or not classes or not all(isinstance(c, str) for c in classes):
+        raise CheckpointError(f"{path.name} is damaged: its classes are not a non-empty list of names")
     try:
         config = TrainConfig.from_dict(payload["config"])
-        checkpoint = Checkpoint(config=config, state_dict=payload["state_dict"], metrics=payload.get("metrics", {}),
-                                versions=payload.get("versions", {}), classes=tuple(payload["classes"]))
+        checkpoint = Checkpoint(config=config, state_dict=state, metrics=metrics, versions=versions,
+                                classes=tuple(payload["classes"]))
     except (KeyError, TypeError, ConfigError) as exc:
         raise CheckpointError(f"{path.name} is incomplete or from an incompatible version: {exc}") from None
     if config.model != "sandwich" and not trust_model_code:

@@ -8,8 +8,10 @@ host→device copy per step. Every dataset arrives here as a `Split` of (N, 28, 
 from __future__ import annotations
 
 import gzip
+import math
 import os
 import re
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
@@ -151,25 +153,42 @@ _IDX_TYPES = {0x08: np.uint8, 0x09: np.int8, 0x0B: np.dtype(">i2"), 0x0C: np.dty
               0x0D: np.dtype(">f4"), 0x0E: np.dtype(">f8")}
 
 
+MAX_IDX_BYTES = 4 * 1024**3  # a header claiming more is refused before anything is read or decompressed
+
+
 def read_idx(path: Path) -> np.ndarray:
-    """An IDX file (optionally gzip-compressed) as a numpy array."""
-    raw = path.read_bytes()
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError) as exc:
+    """An IDX file (optionally gzip-compressed) as a numpy array.
+
+    The header is read and checked first: a file whose dimensions claim more than MAX_IDX_BYTES (or overflow) is
+    refused before its body is read, and a gzip body is decompressed only up to what the header says (plus one
+    byte, to tell a padded file), so a small file can never make Workbench hold gigabytes."""
+    try:
+        with path.open("rb") as plain:
+            compressed = plain.read(2) == b"\x1f\x8b"
+        with (gzip.open(path, "rb") if compressed else path.open("rb")) as stream:
+            head = stream.read(4)
+            if len(head) < 4 or head[0:2] != b"\x00\x00" or head[2] not in _IDX_TYPES or not 1 <= head[3] <= 4:
+                raise DataError(f"{path} is not an IDX file (bad magic number)")
+            ndim = head[3]
+            dims = stream.read(4 * ndim)
+            if len(dims) < 4 * ndim:
+                raise DataError(f"{path} is truncated: its header stops short")
+            shape = tuple(int.from_bytes(dims[4 * i: 4 + 4 * i], "big") for i in range(ndim))
+            dtype = np.dtype(_IDX_TYPES[head[2]])
+            count = math.prod(shape)
+            if count * dtype.itemsize > MAX_IDX_BYTES:
+                raise DataError(f"{path} claims {' × '.join(map(str, shape))} values "
+                                f"({count * dtype.itemsize / 1024**3:,.1f} GiB); IDX files up to "
+                                f"{MAX_IDX_BYTES // 1024**3} GiB are read — the file is damaged or too large")
+            body = stream.read(count * dtype.itemsize + 1)
+    except (OSError, EOFError, zlib.error) as exc:
+        if compressed:
             raise DataError(f"{path} is a damaged gzip file ({exc})") from None
-    if len(raw) < 4 or raw[0:2] != b"\x00\x00" or raw[2] not in _IDX_TYPES or not 1 <= raw[3] <= 4:
-        raise DataError(f"{path} is not an IDX file (bad magic number)")
-    ndim = raw[3]
-    shape = tuple(int.from_bytes(raw[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim))
-    dtype = np.dtype(_IDX_TYPES[raw[2]])
-    count = int(np.prod(shape))
-    offset = 4 + 4 * ndim
-    if len(raw) - offset != count * dtype.itemsize:
+        raise DataError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    if len(body) != count * dtype.itemsize:
         raise DataError(f"{path} is truncated or padded: header says {shape}, file holds "
-                        f"{(len(raw) - offset) // dtype.itemsize} values")
-    return np.frombuffer(raw, dtype=dtype, count=count, offset=offset).reshape(shape)
+                        f"{len(body) // dtype.itemsize}{'+' if len(body) > count * dtype.itemsize else ''} values")
+    return np.frombuffer(body, dtype=dtype, count=count).reshape(shape)
 
 
 _IDX_NAME = re.compile(r"^(?P<prefix>.*?)[-_.]?(?P<kind>images|labels)[-_.]idx(?P<n>[13])[-_.]ubyte(\.gz)?$")
@@ -195,6 +214,9 @@ def _idx_folder(root: Path, which: str) -> Split | None:
     labels = read_idx(complete[prefix]["labels"])
     if images.ndim != 3 or images.shape[1:] != (28, 28) or images.dtype != np.uint8:
         raise DataError(f"{complete[prefix]['images']} holds {images.shape} {images.dtype}; expected N×28×28 uint8")
+    if labels.dtype.kind not in "iu":
+        raise DataError(f"{complete[prefix]['labels']} holds {labels.dtype.name} labels; expected whole numbers "
+                        f"(IDX type uint8, int8, int16 or int32)")
     if labels.shape != (images.shape[0],):
         raise DataError(f"{complete[prefix]['labels']} has {labels.shape[0]} labels for {images.shape[0]} images")
     return Split(torch.from_numpy(images.copy()), torch.from_numpy(labels.astype(np.int64)))

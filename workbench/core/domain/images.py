@@ -72,7 +72,9 @@ def _read_grey(path: Path) -> np.ndarray:
                                      f"{MAX_PIXELS // 1_000_000} megapixels are accepted — scale it down first")
                 img.seek(0)  # first frame of a GIF/WebP animation
                 img.draft("L", (max(28, width // 8), max(28, height // 8)))  # JPEG: decode at reduced size
-                return _to_grey(img)
+                # A phone photo stores its pixels as the sensor saw them and says in EXIF how to turn them: the
+                # network must see the digit the way the user does.
+                return _to_grey(ImageOps.exif_transpose(img))
     except ImageError:
         raise
     except UnidentifiedImageError:

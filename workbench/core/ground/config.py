@@ -307,6 +307,8 @@ class TrainConfig:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ConfigError("config", f"not valid JSON ({exc.msg} at line {exc.lineno})") from None
+        except RecursionError:  # json.loads recurses once per level of [ or {
+            raise ConfigError("config", "not a config: nested too deeply") from None
         return cls.from_dict(data)
 
     def replace(self, **changes: Any) -> "TrainConfig":

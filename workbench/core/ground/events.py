@@ -151,18 +151,63 @@ def to_json(event: Event) -> str:
 
 
 def from_dict(data: dict[str, Any]) -> Event:
+    """The event a dict describes (a stored or received line). Anything else, an unknown type, a missing or unknown
+    field, a value of the wrong type, is a ValueError that says what: such data is never trusted half-way."""
+    if not isinstance(data, dict):
+        raise ValueError(f"an event is a JSON object, not {type(data).__name__}")
     data = dict(data)
     kind = data.pop("type", None)
-    cls = EVENT_TYPES.get(kind)
+    cls = EVENT_TYPES.get(kind) if isinstance(kind, str) else None
     if cls is None:
         raise ValueError(f"unknown event type {kind!r}")
-    if cls is CompileReport:
-        data["breaks"] = tuple(
-            GraphBreak(reason=b["reason"], frames=tuple(Frame(**f) for f in b.get("frames", ())))
-            for b in data.get("breaks", ()))
-        data["recompiles"] = tuple(data.get("recompiles", ()))
-        data["warnings"] = tuple(data.get("warnings", ()))
-    return cls(**data)
+    try:
+        if cls is CompileReport:
+            data["breaks"] = tuple(_graph_break(b) for b in _sequence(data.get("breaks", ()), "breaks"))
+            data["recompiles"] = tuple(_sequence(data.get("recompiles", ()), "recompiles"))
+            data["warnings"] = tuple(_sequence(data.get("warnings", ()), "warnings"))
+        event = cls(**data)
+    except (TypeError, KeyError, AttributeError) as exc:
+        raise ValueError(f"a {kind} event this version cannot read: {exc}") from None
+    _check_types(event)
+    return event
+
+
+def _sequence(value: Any, name: str) -> list | tuple:
+    if not isinstance(value, (list, tuple)):
+        raise ValueError(f"{name} is {type(value).__name__}, not a list")
+    return value
+
+
+def _graph_break(data: Any) -> GraphBreak:
+    if not isinstance(data, dict) or "reason" not in data:
+        raise ValueError(f"a graph break is an object with a reason, not {data!r:.60}")
+    frames = _sequence(data.get("frames", ()), "frames")
+    if not all(isinstance(f, dict) for f in frames):
+        raise ValueError("a graph break's frames are objects")
+    return GraphBreak(reason=data["reason"], frames=tuple(Frame(**f) for f in frames))
+
+
+_PLAIN = {"int": (int,), "float": (int, float), "str": (str,), "bool": (bool,), "dict": (dict,)}
+
+
+def _check_types(event: Any) -> None:
+    """Every field of the kind its declaration says (annotations are strings here: `from __future__`)."""
+    for f in dataclasses.fields(event):
+        value = getattr(event, f.name)
+        kinds = _PLAIN.get(str(f.type))
+        if kinds is None:
+            if str(f.type).startswith("tuple[") and not isinstance(value, tuple):
+                raise ValueError(f"{type(event).__name__}.{f.name} is {type(value).__name__}, not a list")
+            if isinstance(value, tuple):
+                for item in value:
+                    if dataclasses.is_dataclass(item):
+                        _check_types(item)
+                    elif not isinstance(item, str):
+                        raise ValueError(f"{type(event).__name__}.{f.name} holds {type(item).__name__}, not text")
+            continue
+        if not isinstance(value, kinds) or (bool not in kinds and isinstance(value, bool)):
+            raise ValueError(f"{type(event).__name__}.{f.name} is {type(value).__name__} {value!r:.40}, "
+                             f"not {str(f.type)}")
 
 
 def from_json(line: str) -> Event:

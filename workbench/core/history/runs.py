@@ -20,12 +20,16 @@ from pathlib import Path
 
 from ..ground import paths
 from ..ground.errors import WorkbenchError, first_line
-from ..ground.events import (EpochEnd, Event, RunFailed, RunFinished, RunStarted, Step, from_dict, is_terminal, to_dict,
-                             to_json)
+from ..ground.events import (EpochEnd, Event, Notice, RunFailed, RunFinished, RunStarted, Step, from_dict, is_terminal,
+                             to_dict, to_json)
 
 SCHEMA_VERSION = 1
 RECORD_INTERVAL = 0.5  # seconds between commits of buffered events
 BUSY_TIMEOUT_S = 5.0  # wait this long for another process's write lock before giving up
+MAX_PENDING_EVENTS = 200_000  # events a recorder keeps in memory while the database cannot take them
+MAX_PENDING_BYTES = 64 * 2**20  # ... and their JSON's size
+MAX_RETRY_DELAY_S = 5.0  # while behind, retry at least this often
+FINAL_RETRY_S = 30.0  # how long the terminal event is retried while the problem looks passing
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -64,6 +68,7 @@ CREATE TABLE IF NOT EXISTS events (
 
 class RunStoreError(WorkbenchError):
     kind = "io"
+    transient = False  # a problem that passes by itself (a lock, a full disk): worth retrying
 
 
 def default_db_path() -> Path:
@@ -96,13 +101,52 @@ class RunRecord:
 
 
 def _record(row: sqlite3.Row) -> RunRecord:
-    return RunRecord(
-        id=row["id"], created=row["created"], status=row["status"], config=json.loads(row["config"]),
-        environment=json.loads(row["environment"] or "{}"), steps=row["steps"],
-        best_val_accuracy=row["best_val_accuracy"], samples_per_s=row["samples_per_s"],
-        compile_seconds=row["compile_seconds"], peak_memory_mib=row["peak_memory_mib"],
-        backend_used=row["backend_used"], failure=json.loads(row["failure"]) if row["failure"] else None,
-        out_dir=row["out_dir"], checkpoint=row["checkpoint"])
+    """A row as a RunRecord. A row this version did not write (damaged JSON, text in a numeric column) is still
+    read, with what could not be read left empty, its status "damaged" and `failure` saying what was wrong: it
+    never stops the other rows from being listed."""
+    problems: list[str] = []
+
+    def mapping(column: str, *, optional: bool = False) -> dict | None:
+        text = row[column]
+        if optional and not text:
+            return None
+        try:
+            value = json.loads(text) if isinstance(text, str) else None
+        except (ValueError, RecursionError):
+            value = None
+        if not isinstance(value, dict):
+            problems.append(f"{column} is not a JSON object")
+            return None if optional else {}
+        return value
+
+    def number(column: str, kind: type, default):
+        value = row[column]
+        if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)
+                             and (kind is float or isinstance(value, int)) and value == value):
+            return default if value is None else kind(value)
+        problems.append(f"{column} is {value!r:.30}, not a number")
+        return default
+
+    def text(column: str, default: str | None) -> str | None:
+        value = row[column]
+        if value is None or isinstance(value, str):
+            return default if value is None else value
+        problems.append(f"{column} is {value!r:.30}, not text")
+        return default if default is not None else str(value)
+
+    record = RunRecord(
+        id=row["id"], created=text("created", ""), status=text("status", ""), config=mapping("config"),
+        environment=mapping("environment") if row["environment"] is not None else {},
+        steps=number("steps", int, 0), best_val_accuracy=number("best_val_accuracy", float, None),
+        samples_per_s=number("samples_per_s", float, None), compile_seconds=number("compile_seconds", float, None),
+        peak_memory_mib=number("peak_memory_mib", float, None), backend_used=text("backend_used", None),
+        failure=mapping("failure", optional=True), out_dir=text("out_dir", None),
+        checkpoint=text("checkpoint", None))
+    if problems:
+        record.status = "damaged"
+        record.failure = {"kind": "damaged", "message": "this run's row cannot be read in full: " + "; ".join(problems),
+                          "hint": "it was not written by this version of Workbench, or the file was damaged"}
+    return record
 
 
 class RunStore:
@@ -135,15 +179,19 @@ class RunStore:
     def _error(self, exc: Exception) -> RunStoreError:
         text = first_line(exc)
         if "locked" in text or "busy" in text:
-            return RunStoreError(f"the run database {self.path} is locked by another process",
-                                 f"wait for it to finish, or use another database with --db ({text})")
+            error = RunStoreError(f"the run database {self.path} is locked by another process",
+                                  f"wait for it to finish, or use another database with --db ({text})")
+            error.transient = True
+            return error
         if "readonly" in text or "read-only" in text:
             return RunStoreError(f"the run database {self.path} is read-only",
                                  "fix its permissions, or use another database with --db / WORKBENCH_DB")
         if "not a database" in text or "malformed" in text or "corrupt" in text:
             return RunStoreError(f"the run database {self.path} is damaged ({text})",
                                  "move it aside (Workbench starts a new one) or restore it from a backup")
-        return RunStoreError(f"run database error in {self.path}: {text}")
+        error = RunStoreError(f"run database error in {self.path}: {text}")
+        error.transient = "full" in text or "disk I/O" in text
+        return error
 
     def _migrate(self) -> None:
         version = self.db.execute("PRAGMA user_version").fetchone()[0]
@@ -249,7 +297,7 @@ class RunStore:
         try:
             record = _record(row)
             record.events = [from_dict(json.loads(line)) for line in lines]
-        except (ValueError, TypeError) as exc:  # e.g. an event of a newer version's, or a damaged row
+        except (ValueError, TypeError, RecursionError) as exc:  # e.g. an event of a newer version's, or damaged
             raise RunStoreError(f"run #{run_id} in {self.path} holds data this Workbench cannot read: "
                                 f"{first_line(exc)}", "upgrade Workbench to open this run") from None
         return record
@@ -272,55 +320,137 @@ def _process_alive(pid: int) -> bool:
 class RunRecorder:
     """An event sink that records one run: buffers events and commits them every RECORD_INTERVAL seconds.
 
-    Recording problems (a locked or read-only database) never fail a training run: the recorder reports the
-    problem once through `on_error` and stops recording.
+    Recording problems (a locked, full or read-only database) never fail a training run, and a passing one does
+    not cost the record: events that could not be committed stay buffered (at most MAX_PENDING_EVENTS /
+    MAX_PENDING_BYTES; beyond that new progress events are dropped, and said so) and are retried at the next
+    flush, backing off while the problem lasts; a run row that could not be written is retried the same way. The
+    terminal event is retried for up to FINAL_RETRY_S while the problem looks passing (locked, busy, full), so the
+    run's true end — status, summary, checkpoint — lands. `on_notice` gets one warning Notice when recording falls
+    behind and one info Notice when it has caught up; `on_error` gets the problem when the run could not be
+    recorded at all (its row never written) — or, without `on_notice`, when recording first falls behind.
     """
 
-    def __init__(self, store: RunStore, *, out_dir: str | None = None, on_error=None,
+    def __init__(self, store: RunStore, *, out_dir: str | None = None, on_error=None, on_notice=None,
                  interval: float = RECORD_INTERVAL):
         self.store = store
         self.out_dir = out_dir
         self.on_error = on_error
+        self.on_notice = on_notice
         self.interval = interval
         self.run_id: int | None = None
         self.pending: list[Event] = []
         self.lines: list[str] = []
+        self.pending_bytes = 0
         self.seq = 0
         self.last_commit = time.monotonic()
-        self.failed = False
+        self.next_try = 0.0  # while behind: not before this (monotonic) time
+        self.delay = interval
+        self.behind: RunStoreError | None = None  # the problem recording is behind on, while it is
+        self.dropped = 0  # events dropped because the buffer was full
+        self.done = False  # the terminal event was handled: later events are not this run's record
+        self.failed = False  # the run's end could not be recorded
+        self.reported = False  # on_error was told
+        self._started: RunStarted | None = None
 
     def __call__(self, event: Event, line: str | None = None) -> None:
-        if self.failed:
+        if self.done:
             return
         if isinstance(event, RunStarted):
-            if not self._guard(lambda: self._start(event)):
-                return
-        self.pending.append(event)
-        self.lines.append(line if line is not None else to_json(event))
-        if is_terminal(event) or time.monotonic() - self.last_commit >= self.interval:
-            self.flush(event)
+            self._started = event
+        line = line if line is not None else to_json(event)
+        keep = isinstance(event, RunStarted) or is_terminal(event)
+        if not keep and (len(self.pending) >= MAX_PENDING_EVENTS
+                         or self.pending_bytes + len(line) > MAX_PENDING_BYTES):
+            self._drop()
+        else:
+            self.pending.append(event)
+            self.lines.append(line)
+            self.pending_bytes += len(line)
+        if is_terminal(event):
+            self.done = True
+            self._finish(event)
+        elif isinstance(event, RunStarted):  # the row now (the events follow in the first batch)
+            try:
+                self._start()
+            except RunStoreError as exc:
+                self._fell_behind(exc)
+        elif time.monotonic() - self.last_commit >= self.interval:
+            if self.behind is None or time.monotonic() >= self.next_try:
+                self.flush(event)
 
-    def _start(self, event: RunStarted) -> None:
-        self.run_id = self.store.start_run(event.config, self.out_dir)
+    def _drop(self) -> None:
+        self.dropped += 1
+        if self.dropped == 1 and self.on_notice:
+            self.on_notice(Notice("warning", f"the run history cannot keep up: more than {MAX_PENDING_EVENTS} "
+                                             f"events or {MAX_PENDING_BYTES // 2**20} MiB are waiting to be "
+                                             "written; further progress events are left out of this run's "
+                                             "record", "the run's own files (events.jsonl) keep every event"))
 
-    def flush(self, last: Event | None = None) -> None:
-        if self.run_id is None or not self.pending:
-            return
-        batch, lines, self.pending, self.lines = self.pending, self.lines, [], []
-        summary = _summary(batch, last)
-        if self._guard(lambda: self.store.append_events(self.run_id, self.seq, batch, summary, lines)):
-            self.seq += len(batch)
+    def _start(self) -> None:
+        self.run_id = self.store.start_run(self._started.config, self.out_dir)
+
+    def flush(self, last: Event | None = None) -> bool:
+        """Commit what is buffered (the run's row first, if it is not written yet); True when nothing is left."""
         self.last_commit = time.monotonic()
-
-    def _guard(self, action) -> bool:
         try:
-            action()
-            return True
+            if self.run_id is None:
+                if self._started is None:  # no row before RunStarted: keep the events for its first batch
+                    if self.done:  # a run that failed before it started is not recorded (as before)
+                        self.pending, self.lines, self.pending_bytes = [], [], 0
+                    return True
+                self._start()
+            if self.pending:
+                summary = _summary(self.pending, last)
+                self.store.append_events(self.run_id, self.seq, self.pending, summary, self.lines)
+                self.seq += len(self.pending)
+                self.pending, self.lines, self.pending_bytes = [], [], 0
         except RunStoreError as exc:
-            self.failed = True
-            if self.on_error:
-                self.on_error(exc)
+            self._fell_behind(exc)
             return False
+        if self.behind is not None:
+            self._caught_up()
+        return True
+
+    def _fell_behind(self, exc: RunStoreError) -> None:
+        if self.behind is None:
+            self.delay = max(self.interval, 0.05)
+            if self.on_notice and not self.done:
+                self.on_notice(Notice("warning", f"the run history is falling behind: {exc}; this run's events "
+                                                 "are kept and written when the database can take them",
+                                      exc.hint))
+            elif not self.on_notice and self.on_error:
+                self.reported = True
+                self.on_error(exc)
+        else:
+            self.delay = min(self.delay * 2, MAX_RETRY_DELAY_S)
+        self.behind = exc
+        self.next_try = time.monotonic() + self.delay
+
+    def _caught_up(self) -> None:
+        self.behind = None
+        if self.on_notice:
+            dropped = f" ({self.dropped} progress events were left out)" if self.dropped else ""
+            self.on_notice(Notice("info", f"the run history has caught up: this run is recorded in "
+                                          f"{self.store.path}{dropped}"))
+
+    def _finish(self, last: Event) -> None:
+        """The run ended: its end has to land. Retry a passing problem for up to FINAL_RETRY_S."""
+        deadline = time.monotonic() + FINAL_RETRY_S
+        delay = 0.05
+        while not self.flush(last):
+            if not self.behind.transient or time.monotonic() + delay > deadline:
+                break
+            time.sleep(delay)
+            delay = min(delay * 2, 1.0)
+        else:
+            return
+        exc, self.failed = self.behind, True
+        if self.run_id is None or not self.on_notice:
+            if self.on_error and not self.reported:
+                self.on_error(exc)
+        else:
+            self.on_notice(Notice("warning", f"the run history is missing the end of this run: {exc}; it shows "
+                                             f"{self.seq} of its events", exc.hint))
 
 
 # Columns that only ever grow while a run is recorded in batches.

@@ -229,14 +229,19 @@ class ChildProcess:
         A kernel that dies without a terminal event (crash, kill, out of memory) becomes RunFailed(kind="crashed")
         naming its exit and its last words on stderr. Stop is forwarded; a kernel that does not stop within
         STOP_GRACE_S is terminated with its whole process group. A stop before the kernel is ready ends it at once,
-        as a stopped run (RunFinished with stopped set) with nothing trained."""
+        as a stopped run (RunFinished with stopped set) with nothing trained — and so does a stop before the first
+        Step event: nothing has been trained yet, and the kernel may be stuck where no cancel is read (a user
+        model's constructor that never returns), so its process group is terminated without the grace."""
         started = time.monotonic()
         try:
             self.connect(stop=stop)
             if request is not None:
                 send(self.conn, {"id": RUN_JOB_ID, "job": "train", "args": {"request": request.to_dict()}})
             stop_sent_at = None
+            stepped = False  # a Step event has arrived: something is being trained, so a stop gets its grace
             while True:
+                if stop.is_set() and not stepped:
+                    raise StoppedStarting("stopped before the first step")
                 if stop.is_set() and stop_sent_at is None:
                     self._try_send({"cancel": RUN_JOB_ID})
                     stop_sent_at = time.monotonic()
@@ -254,6 +259,7 @@ class ChildProcess:
                 if "event" not in message:
                     continue
                 event = from_dict(message["event"])
+                stepped = stepped or message["event"].get("type") == "Step"
                 if is_terminal(event):
                     self._wait_or_terminate(SUMMARY_GRACE_S)
                     if isinstance(event, RunFailed):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+from datetime import datetime
 from pathlib import Path
 from typing import Callable
 
@@ -141,6 +142,31 @@ def _cut_to_last_line(path: Path) -> None:
         fh.truncate(data.rfind(b"\n") + 1)
 
 
+RUN_FILES = ("checkpoint.pt", "checkpoint.safetensors", "metrics.json", "events.jsonl")
+
+
+def set_aside_previous(out_dir: Path) -> Notice | None:
+    """A folder that holds another run's files gets them moved into `previous-<timestamp>/` (nothing is deleted),
+    so that whatever happens to this run the folder never mixes two runs' files. The info Notice names it."""
+    found = [out_dir / name for name in RUN_FILES if (out_dir / name).is_file()]
+    if not found:
+        return None
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    aside, n = out_dir / f"previous-{stamp}", 1
+    while aside.exists():
+        n += 1
+        aside = out_dir / f"previous-{stamp}-{n}"
+    try:
+        aside.mkdir()
+        for path in found:
+            os.replace(path, aside / path.name)
+    except OSError as exc:
+        raise WorkbenchError(f"cannot move the previous run's files in '{out_dir}' aside: {_reason(exc)}",
+                             "choose another folder with --out, or move them yourself") from None
+    return Notice("info", f"the output folder held another run's files: moved them into {aside}",
+                  "this run's files replace them; nothing was deleted")
+
+
 def run_recorded(request: RunRequest, *, sinks: tuple[Callable[[Event], None], ...] = (),
                  stop: StopFlag | None = None, distributed: Distributed | None = None,
                  line_sinks: tuple[Callable[[str], None], ...] = ()) -> RunFinished | RunFailed:
@@ -161,6 +187,9 @@ def run_recorded(request: RunRequest, *, sinks: tuple[Callable[[Event], None], .
         return Trainer(distributed=distributed).run(config, lambda event: None, stop)
     out_dir = Path(request.out_dir).resolve()  # the database keeps the paths: a relative one is another folder
     notices: list[Notice] = []
+    moved = set_aside_previous(out_dir)  # before training: the folder holds this run's files only
+    if moved is not None:
+        notices.append(moved)
     writer = RunWriter(out_dir, on_broken=notices.append)  # before training: an unwritable folder fails now
 
     def note(exc: RunStoreError) -> None:
@@ -169,7 +198,8 @@ def run_recorded(request: RunRequest, *, sinks: tuple[Callable[[Event], None], .
     recorder = None
     if record:
         try:
-            recorder = RunRecorder(RunStore(db), out_dir=str(out_dir), on_error=note)
+            recorder = RunRecorder(RunStore(db), out_dir=str(out_dir), on_error=note,
+                                   on_notice=notices.append)
         except RunStoreError as exc:
             note(exc)
 

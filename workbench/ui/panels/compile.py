@@ -26,6 +26,7 @@ class CompilePanel(QWidget):
             "compiled", "backend", "graphs", "breaks", "ops", "seconds", "recompiles")}
         for key, label in self.fields.items():
             label.setObjectName(f"compile_{key}")
+            label.setTextFormat(Qt.PlainText)  # backend and mode come from run records: never rich text
             label.setTextInteractionFlags(Qt.TextSelectableByMouse)
         form = QFormLayout()
         for key, title in (("compiled", "Compiled"), ("backend", "Backend · mode"), ("graphs", "Graphs"),

@@ -122,6 +122,7 @@ class PredictPanel(QWidget):
 
         self.source = QLabel("No model yet: train one, or File → Open checkpoint…")
         self.source.setObjectName("predictModelSource")
+        self.source.setTextFormat(Qt.PlainText)  # a checkpoint's description: never rendered as rich text
         self.source.setWordWrap(True)
         self.drop = DropArea()
         self.drop.filesDropped.connect(self.add_files)
@@ -136,10 +137,12 @@ class PredictPanel(QWidget):
         self.input_view.setToolTip("The 28×28 input the network sees (after MNIST-style preprocessing)")
         self.prediction_label = QLabel("—")
         self.prediction_label.setObjectName("predictionLabel")
+        self.prediction_label.setTextFormat(Qt.PlainText)  # class names come from the checkpoint file
         self.prediction_label.setStyleSheet("font-size: 20px; font-weight: bold;")
         self.prediction_label.setWordWrap(True)
         self.message = QLabel()
         self.message.setObjectName("predictMessage")
+        self.message.setTextFormat(Qt.PlainText)  # image and checkpoint errors quote file names and contents
         self.message.setWordWrap(True)
         self.message.setStyleSheet("color: #b00020;")
 

@@ -118,6 +118,7 @@ class SetupPanel(QWidget):
 
         self.problem = QLabel()
         self.problem.setObjectName("configProblem")
+        self.problem.setTextFormat(Qt.PlainText)  # it quotes values and file names: never rendered as rich text
         self.problem.setWordWrap(True)
         self.problem.setStyleSheet("color: #b00020;")
         self.problem.setTextInteractionFlags(Qt.TextSelectableByMouse)
