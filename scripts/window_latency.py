@@ -8,7 +8,7 @@ ready and the spare run kernel has imported torch, Train is triggered (the clock
 Step events handed to the window stops it; the run is then stopped and the next spare awaited before the next
 try. For Predict, the checkpoint of the first run is opened, and one bundled digit is dropped at a time: the clock
 runs from the drop to the gallery row. Medians are printed with every sample. The window's RSS is read idle (before
-the first run) and during a run.
+the first run) and during a run, with the run kernel's.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def main() -> int:
     wait(lambda: window.kernel.capabilities.known)
     idle = rss_mib(os.getpid())
 
-    first_points, marks, during = [], {}, []
+    first_points, marks, during, run_kernel = [], {}, [], []
 
     def on_events(batch) -> None:
         if "clicked" in marks and "point" not in marks and any(isinstance(e, Step) for e in batch):
@@ -79,6 +79,7 @@ def main() -> int:
         wait(lambda: "point" in marks)
         first_points.append(marks["point"] - marks["clicked"])
         during.append(rss_mib(os.getpid()))
+        run_kernel.append(rss_mib(window.runner.process.process.pid))
         window.stop()
         wait(lambda: not window.runner.training)
     print("Train → first point on the loss plot (warm kernel): "
@@ -102,7 +103,8 @@ def main() -> int:
           + f" ms → median {statistics.median(trips) * 1000:.1f} ms")
     kernel_rss = rss_mib(window.kernel.client.pid)
     print(f"window process RSS: idle {idle:.0f} MiB, during a run {statistics.median(during):.0f} MiB · service "
-          f"kernel RSS {kernel_rss:.0f} MiB · torch in the window's process: {'torch' in sys.modules}")
+          f"kernel RSS {kernel_rss:.0f} MiB · run kernel RSS during a run {statistics.median(run_kernel):.0f} MiB · "
+          f"torch in the window's process: {'torch' in sys.modules}")
     window.close()
     app.processEvents()
     return 0

@@ -245,16 +245,15 @@ def config_from_args(args: argparse.Namespace, **defaults):
 
 # -- train ------------------------------------------------------------------------------------------------------
 def cmd_train(args: argparse.Namespace) -> int:
-    from .core.run.jobs import capabilities
+    from .core.domain.devices import cuda_device_count
     from .core.run.launch import start_run
     from .core.run.request import Launch, RunRequest
 
     quiet_torch_logs()
     launch = Launch(args.nproc_per_node, args.nnodes, args.node_rank, args.master_addr, args.master_port,
                     where="here" if args.nproc_per_node * args.nnodes == 1 else "process")
-    cuda_devices = sum(1 for d in capabilities()["devices"] if d["value"].startswith("cuda"))
-    request = RunRequest.build(config_from_args(args), cuda_devices=cuda_devices, out_dir=args.out, db=args.db,
-                               launch=launch)
+    request = RunRequest.build(config_from_args(args), cuda_devices=cuda_device_count(), out_dir=args.out,
+                               db=args.db, launch=launch)
     bar = ProgressBar(sys.stderr)
     stop = threading.Event()
     # Before the first step nothing is trained: the first Ctrl+C aborts at once, since user code in this process

@@ -68,14 +68,19 @@ def _drive(recorder: RunRecorder, steps: int, at: dict) -> list:
     return events
 
 
+def _history(tmp_path: Path) -> tuple[Path, "Lock", list, list]:
+    """An empty run database, a lock on it (not taken yet), and the lists the recorder's notices and errors go to."""
+    db = tmp_path / "runs.sqlite"
+    RunStore(db).close()
+    return db, Lock(db), [], []
+
+
 def _recorder(db: Path, notices: list, errors: list) -> RunRecorder:
     return RunRecorder(RunStore(db), interval=0, on_notice=notices.append, on_error=errors.append)
 
 
 def test_a_lock_held_mid_run_delays_the_record_but_loses_nothing(tmp_path):
-    db = tmp_path / "runs.sqlite"
-    RunStore(db).close()
-    lock, notices, errors = Lock(db), [], []
+    db, lock, notices, errors = _history(tmp_path)
     recorder = _recorder(db, notices, errors)
     events = _drive(recorder, 60, {10: lock.take, 40: lock.release})
     record = RunStore(db).get(recorder.run_id, with_events=True)
@@ -88,9 +93,7 @@ def test_a_lock_held_mid_run_delays_the_record_but_loses_nothing(tmp_path):
 
 
 def test_a_lock_held_at_the_end_is_waited_out_so_the_run_ends_as_it_did(tmp_path):
-    db = tmp_path / "runs.sqlite"
-    RunStore(db).close()
-    lock, notices, errors = Lock(db), [], []
+    db, lock, notices, errors = _history(tmp_path)
     recorder = _recorder(db, notices, errors)
     timer = threading.Timer(0.3, lock.release)
 
@@ -109,9 +112,7 @@ def test_a_lock_held_at_the_end_is_waited_out_so_the_run_ends_as_it_did(tmp_path
 
 
 def test_a_lock_held_at_the_start_still_records_the_run(tmp_path):
-    db = tmp_path / "runs.sqlite"
-    RunStore(db).close()
-    lock, notices, errors = Lock(db), [], []
+    db, lock, notices, errors = _history(tmp_path)
     lock.take()
     recorder = _recorder(db, notices, errors)
     events = _drive(recorder, 30, {15: lock.release})
@@ -123,9 +124,7 @@ def test_a_lock_held_at_the_start_still_records_the_run(tmp_path):
 
 def test_a_lock_held_through_the_whole_run_and_past_its_end_is_one_clear_error(tmp_path, monkeypatch):
     monkeypatch.setattr(runs, "FINAL_RETRY_S", 0.3)
-    db = tmp_path / "runs.sqlite"
-    RunStore(db).close()
-    lock, notices, errors = Lock(db), [], []
+    db, lock, notices, errors = _history(tmp_path)
     lock.take()
     try:
         _drive(_recorder(db, notices, errors), 10, {})
@@ -165,9 +164,7 @@ def test_a_full_disk_mid_run_is_caught_up_when_space_returns(tmp_path):
 
 def test_the_buffer_is_bounded_and_says_what_it_left_out(tmp_path, monkeypatch):
     monkeypatch.setattr(runs, "MAX_PENDING_EVENTS", 10)
-    db = tmp_path / "runs.sqlite"
-    RunStore(db).close()
-    lock, notices, errors = Lock(db), [], []
+    db, lock, notices, errors = _history(tmp_path)
     recorder = _recorder(db, notices, errors)
     events = _drive(recorder, 40, {5: lock.take, 35: lock.release})
     record = RunStore(db).get(recorder.run_id, with_events=True)

@@ -97,41 +97,41 @@ def test_a_trickling_peer_that_connects_first_does_not_delay_the_kernel_s_hello(
     assert isinstance(result, RunFinished) and result.stopped and result.steps == 3
 
 
+def _stop_after(process: ChildProcess, delay: float) -> tuple[RunFinished, float]:
+    """Run `process` with a stop set `delay` seconds in: the result and how long after the stop the run ended."""
+    stop = threading.Event()
+    stopped_at = []
+    timer = threading.Timer(delay, lambda: (stopped_at.append(time.monotonic()), stop.set()))
+    timer.start()
+    try:
+        result = process.run(None, lambda event: None, stop)
+        return result, time.monotonic() - stopped_at[0]
+    finally:
+        timer.cancel()
+
+
 def test_a_stop_wins_within_a_second_while_a_trickling_peer_is_connected(patient_peers):
     process = ChildProcess(["sleep", "100"])  # the kernel never connects
     trickler = Trickler(address(process))
     trickler.start()
-    stop = threading.Event()
-    stopped_at = []
-    timer = threading.Timer(0.5, lambda: (stopped_at.append(time.monotonic()), stop.set()))
-    timer.start()
     try:
-        result = process.run(None, lambda event: None, stop)
-        ended = time.monotonic()
+        result, after_stop = _stop_after(process, 0.5)
     finally:
-        timer.cancel()
         trickler.close()
         process.close()
     assert isinstance(result, RunFinished) and result.stopped and result.steps == 0
-    assert ended - stopped_at[0] < 3  # the poll is 0.2 s; the old handshake waited for the trickler (20 s)
+    assert after_stop < 3  # the poll is 0.2 s; the old handshake waited for the trickler (20 s)
 
 
 def test_a_stop_while_the_kernel_loads_pytorch_ends_the_run_at_once():
     # A kernel that said hello but is still importing torch: the stop is not kept waiting for its "ready".
-    hello_only = SAYS.format(after="")
-    process = ChildProcess([sys.executable, "-c", hello_only])
-    stop = threading.Event()
-    stopped_at = []
-    timer = threading.Timer(1.0, lambda: (stopped_at.append(time.monotonic()), stop.set()))
-    timer.start()
+    process = ChildProcess([sys.executable, "-c", SAYS.format(after="")])
     try:
-        result = process.run(None, lambda event: None, stop)
-        ended = time.monotonic()
+        result, after_stop = _stop_after(process, 1.0)
     finally:
-        timer.cancel()
         process.close()
     assert isinstance(result, RunFinished) and result.stopped
-    assert ended - stopped_at[0] < 3
+    assert after_stop < 3
 
 
 def test_a_peer_sending_megabytes_without_a_newline_is_dropped_after_the_hello_limit():

@@ -21,9 +21,11 @@ from __future__ import annotations
 import contextlib
 import gc
 import math
+import os
 import re
 import threading
 import time
+import traceback
 from dataclasses import dataclass, field
 from typing import Callable, Protocol, TypeVar
 
@@ -249,9 +251,6 @@ class Trainer:
     @staticmethod
     def _user_frame(spec: str, exc: BaseException) -> str | None:
         """`file:line` of the last traceback frame inside the user's model file `spec` names; None if none is."""
-        import os
-        import traceback
-
         path_text, sep, name = spec.rpartition(":")
         if spec == "sandwich" or not sep or not path_text or not name:
             return None

@@ -46,14 +46,9 @@ def device_name(device: torch.device) -> str:
     return f"CPU ({platform.processor() or platform.machine()}, {os.cpu_count()} cores)"
 
 
-def device_choices() -> list[tuple[str, str]]:
-    """(value, label) pairs for a device picker: auto, each CUDA device, the CPU."""
-    choices = [("auto", "Auto")]
-    if cuda_available():
-        for i in range(torch.cuda.device_count()):
-            choices.append((f"cuda:{i}", f"cuda:{i} · {torch.cuda.get_device_name(i)}"))
-    choices.append(("cpu", "CPU"))
-    return choices
+def cuda_device_count() -> int:
+    """How many CUDA devices a run can use here (0 without a usable CUDA)."""
+    return torch.cuda.device_count() if cuda_available() else 0
 
 
 def memory_mib(device: torch.device) -> dict[str, float]:

@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 
 from ..ground.errors import WorkbenchError
 from .process import ChildError, ChildProcess
-from .protocol import JOBS, JobError, send
+from .protocol import JOBS, Job, JobError, send
 
 MAX_RESTARTS = 3  # within RESTART_WINDOW_S; beyond that the kernel is left down ("failed") with its last words
 RESTART_WINDOW_S = 60.0
@@ -80,7 +80,7 @@ class KernelClient:
     def _send(self, job_id: int, job: str, args: dict) -> None:
         """Under the lock. A send that fails means the kernel is going: the reader fails the job with the rest."""
         try:
-            send(self._process.conn, {"id": job_id, "job": job, "args": args})
+            send(self._process.conn, Job(job_id, job, args).to_message())
         except OSError:
             pass
 

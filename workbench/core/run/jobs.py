@@ -70,11 +70,10 @@ def capabilities() -> dict:
     """Devices with names, memory and compute capability, and which backends work here (and why not). Reading
     the device properties initialises CUDA in this kernel, never in the window."""
     gpus = []
-    if devices.cuda_available():
-        for i in range(torch.cuda.device_count()):
-            props = torch.cuda.get_device_properties(i)
-            gpus.append(DeviceInfo(f"cuda:{i}", props.name, props.total_memory / devices.MIB,
-                                   f"{props.major}.{props.minor}"))
+    for i in range(devices.cuda_device_count()):
+        props = torch.cuda.get_device_properties(i)
+        gpus.append(DeviceInfo(f"cuda:{i}", props.name, props.total_memory / devices.MIB,
+                               f"{props.major}.{props.minor}"))
     cpu = DeviceInfo("cpu", devices.device_name(torch.device("cpu")))
     problems = {kind: devices.backend_availability(torch.device(kind)) for kind in ("cpu", "cuda")}
     return Capabilities(known=True, torch_version=str(torch.__version__), cuda_version=torch.version.cuda,

@@ -26,7 +26,7 @@ from typing import Callable, Sequence
 
 from ..ground.errors import WorkbenchError
 from ..ground.events import Event, Notice, RunFailed, RunFinished, from_dict, is_terminal
-from .protocol import Lines, send
+from .protocol import Job, Lines, send
 from .request import Launch, RunRequest
 
 TOKEN_ENV = "WORKBENCH_CHILD_TOKEN"
@@ -236,7 +236,7 @@ class ChildProcess:
         try:
             self.connect(stop=stop)
             if request is not None:
-                send(self.conn, {"id": RUN_JOB_ID, "job": "train", "args": {"request": request.to_dict()}})
+                send(self.conn, Job(RUN_JOB_ID, "train", {"request": request.to_dict()}).to_message())
             stop_sent_at = None
             stepped = False  # a Step event has arrived: something is being trained, so a stop gets its grace
             while True:
