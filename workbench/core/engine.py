@@ -180,6 +180,8 @@ class _Block:
     start: float  # when the block's clock started
     kind: str = "steady"  # WarmupPlan.kind of its steps: a block never mixes kinds
     losses: list[torch.Tensor] = field(default_factory=list)
+    correct: list[torch.Tensor] = field(default_factory=list)  # each step's count of right predictions
+    sizes: list[int] = field(default_factory=list)  # each step's batch size (this process's share)
     ends: list[float] = field(default_factory=list)  # when each step returned (exact step times on the sync CPU)
 
 
@@ -390,7 +392,10 @@ class Trainer:
             kind = block.kind = run.plan.kind(step, run.session.compiled)
             if kind == "compiling":
                 run.emit(CompileStarted(config.backend, config.mode))
-            block.losses.append(self._step(run, x, y))
+            loss, correct = self._step(run, x, y)
+            block.losses.append(loss)
+            block.correct.append(correct)
+            block.sizes.append(len(y))
             block.ends.append(time.perf_counter())
             totals.steps += 1
             if together:
@@ -427,8 +432,9 @@ class Trainer:
                 run.emit(CompileFinished(config.backend, config.mode, totals.recording_seconds,
                                          phase="cudagraph recording"))
 
-    def _step(self, run: _Run, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        """One optimizer step (its loss still on the device); a compiled one may fall back to eager."""
+    def _step(self, run: _Run, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """One optimizer step (its loss and correct count still on the device); a compiled one may fall back to
+        eager."""
         if run.session.compiled:  # only a compiled model can fail to compile (and fall back)
             return self._with_fallback(run, lambda s: train_step(s, x, y, run.config, run.device))
         return train_step(run.session, x, y, run.config, run.device)
@@ -439,21 +445,26 @@ class Trainer:
         process was asked to stop. The block starts again, empty, its clock at the moment of the read-back: the time
         spent emitting events (and whatever listeners do with them) counts against throughput, as it should.
 
-        With several processes the stop flags ride along in the losses' all_reduce (one collective per block):
-        a rank asked to stop makes its flag's mean non-zero everywhere, so all ranks stop at the same step."""
+        The correct counts ride along with the losses (the same read-back, the same collective), and with several
+        processes so do the stop flags: a rank asked to stop makes its flag's mean non-zero everywhere, so all ranks
+        stop at the same step."""
         config, device, totals = run.config, run.device, run.totals
-        pending, ends, block_start = block.losses, block.ends, block.start
-        values = torch.stack(pending).float() if pending else torch.zeros(0, device=device)
+        ends, block_start, sizes = block.ends, block.start, block.sizes
+        values = _stacked(block.losses, block.correct, device)
         if self.dist.active:
             values = torch.cat([values, torch.tensor([1.0 if stop_requested else 0.0], device=device)])
-        reduced = self.dist.mean(values).tolist()  # sync point; the global mean
-        losses, stop_agreed = (reduced[:-1], reduced[-1] > 0) if self.dist.active else (reduced, False)
+        reduced = self.dist.mean(values).tolist()  # sync point; the global means
+        reduced, stop_agreed = (reduced[:-1], reduced[-1] > 0) if self.dist.active else (reduced, False)
+        n = len(sizes)
+        losses = reduced[:n]
+        # Every process's share of a step is the same size (the shards drop the remainder): the mean count over
+        # this share's size is the global fraction.
+        accuracies = [count / size for count, size in zip(reduced[n:], sizes)]
         measured_at = time.perf_counter()
-        block.start, block.losses, block.ends = measured_at, [], []
+        block.start, block.losses, block.correct, block.sizes, block.ends = measured_at, [], [], [], []
         if not losses:
             return 0.0, stop_agreed
         seconds = measured_at - block_start
-        n = len(losses)
         if device.type == "cpu":  # ops ran synchronously: the gaps between step ends are the step times
             step_seconds = [b - a for a, b in zip([block_start] + ends[:-1], ends)]
         else:  # queued asynchronously: only the block as a whole was timed
@@ -477,7 +488,8 @@ class Trainer:
             totals.epoch_loss_sum += loss
             totals.epoch_steps += 1
             run.emit(Step(step=first_step + i, epoch=epoch, loss=loss, samples_per_s=samples / seconds,
-                          step_seconds=step_seconds[i], memory=memory, compiling=compiling, warmup=warmup))
+                          step_seconds=step_seconds[i], memory=memory, compiling=compiling, warmup=warmup,
+                          accuracy=accuracies[i]))
         return seconds, stop_agreed
 
     def _validate(self, run: _Run, epoch: int) -> None:
@@ -632,10 +644,14 @@ def lr_schedule(optimizer: torch.optim.Optimizer, config: TrainConfig,
 
 
 def train_step(session: _Session, x: torch.Tensor, y: torch.Tensor, config: TrainConfig,
-               device: torch.device) -> torch.Tensor:
-    """One optimizer step. Backward and the optimizer stay outside the compiled region and outside autocast."""
+               device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """One optimizer step: its loss and its count of right predictions, both still on the device. Backward and the
+    optimizer stay outside the compiled region and outside autocast. The count is taken from the logits at once,
+    before anything else runs the model: under CUDA graphs the next replay overwrites the graph's outputs."""
     with session.autocast:
-        loss = F.cross_entropy(session.train_model(x), y)
+        logits = session.train_model(x)
+        loss = F.cross_entropy(logits, y)
+    correct = (logits.detach().argmax(-1) == y).sum()
     if session.scaler is not None:
         session.scaler.scale(loss).backward()
         session.scaler.step(session.optimizer)
@@ -646,10 +662,18 @@ def train_step(session: _Session, x: torch.Tensor, y: torch.Tensor, config: Trai
     session.optimizer.zero_grad(set_to_none=True)
     if session.scheduler is not None:
         session.scheduler.step()
-    return loss.detach()
+    return loss.detach(), correct
 
 
 # -- helpers ----------------------------------------------------------------------------------------------------
+def _stacked(losses: list[torch.Tensor], counts: list[torch.Tensor], device: torch.device) -> torch.Tensor:
+    """A block's losses, then its correct counts, as one float vector on the device: one read-back for both, and
+    a few kernels per block rather than a cast per step."""
+    if not losses:
+        return torch.zeros(0, device=device)
+    return torch.cat([torch.stack(losses).float(), torch.stack(counts).float()])
+
+
 def rank_seed(seed: int, rank: int) -> int:
     """The seed of a rank's training stream (dropout) once the shared-seed model is built: its own per rank."""
     return seed + rank

@@ -54,6 +54,9 @@ class Step:
     # A CUDA warm-up step (kernel loading, cuBLAS setup, CUDA-graph recording): like a compiling step, kept off
     # the steady throughput figures. Never set on the CPU, whose first eager step is not special.
     warmup: bool = False
+    # The share of the step's global batch (every process's part) predicted right, 0..1: counted on the device
+    # and read back with the losses. None in runs recorded before steps carried it.
+    accuracy: float | None = None
 
 
 def peak_mib(memory: dict[str, float]) -> float | None:
@@ -187,7 +190,8 @@ def _graph_break(data: Any) -> GraphBreak:
     return GraphBreak(reason=data["reason"], frames=tuple(Frame(**f) for f in frames))
 
 
-_PLAIN = {"int": (int,), "float": (int, float), "str": (str,), "bool": (bool,), "dict": (dict,)}
+_PLAIN = {"int": (int,), "float": (int, float), "str": (str,), "bool": (bool,), "dict": (dict,),
+          "float | None": (int, float, type(None))}
 
 
 def _check_types(event: Any) -> None:

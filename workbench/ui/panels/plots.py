@@ -1,4 +1,4 @@
-"""Live plots: loss, throughput and memory against the optimizer step, with one linked x axis.
+"""Live plots: loss, accuracy, throughput and memory against the optimizer step, with one linked x axis.
 
 Events only append to numpy buffers (amortised O(1), capacity doubles); a timer redraws the curves that changed,
 at most ~30 times a second and never spending more than about a tenth of the GUI thread on it (the interval
@@ -6,20 +6,27 @@ stretches when a frame is slow to paint). pyqtgraph clips to the visible range a
 1,000,000-step run draws as fast as a short one. Pens are one pixel wide and there is no grid: in software
 rendering, wide pens cost ~2× and grid lines ~2× more per frame (measured), which training would pay for in GIL
 time.
+
+Above the plots: the run's headline figures and the smoothing slider (TensorBoard's debiased moving average; each
+batch of events is smoothed in one vectorised call, and moving the slider re-smooths whole buffers). Legends sit in
+a row under each plot, never over the data. Comparing runs, each overlaid run gets a colour of a qualitative palette
+(Tableau 10) and the current run is dimmed.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, QTimer
-from PySide6.QtWidgets import QVBoxLayout, QWidget
+from PySide6.QtCore import QSignalBlocker, Qt, QTimer
+from PySide6.QtWidgets import QGridLayout, QHBoxLayout, QLabel, QSlider, QVBoxLayout, QWidget
 
-from ...core.history.curves import Curves, ema, smooth
 from ...core.ground.config import uses_cuda_graphs
 from ...core.ground.events import CompileFinished, EpochEnd, Event, RunStarted, Step
+from ...core.history.curves import SMOOTHING, Curves, Smoother, smooth
+from .headline import HeadlineBar
 
 REDRAW_MS = 33  # fastest redraw interval (~30 Hz)
 FRAME_BUDGET = 0.1  # share of wall time the redraw may take; slower frames stretch the interval
@@ -29,7 +36,30 @@ MEMORY_LABELS = {"rss": "process RSS (CPU)", "allocated": "CUDA allocated", "res
 # Under CUDA graphs the graph pool's memory counts as reserved, not allocated (pytorch/pytorch#121932): allocated
 # drops once the graphs are recorded, which reads like a leak fixed or a model shrunk unless the legend says why.
 CUDA_GRAPH_MEMORY_LABELS = {**MEMORY_LABELS, "allocated": "CUDA allocated (CUDA-graph pool is in reserved)"}
-PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
+# Tableau 10: distinct hues that stay apart on a white and on a dark background.
+PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f",
+           "#bab0ac")
+DIMMED = 0.3  # opacity of the current run while finished runs are overlaid on it
+SLIDER_STEPS = 1000  # the smoothing slider's resolution: weights 0, 0.001, … 0.999
+LEGEND_COLUMNS = 4
+EMPTY_HINT = "Press Train (Ctrl+R)"
+WAITING_HINT = "Waiting for the first step…"
+
+
+@dataclass(frozen=True)
+class Theme:
+    background: str
+    foreground: str
+    raw: str  # per-step values under their smoothed line
+    line: str  # smoothed lines and throughput
+    marker: str  # validation points and the compile marker
+    hint: str  # the empty-state text
+
+
+LIGHT = Theme(background="#ffffff", foreground="#202020", raw="#c6dbef", line="#08306b", marker="#d62728",
+              hint="#808080")
+DARK = Theme(background="#1e1e1e", foreground="#d8d8d8", raw="#3b5670", line="#9ecae1", marker="#ff6b6b",
+             hint="#9a9a9a")
 
 
 class SeriesBuffer:
@@ -41,18 +71,27 @@ class SeriesBuffer:
         self.size = 0
 
     def append(self, x: float, y: float) -> None:
-        if self.size == len(self.x):
-            self.x = np.resize(self.x, 2 * len(self.x))
-            self.y = np.resize(self.y, 2 * len(self.y))
+        self._room_for(self.size + 1)
         self.x[self.size] = x
         self.y[self.size] = y
         self.size += 1
 
+    def extend(self, x: np.ndarray, y: np.ndarray) -> None:
+        end = self.size + len(x)
+        self._room_for(end)
+        self.x[self.size:end] = x
+        self.y[self.size:end] = y
+        self.size = end
+
+    def _room_for(self, size: int) -> None:
+        if size > len(self.x):
+            capacity = max(size, 2 * len(self.x))
+            self.x, self.y = np.resize(self.x, capacity), np.resize(self.y, capacity)
+
     def set(self, x: np.ndarray, y: np.ndarray) -> None:
         """Replace the contents with whole arrays (a recorded run), keeping room to grow."""
-        capacity = max(1024, len(x))
-        self.x, self.y = np.resize(np.asarray(x, np.float64), capacity), np.resize(np.asarray(y, np.float64), capacity)
-        self.size = len(x)
+        self.clear()
+        self.extend(x, y)
 
     def view(self) -> tuple[np.ndarray, np.ndarray]:
         return self.x[: self.size], self.y[: self.size]
@@ -73,6 +112,10 @@ class _Series:
         self.buffer.append(x, y)
         self.dirty = True
 
+    def extend(self, x: np.ndarray, y: np.ndarray) -> None:
+        self.buffer.extend(x, y)
+        self.dirty = True
+
     def set(self, x: np.ndarray, y: np.ndarray) -> None:
         self.buffer.set(x, y)
         self.dirty = True
@@ -88,63 +131,152 @@ class _Series:
         self.dirty = False
 
 
-def _make_plot(name: str, title: str, y_label: str) -> pg.PlotWidget:
-    plot = pg.PlotWidget(title=title)
+class _Smoothed:
+    """Per-step values and their smoothed line. The line catches up with the raw points a batch at a time (one
+    vectorised call per batch, however many steps it holds) and is rebuilt whole when the weight changes."""
+
+    def __init__(self, raw: _Series, line: _Series, weight: float):
+        self.raw, self.line = raw, line
+        self.smoother = Smoother(weight)
+
+    def catch_up(self) -> None:
+        x, y = self.raw.buffer.view()
+        done = self.line.buffer.size
+        if done < len(y):
+            self.line.extend(x[done:], self.smoother.extend(y[done:]))
+
+    def restart(self, weight: float) -> None:
+        """Smooth the whole buffer again (a new weight, or new contents)."""
+        self.smoother = Smoother(weight)
+        self.line.clear()
+        self.catch_up()
+
+
+def _make_plot(name: str, title: str, y_label: str, x_label: bool = True) -> pg.PlotWidget:
+    """A plot whose legend is a row of the plot's own layout under the x axis: it never covers a curve. The x axis
+    is the step in every plot (they are linked): only the bottom row names it, so small screens keep the height."""
+    plot = pg.PlotWidget()
     plot.setObjectName(name)
-    plot.setBackground("w")
-    plot.setLabel("left", y_label)
-    plot.setLabel("bottom", "step")
-    plot.addLegend(offset=(-10, 10))
     item = plot.getPlotItem()
+    item.setTitle(title)
+    item.setLabel("left", y_label)
+    if x_label:
+        item.setLabel("bottom", "step")
+    item.getAxis("bottom").enableAutoSIPrefix(False)  # "step (x0.001)" would read as a different axis
+    legend = pg.LegendItem(colCount=LEGEND_COLUMNS)  # not addLegend(): that one floats over the data
+    item.layout.addItem(legend, 4, 1)
+    item.legend = legend  # plot(name=…) and removeItem() keep its entries, as they would addLegend()'s
     item.setClipToView(True)
     item.setDownsampling(auto=True, mode="peak")
     return plot
 
 
+def _overlay_name(label: str) -> str:
+    """'#3' of '#3 inductor · bf16': what a compile marker says when runs are compared."""
+    return label.split(" ", 1)[0]
+
+
 class PlotsPanel(QWidget):
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
-        pg.setConfigOptions(antialias=False, foreground="k")
-        self.loss_plot = _make_plot("lossPlot", "Loss", "cross-entropy")
+        pg.setConfigOptions(antialias=False)
+        self.theme = LIGHT
+        self.weight = SMOOTHING
+        self.headline = HeadlineBar()
+        self.loss_plot = _make_plot("lossPlot", "Loss", "cross-entropy", x_label=False)
+        self.accuracy_plot = _make_plot("accuracyPlot", "Accuracy", "fraction right", x_label=False)
         self.throughput_plot = _make_plot("throughputPlot", "Throughput", "samples/s")
         self.memory_plot = _make_plot("memoryPlot", "Memory", "MiB")
-        for plot in (self.throughput_plot, self.memory_plot):
+        self.plots = (self.loss_plot, self.accuracy_plot, self.throughput_plot, self.memory_plot)
+        for plot in self.plots[1:]:
             plot.setXLink(self.loss_plot)
+        grid = QGridLayout()  # two by two: on a 1366×768 screen four stacked plots would be slivers
+        for i, plot in enumerate(self.plots):
+            grid.addWidget(plot, i // 2, i % 2)
+        top = QHBoxLayout()  # one row: the figures, and the smoothing that shapes the curves under them
+        top.addWidget(self.headline)
+        top.addLayout(self._smoothing_row(), 1)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        for plot in (self.loss_plot, self.throughput_plot, self.memory_plot):
-            layout.addWidget(plot)
+        layout.addLayout(top)
+        layout.addLayout(grid, 1)
 
-        self.step_loss = _Series(self.loss_plot.plot(pen=pg.mkPen("#9ecae1", width=1), name="step loss"))
-        self.smooth_loss = _Series(self.loss_plot.plot(pen=pg.mkPen("#08306b", width=1), name="smoothed"))
-        self.val_loss = _Series(self.loss_plot.plot(pen=None, symbol="o", symbolSize=9, symbolBrush="#d62728",
-                                                    name="validation (per epoch)"))
-        self.throughput = _Series(self.throughput_plot.plot(pen=pg.mkPen("#2ca02c", width=1), name="samples/s"))
+        self.step_loss = _Series(self.loss_plot.plot(name="per step"))
+        self.smooth_loss = _Series(self.loss_plot.plot(name="smoothed"))
+        self.val_loss = _Series(self.loss_plot.plot(pen=None, symbol="o", symbolSize=9,
+                                                    name="validation"))
+        self.step_accuracy = _Series(self.accuracy_plot.plot(name="per step"))
+        self.smooth_accuracy = _Series(self.accuracy_plot.plot(name="smoothed"))
+        self.val_accuracy = _Series(self.accuracy_plot.plot(pen=None, symbol="o", symbolSize=9,
+                                                            name="validation"))
+        self.throughput = _Series(self.throughput_plot.plot(name="samples/s"))
+        self.smoothed = (_Smoothed(self.step_loss, self.smooth_loss, self.weight),
+                         _Smoothed(self.step_accuracy, self.smooth_accuracy, self.weight))
         self.memory: dict[str, _Series] = {}
         self.cuda_graphs = False  # the live run replays CUDA graphs: memory legends say where its pool is
         self.compile_marker: pg.InfiniteLine | None = None
-        self._ema: float | None = None
         self._last_step = 0
         self.overlays: list[tuple[pg.PlotWidget, pg.PlotDataItem]] = []
+        self.overlay_markers: list[pg.InfiniteLine] = []  # each compared run's compile time
+        self._overlaid: list[tuple[str, Curves]] = []  # what set_overlays was given: re-smoothed with the slider
+        self.empty_text = self._empty_state()
+        self._apply_theme()
 
         self.timer = QTimer(self)
         self.timer.setInterval(REDRAW_MS)
         self.timer.timeout.connect(self.redraw)
         self.timer.start()
 
+    def _smoothing_row(self) -> QHBoxLayout:
+        self.smoothing_slider = QSlider(Qt.Horizontal)
+        self.smoothing_slider.setObjectName("smoothingSlider")
+        self.smoothing_slider.setRange(0, SLIDER_STEPS - 1)
+        self.smoothing_slider.setValue(round(self.weight * SLIDER_STEPS))
+        self.smoothing_slider.setToolTip("Exponential moving average, debiased as in TensorBoard: 0 draws the raw "
+                                         "values; the first point is always the raw one")
+        self.smoothing_value = QLabel(f"{self.weight:.3f}")
+        self.smoothing_slider.valueChanged.connect(lambda value: self.set_smoothing(value / SLIDER_STEPS))
+        row = QHBoxLayout()
+        row.setContentsMargins(6, 0, 6, 0)
+        row.addWidget(QLabel("Smoothing"))
+        row.addWidget(self.smoothing_slider, 1)
+        row.addWidget(self.smoothing_value)
+        return row
+
+    def _empty_state(self) -> pg.TextItem:
+        """A hint centred in the loss plot's data area, in its pixels rather than in data coordinates (the axes of
+        an empty plot can be anywhere)."""
+        view = self.loss_plot.getPlotItem().getViewBox()
+        text = pg.TextItem(EMPTY_HINT, anchor=(0.5, 0.5))
+        text.setParentItem(view)
+
+        def centre():
+            rect = view.rect()
+            text.setPos(rect.center())
+
+        view.sigResized.connect(centre)
+        centre()
+        return text
+
     # -- events -------------------------------------------------------------------------------------------------
     def reset(self) -> None:
-        for series in (self.step_loss, self.smooth_loss, self.val_loss, self.throughput, *self.memory.values()):
+        for series in (self.step_loss, self.smooth_loss, self.val_loss, self.step_accuracy, self.smooth_accuracy,
+                       self.val_accuracy, self.throughput, *self.memory.values()):
             series.clear()
         for series in self.memory.values():
             self.memory_plot.removeItem(series.item)  # removes its legend entry too; overlays keep theirs
         self.memory.clear()
+        for pair in self.smoothed:
+            pair.restart(self.weight)
         self.cuda_graphs = False
         if self.compile_marker is not None:
             self.throughput_plot.removeItem(self.compile_marker)
             self.compile_marker = None
-        self._ema = None
         self._last_step = 0
+        self.headline.reset()
+        for plot in self.plots:
+            plot.getPlotItem().enableAutoRange()  # a zoom into the last run would hide the new one
+        self._show_hint(EMPTY_HINT)
 
     def add_events(self, batch: list[Event]) -> None:
         for event in batch:
@@ -152,11 +284,18 @@ class PlotsPanel(QWidget):
                 self._add_step(event)
             elif isinstance(event, EpochEnd):
                 self.val_loss.append(self._last_step, event.val_loss)
+                self.val_accuracy.append(self._last_step, event.val_accuracy)
             elif isinstance(event, CompileFinished) and event.phase == "train":  # the compile *step* is marked
                 self._mark_compile(event.seconds)
             elif isinstance(event, RunStarted):
                 self.reset()
                 self.cuda_graphs = uses_cuda_graphs(event.config)
+                self._show_hint(WAITING_HINT)
+        for pair in self.smoothed:
+            pair.catch_up()
+        if self.step_loss.buffer.size:
+            self._show_hint(None)
+        self.headline.add_events(batch)
 
     def show_curves(self, curves: Curves, compile_seconds: float | None = None, config: dict | None = None) -> None:
         """A recorded run, drawn from its curves at once rather than event by event; `config` is the run's (its
@@ -164,21 +303,27 @@ class PlotsPanel(QWidget):
         self.reset()
         self.cuda_graphs = uses_cuda_graphs(config or {})
         self.step_loss.set(curves.step, curves.loss)
-        self.smooth_loss.set(curves.step, smooth(curves.loss))
         self.val_loss.set(curves.val_step, curves.val_loss)
+        has_accuracy = np.isfinite(curves.accuracy)
+        self.step_accuracy.set(curves.step[has_accuracy], curves.accuracy[has_accuracy])
+        self.val_accuracy.set(curves.val_step, curves.val_accuracy)
+        for pair in self.smoothed:
+            pair.restart(self.weight)
         self.throughput.set(curves.throughput_step, curves.throughput)
         for name, values in curves.memory.items():
             self._memory_series(name).set(curves.step, values)
         if compile_seconds is not None:
             self._mark_compile(compile_seconds)
         self._last_step = int(curves.step[-1]) if len(curves.step) else 0
-        self._ema = float(self.smooth_loss.buffer.view()[1][-1]) if len(curves.step) else None
+        self._show_hint(None if len(curves.step) else "This run took no steps")
+        self.headline.show_run(curves, compile_seconds)
+        self._dim(bool(self.overlays))
 
     def _add_step(self, step: Step) -> None:
         self._last_step = step.step
         self.step_loss.append(step.step, step.loss)
-        self._ema = ema(self._ema, step.loss)
-        self.smooth_loss.append(step.step, self._ema)
+        if step.accuracy is not None:
+            self.step_accuracy.append(step.step, step.accuracy)
         if not (step.compiling or step.warmup):  # marked (compiling) or left out (warm-up): they'd squash the axis
             self.throughput.append(step.step, step.samples_per_s)
         for name, mib in step.memory.items():
@@ -190,17 +335,29 @@ class PlotsPanel(QWidget):
             label = (CUDA_GRAPH_MEMORY_LABELS if self.cuda_graphs else MEMORY_LABELS).get(name, name)
             colour = PALETTE[len(self.memory) % len(PALETTE)]
             series = _Series(self.memory_plot.plot(pen=pg.mkPen(colour, width=1), name=label))
+            series.item.setOpacity(DIMMED if self.overlays else 1.0)
             self.memory[name] = series
         return series
 
     def _mark_compile(self, seconds: float) -> None:
-        self.compile_marker = pg.InfiniteLine(pos=1, angle=90, pen=pg.mkPen("#d62728", style=Qt.DashLine),
-                                              label=f"compile step: {seconds:.1f} s",
-                                              labelOpts={"position": 0.9, "color": "#d62728"})
-        self.throughput_plot.addItem(self.compile_marker)
+        self.compile_marker = self._compile_line(f"compile step: {seconds:.1f} s", self.theme.marker, 0.9)
+        self.compile_marker.setOpacity(DIMMED if self.overlays else 1.0)
+
+    def _compile_line(self, label: str, colour: str, height: float) -> pg.InfiniteLine:
+        """A dashed line at step 1 (the step that compiled), labelled at `height` (0…1 of the plot)."""
+        line = pg.InfiniteLine(pos=1, angle=90, pen=pg.mkPen(colour, style=Qt.DashLine), label=label,
+                               labelOpts={"position": height, "color": colour})
+        self.throughput_plot.addItem(line)
+        return line
+
+    def _show_hint(self, text: str | None) -> None:
+        """The empty state: what to do (or what is coming) while a plot has nothing to show; None hides it."""
+        if text is not None:
+            self.empty_text.setText(text, self.theme.hint)
+        self.empty_text.setVisible(text is not None)
 
     def redraw(self) -> None:
-        series = (self.step_loss, self.smooth_loss, self.val_loss, self.throughput, *self.memory.values())
+        series = self._own_series()
         if not any(s.dirty for s in series):
             return
         started = time.perf_counter()
@@ -210,26 +367,90 @@ class PlotsPanel(QWidget):
         seconds = time.perf_counter() - started
         self.timer.setInterval(int(min(MAX_REDRAW_MS, max(REDRAW_MS, 1000 * seconds / FRAME_BUDGET))))
 
+    def _own_series(self) -> tuple[_Series, ...]:
+        """The current run's series (not the overlays)."""
+        return (self.step_loss, self.smooth_loss, self.val_loss, self.step_accuracy, self.smooth_accuracy,
+                self.val_accuracy, self.throughput, *self.memory.values())
+
+    # -- smoothing ----------------------------------------------------------------------------------------------
+    def set_smoothing(self, weight: float) -> None:
+        """Smooth the current run's and the overlaid runs' lines with `weight` (0 … 0.999) from their first point."""
+        self.weight = weight
+        self.smoothing_value.setText(f"{weight:.3f}")
+        with QSignalBlocker(self.smoothing_slider):  # called from code: the slider shows it, without a second pass
+            self.smoothing_slider.setValue(round(weight * SLIDER_STEPS))
+        for pair in self.smoothed:
+            pair.restart(weight)
+        if self._overlaid:
+            self.set_overlays(self._overlaid)
+
     # -- comparing finished runs ------------------------------------------------------------------------------
     def set_overlays(self, runs: list[tuple[str, Curves]]) -> None:
-        """Overlay finished runs (label, curves), each in its own colour; an empty list removes the overlay."""
+        """Overlay finished runs (label, curves), each in its own colour, the current run dimmed under them; an
+        empty list removes the overlay and restores the current run."""
         for plot, item in self.overlays:
             plot.removeItem(item)
+        for marker in self.overlay_markers:
+            self.throughput_plot.removeItem(marker)
         self.overlays.clear()
+        self.overlay_markers.clear()
+        self._overlaid = list(runs)
         for i, (label, curves) in enumerate(runs):
-            pen = pg.mkPen(PALETTE[i % len(PALETTE)], width=2)
-            self._overlay(self.loss_plot, curves.step, smooth(curves.loss), pen, label)
+            colour = PALETTE[i % len(PALETTE)]
+            pen = pg.mkPen(colour, width=1)
+            self._overlay(self.loss_plot, curves.step, smooth(curves.loss, self.weight), pen, label)
+            if len(curves.val_accuracy):
+                self._overlay(self.accuracy_plot, curves.val_step, curves.val_accuracy, pen, f"{label} (validation)",
+                              symbol="o", symbolSize=6, symbolBrush=colour, symbolPen=None)
             self._overlay(self.throughput_plot, curves.throughput_step, curves.throughput, pen, label)
             if curves.memory:
                 name = "peak" if "peak" in curves.memory else sorted(curves.memory)[0]
                 self._overlay(self.memory_plot, curves.step, curves.memory[name], pen, f"{label} ({name})")
+            if curves.compile_seconds is not None:
+                self.overlay_markers.append(self._compile_line(
+                    f"{_overlay_name(label)} compile {curves.compile_seconds:.1f} s", colour, 0.85 - 0.1 * i))
+        self._dim(bool(runs))
 
-    def _overlay(self, plot: pg.PlotWidget, x: np.ndarray, y: np.ndarray, pen, label: str) -> None:
-        item = plot.plot(x, y, pen=pen, name=label)
+    def _overlay(self, plot: pg.PlotWidget, x: np.ndarray, y: np.ndarray, pen, label: str, **style) -> None:
+        item = plot.plot(x, y, pen=pen, name=label, **style)
         self.overlays.append((plot, item))
+
+    def _dim(self, dimmed: bool) -> None:
+        """The current run fades behind the compared ones, so theirs are the colours that read."""
+        opacity = DIMMED if dimmed else 1.0
+        for series in self._own_series():
+            series.item.setOpacity(opacity)
+        if self.compile_marker is not None:
+            self.compile_marker.setOpacity(opacity)
+
+    # -- appearance ---------------------------------------------------------------------------------------------
+    def set_dark(self, dark: bool) -> None:
+        """Follow the window's colour scheme: backgrounds, axes, titles, legends and the current run's pens."""
+        self.theme = DARK if dark else LIGHT
+        self._apply_theme()
+
+    def _apply_theme(self) -> None:
+        theme = self.theme
+        for plot in self.plots:
+            plot.setBackground(theme.background)
+            item = plot.getPlotItem()
+            for side in ("left", "bottom"):
+                item.getAxis(side).setPen(theme.foreground)
+                item.getAxis(side).setTextPen(theme.foreground)
+            item.setTitle(item.titleLabel.text, color=theme.foreground)
+            item.legend.setLabelTextColor(theme.foreground)  # for entries to come; those there are re-rendered:
+            for _sample, label in item.legend.items:
+                label.setText(label.text, color=theme.foreground)
+        for raw, line, points in ((self.step_loss, self.smooth_loss, self.val_loss),
+                                  (self.step_accuracy, self.smooth_accuracy, self.val_accuracy)):
+            raw.item.setPen(pg.mkPen(theme.raw, width=1))
+            line.item.setPen(pg.mkPen(theme.line, width=1))
+            points.item.setSymbolBrush(theme.marker)
+        self.throughput.item.setPen(pg.mkPen(theme.line, width=1))
+        self.empty_text.setColor(theme.hint)
 
     # -- queries used by tests and the status bar ---------------------------------------------------------------
     def point_counts(self) -> dict[str, int]:
         return {"loss": self.step_loss.buffer.size, "throughput": self.throughput.buffer.size,
                 "memory": sum(s.buffer.size for s in self.memory.values()),
-                "val_loss": self.val_loss.buffer.size}
+                "val_loss": self.val_loss.buffer.size, "accuracy": self.step_accuracy.buffer.size}

@@ -1,0 +1,47 @@
+"""The headline figures above the plots, fed synthetic events."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from workbench.core.ground.config import TrainConfig
+from workbench.core.ground.events import CompileFinished, EpochEnd, RunStarted, Step
+from workbench.core.history.curves import Curves
+from workbench.ui.panels.headline import HeadlineBar
+
+
+def _run(total_steps: int = 100) -> list:
+    started = RunStarted(config=TrainConfig(epochs=2).to_dict(), device="cpu", device_name="cpu", versions={},
+                         train_size=3200, val_size=100, steps_per_epoch=50, total_steps=total_steps)
+    steps = [Step(step=i, epoch=1, loss=1.0, samples_per_s=2000.0 + i, step_seconds=0.5, memory={"rss": 300.0 + i},
+                  compiling=i == 1) for i in range(1, 11)]
+    return [started, CompileFinished("inductor", "default", 12.06), *steps,
+            EpochEnd(epoch=1, train_loss=1.0, val_loss=1.0, val_accuracy=0.8123, seconds=5.0),
+            CompileFinished("inductor", "default", 1.5, phase="eval"),
+            EpochEnd(epoch=2, train_loss=1.0, val_loss=1.0, val_accuracy=0.75, seconds=9.0)]
+
+
+def test_a_batch_of_events_sets_every_figure(qtbot):
+    bar = HeadlineBar()
+    qtbot.addWidget(bar)
+    assert set(bar.figures().values()) == {"—"}
+    bar.add_events(_run())
+    assert bar.figures() == {"best_val_accuracy": "81.23%",  # the best epoch, not the last
+                             "samples_per_s": "2,010",  # the latest steady block's
+                             "compile": "13.6 s",  # every phase
+                             "peak_memory": "310 MiB",
+                             "eta": "0:45"}  # Progress's: 90 steps left at the steady 0.5 s
+    bar.add_events([_run()[0]])  # a new run starts from nothing
+    assert bar.figures()["best_val_accuracy"] == "—" and bar.figures()["compile"] == "—"
+
+
+def test_a_recorded_run_shows_its_figures_without_an_eta(qtbot):
+    bar = HeadlineBar()
+    qtbot.addWidget(bar)
+    x = np.arange(1.0, 6.0)
+    curves = Curves(step=x, loss=x, throughput_step=x, throughput=np.array([10.0, 1000, 1100, 1200, 5]),
+                    memory={"peak": np.array([1.0, 2048, 3000, 4, 5])}, val_step=np.array([5.0]),
+                    val_accuracy=np.array([0.5]), compile_seconds=3.3)
+    bar.show_run(curves)
+    assert bar.figures() == {"best_val_accuracy": "50.00%", "samples_per_s": "1,000", "compile": "3.3 s",
+                             "peak_memory": "2.93 GiB", "eta": "—"}
