@@ -223,29 +223,39 @@ def _idx_folder(root: Path, which: str) -> Split | None:
 
 
 # -- image folders ----------------------------------------------------------------------------------------------
-def _image_folder(root: Path) -> Split:
-    """Class subfolders of images, each decoded with the Predict preprocessing (so both see the same pixels).
+def image_folder_files(root: Path) -> tuple[tuple[str, ...], list[tuple[Path, int]]]:
+    """The classes (sorted subfolder names) and every (file, label) under them: what the loader decodes, and what
+    the Dataset preview counts per class to tell an empty class folder from one whose files could not be read."""
+    classes = classes_of("imagefolder", str(root))
+    return classes, [(path, label) for label, cls in enumerate(classes)
+                     for path in sorted((root / cls).iterdir()) if path.is_file()]
+
+
+def _image_folder(root: Path) -> tuple[Split, list[tuple[Path, str]]]:
+    """Class subfolders of images, each decoded with the Predict preprocessing (so both see the same pixels), and
+    the files that could not be used with the reason why: training skips them, the Dataset preview lists them.
     Decoding runs in a DataLoader with worker processes; the result is held in memory like every other set."""
     from torch.utils.data import DataLoader
 
-    classes = classes_of("imagefolder", str(root))
-    files = [(path, label) for label, cls in enumerate(classes)
-             for path in sorted((root / cls).iterdir()) if path.is_file()]
+    _, files = image_folder_files(root)
     if not files:
         raise DataError(f"no images under {root} (expected one subfolder per class holding image files)")
     workers = min(4, os.cpu_count() or 1) if len(files) > 2000 else 0
     batches = list(DataLoader(_DecodedImages(files), batch_size=512, num_workers=workers))
     images = torch.cat([b[0] for b in batches])
     labels = torch.cat([b[1] for b in batches]).long()
+    reasons = [reason for b in batches for reason in b[2]]
+    skipped = [(path, reason) for (path, _), reason in zip(files, reasons) if reason]
     keep = labels >= 0
     if not keep.any():
-        raise DataError(f"none of the {len(files)} files under {root} could be read as an image")
-    return Split(images[keep].contiguous(), labels[keep])
+        raise DataError(f"none of the {len(files)} files under {root} could be read as an image "
+                        f"(first: {skipped[0][1]})")
+    return Split(images[keep].contiguous(), labels[keep]), skipped
 
 
 class _DecodedImages(torch.utils.data.Dataset):
-    """Image files → MNIST-style 28×28 uint8; unreadable files get label -1 and are dropped afterwards.
-    Module level so that DataLoader workers can pickle it under the 'spawn' start method."""
+    """Image files → (MNIST-style 28×28 uint8, label, ""); an unreadable file gets label -1 and the reason why, and
+    is dropped afterwards. Module level so that DataLoader workers can pickle it under the 'spawn' start method."""
 
     def __init__(self, files: list[tuple[Path, int]]):
         self.files = files
@@ -258,16 +268,16 @@ class _DecodedImages(torch.utils.data.Dataset):
 
         path, label = self.files[i]
         try:
-            return torch.from_numpy(load_digit(path)), label
-        except ImageError:
-            return torch.zeros(28, 28, dtype=torch.uint8), -1
+            return torch.from_numpy(load_digit(path)), label, ""
+        except ImageError as exc:
+            return torch.zeros(28, 28, dtype=torch.uint8), -1, str(exc)
 
 
 # -- splitting --------------------------------------------------------------------------------------------------
 def _reader(name: str, root: Path | None) -> Callable[[str], Split | None]:
     """`read("train")` / `read("test")`: a dataset's own parts (None for a part it does not have)."""
     if name == "imagefolder":
-        return lambda which: _image_folder(root) if which == "train" else None
+        return lambda which: _image_folder(root)[0] if which == "train" else None
     if name == "idx":
         return lambda which: _idx_folder(root, which)
     return lambda which: _torchvision(name, root, which)

@@ -18,7 +18,6 @@ import numpy as np
 import torch
 
 from ..domain import checkpoint, devices, distributed
-from ..domain.data import check_classes, classes_of, dataset_info, load_split
 from ..domain.inspect import explain as explain_config
 from ..domain.predict import predict_pixels
 from ..ground.capabilities import Capabilities, DeviceInfo
@@ -53,7 +52,8 @@ def train(request: RunRequest, send_line: Callable[[str], None] | None,
         dist = distributed.from_environment(cuda)
         if dist.active and cuda:  # one GPU per rank, whatever single device the config named
             request = request.replace(config=config.replace(device=f"cuda:{dist.local_rank}"))
-        return run_recorded(request, line_sinks=(send_line,) if send_line else (), stop=stop, distributed=dist)
+        return run_recorded(request, line_sinks=(send_line,) if send_line else (), stop=stop, distributed=dist,
+                            capture_prints=True)
     except WorkbenchError as exc:  # e.g. an output folder that cannot be written: nothing was trained
         result = RunFailed(kind=exc.kind, message=str(exc), hint=exc.hint)
         if send_line is not None:
@@ -111,22 +111,25 @@ def predict(checkpoint_path: str, images: list[str], trust_model_code: bool = Fa
 
 def evaluate(checkpoint_path: str, dataset: str | None = None, data_root: str | None = None,
              split: str | None = None, device: str = "auto", trust_model_code: bool = False) -> dict:
-    """Accuracy, loss and confusion matrix of a checkpoint on a split, eagerly in full precision (the device is
-    checked as a run checks it: cuda without CUDA, typos)."""
-    from ..domain.evaluate import evaluate_split
+    """Accuracy, loss and confusion matrix of a checkpoint on a split (`workbench evaluate`)."""
+    from ..domain.evaluation_view import evaluate_checkpoint
 
     ckpt = _checkpoint(checkpoint_path, trust_model_code)
-    name = dataset or ckpt.config.dataset
-    root = data_root if dataset else (data_root or ckpt.config.data_root)
-    split_name = split or ("test" if dataset_info(name).has_test else "val")
-    config = ckpt.config.replace(amp="off", backend="eager", mode="default", device=device)
-    config.check_runnable(devices.cuda_available())
-    data = load_split(name, split_name, root)
-    check_classes(ckpt.classes, classes_of(name, root), name)
-    where = devices.resolve_device(config.device)
-    result = evaluate_split(ckpt.build_model(where), data, config, where)
+    name, split_name, data, result = evaluate_checkpoint(ckpt, dataset, data_root, split, device)
     return {"dataset": name, "split": split_name, "images": len(data), "accuracy": result.accuracy,
             "loss": result.loss, "confusion": result.confusion().tolist(), "classes": list(ckpt.classes)}
+
+
+def evaluate_view(checkpoint_path: str, trust_model_code: bool = False, dataset: str | None = None,
+                  data_root: str | None = None, split: str | None = None) -> dict:
+    """The Evaluate view's data: scores, the confusion matrix, per-sample answers and the split's pixels, so that
+    every click in the window is answered without another call. On the CPU: no GPU memory taken from a run."""
+    from ..domain.evaluation_view import evaluate_checkpoint, view_answer
+
+    ckpt = _checkpoint(checkpoint_path, trust_model_code)
+    name, split_name, data, result = evaluate_checkpoint(ckpt, dataset, data_root, split, "cpu")
+    return {"checkpoint": str(Path(checkpoint_path).resolve()), "dataset": name, "split": split_name,
+            **view_answer(result, data, ckpt.classes)}
 
 
 def export_checkpoint(source: str, target: str, trust_model_code: bool = False) -> str:
@@ -145,9 +148,17 @@ def report(run_ids: list[int], out: str, db: str | None = None, trust_model_code
         return [str(p) for p in written]
 
 
+def dataset_preview(dataset: str, data_root: str | None = None) -> dict:
+    """The Dataset preview's data (samples per class, class counts, image format, problems), before training."""
+    from ..domain.preview import dataset_preview as build
+
+    return build(dataset, data_root)
+
+
 HANDLERS: dict[str, Callable[..., object]] = {
     "capabilities": capabilities, "explain": explain, "load_checkpoint": load_checkpoint, "predict": predict,
     "evaluate": evaluate, "export_checkpoint": export_checkpoint, "report": report,
+    "evaluate_view": evaluate_view, "dataset_preview": dataset_preview,
 }
 
 

@@ -25,7 +25,8 @@ from ..ground.errors import WorkbenchError
 PROTOCOL_VERSION = 1
 # What a kernel serves. `train` is served by a fresh run kernel (one run, then it exits: fresh Dynamo state keeps
 # compile times honest and nothing leaks between runs); the others by the long-lived service kernel.
-JOBS = ("capabilities", "train", "explain", "predict", "evaluate", "load_checkpoint", "export_checkpoint", "report")
+JOBS = ("capabilities", "train", "explain", "predict", "evaluate", "load_checkpoint", "export_checkpoint", "report",
+        "evaluate_view", "dataset_preview")
 
 
 class JobError(WorkbenchError):
