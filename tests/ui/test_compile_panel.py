@@ -60,3 +60,57 @@ def test_eager_run_says_not_compiled(window, qtbot):
     with qtbot.waitSignal(window.runFinished, timeout=60_000):
         window.train()
     assert window.compile_panel.fields["compiled"].text() == "no (eager)"
+
+
+def _run_started(backend="inductor", mode="default"):
+    from workbench.core.ground.events import RunStarted
+
+    return RunStarted(config={"backend": backend, "mode": mode}, device="cpu", device_name="CPU", versions={},
+                      train_size=100, val_size=10, steps_per_epoch=4, total_steps=4)
+
+
+def test_while_a_run_compiles_the_panel_says_so_with_the_seconds_so_far(qtbot):
+    """The run's own trace before compiling (source "explain") is neither "compiled" nor the user's Explain."""
+    from workbench.core.ground.events import CompileFinished, CompileStarted
+    from workbench.ui.panels.compile import CompilePanel
+
+    panel = CompilePanel()
+    qtbot.addWidget(panel)
+    now = [100.0]
+    panel.clock = lambda: now[0]
+    trace = CompileReport(compiled=True, backend="inductor", mode="default", graph_count=2, graph_break_count=1,
+                          compile_seconds=0.32, source="explain")
+    panel.add_events([_run_started(), trace, CompileStarted("inductor", "default")])
+    now[0] = 112.4
+    panel.ticker.timeout.emit()
+    for key in ("compiled", "seconds"):
+        text = panel.fields[key].text()
+        assert text == "compiling… 12 s so far", (key, text)
+    assert panel.fields["graphs"].text() == "2" and panel.fields["breaks"].text() == "1"  # the trace's findings
+    panel.add_events([CompileFinished("inductor", "default", 48.9, phase="train")])
+    assert panel.fields["compiled"].text() == "yes" and not panel.ticker.isActive()
+    assert panel.fields["seconds"].text() == "48.90 s (first step, forward + backward)"
+    final = CompileReport(compiled=True, backend="inductor", mode="default", graph_count=3, compile_seconds=48.9)
+    panel.add_events([final, RunFinished(steps=4, epochs=1, seconds=50.0, stopped=False)])
+    assert panel.fields["graphs"].text() == "3" and "48.90 s" in panel.fields["seconds"].text()
+
+
+def test_a_run_that_ends_while_compiling_says_it_never_compiled(qtbot):
+    from workbench.core.ground.events import CompileStarted, RunFailed
+    from workbench.ui.panels.compile import CompilePanel
+
+    panel = CompilePanel()
+    qtbot.addWidget(panel)
+    panel.add_events([_run_started(), CompileStarted("inductor", "default"), RunFailed("compile", "boom")])
+    assert panel.fields["compiled"].text() == "no (the run ended while compiling)"
+    assert not panel.ticker.isActive()
+
+
+def test_an_explain_report_names_its_backend_and_mode(qtbot):
+    from workbench.ui.panels.compile import CompilePanel
+
+    panel = CompilePanel()
+    qtbot.addWidget(panel)
+    panel.show_report(CompileReport(compiled=True, backend="inductor", mode="max-autotune", source="explain"))
+    assert panel.fields["backend"].text() == "inductor · max-autotune"
+    assert panel.fields["compiled"].text() == "yes (traced by Explain, not trained)"

@@ -23,8 +23,10 @@ def _own_window(qtbot, tmp_path):
 def test_a_kernel_killed_while_idle_is_reported_and_restarted(qtbot, tmp_path, planted_break_spec):
     window = _own_window(qtbot, tmp_path)
     pid = window.kernel.client.pid
+    # Bound to a name: the states that follow ("starting", "ready") are queued from the client's thread and may
+    # still reach this blocker's slot after it has disconnected; freed, it would crash the test process.
     with qtbot.waitSignal(window.kernel.stateChanged, timeout=30_000,
-                          check_params_cb=lambda state, detail: state == "crashed"):
+                          check_params_cb=lambda state, detail: state == "crashed") as _crashed:
         os.kill(pid, signal.SIGKILL)
     assert window.isVisible()
     assert "stopped unexpectedly" in window.banner.label.text() and "signal 9" in window.banner.label.text()

@@ -225,3 +225,9 @@ app.exec()
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
                          env={**__import__("os").environ, "WORKBENCH_CONFIG_DIR": str(tmp_path / "config")})
     assert "PREDICTED True False" in out.stdout, out.stdout + out.stderr[-2000:]
+
+
+def test_the_empty_panel_says_what_to_drop_and_where_the_model_comes_from(window):
+    drop_area = window.predict.findChild(object, "predictDropArea")
+    assert "one digit" in drop_area.text() and "28×28" in drop_area.text()
+    assert "train one" in window.predict.source.text() and "Open checkpoint" in window.predict.source.text()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox
 
@@ -35,7 +36,7 @@ def test_runs_are_listed_compared_and_reopened(window, qtbot):
     with qtbot.waitSignal(runs.compareRequested, timeout=30_000):  # events are read on a pool thread
         runs.table.selectAll()  # two runs → their curves overlay the plots, labelled by what differs
     labels = [item.name() for _plot, item in window.plots.overlays]
-    assert len(window.plots.overlays) == 6  # loss, throughput, memory for each run
+    assert len(window.plots.overlays) == 8  # loss, accuracy, throughput, memory for each run
     assert any(label.startswith("#1 eager") for label in labels)
     assert any(label.startswith("#2 aot_eager") for label in labels)
 
@@ -152,3 +153,86 @@ def test_overlay_legend_entries_survive_a_new_run_starting(window):
     window.plots.reset()  # what a new run's RunStarted does
     legend = window.plots.memory_plot.getPlotItem().legend
     assert [label.text for _sample, label in legend.items] == ["#1 eager (rss)", "#2 aot_eager (rss)"]
+
+
+# -- columns, on a panel of its own (no kernel, no training) -----------------------------------------------------
+@pytest.fixture
+def panel(qtbot, tmp_path):
+    from workbench.ui.panels.runs import RunsPanel
+    from workbench.ui.tasks import Tasks
+
+    widget = RunsPanel(Tasks(), db=tmp_path / "runs.sqlite")
+    qtbot.addWidget(widget)
+    yield widget
+    widget.close_store()
+
+
+def _record(store, *, seconds=None, status="finished", out_dir=None, **changes) -> int:
+    """A run in the history as training would leave it; `seconds` from its start to its end."""
+    from workbench.core.ground.config import TrainConfig
+
+    run_id = store.start_run(TrainConfig(**changes).to_dict(), out_dir=out_dir)
+    store.append_events(run_id, 0, [], {"status": status})
+    if seconds is not None:
+        store.db.execute("UPDATE runs SET created = '2026-01-02T03:00:00+00:00', updated = ? WHERE id = ?",
+                         (f"2026-01-02T03:{seconds // 60:02d}:{seconds % 60:02d}+00:00", run_id))
+    return run_id
+
+
+def _shown(panel, name) -> list[str]:
+    from workbench.ui.panels.runs import COLUMNS
+
+    column = COLUMNS.index(name)
+    return [panel.proxy.index(row, column).data() for row in range(panel.proxy.rowCount())]
+
+
+def test_runs_are_named_as_everywhere_else_and_show_their_model(panel, tmp_path):
+    from workbench.core.history.curves import run_label, run_name
+    from workbench.core.history.runs import RunStore
+
+    with RunStore(tmp_path / "runs.sqlite") as store:
+        _record(store)
+        _record(store, model="/home/me/models/net.py:TinyNet")
+    panel.refresh()
+    panel.table.sortByColumn(0, Qt.AscendingOrder)
+    assert _shown(panel, "Run") == [run_name(1), run_name(2)] == ["#1", "#2"]
+    assert run_label(2, {"backend": "eager", "amp": "off"}, []).startswith("#2 ")
+    assert _shown(panel, "Model") == ["Sandwich", "net.py:TinyNet"]
+
+
+def test_duration_shows_how_long_a_run_took_and_sorts_numerically(panel, tmp_path):
+    from workbench.core.history.runs import RunStore
+    from workbench.ui.panels.runs import COLUMNS
+
+    with RunStore(tmp_path / "runs.sqlite") as store:
+        for seconds in (70, 9, 3599):  # as text, "1 min 10 s" < "59 min 59 s" < "9 s"
+            _record(store, seconds=seconds)
+        _record(store, seconds=30, status="running")  # still going: no duration yet
+    panel.refresh()
+    panel.table.sortByColumn(COLUMNS.index("Duration"), Qt.AscendingOrder)
+    assert _shown(panel, "Duration") == ["—", "9 s", "1 min 10 s", "59 min 59 s"]
+    panel.table.sortByColumn(COLUMNS.index("Duration"), Qt.DescendingOrder)
+    assert _shown(panel, "Run") == ["#3", "#1", "#2", "#4"]
+
+
+def test_a_run_is_named_by_its_output_folder(panel, tmp_path):
+    from workbench.core.history.runs import RunStore
+
+    with RunStore(tmp_path / "runs.sqlite") as store:
+        for _ in range(6):
+            _record(store)
+        _record(store, out_dir=str((tmp_path / "out").resolve()))
+    assert panel.name_for_out_dir(tmp_path / "out") == "#7"
+    assert panel.name_for_out_dir(tmp_path / "elsewhere") is None
+
+
+def test_the_table_shows_several_runs_however_small_the_dock(panel, qtbot):
+    from workbench.ui.panels.runs import VISIBLE_ROWS
+
+    assert VISIBLE_ROWS >= 3
+    assert panel.table.minimumHeight() >= VISIBLE_ROWS * panel.table.verticalHeader().defaultSectionSize()
+    panel.show()
+    qtbot.waitExposed(panel)
+    panel.resize(600, 50)
+    qtbot.waitUntil(lambda: panel.height() > 50)
+    assert panel.table.height() >= panel.table.minimumHeight()

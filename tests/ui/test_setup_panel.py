@@ -207,6 +207,89 @@ def test_an_invalid_value_is_explained_inline(panel, qtbot):
     assert panel.problem.text() == "" and panel.valid_config().lr == 0.01
 
 
+def test_the_reason_sits_right_under_the_field_it_is_about(panel):
+    panel.fields["lr"].setValue(0.0)
+    lr, problem = panel.fields["lr"], panel.problem
+    assert not problem.isHidden() and "greater than 0" in problem.text()
+    assert problem.text() == "⚠ " + panel.problem_text()
+    assert problem.parentWidget() is lr.parentWidget()  # in lr's group, the row under it
+    form = lr.parentWidget().layout()
+    assert form.getWidgetPosition(problem)[0] == form.getWidgetPosition(lr)[0] + 1
+    panel.fields["lr"].setValue(0.01)
+    assert problem.isHidden() and panel.problem_text() == ""
+
+
+def test_a_process_count_problem_sits_under_the_process_count(panel):
+    panel.set_config(TrainConfig(batch_size=33))
+    panel.set_processes(2)
+    form = panel.processes_spin.parentWidget().layout()
+    assert form.getWidgetPosition(panel.problem)[0] == form.getWidgetPosition(panel.processes_spin)[0] + 1
+    assert "split evenly" in panel.problem_text()
+
+
+@pytest.fixture
+def scrolled(panel, qtbot):
+    """The panel in a scroll area too short for it, as the main window shows it."""
+    from PySide6.QtWidgets import QScrollArea
+
+    area = QScrollArea()
+    area.setWidgetResizable(True)
+    area.setWidget(panel)
+    area.resize(420, 240)
+    qtbot.addWidget(area)
+    area.show()
+    qtbot.waitExposed(area)
+    return area
+
+
+def _wheel(area, widget, up: bool) -> None:
+    """A real wheel notch over the widget's centre (sent as the window system would: QApplication.sendEvent's
+    wheel events are not passed on to the parent when ignored)."""
+    from PySide6.QtCore import QPoint, QPointF
+    from PySide6.QtTest import QTest
+
+    QTest.wheelEvent(area.windowHandle(), QPointF(widget.mapTo(area, widget.rect().center())),
+                     QPoint(0, 120 if up else -120))
+
+
+def _value(widget):
+    return widget.currentIndex() if isinstance(widget, QComboBox) else widget.value()
+
+
+@pytest.mark.parametrize("name", ["datasetCombo", "lrSpin", "ampCombo", "processesSpin"])
+def test_the_wheel_scrolls_the_form_unless_the_box_has_focus(panel, scrolled, qtbot, name):
+    panel.fields["lr"].setValue(0.01)
+    panel.set_processes(2)
+    box = panel.findChild(QWidget, name)
+    if isinstance(box, QComboBox):
+        box.setCurrentIndex(1)  # the wheel can change it either way
+    bar = scrolled.verticalScrollBar()
+    scrolled.ensureWidgetVisible(box)
+    up = bar.value() > bar.maximum() // 2  # the way the form can still scroll
+    box.clearFocus()  # the first box takes the focus when the window shows
+    before, position = _value(box), bar.value()
+    _wheel(scrolled, box, up)
+    assert _value(box) == before and not box.hasFocus()  # the wheel did not take the focus either
+    assert bar.value() != position  # the panel scrolled instead
+    scrolled.ensureWidgetVisible(box)
+    box.setFocus()
+    qtbot.waitUntil(box.hasFocus)
+    position = bar.value()
+    _wheel(scrolled, box, up)
+    assert _value(box) != before and bar.value() == position
+
+
+def test_focus_problem_scrolls_to_the_field_and_focuses_it(panel, scrolled, qtbot):
+    panel.fields["lr"].setValue(0.0)
+    bar = scrolled.verticalScrollBar()
+    bar.setValue(bar.maximum())
+    lr = panel.fields["lr"]
+    assert lr.visibleRegion().isEmpty()  # scrolled out of sight
+    panel.focus_problem()
+    qtbot.waitUntil(lr.hasFocus)
+    assert not lr.visibleRegion().isEmpty() and not panel.problem.visibleRegion().isEmpty()
+
+
 # -- processes ----------------------------------------------------------------------------------------------------
 def test_the_process_count_is_checked_by_the_run_layer(panel, qtbot):
     panel.set_config(TrainConfig(batch_size=33))
@@ -266,7 +349,8 @@ def test_a_dataset_that_needs_a_folder_fails_with_a_message(window, qtbot):
 
 
 def test_settings_persist_across_launches(qtbot, tmp_path):
-    from workbench.ui.main_window import SETTINGS_VERSION, MainWindow, open_settings
+    from workbench.ui.main_window import MainWindow
+    from workbench.ui.settings import SETTINGS_VERSION, open_settings
 
     first = MainWindow(runs_dir=tmp_path, prestart=False)
     qtbot.addWidget(first)
@@ -285,7 +369,8 @@ def test_settings_persist_across_launches(qtbot, tmp_path):
 
 
 def test_unusable_saved_settings_fall_back_to_defaults_with_a_note(qtbot, tmp_path):
-    from workbench.ui.main_window import MainWindow, open_settings
+    from workbench.ui.main_window import MainWindow
+    from workbench.ui.settings import open_settings
 
     settings = open_settings()
     settings.setValue("settings_version", 1)
@@ -300,7 +385,8 @@ def test_unusable_saved_settings_fall_back_to_defaults_with_a_note(qtbot, tmp_pa
 
 
 def test_settings_of_a_newer_workbench_are_not_written_over(qtbot, tmp_path):
-    from workbench.ui.main_window import SETTINGS_VERSION, MainWindow, open_settings
+    from workbench.ui.main_window import MainWindow
+    from workbench.ui.settings import SETTINGS_VERSION, open_settings
 
     newer = TrainConfig(epochs=9).to_json()
     settings = open_settings()

@@ -219,7 +219,8 @@ def test_a_spare_process_that_cannot_start_is_a_notice_and_runs_still_end(qtbot,
 
 
 def test_settings_of_version_1_lose_the_in_process_runner_and_keep_the_process_count(qtbot, tmp_path, kernel):
-    from workbench.ui.main_window import MainWindow, open_settings
+    from workbench.ui.main_window import MainWindow
+    from workbench.ui.settings import open_settings
 
     settings = open_settings()
     settings.setValue("settings_version", 1)

@@ -23,8 +23,7 @@ def run_app() -> int:
     interrupted = _close_on_interrupt()
     from .main_window import MainWindow
 
-    window = MainWindow()
-    window.resize(1400, 880)
+    window = MainWindow()  # sized to the screen the first time, then as the user left it
     window.show()
     interrupted.window = window
     if interrupted.requested:  # Ctrl+C while the window was being built

@@ -9,34 +9,41 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import (QDockWidget, QFileDialog, QHBoxLayout, QLabel, QMainWindow, QMessageBox,
+from PySide6.QtCore import QRect, QSettings, Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import QAction, QDesktopServices, QGuiApplication, QKeySequence
+from PySide6.QtWidgets import (QDockWidget, QHBoxLayout, QLabel, QMainWindow, QMessageBox,
                                QPushButton, QScrollArea, QStyle, QVBoxLayout, QWidget)
 
 from ..core.ground import appinfo
-from ..core.ground import paths
 from ..core.ground.capabilities import Capabilities
 from ..core.ground.config import TrainConfig
 from ..core.ground.consent import ModelConsent
 from ..core.ground.errors import WorkbenchError
 from ..core.ground.events import CompileReport, Event, RunFailed, RunFinished, from_dict
 from ..core.ground.progress import Progress, failure_line
-from ..core.history.curves import differing_settings, run_label
+from ..core.history.curves import differing_settings, run_label, run_name
 from ..core.run.client import KernelClient
 from ..core.run.protocol import JobError
 from ..core.run.request import Launch, RunRequest, new_run_dir
 from .kernel import Kernel
 from .panels.compile import CompilePanel
+from .panels.dataset import DatasetPanel
+from .panels.evaluate import EvaluatePanel
 from .panels.log import LogPanel
 from .panels.plots import PlotsPanel
 from .panels.predict import PredictPanel
 from .panels.runs import LoadedRun, RunsPanel
 from .panels.setup import SetupPanel
+from . import file_dialogs
 from .run_control import RunControl
+from .settings import migrate_settings, open_settings, written_by_newer
 from .tasks import Tasks
 
-SETTINGS_VERSION = 2  # 2: the in-process runner is gone (no torch in the window); the process count is kept
+LOCAL_DATASETS = ("mnist-sample", "idx", "imagefolder")  # previewed as soon as chosen: nothing to download
+DEFAULT_SIZE = (1400, 880)
+FRAME_ALLOWANCE = 32  # the window manager's title bar, which availableGeometry() does not leave out
+BOTTOM_SHARE = 0.2  # of the window's height for the Log/Runs docks
+SIDE_SHARE = 0.25  # of its width for each side's docks
 
 
 def app_icon():
@@ -48,22 +55,24 @@ def app_icon():
     return icon
 
 
-def open_settings() -> QSettings:
-    return QSettings(str(paths.config_dir() / "settings.ini"), QSettings.IniFormat)
+
+LIGHT_BANNER = {"error": "#fde7e9", "warning": "#fff4ce", "info": "#e7f1fd"}
+DARK_BANNER = {"error": "#5c1e24", "warning": "#5a4a12", "info": "#1e3a5c"}
 
 
-def written_by_newer(settings: QSettings) -> bool:
-    """Settings of a newer Workbench: read what still makes sense, never write over them."""
-    return int(settings.value("settings_version", 0) or 0) > SETTINGS_VERSION
+def scrolled(widget: QWidget, min_width: int = 0) -> QScrollArea:
+    """A dock's content that scrolls vertically rather than forcing the window taller than a small screen."""
+    scroll = QScrollArea()
+    scroll.setWidget(widget)
+    scroll.setWidgetResizable(True)
+    scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+    scroll.setMinimumWidth(min_width)
+    return scroll
 
 
-def migrate_settings(settings: QSettings) -> None:
-    """Bring settings written by an older Workbench up to SETTINGS_VERSION."""
-    if written_by_newer(settings):
-        return
-    if int(settings.value("settings_version", 0) or 0) < 2:
-        settings.remove("in_process")  # version 1 could train in the window's own process
-    settings.setValue("settings_version", SETTINGS_VERSION)
+def written_path(result) -> Path:
+    """The main file of an export's result: a path, or (html, json) for a report."""
+    return result[0] if isinstance(result, tuple) else result
 
 
 class Banner(QWidget):
@@ -85,13 +94,22 @@ class Banner(QWidget):
         layout.addWidget(self.label, 1)
         layout.addWidget(close)
         self.setAutoFillBackground(True)
+        self.level, self.dark = "info", False
         self.hide()
 
     def show_message(self, level: str, text: str) -> None:
-        colour = {"error": "#fde7e9", "warning": "#fff4ce", "info": "#e7f1fd"}[level]
-        self.setStyleSheet(f"background: {colour}; border-radius: 4px;")
+        self.level = level
         self.label.setText(text)
+        self._colour()
         self.show()
+
+    def set_dark(self, dark: bool) -> None:
+        self.dark = dark
+        self._colour()
+
+    def _colour(self) -> None:
+        background = (DARK_BANNER if self.dark else LIGHT_BANNER)[self.level]
+        self.setStyleSheet(f"background: {background}; border-radius: 4px;")
 
 
 class MainWindow(QMainWindow):
@@ -100,6 +118,8 @@ class MainWindow(QMainWindow):
     checkpointLoaded = Signal(object)  # what the checkpoint holds (a dict), or the exception that refused it
     reportFinished = Signal(object)  # (html path, json path), or the exception that stopped the report
     exportFinished = Signal(object)  # the checkpoint path written, or the exception that stopped the export
+    evaluationFinished = Signal(object)  # the Evaluate view's answer, or the exception that stopped it
+    datasetPreviewed = Signal(object)  # the Dataset preview's answer, or the exception that stopped it
 
     def __init__(self, runs_dir: Path | None = None, db: Path | None = None, *, prestart: bool = True,
                  kernel: KernelClient | None = None):
@@ -141,35 +161,42 @@ class MainWindow(QMainWindow):
         self.compile_panel = CompilePanel()
         self.compile_panel.explainRequested.connect(self.explain)
         self.predict = PredictPanel(self.tasks)
+        self.evaluation = EvaluatePanel()
+        self.evaluation.evaluateRequested.connect(self.evaluate)
+        self.dataset = DatasetPanel()
+        self.dataset.refreshRequested.connect(self.preview_dataset)
+        self.setup.changed.connect(self._dataset_maybe_changed)
+        self.previewed_choice: tuple | None = None  # (dataset, data root) the Dataset dock shows
         self.log = LogPanel()
         self.runs = RunsPanel(self.tasks, db)
         self.runs.compareRequested.connect(self.compare_runs)
         self.runs.table.selectionModel().selectionChanged.connect(lambda *_: self._update_actions())
         self.runs.openRequested.connect(self.show_run)
-        scroll = QScrollArea()
-        scroll.setWidget(self.setup)
-        scroll.setWidgetResizable(True)
-        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
-        scroll.setMinimumWidth(330)
         self.docks = {
-            "setup": self._dock("Setup", scroll, Qt.LeftDockWidgetArea),
+            "setup": self._dock("Setup", scrolled(self.setup, min_width=330), Qt.LeftDockWidgetArea),
             "compile": self._dock("Compile", self.compile_panel, Qt.RightDockWidgetArea),
-            "predict": self._dock("Predict", self.predict, Qt.RightDockWidgetArea),
+            "predict": self._dock("Predict", scrolled(self.predict), Qt.RightDockWidgetArea),
+            "evaluate": self._dock("Evaluate", self.evaluation, Qt.RightDockWidgetArea),
+            "dataset": self._dock("Dataset", self.dataset, Qt.RightDockWidgetArea),
             "log": self._dock("Log", self.log, Qt.BottomDockWidgetArea),
             "runs": self._dock("Runs", self.runs, Qt.BottomDockWidgetArea),
         }
         self.tabifyDockWidget(self.docks["log"], self.docks["runs"])
         self.docks["log"].raise_()
-        self.tabifyDockWidget(self.docks["compile"], self.docks["predict"])
+        for name in ("predict", "evaluate", "dataset"):
+            self.tabifyDockWidget(self.docks["compile"], self.docks[name])
+        self.dataset_shown = False  # its tab is the one on show (isVisible() lags visibilityChanged)
+        self.docks["dataset"].visibilityChanged.connect(self._dataset_visible)
         self.docks["compile"].raise_()
-        self.resizeDocks([self.docks["setup"], self.docks["compile"]], [360, 420], Qt.Horizontal)
-        self.resizeDocks([self.docks["log"]], [130], Qt.Vertical)
 
         self._build_actions()
         self._build_status_bar()
         self._restore_settings(settings)
         self._update_actions()
         self.runs.refresh()
+        hints = QGuiApplication.styleHints()
+        hints.colorSchemeChanged.connect(self.apply_colour_scheme)
+        self.apply_colour_scheme(hints.colorScheme())
         if self.kernel.capabilities.known:  # a kernel that was ready before this window (shared in tests)
             self._capabilities(self.kernel.capabilities)
         else:
@@ -198,8 +225,12 @@ class MainWindow(QMainWindow):
 
     def _build_actions(self) -> None:
         self.train_action = self._action("Train", self.train, "Ctrl+R", QStyle.SP_MediaPlay, "trainAction")
+        self.train_tooltip = self.train_action.toolTip()
+        self.shown_problem = ""  # the form's problem the status bar shows
         self.stop_action = self._action("Stop", self.stop, Qt.Key_Escape, QStyle.SP_MediaStop, "stopAction")
         self.explain_action = self._action("Explain compile", self.explain, "Ctrl+E", None, "explainAction")
+        self.evaluate_action = self._action("Evaluate model", lambda: self.evaluate(), "Ctrl+Shift+V", None,
+                                            "evaluateAction")
         self.open_action = self._action("Open checkpoint…", self.choose_checkpoint, QKeySequence.Open,
                                         QStyle.SP_DialogOpenButton, "openCheckpointAction")
         self.export_action = self._action("Export checkpoint…", self.choose_export_checkpoint, QKeySequence.Save,
@@ -218,9 +249,10 @@ class MainWindow(QMainWindow):
             toolbar.addAction(action)
         toolbar.widgetForAction(self.train_action).setObjectName("trainButton")
         toolbar.widgetForAction(self.stop_action).setObjectName("stopButton")
+        toolbar.addAction(self.explain_action)
         toolbar.addSeparator()
-        toolbar.addAction(self.open_action)
-        toolbar.addAction(self.export_action)
+        for action in (self.open_action, self.export_action, self.report_action):
+            toolbar.addAction(action)
 
         menu = self.menuBar()
         file_menu = menu.addMenu("&File")
@@ -229,7 +261,7 @@ class MainWindow(QMainWindow):
         file_menu.addSeparator()
         file_menu.addAction(quit_action)
         run_menu = menu.addMenu("&Run")
-        for action in (self.train_action, self.stop_action, self.explain_action):
+        for action in (self.train_action, self.stop_action, self.explain_action, self.evaluate_action):
             run_menu.addAction(action)
         view_menu = menu.addMenu("&View")
         for dock in self.docks.values():
@@ -245,12 +277,20 @@ class MainWindow(QMainWindow):
         self.kernel_label.setObjectName("statusKernel")
         self.state_label = QLabel("Idle")
         self.state_label.setObjectName("statusState")
+        self.state_label.setTextFormat(Qt.PlainText)  # a form problem quotes the user's values
         self.speed_label = QLabel("")
         self.speed_label.setObjectName("statusSpeed")
         bar = self.statusBar()
         bar.addWidget(self.state_label, 1)
         for widget in (self.speed_label, self.device_label, self.kernel_label):
             bar.addPermanentWidget(widget)
+
+    def apply_colour_scheme(self, scheme: Qt.ColorScheme) -> None:
+        """Follow the desktop's light or dark scheme (Qt ≥ 6.5): the widgets follow the palette by themselves;
+        the plots and the banner pick their colours here."""
+        dark = scheme == Qt.ColorScheme.Dark
+        self.plots.set_dark(dark)
+        self.banner.set_dark(dark)
 
     # -- the kernel ---------------------------------------------------------------------------------------------
     def _kernel_state(self, state: str, detail: str) -> None:
@@ -374,7 +414,8 @@ class MainWindow(QMainWindow):
             path = result.metrics.get("checkpoint")
             if path:  # this window trained it: the user chose its model file, which is trusted and remembered
                 self.last_run_dir = Path(path).parent
-                self.load_checkpoint(path, f"last run ({Path(path).parent.name})", own_run=True)
+                name = self.runs.name_for_out_dir(self.last_run_dir) or Path(path).parent.name
+                self.load_checkpoint(path, f"last run ({name})", own_run=True)
             if result.stopped:
                 self.banner.show_message("info", f"Stopped after {result.steps} steps; what was trained is kept."
                                          if result.steps else "Stopped before training began; nothing was trained.")
@@ -398,7 +439,86 @@ class MainWindow(QMainWindow):
         self._update_actions()
         self.explainFinished.emit(report)
 
+    # -- evaluation and the dataset ------------------------------------------------------------------------------
+    def evaluation_target(self) -> tuple[str, str, bool] | None:
+        """(checkpoint, its name, trusted): the run selected in the Runs dock, else the model Predict uses (the
+        last run, a re-opened run, an opened checkpoint); None when there is none."""
+        ids = self.runs.selected_ids()
+        if len(ids) == 1 and self.runs.store is not None:
+            try:
+                record = self.runs.store.get(ids[0])
+            except WorkbenchError:
+                record = None
+            if record is not None and record.checkpoint:
+                return record.checkpoint, run_name(record.id), False
+        if self.checkpoint is not None:
+            return self.checkpoint["path"], self.checkpoint["description"], self.checkpoint["trusted"]
+        return None
+
+    def evaluate(self, target: tuple[str, str, bool] | None = None) -> bool:
+        """Score a model on its dataset's test (else validation) split in the service kernel; the Evaluate dock
+        shows the result. False: there is no model to evaluate."""
+        target = target or self.evaluation_target()
+        if target is None:
+            self.evaluation.set_error("Nothing to evaluate yet: train a run, select one in the Runs dock, or open "
+                                      "a checkpoint (File → Open checkpoint…).")
+            return False
+        path, description, trusted = target
+        self.evaluation.set_busy(f"Evaluating {description}…")
+        self.docks["evaluate"].raise_()
+        self.kernel.call("evaluate", "evaluate_view", {"checkpoint_path": path, "trust_model_code": trusted},
+                         lambda answer: self._evaluated(answer, target))
+        return True
+
+    def _evaluated(self, answer, target: tuple[str, str, bool]) -> None:
+        path, description, trusted = target
+        if self._retried_with_consent(answer, trusted, lambda: self.evaluate((path, description, True))):
+            return
+        if isinstance(answer, Exception):
+            hint = f" — {answer.hint}" if isinstance(answer, WorkbenchError) and answer.hint else ""
+            self.evaluation.set_error(f"Could not evaluate {description}: {answer}{hint}")
+        else:
+            self.evaluation.set_result(answer, description)
+        self.evaluationFinished.emit(answer)
+
+    def _dataset_visible(self, visible: bool) -> None:
+        self.dataset_shown = visible
+        self._dataset_maybe_changed()
+
+    def _dataset_maybe_changed(self) -> None:
+        """Preview a local dataset (bundled, IDX, image folder) when the Dataset dock is on show and the choice
+        has changed; the torchvision sets may download, so they wait for the Preview button."""
+        if not self.dataset_shown or not self.kernel.capabilities.known:
+            return
+        choice = (self.setup.value("dataset"), self.setup.value("data_root"))
+        if choice != self.previewed_choice and choice[0] in LOCAL_DATASETS:
+            self.preview_dataset()
+
+    def preview_dataset(self) -> None:
+        """The dataset the form names (valid or not: a preview is how a bad folder is found)."""
+        dataset, data_root = self.previewed_choice = (self.setup.value("dataset"), self.setup.value("data_root"))
+        self.dataset.set_busy(f"Reading {dataset}…")
+        self.kernel.call("dataset", "dataset_preview", {"dataset": dataset, "data_root": data_root},
+                         self._previewed)
+
+    def _previewed(self, answer) -> None:
+        if isinstance(answer, Exception):
+            self.dataset.set_error(f"Could not read the dataset: {answer}")
+        else:
+            self.dataset.set_preview(answer)
+        self.datasetPreviewed.emit(answer)
+
     # -- run history ------------------------------------------------------------------------------------------
+    def reopen_last_run(self, out_dir: Path) -> None:
+        """At start-up: the run this window trained last comes back (curves, compile report, model), as the user
+        left it. A run that is no longer in the history is forgotten quietly."""
+        store = self.runs.store
+        run_id = store.id_for_out_dir(out_dir) if store is not None else None
+        if run_id is None or self.runner.training:
+            return
+        self.last_run_dir = out_dir
+        self.runs.load_runs([run_id], lambda runs: self.show_run(runs[0]))
+
     def compare_runs(self, runs: list[LoadedRun]) -> None:
         keys = differing_settings([run.record.config for run in runs])
         labels = [run_label(run.record.id, run.record.config, keys) for run in runs]
@@ -426,8 +546,8 @@ class MainWindow(QMainWindow):
 
     # -- checkpoints and exports --------------------------------------------------------------------------------
     def choose_checkpoint(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open checkpoint", str(paths.runs_dir()),
-                                              "Workbench checkpoints (*.pt);;All files (*)")
+        path = file_dialogs.open_file(self, "checkpoint", "Open checkpoint",
+                                      "Workbench checkpoints (*.pt);;All files (*)")
         if path:
             self.load_checkpoint(path, Path(path).name)
 
@@ -442,23 +562,31 @@ class MainWindow(QMainWindow):
                          lambda answer: self._checkpoint_loaded(answer, path, description, trust_model_code,
                                                                 own_run))
 
+    def _retried_with_consent(self, answer, trusted: bool, retry, own_run: bool = False) -> bool:
+        """An `untrusted_code` answer: with the user's consent to that model file — remembered (same path, same
+        content), given now, or implied (`own_run`) — `retry` with trust and say True; False when there is none."""
+        if not (isinstance(answer, JobError) and answer.kind == "untrusted_code") or trusted:
+            return False
+        spec = answer.detail.get("model_spec", "")
+        consent = ModelConsent()
+        if not consent.is_trusted(spec):
+            if not (own_run or self.confirm_model_code(spec)):
+                return False
+            self._remember_model_consent(consent, spec)
+        retry()
+        return True
+
     def _checkpoint_loaded(self, answer, path, description: str, trusted: bool, own_run: bool = False) -> None:
-        if isinstance(answer, JobError) and answer.kind == "untrusted_code" and not trusted:
-            spec = answer.detail.get("model_spec", "")
-            consent = ModelConsent()
-            if consent.is_trusted(spec):  # consented before, to this very file and content: no question
-                self.load_checkpoint(path, description, trust_model_code=True)
-                return
-            if own_run or self.confirm_model_code(spec):
-                self._remember_model_consent(consent, spec)
-                self.load_checkpoint(path, description, trust_model_code=True)
-                return
+        if self._retried_with_consent(answer, trusted, lambda: self.load_checkpoint(
+                path, description, trust_model_code=True), own_run):
+            return
+        if isinstance(answer, JobError) and answer.kind == "untrusted_code":
             self.banner.show_message("warning", f"Checkpoint not opened: {answer}")
         elif isinstance(answer, Exception):
             self.banner.show_message("error", f"Cannot open checkpoint: {answer}")
             self.log.add("error", f"cannot open checkpoint: {answer}")
         else:
-            self.checkpoint = {**answer, "trusted": trusted}
+            self.checkpoint = {**answer, "trusted": trusted, "description": description}
             accuracy = answer["metrics"].get("val_accuracy")
             self.predict.set_model(self._scorer(answer["path"], trusted), tuple(answer["classes"]), description + (
                 f" · val accuracy {accuracy:.1%}" if isinstance(accuracy, float) else ""))
@@ -519,7 +647,7 @@ class MainWindow(QMainWindow):
         return answer == QMessageBox.Yes
 
     def choose_export_checkpoint(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Export checkpoint", "checkpoint.pt", "Checkpoints (*.pt)")
+        path = file_dialogs.save_file(self, "export", "Export checkpoint", "checkpoint.pt", "Checkpoints (*.pt)")
         if path:
             self.export_checkpoint(path)
 
@@ -547,10 +675,24 @@ class MainWindow(QMainWindow):
             else:
                 result = convert(result)
                 self.log.add("info", done_text(result))
+                self.show_written(written_path(result))
             finished.emit(result)
 
         self.state_label.setText(doing)
         self.kernel.call(job, job, args, done)
+
+    def show_written(self, path: Path) -> QMessageBox:
+        """Say where an export went, with Open and Show in folder (a message box that does not block)."""
+        box = QMessageBox(QMessageBox.Information, "Exported", f"Written to\n{path}", QMessageBox.Close, self)
+        box.setObjectName("writtenMessage")
+        box.setTextFormat(Qt.PlainText)
+        box.setAttribute(Qt.WA_DeleteOnClose)
+        open_file = box.addButton("Open", QMessageBox.AcceptRole)
+        show_folder = box.addButton("Show in folder", QMessageBox.ActionRole)
+        open_file.clicked.connect(lambda: QDesktopServices.openUrl(QUrl.fromLocalFile(str(path))))
+        show_folder.clicked.connect(lambda: QDesktopServices.openUrl(QUrl.fromLocalFile(str(path.parent))))
+        box.open()
+        return box
 
     def report_run_ids(self) -> list[int]:
         """The runs selected in the Runs dock, else the run trained last in this window."""
@@ -566,7 +708,7 @@ class MainWindow(QMainWindow):
             self.banner.show_message("info", "Select one or more runs in the Runs dock to report on.")
             return
         name = f"report-{'-'.join(map(str, ids))}.html"
-        path, _ = QFileDialog.getSaveFileName(self, "Export report", name, "HTML report (*.html)")
+        path = file_dialogs.save_file(self, "report", "Export report", name, "HTML report (*.html)")
         if path:
             self.export_report(path, ids)
 
@@ -631,8 +773,13 @@ class MainWindow(QMainWindow):
 
     def _update_actions(self) -> None:
         busy = self.busy
-        valid = self.setup.valid_config() is not None
+        problem = self.setup.problem_text()
+        valid = not problem
         self.train_action.setEnabled(not busy and valid)
+        self.train_action.setToolTip(self.train_tooltip if valid else f"Cannot train: {problem}")
+        if problem != self.shown_problem and not busy:  # the reason is said where the user looks, once
+            self.shown_problem = problem
+            self.state_label.setText(f"⚠ Cannot train: {problem}" if problem else self.progress.describe())
         self.stop_action.setEnabled(self.runner.training or self.train_waiting)
         self.explain_action.setEnabled(not busy and valid)
         self.compile_panel.explain_button.setEnabled(not busy and valid)
@@ -653,11 +800,28 @@ class MainWindow(QMainWindow):
         except (TypeError, ValueError):
             pass  # a hand-edited value: keep one process
         geometry = settings.value("geometry")
-        if geometry is not None:
-            self.restoreGeometry(geometry)
+        if geometry is None or not self.restoreGeometry(geometry):
+            self.fit_to_screen()
         state = settings.value("windowState")
         if state is not None:
             self.restoreState(state)
+        last_run = settings.value("last_run_dir")
+        if last_run:
+            QTimer.singleShot(0, lambda: self.reopen_last_run(Path(str(last_run))))
+
+    def fit_to_screen(self, screen: QRect | None = None) -> None:
+        """The first window: DEFAULT_SIZE where the screen's available area (`screen`, by default this window's
+        screen's) has room, else that area (a 1366×768 laptop), centred, with the docks sized to leave the plots
+        most of it."""
+        screen = screen or (self.screen() or QGuiApplication.primaryScreen()).availableGeometry()
+        self.layout().activate()  # else a window not yet shown takes a stale minimum size (measured: 918 px tall)
+        width = min(DEFAULT_SIZE[0], screen.width())
+        height = min(DEFAULT_SIZE[1], screen.height() - FRAME_ALLOWANCE)
+        self.resize(width, height)
+        self.move(screen.x() + (screen.width() - width) // 2, screen.y() + (screen.height() - height) // 2)
+        self.resizeDocks([self.docks["log"]], [int(height * BOTTOM_SHARE)], Qt.Vertical)
+        self.resizeDocks([self.docks["setup"], self.docks["compile"]],
+                         [int(width * SIDE_SHARE), int(width * SIDE_SHARE)], Qt.Horizontal)
 
     def _save_settings(self) -> None:
         settings = open_settings()
@@ -669,6 +833,8 @@ class MainWindow(QMainWindow):
             pass  # an invalid form is not saved over the last good settings
         settings.setValue("processes", self.setup.processes())
         settings.setValue("geometry", self.saveGeometry())
+        if self.last_run_dir is not None:
+            settings.setValue("last_run_dir", str(self.last_run_dir))
         settings.setValue("windowState", self.saveState())
         settings.sync()
 

@@ -30,6 +30,7 @@ MAX_PENDING_EVENTS = 200_000  # events a recorder keeps in memory while the data
 MAX_PENDING_BYTES = 64 * 2**20  # ... and their JSON's size
 MAX_RETRY_DELAY_S = 5.0  # while behind, retry at least this often
 FINAL_RETRY_S = 30.0  # how long the terminal event is retried while the problem looks passing
+ENDED = ("finished", "stopped", "failed")  # statuses written by the run's own end
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -98,6 +99,18 @@ class RunRecord:
     out_dir: str | None
     checkpoint: str | None
     events: list[Event] = field(default_factory=list)
+    updated: str = ""  # when the row was last written: an ended run's end
+
+    @property
+    def duration_s(self) -> float | None:
+        """Seconds from start to end; None while it runs, and for an interrupted run (its row was last written
+        when its death was noticed, not when it died) or a damaged one."""
+        if self.status not in ENDED:
+            return None
+        try:
+            return (datetime.fromisoformat(self.updated) - datetime.fromisoformat(self.created)).total_seconds()
+        except (ValueError, TypeError):  # not ISO times, or one with a time zone and one without
+            return None
 
 
 def _record(row: sqlite3.Row) -> RunRecord:
@@ -141,7 +154,7 @@ def _record(row: sqlite3.Row) -> RunRecord:
         samples_per_s=number("samples_per_s", float, None), compile_seconds=number("compile_seconds", float, None),
         peak_memory_mib=number("peak_memory_mib", float, None), backend_used=text("backend_used", None),
         failure=mapping("failure", optional=True), out_dir=text("out_dir", None),
-        checkpoint=text("checkpoint", None))
+        checkpoint=text("checkpoint", None), updated=text("updated", ""))
     if problems:
         record.status = "damaged"
         record.failure = {"kind": "damaged", "message": "this run's row cannot be read in full: " + "; ".join(problems),

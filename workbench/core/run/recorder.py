@@ -7,6 +7,7 @@ file; the checkpoint is written here too (checkpoint.save, also atomic), when th
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -20,6 +21,7 @@ from ..ground.errors import WorkbenchError
 from ..ground.events import EpochEnd, Event, Notice, RunFailed, RunFinished, RunStarted, is_terminal, to_json
 from ..domain.distributed import Distributed
 from ..domain.model import absolute_spec
+from .output import prints_as_notices
 from .request import RunRequest
 
 
@@ -169,14 +171,16 @@ def set_aside_previous(out_dir: Path) -> Notice | None:
 
 def run_recorded(request: RunRequest, *, sinks: tuple[Callable[[Event], None], ...] = (),
                  stop: StopFlag | None = None, distributed: Distributed | None = None,
-                 line_sinks: tuple[Callable[[str], None], ...] = ()) -> RunFinished | RunFailed:
+                 line_sinks: tuple[Callable[[str], None], ...] = (),
+                 capture_prints: bool = False) -> RunFinished | RunFailed:
     """One run in this process with everything a user expects kept: its files in the request's folder, its history
     in the run database, and every event passed on to `sinks` (a progress bar) — or, as its JSON line, to
     `line_sinks` (a kernel's connection to its parent). `start_run` and the kernel both train here.
 
     A run database that cannot be written (locked, read-only) never costs the run, nor do run files that cannot be
     put in place at its end: a Notice says so, before the terminal event. A rank other than 0 of a multi-process
-    run trains only: rank 0 keeps the files and the record."""
+    run trains only: rank 0 keeps the files and the record. `capture_prints` (a kernel, whose terminal the user
+    may not see): what the model prints becomes Notices in the run's events (output.py)."""
     from ..history.runs import RunRecorder, RunStore, RunStoreError
 
     config, db, record = request.config, request.db, request.record
@@ -244,7 +248,8 @@ def run_recorded(request: RunRequest, *, sinks: tuple[Callable[[Event], None], .
 
     engine = Trainer(distributed=distributed, save_checkpoint=save_checkpoint)
     try:
-        return engine.run(config, emit, stop)
+        with prints_as_notices(notices.append) if capture_prints else contextlib.nullcontext():
+            return engine.run(config, emit, stop)
     except BaseException:
         writer.abort()
         raise

@@ -2,18 +2,23 @@
 
 Graph breaks run silently in eager mode; this panel is where they stop being silent. Double-click a break to see
 its whole user stack and Dynamo's full explanation.
+
+While a run compiles, the panel says so and counts the seconds: the run traces its model before compiling (an
+explain pass whose report arrives first), and that trace must not read as "compiled" or as the user's Explain.
 """
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (QAbstractItemView, QDialog, QDialogButtonBox, QFormLayout, QHeaderView, QLabel,
                                QListWidget, QPlainTextEdit, QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout,
                                QWidget)
 
-from ...core.ground.events import CompileFinished, CompileReport, Event, GraphBreak, Notice, RunStarted
+from ...core.ground.events import (CompileFinished, CompileReport, CompileStarted, Event, GraphBreak, Notice,
+                                   RunStarted, is_terminal)
 
 
 class CompilePanel(QWidget):
@@ -66,6 +71,12 @@ class CompilePanel(QWidget):
         layout.addWidget(self.explain_button)
         self.breaks: tuple[GraphBreak, ...] = ()
         self.compile_phases: dict[str, float] = {}  # seconds by CompileFinished.phase, of the run shown
+        self.run_live = False  # a run is going: its pre-compile trace is not a result
+        self.clock = time.monotonic  # tests turn it by hand
+        self.compiling_since: float | None = None
+        self.ticker = QTimer(self)
+        self.ticker.setInterval(1000)
+        self.ticker.timeout.connect(self._show_compiling)
 
     # -- events -------------------------------------------------------------------------------------------------
     def add_events(self, batch: list[Event]) -> None:
@@ -73,10 +84,16 @@ class CompilePanel(QWidget):
             if isinstance(event, RunStarted):
                 cfg = event.config
                 self.clear()
-                self.fields["backend"].setText(
-                    cfg["backend"] + (f" · {cfg['mode']}" if cfg["backend"] == "inductor" else ""))
-                self.fields["compiled"].setText("no (eager)" if cfg["backend"] == "eager" else "compiling…")
+                self.run_live = True
+                self.fields["backend"].setText(_backend_text(cfg["backend"], cfg["mode"]))
+                self.fields["compiled"].setText("no (eager)" if cfg["backend"] == "eager" else "not yet")
+            elif isinstance(event, CompileStarted):
+                self.compiling_since = self.clock()
+                self.ticker.start()
+                self._show_compiling()
             elif isinstance(event, CompileFinished):  # one per phase: the first step, the eval graph, recording
+                if event.phase == "train":
+                    self._stop_compiling()
                 self.fields["compiled"].setText("yes")
                 self.compile_phases[event.phase] = event.seconds
                 self.fields["seconds"].setText(_compile_time(self.compile_phases))
@@ -84,6 +101,23 @@ class CompilePanel(QWidget):
                 self.show_report(event)
             elif isinstance(event, Notice) and event.level != "info" and "compile" in event.message:
                 self._note(f"⚠ {event.message}")
+            elif is_terminal(event):
+                self.run_live = False
+                if self.compiling_since is not None:  # failed or stopped before the first step compiled
+                    self._stop_compiling()
+                    self.fields["compiled"].setText("no (the run ended while compiling)")
+                    self.fields["seconds"].setText("—")
+
+    def _show_compiling(self) -> None:
+        """'compiling… 12 s so far' while the first step compiles (Inductor can take minutes on a small CPU)."""
+        if self.compiling_since is not None:
+            text = f"compiling… {self.clock() - self.compiling_since:.0f} s so far"
+            self.fields["compiled"].setText(text)
+            self.fields["seconds"].setText(text)
+
+    def _stop_compiling(self) -> None:
+        self.ticker.stop()
+        self.compiling_since = None
 
     def clear(self) -> None:
         for label in self.fields.values():
@@ -91,22 +125,24 @@ class CompilePanel(QWidget):
         self.table.setRowCount(0)
         self.notes.clear()
         self.breaks = ()
-        self.compile_phases: dict[str, float] = {}  # seconds by CompileFinished.phase, of the run shown
+        self.compile_phases = {}
+        self.run_live = False
+        self._stop_compiling()
 
     def show_report(self, report: CompileReport) -> None:
-        """A run's own report or Explain's (which only runs between runs, after clear()) fills every field."""
-        self.fields["compiled"].setText(("yes" if report.compiled else "no") + (
-            " (traced by Explain, not trained)" if report.source == "explain" else ""))
+        """A run's own report, Explain's (which only runs between runs, after clear()), or — during a run — the
+        run's trace before it compiles: that one shows the graphs and breaks, while the compile is still counting."""
+        pre_compile = self.run_live and report.source == "explain"
+        if not pre_compile:
+            self.fields["compiled"].setText(("yes" if report.compiled else "no") + (
+                " (traced by Explain, not trained)" if report.source == "explain" else ""))
+            self.fields["backend"].setText(_backend_text(report.backend, report.mode))
         self.fields["graphs"].setText(str(report.graph_count))
         self.fields["breaks"].setText(str(report.graph_break_count))
         self.fields["breaks"].setStyleSheet("color: #b00020; font-weight: bold;" if report.graph_break_count else "")
         self.fields["ops"].setText(str(report.op_count))
-        if report.source == "explain":
-            self.fields["seconds"].setText(f"traced in {report.compile_seconds:.2f} s (explain)")
-        elif self.compile_phases:  # the run's own CompileFinished events: the breakdown (their sum is the report's)
-            self.fields["seconds"].setText(_compile_time(self.compile_phases))
-        elif report.compile_seconds:
-            self.fields["seconds"].setText(_compile_time({"train": report.compile_seconds}))
+        if not pre_compile:  # during the compile its seconds so far stay
+            self.fields["seconds"].setText(self._seconds_text(report))
         self.fields["recompiles"].setText(str(len(report.recompiles)))
         self.breaks = report.breaks
         self.table.setRowCount(len(report.breaks))
@@ -125,6 +161,13 @@ class CompilePanel(QWidget):
         for warning in report.warnings:
             self._note(f"⚠ {warning}")
 
+    def _seconds_text(self, report: CompileReport) -> str:
+        if report.source == "explain":
+            return f"traced in {report.compile_seconds:.2f} s (explain)"
+        if self.compile_phases:  # the run's own CompileFinished events: the breakdown (their sum is the report's)
+            return _compile_time(self.compile_phases)
+        return _compile_time({"train": report.compile_seconds}) if report.compile_seconds else "—"
+
     def _note(self, text: str) -> None:
         self.notes.addItem(text)
 
@@ -133,6 +176,11 @@ class CompilePanel(QWidget):
             dialog = BreakDialog(self.breaks[row], self)
             dialog.setAttribute(Qt.WA_DeleteOnClose)  # one per double-click: freed when closed
             dialog.open()
+
+
+def _backend_text(backend: str, mode: str) -> str:
+    """'inductor · max-autotune'; other backends have no modes."""
+    return backend + (f" · {mode}" if backend == "inductor" else "")
 
 
 PHASE_WORDS = {"eval": "eval graph", "cudagraph recording": "CUDA-graph recording"}

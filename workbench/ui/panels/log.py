@@ -11,7 +11,7 @@ from ...core.ground.config import setup_label
 from ...core.ground.events import EpochEnd, Event, Notice, RunFailed, RunFinished, RunStarted
 from ...core.ground.progress import epoch_line, failure_line
 
-COLOURS = {"info": "#333333", "warning": "#b36b00", "error": "#b00020"}
+COLOURS = {"warning": "#c77700", "error": "#d0203a"}  # readable on light and dark; info keeps the palette's text
 
 
 class LogPanel(QListWidget):
@@ -23,7 +23,8 @@ class LogPanel(QListWidget):
 
     def add(self, level: str, message: str) -> None:
         item = QListWidgetItem(f"{datetime.now():%H:%M:%S}  {message}")
-        item.setForeground(QColor(COLOURS.get(level, COLOURS["info"])))
+        if level in COLOURS:
+            item.setForeground(QColor(COLOURS[level]))
         item.setData(256, level)  # Qt.UserRole: lets tests and filters read the level
         self.addItem(item)
         self.scrollToBottom()

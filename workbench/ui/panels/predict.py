@@ -17,16 +17,20 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtGui import QImage, QPixmap
-from PySide6.QtWidgets import (QFileDialog, QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QPushButton,
+from PySide6.QtWidgets import (QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QPushButton,
                                QVBoxLayout, QWidget)
 
 from ...core.domain.images import Prediction, load_digit
 from ...core.ground.errors import WorkbenchError
+from .. import file_dialogs
 from ..tasks import Tasks
 
 SLOT = "predict"
 MAX_FILES = 500  # per drop; more is almost certainly a mistaken folder drop
 JOB_BUDGET_S = 0.03  # decoding per pool job, so results show as they come
+EMPTY_DROP_TEXT = ("Drop image files here: one digit (or one item) per image, any size, dark on light or light "
+                   "on dark — each is cropped, centred and scaled to 28×28 as MNIST was\n(PNG, JPEG, BMP, GIF, WebP, "
+                   "TIFF; up to 500 at once)")
 IMAGE_FILTER = "Images (*.png *.jpg *.jpeg *.bmp *.gif *.webp *.tif *.tiff);;All files (*)"
 
 
@@ -74,7 +78,7 @@ class DropArea(QLabel):
         self.setAlignment(Qt.AlignCenter)
         self.setWordWrap(True)
         self.setMinimumHeight(90)
-        self.setText("Drop image files here\n(PNG, JPEG, BMP, GIF, WebP)")
+        self.setText(EMPTY_DROP_TEXT)
         self._idle_style = "QLabel { border: 2px dashed #888; border-radius: 8px; color: #555; padding: 8px; }"
         self.setStyleSheet(self._idle_style)
 
@@ -210,7 +214,7 @@ class PredictPanel(QWidget):
 
     # -- files ------------------------------------------------------------------------------------------------
     def _open_files(self) -> None:
-        paths, _ = QFileDialog.getOpenFileNames(self, "Open images", "", IMAGE_FILTER)
+        paths = file_dialogs.open_files(self, "images", "Open images", IMAGE_FILTER)
         if paths:
             self.add_files(paths)
 

@@ -13,15 +13,17 @@ from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLab
                                QTableView, QVBoxLayout, QWidget)
 
 from ...core.ground.config import setup_label
-from ...core.history.curves import Curves, curves_from_events
+from ...core.history.curves import Curves, curves_from_events, model_name, run_name
 from ...core.ground.errors import WorkbenchError
 from ...core.ground.events import CompileFinished, CompileReport, Event, Notice, RunStarted
 from ...core.history.runs import RunRecord, RunStore
 from ..tasks import Tasks
 
-COLUMNS = ("ID", "When (UTC)", "Dataset", "Backend · mode · AMP", "Epochs", "Best val", "Samples/s", "Status")
+COLUMNS = ("Run", "When (UTC)", "Dataset", "Model", "Backend · mode · AMP", "Epochs", "Duration", "Best val",
+           "Samples/s", "Status")
 SORT_ROLE = Qt.UserRole + 1
 SLOT = "runs"
+VISIBLE_ROWS = 3  # the table is never squeezed below this many runs (the window sizes the dock for more)
 CACHED_RUNS = 8  # ended runs kept ready to compare or re-open
 COMPILE_EVENTS = (RunStarted, CompileFinished, CompileReport, Notice)  # the few the Compile panel shows
 
@@ -53,6 +55,17 @@ def _item(text: str, sort_value=None) -> QStandardItem:
     return item
 
 
+def duration_text(seconds: float | None) -> str:
+    """'42 s', '3 min 05 s', '2 h 07 min'; '—' while a run is going (or its end is unknown)."""
+    if seconds is None:
+        return "—"
+    minutes, secs = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    if hours:
+        return f"{hours} h {minutes:02d} min"
+    return f"{minutes} min {secs:02d} s" if minutes else f"{secs} s"
+
+
 class RunsPanel(QWidget):
     compareRequested = Signal(list)  # LoadedRuns: 0 or 1 clears the overlay
     openRequested = Signal(object)  # a LoadedRun
@@ -78,6 +91,9 @@ class RunsPanel(QWidget):
         self.table.verticalHeader().hide()
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
         self.table.horizontalHeader().setStretchLastSection(True)
+        self.table.setMinimumHeight(self.table.horizontalHeader().sizeHint().height()
+                                    + VISIBLE_ROWS * self.table.verticalHeader().defaultSectionSize()
+                                    + 2 * self.table.frameWidth())
         self.table.selectionModel().selectionChanged.connect(self._selection_changed)
         self.table.doubleClicked.connect(lambda _index: self.open_selected())
         self.message = QLabel("Select two or more runs to compare their curves; double-click one to re-open it.")
@@ -91,11 +107,10 @@ class RunsPanel(QWidget):
         buttons = QHBoxLayout()
         buttons.addWidget(open_button)
         buttons.addWidget(remove_button)
-        buttons.addStretch(1)
+        buttons.addWidget(self.message, 1)  # beside the buttons: the table keeps the dock's height
         layout = QVBoxLayout(self)
         layout.addWidget(self.table, 1)
         layout.addLayout(buttons)
-        layout.addWidget(self.message)
 
     # -- data -------------------------------------------------------------------------------------------------
     def _open_store(self) -> RunStore | None:
@@ -119,16 +134,28 @@ class RunsPanel(QWidget):
         for r in records:
             c = r.config
             self.model.appendRow([
-                _item(str(r.id), r.id),
+                _item(run_name(r.id), r.id),
                 _item(r.created[:19].replace("T", " ")),
                 _item(c["dataset"]),
+                _item(model_name(c.get("model", "sandwich"))),
                 _item(setup_label(c)),
                 _item(str(c["epochs"]), c["epochs"]),
+                _item(duration_text(r.duration_s), r.duration_s if r.duration_s is not None else -1.0),
                 _item(f"{r.best_val_accuracy:.2%}" if r.best_val_accuracy is not None else "—",
                       r.best_val_accuracy or -1.0),
                 _item(f"{r.samples_per_s:,.0f}" if r.samples_per_s else "—", r.samples_per_s or -1.0),
                 _item(r.status),
             ])
+
+    def name_for_out_dir(self, out_dir) -> str | None:
+        """The name ('#7') of the newest run that wrote into `out_dir`, so a run is called the same everywhere;
+        None when the history has no such run or cannot be read."""
+        store = self._open_store()
+        try:
+            run_id = store.id_for_out_dir(out_dir) if store is not None else None
+        except WorkbenchError:
+            return None
+        return run_name(run_id) if run_id is not None else None
 
     def selected_ids(self) -> list[int]:
         rows = {index.row() for index in self.table.selectionModel().selectedRows()}
@@ -141,7 +168,7 @@ class RunsPanel(QWidget):
                 self.table.selectionModel().select(
                     self.proxy.index(row, 0), QItemSelectionModel.Select | QItemSelectionModel.Rows)
 
-    def _with_records(self, ids: list[int], deliver: Callable[[list[LoadedRun]], None]) -> None:
+    def load_runs(self, ids: list[int], deliver: Callable[[list[LoadedRun]], None]) -> None:
         """Hand `deliver` the runs' curves. A run's events can be millions of rows, so they are read and turned
         into curves on a pool thread (with its own connection); the last few ended runs are kept; only the latest
         request is delivered (one task slot), so quick clicks never show an older selection."""
@@ -176,7 +203,7 @@ class RunsPanel(QWidget):
     def _selection_changed(self, *_args) -> None:
         ids = self.selected_ids()
         if len(ids) >= 2:
-            self._with_records(ids, self.compareRequested.emit)
+            self.load_runs(ids, self.compareRequested.emit)
         else:
             self.tasks.drop(SLOT)  # a comparison still loading is no longer wanted
             self.compareRequested.emit([])
@@ -184,7 +211,7 @@ class RunsPanel(QWidget):
     def open_selected(self) -> None:
         ids = self.selected_ids()
         if len(ids) == 1:
-            self._with_records(ids, lambda records: self.openRequested.emit(records[0]))
+            self.load_runs(ids, lambda records: self.openRequested.emit(records[0]))
 
     def remove_selected(self) -> None:
         ids = self.selected_ids()

@@ -3,8 +3,11 @@
 The form is built from TrainConfig's declarations (`settings()`): a combo box for a setting with choices, a spin
 box with the declared range for a number, a check box for a switch. Settings the form does not show keep the value
 of the config it was given. What this machine cannot run is disabled with the core's reason as tooltip (e.g. fp16
-or CUDA graphs without CUDA); anything else the core's validation rejects is shown inline under the form, and
-Train stays disabled.
+or CUDA graphs without CUDA); anything else the core's validation rejects is explained right under the field it
+is about (`problem_text` for Train's tooltip and the status bar), and Train stays disabled.
+
+A wheel turned over a combo or spin box scrolls the panel unless that box has focus: scrolling the form never
+changes a setting unnoticed.
 
 Torch-free: the window never imports torch. What the machine can do arrives as `Capabilities` from the kernel
 (`set_capabilities`); until then `Capabilities.unknown()` stands in.
@@ -12,15 +15,17 @@ Torch-free: the window never imports torch. What the machine can do arrives as `
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog, QFormLayout, QGroupBox,
-                               QHBoxLayout, QLabel, QLineEdit, QPushButton, QSpinBox, QVBoxLayout, QWidget)
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
+from PySide6.QtWidgets import (QAbstractSpinBox, QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout,
+                               QGroupBox, QHBoxLayout, QLabel, QLineEdit, QPushButton, QScrollArea, QSpinBox,
+                               QVBoxLayout, QWidget)
 
 from ...core.ground.capabilities import Capabilities
 from ...core.ground.config import GROUPS, ConfigError, Setting, TrainConfig, setting_named, settings
 from ...core.ground.datasets import CATALOGUE
 from ...core.ground.errors import WorkbenchError
-from ...core.run.request import Launch, check_launch
+from ...core.run.request import Launch, LaunchError, check_launch
+from .. import file_dialogs
 
 BUILTIN_MODEL = "sandwich"
 EXAMPLE_MODEL_LABEL = "Planted graph break (example)"
@@ -44,6 +49,17 @@ def object_name(declared: Setting, suffix: str) -> str:
     """The widget's objectName for a setting: hidden_dim → hiddenSpin, data_root → dataRootEdit."""
     first, *rest = SHORT_NAMES.get(declared.name, declared.name).split("_")
     return first + "".join(word.capitalize() for word in rest) + suffix
+
+
+class WheelNeedsFocus(QObject):
+    """Event filter for combo and spin boxes: a wheel over one that has no focus is ignored, so it goes on to the
+    scroll area around the form (a scroll once switched a setting unnoticed)."""
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Wheel and not watched.hasFocus():
+            event.ignore()
+            return True
+        return False
 
 
 def _combo(name: str, items: list[tuple[object, str]]) -> QComboBox:
@@ -131,13 +147,19 @@ class SetupPanel(QWidget):
                                        "is the global batch, split between them")
         self.processes_spin.valueChanged.connect(self._processes_changed)
 
-        layout = QVBoxLayout(self)
+        self._layout = QVBoxLayout(self)
         for group in GROUPS:
             if rows[group]:
-                layout.addWidget(_group(group, rows[group]))
-        layout.addWidget(_group("Process", [("Processes", self.processes_spin)]))
-        layout.addWidget(self.problem)
-        layout.addStretch(1)
+                self._layout.addWidget(_group(group, rows[group]))
+        self._layout.addWidget(_group("Process", [("Processes", self.processes_spin)]))
+        self._layout.addWidget(self.problem)
+        self._layout.addStretch(1)
+        self._problem_field: QWidget | None = None  # the field the problem label sits under; None: under the form
+        self._wheel_guard = WheelNeedsFocus(self)
+        for box in self.findChildren(QWidget):
+            if isinstance(box, (QComboBox, QAbstractSpinBox)):
+                box.setFocusPolicy(Qt.StrongFocus)  # not WheelFocus: a passing wheel does not take focus either
+                box.installEventFilter(self._wheel_guard)
         self.set_config(self._base)
 
     def _editor(self, declared: Setting) -> tuple[QWidget, QWidget | QHBoxLayout]:
@@ -228,6 +250,10 @@ class SetupPanel(QWidget):
                          self._caps.cuda_devices)
         return config
 
+    def value(self, name: str):
+        """What the form shows for one setting, valid or not (the Dataset preview reads the dataset choice)."""
+        return self._read(setting_named(name))
+
     def valid_config(self) -> TrainConfig | None:
         try:
             return self.config()
@@ -285,9 +311,55 @@ class SetupPanel(QWidget):
             self.problem.setText("")
             self.problem.hide()
         except WorkbenchError as exc:
+            self._place_problem(self._field_of(exc))
             self.problem.setText(f"⚠ {exc}" + (f" — {exc.hint}" if exc.hint else ""))
             self.problem.show()
         self.changed.emit()
+
+    def problem_text(self) -> str:
+        """Why the settings cannot run ("" when they can): for Train's tooltip and the status bar."""
+        return self.problem.text().removeprefix("⚠ ")
+
+    def focus_problem(self) -> None:
+        """Scroll the field the problem is about (or the problem itself) into view and give that field focus."""
+        if not self.problem.text():
+            return
+        area = self._scroll_area()
+        if area is not None:
+            area.ensureWidgetVisible(self.problem)
+            if self._problem_field is not None:
+                area.ensureWidgetVisible(self._problem_field)
+        if self._problem_field is not None:
+            self._problem_field.setFocus(Qt.OtherFocusReason)
+
+    def _scroll_area(self) -> QScrollArea | None:
+        parent = self.parentWidget()
+        while parent is not None and not isinstance(parent, QScrollArea):
+            parent = parent.parentWidget()
+        return parent
+
+    def _field_of(self, exc: WorkbenchError) -> QWidget | None:
+        """The editor a problem is about: the field a ConfigError names, the process count for a launch problem."""
+        if isinstance(exc, LaunchError):
+            return self.processes_spin
+        return self.fields.get(getattr(exc, "field", None))
+
+    def _place_problem(self, field: QWidget | None) -> None:
+        """Move the one problem label into the row right under `field`, where the user is looking (under the
+        whole form for a problem with no field of its own)."""
+        if field is self._problem_field:
+            return
+        holder = self.problem.parentWidget().layout()
+        if isinstance(holder, QFormLayout):
+            holder.takeRow(self.problem)
+        else:
+            holder.removeWidget(self.problem)
+        if field is None:
+            self._layout.insertWidget(self._layout.count() - 1, self.problem)  # above the stretch
+        else:
+            form: QFormLayout = field.parentWidget().layout()
+            form.insertRow(_row_of(form, field) + 1, self.problem)
+        self._problem_field = field
 
     def _update_availability(self) -> None:
         """The core decides what this machine can run; the form only disables it and shows the core's reason."""
@@ -323,7 +395,7 @@ class SetupPanel(QWidget):
 
     def _browse_data_root(self) -> None:
         edit: QLineEdit = self.fields["data_root"]
-        folder = QFileDialog.getExistingDirectory(self, "Data folder", edit.text())
+        folder = file_dialogs.choose_folder(self, "data", "Data folder", edit.text())
         if folder:
             edit.setText(folder)
 
@@ -331,7 +403,7 @@ class SetupPanel(QWidget):
         model: QComboBox = self.fields["model"]
         if model.itemData(index) != OPEN_MODEL:
             return
-        path, _ = QFileDialog.getOpenFileName(self, "Open model file", "", "Python files (*.py)")
+        path = file_dialogs.open_file(self, "model", "Open model file", "Python files (*.py)")
         if not path:
             _select(model, self._base.model if model.findData(self._base.model) >= 0 else BUILTIN_MODEL)
             return
@@ -356,6 +428,17 @@ def _group(title: str, rows: list[tuple[str | None, QWidget | QHBoxLayout]]) -> 
         else:
             form.addRow(label, field)
     return box
+
+
+def _row_of(form: QFormLayout, field: QWidget) -> int:
+    """The form row holding `field`, on its own or inside the row's layout (the data folder and its button)."""
+    for row in range(form.rowCount()):
+        for role in (QFormLayout.FieldRole, QFormLayout.SpanningRole):
+            item = form.itemAt(row, role)
+            if item is not None and (item.widget() is field or item.layout() is not None
+                                     and item.layout().indexOf(field) >= 0):
+                return row
+    raise LookupError(f"{field.objectName()} is not in this form")
 
 
 def _enable_item(combo: QComboBox, index: int, problem: str | None, step_off: bool = True) -> None:

@@ -1,0 +1,96 @@
+"""Screenshots of the window in the states a new user meets, on a virtual screen (for notes and the README).
+
+    xvfb-run -a -s "-screen 0 1366x768x24" env QT_QPA_PLATFORM=xcb .venv/bin/python scripts/tour.py SHOT OUT.png
+
+SHOT is one of: training (mid-run, default model), compiling (an inductor run, grabbed while it compiles),
+reason (learning rate 0: why Train is off), explain (after Explain), evaluate (after a short run: a confusion cell
+opened), dataset (the Dataset dock). The window opens at the size it picks for the screen (fit to the available
+area), with settings and history in a temporary folder, so nothing of the user's is read or changed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+TEMP = Path(tempfile.mkdtemp(prefix="workbench-tour-"))
+os.environ["WORKBENCH_CONFIG_DIR"] = str(TEMP / "config")
+os.environ["WORKBENCH_DATA_DIR"] = str(TEMP / "data")
+
+from PySide6.QtCore import QTimer  # noqa: E402  (after the folders are set)
+
+from workbench.core.ground.config import TrainConfig  # noqa: E402
+from workbench.core.ground.events import CompileStarted, Step  # noqa: E402
+from workbench.ui.app import create_app  # noqa: E402
+from workbench.ui.main_window import MainWindow  # noqa: E402
+
+SHOTS = ("training", "compiling", "reason", "explain", "evaluate", "dataset")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("shot", choices=SHOTS)
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--at-step", type=int, default=600, help="training: grab once this step has been shown")
+    args = parser.parse_args()
+    app = create_app(sys.argv[:1])
+    window = MainWindow()
+    window.show()
+    done: list[bool] = []
+
+    def grab(delay_ms: int = 300) -> None:
+        if not done:
+            done.append(True)
+            window.plots.redraw()
+            QTimer.singleShot(delay_ms, lambda: (window.grab().save(str(args.out)), window.close()))
+
+    def when_ready(start) -> None:
+        """`start` once PyTorch is ready in the kernel (the form knows the machine by then)."""
+        if window.kernel.capabilities.known:
+            QTimer.singleShot(300, start)
+        else:
+            window.kernel.capabilitiesChanged.connect(lambda _caps: QTimer.singleShot(300, start))
+
+    if args.shot == "training":
+        window.setup.set_config(TrainConfig(epochs=40))
+        window.runner.events.connect(lambda batch: any(isinstance(e, Step) and e.step >= args.at_step
+                                                       for e in batch) and grab())
+        when_ready(window.train)
+    elif args.shot == "compiling":
+        window.setup.set_config(TrainConfig(backend="inductor", epochs=3))
+        window.runner.events.connect(lambda batch: any(isinstance(e, CompileStarted) for e in batch)
+                                     and QTimer.singleShot(4000, grab))
+        when_ready(window.train)
+    elif args.shot == "reason":
+        when_ready(lambda: (window.setup.fields["lr"].setValue(0.0), grab()))
+    elif args.shot == "explain":
+        window.setup.set_config(TrainConfig(backend="inductor", mode="max-autotune-no-cudagraphs"))
+        window.explainFinished.connect(lambda _report: grab())
+        when_ready(window.explain)
+    elif args.shot == "evaluate":
+        window.setup.set_config(TrainConfig(epochs=2))
+
+        def evaluated(_answer) -> None:
+            evaluation = window.evaluation.evaluation
+            confusion = evaluation.confusion.copy()
+            confusion[range(len(confusion)), range(len(confusion))] = -1
+            true, predicted = divmod(int(confusion.argmax()), confusion.shape[1])
+            window.evaluation.show_cell(true, predicted)  # the largest mistake cell, as a click opens it
+            grab()
+
+        window.evaluationFinished.connect(evaluated)
+        window.checkpointLoaded.connect(lambda _answer: window.evaluate())
+        when_ready(window.train)
+    elif args.shot == "dataset":
+        window.datasetPreviewed.connect(lambda _answer: grab())
+        when_ready(window.docks["dataset"].raise_)
+    app.exec()
+    print(f"wrote {args.out}" if done else "nothing was grabbed")
+    return 0 if done else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

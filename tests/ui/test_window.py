@@ -1,0 +1,115 @@
+"""The window as a whole: its first size, what comes back on relaunch, exports that confirm, the toolbar, dark mode."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import Qt, QUrl
+from PySide6.QtGui import QDesktopServices, QGuiApplication
+from PySide6.QtWidgets import QMessageBox
+
+from workbench.core.ground.events import RunFinished
+
+from .conftest import set_config
+
+
+def test_on_a_1366_by_768_screen_the_window_fits_and_the_plots_keep_their_height(qtbot, tmp_path, kernel):
+    """The first window on a small laptop screen: inside its available area, status bar included, and the plots
+    get the height (the Log does not keep it)."""
+    from PySide6.QtCore import QRect
+
+    from workbench.ui.main_window import MainWindow
+
+    window = MainWindow(runs_dir=tmp_path / "runs", db=tmp_path / "runs.sqlite", prestart=False, kernel=kernel)
+    qtbot.addWidget(window)
+    window.fit_to_screen(QRect(0, 0, 1366, 768))
+    window.show()
+    qtbot.waitExposed(window)
+    assert window.width() <= 1366 and window.height() <= 768 - 32  # the title bar is not in the available area
+    status = window.statusBar()
+    assert status.isVisible() and status.geometry().bottom() < window.height()
+    heights = [plot.height() for plot in window.plots.plots]
+    assert min(heights) >= 180, heights
+    assert window.docks["log"].height() < min(heights)
+
+
+def test_a_finished_run_comes_back_on_relaunch_with_its_model(window, qtbot, kernel, tmp_path):
+    from workbench.ui.main_window import MainWindow
+
+    set_config(window, epochs=1, max_steps=20)
+    with qtbot.waitSignal(window.runFinished, timeout=60_000) as finished:
+        window.train()
+    assert isinstance(finished.args[0], RunFinished)
+    qtbot.waitUntil(lambda: window.predict.model is not None, timeout=60_000)
+    steps = finished.args[0].steps
+    window.close()
+
+    again = MainWindow(runs_dir=tmp_path / "runs", db=tmp_path / "runs.sqlite", prestart=False, kernel=kernel)
+    qtbot.addWidget(again)
+    again.show()
+    with qtbot.waitSignal(again.checkpointLoaded, timeout=60_000):
+        pass
+    again.plots.redraw()
+    assert again.plots.point_counts()["loss"] == steps  # the curves, as they were
+    assert again.predict.model is not None and again.export_action.isEnabled()
+    assert again.report_action.isEnabled()  # the last run can be reported on straight away
+    again.close()
+
+
+def test_an_export_says_where_it_went_with_open_and_show_in_folder(window, qtbot, monkeypatch, tmp_path):
+    opened: list[QUrl] = []
+    monkeypatch.setattr(QDesktopServices, "openUrl", lambda url: opened.append(url) or True)
+    written = tmp_path / "exports" / "model.pt"
+    written.parent.mkdir()
+    written.write_bytes(b"")
+    box = window.show_written(written)
+    assert box.isVisible() and str(written) in box.text()
+    buttons = {b.text(): b for b in box.buttons()}
+    qtbot.mouseClick(buttons["Show in folder"], Qt.LeftButton)
+    assert [Path(u.toLocalFile()) for u in opened] == [written.parent]
+    box = window.show_written(written)
+    qtbot.mouseClick({b.text(): b for b in box.buttons()}["Open"], Qt.LeftButton)
+    assert Path(opened[-1].toLocalFile()) == written
+    assert window.findChild(QMessageBox, "writtenMessage") is None or not box.isVisible()
+
+
+def test_the_toolbar_offers_explain_and_export_report(window):
+    toolbar = window.findChild(object, "runToolbar")
+    assert {window.explain_action, window.report_action} <= set(toolbar.actions())
+
+
+def test_the_plots_follow_the_desktops_dark_scheme(window, qtbot):
+    hints = QGuiApplication.styleHints()
+    light = window.plots.loss_plot.backgroundBrush().color().lightness()
+    hints.colorSchemeChanged.emit(Qt.ColorScheme.Dark)  # as the desktop does when the user switches
+    try:
+        assert light > 200 and window.plots.loss_plot.backgroundBrush().color().lightness() < 80
+        assert window.banner.dark
+    finally:
+        hints.colorSchemeChanged.emit(hints.colorScheme())
+
+
+def test_evaluate_scores_the_opened_model_in_the_kernel(window, qtbot, trained_checkpoint):
+    with qtbot.waitSignal(window.checkpointLoaded, timeout=60_000):
+        window.load_checkpoint(trained_checkpoint, "trained.pt")
+    with qtbot.waitSignal(window.evaluationFinished, timeout=60_000) as done:
+        window.evaluate_action.trigger()
+    answer = done.args[0]
+    assert not isinstance(answer, Exception), answer
+    panel = window.evaluation
+    assert panel.evaluation.size == answer["size"] == sum(map(sum, answer["confusion"]))
+    assert panel.headline.text().startswith(f"accuracy {answer['accuracy']:.1%}")
+    assert "trained.pt" in panel.source.text()
+
+
+def test_evaluate_without_a_model_says_what_to_do(window):
+    assert not window.evaluate()
+    assert "Nothing to evaluate yet" in window.evaluation.message.text()
+
+
+def test_the_dataset_dock_previews_the_chosen_dataset_when_shown(window, qtbot):
+    with qtbot.waitSignal(window.datasetPreviewed, timeout=60_000) as done:
+        window.docks["dataset"].raise_()
+    answer = done.args[0]
+    assert answer["dataset"] == "mnist-sample" and not answer["problems"]
+    assert len(window.dataset.rows) == 10
