@@ -154,3 +154,16 @@ def test_empty_busy_and_error_states_are_plain_text(qtbot, panel):
     assert panel.headline.text() == "accuracy 100.0% on 2 images (imagefolder val)"
     panel.clear()
     assert panel.gallery.model().rowCount() == 0 and not panel.content.isVisible()
+
+
+def test_a_narrow_dock_puts_the_gallery_under_the_matrix(qtbot):
+    from workbench.ui.panels.evaluate import EvaluatePanel
+
+    panel = EvaluatePanel()
+    qtbot.addWidget(panel)
+    panel.show()
+    panel.resize(900, 600)
+    qtbot.waitUntil(lambda: panel.splitter.orientation() == Qt.Horizontal)
+    panel.resize(380, 600)
+    qtbot.waitUntil(lambda: panel.splitter.orientation() == Qt.Vertical)
+    assert panel.minimumSizeHint().width() < 380

@@ -134,6 +134,7 @@ class MainWindow(QMainWindow):
         self.last_run_dir: Path | None = None
         self.stopping = False  # Stop was pressed: say so until the run has ended
         self.train_waiting = False  # Train was pressed before PyTorch was ready: it starts when it is
+        self.docks_to_size = False  # a first window sizes its docks when shown (fit_to_screen)
         self.kernel_restarting = False  # the kernel died and a new one is starting
         settings = open_settings()
         migrate_settings(settings)
@@ -280,8 +281,15 @@ class MainWindow(QMainWindow):
         self.state_label.setTextFormat(Qt.PlainText)  # a form problem quotes the user's values
         self.speed_label = QLabel("")
         self.speed_label.setObjectName("statusSpeed")
+        self.problem_button = QPushButton("Show")
+        self.problem_button.setObjectName("showProblemButton")
+        self.problem_button.setToolTip("Scroll the Setup panel to the setting that stops Train")
+        self.problem_button.setFlat(True)
+        self.problem_button.clicked.connect(self.setup.focus_problem)
+        self.problem_button.hide()
         bar = self.statusBar()
         bar.addWidget(self.state_label, 1)
+        bar.addWidget(self.problem_button)
         for widget in (self.speed_label, self.device_label, self.kernel_label):
             bar.addPermanentWidget(widget)
 
@@ -780,6 +788,7 @@ class MainWindow(QMainWindow):
         if problem != self.shown_problem and not busy:  # the reason is said where the user looks, once
             self.shown_problem = problem
             self.state_label.setText(f"⚠ Cannot train: {problem}" if problem else self.progress.describe())
+            self.problem_button.setVisible(bool(problem))
         self.stop_action.setEnabled(self.runner.training or self.train_waiting)
         self.explain_action.setEnabled(not busy and valid)
         self.compile_panel.explain_button.setEnabled(not busy and valid)
@@ -799,29 +808,35 @@ class MainWindow(QMainWindow):
             self.setup.set_processes(int(settings.value("processes", 1) or 1))
         except (TypeError, ValueError):
             pass  # a hand-edited value: keep one process
+        self.layout().activate()  # else a window not yet shown takes a stale minimum size (measured: 918 px tall)
         geometry = settings.value("geometry")
         if geometry is None or not self.restoreGeometry(geometry):
             self.fit_to_screen()
         state = settings.value("windowState")
-        if state is not None:
-            self.restoreState(state)
+        if state is not None and self.restoreState(state):
+            self.docks_to_size = False  # the user's own layout
         last_run = settings.value("last_run_dir")
         if last_run:
-            QTimer.singleShot(0, lambda: self.reopen_last_run(Path(str(last_run))))
+            QTimer.singleShot(0, self, lambda: self.reopen_last_run(Path(str(last_run))))
 
     def fit_to_screen(self, screen: QRect | None = None) -> None:
         """The first window: DEFAULT_SIZE where the screen's available area (`screen`, by default this window's
         screen's) has room, else that area (a 1366×768 laptop), centred, with the docks sized to leave the plots
         most of it."""
         screen = screen or (self.screen() or QGuiApplication.primaryScreen()).availableGeometry()
-        self.layout().activate()  # else a window not yet shown takes a stale minimum size (measured: 918 px tall)
         width = min(DEFAULT_SIZE[0], screen.width())
         height = min(DEFAULT_SIZE[1], screen.height() - FRAME_ALLOWANCE)
         self.resize(width, height)
         self.move(screen.x() + (screen.width() - width) // 2, screen.y() + (screen.height() - height) // 2)
-        self.resizeDocks([self.docks["log"]], [int(height * BOTTOM_SHARE)], Qt.Vertical)
-        self.resizeDocks([self.docks["setup"], self.docks["compile"]],
-                         [int(width * SIDE_SHARE), int(width * SIDE_SHARE)], Qt.Horizontal)
+        self.docks_to_size = True  # once shown: the dock areas only take sizes then
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if self.docks_to_size:
+            self.docks_to_size = False
+            self.resizeDocks([self.docks["log"]], [int(self.height() * BOTTOM_SHARE)], Qt.Vertical)
+            side = int(self.width() * SIDE_SHARE)
+            self.resizeDocks([self.docks["setup"], self.docks["compile"]], [side, side], Qt.Horizontal)
 
     def _save_settings(self) -> None:
         settings = open_settings()

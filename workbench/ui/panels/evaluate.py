@@ -150,6 +150,9 @@ class GalleryModel(QAbstractListModel):
                 f"probability of its label {ev.self_confidence[sample]:.1%}")
 
 
+SIDE_BY_SIDE_WIDTH = 700  # narrower than this, the gallery goes under the confusion matrix
+
+
 class EvaluatePanel(QWidget):
     """Press Evaluate (`evaluateRequested`); the main window runs the kernel job and hands the answer to
     `set_result`, or its failure to `set_error`."""
@@ -164,6 +167,7 @@ class EvaluatePanel(QWidget):
         self.headline.setObjectName("evaluateHeadline")
         self.headline.setTextFormat(Qt.PlainText)
         self.headline.setStyleSheet("font-size: 16px; font-weight: bold;")
+        self.headline.setWordWrap(True)  # a narrow dock wraps it rather than widening the window
         self.source = QLabel()
         self.source.setObjectName("evaluateSource")
         self.source.setTextFormat(Qt.PlainText)  # a run's or checkpoint's description: never rich text
@@ -265,11 +269,15 @@ class EvaluatePanel(QWidget):
         side.setContentsMargins(0, 0, 0, 0)
         side.addWidget(self.gallery_title)
         side.addWidget(self.gallery, 1)
-        splitter = QSplitter(Qt.Horizontal)
-        splitter.addWidget(tabs)
-        splitter.addWidget(gallery)
-        splitter.setSizes([520, 480])
-        return splitter
+        self.splitter = QSplitter(Qt.Horizontal)
+        self.splitter.addWidget(tabs)
+        self.splitter.addWidget(gallery)
+        return self.splitter
+
+    def resizeEvent(self, event) -> None:
+        """Side by side in a wide dock; the gallery under the matrix in a narrow one (a 1366-px screen's)."""
+        super().resizeEvent(event)
+        self.splitter.setOrientation(Qt.Horizontal if self.width() >= SIDE_BY_SIDE_WIDTH else Qt.Vertical)
 
     # -- state ------------------------------------------------------------------------------------------------
     def clear(self) -> None:

@@ -201,14 +201,14 @@ class PlotsPanel(QWidget):
         layout.addLayout(top)
         layout.addLayout(grid, 1)
 
-        self.step_loss = _Series(self.loss_plot.plot(name="per step"))
+        self.step_loss = _Series(self.loss_plot.plot(name="step"))
         self.smooth_loss = _Series(self.loss_plot.plot(name="smoothed"))
         self.val_loss = _Series(self.loss_plot.plot(pen=None, symbol="o", symbolSize=9,
-                                                    name="validation"))
-        self.step_accuracy = _Series(self.accuracy_plot.plot(name="per step"))
+                                                    name="val"))
+        self.step_accuracy = _Series(self.accuracy_plot.plot(name="step"))
         self.smooth_accuracy = _Series(self.accuracy_plot.plot(name="smoothed"))
         self.val_accuracy = _Series(self.accuracy_plot.plot(pen=None, symbol="o", symbolSize=9,
-                                                            name="validation"))
+                                                            name="val"))
         self.throughput = _Series(self.throughput_plot.plot(name="samples/s"))
         self.smoothed = (_Smoothed(self.step_loss, self.smooth_loss, self.weight),
                          _Smoothed(self.step_accuracy, self.smooth_accuracy, self.weight))
@@ -229,6 +229,7 @@ class PlotsPanel(QWidget):
 
     def _smoothing_row(self) -> QHBoxLayout:
         self.smoothing_slider = QSlider(Qt.Horizontal)
+        self.smoothing_slider.setMinimumWidth(80)  # never squeezed away by a wide dock
         self.smoothing_slider.setObjectName("smoothingSlider")
         self.smoothing_slider.setRange(0, SLIDER_STEPS - 1)
         self.smoothing_slider.setValue(round(self.weight * SLIDER_STEPS))

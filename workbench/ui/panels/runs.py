@@ -23,7 +23,7 @@ COLUMNS = ("Run", "When (UTC)", "Dataset", "Model", "Backend · mode · AMP", "E
            "Samples/s", "Status")
 SORT_ROLE = Qt.UserRole + 1
 SLOT = "runs"
-VISIBLE_ROWS = 3  # the table is never squeezed below this many runs (the window sizes the dock for more)
+VISIBLE_ROWS = 2  # the table is never squeezed below this many runs (the window sizes the dock for more)
 CACHED_RUNS = 8  # ended runs kept ready to compare or re-open
 COMPILE_EVENTS = (RunStarted, CompileFinished, CompileReport, Notice)  # the few the Compile panel shows
 
