@@ -8,7 +8,7 @@ import pytest
 from PIL import Image
 from PySide6.QtCore import QMimeData, QPoint, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QMessageBox
 
 SAMPLES = Path(__file__).resolve().parents[2] / "resources" / "samples"
 
@@ -132,6 +132,9 @@ def test_export_checkpoint(window, qtbot, trained_checkpoint, tmp_path):
         assert window.export_checkpoint(tmp_path / "out" / "exported.pt")
         assert window.state_label.text() == "Exporting the checkpoint…"
     assert written.args[0] == tmp_path / "out" / "exported.pt"
+    confirmation = window.findChild(QMessageBox, "writtenMessage")  # where it went, with Open / Show in folder
+    assert confirmation.isVisible() and str(tmp_path / "out" / "exported.pt") in confirmation.text()
+    confirmation.close()
     assert checkpoint.load(tmp_path / "out" / "exported.pt").classes == tuple(str(d) for d in range(10))
     blocker = tmp_path / "file"
     blocker.write_text("x")

@@ -159,9 +159,11 @@ def test_the_windows_size_and_dock_layout_come_back_on_relaunch(qtbot, tmp_path,
     height = first.height() - 40  # (the offscreen test screen is narrower than the window: only heights are free)
     first.resize(first.width(), height)
     first.docks["compile"].setFloating(True)  # the user's own layout
-    qtbot.waitUntil(lambda: first.height() == height)
+    first.resizeDocks([first.docks["log"]], [260], Qt.Vertical)
+    qtbot.waitUntil(lambda: first.height() == height and first.docks["log"].height() > 200)
+    log_height = first.docks["log"].height()
     first.close()
     again = open_window()
     assert again.height() == height
-    assert again.docks["compile"].isFloating()
+    assert again.docks["compile"].isFloating() and again.docks["log"].height() == log_height
     again.close()
