@@ -2,7 +2,8 @@
 
     xvfb-run -a -s "-screen 0 1366x768x24" env QT_QPA_PLATFORM=xcb .venv/bin/python scripts/tour.py SHOT OUT.png
 
-SHOT is one of: training (mid-run, default model), compiling (an inductor run, grabbed while it compiles),
+SHOT is one of: readme (the README's screenshot, on a 1440×900 screen: the planted-graph-break example with
+aot_eager, mid-run), training (mid-run, default model), compiling (an inductor run, grabbed while it compiles),
 reason (learning rate 0: why Train is off), explain (after Explain), evaluate (after a short run: a confusion cell
 opened), dataset (the Dataset dock). The window opens at the size it picks for the screen (fit to the available
 area), with settings and history in a temporary folder, so nothing of the user's is read or changed.
@@ -26,14 +27,16 @@ from workbench.core.ground.config import TrainConfig  # noqa: E402
 from workbench.core.ground.events import CompileStarted, Step  # noqa: E402
 from workbench.ui.app import create_app  # noqa: E402
 from workbench.ui.main_window import MainWindow  # noqa: E402
+from workbench.ui.panels.setup import example_model_spec  # noqa: E402
 
-SHOTS = ("training", "compiling", "reason", "explain", "evaluate", "dataset")
+SHOTS = ("readme", "training", "compiling", "reason", "explain", "evaluate", "dataset")
+README_SHOT = Path(__file__).resolve().parents[1] / "docs" / "screenshot.png"
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("shot", choices=SHOTS)
-    parser.add_argument("out", type=Path)
+    parser.add_argument("out", type=Path, nargs="?", default=README_SHOT)
     parser.add_argument("--at-step", type=int, default=600, help="training: grab once this step has been shown")
     args = parser.parse_args()
     app = create_app(sys.argv[:1])
@@ -54,7 +57,12 @@ def main() -> int:
         else:
             window.kernel.capabilitiesChanged.connect(lambda _caps: QTimer.singleShot(300, start))
 
-    if args.shot == "training":
+    if args.shot == "readme":
+        window.setup.set_config(TrainConfig(model=example_model_spec(), backend="aot_eager", epochs=40))
+        window.runner.events.connect(lambda batch: any(isinstance(e, Step) and e.step >= 1800 for e in batch)
+                                     and grab())
+        when_ready(window.train)
+    elif args.shot == "training":
         window.setup.set_config(TrainConfig(epochs=40))
         window.runner.events.connect(lambda batch: any(isinstance(e, Step) and e.step >= args.at_step
                                                        for e in batch) and grab())

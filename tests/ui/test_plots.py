@@ -149,7 +149,17 @@ def test_a_new_run_resets_the_axes(panel):
     panel.loss_plot.setXRange(2, 3)  # the user zoomed in
     assert panel.loss_plot.getViewBox().state["autoRange"] == [False, True]
     panel.add_events([_started()])
-    assert all(plot.getViewBox().state["autoRange"] == [True, True] for plot in panel.plots)
+    assert panel.loss_plot.getViewBox().state["autoRange"] == [True, True]
+    assert all(plot.getViewBox().state["autoRange"][1] for plot in panel.plots)  # x follows the loss plot
+
+
+def test_only_the_loss_plot_ranges_the_shared_step_axis(panel):
+    """The other plots follow the loss plot's steps. Were one of them to auto-range its steps too, the compile
+    marker — all the throughput plot holds while step 1 compiles — would set the range of every plot to step 1
+    and switch the loss plot's auto-range off for the rest of the run (seen in a real aot_eager run)."""
+    panel.add_events([_started(backend="aot_eager")])
+    assert panel.loss_plot.getViewBox().state["autoRange"][0]
+    assert not any(plot.getViewBox().state["autoRange"][0] for plot in panel.plots[1:])
 
 
 def test_dark_mode_switches_the_background_and_the_pens(panel):

@@ -18,7 +18,7 @@ def drop_files(widget, paths) -> None:
     mime = QMimeData()
     mime.setUrls([QUrl.fromLocalFile(str(p)) for p in paths])
     pos = widget.rect().center()
-    enter = QDragEnterEvent(pos, Qt.CopyAction, mime, Qt.LeftButton, Qt.NoModifier)  # noqa: the QPoint overload
+    enter = QDragEnterEvent(pos, Qt.CopyAction, mime, Qt.LeftButton, Qt.NoModifier)  # the QPoint overload
     QApplication.sendEvent(widget, enter)
     assert enter.isAccepted()
     drop = QDropEvent(QPoint(pos).toPointF(), Qt.CopyAction, mime, Qt.LeftButton, Qt.NoModifier)

@@ -33,6 +33,7 @@ class CompilePanel(QWidget):
             label.setObjectName(f"compile_{key}")
             label.setTextFormat(Qt.PlainText)  # backend and mode come from run records: never rich text
             label.setTextInteractionFlags(Qt.TextSelectableByMouse)
+            label.setWordWrap(True)  # a long compile-time breakdown wraps instead of widening the window
         form = QFormLayout()
         for key, title in (("compiled", "Compiled"), ("backend", "Backend · mode"), ("graphs", "Graphs"),
                            ("breaks", "Graph breaks"), ("ops", "Ops traced"), ("seconds", "Compile time"),

@@ -275,8 +275,12 @@ class PlotsPanel(QWidget):
             self.compile_marker = None
         self._last_step = 0
         self.headline.reset()
-        for plot in self.plots:
-            plot.getPlotItem().enableAutoRange()  # a zoom into the last run would hide the new one
+        # A zoom into the last run would hide the new one. The x axis is the loss plot's (the others follow it):
+        # auto-ranging a follower's x too would let, say, the compile marker alone set the shared range and switch
+        # the loss plot's auto-range off for the rest of the run.
+        self.loss_plot.getPlotItem().enableAutoRange()
+        for plot in self.plots[1:]:
+            plot.getPlotItem().enableAutoRange(axis="y")
         self._show_hint(EMPTY_HINT)
 
     def add_events(self, batch: list[Event]) -> None:
