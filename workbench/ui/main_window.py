@@ -35,6 +35,7 @@ from .panels.predict import PredictPanel
 from .panels.runs import LoadedRun, RunsPanel
 from .panels.setup import SetupPanel
 from . import file_dialogs
+from .garbage import collect_on_gui_thread
 from .run_control import RunControl
 from .settings import migrate_settings, open_settings, written_by_newer
 from .tasks import Tasks
@@ -124,6 +125,7 @@ class MainWindow(QMainWindow):
     def __init__(self, runs_dir: Path | None = None, db: Path | None = None, *, prestart: bool = True,
                  kernel: KernelClient | None = None):
         super().__init__()
+        collect_on_gui_thread()  # before any thread of this window can free a Qt object
         self.setWindowTitle(appinfo.DISPLAY_NAME)
         self.setWindowIcon(app_icon())
         self.setObjectName("mainWindow")
