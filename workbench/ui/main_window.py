@@ -286,12 +286,12 @@ class MainWindow(QMainWindow):
         self.problem_button = QPushButton("Show")
         self.problem_button.setObjectName("showProblemButton")
         self.problem_button.setToolTip("Scroll the Setup panel to the setting that stops Train")
-        self.problem_button.setFlat(True)
         self.problem_button.clicked.connect(self.setup.focus_problem)
         self.problem_button.hide()
         bar = self.statusBar()
-        bar.addWidget(self.state_label, 1)
-        bar.addWidget(self.problem_button)
+        bar.addWidget(self.state_label)
+        bar.addWidget(self.problem_button)  # right after the problem it shows
+        bar.addWidget(QWidget(), 1)
         for widget in (self.speed_label, self.device_label, self.kernel_label):
             bar.addPermanentWidget(widget)
 
