@@ -84,6 +84,8 @@ def test_the_plots_follow_the_desktops_dark_scheme(window, qtbot):
     hints.colorSchemeChanged.emit(Qt.ColorScheme.Dark)  # as the desktop does when the user switches
     try:
         assert light > 200 and window.plots.loss_plot.backgroundBrush().color().lightness() < 80
+        for chart in (window.predict.chart, window.dataset.chart):  # every chart of the window, not only the plots
+            assert chart.backgroundBrush().color().lightness() < 80
         assert window.banner.dark
     finally:
         hints.colorSchemeChanged.emit(hints.colorScheme())

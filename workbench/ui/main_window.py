@@ -30,7 +30,7 @@ from .panels.compile import CompilePanel
 from .panels.dataset import DatasetPanel
 from .panels.evaluate import EvaluatePanel
 from .panels.log import LogPanel
-from .panels.plots import PlotsPanel
+from .panels.plots import DARK, LIGHT, PlotsPanel, style_plot
 from .panels.predict import PredictPanel
 from .panels.runs import LoadedRun, RunsPanel
 from .panels.setup import SetupPanel
@@ -300,6 +300,8 @@ class MainWindow(QMainWindow):
         the plots and the banner pick their colours here."""
         dark = scheme == Qt.ColorScheme.Dark
         self.plots.set_dark(dark)
+        for chart in (self.predict.chart, self.dataset.chart):
+            style_plot(chart, DARK if dark else LIGHT)
         self.banner.set_dark(dark)
 
     # -- the kernel ---------------------------------------------------------------------------------------------

@@ -62,6 +62,20 @@ DARK = Theme(background="#1e1e1e", foreground="#d8d8d8", raw="#3b5670", line="#9
              hint="#9a9a9a")
 
 
+def style_plot(plot: pg.PlotWidget, theme: Theme) -> None:
+    """A plot's background, axes, title and legend in the theme's colours (every chart of the window uses it)."""
+    plot.setBackground(theme.background)
+    item = plot.getPlotItem()
+    for side in ("left", "bottom"):
+        item.getAxis(side).setPen(theme.foreground)
+        item.getAxis(side).setTextPen(theme.foreground)
+    item.setTitle(item.titleLabel.text, color=theme.foreground)
+    if item.legend is not None:
+        item.legend.setLabelTextColor(theme.foreground)  # for entries to come; those there are re-rendered:
+        for _sample, label in item.legend.items:
+            label.setText(label.text, color=theme.foreground)
+
+
 class SeriesBuffer:
     """x/y float arrays that grow by doubling; `view()` returns the filled part without copying."""
 
@@ -437,15 +451,7 @@ class PlotsPanel(QWidget):
     def _apply_theme(self) -> None:
         theme = self.theme
         for plot in self.plots:
-            plot.setBackground(theme.background)
-            item = plot.getPlotItem()
-            for side in ("left", "bottom"):
-                item.getAxis(side).setPen(theme.foreground)
-                item.getAxis(side).setTextPen(theme.foreground)
-            item.setTitle(item.titleLabel.text, color=theme.foreground)
-            item.legend.setLabelTextColor(theme.foreground)  # for entries to come; those there are re-rendered:
-            for _sample, label in item.legend.items:
-                label.setText(label.text, color=theme.foreground)
+            style_plot(plot, theme)
         for raw, line, points in ((self.step_loss, self.smooth_loss, self.val_loss),
                                   (self.step_accuracy, self.smooth_accuracy, self.val_accuracy)):
             raw.item.setPen(pg.mkPen(theme.raw, width=1))
