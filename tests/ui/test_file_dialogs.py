@@ -36,10 +36,15 @@ def dialogs(monkeypatch, tmp_path):
     return opened, answers, documents, pictures
 
 
-def test_a_first_save_starts_in_documents_then_in_the_folder_chosen_last(qtbot, dialogs, tmp_path):
+@pytest.fixture
+def parent(qtbot):
+    widget = QWidget()
+    qtbot.addWidget(widget)
+    return widget
+
+
+def test_a_first_save_starts_in_documents_then_in_the_folder_chosen_last(parent, dialogs, tmp_path):
     opened, answers, documents, _ = dialogs
-    parent = QWidget()
-    qtbot.addWidget(parent)
     elsewhere = tmp_path / "reports"
     elsewhere.mkdir()
     answers += [str(elsewhere / "report-1.html"), ""]
@@ -50,10 +55,8 @@ def test_a_first_save_starts_in_documents_then_in_the_folder_chosen_last(qtbot, 
     assert Path(os.getcwd()) not in {Path(p).parent for p in opened[:1]}
 
 
-def test_each_kind_of_file_remembers_its_own_folder(qtbot, dialogs, tmp_path):
+def test_each_kind_of_file_remembers_its_own_folder(parent, dialogs, tmp_path):
     opened, answers, documents, pictures = dialogs
-    parent = QWidget()
-    qtbot.addWidget(parent)
     digits = tmp_path / "digits"
     digits.mkdir()
     answers += [str(digits / "seven.png"), str(documents / "x.html")]

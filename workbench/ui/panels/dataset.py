@@ -15,6 +15,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QGridLayout, QHBoxLayout, QLabel, QPushButton, QScrollArea, QVBoxLayout, QWidget
 
+from .plots import legend_below
 from .predict import pixmap_from_pixels
 
 EMPTY = "Choose a dataset in Setup to preview it"
@@ -60,8 +61,8 @@ class DatasetPanel(QWidget):
         self.chart.setBackground("w")
         self.chart.setMouseEnabled(False, False)
         self.chart.setLabel("left", "images")
-        self.chart.setFixedHeight(170)
-        self.legend = self.chart.addLegend(offset=(-5, 5))
+        self.chart.setFixedHeight(190)
+        self.legend = legend_below(self.chart.getPlotItem())
 
         self._problem_box = QVBoxLayout()
         self._grid_holder = QWidget()

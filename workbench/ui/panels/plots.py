@@ -62,6 +62,15 @@ DARK = Theme(background="#1e1e1e", foreground="#d8d8d8", raw="#3b5670", line="#9
              hint="#9a9a9a")
 
 
+def legend_below(item: pg.PlotItem) -> pg.LegendItem:
+    """A legend in a row of the plot's own layout under the x axis, not addLegend()'s, which floats over the
+    data; plot(name=…) and removeItem() keep its entries as they would addLegend()'s."""
+    legend = pg.LegendItem(colCount=LEGEND_COLUMNS)
+    item.layout.addItem(legend, 4, 1)
+    item.legend = legend
+    return legend
+
+
 def style_plot(plot: pg.PlotWidget, theme: Theme) -> None:
     """A plot's background, axes, title and legend in the theme's colours (every chart of the window uses it)."""
     plot.setBackground(theme.background)
@@ -177,9 +186,7 @@ def _make_plot(name: str, title: str, y_label: str, x_label: bool = True) -> pg.
     if x_label:
         item.setLabel("bottom", "step")
     item.getAxis("bottom").enableAutoSIPrefix(False)  # "step (x0.001)" would read as a different axis
-    legend = pg.LegendItem(colCount=LEGEND_COLUMNS)  # not addLegend(): that one floats over the data
-    item.layout.addItem(legend, 4, 1)
-    item.legend = legend  # plot(name=…) and removeItem() keep its entries, as they would addLegend()'s
+    legend_below(item)
     item.setClipToView(True)
     item.setDownsampling(auto=True, mode="peak")
     return plot
