@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from .core.ground import appinfo
+from .core.ground.config import MATMUL_PRECISIONS
 from .core.run.process import CHILD_FLAG, TORCHRUN_FLAG
 from .core.ground.events import EpochEnd, Notice, RunFailed, RunFinished
 from .core.ground.progress import Progress, epoch_line, failure_line, format_duration
@@ -122,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--warmup", type=positive_int, default=20, help="steps before timing (the first one compiles)")
     bench.add_argument("--windows", type=positive_int, default=5, help="timed windows")
     bench.add_argument("--window-steps", type=positive_int, default=50, help="steps per timed window")
-    bench.add_argument("--matmul-precision", choices=("highest", "high", "medium"), default=None,
+    bench.add_argument("--matmul-precision", choices=MATMUL_PRECISIONS, default=None,
                        help="torch.set_float32_matmul_precision for the whole benchmark, restored afterwards "
                             "(default: as PyTorch has it, normally highest; high allows TF32 on CUDA); the table "
                             "header and the JSON state it")

@@ -25,10 +25,10 @@ class FakeClock:
         self.now += seconds
 
 
-def test_a_cuda_window_counts_the_training_work_drained_before_validation(monkeypatch):
-    clock = FakeClock()
+def _fake_event(elapsed_ms: float):
+    """A stand-in for torch.cuda.Event whose timings all read `elapsed_ms`."""
 
-    class Event:  # CUDA events: only their existence matters here
+    class Event:
         def __init__(self, enable_timing=False):
             pass
 
@@ -36,12 +36,18 @@ def test_a_cuda_window_counts_the_training_work_drained_before_validation(monkey
             pass
 
         def elapsed_time(self, other):
-            return 0.0
+            return elapsed_ms
+
+    return Event
+
+
+def test_a_cuda_window_counts_the_training_work_drained_before_validation(monkeypatch):
+    clock = FakeClock()
 
     monkeypatch.setattr(bench, "time", types.SimpleNamespace(perf_counter=lambda: clock.now))
     monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: clock.advance(1.0))  # queued steps finish
     monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: None)
-    monkeypatch.setattr(torch.cuda, "Event", Event)
+    monkeypatch.setattr(torch.cuda, "Event", _fake_event(elapsed_ms=0.0))  # only their existence matters here
     steps = iter([False, True, False])
 
     def step() -> bool:
@@ -221,17 +227,7 @@ def test_every_row_of_a_bench_on_cuda_1_runs_with_cuda_1_current(monkeypatch):
 def test_cuda_step_clock_syncs_and_records_on_the_bench_device(monkeypatch):
     cuda = _FakeCuda(monkeypatch)
 
-    class Event:
-        def __init__(self, enable_timing=False):
-            pass
-
-        def record(self, stream=None):
-            pass
-
-        def elapsed_time(self, other):
-            return 1.0
-
-    monkeypatch.setattr(torch.cuda, "Event", Event)
+    monkeypatch.setattr(torch.cuda, "Event", _fake_event(elapsed_ms=1.0))
     StepClock(torch.device("cuda", 1)).time_window(3, lambda: True, 10, between=lambda: None)
     used = [(call, device) for call, device in cuda.calls if call in ("synchronize", "current_stream")]
     assert used and all(device == torch.device("cuda", 1) for _, device in used)

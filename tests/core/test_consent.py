@@ -45,13 +45,11 @@ def test_changed_content_is_no_longer_trusted(consent, model_file):
     assert consent.is_trusted(spec)
 
 
-def test_revoke_and_clear_forget(consent, model_file, tmp_path):
+def test_clear_forgets_every_file(consent, model_file, tmp_path):
     other = tmp_path / "other.py"
     other.write_text("x = 1\n", encoding="utf-8")
     consent.trust(f"{model_file}:Net")
     consent.trust(f"{other}:Net")
-    assert consent.revoke(f"{model_file}:Net") and not consent.revoke(f"{model_file}:Net")
-    assert not consent.is_trusted(f"{model_file}:Net") and consent.is_trusted(f"{other}:Net")
     consent.clear()
     assert consent.trusted() == [] and not consent.is_trusted(f"{other}:Net")
 

@@ -40,7 +40,7 @@ from .domain.distributed import Distributed, weights_checksum
 from .domain.evaluate import EVAL_BATCH, autocast_context, evaluate
 from .domain.inspect import RunCompileLog, explain_model
 from .domain.model import check_outputs, model_for
-from .ground.config import ConfigError, TrainConfig, uses_cuda_graphs
+from .ground.config import ConfigError, TrainConfig, split_model_spec, uses_cuda_graphs
 from .ground.errors import WorkbenchError, first_line
 from .ground.events import (CompileFinished, CompileReport, CompileStarted, Emit, EpochEnd, GraphBreak, Notice,
                             RunFailed, RunFinished, RunStarted, Step, peak_mib)
@@ -181,7 +181,6 @@ class _Block:
     kind: str = "steady"  # WarmupPlan.kind of its steps: a block never mixes kinds
     losses: list[torch.Tensor] = field(default_factory=list)
     correct: list[torch.Tensor] = field(default_factory=list)  # each step's count of right predictions
-    sizes: list[int] = field(default_factory=list)  # each step's batch size (this process's share)
     ends: list[float] = field(default_factory=list)  # when each step returned (exact step times on the sync CPU)
 
 
@@ -253,11 +252,11 @@ class Trainer:
     @staticmethod
     def _user_frame(spec: str, exc: BaseException) -> str | None:
         """`file:line` of the last traceback frame inside the user's model file `spec` names; None if none is."""
-        path_text, sep, name = spec.rpartition(":")
-        if spec == "sandwich" or not sep or not path_text or not name:
+        parts = split_model_spec(spec)
+        if parts is None:
             return None
         try:
-            model_file = os.path.realpath(os.path.expanduser(path_text))
+            model_file = os.path.realpath(os.path.expanduser(parts[0]))
         except (OSError, ValueError):
             return None
         where = None
@@ -395,7 +394,6 @@ class Trainer:
             loss, correct = self._step(run, x, y)
             block.losses.append(loss)
             block.correct.append(correct)
-            block.sizes.append(len(y))
             block.ends.append(time.perf_counter())
             totals.steps += 1
             if together:
@@ -449,19 +447,20 @@ class Trainer:
         processes so do the stop flags: a rank asked to stop makes its flag's mean non-zero everywhere, so all ranks
         stop at the same step."""
         config, device, totals = run.config, run.device, run.totals
-        ends, block_start, sizes = block.ends, block.start, block.sizes
+        ends, block_start = block.ends, block.start
         values = _stacked(block.losses, block.correct, device)
         if self.dist.active:
             values = torch.cat([values, torch.tensor([1.0 if stop_requested else 0.0], device=device)])
         reduced = self.dist.mean(values).tolist()  # sync point; the global means
         reduced, stop_agreed = (reduced[:-1], reduced[-1] > 0) if self.dist.active else (reduced, False)
-        n = len(sizes)
+        n = len(block.losses)
         losses = reduced[:n]
-        # Every process's share of a step is the same size (the shards drop the remainder): the mean count over
-        # this share's size is the global fraction.
-        accuracies = [count / size for count, size in zip(reduced[n:], sizes)]
+        # Every process's share of every step is the same size (the shards and the epoch drop the remainder): the
+        # mean count over that share is the global fraction.
+        share = config.batch_size // self.dist.world_size
+        accuracies = [count / share for count in reduced[n:]]
         measured_at = time.perf_counter()
-        block.start, block.losses, block.correct, block.sizes, block.ends = measured_at, [], [], [], []
+        block.start, block.losses, block.correct, block.ends = measured_at, [], [], []
         if not losses:
             return 0.0, stop_agreed
         seconds = measured_at - block_start

@@ -40,6 +40,7 @@ from .run_control import RunControl
 from .settings import migrate_settings, open_settings, written_by_newer
 from .tasks import Tasks
 
+PREVIEW_DELAY_MS = 400  # a dataset choice (or data folder) this long unchanged is previewed
 LOCAL_DATASETS = ("mnist-sample", "idx", "imagefolder")  # previewed as soon as chosen: nothing to download
 DEFAULT_SIZE = (1400, 880)
 FRAME_ALLOWANCE = 32  # the window manager's title bar, which availableGeometry() does not leave out
@@ -131,7 +132,6 @@ class MainWindow(QMainWindow):
         self.setObjectName("mainWindow")
         self.runs_dir = runs_dir
         self.db = db
-        self.progress = Progress()
         self.checkpoint: dict | None = None  # what the kernel said the loaded checkpoint holds (+ "trusted")
         self.last_run_dir: Path | None = None
         self.stopping = False  # Stop was pressed: say so until the run has ended
@@ -170,6 +170,10 @@ class MainWindow(QMainWindow):
         self.dataset.refreshRequested.connect(self.preview_dataset)
         self.setup.changed.connect(self._dataset_maybe_changed)
         self.previewed_choice: tuple | None = None  # (dataset, data root) the Dataset dock shows
+        self.preview_timer = QTimer(self)
+        self.preview_timer.setSingleShot(True)
+        self.preview_timer.setInterval(PREVIEW_DELAY_MS)
+        self.preview_timer.timeout.connect(self._preview_if_changed)
         self.log = LogPanel()
         self.runs = RunsPanel(self.tasks, db)
         self.runs.compareRequested.connect(self.compare_runs)
@@ -407,9 +411,7 @@ class MainWindow(QMainWindow):
         self.log.add("warning", text)
 
     def on_events(self, batch: list[Event]) -> None:
-        for event in batch:
-            self.progress.update(event)
-        self.plots.add_events(batch)
+        self.plots.add_events(batch)  # the headline's Progress, the status bar's too, takes the batch here
         self.compile_panel.add_events(batch)
         self.log.add_events(batch)
         self.state_label.setText(self._state_text())
@@ -498,6 +500,10 @@ class MainWindow(QMainWindow):
         self._dataset_maybe_changed()
 
     def _dataset_maybe_changed(self) -> None:
+        """Soon (typing a folder name is one change per key): _preview_if_changed."""
+        self.preview_timer.start()
+
+    def _preview_if_changed(self) -> None:
         """Preview a local dataset (bundled, IDX, image folder) when the Dataset dock is on show and the choice
         has changed; the torchvision sets may download, so they wait for the Preview button."""
         if not self.dataset_shown or not self.kernel.capabilities.known:
@@ -524,8 +530,7 @@ class MainWindow(QMainWindow):
     def reopen_last_run(self, out_dir: Path) -> None:
         """At start-up: the run this window trained last comes back (curves, compile report, model), as the user
         left it. A run that is no longer in the history is forgotten quietly."""
-        store = self.runs.store
-        run_id = store.id_for_out_dir(out_dir) if store is not None else None
+        run_id = self.runs.id_for_out_dir(out_dir)
         if run_id is None or self.runner.training:
             return
         self.last_run_dir = out_dir
@@ -709,8 +714,8 @@ class MainWindow(QMainWindow):
     def report_run_ids(self) -> list[int]:
         """The runs selected in the Runs dock, else the run trained last in this window."""
         ids = self.runs.selected_ids()
-        if not ids and self.last_run_dir is not None and self.runs.store is not None:
-            last = self.runs.store.id_for_out_dir(self.last_run_dir)
+        if not ids and self.last_run_dir is not None:
+            last = self.runs.id_for_out_dir(self.last_run_dir)
             ids = [last] if last is not None else []
         return ids
 
@@ -777,6 +782,11 @@ class MainWindow(QMainWindow):
         box.setIconPixmap(self.windowIcon().pixmap(64, 64))
         box.open()
 
+    @property
+    def progress(self) -> Progress:
+        """The run's progress: one tracker, the plots' headline's, serves the headline and the status bar."""
+        return self.plots.headline.progress
+
     # -- state ----------------------------------------------------------------------------------------------------
     @property
     def busy(self) -> bool:
@@ -789,10 +799,12 @@ class MainWindow(QMainWindow):
         valid = not problem
         self.train_action.setEnabled(not busy and valid)
         self.train_action.setToolTip(self.train_tooltip if valid else f"Cannot train: {problem}")
-        if problem != self.shown_problem and not busy:  # the reason is said where the user looks, once
-            self.shown_problem = problem
-            self.state_label.setText(f"⚠ Cannot train: {problem}" if problem else self.progress.describe())
-            self.problem_button.setVisible(bool(problem))
+        if problem and not busy:  # the reason is said where the user looks, over whatever was there
+            self.state_label.setText(f"⚠ Cannot train: {problem}")
+        elif self.shown_problem and not problem:
+            self.state_label.setText(self.progress.describe())
+        self.shown_problem = problem
+        self.problem_button.setVisible(bool(problem) and not busy)
         self.stop_action.setEnabled(self.runner.training or self.train_waiting)
         self.explain_action.setEnabled(not busy and valid)
         self.compile_panel.explain_button.setEnabled(not busy and valid)

@@ -15,7 +15,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ..ground.config import TrainConfig
+from ..ground.config import TrainConfig, split_model_spec
 from ..ground.errors import WorkbenchError
 
 # MNIST pixel statistics; applied inside the model so training, evaluation and prediction share them.
@@ -127,27 +127,26 @@ def absolute_spec(spec: str) -> str:
     run and its checkpoint name the very file it trained with; `sandwich` and malformed specs come back as they are.
     A relative spec read back later (an old history row) must not be resolved again: which folder it meant is
     unknown — see `is_relative_spec`."""
-    path_text, sep, name = spec.rpartition(":")
-    if spec == "sandwich" or not sep or not path_text or not name:
+    parts = split_model_spec(spec)
+    if parts is None:
         return spec
-    return f"{Path(path_text).expanduser().resolve()}:{name}"
+    return f"{Path(parts[0]).expanduser().resolve()}:{parts[1]}"
 
 
 def is_relative_spec(spec: str) -> bool:
     """A user model spec whose file is a relative path (recorded before specs were made absolute)."""
-    path_text, sep, name = spec.rpartition(":")
-    if spec == "sandwich" or not sep or not path_text or not name:
-        return False
-    return not Path(path_text).expanduser().is_absolute()
+    parts = split_model_spec(spec)
+    return parts is not None and not Path(parts[0]).expanduser().is_absolute()
 
 
 _LOADED: dict[tuple[str, int], object] = {}  # (file, mtime) → its module: a user's file runs once, not per build
 
 
 def load_model_class(spec: str) -> type[nn.Module]:
-    path_text, sep, name = spec.rpartition(":")
-    if not sep or not path_text or not name:
+    parts = split_model_spec(spec)
+    if parts is None:
         raise ModelSpecError(f"model '{spec}' is neither 'sandwich' nor 'path/to/file.py:ClassName'")
+    path_text, name = parts
     path = Path(path_text).expanduser()
     if not path.is_file():
         raise ModelSpecError(f"model file '{path}' does not exist")

@@ -24,6 +24,7 @@ from .errors import WorkbenchError
 BACKENDS = ("eager", "inductor", "aot_eager", "cudagraphs")
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 AMP_CHOICES = ("off", "bf16", "fp16")
+MATMUL_PRECISIONS = ("highest", "high", "medium")  # torch.set_float32_matmul_precision's choices
 OPTIMIZERS = ("adamw", "sgd")
 LR_SCHEDULES = ("cosine", "constant")
 DATASETS = tuple(CATALOGUE)
@@ -31,6 +32,18 @@ DEVICE_KINDS = ("auto", "cpu", "cuda", "cuda:N")
 # Backends and modes that only make sense with CUDA graphs / a CUDA device.
 CUDA_ONLY_BACKENDS = ("cudagraphs",)
 CUDA_ONLY_MODES = ("reduce-overhead",)
+
+
+BUILTIN_MODEL = "sandwich"
+
+
+def split_model_spec(spec: str) -> tuple[str, str] | None:
+    """(file, class name) of a user model spec `path/to/file.py:ClassName`; None for the built-in network or a
+    malformed spec. Every reader of a spec parses it here."""
+    path_text, sep, name = spec.rpartition(":")
+    if spec == BUILTIN_MODEL or not sep or not path_text or not name:
+        return None
+    return path_text, name
 
 
 def uses_cuda_graphs(config: Mapping[str, Any]) -> bool:
@@ -198,7 +211,7 @@ class TrainConfig:
     data_root: str | None = field(default=None, metadata=setting(
         "folder with an existing dataset layout (idx and imagefolder need one)", DATA_AND_MODEL,
         label="Data folder"))
-    model: str = field(default="sandwich", metadata=setting(
+    model: str = field(default=BUILTIN_MODEL, metadata=setting(
         "'sandwich' (built in) or path/to/file.py:ClassName for your own network", DATA_AND_MODEL, label="Model"))
     device: str = field(default="auto", metadata=setting(
         f"where to train: {_choices(DEVICE_KINDS)}", DATA_AND_MODEL, label="Device"))
@@ -251,7 +264,7 @@ class TrainConfig:
     matmul_precision: str = field(default="highest", metadata=setting(
         "precision of float32 matrix multiplies (torch.set_float32_matmul_precision): 'high' lets them use TF32 "
         "tensor cores on Ampere and newer GPUs, 'medium' bf16 ones; faster, with fewer mantissa bits",
-        PRECISION, label="fp32 matmul precision", choices=("highest", "high", "medium"),
+        PRECISION, label="fp32 matmul precision", choices=MATMUL_PRECISIONS,
         choice_labels={"highest": "highest (full fp32)", "high": "high (TF32)", "medium": "medium (bf16)"}))
 
     def __post_init__(self) -> None:

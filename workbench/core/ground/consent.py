@@ -16,6 +16,7 @@ from pathlib import Path
 
 from . import paths
 from .atomic import write_text_atomic
+from .config import split_model_spec
 
 STORE_NAME = "trusted-models.json"
 VERSION = 1
@@ -24,10 +25,10 @@ VERSION = 1
 def model_file(spec: str) -> Path | None:
     """The absolute file a `path/to/file.py:ClassName` spec names; None for the built-in network, a malformed spec
     or a relative path (resolved against nothing: which folder it meant is unknown)."""
-    path_text, sep, name = spec.rpartition(":")
-    if not sep or not path_text or not name:
+    parts = split_model_spec(spec)
+    if parts is None:
         return None
-    path = Path(path_text).expanduser()
+    path = Path(parts[0]).expanduser()
     return path if path.is_absolute() else None
 
 
@@ -68,15 +69,6 @@ class ModelConsent:
             return False
         files = self._read()
         files[_key(file)] = digest
-        self._write(files)
-        return True
-
-    def revoke(self, spec: str) -> bool:
-        """Forget the spec's file; False when it was not remembered."""
-        file = model_file(spec)
-        files = self._read()
-        if file is None or files.pop(_key(file), None) is None:
-            return False
         self._write(files)
         return True
 

@@ -25,7 +25,7 @@ from contextlib import ExitStack
 from typing import Callable, Sequence
 
 from ..ground.errors import WorkbenchError
-from ..ground.events import Event, Notice, RunFailed, RunFinished, from_dict, is_terminal
+from ..ground.events import Event, Notice, RunFailed, RunFinished, Step, from_dict, is_terminal
 from .protocol import Job, Lines, send
 from .request import Launch, RunRequest
 
@@ -259,7 +259,7 @@ class ChildProcess:
                 if "event" not in message:
                     continue
                 event = from_dict(message["event"])
-                stepped = stepped or message["event"].get("type") == "Step"
+                stepped = stepped or isinstance(event, Step)
                 if is_terminal(event):
                     self._wait_or_terminate(SUMMARY_GRACE_S)
                     if isinstance(event, RunFailed):

@@ -43,7 +43,6 @@ class DatasetPanel(QWidget):
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
-        self.answer: dict | None = None
         self.title = _plain_label("datasetTitle")
         self.title.setStyleSheet("font-weight: bold;")
         self.refresh_button = QPushButton("Preview")
@@ -90,7 +89,6 @@ class DatasetPanel(QWidget):
     # -- states -----------------------------------------------------------------------------------------------
     def clear(self) -> None:
         """The empty state: nothing chosen (or the choice changed and no answer has come yet)."""
-        self.answer = None
         self.title.setText("Dataset")
         self.facts.setText("")
         self._show_status(EMPTY, "#555")
@@ -103,13 +101,11 @@ class DatasetPanel(QWidget):
 
     def set_error(self, text: str) -> None:
         """The preview job itself failed (a kernel that died, a timeout): the data's own problems come in answers."""
-        self.answer = None
         self.facts.setText("")
         self._show_status(text, LEVEL_COLOURS["error"])
         self._reset_content()
 
     def set_preview(self, answer: dict) -> None:
-        self.answer = answer
         self._reset_content()
         self.status.hide()
         self.refresh_button.setEnabled(True)

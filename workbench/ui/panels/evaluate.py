@@ -329,8 +329,11 @@ class EvaluatePanel(QWidget):
         ev = self.evaluation
         if ev is None or not (0 <= true < len(ev.classes) and 0 <= predicted < len(ev.classes)):
             return
+        title = self.cell_text(true, predicted)
+        if self.gallery_title.text() == title:  # a click on a new cell also moved the current cell: shown once
+            return
         indices = ev.cell(true, predicted)
-        self._show_gallery(self.cell_text(true, predicted),
+        self._show_gallery(title,
                            indices, lambda i: f"{ev.classes[predicted]} · {ev.confidence[i]:.0%}")
 
     def show_mistakes(self) -> None:

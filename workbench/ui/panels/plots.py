@@ -251,6 +251,7 @@ class PlotsPanel(QWidget):
     def _smoothing_row(self) -> QHBoxLayout:
         self.smoothing_slider = QSlider(Qt.Horizontal)
         self.smoothing_slider.setMinimumWidth(80)  # never squeezed away by a wide dock
+        self.smoothing_slider.setTracking(False)  # re-smooth once, on release: a drag would redo whole buffers
         self.smoothing_slider.setObjectName("smoothingSlider")
         self.smoothing_slider.setRange(0, SLIDER_STEPS - 1)
         self.smoothing_slider.setValue(round(self.weight * SLIDER_STEPS))
@@ -282,8 +283,7 @@ class PlotsPanel(QWidget):
 
     # -- events -------------------------------------------------------------------------------------------------
     def reset(self) -> None:
-        for series in (self.step_loss, self.smooth_loss, self.val_loss, self.step_accuracy, self.smooth_accuracy,
-                       self.val_accuracy, self.throughput, *self.memory.values()):
+        for series in self._own_series():
             series.clear()
         for series in self.memory.values():
             self.memory_plot.removeItem(series.item)  # removes its legend entry too; overlays keep theirs

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLab
 from ...core.ground.config import setup_label
 from ...core.history.curves import Curves, curves_from_events, model_name, run_name
 from ...core.ground.errors import WorkbenchError
+from ...core.ground.progress import format_duration
 from ...core.ground.events import CompileFinished, CompileReport, Event, Notice, RunStarted
 from ...core.history.runs import RunRecord, RunStore
 from ..tasks import Tasks
@@ -53,17 +54,6 @@ def _item(text: str, sort_value=None) -> QStandardItem:
     item.setEditable(False)
     item.setData(sort_value if sort_value is not None else text, SORT_ROLE)
     return item
-
-
-def duration_text(seconds: float | None) -> str:
-    """'42 s', '3 min 05 s', '2 h 07 min'; '—' while a run is going (or its end is unknown)."""
-    if seconds is None:
-        return "—"
-    minutes, secs = divmod(round(seconds), 60)
-    hours, minutes = divmod(minutes, 60)
-    if hours:
-        return f"{hours} h {minutes:02d} min"
-    return f"{minutes} min {secs:02d} s" if minutes else f"{secs} s"
 
 
 class RunsPanel(QWidget):
@@ -140,21 +130,25 @@ class RunsPanel(QWidget):
                 _item(model_name(c.get("model", "sandwich"))),
                 _item(setup_label(c)),
                 _item(str(c["epochs"]), c["epochs"]),
-                _item(duration_text(r.duration_s), r.duration_s if r.duration_s is not None else -1.0),
+                _item(format_duration(r.duration_s) if r.duration_s is not None else "—",  # "—": running or unknown
+                      r.duration_s if r.duration_s is not None else -1.0),
                 _item(f"{r.best_val_accuracy:.2%}" if r.best_val_accuracy is not None else "—",
                       r.best_val_accuracy or -1.0),
                 _item(f"{r.samples_per_s:,.0f}" if r.samples_per_s else "—", r.samples_per_s or -1.0),
                 _item(r.status),
             ])
 
-    def name_for_out_dir(self, out_dir) -> str | None:
-        """The name ('#7') of the newest run that wrote into `out_dir`, so a run is called the same everywhere;
-        None when the history has no such run or cannot be read."""
+    def id_for_out_dir(self, out_dir) -> int | None:
+        """The newest run that wrote into `out_dir`; None when the history has no such run or cannot be read."""
         store = self._open_store()
         try:
-            run_id = store.id_for_out_dir(out_dir) if store is not None else None
+            return store.id_for_out_dir(out_dir) if store is not None else None
         except WorkbenchError:
             return None
+
+    def name_for_out_dir(self, out_dir) -> str | None:
+        """The name ('#7') of that run, so a run is called the same everywhere."""
+        run_id = self.id_for_out_dir(out_dir)
         return run_name(run_id) if run_id is not None else None
 
     def selected_ids(self) -> list[int]:
