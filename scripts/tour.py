@@ -5,8 +5,11 @@
 SHOT is one of: readme (the README's screenshot, on a 1440×900 screen: the planted-graph-break example with
 aot_eager, mid-run), training (mid-run, default model), compiling (an inductor run, grabbed while it compiles),
 reason (learning rate 0: why Train is off), explain (after Explain), evaluate (after a short run: a confusion cell
-opened), dataset (the Dataset dock). The window opens at the size it picks for the screen (fit to the available
-area), with settings and history in a temporary folder, so nothing of the user's is read or changed.
+opened), dataset (the Dataset dock), timeline (after an inductor run of the planted-break example: the compile
+timeline's markers on the loss plot, the eval recompile selected, the payback), fixit (the planted-break
+example's fix-it card after Explain and Check with fullgraph), whatif (the What-if tab for the form's settings).
+The window opens at the size it picks for the screen (fit to the available area), with settings and history in a
+temporary folder, so nothing of the user's is read or changed.
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ from workbench.ui.app import create_app  # noqa: E402
 from workbench.ui.main_window import MainWindow  # noqa: E402
 from workbench.ui.panels.setup import example_model_spec  # noqa: E402
 
-SHOTS = ("readme", "training", "compiling", "reason", "explain", "evaluate", "dataset")
+SHOTS = ("readme", "training", "compiling", "reason", "explain", "evaluate", "dataset", "timeline", "fixit",
+         "whatif")
 README_SHOT = Path(__file__).resolve().parents[1] / "docs" / "screenshot.png"
 
 
@@ -92,6 +96,25 @@ def main() -> int:
         window.evaluationFinished.connect(evaluated)
         window.checkpointLoaded.connect(lambda _answer: window.evaluate())
         when_ready(window.train)
+    elif args.shot == "timeline":
+        window.setup.set_config(TrainConfig(model=example_model_spec(), backend="inductor", epochs=2))
+
+        def finished(_result) -> None:
+            steps = sorted(window.plots.timeline.lines)
+            window.show_compile_step(steps[-1])  # as a click on the last marker does
+            grab(600)
+
+        window.runFinished.connect(finished)
+        when_ready(window.train)
+    elif args.shot == "fixit":
+        window.setup.set_config(TrainConfig(model=example_model_spec(), backend="aot_eager"))
+        window.explainFinished.connect(lambda _report: window.check_fullgraph())
+        window.fullgraphChecked.connect(lambda _answer: grab(300))
+        when_ready(window.explain)
+    elif args.shot == "whatif":
+        window.setup.set_config(TrainConfig(backend="inductor", dynamic=False, batch_size=1000))
+        window.datasetPreviewed.connect(lambda _answer: grab(600))
+        when_ready(lambda: window.compile_panel.tabs.setCurrentWidget(window.compile_panel.forecast))
     elif args.shot == "dataset":
         window.datasetPreviewed.connect(lambda _answer: grab())
         when_ready(window.docks["dataset"].raise_)

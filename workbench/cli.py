@@ -18,6 +18,7 @@ from .core.ground.config import MATMUL_PRECISIONS
 from .core.run.process import CHILD_FLAG, TORCHRUN_FLAG
 from .core.ground.events import EpochEnd, Notice, RunFailed, RunFinished
 from .core.ground.progress import Progress, epoch_line, failure_line, format_duration
+from .core.ground.payback import Payback
 from typing import Callable, Sequence
 
 EXIT_USAGE = 2  # bad input: config, data, files
@@ -281,6 +282,13 @@ def cmd_train(args: argparse.Namespace) -> int:
     print(f"{state}: {result.steps} steps, {result.epochs} epoch(s) in {result.seconds:.1f} s · "
           f"val accuracy {accuracy} · {m.get('samples_per_s', 0):,.0f} samples/s"
           + (f" · compile {m['compile_seconds']:.1f} s" if m.get("compile_seconds") else ""))
+    payback = Payback.from_dict(m.get("payback"))
+    if payback is not None:
+        print(f"payback: {payback.verdict()} (eager {payback.eager_step_s * 1e3:.2f} ms/step, compiled "
+              f"{payback.compiled_step_s * 1e3:.2f} ms/step, compile {payback.compile_s:.1f} s)")
+    if m.get("compile_trace"):
+        print(f"compile trace: {m['compile_trace']}" + (f" ({m['compile_trace_problem']})"
+                                                        if m.get("compile_trace_problem") else ""))
     out = request.out_dir
     if m.get("checkpoint"):
         print(f"wrote {out}: checkpoint.pt, checkpoint.safetensors, metrics.json, events.jsonl")

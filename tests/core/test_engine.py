@@ -13,8 +13,8 @@ import torch
 from workbench.core.domain import checkpoint, devices
 from workbench.core.ground.config import TrainConfig
 from workbench.core.engine import TrainedModel, Trainer
-from workbench.core.ground.events import (CompileFinished, CompileReport, CompileStarted, EpochEnd, Notice, RunFailed,
-                                   RunFinished, Step, is_terminal)
+from workbench.core.ground.events import (CompileEvent, CompileFinished, CompileReport, CompileStarted, EpochEnd,
+                                          Notice, RunFailed, RunFinished, Step, is_terminal)
 
 SMALL = TrainConfig(epochs=1, max_steps=20, hidden_dim=16)
 
@@ -228,8 +228,12 @@ def test_unexpected_exception_is_an_internal_failure(monkeypatch):
 def test_compiled_run_event_sequence_and_checkpoint(tmp_path):
     config = TrainConfig(epochs=1, max_steps=6, hidden_dim=16, backend="aot_eager")
     events, result = run(config, save_checkpoint=saving_to(tmp_path))
-    assert shape(events) == ["RunStarted", "CompileReport", "CompileStarted", "Step", "CompileFinished", "Step",
-                             "CompileFinished", "EpochEnd", "CompileReport", "RunFinished"]
+    timeline = of(events, CompileEvent)  # the compile timeline (tests/core/test_compile_trace.py)
+    assert [(e.step, e.kind, e.phase) for e in timeline] == [
+        (1, "graph", "train"), (1, "graph", "train"), (6, "graph", "eval"), (6, "recompile", "eval")]
+    assert shape([e for e in events if not isinstance(e, CompileEvent)]) == [
+        "RunStarted", "CompileReport", "CompileStarted", "Step", "CompileFinished", "Step", "CompileFinished",
+        "EpochEnd", "CompileReport", "RunFinished"]
     explain_report, run_report = of(events, CompileReport)
     assert explain_report.source == "explain" and run_report.source == "run"
     assert explain_report.graph_count == 1 and explain_report.graph_break_count == 0

@@ -39,6 +39,9 @@ SAMPLES = [
     ev.RunFailed(kind="diverged", message="loss is nan at step 4", hint="lower the learning rate"),
     ev.CompileFinished(backend="inductor", mode="reduce-overhead", seconds=0.4, phase="cudagraph recording"),
     ev.Step(step=3, epoch=1, loss=2.0, samples_per_s=900.0, step_seconds=0.03, memory={"peak": 3.0}, warmup=True),
+    ev.CompileEvent(step=125, kind="recompile", title="forward recompiled: gradients were switched off",
+                    detail="0/0: GLOBAL_STATE changed: grad_mode", phase="eval", frames=BREAK.frames, compile_id="0/1"),
+    ev.CompileEvent(step=1, kind="cache_miss", title="FX-graph cache miss: compiled from scratch"),
 ]
 
 

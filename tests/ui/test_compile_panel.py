@@ -9,27 +9,29 @@ from workbench.core.ground.events import CompileReport, RunFinished
 from .conftest import set_config
 
 
-def test_explain_lists_the_planted_break_with_file_line_and_source(window, qtbot, planted_break_spec,
-                                                                   planted_break_line):
+def test_explain_shows_a_fix_it_card_for_the_planted_break_with_file_line_and_source(window, qtbot,
+                                                                                     planted_break_spec,
+                                                                                     planted_break_line):
     set_config(window, model=planted_break_spec, backend="aot_eager")
     with qtbot.waitSignal(window.explainFinished, timeout=60_000) as done:
         qtbot.mouseClick(window.findChild(object, "explainButton"), Qt.LeftButton)
     report = done.args[0]
     assert isinstance(report, CompileReport) and report.graph_break_count >= 1
     assert not window.busy  # explain ran in the service kernel and has ended
-    table = window.findChild(object, "breakTable")
-    assert table.rowCount() >= 1
-    where = table.item(0, 1).text()
-    assert where.endswith(f"planted_break.py:{planted_break_line}"), where
-    assert "print(" in table.item(0, 2).text()
+    cards = window.compile_panel.cards.cards
+    assert cards and window.compile_panel.tabs.tabText(0) == f"Fix-it ({len(cards)})"
+    sources = [label.text() for card in cards for label in card.findChildren(object, "cardSource")]
+    assert any(text.startswith(f"planted_break.py:{planted_break_line}") and "print(" in text for text in sources)
+    assert any(card.findChild(object, "cardRecipe") is not None for card in cards)  # what to write instead
     assert window.compile_panel.fields["breaks"].text() == str(report.graph_break_count)
 
 
-def test_double_clicking_a_break_shows_its_stack(window, qtbot, planted_break_spec, planted_break_line):
+def test_a_cards_full_stack_button_shows_its_stack(window, qtbot, planted_break_spec, planted_break_line):
     set_config(window, model=planted_break_spec, backend="aot_eager")
     with qtbot.waitSignal(window.explainFinished, timeout=60_000):
         window.explain()
-    window.compile_panel.show_break(0)
+    card = window.compile_panel.cards.cards[0]
+    qtbot.mouseClick(card.findChild(object, "cardStack"), Qt.LeftButton)
     dialog = window.compile_panel.findChild(object, "breakDialog")
     assert dialog is not None and dialog.isVisible()
     text = dialog.text.toPlainText()
@@ -46,7 +48,7 @@ def test_a_compiled_run_fills_the_panel_with_compile_time_and_recompiles(window,
     panel = window.compile_panel
     assert panel.fields["compiled"].text() == "yes"
     assert panel.fields["seconds"].text().endswith("(first step, forward + backward)")
-    assert int(panel.fields["breaks"].text()) >= 1 and panel.table.rowCount() >= 1
+    assert int(panel.fields["breaks"].text()) >= 1 and panel.cards.cards
     assert window.plots.compile_marker is not None  # the compiling step is marked, not plotted
     assert window.plots.point_counts()["throughput"] == finished.args[0].steps - 1
     # Validation switches the model to eval mode under no_grad: Dynamo recompiles, and the panel says why.

@@ -19,14 +19,18 @@ are read back in blocks of their own and kept off it. Compile time counts every 
 from __future__ import annotations
 
 import contextlib
+import copy
 import gc
+import itertools
 import math
 import os
 import re
+import statistics
 import threading
 import time
 import traceback
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Protocol, TypeVar
 
 import torch
@@ -35,15 +39,19 @@ from torch import nn
 from torch.nn import functional as F
 
 from .domain import checkpoint, devices
+from .domain.compile_trace import CompileTracer, render_trace
 from .domain.data import DeviceBatches, Split, classes_of, load_splits
 from .domain.distributed import Distributed, weights_checksum
-from .domain.evaluate import EVAL_BATCH, autocast_context, evaluate
+from .domain.evaluate import autocast_context, evaluate
 from .domain.inspect import RunCompileLog, explain_model
 from .domain.model import check_outputs, model_for
-from .ground.config import ConfigError, TrainConfig, split_model_spec, uses_cuda_graphs
+from .ground.config import EVAL_BATCH, ConfigError, TrainConfig, split_model_spec, uses_cuda_graphs
 from .ground.errors import WorkbenchError, first_line
-from .ground.events import (CompileFinished, CompileReport, CompileStarted, Emit, EpochEnd, GraphBreak, Notice,
-                            RunFailed, RunFinished, RunStarted, Step, peak_mib)
+from .ground.events import (CompileEvent, CompileFinished, CompileReport, CompileStarted, Emit, EpochEnd,
+                            GraphBreak, Notice, RunFailed, RunFinished, RunStarted, Step, peak_mib)
+from .ground.forecast import check_as_dict, check_forecast, forecast_recompiles
+from .ground.payback import METHOD as PAYBACK_METHOD
+from .ground.payback import Payback
 
 FLUSH_SECONDS = 0.05  # how often losses are read back from the device (and Step events go out)
 DIST_FLUSH_STEPS = 10  # multi-process: read back every N steps, the same step on every rank (a collective)
@@ -58,6 +66,11 @@ CUDAGRAPH_RECORDING_STEPS = 1
 # CUDA graph trees assert when compiled and replayed from a thread Python created (pytorch/pytorch#123177);
 # fixed by pytorch/pytorch#184357, first released in torch 2.13.0 (2.12.1 still asserts).
 CUDAGRAPH_THREADS_FIXED = (2, 13)
+# Payback calibration (Trainer._payback): rounds of a compiled and an eager block of steps, each block about this
+# long (and within these step counts): long enough to average a read-back's sync, short next to any real run.
+PAYBACK_ROUNDS = 5
+PAYBACK_BLOCK_SECONDS = 0.05
+PAYBACK_BLOCK_STEPS = (3, 50)
 
 T = TypeVar("T")
 
@@ -155,6 +168,7 @@ class _Run:
     classes: tuple[str, ...]
     batches: DeviceBatches  # this process's share of the training split
     val_split: Split
+    train_size: int  # the whole training split (every process's shard): what the recompile forecast counts
     total_steps: int  # planned: epochs × steps per epoch, capped by max_steps
     plan: WarmupPlan  # the first steps kept off the steady figures
     session: _Session = field(init=False)  # set by _prepare; replaced by a fallback to eager
@@ -164,6 +178,8 @@ class _Run:
     totals: _Totals = field(default_factory=_Totals)
     warnings: list[str] = field(default_factory=list)  # for the final compile report
     stopped: bool = False
+    tracer: CompileTracer | None = None  # the compile timeline's source, while a compiled run trains
+    timeline_breaks: dict[str, CompileEvent] = field(default_factory=dict)  # the timeline's breaks, by type
 
     @property
     def output_dim(self) -> int:
@@ -190,12 +206,14 @@ class Diverged(Exception):
 
 class Trainer:
     def __init__(self, *, flush_seconds: float = FLUSH_SECONDS, distributed: Distributed | None = None,
-                 save_checkpoint: SaveCheckpoint | None = None):
+                 save_checkpoint: SaveCheckpoint | None = None, trace_dir: Path | None = None):
         """`save_checkpoint` is called once, on the main process, when a run that took steps ends (finished or
-        stopped); what it returns is the run's metrics["checkpoint"]. None: nothing is saved."""
+        stopped); what it returns is the run's metrics["checkpoint"]. None: nothing is saved. `trace_dir`: where a
+        compiled run records PyTorch's structured compile trace (rendered with tlparse at the end); None: not."""
         self.flush_seconds = flush_seconds
         self.dist = distributed or Distributed()
         self.save_checkpoint = save_checkpoint
+        self.trace_dir = trace_dir
 
     # -- the run ------------------------------------------------------------------------------------------------
     def run(self, config: TrainConfig, emit: Emit, stop: StopFlag | None = None) -> RunFinished | RunFailed:
@@ -267,15 +285,19 @@ class Trainer:
 
     def _run(self, config: TrainConfig, emit: Emit, stop: StopFlag, started: float) -> RunFinished:
         run = self._start(config, emit, stop, started)
-        self._prepare(run)
-        for epoch in range(1, config.epochs + 1):
-            run.stopped = self._train_epoch(run, epoch)
-            if run.stopped:
-                break
-            self._validate(run, epoch)
-            if run.out_of_steps():
-                break
-        return self._finish(run)
+        try:
+            self._prepare(run)
+            for epoch in range(1, config.epochs + 1):
+                run.stopped = self._train_epoch(run, epoch)
+                if run.stopped:
+                    break
+                self._validate(run, epoch)
+                if run.out_of_steps():
+                    break
+            return self._finish(run)
+        finally:
+            if run.tracer is not None:
+                run.tracer.remove()
 
     # -- setup --------------------------------------------------------------------------------------------------
     def _start(self, config: TrainConfig, emit: Emit, stop: StopFlag, started: float) -> _Run:
@@ -308,7 +330,7 @@ class Trainer:
         if notice is not None:
             emit(notice)
         return _Run(config=config, emit=emit, stop=stop, started=started, device=device, classes=classes,
-                    batches=batches, val_split=val_split, total_steps=total_steps,
+                    batches=batches, val_split=val_split, train_size=len(train_split), total_steps=total_steps,
                     plan=warmup_plan(config, device.type))
 
     def _prepare(self, run: _Run) -> None:
@@ -343,6 +365,8 @@ class Trainer:
             report = _empty_report(config, f"explain failed: {first_line(exc)}")
         torch._dynamo.reset()  # start the real compile from a clean slate, not from explain's traces
         emit(report)  # the Compile panel can show the breaks before the first step compiles
+        # From here on, what the compiler does is the run's: the timeline (and the raw trace) starts now.
+        run.tracer = CompileTracer(self.trace_dir if self.dist.is_main else None).install()
         if report.graph_break_count and not config.fullgraph:
             first = report.breaks[0] if report.breaks else None
             where = f" at {first.where}" if first else ""
@@ -391,6 +415,8 @@ class Trainer:
             kind = block.kind = run.plan.kind(step, run.session.compiled)
             if kind == "compiling":
                 run.emit(CompileStarted(config.backend, config.mode))
+            if run.tracer is not None:
+                run.tracer.step = step
             loss, correct = self._step(run, x, y)
             block.losses.append(loss)
             block.correct.append(correct)
@@ -489,15 +515,29 @@ class Trainer:
             run.emit(Step(step=first_step + i, epoch=epoch, loss=loss, samples_per_s=samples / seconds,
                           step_seconds=step_seconds[i], memory=memory, compiling=compiling, warmup=warmup,
                           accuracy=accuracies[i]))
+        self._emit_compile_events(run)  # after the steps they happened in: the timeline has their x by then
         return seconds, stop_agreed
+
+    @staticmethod
+    def _emit_compile_events(run: _Run) -> None:
+        if run.tracer is not None:
+            for event in run.tracer.drain():
+                if event.kind == "graph_break":  # its user frames serve the final report's breaks
+                    run.timeline_breaks.setdefault(event.title.removeprefix("graph break: "), event)
+                run.emit(event)
 
     def _validate(self, run: _Run, epoch: int) -> None:
         """The epoch's validation (the global figure, over every process's shard) and its EpochEnd."""
         totals = run.totals
+        if run.tracer is not None:
+            run.tracer.phase = "eval"
         val_started = time.perf_counter()
         val_loss, val_accuracy = self._with_fallback(
             run, lambda s: evaluate(s.model, run.val_batches, run.config, run.device, reduce=self.dist.sum))
         val_seconds = time.perf_counter() - val_started
+        if run.tracer is not None:
+            self._emit_compile_events(run)
+            run.tracer.phase = "train"
         if run.session.compiled and "eval" not in totals.compile_breakdown:
             # The eval phase's method: the whole first validation pass of a compiled model, nothing subtracted. It
             # is the first eval call, which compiles the eval graph (eval mode under no_grad is a graph of its own),
@@ -534,6 +574,11 @@ class Trainer:
             self._compile_failed(run, reason)
             run.session = self._eager_copy(run)
             run.warnings.append(f"fell back to eager: {reason}")
+            self._emit_compile_events(run)  # what the compiler did before it failed
+            tracer = run.tracer
+            run.emit(CompileEvent(step=tracer.step if tracer else run.totals.steps + 1, kind="fallback",
+                                  title="compile failed: the run went on in eager mode", detail=reason,
+                                  phase=tracer.phase if tracer else "train"))
             return action(run.session)
 
     def _compile_failed(self, run: _Run, reason: str) -> None:
@@ -554,10 +599,25 @@ class Trainer:
 
     # -- the end ------------------------------------------------------------------------------------------------
     def _finish(self, run: _Run) -> RunFinished:
-        """The final compile report, the run's figures, the checkpoint, and RunFinished."""
+        """The final compile report, the run's figures, the payback, the checkpoint, and RunFinished."""
+        payback = self._payback(run) if run.report is not None else None
         if run.report is not None:
+            self._emit_compile_events(run)
             run.emit(self._final_report(run))
         metrics = self._metrics(run)
+        if isinstance(payback, Payback):
+            metrics["payback"] = payback.to_dict()
+        elif payback:
+            metrics["payback_problem"] = payback
+        if run.report is not None and run.session.compiled:
+            metrics["recompile_forecast"] = self._forecast_checked(run)
+        if run.tracer is not None and run.tracer.trace_dir is not None:
+            index, problem = render_trace(run.tracer.trace_dir)
+            metrics["compile_trace"] = str(index or run.tracer.trace_dir)
+            if problem:
+                metrics["compile_trace_problem"] = problem
+                run.emit(Notice("warning" if index is None and "tlparse" in problem else "info",
+                                f"compile trace recorded in {run.tracer.trace_dir}; {problem}"))
         if self.dist.active:  # DDP keeps replicas identical; check it rather than assume it
             metrics["replica_checksums"] = self.dist.gather(weights_checksum(run.session.model))
             if len(set(metrics["replica_checksums"])) > 1:
@@ -569,6 +629,59 @@ class Trainer:
                                seconds=time.perf_counter() - run.started, stopped=run.stopped, metrics=metrics)
         run.emit(finished)
         return finished
+
+    # -- payback ------------------------------------------------------------------------------------------------
+    def _payback(self, run: _Run) -> Payback | str:
+        """Compiled against eager step time, measured side by side in this process after training (METHOD in
+        ground.payback), with the run's compile seconds: whether compiling paid for itself. The calibration's steps
+        train copies of nothing: the weights, optimizer, schedule, scaler and random state are put back after it,
+        and none of it reaches the run's own figures. A string: why it was not measured."""
+        totals = run.totals
+        if not run.session.compiled:
+            return "not measured: the run fell back to eager"
+        if self.dist.active:
+            return "not measured: a multi-process run (measure it with one process)"
+        if run.stopped:
+            return "not measured: the run was stopped"
+        steady_steps = totals.steady_samples / run.config.batch_size
+        if steady_steps < 1:
+            return "not measured: the run took no steady steps"
+        low, high = PAYBACK_BLOCK_STEPS
+        block = min(high, max(low, round(PAYBACK_BLOCK_SECONDS / (totals.steady_seconds / steady_steps))))
+        batches = list(itertools.islice(itertools.cycle(run.batches.epoch(0)), block))
+        session, state = run.session, _training_state(run.session)
+        session.model.train()
+        times: dict[str, list[float]] = {"compiled": [], "eager": []}
+        try:
+            with torch.random.fork_rng(devices=[run.device] if run.device.type == "cuda" else []):
+                self._timed_block(run, batches, eager=True)  # eager's own first-call costs stay out of its figure
+                for round_ in range(PAYBACK_ROUNDS):
+                    for eager in ((False, True) if round_ % 2 == 0 else (True, False)):
+                        times["eager" if eager else "compiled"].append(self._timed_block(run, batches, eager))
+        finally:
+            _restore_training_state(session, state)
+        return Payback(eager_step_s=statistics.median(times["eager"]),
+                       compiled_step_s=statistics.median(times["compiled"]), compile_s=totals.compile_seconds,
+                       steps=totals.steps, method=PAYBACK_METHOD.format(rounds=PAYBACK_ROUNDS, block=block))
+
+    def _forecast_checked(self, run: _Run) -> list[dict]:
+        """The recompile forecast for this run's config and data, held against the recompiles it really hit."""
+        forecasts = forecast_recompiles(run.config, run.train_size, len(run.val_split), self.dist.world_size,
+                                        rank=self.dist.rank)
+        return [check_as_dict(check) for check in check_forecast(forecasts, run.log.recompiles())]
+
+    @staticmethod
+    def _timed_block(run: _Run, batches: list, eager: bool) -> float:
+        """Seconds per step of `batches` trained compiled or (force_eager: Dynamo steps aside) eagerly, to a sync."""
+        stance = torch.compiler.set_stance("force_eager") if eager else contextlib.nullcontext()
+        with stance:
+            start = time.perf_counter()
+            loss = None
+            for x, y in batches:
+                loss, _ = train_step(run.session, x, y, run.config, run.device)
+            if loss is not None:
+                loss.item()  # the device's queue done: asynchronous CUDA steps are timed whole
+            return (time.perf_counter() - start) / len(batches)
 
     @staticmethod
     def _metrics(run: _Run) -> dict:
@@ -603,8 +716,9 @@ class Trainer:
         if skips:
             warnings.append(f"CUDA graphs were skipped {skips} time(s): those graphs ran without CUDA graphs")
         known = {b.reason.splitlines()[0] for b in report.breaks if b.reason}
-        extra = tuple(
-            GraphBreak(reason=reason) for reason in log.break_reasons() if reason.splitlines()[0] not in known)
+        # Breaks only the run met (Dynamo's counters keep no stack): the timeline's record of them has the frames.
+        extra = tuple(GraphBreak(reason=reason, frames=_frames_of(run, reason.splitlines()[0]))
+                      for reason in log.break_reasons() if reason.splitlines()[0] not in known)
         breaks = report.breaks + extra
         return CompileReport(
             compiled=session.compiled and report.compiled, backend=report.backend, mode=report.mode,
@@ -665,6 +779,31 @@ def train_step(session: _Session, x: torch.Tensor, y: torch.Tensor, config: Trai
 
 
 # -- helpers ----------------------------------------------------------------------------------------------------
+def _frames_of(run: _Run, break_type: str) -> tuple:
+    event = run.timeline_breaks.get(break_type)
+    return event.frames if event is not None else ()
+
+
+def _training_state(session: _Session) -> dict:
+    """Copies of everything a training step changes: weights, optimizer, schedule, scaler."""
+    return {"model": {k: v.detach().clone() for k, v in session.model.state_dict().items()},
+            "optimizer": copy.deepcopy(session.optimizer.state_dict()),
+            "scheduler": session.scheduler.state_dict() if session.scheduler is not None else None,
+            "scaler": session.scaler.state_dict() if session.scaler is not None else None}
+
+
+def _restore_training_state(session: _Session, state: dict) -> None:
+    """Put `_training_state`'s copies back, in place (CUDA graphs keep the parameters' addresses)."""
+    with torch.no_grad():
+        for name, value in session.model.state_dict().items():
+            value.copy_(state["model"][name])
+    session.optimizer.load_state_dict(state["optimizer"])
+    if session.scheduler is not None:
+        session.scheduler.load_state_dict(state["scheduler"])
+    if session.scaler is not None:
+        session.scaler.load_state_dict(state["scaler"])
+
+
 def _stacked(losses: list[torch.Tensor], counts: list[torch.Tensor], device: torch.device) -> torch.Tensor:
     """A block's losses, then its correct counts, as one float vector on the device: one read-back for both, and
     a few kernels per block rather than a cast per step."""

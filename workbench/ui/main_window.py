@@ -19,7 +19,7 @@ from ..core.ground.capabilities import Capabilities
 from ..core.ground.config import TrainConfig
 from ..core.ground.consent import ModelConsent
 from ..core.ground.errors import WorkbenchError
-from ..core.ground.events import CompileReport, Event, RunFailed, RunFinished, from_dict
+from ..core.ground.events import CompileEvent, CompileReport, Event, RunFailed, RunFinished, RunStarted, from_dict
 from ..core.ground.progress import Progress, failure_line
 from ..core.history.curves import differing_settings, run_label, run_name
 from ..core.run.client import KernelClient
@@ -117,6 +117,7 @@ class Banner(QWidget):
 class MainWindow(QMainWindow):
     runFinished = Signal(object)  # for tests and scripts: the terminal event of each run
     explainFinished = Signal(object)
+    fullgraphChecked = Signal(object)  # Check with fullgraph's answer (a dict), or the exception that stopped it
     checkpointLoaded = Signal(object)  # what the checkpoint holds (a dict), or the exception that refused it
     reportFinished = Signal(object)  # (html path, json path), or the exception that stopped the report
     exportFinished = Signal(object)  # the checkpoint path written, or the exception that stopped the export
@@ -163,6 +164,14 @@ class MainWindow(QMainWindow):
         self.setup.changed.connect(self._update_actions)
         self.compile_panel = CompilePanel()
         self.compile_panel.explainRequested.connect(self.explain)
+        self.compile_panel.fullgraphRequested.connect(self.check_fullgraph)
+        self.compile_panel.settingRequested.connect(self.setup.set_value)
+        self.compile_panel.tabs.currentChanged.connect(lambda _index: self._update_forecast())
+        self.setup.changed.connect(self._update_forecast)
+        self.plots.timeline.stepClicked.connect(self.show_compile_step)
+        # (train, val) images by (dataset, data root): from previews and runs; the What-if forecast needs them.
+        self.split_sizes: dict[tuple, tuple[int, int]] = {}
+        self.sizes_asked: set[tuple] = set()
         self.predict = PredictPanel(self.tasks)
         self.evaluation = EvaluatePanel()
         self.evaluation.evaluateRequested.connect(self.evaluate)
@@ -411,6 +420,10 @@ class MainWindow(QMainWindow):
         self.log.add("warning", text)
 
     def on_events(self, batch: list[Event]) -> None:
+        for event in batch:
+            if isinstance(event, RunStarted):
+                self.split_sizes[(event.config.get("dataset"), event.config.get("data_root"))] = (
+                    event.train_size, event.val_size)
         self.plots.add_events(batch)  # the headline's Progress, the status bar's too, takes the batch here
         self.compile_panel.add_events(batch)
         self.log.add_events(batch)
@@ -524,7 +537,51 @@ class MainWindow(QMainWindow):
             self.dataset.set_error(f"Could not read the dataset: {answer}")
         else:
             self.dataset.set_preview(answer)
+            self._sizes_from_preview(answer)
         self.datasetPreviewed.emit(answer)
+
+    def _sizes_from_preview(self, answer: dict) -> None:
+        counts = answer.get("counts") or {}
+        if "train" in counts and "val" in counts and self.previewed_choice is not None:
+            self.split_sizes[self.previewed_choice] = (sum(counts["train"]), sum(counts["val"]))
+            self._update_forecast()
+
+    # -- compile insight ------------------------------------------------------------------------------------------
+    def _update_forecast(self) -> None:
+        """The What-if tab, while it is on show: the recompiles the form's settings will hit on the chosen data.
+        The split sizes come from a preview (asked for here once per local dataset choice) or an earlier run."""
+        if self.compile_panel.tabs.currentWidget() is not self.compile_panel.forecast or self.runner.training:
+            return
+        config = self.setup.valid_config()
+        if config is None:
+            return
+        choice = (config.dataset, config.data_root)
+        sizes = self.split_sizes.get(choice)
+        if sizes is not None:
+            self.compile_panel.show_forecast(config, *sizes, world_size=self.setup.processes())
+        elif choice not in self.sizes_asked and choice[0] in LOCAL_DATASETS and self.kernel.capabilities.known:
+            self.sizes_asked.add(choice)
+            self.preview_dataset()
+
+    def check_fullgraph(self) -> None:
+        """A fix-it card's *Check with fullgraph*: compile the form's model with fullgraph=True in the kernel."""
+        config = self._config_for("check with fullgraph")
+        if config is None:
+            return
+        if self.kernel.call("explain", "check_fullgraph", {"config": config.to_dict()}, self._fullgraph_checked):
+            self.state_label.setText("Checking with fullgraph…")
+        else:
+            self.banner.show_message("info", "PyTorch is busy: check with fullgraph when it is done.")
+
+    def _fullgraph_checked(self, answer) -> None:
+        self.compile_panel.show_fullgraph(answer)
+        self.state_label.setText(self.progress.describe())
+        self.fullgraphChecked.emit(answer)
+
+    def show_compile_step(self, step: int) -> None:
+        """A timeline marker on the loss plot was clicked: its events in the Compile panel."""
+        self.docks["compile"].raise_()
+        self.compile_panel.select_step(step)
 
     # -- run history ------------------------------------------------------------------------------------------
     def reopen_last_run(self, out_dir: Path) -> None:
@@ -551,6 +608,7 @@ class MainWindow(QMainWindow):
         record = run.record
         self.plots.set_overlays([])
         self.plots.show_curves(run.curves, run.compile_seconds, record.config)
+        self.plots.timeline.add([e for e in run.compile_events if isinstance(e, CompileEvent)])
         self.compile_panel.clear()
         self.compile_panel.add_events(list(run.compile_events))
         self.plots.redraw()

@@ -16,15 +16,13 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ..ground.config import TrainConfig
+from ..ground.config import EVAL_BATCH, TrainConfig
 from ..ground.errors import WorkbenchError, first_line
 from ..history.report import Evaluation, Misclassified, missing_reason
 from ..history.runs import RunRecord
 from .checkpoint import Checkpoint, UntrustedModelCode, load
 from .data import DataError, DeviceBatches, Split, check_classes, classes_of, load_split
 from .model import is_relative_spec
-
-EVAL_BATCH = 1024
 GALLERY_SIZE = 24  # the report's most confident mistakes
 
 

@@ -78,20 +78,16 @@ def _frame(fs: Any) -> Frame:
 
 
 def _inside_torch(filename: str) -> bool:
-    return filename.startswith(_TORCH_DIR)
+    """In torch's own package (not torchvision's, whose folder starts with the same letters)."""
+    return filename.startswith(_TORCH_DIR + os.sep)
 
 
 def _short_reason(text: str) -> str:
-    """Dynamo's reason text, without its 'Developer debug context' and issue-tracker boilerplate."""
-    keep = []
-    for line in str(text).strip().splitlines():
-        stripped = line.strip()
-        if stripped.startswith(("Developer debug context", "For more details about this graph break",
-                                "Hint: Please report an issue")):
-            continue
-        if stripped:
-            keep.append(stripped)
-    return "\n".join(keep)
+    """Dynamo's reason text without its 'Developer debug context' (Dynamo's internals). The type (first line),
+    explanation, hints — "Please report an issue to PyTorch" included: it marks a break inside PyTorch — and the
+    link to the break type's page stay: the fix-it cards are made of them."""
+    return "\n".join(line.strip() for line in str(text).strip().splitlines()
+                     if line.strip() and not line.strip().startswith("Developer debug context"))
 
 
 def _unique(breaks: tuple[GraphBreak, ...]) -> tuple[GraphBreak, ...]:

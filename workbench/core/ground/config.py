@@ -82,6 +82,9 @@ def _choices(values) -> str:
     return ", ".join(values)
 
 
+# Validation's (and evaluation's) batch size: the engine's loader and the torch-free recompile forecast use this one.
+EVAL_BATCH = 1024
+
 def setting(help: str, group: str, *, label: str | None = None, choices: tuple = (),
             choice_labels: Mapping[Any, str] | None = None, low: float | None = None, high: float | None = None,
             low_open: bool = False, form: bool = True, flag: str | None = None, step: float | None = None,
@@ -258,6 +261,9 @@ class TrainConfig:
     allow_eager_fallback: bool = field(default=False, metadata=setting(
         "if compiling fails, continue in eager mode with a warning instead of failing", COMPILE,
         label="fall back to eager if compiling fails"))
+    compile_trace: bool = field(default=False, metadata=setting(
+        "record PyTorch's structured compile trace in the run's folder and render it with tlparse", COMPILE,
+        label="record compile trace (tlparse)"))
     # -- precision --
     amp: str = field(default="off", metadata=setting(
         "mixed precision", PRECISION, label="AMP", choices=AMP_CHOICES, choice_labels={"off": "off (fp32)"}))

@@ -111,6 +111,35 @@ class CompileReport:
     source: str = "run"  # "run" (what happened while training) or "explain" (a dedicated inspection)
 
 
+# What a CompileEvent can be: each is one kind of marker on the compile timeline.
+COMPILE_EVENT_KINDS = {
+    "graph": "a graph compiled (forward, backward or eval)",
+    "recompile": "a guard failed and a frame compiled again",
+    "graph_break": "Dynamo stopped tracing: the code after it runs eagerly until the next graph",
+    "fallback": "the compile failed and the run went on eagerly",
+    "cache_hit": "Inductor's FX-graph or AOTAutograd cache served a compiled graph",
+    "cache_miss": "Inductor's FX-graph or AOTAutograd cache had no entry: compiled from scratch",
+    "cudagraph_skip": "a graph ran without CUDA graphs",
+}
+
+
+@dataclass(frozen=True)
+class CompileEvent:
+    """One thing the compiler did, placed on the step axis: a marker of the compile timeline."""
+
+    step: int  # the optimizer step during which it happened (validation: the last step before it)
+    kind: str  # a key of COMPILE_EVENT_KINDS
+    title: str  # one line in plain words
+    detail: str = ""  # the rest: the guard that failed, Dynamo's explanation and hints, the skip's reason
+    phase: str = "train"  # "train" | "eval": what the run was doing
+    frames: tuple[Frame, ...] = ()  # the user's frames, innermost last
+    compile_id: str = ""  # Dynamo's "frame/compile" id, e.g. "0/1" (the 2nd compile of frame 0)
+
+    @property
+    def where(self) -> str:
+        return f"{self.frames[-1].file}:{self.frames[-1].line}" if self.frames else ""
+
+
 @dataclass(frozen=True)
 class Notice:
     level: str  # "info" | "warning" | "error"
@@ -134,12 +163,14 @@ class RunFailed:
     hint: str = ""
 
 
-Event = (RunStarted | CompileStarted | CompileFinished | Step | EpochEnd | CompileReport | Notice | RunFinished
-         | RunFailed)
+Event = (RunStarted | CompileStarted | CompileFinished | Step | EpochEnd | CompileReport | CompileEvent | Notice
+         | RunFinished | RunFailed)
 Emit = Callable[[Event], None]
 
 EVENT_TYPES: dict[str, type] = {cls.__name__: cls for cls in (
-    RunStarted, CompileStarted, CompileFinished, Step, EpochEnd, CompileReport, Notice, RunFinished, RunFailed)}
+    RunStarted, CompileStarted, CompileFinished, Step, EpochEnd, CompileReport, CompileEvent, Notice, RunFinished,
+    RunFailed)}
+_NESTED = (CompileReport, CompileEvent)  # events with dataclasses inside: serialised through asdict
 
 
 def to_dict(event: Event) -> dict[str, Any]:
@@ -148,8 +179,8 @@ def to_dict(event: Event) -> dict[str, Any]:
 
 def to_json(event: Event) -> str:
     """The event's line: to_dict's content, built without dataclasses.asdict where no field holds a dataclass
-    (every event but CompileReport). asdict's deep copy was most of the cost of the line sent for every Step."""
-    data = to_dict(event) if isinstance(event, CompileReport) else {"type": type(event).__name__, **vars(event)}
+    (every event but those in _NESTED). asdict's deep copy was most of the cost of the line sent for every Step."""
+    data = to_dict(event) if isinstance(event, _NESTED) else {"type": type(event).__name__, **vars(event)}
     return json.dumps(data, separators=(",", ":"), allow_nan=True)
 
 
@@ -168,6 +199,8 @@ def from_dict(data: dict[str, Any]) -> Event:
             data["breaks"] = tuple(_graph_break(b) for b in _sequence(data.get("breaks", ()), "breaks"))
             data["recompiles"] = tuple(_sequence(data.get("recompiles", ()), "recompiles"))
             data["warnings"] = tuple(_sequence(data.get("warnings", ()), "warnings"))
+        if cls is CompileEvent:
+            data["frames"] = _frames(data.get("frames", ()))
         event = cls(**data)
     except (TypeError, KeyError, AttributeError) as exc:
         raise ValueError(f"a {kind} event this version cannot read: {exc}") from None
@@ -184,10 +217,14 @@ def _sequence(value: Any, name: str) -> list | tuple:
 def _graph_break(data: Any) -> GraphBreak:
     if not isinstance(data, dict) or "reason" not in data:
         raise ValueError(f"a graph break is an object with a reason, not {data!r:.60}")
-    frames = _sequence(data.get("frames", ()), "frames")
+    return GraphBreak(reason=data["reason"], frames=_frames(data.get("frames", ())))
+
+
+def _frames(value: Any) -> tuple[Frame, ...]:
+    frames = _sequence(value, "frames")
     if not all(isinstance(f, dict) for f in frames):
-        raise ValueError("a graph break's frames are objects")
-    return GraphBreak(reason=data["reason"], frames=tuple(Frame(**f) for f in frames))
+        raise ValueError("frames are objects")
+    return tuple(Frame(**f) for f in frames)
 
 
 _PLAIN = {"int": (int,), "float": (int, float), "str": (str,), "bool": (bool,), "dict": (dict,),

@@ -17,21 +17,27 @@ import html
 import io
 import json
 import math
+import re
 import statistics
+import urllib.parse
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
 from ..ground.atomic import write_text_atomic
 from ..ground.config import TrainConfig, uses_cuda_graphs
 from ..ground.errors import WorkbenchError
-from ..ground.events import CompileFinished, CompileReport, EpochEnd, Notice, RunFailed, Step, peak_mib
+from ..ground.events import (COMPILE_EVENT_KINDS, CompileEvent, CompileFinished, CompileReport, EpochEnd, Frame,
+                             Notice, RunFailed, RunFinished, Step, peak_mib)
+from ..ground.fixit import FixItCard, bug_report, fixit_cards
+from ..ground.forecast import CONFIRMED, DID_NOT_HAPPEN, NOT_PREDICTED
+from ..ground.payback import Payback
 from .curves import Curves, curves_from_events, differing_settings, run_label
 from .runs import RunRecord
-from .svgchart import Series, line_chart
+from .svgchart import Series, StepMark, line_chart
 
 FORMAT = "workbench-report"
 FORMAT_VERSION = 1
@@ -39,6 +45,19 @@ PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e
            "#bcbd22")
 MIN_STEADY_STEPS = 10  # fewer steady steps than this say nothing about a run's throughput
 MEMORY_KEYS = ("allocated", "reserved", "peak", "rss")  # the usual order; any other key follows
+# The compile timeline: one colour and a short name per CompileEvent kind (COMPILE_EVENT_KINDS), in lane order.
+KIND_STYLE = {
+    "graph": ("#4c78a8", "graph compiled"),
+    "recompile": ("#e45756", "recompile"),
+    "graph_break": ("#f58518", "graph break"),
+    "fallback": ("#6a3d9a", "fallback to eager"),
+    "cache_miss": ("#9d755d", "cache miss"),
+    "cache_hit": ("#54a24b", "cache hit"),
+    "cudagraph_skip": ("#d62f9d", "CUDA graphs skipped"),
+}
+OTHER_KIND = ("#999999", "")  # a kind this version does not know: grey, named by its key
+CACHE_KINDS = ("cache_hit", "cache_miss")  # of one step: summarised in one row of the timeline table
+MAX_TIMELINE_ROWS = 300  # per run in the HTML; the JSON twin has every event
 SECTIONS = {  # anchor → heading; the tests look for these headings
     "runs": "Runs covered",
     "config": "Configuration and environment",
@@ -96,17 +115,19 @@ def write_report_files(records: list[RunRecord], evaluations: dict[int, Evaluati
     half-report is left."""
     out = Path(out)
     json_path = json_twin(out)
-    text, data = build_report(records, evaluations, reasons=reasons)
+    text, data = build_report(records, evaluations, reasons=reasons, base=out.resolve().parent)
     _write_pair(out, text, json_path, json.dumps(data, indent=2, allow_nan=False))
     return out, json_path
 
 
 def build_report(records: list[RunRecord], evaluations: dict[int, Evaluation | None], *,
-                 reasons: dict[int, str] | None = None, generated: datetime | None = None) -> tuple[str, dict]:
+                 reasons: dict[int, str] | None = None, generated: datetime | None = None,
+                 base: Path | None = None) -> tuple[str, dict]:
     """The report as HTML text and as a JSON-able dict. Pure: reads nothing, writes nothing.
 
     `reasons` says why a run has no evaluation (write_report passes the evaluator's own words); without it the
-    reason is worked out from the record."""
+    reason is worked out from the record. `base` is the folder the HTML will be written to: links to a run's files
+    below it are relative (they survive moving the folder), others are absolute file links."""
     generated = generated or datetime.now(timezone.utc)
     runs = _prepare(records)
     reasons = {r.record.id: (reasons or {}).get(r.record.id) or missing_reason(r.record) for r in runs}
@@ -116,7 +137,7 @@ def build_report(records: list[RunRecord], evaluations: dict[int, Evaluation | N
         _section_config(runs),
         _section_curves(runs),
         _section_metrics(runs, evaluations, reasons),
-        _section_compile(runs),
+        _section_compile(runs, base),
         _section_comparison(comparison) if comparison else "",
         _section_failures(runs),
     ]
@@ -179,6 +200,8 @@ class _Run:
     failure: dict | None
     notices: list[Notice]
     metrics: dict
+    timeline: list[CompileEvent]  # in the order they happened
+    finished: dict  # RunFinished.metrics: the payback, the recompile forecast, the compile trace; {} when absent
 
 
 def _prepare(records: list[RunRecord]) -> list[_Run]:
@@ -192,9 +215,12 @@ def _facts(record: RunRecord, differing: list[str], color: str) -> _Run:
     epochs = [e for e in events if isinstance(e, EpochEnd)]
     failure = record.failure or next((dataclasses.asdict(e) for e in reversed(events)
                                       if isinstance(e, RunFailed)), None)
+    finished = next((e.metrics for e in reversed(events) if isinstance(e, RunFinished)), None)
     return _Run(record=record, label=run_label(record.id, record.config, differing), color=color, steps=steps,
                 epochs=epochs, curves=curves_from_events(events), compile=last_compile_report(events), failure=failure,
-                notices=[e for e in events if isinstance(e, Notice)], metrics=_metrics(record, steps, epochs))
+                notices=[e for e in events if isinstance(e, Notice)], metrics=_metrics(record, steps, epochs),
+                timeline=[e for e in events if isinstance(e, CompileEvent)],
+                finished=finished if isinstance(finished, dict) else {})
 
 
 def last_compile_report(events: list) -> CompileReport | None:
@@ -256,12 +282,24 @@ def _comparison(runs: list[_Run]) -> dict:
     for run in runs:
         rate = run.metrics["samples_per_s"]
         speedup = rate / base_rate if rate is not None and base_rate else None
+        payback = _payback(run)
         rows.append({"id": run.record.id, "label": run.label, "backend_used": run.metrics["backend_used"],
                      "samples_per_s": rate, "speedup": speedup,
                      "compile_seconds": run.metrics["compile_seconds"],
                      "peak_memory_mib": run.metrics["peak_memory_mib"],
-                     "final_val_accuracy": run.metrics["final_val_accuracy"]})
+                     "final_val_accuracy": run.metrics["final_val_accuracy"],
+                     "payback": payback.to_dict() if payback else None,
+                     "payback_problem": _payback_problem(run) if payback is None else None})
     return {"baseline_run": baseline.record.id, "baseline_note": note, "runs": rows}
+
+
+def _payback(run: _Run) -> Payback | None:
+    return Payback.from_dict(run.finished.get("payback"))
+
+
+def _payback_problem(run: _Run) -> str | None:
+    problem = run.finished.get("payback_problem")
+    return problem if isinstance(problem, str) and problem else None
 
 
 # -- HTML sections ----------------------------------------------------------------------------------------------
@@ -319,8 +357,45 @@ def _legend(runs: list[_Run]) -> str:
 
 def _lossline_chart(runs: list[_Run]) -> str:
     series = [Series(r.color, r.curves.step, r.curves.loss, r.curves.val_step, r.curves.val_loss) for r in runs]
-    note = "<p class=muted>Lines: training loss per step · dots: validation loss at the end of each epoch.</p>"
-    return line_chart("Loss", "loss", series, zero_based=True) + note
+    marks = _compile_marks(runs)
+    note = "<p class=muted>Lines: training loss per step · dots: validation loss at the end of each epoch"
+    if marks:
+        note += (" · marks along the bottom: the compile timeline, one row per kind (hover a mark for what "
+                 "happened; the table in “Compile report” has the details)")
+    chart = line_chart("Loss", "loss", series, zero_based=True, marks=marks)
+    return chart + note + ".</p>" + _kind_legend(list(dict.fromkeys(m.kind for m in marks)))
+
+
+def _kind_style(kind: str) -> tuple[str, str]:
+    """(colour, short name) of a CompileEvent kind."""
+    color, word = KIND_STYLE.get(kind, OTHER_KIND)
+    return color, word or kind.replace("_", " ")
+
+
+def _compile_marks(runs: list[_Run]) -> list[StepMark]:
+    """Every run's compile events as step marks, kinds in KIND_STYLE's order (the chart's lanes follow it)."""
+    several = len(runs) > 1
+    marks = []
+    for run in runs:
+        who = f"#{run.record.id} · " if several else ""
+        for event in run.timeline:
+            color, word = _kind_style(event.kind)
+            phase = f" ({event.phase})" if event.phase != "train" else ""
+            marks.append(StepMark(event.step, event.kind, color,
+                                  f"{who}step {event.step:,}{phase} · {word}: {event.title}"))
+    order = list(KIND_STYLE)
+    return sorted(marks, key=lambda m: order.index(m.kind) if m.kind in order else len(order))
+
+
+def _kind_legend(kinds: list[str]) -> str:
+    if not kinds:
+        return ""
+    items = []
+    for kind in kinds:
+        color, word = _kind_style(kind)
+        items.append(f"<span title='{esc(COMPILE_EVENT_KINDS.get(kind, kind))}'><span class=swatch "
+                     f"style='background:{color}'></span>{esc(word)}</span>")
+    return "<div class=marklegend>" + "".join(items) + "</div>"
 
 
 def _throughputline_chart(runs: list[_Run]) -> str:
@@ -426,19 +501,24 @@ def _png_uri(pixels: np.ndarray) -> str:
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def _section_compile(runs: list[_Run]) -> str:
-    return _section("compile", "".join(_compile_html(run) for run in runs))
+def _section_compile(runs: list[_Run], base: Path | None = None) -> str:
+    return _section("compile", "".join(_compile_html(run, base) for run in runs))
 
 
-def _compile_html(run: _Run) -> str:
+def _compile_html(run: _Run, base: Path | None = None) -> str:
+    """One run's compile report: its facts, then (where the run recorded them) whether compiling paid off, the
+    compile timeline, the recompile forecast against what happened, a fix-it card per graph-break type, and the
+    link to the full compile trace. Runs recorded before these existed show the facts alone."""
     title = f"<h3>{_run_cell(run)}</h3>"
     timing = _timing_sentence(run)
+    insight = _payback_html(run) + _timeline_html(run) + _forecast_html(run)
+    trace = _trace_html(run, base)
     report = run.compile
     if report is None:
         backend = run.record.config.get("backend", "eager")
         what = "ran eagerly: nothing was compiled" if backend == "eager" else (
             f"asked for backend {backend}, but no compile report was recorded")
-        return title + f"<p>This run {esc(what)}.</p>" + timing
+        return title + f"<p>This run {esc(what)}.</p>" + timing + insight + trace
     facts = [
         ("Compiled", "yes" if report.compiled else "no"),
         ("Backend / mode", f"{report.backend} / {report.mode}"),
@@ -448,8 +528,8 @@ def _compile_html(run: _Run) -> str:
         ("Report from", "the training run" if report.source == "run" else "a separate inspection (explain)"),
     ]
     table = "<table class=facts>" + "".join(f"<tr><th>{k}</th><td>{esc(v)}</td></tr>" for k, v in facts) + "</table>"
-    return title + table + timing + _breaks_html(report) + _list_html("Recompiles", report.recompiles) + \
-        _list_html("Warnings", report.warnings)
+    return (title + table + timing + insight + _breaks_html(run, report) + _list_html("Recompiles", report.recompiles)
+            + _list_html("Warnings", report.warnings) + trace)
 
 
 def _timing_sentence(run: _Run) -> str:
@@ -473,17 +553,224 @@ def _timing_sentence(run: _Run) -> str:
     return f"<p>{text}.</p>"
 
 
-def _breaks_html(report: CompileReport) -> str:
+def _breaks_html(run: _Run, report: CompileReport) -> str:
+    """A fix-it card per type of graph break (ground.fixit): what it is, how to fix it, where in the user's code."""
     if not report.breaks:
         return "<p>No graph breaks.</p>" if report.compiled else ""
+    cards = fixit_cards(report.breaks)
+    count = sum(card.count for card in cards)
+    head = (f"<h4>Graph breaks</h4><p>{count:,} graph break{'s' if count != 1 else ''} of "
+            f"{len(cards)} type{'s' if len(cards) != 1 else ''}; each card says what the break is and how to "
+            f"remove it.</p>")
+    return head + "".join(_card_html(card, run) for card in cards)
+
+
+def _card_html(card: FixItCard, run: _Run) -> str:
+    times = f"{card.count:,} break{'s' if card.count != 1 else ''}"
+    category = f" · {esc(card.category.replace('_', ' '))}" if card.category else ""
+    inside = ""
+    if card.inside_pytorch:  # nothing for the user to change: the report to file upstream, ready to copy
+        report = bug_report(card, _versions(run.record.environment), run.record.config)
+        inside = ("<p class=inside>No line of your code was recorded for this break: it happened inside PyTorch, "
+                  "where there is nothing for you to change. If the fix below does not apply, please report it to "
+                  "PyTorch (github.com/pytorch/pytorch/issues).</p><details><summary>Bug report, ready to copy "
+                  f"(Markdown)</summary><pre>{esc(report)}</pre></details>")
+    hints = ("<ul>" + "".join(f"<li>{esc(h)}</li>" for h in card.hints) + "</ul>") if card.hints else ""
+    recipe = f"<p><b>Fix:</b></p><pre class=recipe>{esc(card.recipe)}</pre>" if card.recipe.strip() else ""
+    link = ""
+    if card.link:  # shown, not linked: the report makes no request to the network, not even a click away
+        link = f"<p class=muted>Dynamo's page for this break: <code class=url>{esc(card.link)}</code></p>"
+    return (f"<div class=card><h5>{esc(card.type)}</h5><p class=muted>{times}{category}</p>"
+            f"<p>{esc(card.explanation)}</p>{inside}{hints}{recipe}{_frames_html(card.frames)}{link}</div>")
+
+
+def _versions(environment: dict) -> dict:
+    """The version entries of a run's environment (RunStarted's versions, stored beside the device)."""
+    return {k: v for k, v in environment.items() if k not in ("device", "device_name")}
+
+
+def _frames_html(frames: Sequence[Frame]) -> str:
+    """The user's source lines, innermost last."""
+    if not frames:
+        return ""
+    rows = [[f"<code>{esc(f'{f.file}:{f.line}')}</code>", f"<code>{esc(f.function)}</code>",
+             f"<code>{esc(f.source)}</code>" if f.source else "—"] for f in frames]
+    return "<p><b>Where in your code:</b></p>" + _table(["Where", "Function", "Source line"], rows)
+
+
+# -- compile insight: payback, timeline, forecast, trace ------------------------------------------------------
+def _payback_html(run: _Run) -> str:
+    payback, problem = _payback(run), _payback_problem(run)
+    if payback is None:
+        return f"<h4>Did compiling pay off?</h4><p class=muted>{esc(_sentence(problem))}.</p>" if problem else ""
+    facts = [
+        ("Eager step", f"{payback.eager_step_s * 1e3:.2f} ms"),
+        ("Compiled step", f"{payback.compiled_step_s * 1e3:.2f} ms"),
+        ("Speed-up", f"{payback.speedup:.2f}×" if math.isfinite(payback.speedup) else "—"),
+        ("Compile time", _duration(payback.compile_s)),
+        ("Break-even step", _break_even(payback)),
+    ]
+    table = "<table class=facts>" + "".join(f"<tr><th>{k}</th><td>{esc(v)}</td></tr>" for k, v in facts) + "</table>"
+    verdict = "ok" if payback.paid_off else "bad" if payback.break_even_step is None else "warn"
+    method = f"<p class=muted>Method: {esc(payback.method)}.</p>" if payback.method else ""
+    return (f"<h4>Did compiling pay off?</h4><p class='verdict {verdict}'>{esc(_sentence(payback.verdict()))}.</p>"
+            + table + method)
+
+
+def _break_even(payback: Payback) -> str:
+    even = payback.break_even_step
+    if even is None:
+        return "never: a compiled step saves no time"
+    if payback.paid_off:
+        return f"step {even:,} (this run took {payback.steps:,})"
+    return f"step {even:,}, after this run's {payback.steps:,}"
+
+
+def _sentence(text: str) -> str:
+    text = text.strip().rstrip(".")
+    return text[:1].upper() + text[1:]
+
+
+def _timeline_html(run: _Run) -> str:
+    """The compile timeline as a table, a row per event; a step's cache hits and misses are one row."""
+    if not run.timeline:
+        return ""
+    groups = _timeline_groups(run.timeline)
+    shown = groups[:MAX_TIMELINE_ROWS]
+    rows = [_cache_row(g) if g[0].kind in CACHE_KINDS else _event_row(g[0]) for g in shown]
+    more = (f"<p class=muted>{len(groups) - len(shown):,} more rows are left out here; the JSON twin has every "
+            f"event.</p>" if len(groups) > len(shown) else "")
+    n = len(run.timeline)
+    return (f"<h4>Compile timeline</h4><p class=muted>{n:,} thing{'s' if n != 1 else ''} the compiler did, in "
+            f"order; the loss chart marks each at its step.</p>"
+            + _table(["Step", "Phase", "Kind", "What happened", "Where", "Details"], rows) + more)
+
+
+def _timeline_groups(events: Sequence[CompileEvent]) -> list[list[CompileEvent]]:
+    """One group per event, except the cache hits and misses of one step and phase: one group, where the first
+    of them happened."""
+    groups: list[list[CompileEvent]] = []
+    caches: dict[tuple[int, str], list[CompileEvent]] = {}
+    for event in events:
+        if event.kind not in CACHE_KINDS:
+            groups.append([event])
+        elif (event.step, event.phase) in caches:
+            caches[(event.step, event.phase)].append(event)
+        else:
+            caches[(event.step, event.phase)] = group = [event]
+            groups.append(group)
+    return groups
+
+
+def _kind_cell(kind: str) -> str:
+    color, word = _kind_style(kind)
+    return f"<span class=swatch style='background:{color}'></span>{esc(word)}"
+
+
+def _event_row(event: CompileEvent) -> list[str]:
+    where = "—"
+    if event.frames:
+        source = event.frames[-1].source
+        where = f"<code>{esc(event.where)}</code>" + (f"<br><code>{esc(source)}</code>" if source else "")
+    lines = [event.detail.strip()] if event.detail.strip() else []
+    if len(event.frames) > 1:
+        lines.append("User stack (innermost last):\n" + "\n".join(
+            f"  {f.file}:{f.line} in {f.function}" + (f"\n    {f.source}" if f.source else "") for f in event.frames))
+    if event.compile_id:
+        lines.append(f"Dynamo compile id {event.compile_id} (frame/compile)")
+    details = (f"<details><summary>details</summary><pre>{esc(chr(10).join(lines))}</pre></details>"
+               if lines else "—")
+    return [f"{event.step:,}", esc(event.phase), _kind_cell(event.kind), esc(event.title), where, details]
+
+
+CACHE_NAME = re.compile(r"^(.*?\bcache)\b", re.IGNORECASE)  # "FX-graph cache hit" → "FX-graph cache"
+
+
+def cache_summary(events: Sequence[CompileEvent]) -> str:
+    """"FX-graph cache: 2 misses, AOTAutograd cache: 1 hit": the cache hits and misses counted per cache."""
+    counts: dict[str, dict[str, int]] = {}
+    for event in events:
+        found = CACHE_NAME.match(event.title)
+        name = found[1] if found else "cache"
+        word = "hit" if event.kind == "cache_hit" else "miss"
+        counts.setdefault(name, {}).setdefault(word, 0)
+        counts[name][word] += 1
+    plural = {"hit": "hits", "miss": "misses"}
+    return ", ".join(f"{name}: " + ", ".join(f"{n:,} {word if n == 1 else plural[word]}" for word, n in words.items())
+                     for name, words in counts.items())
+
+
+def _cache_row(events: list[CompileEvent]) -> list[str]:
+    first = events[0]
+    kinds = "<br>".join(_kind_cell(k) for k in dict.fromkeys(e.kind for e in events))
+    lines = [e.title + (f" ({e.detail})" if e.detail else "") + (f" [compile id {e.compile_id}]" if e.compile_id
+                                                                   else "") for e in events]
+    details = f"<details><summary>{len(events):,} events</summary><pre>{esc(chr(10).join(lines))}</pre></details>"
+    return [f"{first.step:,}", esc(first.phase), kinds, esc(cache_summary(events)), "—", details]
+
+
+def _forecast_checks(run: _Run) -> list[dict] | None:
+    checks = run.finished.get("recompile_forecast")
+    if not isinstance(checks, list):
+        return None
+    return [c for c in checks if isinstance(c, dict)]
+
+
+VERDICT_CLASS = {CONFIRMED: "ok", DID_NOT_HAPPEN: "warn", NOT_PREDICTED: "bad"}
+
+
+def _forecast_html(run: _Run) -> str:
+    """The recompiles forecast from the run's config, each with what really happened."""
+    checks = _forecast_checks(run)
+    if checks is None:
+        return ""
+    head = "<h4>Recompile forecast vs reality</h4>"
+    if not checks:
+        return head + "<p>No recompile was forecast, and none happened.</p>"
     rows = []
-    for brk in report.breaks:
-        first, _, rest = brk.reason.partition("\n")
-        reason = f"<details><summary>{esc(first)}</summary><pre>{esc(rest)}</pre></details>" if rest.strip() \
-            else esc(first)
-        source = brk.frames[-1].source if brk.frames else ""
-        rows.append([reason, f"<code>{esc(brk.where)}</code>", f"<code>{esc(source)}</code>" if source else "—"])
-    return "<h4>Graph breaks</h4>" + _table(["Reason", "Where", "Source line"], rows)
+    for check in checks:
+        verdict = str(check.get("verdict") or "—")
+        what = esc(check.get("text") or "—")
+        if check.get("expected"):
+            what += " <span class=muted>(by design)</span>"
+        count = check.get("count")
+        if isinstance(count, int) and not isinstance(count, bool) and count > 1:
+            what += f" <span class=muted>({count:,} recompiles)</span>"
+        observed = check.get("observed") if isinstance(check.get("observed"), list) else []
+        seen = "".join(f"<pre>{esc(o)}</pre>" for o in observed) or "—"
+        rows.append([f"<span class='verdict {VERDICT_CLASS.get(verdict, '')}'>{esc(verdict)}</span>",
+                     esc(check.get("when") or "—"), what, esc(check.get("fix") or "—"), seen])
+    note = ("<p class=muted>Forecast from the run's settings and data sizes before it ran, held against the "
+            "recompiles Dynamo reported (“observed”, in its own words).</p>")
+    return head + note + _table(["Verdict", "When", "What", "Fix", "Observed"], rows)
+
+
+def _trace_html(run: _Run, base: Path | None) -> str:
+    """The link to the full compile trace (tlparse's index.html), or why there is none to follow."""
+    trace = run.finished.get("compile_trace")
+    problem = run.finished.get("compile_trace_problem")
+    problem = problem if isinstance(problem, str) and problem else ""
+    if not isinstance(trace, str) or not trace:
+        return f"<p class=missing>Compile trace: {esc(problem)}.</p>" if problem else ""
+    if not problem:
+        return (f"<p><a href='{esc(file_href(trace, base))}'>Full compile trace (tlparse)</a> "
+                f"<span class=muted>({esc(trace)})</span></p>")
+    return (f"<p class=missing>The compile trace was recorded in <a href='{esc(file_href(trace, base))}'>"
+            f"<code>{esc(trace)}</code></a> but not rendered: {esc(problem)}.</p>")
+
+
+def file_href(path: str, base: Path | None) -> str:
+    """A link to a run's file: relative when it lies in the report's folder `base` or below (the report sits next
+    to the run folders: moving them together keeps the link), else an absolute file: URI."""
+    target = Path(path)
+    if not target.is_absolute():
+        return urllib.parse.quote(target.as_posix())
+    if base is not None:
+        try:
+            return urllib.parse.quote(target.relative_to(base).as_posix())
+        except ValueError:
+            pass
+    return target.as_uri()
 
 
 def _list_html(title: str, items: Iterable[str]) -> str:
@@ -498,8 +785,22 @@ def _section_comparison(comparison: dict) -> str:
              "—" if r["speedup"] is None else f"{r['speedup']:.2f}×",
              _compile_time(r["compile_seconds"], r["backend_used"]),
              _mib(r["peak_memory_mib"]), _pct(r["final_val_accuracy"])] for r in comparison["runs"]]
-    table = _table(["Run", "Samples/s", "Speed-up", "Compile time", "Peak memory", "Final accuracy"], rows)
-    return _section("comparison", f"<p>{esc(comparison['baseline_note'])}.</p>" + table)
+    head = ["Run", "Samples/s", "Speed-up", "Compile time", "Peak memory", "Final accuracy"]
+    if any(r.get("payback") or r.get("payback_problem") for r in comparison["runs"]):  # runs from before: no column
+        head.append("Compile paid off at")
+        for row, r in zip(rows, comparison["runs"]):
+            row.append(_break_even_cell(r))
+    return _section("comparison", f"<p>{esc(comparison['baseline_note'])}.</p>" + _table(head, rows))
+
+
+def _break_even_cell(row: dict) -> str:
+    """A comparison row's break-even step, its verdict as the tooltip; why it was not measured; or a dash."""
+    payback = Payback.from_dict(row.get("payback"))
+    if payback is not None:
+        return f"<span title='{esc(payback.verdict())}'>{esc(_break_even(payback))}</span>"
+    if row.get("payback_problem"):
+        return f"<span class=muted title='{esc(row['payback_problem'])}'>not measured</span>"
+    return "—"
 
 
 def _section_failures(runs: list[_Run]) -> str:
@@ -542,6 +843,7 @@ def _run_json(run: _Run, evaluation: Evaluation | None, reason: str) -> dict:
         "metrics": run.metrics,
         "epochs": [dataclasses.asdict(e) for e in run.epochs],
         "compile": _compile_json(run.compile),
+        **_insight_json(run),
         "evaluation": _evaluation_json(evaluation) if evaluation else {"unavailable": reason},
         "failure": run.failure,
         "notices": [dataclasses.asdict(n) for n in run.notices],
@@ -555,6 +857,28 @@ def _compile_json(report: CompileReport | None) -> dict | None:
     data["breaks"] = [{"reason": b.reason, "where": b.where, "source": b.frames[-1].source if b.frames else None}
                       for b in report.breaks]
     return data
+
+
+def _insight_json(run: _Run) -> dict:
+    """The compile insight a run recorded: its timeline, payback, forecast checks, fix-it cards and compile trace
+    (None or empty for runs recorded before they existed)."""
+    payback = _payback(run)
+    trace = run.finished.get("compile_trace")
+    trace_problem = run.finished.get("compile_trace_problem")
+    report = run.compile
+    return {
+        "compile_timeline": [{**dataclasses.asdict(e), "where": e.where} for e in run.timeline],
+        "payback": payback.to_dict() if payback else None,
+        "payback_problem": _payback_problem(run) if payback is None else None,
+        "recompile_forecast": _forecast_checks(run),
+        "fixit_cards": [_card_json(c) for c in fixit_cards(report.breaks)] if report and report.breaks else [],
+        "compile_trace": trace if isinstance(trace, str) and trace else None,
+        "compile_trace_problem": trace_problem if isinstance(trace_problem, str) and trace_problem else None,
+    }
+
+
+def _card_json(card: FixItCard) -> dict:
+    return dataclasses.asdict(card)
 
 
 def _evaluation_json(ev: Evaluation) -> dict:
@@ -635,6 +959,11 @@ pre,code{font:12px ui-monospace,Menlo,Consolas,monospace;white-space:pre-wrap;wo
 svg.chart{width:100%;max-width:760px;height:auto;font-size:11px;fill:#444}
 svg .plot{fill:#fff;stroke:#ccc}svg .grid{stroke:#eee}svg .axis{stroke:#999}svg .label{fill:#666}
 svg .marker{stroke:#fff;stroke-width:1.2}
+.marklegend{font-size:12px;color:#444}.marklegend>span{margin-right:1.2em;white-space:nowrap;cursor:help}
+.card{border:1px solid #e2e2e2;border-left:4px solid #f58518;padding:.2em .9em .6em;margin:.7em 0}
+.card h5{font-size:1em;margin:.5em 0 .1em}.card .inside{color:#8a5a00}pre.recipe{background:#f6f8fa;padding:.5em .7em}
+.verdict.ok{color:#2e7d32;font-weight:600}.verdict.warn{color:#8a5a00;font-weight:600}
+.verdict.bad{color:#c62828;font-weight:600}
 .gallery{display:flex;flex-wrap:wrap;gap:10px}
 figure{margin:0;width:96px;font-size:11px;text-align:center}
 figure img{image-rendering:pixelated;background:#000;display:block;margin:0 auto 2px}

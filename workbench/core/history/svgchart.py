@@ -1,6 +1,7 @@
 """Line charts as inline SVG: self-contained (no plotting library, no network) and small (min/max downsampling).
 
-Used by the HTML report; every run is one coloured polyline, epochs can be markers.
+Used by the HTML report; every run is one coloured polyline, epochs can be markers, and things that happened at a
+step (the compile timeline) can be small marks in lanes along the bottom of the plot area.
 """
 
 from __future__ import annotations
@@ -9,10 +10,14 @@ import dataclasses
 import html
 import math
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 
 MAX_POINTS = 800  # per series, after min/max downsampling
+LANE_H = 8  # px: one lane of step marks per kind, stacked up from the bottom of the plot area
+MARK_W = 4  # px: a step mark's width
+MAX_TIP_LINES = 8  # lines of one mark's tooltip; the rest are counted
 
 
 @dataclass
@@ -27,6 +32,16 @@ class Series:
         """Without NaN/inf (a memory key some steps lack, a blown-up loss), lines downsampled."""
         x, y = _finite(self.x, self.y)
         return Series(self.color, *downsample(x, y), *_finite(self.marker_x, self.marker_y))
+
+
+@dataclass(frozen=True)
+class StepMark:
+    """Something that happened at a step: a small mark in its kind's lane, with `text` as its tooltip."""
+
+    step: float
+    kind: str  # one lane per kind, in the order the kinds first appear
+    color: str
+    text: str
 
 
 CHART_W, CHART_H = 760, 260
@@ -69,8 +84,11 @@ def tick_labels(ticks: list[float]) -> list[str]:
     return ["0" if abs(t) < step / 2 else f"{t / scale:.{decimals}f}{suffix}" for t in ticks]
 
 
-def line_chart(title: str, unit: str, series: list[Series], *, zero_based: bool = False) -> str:
-    """One SVG line chart with every run overlaid (colours match the legend at the top of the section)."""
+def line_chart(title: str, unit: str, series: list[Series], *, zero_based: bool = False,
+               marks: Sequence[StepMark] = ()) -> str:
+    """One SVG line chart with every run overlaid (colours match the legend at the top of the section), and
+    `marks` along the bottom of the plot area: one lane per kind, one mark per kind and step (marks of one kind at
+    one step are merged, their texts joined in the tooltip)."""
     series = [s.finite() for s in series]
     xs = np.concatenate([a for s in series for a in (s.x, s.marker_x)])
     ys = np.concatenate([a for s in series for a in (s.y, s.marker_y)])
@@ -87,6 +105,7 @@ def line_chart(title: str, unit: str, series: list[Series], *, zero_based: bool 
     parts = [_axes(scale, x_ticks, y_ticks, unit)]
     for s in series:
         parts.append(_polyline(scale, s))
+    parts.append(_step_marks(scale, marks))
     return (f"<h3>{html.escape(title)}</h3><svg class='chart' viewBox='0 0 {CHART_W} {CHART_H}' role='img' "
             f"aria-label='{html.escape(title)}'>{''.join(parts)}</svg>")
 
@@ -138,4 +157,30 @@ def _polyline(scale: _Scale, series: Series) -> str:
         out.append(f"<circle cx='{scale.x(x):.1f}' cy='{scale.y(y):.1f}' r='2' fill='{series.color}'/>")
     for x, y in zip(series.marker_x, series.marker_y):
         out.append(f"<circle cx='{scale.x(x):.1f}' cy='{scale.y(y):.1f}' r='4' fill='{series.color}' class='marker'/>")
+    return "".join(out)
+
+
+def _step_marks(scale: _Scale, marks: Sequence[StepMark]) -> str:
+    """Marks drawn over the lines (they sit at the bottom, where a loss curve rarely is). A step outside the x range
+    (a compile before the first recorded step) is drawn at the range's edge; its tooltip names the real step."""
+    if not marks:
+        return ""
+    lanes = list(dict.fromkeys(m.kind for m in marks))
+    merged: dict[tuple[str, float], list[StepMark]] = {}
+    for mark in marks:
+        if math.isfinite(mark.step):
+            merged.setdefault((mark.kind, mark.step), []).append(mark)
+    bottom = CHART_H - MARGIN_B
+    out = []
+    for (kind, step), group in merged.items():
+        x = scale.x(min(max(step, scale.x0), scale.x1))
+        y = bottom - (lanes.index(kind) + 1) * LANE_H + 1
+        texts = list(dict.fromkeys(m.text for m in group))
+        if len(texts) > MAX_TIP_LINES:
+            texts = texts[:MAX_TIP_LINES - 1] + [f"… and {len(texts) - MAX_TIP_LINES + 1} more"]
+        tip = html.escape("\n".join(texts))
+        where = f"{step:.0f}" if float(step).is_integer() else f"{step:g}"
+        out.append(f"<g class='stepmark' data-kind='{html.escape(kind)}' data-step='{where}'><title>{tip}</title>"
+                   f"<rect x='{x - MARK_W / 2:.1f}' y='{y}' width='{MARK_W}' height='{LANE_H - 2}' "
+                   f"fill='{html.escape(group[0].color)}'/></g>")
     return "".join(out)

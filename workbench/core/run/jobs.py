@@ -155,10 +155,18 @@ def dataset_preview(dataset: str, data_root: str | None = None) -> dict:
     return build(dataset, data_root)
 
 
+def check_fullgraph(config: dict) -> dict:
+    """A fix-it card's Check with fullgraph: does the configured model compile as one graph? (Resets Dynamo, as
+    explain does: never in a process that trains.)"""
+    from ..domain.fullgraph import check_fullgraph as check
+
+    return check(TrainConfig.from_dict(config))
+
+
 HANDLERS: dict[str, Callable[..., object]] = {
     "capabilities": capabilities, "explain": explain, "load_checkpoint": load_checkpoint, "predict": predict,
     "evaluate": evaluate, "export_checkpoint": export_checkpoint, "report": report,
-    "evaluate_view": evaluate_view, "dataset_preview": dataset_preview,
+    "evaluate_view": evaluate_view, "dataset_preview": dataset_preview, "check_fullgraph": check_fullgraph,
 }
 
 

@@ -246,7 +246,8 @@ def run_recorded(request: RunRequest, *, sinks: tuple[Callable[[Event], None], .
         return str(checkpoint.save(out_dir / "checkpoint.pt", trained.model, trained.config, metrics=trained.metrics,
                                    versions=trained.versions, classes=trained.classes))
 
-    engine = Trainer(distributed=distributed, save_checkpoint=save_checkpoint)
+    trace_dir = out_dir / "compile-trace" if config.compile_trace else None
+    engine = Trainer(distributed=distributed, save_checkpoint=save_checkpoint, trace_dir=trace_dir)
     try:
         with prints_as_notices(notices.append) if capture_prints else contextlib.nullcontext():
             return engine.run(config, emit, stop)

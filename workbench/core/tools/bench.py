@@ -13,6 +13,9 @@ Method (printed under the table):
 - every row runs with the chosen device current and the fp32 matmul precision stated in the header (both set for
   the row and restored after it);
 - speed-ups are against the engine's eager fp32 row measured in the same process, same run;
+- break-even: the step at which a compiled row's compile seconds (every phase: first step, first validation,
+  CUDA-graph recording) come back, from its median step time against the eager row of the same precision in this
+  run (ground.payback's arithmetic; "never" when compiled steps are not faster);
 - the target ratios (engine vs plain loop, vs article recipe) are medians over rounds that measure each pair
   back to back, so that drift on a shared machine hits both sides of a ratio alike.
 """
@@ -35,12 +38,12 @@ from torch import nn
 from torch.nn import functional as F
 
 from ..domain import devices
-from ..ground.config import TrainConfig, setup_label
+from ..ground.config import EVAL_BATCH, TrainConfig, setup_label
 from ..domain.data import DeviceBatches, Split, load_splits
-from ..domain.evaluate import EVAL_BATCH
 from ..engine import Trainer
 from ..ground.errors import WorkbenchError
 from ..ground.events import CompileFinished, EpochEnd, RunFailed, Step, peak_mib
+from ..ground.payback import Payback
 from ..domain.model import PIXEL_MEAN, PIXEL_STD, SandwichNet
 
 ARTICLE_WORKERS = 4  # what the article's recipe asks for (capped to the machine)
@@ -69,6 +72,8 @@ class Row:
     step_p50_ms: float = 0.0
     step_p99_ms: float = 0.0
     compile_seconds: float | None = None
+    compile_all_phases_s: float | None = None  # what the payback counts: every phase that compiled or recorded
+    break_even: str = ""  # "1,240 steps", "never (0.73×)"; empty for an uncompiled row
     peak_memory_mib: float | None = None
     eval_samples_per_s: float | None = None
     speedup: float | None = None
@@ -346,6 +351,7 @@ def engine_row(config: TrainConfig, settings: BenchSettings, device: torch.devic
     eval_rates = _eval_rates(events)
     row = _row_from_windows(name, "engine", windows or [0.0], step_ms,
                             compile_seconds=compile_event.seconds if compile_event else None,
+                            compile_all_phases_s=result.metrics.get("compile_seconds") if compile_event else None,
                             peak_memory_mib=result.metrics.get("peak_memory_mib"),
                             eval_samples_per_s=statistics.median(eval_rates) if eval_rates else None)
     notes = []
@@ -464,6 +470,7 @@ def run_bench(settings: BenchSettings, backends: list[str], modes: list[str], am
     for row in rows:
         if baseline is not None and row.samples_per_s:
             row.speedup = row.samples_per_s / baseline.samples_per_s
+    _break_even(rows, {engine_name(c): c for c in configs})
     ratios = {}
     eager = next((c for c in configs if c.backend == "eager" and c.amp == "off"), None)
     if eager is not None:
@@ -471,6 +478,23 @@ def run_bench(settings: BenchSettings, backends: list[str], modes: list[str], am
         ratios = paired_ratios(settings, eager, train, val, device, precision)
     return BenchResult(settings=settings, device_name=devices.device_name(device), versions=devices.versions(),
                        rows=rows, skipped=skipped, ratios=ratios, matmul_precision=precision)
+
+
+def _break_even(rows: list[Row], configs: dict[str, TrainConfig]) -> None:
+    """Each compiled row's break-even step against the eager row of its precision (see METHOD)."""
+    by_name = {r.name: r for r in rows}
+    for row in rows:
+        config = configs.get(row.name)
+        if config is None or not config.compiled or not row.samples_per_s or row.compile_all_phases_s is None:
+            continue
+        eager = by_name.get(engine_name(config.replace(backend="eager", mode="default")))
+        if eager is None or not eager.samples_per_s:
+            continue
+        batch = config.batch_size
+        payback = Payback(eager_step_s=batch / eager.samples_per_s, compiled_step_s=batch / row.samples_per_s,
+                          compile_s=row.compile_all_phases_s, steps=0)
+        even = payback.break_even_step
+        row.break_even = f"{even:,} steps" if even is not None else f"never ({payback.speedup:.2f}×)"
 
 
 def paired_ratios(settings: BenchSettings, eager: TrainConfig, train: Split, val: Split,
@@ -535,7 +559,7 @@ def format_table(result: BenchResult) -> str:
     lines = [f"{result.device_name} · torch {result.versions.get('torch')} · batch {s.batch_size} · hidden "
              f"{s.hidden_dim} · {s.dataset} · fp32 matmul precision {result.matmul_precision}",
              f"{'row':<44} {'samples/s':>11} {'(min–max)':>17} {'vs eager':>8} {'compile s':>9} "
-             f"{'step p50 ms':>11} {'p99 ms':>8} {'peak MiB':>9} {'eval samples/s':>14}"]
+             f"{'step p50 ms':>11} {'p99 ms':>8} {'peak MiB':>9} {'eval samples/s':>14} {'break-even':>15}"]
     for r in result.rows:
         if not r.samples_per_s:
             lines.append(f"{r.name:<44} {'—':>11}  {r.note}")
@@ -547,7 +571,8 @@ def format_table(result: BenchResult) -> str:
             f"{(f'{r.compile_seconds:.2f}' if r.compile_seconds is not None else '—'):>9} "
             f"{r.step_p50_ms:>11.3f} {r.step_p99_ms:>8.3f} "
             f"{(f'{r.peak_memory_mib:,.0f}' if r.peak_memory_mib else '—'):>9} "
-            f"{(f'{r.eval_samples_per_s:,.0f}' if r.eval_samples_per_s else '—'):>14}"
+            f"{(f'{r.eval_samples_per_s:,.0f}' if r.eval_samples_per_s else '—'):>14} "
+            f"{(r.break_even or '—'):>15}"
             + (f"  ({r.note})" if r.note else ""))
     lines += [f"ratio {k}: {v:.2f}×" for k, v in result.ratios.items()]
     lines += [f"skipped {s}" for s in result.skipped]

@@ -1,7 +1,10 @@
-"""Compile panel: did it compile, what it cost, and *why* the graph broke — each break with its source line.
+"""Compile panel: did it compile, what it cost, whether it paid off, and what to change — with the user's lines.
 
-Graph breaks run silently in eager mode; this panel is where they stop being silent. Double-click a break to see
-its whole user stack and Dynamo's full explanation.
+Graph breaks run silently in eager mode; this panel is where they stop being silent. Its tabs: *Fix-it* (a card per
+kind of break: Dynamo's explanation and hints, our recipe, the user's source lines, Check with fullgraph), *Timeline*
+(every graph compiled, recompile, break, cache hit or miss and CUDA-graph skip, at its step: the loss plot carries
+the same markers), *What-if* (the recompiles a run of these settings will hit, with the fix, and after a run whether
+they did) and *Notes* (recompiles, fallbacks and warnings as the run reported them).
 
 While a run compiles, the panel says so and counts the seconds: the run traces its model before compiling (an
 explain pass whose report arrives first), and that trace must not read as "compiled" or as the user's Explain.
@@ -10,69 +13,90 @@ explain pass whose report arrives first), and that trace must not read as "compi
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
-from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtWidgets import (QAbstractItemView, QDialog, QDialogButtonBox, QFormLayout, QHeaderView, QLabel,
-                               QListWidget, QPlainTextEdit, QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout,
-                               QWidget)
+from PySide6.QtCore import Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import QDesktopServices
+from PySide6.QtWidgets import (QFormLayout, QGroupBox, QHBoxLayout, QLabel, QListWidget, QPushButton, QScrollArea,
+                               QTabWidget, QVBoxLayout, QWidget)
 
-from ...core.ground.events import (CompileFinished, CompileReport, CompileStarted, Event, GraphBreak, Notice,
-                                   RunStarted, is_terminal)
-
+from ...core.ground.config import ConfigError, TrainConfig
+from ...core.ground.events import (CompileEvent, CompileFinished, CompileReport, CompileStarted, Event, GraphBreak,
+                                   Notice, RunFinished, RunStarted, is_terminal)
+from ...core.ground.forecast import check_as_dict, check_forecast, forecast_recompiles
+from ...core.ground.payback import Payback
+from .compile_cards import BreakDialog, CardList
+from .compile_timeline import TimelineView
 
 class CompilePanel(QWidget):
     explainRequested = Signal()
+    fullgraphRequested = Signal()
+    settingRequested = Signal(str, object)  # a What-if fix that is a setting: (name, value) for the Setup form
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self.setObjectName("compilePanel")
         self.fields = {key: QLabel("—") for key in (
-            "compiled", "backend", "graphs", "breaks", "ops", "seconds", "recompiles")}
+            "compiled", "backend", "graphs", "breaks", "ops", "seconds", "recompiles", "payback")}
         for key, label in self.fields.items():
             label.setObjectName(f"compile_{key}")
             label.setTextFormat(Qt.PlainText)  # backend and mode come from run records: never rich text
             label.setTextInteractionFlags(Qt.TextSelectableByMouse)
             label.setWordWrap(True)  # a long compile-time breakdown wraps instead of widening the window
         form = QFormLayout()
-        for key, title in (("compiled", "Compiled"), ("backend", "Backend · mode"), ("graphs", "Graphs"),
-                           ("breaks", "Graph breaks"), ("ops", "Ops traced"), ("seconds", "Compile time"),
-                           ("recompiles", "Recompiles")):
+        for key, title in (("compiled", "Compiled"), ("backend", "Backend · mode")):
             form.addRow(title, self.fields[key])
+        counts = QHBoxLayout()  # four small numbers share a row: the tabs below need the height
+        for key, title in (("graphs", "graphs"), ("breaks", "breaks"), ("ops", "ops"), ("recompiles", "recompiles")):
+            self.fields[key].setWordWrap(False)
+            counts.addWidget(self.fields[key])
+            counts.addWidget(QLabel(title))
+            counts.addSpacing(6)
+        counts.addStretch(1)
+        form.addRow("Traced", counts)
+        for key, title in (("seconds", "Compile time"), ("payback", "Paid off?")):
+            form.addRow(title, self.fields[key])
+        self.fields["payback"].setToolTip("Compiled against eager step time, measured side by side after the run, "
+                                          "with the run's compile seconds: the step at which compiling paid off")
 
-        self.table = QTableWidget(0, 3)
-        self.table.setObjectName("breakTable")
-        self.table.setHorizontalHeaderLabels(["Reason", "Where", "Source line"])
-        self.table.horizontalHeader().setSectionResizeMode(0, QHeaderView.Stretch)
-        self.table.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeToContents)
-        self.table.horizontalHeader().setSectionResizeMode(2, QHeaderView.Stretch)
-        self.table.setEditTriggers(QAbstractItemView.NoEditTriggers)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
-        self.table.verticalHeader().hide()
-        self.table.setToolTip("Double-click a break to see its full stack and explanation")
-        self.table.cellDoubleClicked.connect(self.show_break)
-
+        self.cards = CardList()
+        self.cards.fullgraphRequested.connect(self.fullgraphRequested)
+        self.cards.stackRequested.connect(self.show_break)
+        self.timeline = TimelineView()
+        self.forecast = ForecastView()
+        self.forecast.settingRequested.connect(self.settingRequested)
         self.notes = QListWidget()
         self.notes.setObjectName("compileWarnings")
-        self.notes.setMaximumHeight(110)
         self.notes.setWordWrap(True)
+        self.tabs = QTabWidget()
+        self.tabs.setObjectName("compileTabs")
+        for widget, title, tip in (
+                (self.cards, "Fix-it", "A card per kind of graph break: why, where, and how to remove it"),
+                (self.timeline, "Timeline", "What the compiler did, step by step (the loss plot's markers)"),
+                (self.forecast, "What-if", "The recompiles these settings will cause, and the fix"),
+                (self.notes, "Notes", "Recompiles, fallbacks and warnings, as the run reported them")):
+            self.tabs.setTabToolTip(self.tabs.addTab(widget, title), tip)
 
         self.explain_button = QPushButton("Explain current settings")
         self.explain_button.setObjectName("explainButton")
         self.explain_button.setToolTip("Trace the network with torch._dynamo.explain on the worker thread "
                                        "(no training) and list every graph break")
         self.explain_button.clicked.connect(self.explainRequested)
+        self.trace_button = QPushButton("Open compile trace")
+        self.trace_button.setObjectName("traceButton")
+        self.trace_button.clicked.connect(self.open_trace)
+        self.trace_button.hide()
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.explain_button)
+        buttons.addWidget(self.trace_button)
 
         layout = QVBoxLayout(self)
         layout.addLayout(form)
-        layout.addWidget(QLabel("Graph breaks"))
-        layout.addWidget(self.table, 1)
-        layout.addWidget(QLabel("Recompiles, fallbacks and warnings"))
-        layout.addWidget(self.notes)
-        layout.addWidget(self.explain_button)
+        layout.addWidget(self.tabs, 1)
+        layout.addLayout(buttons)
         self.breaks: tuple[GraphBreak, ...] = ()
         self.compile_phases: dict[str, float] = {}  # seconds by CompileFinished.phase, of the run shown
         self.run_live = False  # a run is going: its pre-compile trace is not a result
+        self.trace: str | None = None  # the run's rendered compile trace (or its folder)
         self.clock = time.monotonic  # tests turn it by hand
         self.compiling_since: float | None = None
         self.ticker = QTimer(self)
@@ -82,12 +106,10 @@ class CompilePanel(QWidget):
     # -- events -------------------------------------------------------------------------------------------------
     def add_events(self, batch: list[Event]) -> None:
         for event in batch:
-            if isinstance(event, RunStarted):
-                cfg = event.config
-                self.clear()
-                self.run_live = True
-                self.fields["backend"].setText(_backend_text(cfg["backend"], cfg["mode"]))
-                self.fields["compiled"].setText("no (eager)" if cfg["backend"] == "eager" else "not yet")
+            if isinstance(event, CompileEvent):
+                self.timeline.add([event])
+            elif isinstance(event, RunStarted):
+                self._run_started(event)
             elif isinstance(event, CompileStarted):
                 self.compiling_since = self.clock()
                 self.ticker.start()
@@ -103,11 +125,46 @@ class CompilePanel(QWidget):
             elif isinstance(event, Notice) and event.level != "info" and "compile" in event.message:
                 self._note(f"⚠ {event.message}")
             elif is_terminal(event):
-                self.run_live = False
-                if self.compiling_since is not None:  # failed or stopped before the first step compiled
-                    self._stop_compiling()
-                    self.fields["compiled"].setText("no (the run ended while compiling)")
-                    self.fields["seconds"].setText("—")
+                self._run_ended(event)
+
+    def _run_started(self, event: RunStarted) -> None:
+        cfg = event.config
+        self.clear()
+        self.run_live = True
+        self.fields["backend"].setText(_backend_text(cfg["backend"], cfg["mode"]))
+        self.fields["compiled"].setText("no (eager)" if cfg["backend"] == "eager" else "not yet")
+        self.cards.context = {"versions": event.versions, "config": cfg}
+        try:
+            config = TrainConfig.from_dict(cfg)
+        except ConfigError:  # a recorded run of another version: no forecast rather than a wrong one
+            return
+        self.forecast.show(forecast_recompiles(config, event.train_size, event.val_size, event.world_size),
+                           config, "predicted for this run")
+
+    def _run_ended(self, event: Event) -> None:
+        self.run_live = False
+        if self.compiling_since is not None:  # failed or stopped before the first step compiled
+            self._stop_compiling()
+            self.fields["compiled"].setText("no (the run ended while compiling)")
+            self.fields["seconds"].setText("—")
+        if not isinstance(event, RunFinished):
+            return
+        metrics = event.metrics
+        payback = Payback.from_dict(metrics.get("payback"))
+        if payback is not None:
+            self.fields["payback"].setText(payback.verdict())
+            self.fields["payback"].setToolTip(
+                f"eager {payback.eager_step_s * 1e3:.2f} ms/step, compiled {payback.compiled_step_s * 1e3:.2f} "
+                f"ms/step, compile {payback.compile_s:.1f} s in all phases\nmethod: {payback.method}")
+        elif metrics.get("payback_problem"):
+            self.fields["payback"].setText(metrics["payback_problem"])
+        if isinstance(metrics.get("recompile_forecast"), list):
+            self.forecast.show_checked(metrics["recompile_forecast"])
+        if metrics.get("compile_trace"):
+            self.trace = str(metrics["compile_trace"])
+            self.trace_button.setToolTip(f"{self.trace}" + (f"\n{metrics['compile_trace_problem']}"
+                                                             if metrics.get("compile_trace_problem") else ""))
+            self.trace_button.show()
 
     def _show_compiling(self) -> None:
         """'compiling… 12 s so far' while the first step compiles (Inductor can take minutes on a small CPU)."""
@@ -123,11 +180,16 @@ class CompilePanel(QWidget):
     def clear(self) -> None:
         for label in self.fields.values():
             label.setText("—")
-        self.table.setRowCount(0)
+        self.cards.show_breaks(())
+        self.cards.clear_fullgraph()
+        self.timeline.clear()
+        self.forecast.show((), None, "")
         self.notes.clear()
         self.breaks = ()
         self.compile_phases = {}
         self.run_live = False
+        self.trace = None
+        self.trace_button.hide()
         self._stop_compiling()
 
     def show_report(self, report: CompileReport) -> None:
@@ -146,21 +208,32 @@ class CompilePanel(QWidget):
             self.fields["seconds"].setText(self._seconds_text(report))
         self.fields["recompiles"].setText(str(len(report.recompiles)))
         self.breaks = report.breaks
-        self.table.setRowCount(len(report.breaks))
-        for row, brk in enumerate(report.breaks):
-            source = brk.frames[-1].source if brk.frames else ""
-            where = f"{Path(brk.frames[-1].file).name}:{brk.frames[-1].line}" if brk.frames else brk.where
-            cells = ((brk.reason.splitlines()[0] if brk.reason else "?", brk.reason),
-                     (where, brk.where), (source, source))
-            for col, (text, tip) in enumerate(cells):
-                item = QTableWidgetItem(text)
-                item.setToolTip(tip)
-                self.table.setItem(row, col, item)
+        self.cards.show_breaks(report.breaks, known=True)
+        self.tabs.setTabText(0, f"Fix-it ({len(self.cards.cards)})" if self.cards.cards else "Fix-it")
         self.notes.clear()
         for recompile in report.recompiles:
             self._note(f"↻ recompile — {recompile}")
         for warning in report.warnings:
             self._note(f"⚠ {warning}")
+
+    def show_forecast(self, config: TrainConfig, train_size: int, val_size: int, world_size: int = 1) -> None:
+        """Before a run: the recompiles these settings will hit on this data (not while a run is shown live)."""
+        if not self.run_live:
+            self.forecast.show(forecast_recompiles(config, train_size, val_size, world_size), config,
+                               "if you train with these settings")
+
+    def show_fullgraph(self, answer) -> None:
+        self.cards.show_fullgraph(answer)
+        self.tabs.setCurrentWidget(self.cards)
+
+    def select_step(self, step: int) -> None:
+        """A timeline marker was clicked: its events, in the Timeline tab."""
+        self.tabs.setCurrentWidget(self.timeline)
+        self.timeline.select_step(step)
+
+    def open_trace(self) -> None:
+        if self.trace:
+            QDesktopServices.openUrl(QUrl.fromLocalFile(self.trace))
 
     def _seconds_text(self, report: CompileReport) -> str:
         if report.source == "explain":
@@ -172,11 +245,91 @@ class CompilePanel(QWidget):
     def _note(self, text: str) -> None:
         self.notes.addItem(text)
 
-    def show_break(self, row: int, _column: int = 0) -> None:
-        if 0 <= row < len(self.breaks):
-            dialog = BreakDialog(self.breaks[row], self)
-            dialog.setAttribute(Qt.WA_DeleteOnClose)  # one per double-click: freed when closed
+    def show_break(self, index: int) -> None:
+        """The full user stack and Dynamo's whole text of break `index` (a card's *Full stack…*)."""
+        if 0 <= index < len(self.breaks):
+            dialog = BreakDialog(self.breaks[index], self)
+            dialog.setAttribute(Qt.WA_DeleteOnClose)  # one per click: freed when closed
             dialog.open()
+
+
+VERDICT_MARKS = {"confirmed": "✓ happened as predicted", "did not happen": "✗ did not happen",
+                 "not predicted": "! not predicted"}
+
+
+class ForecastView(QScrollArea):
+    """The What-if tab: each recompile a run will (or did) hit, when, why, and its fix; a fix that is a setting
+    (dynamic shapes) has a button that sets it in the Setup form."""
+
+    settingRequested = Signal(str, object)
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setObjectName("forecastView")
+        self.setWidgetResizable(True)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)  # entries wrap to the dock's width
+        self.heading = QLabel()
+        self.heading.setObjectName("forecastHeading")
+        self.heading.setWordWrap(True)
+        self._body = QWidget()
+        self._layout = QVBoxLayout(self._body)
+        self._layout.addWidget(self.heading)
+        self._layout.addStretch(1)
+        self.setWidget(self._body)
+        self.entries: list[QGroupBox] = []
+        self.show((), None, "")
+
+    def show(self, forecasts, config: TrainConfig | None, context: str) -> None:
+        if config is None:
+            self._fill([], "Choose a compiled backend: the recompiles it will hit are forecast here.")
+        elif not config.compiled:
+            self._fill([], "Eager: nothing is compiled, nothing recompiles.")
+        else:
+            checks = [check_as_dict(c) for c in check_forecast(forecasts, ())]
+            for check in checks:
+                check["verdict"] = ""  # a prediction, not yet held against a run
+            self._fill(checks, f"{len(checks)} recompile(s) {context}:", config)
+
+    def show_checked(self, checks: list[dict]) -> None:
+        """After a run: each forecast with what really happened, and recompiles nobody predicted."""
+        ok = all(c.get("verdict") == "confirmed" for c in checks)
+        self._fill(checks, "The forecast against the run's real recompiles: "
+                   + ("every one as predicted." if ok else "see below."))
+
+    def _fill(self, checks: list[dict], heading: str, config: TrainConfig | None = None) -> None:
+        for entry in self.entries:
+            self._layout.removeWidget(entry)
+            entry.deleteLater()
+        self.entries = []
+        self.heading.setText(heading)
+        for check in checks:
+            entry = self._entry(check, config)
+            self._layout.insertWidget(self._layout.count() - 1, entry)
+            self.entries.append(entry)
+
+    def _entry(self, check: dict, config: TrainConfig | None) -> QGroupBox:
+        verdict = VERDICT_MARKS.get(check.get("verdict", ""), "")
+        title = check.get("when") or "a recompile"
+        box = QGroupBox(f"{verdict} — {title}" if verdict else title)
+        box.setObjectName("forecastEntry")
+        layout = QVBoxLayout(box)
+        lines = [check.get("text") or "", *(f"Dynamo: {reason}" for reason in check.get("observed", ()))]
+        if check.get("fix"):
+            lines.append(("By design: " if check.get("expected") else "Fix: ") + check["fix"])
+        for line in filter(None, lines):
+            label = QLabel(line)
+            label.setTextFormat(Qt.PlainText)
+            label.setWordWrap(True)
+            label.setTextInteractionFlags(Qt.TextSelectableByMouse)
+            layout.addWidget(label)
+        if config is not None and not check.get("expected") and "dynamic=True" in (check.get("fix") or "") \
+                and config.dynamic is not True:
+            button = QPushButton("Use dynamic shapes: on")
+            button.setObjectName("forecastApply")
+            button.setToolTip("Sets Dynamic shapes to on in the Setup form")
+            button.clicked.connect(lambda: self.settingRequested.emit("dynamic", True))
+            layout.addWidget(button)
+        return box
 
 
 def _backend_text(backend: str, mode: str) -> str:
@@ -195,28 +348,3 @@ def _compile_time(phases: dict[str, float]) -> str:
     if not others:
         return first
     return f"{sum(phases.values()):.2f} s in all: " + ", ".join(others) + f", {first}"
-
-
-class BreakDialog(QDialog):
-    """The user stack of one graph break (innermost last) and Dynamo's full explanation and hints."""
-
-    def __init__(self, brk: GraphBreak, parent: QWidget | None = None):
-        super().__init__(parent)
-        self.setObjectName("breakDialog")
-        self.setWindowTitle(f"Graph break at {brk.where}")
-        text = QPlainTextEdit()
-        text.setReadOnly(True)
-        lines = ["User stack (innermost last):"]
-        for frame in brk.frames:
-            lines.append(f'  File "{frame.file}", line {frame.line}, in {frame.function}')
-            if frame.source:
-                lines.append(f"    {frame.source}")
-        lines += ["", "Why:", brk.reason]
-        text.setPlainText("\n".join(lines))
-        self.text = text
-        buttons = QDialogButtonBox(QDialogButtonBox.Close)
-        buttons.rejected.connect(self.reject)
-        layout = QVBoxLayout(self)
-        layout.addWidget(text)
-        layout.addWidget(buttons)
-        self.resize(760, 420)

@@ -24,8 +24,9 @@ from PySide6.QtCore import QSignalBlocker, Qt, QTimer
 from PySide6.QtWidgets import QGridLayout, QHBoxLayout, QLabel, QSlider, QVBoxLayout, QWidget
 
 from ...core.ground.config import uses_cuda_graphs
-from ...core.ground.events import CompileFinished, EpochEnd, Event, RunStarted, Step
+from ...core.ground.events import CompileEvent, CompileFinished, EpochEnd, Event, RunStarted, Step
 from ...core.history.curves import SMOOTHING, Curves, Smoother, smooth
+from .compile_timeline import TimelineMarkers
 from .headline import HeadlineBar
 
 REDRAW_MS = 33  # fastest redraw interval (~30 Hz)
@@ -236,6 +237,7 @@ class PlotsPanel(QWidget):
         self.memory: dict[str, _Series] = {}
         self.cuda_graphs = False  # the live run replays CUDA graphs: memory legends say where its pool is
         self.compile_marker: pg.InfiniteLine | None = None
+        self.timeline = TimelineMarkers(self.loss_plot)  # the compile timeline, on the shared step axis
         self._last_step = 0
         self.overlays: list[tuple[pg.PlotWidget, pg.PlotDataItem]] = []
         self.overlay_markers: list[pg.InfiniteLine] = []  # each compared run's compile time
@@ -294,6 +296,7 @@ class PlotsPanel(QWidget):
         if self.compile_marker is not None:
             self.throughput_plot.removeItem(self.compile_marker)
             self.compile_marker = None
+        self.timeline.clear()
         self._last_step = 0
         self.headline.reset()
         # A zoom into the last run would hide the new one. The x axis is the loss plot's (the others follow it):
@@ -308,6 +311,8 @@ class PlotsPanel(QWidget):
         for event in batch:
             if isinstance(event, Step):
                 self._add_step(event)
+            elif isinstance(event, CompileEvent):
+                self.timeline.add([event])
             elif isinstance(event, EpochEnd):
                 self.val_loss.append(self._last_step, event.val_loss)
                 self.val_accuracy.append(self._last_step, event.val_accuracy)
@@ -448,6 +453,7 @@ class PlotsPanel(QWidget):
             series.item.setOpacity(opacity)
         if self.compile_marker is not None:
             self.compile_marker.setOpacity(opacity)
+        self.timeline.set_opacity(opacity)
 
     # -- appearance ---------------------------------------------------------------------------------------------
     def set_dark(self, dark: bool) -> None:

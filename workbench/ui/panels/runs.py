@@ -16,7 +16,8 @@ from ...core.ground.config import setup_label
 from ...core.history.curves import Curves, curves_from_events, model_name, run_name
 from ...core.ground.errors import WorkbenchError
 from ...core.ground.progress import format_duration
-from ...core.ground.events import CompileFinished, CompileReport, Event, Notice, RunStarted
+from ...core.ground.events import (CompileEvent, CompileFinished, CompileReport, Event, Notice, RunFinished,
+                                   RunStarted)
 from ...core.history.runs import RunRecord, RunStore
 from ..tasks import Tasks
 
@@ -26,7 +27,8 @@ SORT_ROLE = Qt.UserRole + 1
 SLOT = "runs"
 VISIBLE_ROWS = 2  # the table is never squeezed below this many runs (the window sizes the dock for more)
 CACHED_RUNS = 8  # ended runs kept ready to compare or re-open
-COMPILE_EVENTS = (RunStarted, CompileFinished, CompileReport, Notice)  # the few the Compile panel shows
+# What the Compile panel (and the plots' compile timeline) show of a recorded run; RunFinished for its payback.
+COMPILE_EVENTS = (RunStarted, CompileFinished, CompileReport, CompileEvent, Notice, RunFinished)
 
 
 @dataclass(frozen=True)

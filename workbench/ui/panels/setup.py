@@ -36,7 +36,7 @@ SPIN_INT_MAX = 2**31 - 1  # a QSpinBox holds a C int: a wider range (the seed's)
 SHORT_NAMES = {"hidden_dim": "hidden", "batch_size": "batch", "allow_eager_fallback": "fallback"}
 # Choices the machine may be unable to run: their items are disabled with the core's reason
 MACHINE_CHECKED = ("backend", "mode", "amp")
-COMPILE_ONLY = ("fullgraph", "dynamic", "allow_eager_fallback")  # meaningless with the eager backend
+COMPILE_ONLY = ("fullgraph", "dynamic", "allow_eager_fallback", "compile_trace")  # meaningless with the eager backend
 
 
 def example_model_spec() -> str:
@@ -253,6 +253,10 @@ class SetupPanel(QWidget):
     def value(self, name: str):
         """What the form shows for one setting, valid or not (the Dataset preview reads the dataset choice)."""
         return self._read(setting_named(name))
+
+    def set_value(self, name: str, value) -> None:
+        """One setting, as if the user had chosen it (a fix offered elsewhere: the What-if's dynamic shapes)."""
+        self._write(setting_named(name), value)
 
     def valid_config(self) -> TrainConfig | None:
         try:

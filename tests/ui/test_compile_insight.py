@@ -1,0 +1,165 @@
+"""The compile insight in the window: timeline markers on the loss plot, fix-it cards, the payback, the What-if
+forecast with its fix, Check with fullgraph and the compile trace."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QPointF, Qt
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtTest import QTest
+
+from workbench.core.ground.events import (CompileEvent, CompileReport, Frame, GraphBreak, RunFinished, RunStarted,
+                                          Step)
+from workbench.core.ground.payback import Payback
+from workbench.ui.panels.compile import CompilePanel
+
+from .conftest import set_config
+
+ITEM_BREAK = GraphBreak(
+    reason=("Unsupported Tensor.item() call with capture_scalar_outputs=False\n"
+            "Explanation: Dynamo does not support tracing `Tensor.item()` with config.capture_scalar_outputs=False.\n"
+            "Hint: Set `torch._dynamo.config.capture_scalar_outputs = True` to include these operations.\n"
+            "For more details about this graph break, please visit: "
+            "https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0124.html"),
+    frames=(Frame(file="/home/u/model.py", line=15, function="forward", source="scale = h.abs().max().item()"),))
+TORCH_BREAK = GraphBreak(
+    reason=("Failed to trace builtin operator\n"
+            "Explanation: Dynamo does not know how to trace builtin operator `struct.pack`\n"
+            "Hint: Please report an issue to PyTorch."), frames=())
+
+
+def started(backend="aot_eager", **config) -> RunStarted:
+    cfg = {"backend": backend, "mode": "default", "batch_size": 32, "dataset": "mnist-sample", **config}
+    return RunStarted(config=cfg, device="cpu", device_name="CPU", versions={"torch": "2.14.1", "python": "3.11"},
+                      train_size=4000, val_size=1000, steps_per_epoch=125, total_steps=250)
+
+
+def step(n: int) -> Step:
+    return Step(step=n, epoch=1, loss=2.0 / n, samples_per_s=1000.0, step_seconds=0.01, memory={"rss": 100.0})
+
+
+def events_of_a_compiled_run() -> list:
+    recompile = CompileEvent(step=125, kind="recompile", phase="eval", compile_id="0/1",
+                             title="forward recompiled: gradients were switched off (validation runs under no_grad)",
+                             detail="0/0: GLOBAL_STATE changed: grad_mode",
+                             frames=(Frame("/home/u/model.py", 30, "forward", "x = x.flatten(1)"),))
+    return [started(), step(1),
+            CompileEvent(step=1, kind="graph", title="forward graph compiled (frame 0/0)", compile_id="0/0"),
+            CompileEvent(step=1, kind="graph", title="backward graph compiled (frame 0/0)", compile_id="0/0"),
+            CompileEvent(step=1, kind="cache_miss", title="FX-graph cache miss: compiled from scratch"),
+            *[step(n) for n in range(2, 126)], recompile]
+
+
+def test_each_step_the_compiler_acted_on_is_one_marker_and_clicking_it_shows_its_events(window, qtbot):
+    window.on_events(events_of_a_compiled_run())
+    markers = window.plots.timeline.lines
+    assert sorted(markers) == [1, 125]
+    assert "2 graphs compiled" in markers[1].toolTip() and "1 cache miss" in markers[1].toolTip()
+    assert markers[125].label.toPlainText() == "↻"  # the most telling kind at the step marks it
+    window.docks["evaluate"].raise_()
+    window.plots.redraw()
+    view = window.plots.loss_plot
+    box = view.getPlotItem().getViewBox()
+    at = view.mapFromScene(box.mapViewToScene(QPointF(125, box.viewRect().center().y())))
+    QTest.mouseClick(view.viewport(), Qt.LeftButton, pos=at)
+    panel = window.compile_panel
+    assert window.docks["compile"].isVisible() and panel.tabs.currentWidget() is panel.timeline
+    [selected] = panel.timeline.selected()
+    assert selected.kind == "recompile" and selected.step == 125
+    detail = panel.timeline.detail.toPlainText()
+    assert "grad_mode" in detail and 'File "/home/u/model.py", line 30' in detail and "x = x.flatten(1)" in detail
+
+
+def test_the_timeline_lists_every_event_with_its_step_and_a_new_run_clears_it(qtbot):
+    panel = CompilePanel()
+    qtbot.addWidget(panel)
+    panel.add_events(events_of_a_compiled_run())
+    rows = [panel.timeline.list.topLevelItem(i) for i in range(panel.timeline.list.topLevelItemCount())]
+    assert [r.text(0) for r in rows] == ["1", "1", "1", "125 (eval)"]
+    assert rows[3].text(2) == "model.py:30" and "recompiled" in rows[3].text(1)
+    panel.select_step(1)
+    assert len(panel.timeline.selected()) == 3
+    panel.add_events([started()])
+    assert panel.timeline.list.topLevelItemCount() == 0
+
+
+def test_a_fix_it_card_per_break_type_and_a_bug_report_for_a_break_inside_pytorch(qtbot):
+    panel = CompilePanel()
+    qtbot.addWidget(panel)
+    panel.add_events([started()])
+    panel.show_report(CompileReport(compiled=True, backend="aot_eager", mode="default", graph_count=3,
+                                    graph_break_count=3, breaks=(ITEM_BREAK, ITEM_BREAK, TORCH_BREAK)))
+    cards = panel.cards.cards
+    assert [card.heading.text() for card in cards] == [
+        "Unsupported Tensor.item() call with capture_scalar_outputs=False  ×2", "Failed to trace builtin operator"]
+    item = cards[0]
+    assert "capture_scalar_outputs" in item.findChild(object, "cardHint").text()
+    assert ".item()" in item.findChild(object, "cardRecipe").toPlainText()
+    assert item.findChild(object, "cardSource").text() == "model.py:15   scale = h.abs().max().item()"
+    assert item.findChild(object, "cardBugReport") is None  # the user's own line: theirs to fix
+    qtbot.mouseClick(cards[1].findChild(object, "cardBugReport"), Qt.LeftButton)
+    report = QGuiApplication.clipboard().text()
+    assert "2.14.1" in report and "Failed to trace builtin operator" in report
+
+
+def test_a_runs_payback_and_its_trace_are_shown_when_it_ends(qtbot, monkeypatch, tmp_path):
+    opened = []
+    monkeypatch.setattr("workbench.ui.panels.compile.QDesktopServices.openUrl", opened.append)
+    panel = CompilePanel()
+    qtbot.addWidget(panel)
+    payback = Payback(eager_step_s=0.010, compiled_step_s=0.008, compile_s=6.2, steps=625, method="paired")
+    index = tmp_path / "html" / "index.html"
+    panel.add_events([started(), RunFinished(steps=625, epochs=5, seconds=20.0, stopped=False, metrics={
+        "payback": payback.to_dict(), "compile_trace": str(index)})])
+    assert panel.fields["payback"].text() == "pays off after 3,100 steps (this run has 625; compiled is 1.25× eager)"
+    assert "eager 10.00 ms/step, compiled 8.00 ms/step" in panel.fields["payback"].toolTip()
+    assert not panel.trace_button.isHidden()
+    qtbot.mouseClick(panel.trace_button, Qt.LeftButton)
+    assert [url.toLocalFile() for url in opened] == [str(index)]
+    panel.add_events([started(), RunFinished(steps=3, epochs=0, seconds=2.0, stopped=True, metrics={
+        "payback_problem": "not measured: the run was stopped"})])
+    assert panel.fields["payback"].text() == "not measured: the run was stopped" and panel.trace_button.isHidden()
+
+
+def test_the_what_if_tab_forecasts_the_forms_recompiles_and_its_fix_sets_the_setting(window, qtbot):
+    set_config(window, backend="aot_eager", dynamic=False)
+    panel = window.compile_panel
+    panel.tabs.setCurrentWidget(panel.forecast)  # on show: the sample's split sizes are read once, then forecast
+    qtbot.waitUntil(lambda: len(panel.forecast.entries) >= 1, timeout=60_000)
+    texts = [entry.title() for entry in panel.forecast.entries]
+    assert texts[0].startswith("at the first validation")
+    # The bundled sample's 1,000 validation images are one batch: only the eval graph's (expected) recompile.
+    assert len(texts) == 1 and panel.forecast.findChild(object, "forecastApply") is None
+    window.compile_panel.show_forecast(window.setup.config(), 4000, 1100)  # a partial last batch of 76
+    apply = panel.forecast.findChild(object, "forecastApply")
+    assert apply is not None and "actual" not in apply.text()
+    qtbot.mouseClick(apply, Qt.LeftButton)
+    assert window.setup.value("dynamic") is True
+
+
+def test_after_a_run_the_forecast_says_what_really_happened(qtbot):
+    panel = CompilePanel()
+    qtbot.addWidget(panel)
+    panel.add_events([started()])
+    assert panel.forecast.heading.text().startswith("1 recompile(s) predicted for this run")
+    checks = [{"when": "at the first validation (after step 125)", "text": "eval graph", "fix": "none",
+               "expected": True, "verdict": "confirmed", "observed": ["forward: 0/0: GLOBAL_STATE changed"]},
+              {"verdict": "not predicted", "observed": ["forward: 0/1: ___stack0 == 3.4"]}]
+    panel.add_events([RunFinished(steps=250, epochs=2, seconds=9.0, stopped=False,
+                                  metrics={"recompile_forecast": checks})])
+    titles = [entry.title() for entry in panel.forecast.entries]
+    assert titles == ["✓ happened as predicted — at the first validation (after step 125)",
+                      "! not predicted — a recompile"]
+    assert panel.forecast.heading.text().endswith("see below.")
+
+
+def test_check_with_fullgraph_names_the_planted_break_and_its_line(window, qtbot, planted_break_spec,
+                                                                   planted_break_line):
+    set_config(window, model=planted_break_spec, backend="aot_eager")
+    with qtbot.waitSignal(window.explainFinished, timeout=60_000):
+        window.explain()
+    card = window.compile_panel.cards.cards[0]
+    result = window.compile_panel.cards.fullgraph_result
+    qtbot.mouseClick(card.findChild(object, "cardFullgraph"), Qt.LeftButton)
+    qtbot.waitUntil(lambda: result.isVisibleTo(window.compile_panel), timeout=60_000)
+    assert result.text().startswith("✗ fullgraph fails")
+    assert f"planted_break.py:{planted_break_line}" in result.text()

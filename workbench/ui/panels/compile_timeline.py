@@ -1,0 +1,176 @@
+"""The compile timeline: what the compiler did, at the step it did it — markers on the loss plot, and a list.
+
+A marker is a dashed line at a step, one per step however many events share it, coloured by the most telling of
+them (a fallback over a recompile over a graph). Clicking one selects that step in the Compile panel's timeline
+list, which shows each event's details and the user's source line.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+import pyqtgraph as pg
+from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QPlainTextEdit, QSplitter, QTreeWidget,
+                               QTreeWidgetItem, QVBoxLayout, QWidget)
+
+from ...core.ground.events import CompileEvent
+
+# kind: (glyph, colour, rank): the highest rank at a step colours its marker.
+KINDS = {
+    "fallback": ("⚠", "#d62728", 6),
+    "cudagraph_skip": ("⊘", "#e377c2", 5),
+    "recompile": ("↻", "#ff7f0e", 4),
+    "graph_break": ("✂", "#9467bd", 3),
+    "graph": ("◆", "#2ca02c", 2),
+    "cache_miss": ("○", "#7f7f7f", 1),
+    "cache_hit": ("●", "#17becf", 0),
+}
+KIND_WORDS = {"graph": ("graph compiled", "graphs compiled"), "recompile": ("recompile", "recompiles"),
+              "graph_break": ("graph break", "graph breaks"), "fallback": ("eager fallback", "eager fallbacks"),
+              "cache_hit": ("cache hit", "cache hits"), "cache_miss": ("cache miss", "cache misses"),
+              "cudagraph_skip": ("CUDA-graph skip", "CUDA-graph skips")}
+UNKNOWN = ("•", "#7f7f7f", -1)
+
+
+def summary(events: list[CompileEvent]) -> str:
+    """'◆ 2 graphs compiled · ○ 2 cache misses': a step's events, by kind, most telling first."""
+    counts: dict[str, int] = defaultdict(int)
+    for event in events:
+        counts[event.kind] += 1
+    parts = []
+    for kind in sorted(counts, key=lambda k: -KINDS.get(k, UNKNOWN)[2]):
+        one, many = KIND_WORDS.get(kind, (kind, kind))
+        parts.append(f"{KINDS.get(kind, UNKNOWN)[0]} {counts[kind]} {one if counts[kind] == 1 else many}")
+    return " · ".join(parts)
+
+
+class TimelineMarkers(QObject):
+    """The markers on a plot; `stepClicked(step)` when one is clicked."""
+
+    stepClicked = Signal(int)
+
+    def __init__(self, plot: pg.PlotWidget):
+        super().__init__(plot)
+        self.plot = plot
+        self.events: dict[int, list[CompileEvent]] = defaultdict(list)
+        self.lines: dict[int, pg.InfiniteLine] = {}
+
+    def add(self, events: list[CompileEvent]) -> None:
+        for event in events:
+            self.events[event.step].append(event)
+        for step in {e.step for e in events}:
+            self._draw(step)
+
+    def _draw(self, step: int) -> None:
+        events = self.events[step]
+        glyph, colour, _ = max((KINDS.get(e.kind, UNKNOWN) for e in events), key=lambda style: style[2])
+        line = self.lines.get(step)
+        if line is None:
+            line = pg.InfiniteLine(pos=step, angle=90, pen=pg.mkPen(colour, width=2, style=Qt.DotLine),
+                                   label=glyph, labelOpts={"position": 0.96, "color": colour})
+            line.setZValue(-5)  # under the curves
+            line.sigClicked.connect(lambda _line, _ev, step=step: self.stepClicked.emit(step))
+            self.plot.addItem(line)
+            self.lines[step] = line
+        else:
+            line.setPen(pg.mkPen(colour, width=2, style=Qt.DotLine))
+            line.label.setText(glyph)
+            line.label.setColor(colour)
+        tip = f"step {step:,}: {summary(events)}\n" + "\n".join(f"  {e.title}" for e in events[:12])
+        line.setToolTip(tip + ("\n  …" if len(events) > 12 else "") + "\n(click: details in the Compile panel)")
+
+    def clear(self) -> None:
+        for line in self.lines.values():
+            self.plot.removeItem(line)
+        self.lines.clear()
+        self.events.clear()
+
+    def set_opacity(self, opacity: float) -> None:
+        for line in self.lines.values():
+            line.setOpacity(opacity)
+
+
+class TimelineView(QWidget):
+    """The Compile panel's timeline: one row per event (step, what, where); the selected one's details below."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.list = QTreeWidget()
+        self.list.setObjectName("timelineList")
+        self.list.setColumnCount(3)
+        self.list.setHeaderLabels(["Step", "Event", "Where"])
+        self.list.setRootIsDecorated(False)
+        self.list.setUniformRowHeights(True)
+        self.list.setSelectionMode(QAbstractItemView.ExtendedSelection)
+        header = self.list.header()
+        header.setSectionResizeMode(0, QHeaderView.ResizeToContents)
+        header.setSectionResizeMode(1, QHeaderView.Stretch)
+        header.setSectionResizeMode(2, QHeaderView.ResizeToContents)
+        self.list.itemSelectionChanged.connect(self._show_selected)
+        self.detail = QPlainTextEdit()
+        self.detail.setObjectName("timelineDetail")
+        self.detail.setReadOnly(True)
+        self.detail.setPlaceholderText("Select an event (or click a marker on the loss plot) for its details and "
+                                       "the line of your code it came from.")
+        split = QSplitter(Qt.Vertical)
+        split.addWidget(self.list)
+        split.addWidget(self.detail)
+        split.setStretchFactor(0, 3)
+        split.setStretchFactor(1, 2)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(split)
+        self.events: list[CompileEvent] = []
+
+    def add(self, events: list[CompileEvent]) -> None:
+        for event in events:
+            self.events.append(event)
+            glyph, colour, _ = KINDS.get(event.kind, UNKNOWN)
+            where = f"{Path(event.frames[-1].file).name}:{event.frames[-1].line}" if event.frames else ""
+            phase = " (eval)" if event.phase == "eval" else ""
+            item = QTreeWidgetItem([f"{event.step:,}{phase}", f"{glyph} {event.title}", where])
+            item.setForeground(1, pg.mkColor(colour))
+            item.setToolTip(1, event.title)
+            item.setData(0, Qt.UserRole, len(self.events) - 1)
+            self.list.addTopLevelItem(item)
+
+    def clear(self) -> None:
+        self.list.clear()
+        self.events.clear()
+        self.detail.clear()
+
+    def select_step(self, step: int) -> None:
+        """Select every event of `step` (a clicked marker) and show the first."""
+        self.list.clearSelection()
+        first = None
+        for row in range(self.list.topLevelItemCount()):
+            item = self.list.topLevelItem(row)
+            if self.events[item.data(0, Qt.UserRole)].step == step:
+                item.setSelected(True)
+                first = first or item
+        if first is not None:
+            self.list.scrollToItem(first)
+
+    def selected(self) -> list[CompileEvent]:
+        rows = sorted(item.data(0, Qt.UserRole) for item in self.list.selectedItems())
+        return [self.events[row] for row in rows]
+
+    def _show_selected(self) -> None:
+        self.detail.setPlainText("\n\n".join(describe(event) for event in self.selected()))
+
+
+def describe(event: CompileEvent) -> str:
+    """An event in full: what, when, the user's stack (innermost last) and Dynamo's own words."""
+    lines = [f"Step {event.step:,} ({event.phase}) · {KIND_WORDS.get(event.kind, (event.kind,))[0]}"
+             + (f" · frame {event.compile_id}" if event.compile_id else ""), event.title]
+    if event.frames:
+        lines.append("Your code (innermost last):")
+        for frame in event.frames:
+            lines.append(f'  File "{frame.file}", line {frame.line}, in {frame.function}')
+            if frame.source:
+                lines.append(f"    {frame.source}")
+    if event.detail:
+        lines += ["Details:", event.detail]
+    return "\n".join(lines)
