@@ -282,13 +282,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     print(f"{state}: {result.steps} steps, {result.epochs} epoch(s) in {result.seconds:.1f} s · "
           f"val accuracy {accuracy} · {m.get('samples_per_s', 0):,.0f} samples/s"
           + (f" · compile {m['compile_seconds']:.1f} s" if m.get("compile_seconds") else ""))
-    payback = Payback.from_dict(m.get("payback"))
-    if payback is not None:
-        print(f"payback: {payback.verdict()} (eager {payback.eager_step_s * 1e3:.2f} ms/step, compiled "
-              f"{payback.compiled_step_s * 1e3:.2f} ms/step, compile {payback.compile_s:.1f} s)")
-    if m.get("compile_trace"):
-        print(f"compile trace: {m['compile_trace']}" + (f" ({m['compile_trace_problem']})"
-                                                        if m.get("compile_trace_problem") else ""))
+    for line in compile_lines(m):
+        print(line)
     out = request.out_dir
     if m.get("checkpoint"):
         print(f"wrote {out}: checkpoint.pt, checkpoint.safetensors, metrics.json, events.jsonl")
@@ -303,6 +298,26 @@ def cmd_train(args: argparse.Namespace) -> int:
     else:
         print("nothing was written: the run stopped before it started")
     return interrupts.exit_code if result.stopped else 0
+
+
+def compile_lines(metrics: dict) -> list[str]:
+    """What a compiled run's metrics say about compiling: the payback, the recompile forecast against what
+    happened, and where the compile trace is (`train` at its end, `runs show` for a recorded run)."""
+    lines = []
+    payback = Payback.from_dict(metrics.get("payback"))
+    if payback is not None:
+        lines.append(f"payback: {payback.verdict()} (eager {payback.eager_step_s * 1e3:.2f} ms/step, compiled "
+                     f"{payback.compiled_step_s * 1e3:.2f} ms/step, compile {payback.compile_s:.1f} s)")
+    elif metrics.get("payback_problem"):
+        lines.append(f"payback: {metrics['payback_problem']}")
+    for check in metrics.get("recompile_forecast") or ():
+        if isinstance(check, dict):
+            what = check.get("text") or "; ".join(map(str, check.get("observed") or ()))
+            lines.append(f"recompile forecast: {check.get('verdict')}: {what}")
+    if metrics.get("compile_trace"):
+        problem = metrics.get("compile_trace_problem")
+        lines.append(f"compile trace: {metrics['compile_trace']}" + (f" ({problem})" if problem else ""))
+    return lines
 
 
 class interrupt_sets:
@@ -637,6 +652,9 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
     report = last_compile_report(record.events)
     if report is not None:
         print("compile report:\n" + format_report(report))
+    finished = next((e for e in reversed(record.events) if isinstance(e, RunFinished)), None)
+    for line in compile_lines(finished.metrics if finished is not None else {}):
+        print(line)
     return 0
 
 

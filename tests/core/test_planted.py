@@ -165,6 +165,50 @@ def test_planted_cudagraph_skip_skips_cuda_graphs_on_cuda():
     assert skips(SandwichNet()) == 0
 
 
+def _mutation_line(path: Path) -> int:
+    return line_of(path, "x.masked_fill_(")
+
+
+def test_the_planted_cudagraph_skip_is_explained_from_a_recorded_log_record():
+    """No GPU here: the warning Inductor logs for this model on CUDA (its format, from
+    torch/_inductor/cudagraph_utils.py, with the node's stack trace) goes through the timeline's tracer."""
+    import logging
+
+    from workbench.core.domain.compile_trace import CUDAGRAPH_LOGGER, CompileTracer
+
+    _, path = example("planted_cudagraph_skip", "PlantedCudagraphSkipNet")
+    line = _mutation_line(path)
+    source = path.read_text(encoding="utf-8").splitlines()[line - 1].strip()
+    record = (f"skipping cudagraphs due to mutated inputs (1 instances). Found from : \n"
+              f'   File "{path}", line {line}, in forward\n    {source}\n')
+    tracer = CompileTracer().install()
+    try:
+        tracer.step = 2
+        logging.getLogger(CUDAGRAPH_LOGGER).warning(record)
+        [event] = tracer.drain()
+    finally:
+        tracer.remove()
+    assert event.kind == "cudagraph_skip" and event.step == 2
+    assert event.title == "CUDA graphs skipped: an input is changed in place (mutated)"
+    assert (event.frames[-1].file, event.frames[-1].line) == (str(path), line)
+    assert event.frames[-1].source.startswith("x.masked_fill_(")
+
+
+@pytest.mark.cuda
+def test_a_cuda_run_of_the_planted_skip_puts_the_skip_and_its_line_on_the_timeline():
+    from workbench.core.engine import Trainer
+    from workbench.core.ground.events import CompileEvent
+
+    spec, path = example("planted_cudagraph_skip", "PlantedCudagraphSkipNet")
+    events: list = []
+    Trainer().run(TrainConfig(model=spec, device="cuda", backend="inductor", mode="reduce-overhead", epochs=1,
+                              max_steps=6), events.append)
+    skips = [e for e in events if isinstance(e, CompileEvent) and e.kind == "cudagraph_skip"]
+    assert skips, [e for e in events if isinstance(e, CompileEvent)]
+    assert "mutated" in skips[0].title
+    assert any(f.line == _mutation_line(path) for f in skips[0].frames)
+
+
 def test_fullgraph_check_passes_for_the_built_in_network():
     result = check_fullgraph(TrainConfig(hidden_dim=8))
     assert result["ok"] is True and result["backend"] == "aot_eager"

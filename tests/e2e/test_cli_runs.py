@@ -35,6 +35,11 @@ def test_runs_show_prints_config_summary_and_compile_report(db, capsys):
     assert code == 0
     assert out.startswith("run 2 · finished")
     assert '"backend": "aot_eager"' in out and "compile report:" in out and "graphs:" in out
+    # The compiled run's payback and its recompile forecast against what happened (the eval graph's recompile).
+    assert "\npayback: " in out and ("paid for itself" in out or "pays off after" in out or "never:" in out)
+    assert "recompile forecast: confirmed: forward recompiles for validation" in out
+    _, eager, _ = call(capsys, "runs", "show", "1", "--db", db)
+    assert "payback" not in eager and "recompile forecast" not in eager  # nothing compiled
 
 
 def test_runs_rm_removes_and_unknown_ids_fail_cleanly(db, capsys):

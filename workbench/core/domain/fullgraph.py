@@ -22,7 +22,7 @@ import torch._dynamo
 from ..ground.config import TrainConfig
 from ..ground.events import Frame
 from ..ground.fixit import parse_break
-from .inspect import _frame, _inside_torch
+from .inspect import _frame, _inside_torch, example_batch
 from .model import model_for
 
 _MESSAGE_LINES = 8  # enough for Dynamo's type, explanation and hints; its stack is in "frames"
@@ -36,8 +36,7 @@ def check_fullgraph(config: TrainConfig) -> dict[str, Any]:
     {"ok": True, "backend", "seconds"} or {"ok": False, "backend", "type", "message", "frames", "seconds"}."""
     backend = config.backend if config.compiled else "aot_eager"
     model = model_for(config, output_dim=10)  # the graph's structure does not depend on the class count
-    example = torch.randint(0, 256, (config.batch_size, 1, 28, 28), dtype=torch.uint8,
-                            generator=torch.Generator().manual_seed(0))
+    example = example_batch(config)
     options = {"mode": config.mode} if backend == "inductor" else {}
     torch._dynamo.reset()
     start = time.perf_counter()

@@ -58,13 +58,18 @@ def explain(config: TrainConfig) -> CompileReport:
     if not config.compiled:
         config = config.replace(backend="inductor")
     model = model_for(config, output_dim=10)  # the graph's structure does not depend on the class count
-    example = torch.randint(0, 256, (config.batch_size, 1, 28, 28), dtype=torch.uint8,
-                            generator=torch.Generator().manual_seed(0))
+    example = example_batch(config)
     try:
         return explain_model(model, example, config)
     except Exception as exc:  # the user's forward() failed while being traced: that is the answer to report
         raise ExplainError(f"could not trace {type(model).__name__}: {type(exc).__name__}: {first_line(exc)}",
                            "run the model eagerly first (backend eager) to see the error in full") from None
+
+
+def example_batch(config: TrainConfig) -> torch.Tensor:
+    """A random batch of the config's shape, as the data would give it (uint8 28×28 images): no data is loaded."""
+    return torch.randint(0, 256, (config.batch_size, 1, 28, 28), dtype=torch.uint8,
+                         generator=torch.Generator().manual_seed(0))
 
 
 def _graph_break(reason: Any) -> GraphBreak:
