@@ -61,13 +61,13 @@ def test_a_cuda_window_counts_the_training_work_drained_before_validation(monkey
 
 def _fake_trainer(blocks: list[list[float]], emitted: list):
     """An engine that emits its steps in read-back blocks, every step of a block with the block's average time
-    (as on a GPU), checking the stop flag between blocks."""
+    (as on a GPU), up to the config's step cap."""
 
     class FakeTrainer:
-        def run(self, config, emit, stop):
+        def run(self, config, emit, stop=None):
             step = 0
             for block in blocks:
-                if stop.is_set():
+                if step >= config.max_steps:
                     break
                 seconds = sum(block)
                 for _ in block:
@@ -75,7 +75,7 @@ def _fake_trainer(blocks: list[list[float]], emitted: list):
                     emitted.append(step)
                     emit(Step(step=step, epoch=1, loss=1.0, samples_per_s=len(block) * config.batch_size / seconds,
                               step_seconds=seconds / len(block), memory={}, compiling=step == 1))
-            return RunFinished(steps=step, epochs=0, seconds=1.0, stopped=stop.is_set(),
+            return RunFinished(steps=step, epochs=0, seconds=1.0, stopped=False,
                                metrics={"backend_used": config.backend, "peak_memory_mib": 1.0})
 
     return FakeTrainer
@@ -83,14 +83,15 @@ def _fake_trainer(blocks: list[list[float]], emitted: list):
 
 def test_gpu_windows_start_at_the_first_block_after_the_warm_up(monkeypatch):
     # step 1 compiles; steps 2-5 share a block that holds warm-up steps 2-3 (a cudagraph recording: slow);
-    # steps 6-9 and 10-13 are steady. Timing must start at step 6, and the run stop once 4 steps are timed.
+    # steps 6-9 and 10-13 are steady. Timing must start at step 6; the run ends at its cap (never stopped: a stopped
+    # run measures no payback).
     emitted = []
     blocks = [[10.0], [4.0, 4.0, 0.01, 0.01], [0.01] * 4, [0.01] * 4]
     monkeypatch.setattr(bench, "Trainer", _fake_trainer(blocks, emitted))
     settings = BenchSettings(warmup=3, windows=2, window_steps=2)
     row = engine_row(TrainConfig(batch_size=10), settings, torch.device("cuda"))
     assert row.windows == pytest.approx([2 * 10 / 0.02] * 2)  # no warm-up time in any window
-    assert emitted == list(range(1, 10))  # stopped after the block that completed the timed steps
+    assert emitted == list(range(1, 14))
     assert "warm-up" not in row.note
 
 
@@ -269,3 +270,28 @@ def test_engine_rows_train_at_the_benchmarks_matmul_precision():
     configs, _ = engine_configs(BenchSettings(matmul_precision="high"), ["eager", "aot_eager"], ["default"],
                                 ["off"], cuda=False)
     assert configs and {c.matmul_precision for c in configs} == {"high"}
+
+
+def test_a_compiled_row_runs_to_its_end_and_shows_the_runs_own_payback(monkeypatch):
+    """The row's break-even is the engine's paired payback, which a stopped run does not measure: the row's run
+    must end at its step cap, not by a stop."""
+    from workbench.core.engine import Trainer
+    from workbench.core.ground.payback import Payback
+
+    measured = [Payback(eager_step_s=0.010, compiled_step_s=0.008, compile_s=12.0, steps=30),
+                Payback(eager_step_s=0.0073, compiled_step_s=0.010, compile_s=5.0, steps=30)]
+    seen = []
+
+    def payback(self, run):
+        seen.append(run.stopped)
+        return measured[len(seen) - 1]
+
+    monkeypatch.setattr(Trainer, "_payback", payback)
+    settings = bench.BenchSettings(batch_size=32, hidden_dim=16, warmup=2, windows=2, window_steps=5)
+    config = bench.engine_configs(settings, ["aot_eager"], ["default"], ["off"], cuda=False)[0][0]
+    rows = [bench.engine_row(config, settings, torch.device("cpu")) for _ in measured]
+    assert seen == [False, False]
+    assert [r.break_even for r in rows] == ["6,000 steps", "never (0.73×)"]
+    result = bench.BenchResult(settings=settings, device_name="CPU", versions={}, rows=rows, skipped=[], ratios={})
+    table = bench.format_table(result)
+    assert "break-even" in table.splitlines()[1] and "6,000 steps" in table.splitlines()[2]

@@ -13,9 +13,10 @@ Method (printed under the table):
 - every row runs with the chosen device current and the fp32 matmul precision stated in the header (both set for
   the row and restored after it);
 - speed-ups are against the engine's eager fp32 row measured in the same process, same run;
-- break-even: the step at which a compiled row's compile seconds (every phase: first step, first validation,
-  CUDA-graph recording) come back, from its median step time against the eager row of the same precision in this
-  run (ground.payback's arithmetic; "never" when compiled steps are not faster);
+- break-even: the engine's own payback for a compiled row (what a run in the app or the CLI reports): after the
+  row's steps, compiled and eager steps (force_eager) alternate on the same batches in the same process, and the
+  step at which the row's compile seconds (every phase: first step, first validation, CUDA-graph recording) come
+  back is computed from their medians ("never" when compiled steps are not faster);
 - the target ratios (engine vs plain loop, vs article recipe) are medians over rounds that measure each pair
   back to back, so that drift on a shared machine hits both sides of a ratio alike.
 """
@@ -26,7 +27,6 @@ import contextlib
 import functools
 import os
 import statistics
-import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -72,8 +72,7 @@ class Row:
     step_p50_ms: float = 0.0
     step_p99_ms: float = 0.0
     compile_seconds: float | None = None
-    compile_all_phases_s: float | None = None  # what the payback counts: every phase that compiled or recorded
-    break_even: str = ""  # "1,240 steps", "never (0.73×)"; empty for an uncompiled row
+    break_even: str = ""  # the run's payback: "1,240 steps", "never (0.73×)"; empty for an uncompiled row
     peak_memory_mib: float | None = None
     eval_samples_per_s: float | None = None
     speedup: float | None = None
@@ -335,7 +334,8 @@ def engine_row(config: TrainConfig, settings: BenchSettings, device: torch.devic
     wanted = settings.windows * settings.window_steps
     timing = _TimedSteps(settings.warmup, wanted, exact=on_cpu)
     cap = settings.warmup + wanted * (1 if on_cpu else BLOCK_ALLOWANCE)
-    result = Trainer().run(config.replace(epochs=10_000, max_steps=cap), timing, timing.stop)
+    # The run ends at its step cap, never stopped: a stopped run measures no payback.
+    result = Trainer().run(config.replace(epochs=10_000, max_steps=cap), timing)
     if isinstance(result, RunFailed):
         return Row(name=name, kind="engine", note=f"failed: {result.kind}: {result.message}"[:160])
     events = timing.events
@@ -351,9 +351,12 @@ def engine_row(config: TrainConfig, settings: BenchSettings, device: torch.devic
     eval_rates = _eval_rates(events)
     row = _row_from_windows(name, "engine", windows or [0.0], step_ms,
                             compile_seconds=compile_event.seconds if compile_event else None,
-                            compile_all_phases_s=result.metrics.get("compile_seconds") if compile_event else None,
                             peak_memory_mib=result.metrics.get("peak_memory_mib"),
                             eval_samples_per_s=statistics.median(eval_rates) if eval_rates else None)
+    payback = Payback.from_dict(result.metrics.get("payback"))
+    if payback is not None:
+        even = payback.break_even_step
+        row.break_even = f"{even:,} steps" if even is not None else f"never ({payback.speedup:.2f}×)"
     notes = []
     if result.metrics.get("backend_used") != config.backend:
         notes.append(f"fell back to {result.metrics.get('backend_used')}")
@@ -369,7 +372,7 @@ BLOCK_ALLOWANCE = 4  # an engine row may run this many times its timed steps whi
 
 
 class _TimedSteps:
-    """The event sink of an engine row: keeps every event and stops the run once `wanted` steps are timed.
+    """The event sink of an engine row: keeps every event and finds the `wanted` steps to time.
 
     The engine reads losses back in blocks (every engine.FLUSH_SECONDS). On the CPU each Step has its own time;
     elsewhere every step of a block gets the block's average, so a block that straddles the end of the warm-up
@@ -380,7 +383,6 @@ class _TimedSteps:
     def __init__(self, warmup: int, wanted: int, *, exact: bool):
         self.warmup, self.wanted, self.exact = warmup, wanted, exact
         self.events: list = []
-        self.stop = threading.Event()
         self.first: int | None = None  # the first timed step
         self._block: tuple | None = None
 
@@ -391,8 +393,6 @@ class _TimedSteps:
         block, self._block = self._block, (event.epoch, event.samples_per_s)
         if self.first is None and event.step > self.warmup and (self.exact or block != self._block):
             self.first = event.step
-        if self.first is not None and event.step - self.first + 1 >= self.wanted:
-            self.stop.set()
 
     def timed(self) -> list[Step]:
         """The timed steps; without a block that began after the warm-up, every step after it (noted)."""
@@ -470,7 +470,6 @@ def run_bench(settings: BenchSettings, backends: list[str], modes: list[str], am
     for row in rows:
         if baseline is not None and row.samples_per_s:
             row.speedup = row.samples_per_s / baseline.samples_per_s
-    _break_even(rows, {engine_name(c): c for c in configs})
     ratios = {}
     eager = next((c for c in configs if c.backend == "eager" and c.amp == "off"), None)
     if eager is not None:
@@ -478,23 +477,6 @@ def run_bench(settings: BenchSettings, backends: list[str], modes: list[str], am
         ratios = paired_ratios(settings, eager, train, val, device, precision)
     return BenchResult(settings=settings, device_name=devices.device_name(device), versions=devices.versions(),
                        rows=rows, skipped=skipped, ratios=ratios, matmul_precision=precision)
-
-
-def _break_even(rows: list[Row], configs: dict[str, TrainConfig]) -> None:
-    """Each compiled row's break-even step against the eager row of its precision (see METHOD)."""
-    by_name = {r.name: r for r in rows}
-    for row in rows:
-        config = configs.get(row.name)
-        if config is None or not config.compiled or not row.samples_per_s or row.compile_all_phases_s is None:
-            continue
-        eager = by_name.get(engine_name(config.replace(backend="eager", mode="default")))
-        if eager is None or not eager.samples_per_s:
-            continue
-        batch = config.batch_size
-        payback = Payback(eager_step_s=batch / eager.samples_per_s, compiled_step_s=batch / row.samples_per_s,
-                          compile_s=row.compile_all_phases_s, steps=0)
-        even = payback.break_even_step
-        row.break_even = f"{even:,} steps" if even is not None else f"never ({payback.speedup:.2f}×)"
 
 
 def paired_ratios(settings: BenchSettings, eager: TrainConfig, train: Split, val: Split,
