@@ -43,9 +43,9 @@ def events_of_a_compiled_run() -> list:
                              detail="0/0: GLOBAL_STATE changed: grad_mode",
                              frames=(Frame("/home/u/model.py", 30, "forward", "x = x.flatten(1)"),))
     return [started(), step(1),
+            CompileEvent(step=1, kind="cache_miss", title="FX-graph cache miss: compiled from scratch"),
             CompileEvent(step=1, kind="graph", title="forward graph compiled (frame 0/0)", compile_id="0/0"),
             CompileEvent(step=1, kind="graph", title="backward graph compiled (frame 0/0)", compile_id="0/0"),
-            CompileEvent(step=1, kind="cache_miss", title="FX-graph cache miss: compiled from scratch"),
             *[step(n) for n in range(2, 126)], recompile]
 
 
@@ -75,9 +75,11 @@ def test_the_timeline_lists_every_event_with_its_step_and_a_new_run_clears_it(qt
     panel.add_events(events_of_a_compiled_run())
     rows = [panel.timeline.list.topLevelItem(i) for i in range(panel.timeline.list.topLevelItemCount())]
     assert [r.text(0) for r in rows] == ["1", "1", "1", "125 (eval)"]
-    assert rows[3].text(2) == "model.py:30" and "recompiled" in rows[3].text(1)
+    assert rows[3].text(1).endswith("recompiled: gradients were switched off (validation runs under no_grad) — "
+                                    "model.py:30")
     panel.select_step(1)
-    assert len(panel.timeline.selected()) == 3
+    assert [e.kind for e in panel.timeline.selected()] == ["graph", "graph", "cache_miss"]  # the telling first
+    assert panel.timeline.detail.toPlainText().startswith("Step 1 (train) · graph compiled")
     panel.add_events([started()])
     assert panel.timeline.list.topLevelItemCount() == 0
 

@@ -93,21 +93,21 @@ class TimelineMarkers(QObject):
 
 
 class TimelineView(QWidget):
-    """The Compile panel's timeline: one row per event (step, what, where); the selected one's details below."""
+    """The Compile panel's timeline: one row per event (step, what and where); the selected events' details below,
+    the most telling first (a clicked marker selects every event of its step)."""
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self.list = QTreeWidget()
         self.list.setObjectName("timelineList")
-        self.list.setColumnCount(3)
-        self.list.setHeaderLabels(["Step", "Event", "Where"])
+        self.list.setColumnCount(2)
+        self.list.setHeaderLabels(["Step", "Event"])
         self.list.setRootIsDecorated(False)
         self.list.setUniformRowHeights(True)
         self.list.setSelectionMode(QAbstractItemView.ExtendedSelection)
         header = self.list.header()
         header.setSectionResizeMode(0, QHeaderView.ResizeToContents)
         header.setSectionResizeMode(1, QHeaderView.Stretch)
-        header.setSectionResizeMode(2, QHeaderView.ResizeToContents)
         self.list.itemSelectionChanged.connect(self._show_selected)
         self.detail = QPlainTextEdit()
         self.detail.setObjectName("timelineDetail")
@@ -128,11 +128,11 @@ class TimelineView(QWidget):
         for event in events:
             self.events.append(event)
             glyph, colour, _ = KINDS.get(event.kind, UNKNOWN)
-            where = f"{Path(event.frames[-1].file).name}:{event.frames[-1].line}" if event.frames else ""
+            where = f" — {Path(event.frames[-1].file).name}:{event.frames[-1].line}" if event.frames else ""
             phase = " (eval)" if event.phase == "eval" else ""
-            item = QTreeWidgetItem([f"{event.step:,}{phase}", f"{glyph} {event.title}", where])
+            item = QTreeWidgetItem([f"{event.step:,}{phase}", f"{glyph} {event.title}{where}"])
             item.setForeground(1, pg.mkColor(colour))
-            item.setToolTip(1, event.title)
+            item.setToolTip(1, event.title + (f"\n{event.where}: {event.frames[-1].source}" if event.frames else ""))
             item.setData(0, Qt.UserRole, len(self.events) - 1)
             self.list.addTopLevelItem(item)
 
@@ -154,8 +154,9 @@ class TimelineView(QWidget):
             self.list.scrollToItem(first)
 
     def selected(self) -> list[CompileEvent]:
+        """The selected events, the most telling kind first (then in the order they happened)."""
         rows = sorted(item.data(0, Qt.UserRole) for item in self.list.selectedItems())
-        return [self.events[row] for row in rows]
+        return sorted((self.events[row] for row in rows), key=lambda e: -KINDS.get(e.kind, UNKNOWN)[2])
 
     def _show_selected(self) -> None:
         self.detail.setPlainText("\n\n".join(describe(event) for event in self.selected()))
