@@ -61,7 +61,8 @@ def ids(frame: int, attempt: int) -> dict:
     return {"frame_id": frame, "frame_compile_id": attempt, "attempt": 0}
 
 
-@pytest.mark.parametrize("key, graph", [("aot_forward_graph", "forward graph"), ("aot_backward_graph", "backward graph"),
+@pytest.mark.parametrize("key, graph", [("aot_forward_graph", "forward graph"),
+                                        ("aot_backward_graph", "backward graph"),
                                         ("aot_inference_graph", "inference graph (no gradients needed)")])
 def test_each_compiled_graph_is_a_marker(key, graph):
     [event] = parse_record({key: {}, **ids(0, 1)}, "graph code")

@@ -74,7 +74,8 @@ TIMELINE = {
     STEPS: [_event(STEPS, "recompile", "forward recompiled: gradients were switched off (validation runs under "
                    "no_grad)", detail="0/1: GLOBAL_STATE changed: grad_mode", phase="eval",
                    frames=(Frame(MODEL, 15, "forward", "def forward(self, x):"),), compile_id="0/1"),
-            _event(STEPS, "graph", "inference graph (no gradients needed) compiled (frame 0/1)", phase="eval", compile_id="0/1"),
+            _event(STEPS, "graph", "inference graph (no gradients needed) compiled (frame 0/1)", phase="eval",
+                   compile_id="0/1"),
             _event(STEPS, "cache_hit", "FX-graph cache hit", phase="eval")],
 }
 FALLBACK = _event(5, "fallback", "compile failed: the run went on in eager mode", detail="BackendCompilerFailed: x")

@@ -13,14 +13,18 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
+from workbench.core.run.process import TORCHRUN_TEMP_ENV
 from workbench.core.run.request import Launch, LaunchError, check_launch
 from workbench.core.history.runs import RunStore
 
-from .conftest import marked_processes, wait_for_epoch
+from .conftest import TrainStarter, marked_processes, wait_for_epoch
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="reads /proc to find leftover processes")
 BAD_RANK_MODEL = '''
@@ -39,10 +43,12 @@ class FailsOnRankOne(SandwichNet):
 
 
 def test_two_processes_match_one_process_and_keep_identical_weights(tmp_path, start_train):
+    # Both runs at once: each spends its first seconds in one thread (the CLI, then torchrun, importing torch), so
+    # on a small machine the second core is otherwise idle. Nothing either run computes depends on the other.
+    runs = {n: start_train("--epochs", "5", "--batch-size", "64", "--nproc-per-node", str(n),
+                           "--out", str(tmp_path / f"n{n}")) for n in (1, 2)}
     results = {}
-    for n in (1, 2):
-        proc, mark = start_train("--epochs", "5", "--batch-size", "64", "--nproc-per-node", str(n),
-                                 "--out", str(tmp_path / f"n{n}"))
+    for n, (proc, mark) in runs.items():
         out, err = proc.communicate(timeout=300)
         assert proc.returncode == 0, err
         assert marked_processes(mark) == []
@@ -57,16 +63,46 @@ def test_two_processes_match_one_process_and_keep_identical_weights(tmp_path, st
     assert [r.status for r in RunStore(tmp_path / "runs.sqlite").list()] == ["finished", "finished"]
 
 
-def test_stopping_a_run_ends_every_process_and_keeps_the_checkpoint(tmp_path, start_train):
-    proc, mark = start_train("--epochs", "100000", "--nproc-per-node", "2", "--out", str(tmp_path / "run"))
-    wait_for_epoch(proc)
-    assert len(marked_processes(mark)) >= 4  # the CLI, torchrun and two ranks
-    proc.send_signal(signal.SIGINT)  # what Ctrl+C does: stop after the current step
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130, err
-    assert marked_processes(mark) == []
-    assert (tmp_path / "run" / "checkpoint.pt").is_file()
-    assert RunStore(tmp_path / "runs.sqlite").list()[0].status == "stopped"
+@pytest.fixture(scope="module")
+def stopped_run(tmp_path_factory):
+    """One CLI run on two processes (no end: 100000 epochs), stopped with Ctrl+C once every rank trains, and what
+    was seen of it while it trained and after: the stopping test and the loopback test both look at this one run
+    (starting two processes costs ~10 s on 2 cores). Module-scoped, so the function-scoped autouse fixtures have
+    not run yet: their environment (one torch thread, private data and cache folders) is given explicitly."""
+    tmp = tmp_path_factory.mktemp("stopped-run")
+    starter = TrainStarter(tmp / "runs.sqlite", env={
+        "OMP_NUM_THREADS": "1", "WORKBENCH_DATA_DIR": str(tmp_path_factory.mktemp("wb-data")),
+        "WORKBENCH_CACHE_DIR": str(tmp_path_factory.mktemp("wb-cache"))})
+    try:
+        temp_before = set(os.listdir(tempfile.gettempdir()))
+        proc, mark = starter.start("--epochs", "100000", "--nproc-per-node", "2", "--out", str(tmp / "run"))
+        wait_for_epoch(proc)  # every rank trains by now: every socket is open
+        running = marked_processes(mark)
+        listening = listening_addresses(descendants(proc.pid))
+        torchrun_temp = {value for pid, _ in running if (value := environ_value(pid, TORCHRUN_TEMP_ENV))}
+        proc.send_signal(signal.SIGINT)  # what Ctrl+C does: stop after the current step
+        _, err = proc.communicate(timeout=120)
+        yield SimpleNamespace(out=tmp / "run", db=tmp / "runs.sqlite", process=proc, err=err, running=running,
+                              left=marked_processes(mark), listening=listening, torchrun_temp=torchrun_temp,
+                              new_temp=set(os.listdir(tempfile.gettempdir())) - temp_before)
+    finally:
+        starter.kill_leftovers()
+
+
+def environ_value(pid: int, name: str) -> str | None:
+    try:
+        env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:  # ended since
+        return None
+    return next((e.decode()[len(name) + 1:] for e in env if e.startswith(f"{name}=".encode())), None)
+
+
+def test_stopping_a_run_ends_every_process_and_keeps_the_checkpoint(stopped_run):
+    assert len(stopped_run.running) >= 4  # the CLI, torchrun and two ranks
+    assert stopped_run.process.returncode == 130, stopped_run.err
+    assert stopped_run.left == []
+    assert (stopped_run.out / "checkpoint.pt").is_file()
+    assert RunStore(stopped_run.db).list()[0].status == "stopped"
 
 
 def test_a_killed_rank_is_named_and_nothing_is_left(tmp_path, start_train):
@@ -193,31 +229,14 @@ def descendants(root: int) -> set[int]:
     return found
 
 
-def test_a_two_process_run_listens_on_loopback_only_and_leaves_no_temp_folder(tmp_path):
-    import tempfile
-    import threading
-
-    from workbench.core.ground.config import TrainConfig
-    from workbench.core.ground.events import Step
-    from workbench.core.run.process import start_distributed
-    from workbench.core.run.request import RunRequest
-
-    before = set(os.listdir(tempfile.gettempdir()))
-    request = RunRequest(config=TrainConfig(epochs=100000, batch_size=64, device="cpu"), out_dir=str(tmp_path / "run"),
-                         db=None, record=False, launch=Launch(nproc_per_node=2))
-    child = start_distributed(request)
-    seen: set[tuple[str, int]] = set()
-    stop = threading.Event()
-
-    def emit(event):
-        if isinstance(event, Step) and not stop.is_set():  # every rank trains by now: every socket is open
-            seen.update(listening_addresses(descendants(child.process.pid)))
-            stop.set()
-
-    result = child.run(None, emit, stop)
-    assert getattr(result, "stopped", False), result
+def test_a_two_process_run_listens_on_loopback_only_and_leaves_no_temp_folder(stopped_run):
+    """While every rank trains, the run's processes (the CLI, torchrun, the ranks) listen on loopback only; once
+    stopped, torchrun's own temp folder is gone and no `torchelastic_*` folder was left in the usual one."""
+    seen = stopped_run.listening
     assert seen, "nothing was seen listening: the stores were not found"
     assert {address for address, _ in seen} <= {"127.0.0.1", "::1"}, seen
-    assert child.process.poll() is not None
-    assert not {name for name in set(os.listdir(tempfile.gettempdir())) - before if name.startswith("torchelastic_")}
-    assert not os.path.exists(child.temp_dir)
+    assert stopped_run.process.returncode == 130, stopped_run.err  # a clean stop, as Ctrl+C asks
+    assert stopped_run.left == []  # torchrun and the ranks ended with it
+    assert not {name for name in stopped_run.new_temp if name.startswith("torchelastic_")}
+    assert len(stopped_run.torchrun_temp) == 1, stopped_run.torchrun_temp  # torchrun was given its own folder
+    assert not any(os.path.exists(folder) for folder in stopped_run.torchrun_temp)

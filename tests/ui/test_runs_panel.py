@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import shutil
+import sqlite3
+from contextlib import closing
+
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox
@@ -25,9 +29,39 @@ def _column(window, name):
     return COLUMNS.index(name)
 
 
-def test_runs_are_listed_compared_and_reopened(window, qtbot):
-    _train(window, qtbot, epochs=1, max_steps=40, hidden_dim=32)
-    _train(window, qtbot, epochs=1, max_steps=40, hidden_dim=32, backend="aot_eager")
+@pytest.fixture(scope="module")
+def _two_runs_folder(tmp_path_factory):
+    return tmp_path_factory.mktemp("two-runs")
+
+
+@pytest.fixture
+def two_runs(_two_runs_folder, qtbot, kernel, one_torch_thread, tmp_path):
+    """tmp_path/runs.sqlite: a run history of two runs trained in a window, #1 eager and #2 aot_eager (40 steps of
+    hidden 32 each). They are trained once for the module, by the first test that asks (a run kernel each and a
+    compile: the slow part of these tests), in a window with settings of its own. Every test gets a copy of that
+    history and of those settings, so its window opens as the app does after those two runs (run #2 shown, its
+    model loading); the runs' folders stay where they were written. Ask for it before `window`, which opens it."""
+    from workbench.core.ground import paths
+    from workbench.ui.main_window import MainWindow
+
+    folder = _two_runs_folder
+    if not (folder / "trained").is_file():
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("WORKBENCH_CONFIG_DIR", str(folder / "config"))
+            trainer = MainWindow(runs_dir=folder / "runs", db=folder / "runs.sqlite", prestart=False, kernel=kernel)
+            qtbot.addWidget(trainer)
+            _train(trainer, qtbot, epochs=1, max_steps=40, hidden_dim=32)
+            _train(trainer, qtbot, epochs=1, max_steps=40, hidden_dim=32, backend="aot_eager")
+            assert trainer.runner.shutdown()
+            trainer.close()  # writes its settings, the last run among them
+        (folder / "trained").touch()
+    with closing(sqlite3.connect(folder / "runs.sqlite")) as source, \
+            closing(sqlite3.connect(tmp_path / "runs.sqlite")) as copy:
+        source.backup(copy)
+    shutil.copy(folder / "config" / "settings.ini", paths.config_dir() / "settings.ini")
+
+
+def test_runs_are_listed_compared_and_reopened(two_runs, window, qtbot):
     runs = window.runs
     assert runs.proxy.rowCount() == 2
     statuses = {runs.proxy.index(r, _column(window, "Status")).data() for r in range(2)}
@@ -78,12 +112,12 @@ def test_remove_asks_then_removes(window, qtbot, monkeypatch):
     assert window.runs.proxy.rowCount() == 0
 
 
-def test_an_unreadable_run_database_is_reported_and_training_still_works(qtbot, tmp_path):
+def test_an_unreadable_run_database_is_reported_and_training_still_works(qtbot, tmp_path, kernel):
     from workbench.ui.main_window import MainWindow
 
     db = tmp_path / "runs.sqlite"
     db.write_bytes(b"not a database" * 50)
-    window = MainWindow(runs_dir=tmp_path / "runs", db=db)
+    window = MainWindow(runs_dir=tmp_path / "runs", db=db, kernel=kernel)  # the suite's kernel: not what is tested
     qtbot.addWidget(window)
     assert "Run history unavailable" in window.runs.message.text() and "damaged" in window.runs.message.text()
     set_config(window, epochs=1, max_steps=10, hidden_dim=16)
@@ -95,7 +129,7 @@ def test_an_unreadable_run_database_is_reported_and_training_still_works(qtbot, 
     window.close()
 
 
-def test_export_report_writes_html_for_the_last_run_and_for_selected_runs(window, qtbot, tmp_path):
+def test_export_report_writes_html_for_the_last_run(window, qtbot, tmp_path):
     assert not window.report_action.isEnabled()  # nothing to report on yet
     _train(window, qtbot, epochs=1, max_steps=30, hidden_dim=32)
     assert window.report_action.isEnabled()
@@ -105,12 +139,6 @@ def test_export_report_writes_html_for_the_last_run_and_for_selected_runs(window
     assert written.args[0][0] == tmp_path / "last.html"
     html = (tmp_path / "last.html").read_text()
     assert "Configuration and environment" in html and (tmp_path / "last.json").is_file()
-    _train(window, qtbot, epochs=1, max_steps=30, hidden_dim=32, backend="aot_eager")
-    window.runs.table.selectAll()
-    assert window.report_run_ids() == [1, 2]
-    with qtbot.waitSignal(window.reportFinished, timeout=60_000):
-        assert window.export_report(tmp_path / "both.html", [1, 2])
-    assert "Comparison" in (tmp_path / "both.html").read_text()
     blocker = tmp_path / "file"
     blocker.write_text("x")
     with qtbot.waitSignal(window.reportFinished, timeout=60_000) as failed:
@@ -118,6 +146,14 @@ def test_export_report_writes_html_for_the_last_run_and_for_selected_runs(window
     assert isinstance(failed.args[0], Exception)
     assert "Could not write the report" in window.banner.label.text()
     assert not window.export_report(tmp_path / "none.html", [])  # nothing selected: nothing to do
+
+
+def test_export_report_writes_html_for_selected_runs(two_runs, window, qtbot, tmp_path):
+    window.runs.table.selectAll()
+    assert window.report_run_ids() == [1, 2]
+    with qtbot.waitSignal(window.reportFinished, timeout=60_000):
+        assert window.export_report(tmp_path / "both.html", [1, 2])
+    assert "Comparison" in (tmp_path / "both.html").read_text()
 
 
 def test_opened_runs_are_kept_as_curves_and_only_the_last_few(window, qtbot, tmp_path):

@@ -31,7 +31,8 @@ OBJECT_NAMES = {"dataset": "datasetCombo", "data_root": "dataRootEdit", "model":
                 "device": "deviceCombo", "hidden_dim": "hiddenSpin", "epochs": "epochsSpin", "batch_size": "batchSpin",
                 "lr": "lrSpin", "optimizer": "optimizerCombo", "seed": "seedSpin", "backend": "backendCombo",
                 "mode": "modeCombo", "fullgraph": "fullgraphCheck", "dynamic": "dynamicCombo",
-                "allow_eager_fallback": "fallbackCheck", "amp": "ampCombo", "matmul_precision": "matmulPrecisionCombo"}
+                "allow_eager_fallback": "fallbackCheck", "compile_trace": "compileTraceCheck", "amp": "ampCombo",
+                "matmul_precision": "matmulPrecisionCombo"}
 
 
 @pytest.fixture
@@ -96,7 +97,7 @@ def test_set_config_and_config_round_trip_every_shown_setting(panel):
     config = TrainConfig(dataset="kmnist", data_root="/data", model="/models/net.py:Net", device="cuda:0",
                          hidden_dim=64, epochs=3, batch_size=48, lr=0.01, optimizer="sgd", seed=2**32 - 1,
                          backend="inductor", mode="max-autotune", dynamic=False, fullgraph=True,
-                         allow_eager_fallback=True, amp="fp16", matmul_precision="high",
+                         allow_eager_fallback=True, compile_trace=True, amp="fp16", matmul_precision="high",
                          dropout=0.5, weight_decay=0.3, lr_schedule="constant", max_steps=9)  # not shown: kept
     assert all(getattr(config, s.name) != s.default for s in settings()), "set every setting here"
     panel.set_config(config)
@@ -348,18 +349,18 @@ def test_a_dataset_that_needs_a_folder_fails_with_a_message(window, qtbot):
     assert "--data-root" in window.banner.label.text() or "folder" in window.banner.label.text()
 
 
-def test_settings_persist_across_launches(qtbot, tmp_path):
+def test_settings_persist_across_launches(qtbot, tmp_path, kernel):
     from workbench.ui.main_window import MainWindow
     from workbench.ui.settings import SETTINGS_VERSION, open_settings
 
-    first = MainWindow(runs_dir=tmp_path, prestart=False)
+    first = MainWindow(runs_dir=tmp_path, prestart=False, kernel=kernel)
     qtbot.addWidget(first)
     first.setup.set_config(TrainConfig(epochs=7, batch_size=48, backend="aot_eager", amp="bf16", seed=3))
     first.setup.set_processes(2)
     first.close()
     settings = open_settings()
     assert int(settings.value("settings_version")) == SETTINGS_VERSION
-    second = MainWindow(runs_dir=tmp_path, prestart=False)
+    second = MainWindow(runs_dir=tmp_path, prestart=False, kernel=kernel)
     qtbot.addWidget(second)
     config = second.setup.config()
     assert (config.epochs, config.batch_size, config.backend, config.amp, config.seed) == (7, 48, "aot_eager",
@@ -368,7 +369,7 @@ def test_settings_persist_across_launches(qtbot, tmp_path):
     second.close()
 
 
-def test_unusable_saved_settings_fall_back_to_defaults_with_a_note(qtbot, tmp_path):
+def test_unusable_saved_settings_fall_back_to_defaults_with_a_note(qtbot, tmp_path, kernel):
     from workbench.ui.main_window import MainWindow
     from workbench.ui.settings import open_settings
 
@@ -376,7 +377,7 @@ def test_unusable_saved_settings_fall_back_to_defaults_with_a_note(qtbot, tmp_pa
     settings.setValue("settings_version", 1)
     settings.setValue("config", '{"epochs": 0}')
     settings.sync()
-    window = MainWindow(runs_dir=tmp_path, prestart=False)
+    window = MainWindow(runs_dir=tmp_path, prestart=False, kernel=kernel)
     qtbot.addWidget(window)
     assert window.setup.config() == TrainConfig()
     notes = [window.log.item(i).text() for i in range(window.log.count())]
@@ -384,7 +385,7 @@ def test_unusable_saved_settings_fall_back_to_defaults_with_a_note(qtbot, tmp_pa
     window.close()
 
 
-def test_settings_of_a_newer_workbench_are_not_written_over(qtbot, tmp_path):
+def test_settings_of_a_newer_workbench_are_not_written_over(qtbot, tmp_path, kernel):
     from workbench.ui.main_window import MainWindow
     from workbench.ui.settings import SETTINGS_VERSION, open_settings
 
@@ -393,7 +394,7 @@ def test_settings_of_a_newer_workbench_are_not_written_over(qtbot, tmp_path):
     settings.setValue("settings_version", SETTINGS_VERSION + 1)
     settings.setValue("config", newer)
     settings.sync()
-    window = MainWindow(runs_dir=tmp_path, prestart=False)
+    window = MainWindow(runs_dir=tmp_path, prestart=False, kernel=kernel)
     qtbot.addWidget(window)
     set_config(window, epochs=3)
     window.close()  # saves settings on close

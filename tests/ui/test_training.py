@@ -119,7 +119,8 @@ def test_train_before_pytorch_is_ready_waits_for_it_and_then_runs(qtbot, tmp_pat
     refused, and starts by itself when the kernel says what the machine can do."""
     from workbench.ui.main_window import MainWindow
 
-    window = MainWindow(runs_dir=tmp_path / "runs", db=tmp_path / "runs.sqlite", prestart=False)  # its own kernel
+    # Its own kernel; and, as in the app, a pre-started run kernel that imports torch alongside it (not after).
+    window = MainWindow(runs_dir=tmp_path / "runs", db=tmp_path / "runs.sqlite", prestart=True)
     qtbot.addWidget(window)
     assert not window.kernel.capabilities.known and window.kernel_label.text() == "Starting PyTorch…"
     set_config(window, epochs=1, max_steps=20, hidden_dim=16)
