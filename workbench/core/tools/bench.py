@@ -16,7 +16,7 @@ Method (printed under the table):
 - break-even: the engine's own payback for a compiled row (what a run in the app or the CLI reports): after the
   row's steps, compiled and eager steps (force_eager) alternate on the same batches in the same process, and the
   step at which the row's compile seconds (every phase: first step, first validation, CUDA-graph recording) come
-  back is computed from their medians ("never" when compiled steps are not faster);
+  back is computed from their medians ("never" when compiled steps are not faster, "no gain" within 2 %);
 - the target ratios (engine vs plain loop, vs article recipe) are medians over rounds that measure each pair
   back to back, so that drift on a shared machine hits both sides of a ratio alike.
 """
@@ -355,8 +355,7 @@ def engine_row(config: TrainConfig, settings: BenchSettings, device: torch.devic
                             eval_samples_per_s=statistics.median(eval_rates) if eval_rates else None)
     payback = Payback.from_dict(result.metrics.get("payback"))
     if payback is not None:
-        even = payback.break_even_step
-        row.break_even = f"{even:,} steps" if even is not None else f"never ({payback.speedup:.2f}×)"
+        row.break_even = payback.short()
     notes = []
     if result.metrics.get("backend_used") != config.backend:
         notes.append(f"fell back to {result.metrics.get('backend_used')}")
