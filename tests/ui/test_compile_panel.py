@@ -91,6 +91,7 @@ def test_while_a_run_compiles_the_panel_says_so_with_the_seconds_so_far(qtbot):
         text = panel.fields[key].text()
         assert text == "compiling… 12 s so far", (key, text)
     assert panel.fields["graphs"].text() == "2" and panel.fields["breaks"].text() == "1"  # the trace's findings
+    assert (panel.count_words["graphs"].text(), panel.count_words["breaks"].text()) == ("graphs", "break")
     panel.add_events([CompileFinished("inductor", "default", 48.9, phase="train")])
     assert panel.fields["compiled"].text() == "yes" and not panel.ticker.isActive()
     assert panel.fields["seconds"].text() == "48.90 s (first step, forward + backward)"

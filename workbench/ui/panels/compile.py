@@ -46,10 +46,11 @@ class CompilePanel(QWidget):
         for key, title in (("compiled", "Compiled"), ("backend", "Backend · mode")):
             form.addRow(title, self.fields[key])
         counts = QHBoxLayout()  # four small numbers share a row: the tabs below need the height
-        for key, title in (("graphs", "graphs"), ("breaks", "breaks"), ("ops", "ops"), ("recompiles", "recompiles")):
+        self.count_words = {key: QLabel(f"{key}") for key in COUNT_WORDS}
+        for key in COUNT_WORDS:
             self.fields[key].setWordWrap(False)
             counts.addWidget(self.fields[key])
-            counts.addWidget(QLabel(title))
+            counts.addWidget(self.count_words[key])
             counts.addSpacing(6)
         counts.addStretch(1)
         form.addRow("Traced", counts)
@@ -200,13 +201,13 @@ class CompilePanel(QWidget):
             self.fields["compiled"].setText(("yes" if report.compiled else "no") + (
                 " (traced by Explain, not trained)" if report.source == "explain" else ""))
             self.fields["backend"].setText(_backend_text(report.backend, report.mode))
-        self.fields["graphs"].setText(str(report.graph_count))
-        self.fields["breaks"].setText(str(report.graph_break_count))
+        for key, count in (("graphs", report.graph_count), ("breaks", report.graph_break_count),
+                           ("ops", report.op_count), ("recompiles", len(report.recompiles))):
+            self.fields[key].setText(str(count))
+            self.count_words[key].setText(COUNT_WORDS[key][count != 1])
         self.fields["breaks"].setStyleSheet("color: #b00020; font-weight: bold;" if report.graph_break_count else "")
-        self.fields["ops"].setText(str(report.op_count))
         if not pre_compile:  # during the compile its seconds so far stay
             self.fields["seconds"].setText(self._seconds_text(report))
-        self.fields["recompiles"].setText(str(len(report.recompiles)))
         self.breaks = report.breaks
         self.cards.show_breaks(report.breaks, known=True)
         self.tabs.setTabText(0, f"Fix-it ({len(self.cards.cards)})" if self.cards.cards else "Fix-it")
@@ -253,6 +254,8 @@ class CompilePanel(QWidget):
             dialog.open()
 
 
+COUNT_WORDS = {"graphs": ("graph", "graphs"), "breaks": ("break", "breaks"), "ops": ("op", "ops"),
+               "recompiles": ("recompile", "recompiles")}
 VERDICT_MARKS = {"confirmed": "✓ happened as predicted", "did not happen": "✗ did not happen",
                  "not predicted": "! not predicted"}
 
