@@ -155,6 +155,30 @@ def test_the_tracer_stamps_events_with_the_engines_step_and_phase_and_logs_each_
     assert tracer not in logging.getLogger(CUDAGRAPH_LOGGER).handlers
 
 
+def test_skips_reach_the_timeline_but_not_the_terminal_when_pytorchs_logs_are_quieted():
+    """The CLI and the kernels quiet PyTorch's loggers (CRITICAL): Inductor's skip warning would be dropped before
+    any handler saw it."""
+    torch_log, cudagraphs = logging.getLogger("torch"), logging.getLogger(CUDAGRAPH_LOGGER)
+    printed: list = []
+
+    class Terminal(logging.Handler):
+        def emit(self, record):
+            printed.append(record)
+
+    terminal, before = Terminal(), (torch_log.level, cudagraphs.level, cudagraphs.propagate)
+    torch_log.addHandler(terminal)
+    torch_log.setLevel(logging.CRITICAL)
+    try:
+        tracer = CompileTracer().install()
+        cudagraphs.warning(CUDAGRAPH_SKIP)
+        tracer.remove()
+        assert [e.kind for e in tracer.drain()] == ["cudagraph_skip"] and printed == []
+        assert (cudagraphs.level, cudagraphs.propagate) == before[1:]  # put back as it was
+    finally:
+        torch_log.removeHandler(terminal)
+        torch_log.setLevel(before[0])
+
+
 def test_a_compile_event_survives_its_json_line():
     [event] = parse_record({"artifact": {"name": "dynamo_graph_break_reason"}, **ids(0, 0)}, BREAK_PAYLOAD)
     stamped = dataclasses.replace(event, step=3)

@@ -208,7 +208,14 @@ class CompileTracer(logging.Handler):
         self._level = log.level
         log.setLevel(logging.DEBUG)
         log.addHandler(self)
-        logging.getLogger(CUDAGRAPH_LOGGER).addHandler(self)
+        cudagraphs = logging.getLogger(CUDAGRAPH_LOGGER)
+        self._cudagraphs = (cudagraphs.level, cudagraphs.propagate)
+        if not cudagraphs.isEnabledFor(logging.WARNING):
+            # PyTorch's logs are quieted (the CLI and the kernels set them to CRITICAL): the skips must still reach
+            # the timeline, without reaching the terminal.
+            cudagraphs.setLevel(logging.WARNING)
+            cudagraphs.propagate = False
+        cudagraphs.addHandler(self)
         if self.trace_dir is not None:
             self._raw = _raw_trace_handler(self.trace_dir)
             log.addHandler(self._raw)
@@ -217,7 +224,10 @@ class CompileTracer(logging.Handler):
     def remove(self) -> None:
         log = logging.getLogger(TRACE_LOGGER)
         log.removeHandler(self)
-        logging.getLogger(CUDAGRAPH_LOGGER).removeHandler(self)
+        cudagraphs = logging.getLogger(CUDAGRAPH_LOGGER)
+        cudagraphs.removeHandler(self)
+        cudagraphs.setLevel(self._cudagraphs[0])
+        cudagraphs.propagate = self._cudagraphs[1]
         if self._raw is not None:
             log.removeHandler(self._raw)
             self._raw.close()

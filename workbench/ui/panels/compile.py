@@ -16,8 +16,8 @@ import time
 
 from PySide6.QtCore import Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
-from PySide6.QtWidgets import (QFormLayout, QGroupBox, QHBoxLayout, QLabel, QListWidget, QPushButton, QScrollArea,
-                               QTabWidget, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QFormLayout, QGridLayout, QGroupBox, QHBoxLayout, QLabel, QListWidget, QPushButton,
+                               QScrollArea, QTabWidget, QVBoxLayout, QWidget)
 
 from ...core.ground.config import ConfigError, TrainConfig
 from ...core.ground.events import (CompileEvent, CompileFinished, CompileReport, CompileStarted, Event, GraphBreak,
@@ -45,14 +45,16 @@ class CompilePanel(QWidget):
         form = QFormLayout()
         for key, title in (("compiled", "Compiled"), ("backend", "Backend · mode")):
             form.addRow(title, self.fields[key])
-        counts = QHBoxLayout()  # four small numbers share a row: the tabs below need the height
-        self.count_words = {key: QLabel(f"{key}") for key in COUNT_WORDS}
-        for key in COUNT_WORDS:
+        # Four small numbers in two rows of two: the tabs below need the height, the dock its narrow width.
+        counts = QGridLayout()
+        counts.setHorizontalSpacing(4)
+        self.count_words = {key: QLabel(key) for key in COUNT_WORDS}
+        for i, key in enumerate(COUNT_WORDS):
             self.fields[key].setWordWrap(False)
-            counts.addWidget(self.fields[key])
-            counts.addWidget(self.count_words[key])
-            counts.addSpacing(6)
-        counts.addStretch(1)
+            counts.addWidget(self.fields[key], i // 2, 3 * (i % 2), Qt.AlignRight)
+            counts.addWidget(self.count_words[key], i // 2, 3 * (i % 2) + 1)
+        counts.setColumnMinimumWidth(2, 12)
+        counts.setColumnStretch(5, 1)
         form.addRow("Traced", counts)
         for key, title in (("seconds", "Compile time"), ("payback", "Paid off?")):
             form.addRow(title, self.fields[key])
