@@ -22,7 +22,7 @@ import torch._dynamo
 from ..ground.config import TrainConfig
 from ..ground.events import Frame
 from ..ground.fixit import parse_break
-from .inspect import _frame, _inside_torch, example_batch
+from .inspect import example_batch, frame_of, inside_torch
 from .model import model_for
 
 _MESSAGE_LINES = 8  # enough for Dynamo's type, explanation and hints; its stack is in "frames"
@@ -69,4 +69,4 @@ def _user_frames(exc: Exception) -> list[Frame]:
     traced are in the error's `real_stack`; an error without one (raised while running) has them in its
     traceback. Frames inside torch, and this module's own call, are left out."""
     stack = getattr(exc, "real_stack", None) or traceback.extract_tb(exc.__traceback__)
-    return [_frame(fs) for fs in stack if not _inside_torch(fs.filename) and fs.filename != __file__]
+    return [frame_of(fs) for fs in stack if not inside_torch(fs.filename) and fs.filename != __file__]

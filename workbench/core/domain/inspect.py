@@ -73,16 +73,17 @@ def example_batch(config: TrainConfig) -> torch.Tensor:
 
 
 def _graph_break(reason: Any) -> GraphBreak:
-    frames = tuple(_frame(fs) for fs in (reason.user_stack or ()) if not _inside_torch(fs.filename))
+    frames = tuple(frame_of(fs) for fs in (reason.user_stack or ()) if not inside_torch(fs.filename))
     return GraphBreak(reason=_short_reason(reason.reason), frames=frames)
 
 
-def _frame(fs: Any) -> Frame:
+def frame_of(fs: Any) -> Frame:
+    """A traceback FrameSummary as an event Frame, its source line read from the file when the summary has none."""
     source = (fs.line or linecache.getline(fs.filename, fs.lineno) or "").strip()
     return Frame(file=fs.filename, line=int(fs.lineno or 0), function=fs.name, source=source)
 
 
-def _inside_torch(filename: str) -> bool:
+def inside_torch(filename: str) -> bool:
     """In torch's own package (not torchvision's, whose folder starts with the same letters)."""
     return filename.startswith(_TORCH_DIR + os.sep)
 
