@@ -7,7 +7,8 @@ aot_eager, mid-run), training (mid-run, default model), compiling (an inductor r
 reason (learning rate 0: why Train is off), explain (after Explain), evaluate (after a short run: a confusion cell
 opened), dataset (the Dataset dock), timeline (after an inductor run of the planted-break example: the compile
 timeline's markers on the loss plot, the eval recompile selected, the payback), fixit (the planted-break
-example's fix-it card after Explain and Check with fullgraph), whatif (the What-if tab for the form's settings).
+example's fix-it card after Explain and Check with fullgraph), whatif (the What-if tab for the form's settings),
+system (mid-run, the memory plot's System tab: CPU of the run and of the machine).
 The window opens at the size it picks for the screen (fit to the available area), with settings and history in a
 temporary folder, so nothing of the user's is read or changed.
 """
@@ -33,7 +34,7 @@ from workbench.ui.main_window import MainWindow  # noqa: E402
 from workbench.ui.panels.setup import example_model_spec  # noqa: E402
 
 SHOTS = ("readme", "training", "compiling", "reason", "explain", "evaluate", "dataset", "timeline", "fixit",
-         "whatif")
+         "whatif", "system")
 README_SHOT = Path(__file__).resolve().parents[1] / "docs" / "screenshot.png"
 
 
@@ -66,8 +67,10 @@ def main() -> int:
         window.runner.events.connect(lambda batch: any(isinstance(e, Step) and e.step >= 1800 for e in batch)
                                      and grab())
         when_ready(window.train)
-    elif args.shot == "training":
+    elif args.shot in ("training", "system"):
         window.setup.set_config(TrainConfig(epochs=40))
+        if args.shot == "system":
+            window.plots.machine_tabs.setCurrentWidget(window.plots.system_plot)
         window.runner.events.connect(lambda batch: any(isinstance(e, Step) and e.step >= args.at_step
                                                        for e in batch) and grab())
         when_ready(window.train)

@@ -282,8 +282,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     print(f"{state}: {result.steps} steps, {result.epochs} epoch(s) in {result.seconds:.1f} s · "
           f"val accuracy {accuracy} · {m.get('samples_per_s', 0):,.0f} samples/s"
           + (f" · compile {m['compile_seconds']:.1f} s" if m.get("compile_seconds") else ""))
-    for line in compile_lines(m):
-        print(line)
+    for line in [*compile_lines(m), system_line(m)]:
+        if line:
+            print(line)
     out = request.out_dir
     if m.get("checkpoint"):
         print(f"wrote {out}: checkpoint.pt, checkpoint.safetensors, metrics.json, events.jsonl")
@@ -318,6 +319,19 @@ def compile_lines(metrics: dict) -> list[str]:
         problem = metrics.get("compile_trace_problem")
         lines.append(f"compile trace: {metrics['compile_trace']}" + (f" ({problem})" if problem else ""))
     return lines
+
+
+def system_line(metrics: dict) -> str | None:
+    """A run's system figures in one line (`train` at its end, `runs show`); None for a run without them."""
+    from .core.history.report import gpu_text
+
+    system = metrics.get("system")
+    if not isinstance(system, dict) or not system:
+        return None
+    gpu = gpu_text(system) or metrics.get("system_gpu_problem") or ""
+    return (f"system: CPU {system.get('cpu_process_mean', 0):.0f} % of a core (machine "
+            f"{system.get('cpu_machine_mean', 0):.0f} %), peak RSS {system.get('rss_peak_mib', 0):,.0f} MiB"
+            + (f"; {gpu}" if gpu else ""))
 
 
 class interrupt_sets:
@@ -653,8 +667,10 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
     if report is not None:
         print("compile report:\n" + format_report(report))
     finished = next((e for e in reversed(record.events) if isinstance(e, RunFinished)), None)
-    for line in compile_lines(finished.metrics if finished is not None else {}):
-        print(line)
+    metrics = finished.metrics if finished is not None else {}
+    for line in [*compile_lines(metrics), system_line(metrics)]:
+        if line:
+            print(line)
     return 0
 
 

@@ -42,6 +42,8 @@ SAMPLES = [
     ev.CompileEvent(step=125, kind="recompile", title="forward recompiled: gradients were switched off",
                     detail="0/0: GLOBAL_STATE changed: grad_mode", phase="eval", frames=BREAK.frames, compile_id="0/1"),
     ev.CompileEvent(step=1, kind="cache_miss", title="FX-graph cache miss: compiled from scratch"),
+    ev.SystemSample(seconds=1.5, cpu_process=180.0, cpu_machine=92.5, rss_mib=812.0,
+                    gpu={"cuda:0": {"util": 87.0, "memory_mib": 30512.0, "power_w": 412.5, "temp_c": 61.0}}),
 ]
 
 

@@ -40,6 +40,7 @@ def test_runs_show_prints_config_summary_and_compile_report(db, capsys):
     assert "recompile forecast: confirmed: forward recompiles for validation" in out
     _, eager, _ = call(capsys, "runs", "show", "1", "--db", db)
     assert "payback" not in eager and "recompile forecast" not in eager  # nothing compiled
+    assert "\nsystem: CPU " in eager and "% of a core (machine " in eager and "peak RSS" in eager
 
 
 def test_runs_rm_removes_and_unknown_ids_fail_cleanly(db, capsys):
@@ -81,6 +82,7 @@ def test_report_of_two_runs_writes_html_and_json(db, tmp_path, capsys):
     assert f"wrote {out}" in stdout and out.with_suffix(".json").is_file()
     html = out.read_text()
     assert "<svg" in html and "Comparison" in html and "http://" not in html and "https://" not in html
+    assert "<th>CPU, training process (mean)</th><td>" in html and "% of a core" in html  # the system metrics
 
 
 def test_report_errors_are_one_line(db, tmp_path, capsys):

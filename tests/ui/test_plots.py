@@ -184,3 +184,25 @@ def test_the_headline_follows_the_live_events_and_a_recorded_run(panel):
     assert panel.headline.figures()["compile"] == "4.0 s"
     panel.show_curves(_curves([2.0, 1.0], compile_seconds=7.0))
     assert panel.headline.figures()["compile"] == "7.0 s" and panel.headline.figures()["eta"] == "—"
+
+
+def test_system_samples_are_plotted_on_a_time_axis_with_each_gpu(panel):
+    from workbench.core.ground.events import SystemSample
+
+    gpu = {"cuda:0": {"util": 87.0, "memory_mib": 30_512.0, "power_w": 412.4, "temp_c": 61.0}}
+    panel.add_events([RunStarted(config=TrainConfig().to_dict(), device="cuda:0", device_name="GPU", versions={},
+                                 train_size=100, val_size=10, steps_per_epoch=4, total_steps=4),
+                      SystemSample(seconds=0.5, cpu_process=180.0, cpu_machine=95.0, rss_mib=800.0, gpu=gpu),
+                      SystemSample(seconds=1.0, cpu_process=170.0, cpu_machine=90.0, rss_mib=810.0, gpu=gpu)])
+    panel.redraw()
+    assert panel.point_counts()["system"] == 2
+    x, y = panel.cpu_process.item.getData()
+    assert list(x) == [0.5, 1.0] and list(y) == [180.0, 170.0]  # seconds, not steps
+    assert list(panel.gpu_util["cuda:0"].item.getData()[1]) == [87.0, 87.0]
+    title = panel.system_plot.getPlotItem().titleLabel.text
+    assert "cuda:0 412 W, 61 °C, 30,512 MiB" in title
+    assert panel.system_plot.getPlotItem().getViewBox().linkedView(0) is None  # not on the shared step axis
+    assert [panel.machine_tabs.tabText(i) for i in range(2)] == ["Memory", "System"]
+    panel.reset()
+    assert panel.point_counts()["system"] == 0 and panel.gpu_util == {}
+    assert panel.system_plot.getPlotItem().titleLabel.text == "System"

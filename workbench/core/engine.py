@@ -40,6 +40,8 @@ from torch.nn import functional as F
 
 from .domain import checkpoint, devices
 from .domain.compile_trace import CompileTracer, render_trace
+from .domain.system import SystemSampler
+from .domain.system import summary as system_summary
 from .domain.data import DeviceBatches, Split, classes_of, load_splits
 from .domain.distributed import Distributed, weights_checksum
 from .domain.evaluate import autocast_context, evaluate
@@ -180,6 +182,8 @@ class _Run:
     stopped: bool = False
     tracer: CompileTracer | None = None  # the compile timeline's source, while a compiled run trains
     timeline_breaks: dict[str, CompileEvent] = field(default_factory=dict)  # the timeline's breaks, by type
+    sampler: SystemSampler | None = None  # the system metrics, on the main process
+    system_samples: list = field(default_factory=list)  # every SystemSample emitted: the run's summary
 
     @property
     def output_dim(self) -> int:
@@ -298,6 +302,8 @@ class Trainer:
         finally:
             if run.tracer is not None:
                 run.tracer.remove()
+            if run.sampler is not None:
+                run.sampler.stop()
 
     # -- setup --------------------------------------------------------------------------------------------------
     def _start(self, config: TrainConfig, emit: Emit, stop: StopFlag, started: float) -> _Run:
@@ -329,9 +335,10 @@ class Trainer:
         notice = cudagraph_thread_notice(config)
         if notice is not None:
             emit(notice)
+        sampler = SystemSampler(device, started).start() if self.dist.is_main else None
         return _Run(config=config, emit=emit, stop=stop, started=started, device=device, classes=classes,
                     batches=batches, val_split=val_split, train_size=len(train_split), total_steps=total_steps,
-                    plan=warmup_plan(config, device.type))
+                    plan=warmup_plan(config, device.type), sampler=sampler)
 
     def _prepare(self, run: _Run) -> None:
         """The model, explained and compiled (or not): the run's session; then the validation batches."""
@@ -515,11 +522,17 @@ class Trainer:
             run.emit(Step(step=first_step + i, epoch=epoch, loss=loss, samples_per_s=samples / seconds,
                           step_seconds=step_seconds[i], memory=memory, compiling=compiling, warmup=warmup,
                           accuracy=accuracies[i]))
-        self._emit_compile_events(run)  # after the steps they happened in: the timeline has their x by then
+        self._emit_gathered(run)  # after the steps they happened in: the timeline has their x by then
         return seconds, stop_agreed
 
     @staticmethod
-    def _emit_compile_events(run: _Run) -> None:
+    def _emit_gathered(run: _Run) -> None:
+        """What the compiler did and the system samples since the last read-back (both gathered off the events'
+        thread, emitted on it)."""
+        if run.sampler is not None:
+            for sample in run.sampler.drain():
+                run.system_samples.append(sample)
+                run.emit(sample)
         if run.tracer is not None:
             for event in run.tracer.drain():
                 if event.kind == "graph_break":  # its user frames serve the final report's breaks
@@ -535,8 +548,8 @@ class Trainer:
         val_loss, val_accuracy = self._with_fallback(
             run, lambda s: evaluate(s.model, run.val_batches, run.config, run.device, reduce=self.dist.sum))
         val_seconds = time.perf_counter() - val_started
+        self._emit_gathered(run)
         if run.tracer is not None:
-            self._emit_compile_events(run)
             run.tracer.phase = "train"
         if run.session.compiled and "eval" not in totals.compile_breakdown:
             # The eval phase's method: the whole first validation pass of a compiled model, nothing subtracted. It
@@ -574,7 +587,7 @@ class Trainer:
             self._compile_failed(run, reason)
             run.session = self._eager_copy(run)
             run.warnings.append(f"fell back to eager: {reason}")
-            self._emit_compile_events(run)  # what the compiler did before it failed
+            self._emit_gathered(run)  # what the compiler did before it failed
             tracer = run.tracer
             run.emit(CompileEvent(step=tracer.step if tracer else run.totals.steps + 1, kind="fallback",
                                   title="compile failed: the run went on in eager mode", detail=reason,
@@ -601,10 +614,16 @@ class Trainer:
     def _finish(self, run: _Run) -> RunFinished:
         """The final compile report, the run's figures, the payback, the checkpoint, and RunFinished."""
         payback = self._payback(run) if run.report is not None else None
+        if run.sampler is not None:
+            run.sampler.finish()
+        self._emit_gathered(run)
         if run.report is not None:
-            self._emit_compile_events(run)
             run.emit(self._final_report(run))
         metrics = self._metrics(run)
+        if run.system_samples:
+            metrics["system"] = system_summary(run.system_samples)
+        if run.sampler is not None and run.sampler.gpu_problem:
+            metrics["system_gpu_problem"] = run.sampler.gpu_problem
         if isinstance(payback, Payback):
             metrics["payback"] = payback.to_dict()
         elif payback:

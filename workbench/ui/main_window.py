@@ -19,7 +19,8 @@ from ..core.ground.capabilities import Capabilities
 from ..core.ground.config import TrainConfig
 from ..core.ground.consent import ModelConsent
 from ..core.ground.errors import WorkbenchError
-from ..core.ground.events import CompileEvent, CompileReport, Event, RunFailed, RunFinished, RunStarted, from_dict
+from ..core.ground.events import (CompileEvent, CompileReport, Event, RunFailed, RunFinished, RunStarted,
+                                  SystemSample, from_dict)
 from ..core.ground.progress import Progress, failure_line
 from ..core.history.curves import differing_settings, run_label, run_name
 from ..core.run.client import KernelClient
@@ -608,9 +609,9 @@ class MainWindow(QMainWindow):
         record = run.record
         self.plots.set_overlays([])
         self.plots.show_curves(run.curves, run.compile_seconds, record.config)
-        self.plots.timeline.add([e for e in run.compile_events if isinstance(e, CompileEvent)])
+        self.plots.add_events([e for e in run.panel_events if isinstance(e, (CompileEvent, SystemSample))])
         self.compile_panel.clear()
-        self.compile_panel.add_events(list(run.compile_events))
+        self.compile_panel.add_events(list(run.panel_events))
         self.plots.redraw()
         self.state_label.setText(f"Run #{record.id} ({record.status})")
         if record.checkpoint and Path(record.checkpoint).is_file():

@@ -141,6 +141,18 @@ class CompileEvent:
 
 
 @dataclass(frozen=True)
+class SystemSample:
+    """What the machine was doing, sampled in the training process (domain.system): on a time axis, not the step
+    axis, since a compile or a validation can take seconds without a step."""
+
+    seconds: float  # since the run started
+    cpu_process: float  # % of one core used by the training process since the previous sample (200 = two cores)
+    cpu_machine: float  # % of the whole machine's CPU (every core)
+    rss_mib: float  # the training process's resident memory
+    gpu: dict = field(default_factory=dict)  # "cuda:0" → {"util": %, "memory_mib", "power_w", "temp_c"} (NVML)
+
+
+@dataclass(frozen=True)
 class Notice:
     level: str  # "info" | "warning" | "error"
     message: str
@@ -163,13 +175,13 @@ class RunFailed:
     hint: str = ""
 
 
-Event = (RunStarted | CompileStarted | CompileFinished | Step | EpochEnd | CompileReport | CompileEvent | Notice
-         | RunFinished | RunFailed)
+Event = (RunStarted | CompileStarted | CompileFinished | Step | EpochEnd | CompileReport | CompileEvent | SystemSample
+         | Notice | RunFinished | RunFailed)
 Emit = Callable[[Event], None]
 
 EVENT_TYPES: dict[str, type] = {cls.__name__: cls for cls in (
-    RunStarted, CompileStarted, CompileFinished, Step, EpochEnd, CompileReport, CompileEvent, Notice, RunFinished,
-    RunFailed)}
+    RunStarted, CompileStarted, CompileFinished, Step, EpochEnd, CompileReport, CompileEvent, SystemSample, Notice,
+    RunFinished, RunFailed)}
 _NESTED = (CompileReport, CompileEvent)  # events with dataclasses inside: serialised through asdict
 
 

@@ -218,7 +218,9 @@ def _facts(record: RunRecord, differing: list[str], color: str) -> _Run:
     finished = next((e.metrics for e in reversed(events) if isinstance(e, RunFinished)), None)
     return _Run(record=record, label=run_label(record.id, record.config, differing), color=color, steps=steps,
                 epochs=epochs, curves=curves_from_events(events), compile=last_compile_report(events), failure=failure,
-                notices=[e for e in events if isinstance(e, Notice)], metrics=_metrics(record, steps, epochs),
+                notices=[e for e in events if isinstance(e, Notice)],
+                metrics={**_metrics(record, steps, epochs),
+                         "system": finished.get("system") if isinstance(finished, dict) else None},
                 timeline=[e for e in events if isinstance(e, CompileEvent)],
                 finished=finished if isinstance(finished, dict) else {})
 
@@ -252,6 +254,18 @@ def _metrics(record: RunRecord, steps: list[Step], epochs: list[EpochEnd]) -> di
         "peak_memory_mib": record.peak_memory_mib if record.peak_memory_mib is not None else max(peaks, default=None),
         "backend_used": record.backend_used,
     }
+
+
+def _system(metrics: dict, key: str, form: str) -> str:
+    value = (metrics.get("system") or {}).get(key)
+    return form.format(value) if isinstance(value, (int, float)) else "—"
+
+
+def gpu_text(system: dict) -> str:
+    """'cuda:0: 87 % busy, peak 412 W, 61 °C, 30,512 MiB' per GPU of a run's system summary; '' without one."""
+    return "; ".join(f"{name}: {g['util_mean']:.0f} % busy, peak {g['power_peak_w']:.0f} W, {g['temp_peak_c']:.0f} °C, "
+                     f"{g['memory_peak_mib']:,.0f} MiB" for name, g in system.items()
+                     if name.startswith("cuda:") and isinstance(g, dict))
 
 
 def _median(values: Iterable[float]) -> float | None:
@@ -435,6 +449,9 @@ def _section_metrics(runs: list[_Run], evaluations: dict[int, Evaluation | None]
         ("Samples/s (steady state)", lambda m: _num(m["samples_per_s"], ",.0f")),
         ("Compile time", lambda m: _compile_time(m["compile_seconds"], m["backend_used"])),
         ("Peak memory", lambda m: _mib(m["peak_memory_mib"])),
+        ("CPU, training process (mean)", lambda m: _system(m, "cpu_process_mean", "{:.0f} % of a core")),
+        ("CPU, whole machine (mean)", lambda m: _system(m, "cpu_machine_mean", "{:.0f} %")),
+        ("GPU (NVML)", lambda m: esc(gpu_text(m.get("system") or {})) or "—"),
     ]
     head = "<tr><th>Metric</th>" + "".join(f"<th>{_run_cell(r)}</th>" for r in runs) + "</tr>"
     body = "".join(f"<tr><th>{name}</th>" + "".join(f"<td>{cell(r.metrics)}</td>" for r in runs) + "</tr>"

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QSignalBlocker, Qt, QTimer
-from PySide6.QtWidgets import QGridLayout, QHBoxLayout, QLabel, QSlider, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QGridLayout, QHBoxLayout, QLabel, QSlider, QTabWidget, QVBoxLayout, QWidget
 
 from ...core.ground.config import uses_cuda_graphs
-from ...core.ground.events import CompileEvent, CompileFinished, EpochEnd, Event, RunStarted, Step
+from ...core.ground.events import CompileEvent, CompileFinished, EpochEnd, Event, RunStarted, Step, SystemSample
 from ...core.history.curves import SMOOTHING, Curves, Smoother, smooth
 from .compile_timeline import TimelineMarkers
 from .headline import HeadlineBar
@@ -212,9 +212,21 @@ class PlotsPanel(QWidget):
         self.plots = (self.loss_plot, self.accuracy_plot, self.throughput_plot, self.memory_plot)
         for plot in self.plots[1:]:
             plot.setXLink(self.loss_plot)
+        # The system metrics share the memory plot's cell as a second tab: their axis is time, not steps (a compile
+        # or a validation takes seconds without a step), and a fifth plot would squeeze the others.
+        self.system_plot = _make_plot("systemPlot", "System", "% CPU / GPU", x_label=False)
+        self.system_plot.getPlotItem().setLabel("bottom", "seconds")
+        self.machine_tabs = QTabWidget()
+        self.machine_tabs.setObjectName("machineTabs")
+        self.machine_tabs.setDocumentMode(True)
+        self.machine_tabs.setTabPosition(QTabWidget.West)  # beside the plot: a 1366×768 screen has no height to spare
+        self.machine_tabs.addTab(self.memory_plot, "Memory")
+        self.machine_tabs.addTab(self.system_plot, "System")
+        self.machine_tabs.setTabToolTip(1, "CPU use of the training process and of the machine, GPU utilisation "
+                                           "(NVIDIA, through NVML), sampled twice a second")
         grid = QGridLayout()  # two by two: on a 1366×768 screen four stacked plots would be slivers
         for i, plot in enumerate(self.plots):
-            grid.addWidget(plot, i // 2, i % 2)
+            grid.addWidget(self.machine_tabs if plot is self.memory_plot else plot, i // 2, i % 2)
         top = QHBoxLayout()  # one row: the figures, and the smoothing that shapes the curves under them
         top.addWidget(self.headline)
         top.addLayout(self._smoothing_row(), 1)
@@ -235,6 +247,9 @@ class PlotsPanel(QWidget):
         self.smoothed = (_Smoothed(self.step_loss, self.smooth_loss, self.weight),
                          _Smoothed(self.step_accuracy, self.smooth_accuracy, self.weight))
         self.memory: dict[str, _Series] = {}
+        self.cpu_process = _Series(self.system_plot.plot(pen=pg.mkPen(PALETTE[0], width=1), name="CPU, this run"))
+        self.cpu_machine = _Series(self.system_plot.plot(pen=pg.mkPen(PALETTE[1], width=1), name="CPU, machine"))
+        self.gpu_util: dict[str, _Series] = {}
         self.cuda_graphs = False  # the live run replays CUDA graphs: memory legends say where its pool is
         self.compile_marker: pg.InfiniteLine | None = None
         self.timeline = TimelineMarkers(self.loss_plot)  # the compile timeline, on the shared step axis
@@ -290,6 +305,10 @@ class PlotsPanel(QWidget):
         for series in self.memory.values():
             self.memory_plot.removeItem(series.item)  # removes its legend entry too; overlays keep theirs
         self.memory.clear()
+        for series in self.gpu_util.values():
+            self.system_plot.removeItem(series.item)
+        self.gpu_util.clear()
+        self.system_plot.getPlotItem().setTitle("System")
         for pair in self.smoothed:
             pair.restart(self.weight)
         self.cuda_graphs = False
@@ -313,6 +332,8 @@ class PlotsPanel(QWidget):
                 self._add_step(event)
             elif isinstance(event, CompileEvent):
                 self.timeline.add([event])
+            elif isinstance(event, SystemSample):
+                self._add_system(event)
             elif isinstance(event, EpochEnd):
                 self.val_loss.append(self._last_step, event.val_loss)
                 self.val_accuracy.append(self._last_step, event.val_accuracy)
@@ -360,6 +381,23 @@ class PlotsPanel(QWidget):
         for name, mib in step.memory.items():
             self._memory_series(name).append(step.step, mib)
 
+    def _add_system(self, sample: SystemSample) -> None:
+        """One system sample: CPU of the run and of the machine, each GPU's utilisation; the last GPU reading's
+        power and temperature in the plot's title."""
+        self.cpu_process.append(sample.seconds, sample.cpu_process)
+        self.cpu_machine.append(sample.seconds, sample.cpu_machine)
+        for name, reading in sample.gpu.items():
+            series = self.gpu_util.get(name)
+            if series is None:
+                colour = PALETTE[(2 + len(self.gpu_util)) % len(PALETTE)]
+                series = self.gpu_util[name] = _Series(self.system_plot.plot(pen=pg.mkPen(colour, width=1),
+                                                                             name=f"GPU {name}"))
+            series.append(sample.seconds, reading["util"])
+        if sample.gpu:
+            self.system_plot.getPlotItem().setTitle("System · " + " · ".join(
+                f"{name} {r['power_w']:.0f} W, {r['temp_c']:.0f} °C, {r['memory_mib']:,.0f} MiB"
+                for name, r in sample.gpu.items()))
+
     def _memory_series(self, name: str) -> _Series:
         series = self.memory.get(name)
         if series is None:
@@ -401,7 +439,8 @@ class PlotsPanel(QWidget):
     def _own_series(self) -> tuple[_Series, ...]:
         """The current run's series (not the overlays)."""
         return (self.step_loss, self.smooth_loss, self.val_loss, self.step_accuracy, self.smooth_accuracy,
-                self.val_accuracy, self.throughput, *self.memory.values())
+                self.val_accuracy, self.throughput, *self.memory.values(), self.cpu_process, self.cpu_machine,
+                *self.gpu_util.values())
 
     # -- smoothing ----------------------------------------------------------------------------------------------
     def set_smoothing(self, weight: float) -> None:
@@ -463,7 +502,7 @@ class PlotsPanel(QWidget):
 
     def _apply_theme(self) -> None:
         theme = self.theme
-        for plot in self.plots:
+        for plot in (*self.plots, self.system_plot):
             style_plot(plot, theme)
         for raw, line, points in ((self.step_loss, self.smooth_loss, self.val_loss),
                                   (self.step_accuracy, self.smooth_accuracy, self.val_accuracy)):
@@ -477,4 +516,5 @@ class PlotsPanel(QWidget):
     def point_counts(self) -> dict[str, int]:
         return {"loss": self.step_loss.buffer.size, "throughput": self.throughput.buffer.size,
                 "memory": sum(s.buffer.size for s in self.memory.values()),
+                "system": self.cpu_process.buffer.size,
                 "val_loss": self.val_loss.buffer.size, "accuracy": self.step_accuracy.buffer.size}

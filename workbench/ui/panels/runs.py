@@ -17,7 +17,7 @@ from ...core.history.curves import Curves, curves_from_events, model_name, run_n
 from ...core.ground.errors import WorkbenchError
 from ...core.ground.progress import format_duration
 from ...core.ground.events import (CompileEvent, CompileFinished, CompileReport, Event, Notice, RunFinished,
-                                   RunStarted)
+                                   RunStarted, SystemSample)
 from ...core.history.runs import RunRecord, RunStore
 from ..tasks import Tasks
 
@@ -27,8 +27,9 @@ SORT_ROLE = Qt.UserRole + 1
 SLOT = "runs"
 VISIBLE_ROWS = 2  # the table is never squeezed below this many runs (the window sizes the dock for more)
 CACHED_RUNS = 8  # ended runs kept ready to compare or re-open
-# What the Compile panel (and the plots' compile timeline) show of a recorded run; RunFinished for its payback.
-COMPILE_EVENTS = (RunStarted, CompileFinished, CompileReport, CompileEvent, Notice, RunFinished)
+# What the panels show of a recorded run besides its curves: the Compile panel and the plots' compile timeline,
+# RunFinished for its payback, the system samples for the System plot.
+PANEL_EVENTS = (RunStarted, CompileFinished, CompileReport, CompileEvent, SystemSample, Notice, RunFinished)
 
 
 @dataclass(frozen=True)
@@ -38,17 +39,17 @@ class LoadedRun:
 
     record: RunRecord  # without its events
     curves: Curves
-    compile_events: tuple[Event, ...]
+    panel_events: tuple[Event, ...]
 
     @property
     def compile_seconds(self) -> float | None:
-        return next((e.seconds for e in self.compile_events if isinstance(e, CompileFinished)), None)
+        return next((e.seconds for e in self.panel_events if isinstance(e, CompileFinished)), None)
 
 
 def load_run(store: RunStore, run_id: int) -> LoadedRun:
     record = store.get(run_id, with_events=True)
     return LoadedRun(replace(record, events=[]), curves_from_events(record.events),
-                     tuple(e for e in record.events if isinstance(e, COMPILE_EVENTS)))
+                     tuple(e for e in record.events if isinstance(e, PANEL_EVENTS)))
 
 
 def _item(text: str, sort_value=None) -> QStandardItem:
