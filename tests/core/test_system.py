@@ -46,6 +46,18 @@ def test_the_thread_samples_at_its_interval_until_stopped():
     assert not sampler._thread.is_alive()
 
 
+def test_the_first_reading_of_the_thread_already_sees_the_machine_busy():
+    """psutil keeps the machine's CPU counter per thread: a counter started on another thread left the sampler's
+    first reading at 0 % while the run kept a core busy (seen in the app's System plot)."""
+    sampler = SystemSampler(torch.device("cpu"), started=time.perf_counter(), interval=0.2).start()
+    deadline = time.monotonic() + 10
+    while not sampler._pending and time.monotonic() < deadline:
+        pass  # this thread spins: one core of the machine is busy throughout the first interval
+    sampler.finish()
+    first, *_ = sampler.drain()
+    assert first.cpu_machine > 10.0, first
+
+
 def test_without_nvml_the_gpu_figures_are_absent_and_said_once(monkeypatch):
     calls = []
 

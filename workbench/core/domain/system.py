@@ -31,8 +31,11 @@ class SystemSampler:
         self.gpu_problem = ""
         self._pending: collections.deque[SystemSample] = collections.deque()
         self._stopped = threading.Event()
+        self._last_reading = False  # finish(): one more reading as the thread ends
         self._thread = threading.Thread(target=self._loop, name="workbench-system-sampler", daemon=True)
-        # The first cpu_percent(None) of each counter reads 0.0 and starts the interval the next one measures.
+        # The first cpu_percent(None) of a counter reads 0.0 and starts the interval the next one measures. The
+        # process's counter lives on the Process object; the machine's on the calling thread (psutil keeps one
+        # per thread), so the sampler's thread starts its own as it begins.
         self.process.cpu_percent(None)
         psutil.cpu_percent(None)
 
@@ -46,9 +49,13 @@ class SystemSampler:
             self._thread.join(timeout=5 * self.interval)
 
     def finish(self) -> None:
-        """Stop, with a last reading of the run's end: a run shorter than one interval has one sample too."""
-        self.stop()
-        self._pending.append(self.sample())
+        """Stop, with a last reading of the run's end (on the sampler's thread, where its machine counter is): a
+        run shorter than one interval has one sample too."""
+        if self._thread.is_alive():
+            self._last_reading = True
+            self.stop()
+        else:  # never started, or already stopped
+            self._pending.append(self.sample())
 
     def drain(self) -> list[SystemSample]:
         samples = []
@@ -57,7 +64,10 @@ class SystemSampler:
         return samples
 
     def _loop(self) -> None:
+        psutil.cpu_percent(None)  # this thread's machine counter (see __init__)
         while not self._stopped.wait(self.interval):
+            self._pending.append(self.sample())
+        if self._last_reading:
             self._pending.append(self.sample())
 
     def sample(self) -> SystemSample:
