@@ -257,3 +257,17 @@ def test_a_compile_failure_is_a_fallback_marker(monkeypatch):
                   events.append)
     [fallback] = [e for e in events if isinstance(e, CompileEvent) and e.kind == "fallback"]
     assert fallback.step == 1 and "injected compile failure" in fallback.detail
+
+
+@pytest.mark.parametrize("record", [True, False])
+def test_the_compile_trace_setting_decides_whether_a_run_records_its_trace(tmp_path, record):
+    from workbench.core.run.launch import start_run
+    from workbench.core.run.request import Launch, RunRequest
+
+    torch._dynamo.reset()
+    config = TrainConfig(epochs=1, max_steps=3, hidden_dim=8, backend="aot_eager", compile_trace=record)
+    result = start_run(RunRequest(config, out_dir=str(tmp_path / "run"), record=False, launch=Launch(where="here")),
+                       lambda event: None)
+    assert isinstance(result, RunFinished)
+    log = tmp_path / "run" / "compile-trace" / compile_trace.TRACE_FILE
+    assert log.is_file() == record and ("compile_trace" in result.metrics) == record

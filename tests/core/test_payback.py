@@ -13,6 +13,8 @@ from workbench.core.engine import Trainer
 from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.payback import Payback
 
+from .test_engine import _StopAfter
+
 
 def test_a_compile_that_came_back_says_at_which_step():
     # 2 ms saved per step (10 ms eager, 8 ms compiled): 12 s of compile come back after 6,000 steps.
@@ -120,18 +122,6 @@ def test_an_eager_run_has_no_payback_and_a_stopped_one_says_why():
     stopped = Trainer().run(CONFIG, lambda e: None, _StopAfter(3))
     assert stopped.stopped and 0 < stopped.steps < 12
     assert stopped.metrics["payback_problem"] == "not measured: the run was stopped"
-
-
-class _StopAfter:
-    """A stop flag that is set once the engine has looked at it `checks` times (it looks before every step):
-    deterministic, unlike counting Step events, which arrive in read-back blocks."""
-
-    def __init__(self, checks: int):
-        self.checks, self.seen = checks, 0
-
-    def is_set(self) -> bool:
-        self.seen += 1
-        return self.seen > self.checks
 
 
 def test_restoring_the_training_state_puts_back_weights_optimizer_and_schedule():

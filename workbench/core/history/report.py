@@ -625,22 +625,13 @@ def _payback_html(run: _Run) -> str:
         ("Compiled step", f"{payback.compiled_step_s * 1e3:.2f} ms"),
         ("Speed-up", f"{payback.speedup:.2f}×" if math.isfinite(payback.speedup) else "—"),
         ("Compile time", _duration(payback.compile_s)),
-        ("Break-even step", _break_even(payback)),
+        ("Break-even step", payback.short()),
     ]
     table = "<table class=facts>" + "".join(f"<tr><th>{k}</th><td>{esc(v)}</td></tr>" for k, v in facts) + "</table>"
     verdict = "ok" if payback.paid_off else "bad" if payback.break_even_step is None else "warn"
     method = f"<p class=muted>Method: {esc(payback.method)}.</p>" if payback.method else ""
     return (f"<h4>Did compiling pay off?</h4><p class='verdict {verdict}'>{esc(_sentence(payback.verdict()))}.</p>"
             + table + method)
-
-
-def _break_even(payback: Payback) -> str:
-    even = payback.break_even_step
-    if even is None:
-        return "never: a compiled step saves no time"
-    if payback.paid_off:
-        return f"step {even:,} (this run took {payback.steps:,})"
-    return f"step {even:,}, after this run's {payback.steps:,}"
 
 
 def _sentence(text: str) -> str:
@@ -814,7 +805,7 @@ def _break_even_cell(row: dict) -> str:
     """A comparison row's break-even step, its verdict as the tooltip; why it was not measured; or a dash."""
     payback = Payback.from_dict(row.get("payback"))
     if payback is not None:
-        return f"<span title='{esc(payback.verdict())}'>{esc(_break_even(payback))}</span>"
+        return f"<span title='{esc(payback.verdict())}'>{esc(payback.short())}</span>"
     if row.get("payback_problem"):
         return f"<span class=muted title='{esc(row['payback_problem'])}'>not measured</span>"
     return "—"

@@ -13,6 +13,7 @@ explain pass whose report arrives first), and that trace must not read as "compi
 from __future__ import annotations
 
 import time
+from dataclasses import asdict
 
 from PySide6.QtCore import Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
@@ -22,7 +23,7 @@ from PySide6.QtWidgets import (QFormLayout, QGridLayout, QGroupBox, QHBoxLayout,
 from ...core.ground.config import ConfigError, TrainConfig
 from ...core.ground.events import (CompileEvent, CompileFinished, CompileReport, CompileStarted, Event, GraphBreak,
                                    Notice, RunFinished, RunStarted, is_terminal)
-from ...core.ground.forecast import check_as_dict, check_forecast, forecast_recompiles
+from ...core.ground.forecast import forecast_recompiles
 from ...core.ground.payback import Payback
 from .compile_cards import BreakDialog, CardList
 from .compile_timeline import TimelineView
@@ -290,10 +291,8 @@ class ForecastView(QScrollArea):
         elif not config.compiled:
             self._fill([], "Eager: nothing is compiled, nothing recompiles.")
         else:
-            checks = [check_as_dict(c) for c in check_forecast(forecasts, ())]
-            for check in checks:
-                check["verdict"] = ""  # a prediction, not yet held against a run
-            self._fill(checks, f"{len(checks)} recompile(s) {context}:", config)
+            predictions = [{**asdict(f), "verdict": ""} for f in forecasts]  # not yet held against a run
+            self._fill(predictions, f"{len(predictions)} recompile(s) {context}:", config)
 
     def show_checked(self, checks: list[dict]) -> None:
         """After a run: each forecast with what really happened, and recompiles nobody predicted."""
