@@ -107,6 +107,17 @@ def test_a_graph_break_marker_has_the_break_type_its_explanation_and_the_users_l
     assert event.where == "/home/u/model.py:15"
 
 
+def test_a_break_whose_type_is_on_dynamos_reason_line_is_titled_by_it():
+    """Recorded from torch 2.14.1 (resources/examples/planted_branch.py): here the type is on the reason line."""
+    payload = ("Graph break in user code at /home/u/planted_branch.py:23\n"
+               "Graph Break Reason: Data-dependent branching\n"
+               "  Explanation: Detected data-dependent branching (e.g. `if my_tensor.sum() > 0:`).\n"
+               "  Hint: Use `torch.cond` to express dynamic control flow.\n")
+    [event] = parse_record({"artifact": {"name": "dynamo_graph_break_reason"}, **ids(0, 0)}, payload)
+    assert event.title == "graph break: Data-dependent branching"
+    assert event.detail.startswith("Data-dependent branching\nExplanation: Detected data-dependent branching")
+
+
 @pytest.mark.parametrize("name, kind, words", [
     ("fx_graph_cache_hit", "cache_hit", "FX-graph cache hit"),
     ("fx_graph_cache_miss", "cache_miss", "FX-graph cache miss"),

@@ -153,14 +153,22 @@ def _graph_break(payload: str, compile_id: str) -> CompileEvent:
     body = payload.split("\nUser code traceback:", 1)[0]
     traceback = payload.split("\nUser code traceback:", 1)[1] if "\nUser code traceback:" in payload else ""
     traceback = traceback.split("\nTraceback (most recent call last):", 1)[0]
-    lines = [ln.strip() for ln in body.splitlines()]
-    lines = [ln for ln in lines if ln and not ln.startswith(("Graph break in user code", "Graph Break Reason:",
-                                                             "Developer debug context"))]
+    lines = [_reason_line(ln.strip()) for ln in body.splitlines()]
+    lines = [ln for ln in lines if ln and not ln.startswith(("Graph break in user code", "Developer debug context"))]
     attribution = next((i for i, ln in enumerate(lines) if ln.startswith("Stack variable source attribution")),
                        None)  # Dynamo's internals: which variable came from where
     lines = lines[:attribution]
     kind = lines[0] if lines else "graph break"
     return _event("graph_break", f"graph break: {kind}", "\n".join(lines), _user_frames(traceback), compile_id)
+
+
+def _reason_line(line: str) -> str:
+    """Dynamo's "Graph Break Reason:" line holds the break type itself for some breaks ("Graph Break Reason:
+    Data-dependent branching"), and only a preamble for others (the type follows on a line of its own)."""
+    if not line.startswith("Graph Break Reason:"):
+        return line
+    rest = line.removeprefix("Graph Break Reason:").strip()
+    return "" if rest.startswith("Encountered graph break") else rest
 
 
 def _user_frames(text: str) -> tuple[Frame, ...]:
