@@ -44,6 +44,18 @@ SAMPLES = [
     ev.CompileEvent(step=1, kind="cache_miss", title="FX-graph cache miss: compiled from scratch"),
     ev.SystemSample(seconds=1.5, cpu_process=180.0, cpu_machine=92.5, rss_mib=812.0,
                     gpu={"cuda:0": {"util": 87.0, "memory_mib": 30512.0, "power_w": 412.5, "temp_c": 61.0}}),
+    ev.Step(step=40, epoch=1, loss=1.5, samples_per_s=800.0, step_seconds=0.04, memory={"rss": 900.0},
+            loss_scale=32768.0, profiled=True),
+    ev.ProfileReport(first_step=12, last_step=31, device="cpu",
+                     summary={"ops": [{"name": "aten::addmm", "region": "", "calls": 40, "self_cpu_us": 812.5}],
+                              "spans": [], "steps": [{"step": 12, "start_us": 0.0, "dur_us": 2100.0}]},
+                     memory={"source": "profiler", "times_us": [0.0, 5.0], "categories": {"activations": [0, 4096]}},
+                     trace="/runs/r/profile/trace.json.gz", trace_bytes=81_234, trimmed="memory events"),
+    ev.AmpReport(dtype="bf16", device="cpu",
+                 census={"ops": [{"op": "aten.addmm", "calls": 2, "dtype": "bfloat16", "group": "low"}],
+                         "groups": {"low": 2, "fp32": 1, "other": 0}},
+                 recommendation="bf16: this CPU has bf16 instructions"),
+    ev.AmpSkipped(step=7, scale=2.0**100, param="core.0.weight"),
 ]
 
 

@@ -247,6 +247,9 @@ class TrainConfig:
     max_steps: int | None = field(default=None, metadata=setting(
         "stop after this many optimizer steps (smoke tests, benchmarks)", TRAINING, label="Max steps", low=1,
         high=1 << 40, form=False))
+    profile_steps: int = field(default=0, metadata=setting(
+        "profile this many steady steps with torch.profiler (op table, timeline, memory, a Chrome trace); 0 = off",
+        TRAINING, label="Profile steps", low=0, high=1000, step=10))
     # -- compile --
     backend: str = field(default="eager", metadata=setting(
         "torch.compile backend; eager = no compile", COMPILE, label="Backend", choices=BACKENDS))

@@ -57,6 +57,9 @@ class Step:
     # The share of the step's global batch (every process's part) predicted right, 0..1: counted on the device
     # and read back with the losses. None in runs recorded before steps carried it.
     accuracy: float | None = None
+    # fp16 only: the GradScaler's scale after this step's update (a skipped step halves it); None without a scaler.
+    loss_scale: float | None = None
+    profiled: bool = False  # inside the profiler's window (domain.profiler): slower, kept off the steady figures
 
 
 def peak_mib(memory: dict[str, float]) -> float | None:
@@ -153,6 +156,43 @@ class SystemSample:
 
 
 @dataclass(frozen=True)
+class ProfileReport:
+    """What `torch.profiler` saw over a window of steady steps (domain.profiler; tables from ground.profile_trace and
+    ground.memory_trace): the op table, the steps' timeline, memory by category, and where the full trace went."""
+
+    first_step: int  # the profiled steps, inclusive
+    last_step: int
+    device: str  # "cpu", "cuda:0"
+    summary: dict  # profile_trace.summarise(): {"ops": [...], "spans": [...], "steps": [...], ...}
+    memory: dict = field(default_factory=dict)  # memory_trace's timeline: {"source", "times_us", "categories", ...}
+    trace: str = ""  # the gzipped Chrome/Perfetto trace; "" when it was not written
+    trace_bytes: int = 0  # its size on disk
+    trimmed: str = ""  # what the size cap left out of the trace, in words; "" when nothing
+    snapshot: str = ""  # CUDA: the allocator snapshot (pickle) for PyTorch's memory viewer; "" on the CPU
+    problem: str = ""  # why a part is missing (the trace could not be written, …); "" when none
+
+
+@dataclass(frozen=True)
+class AmpReport:
+    """Mixed precision at the start of a run (domain.amp): which ops autocast ran in the low precision and which
+    it kept in fp32 (one forward and loss of the run's model), and the precision this device should use."""
+
+    dtype: str  # "bf16" | "fp16"
+    device: str
+    census: dict  # {"ops": [{"op", "calls", "dtype", "group"}, ...], "groups": {"low": n, "fp32": n, "other": n}}
+    recommendation: str  # one line: bf16 or fp16 (or off) for this device, and why
+
+
+@dataclass(frozen=True)
+class AmpSkipped:
+    """An fp16 step whose gradients overflowed: GradScaler skipped `optimizer.step()` and halved the scale."""
+
+    step: int
+    scale: float  # the scale the step ran with (the one that overflowed)
+    param: str = ""  # the first parameter, in the model's order, whose gradient was not finite; "" if none was seen
+
+
+@dataclass(frozen=True)
 class Notice:
     level: str  # "info" | "warning" | "error"
     message: str
@@ -176,12 +216,12 @@ class RunFailed:
 
 
 Event = (RunStarted | CompileStarted | CompileFinished | Step | EpochEnd | CompileReport | CompileEvent | SystemSample
-         | Notice | RunFinished | RunFailed)
+         | ProfileReport | AmpReport | AmpSkipped | Notice | RunFinished | RunFailed)
 Emit = Callable[[Event], None]
 
 EVENT_TYPES: dict[str, type] = {cls.__name__: cls for cls in (
-    RunStarted, CompileStarted, CompileFinished, Step, EpochEnd, CompileReport, CompileEvent, SystemSample, Notice,
-    RunFinished, RunFailed)}
+    RunStarted, CompileStarted, CompileFinished, Step, EpochEnd, CompileReport, CompileEvent, SystemSample,
+    ProfileReport, AmpReport, AmpSkipped, Notice, RunFinished, RunFailed)}
 _NESTED = (CompileReport, CompileEvent)  # events with dataclasses inside: serialised through asdict
 
 
