@@ -24,6 +24,8 @@ from typing import Callable, Sequence
 EXIT_USAGE = 2  # bad input: config, data, files
 EXIT_RUN_FAILED = 3  # the run itself failed (diverged, compile failure, out of memory)
 EXIT_INTERRUPTED = 130
+PROFILE_STEPS = 20  # `workbench profile`'s window
+PROFILE_LEAD_STEPS = 12  # `workbench profile`'s steps before the window: compile, CUDA warm-up, settling
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -76,17 +78,14 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     train = sub.add_parser("train", help="train the network and write checkpoint, metrics and events")
-    add_config_options(train)
-    train.add_argument("--out", default=None, help="output folder (default: a new folder of its own under "
-                                                    "~/.local/share/workbench/runs; every run gets one)")
-    add_db_option(train)
-    ddp = train.add_argument_group("several processes (torchrun + DistributedDataParallel; --batch-size is global)")
-    ddp.add_argument("--nproc-per-node", type=int, default=1, help="processes on this machine (one per GPU)")
-    ddp.add_argument("--nnodes", type=int, default=1, help="machines taking part")
-    ddp.add_argument("--node-rank", type=int, default=0, help="this machine's index, 0 … nnodes-1")
-    ddp.add_argument("--master-addr", default="127.0.0.1", help="address of node 0 (multi-node runs)")
-    ddp.add_argument("--master-port", type=int, default=None, help="a free port on node 0 (default: picked)")
+    add_train_options(train)
     train.set_defaults(handler=cmd_train)
+
+    profile = sub.add_parser("profile", help=(
+        f"a short run that profiles --profile-steps steady steps (default {PROFILE_STEPS}): op table, memory, "
+        f"and a Chrome/Perfetto trace in the run's profile/ folder"))
+    add_train_options(profile)
+    profile.set_defaults(handler=cmd_profile)
 
     evaluate = sub.add_parser("evaluate", help="accuracy and confusion matrix of a checkpoint on a dataset")
     evaluate.add_argument("checkpoint")
@@ -172,6 +171,20 @@ def positive_int(text: str) -> int:
     return value
 
 
+def add_train_options(parser: argparse.ArgumentParser) -> None:
+    """What `train` and `profile` both take: the settings, the output folder, the history and the processes."""
+    add_config_options(parser)
+    parser.add_argument("--out", default=None, help="output folder (default: a new folder of its own under "
+                                                     "~/.local/share/workbench/runs; every run gets one)")
+    add_db_option(parser)
+    ddp = parser.add_argument_group("several processes (torchrun + DistributedDataParallel; --batch-size is global)")
+    ddp.add_argument("--nproc-per-node", type=int, default=1, help="processes on this machine (one per GPU)")
+    ddp.add_argument("--nnodes", type=int, default=1, help="machines taking part")
+    ddp.add_argument("--node-rank", type=int, default=0, help="this machine's index, 0 … nnodes-1")
+    ddp.add_argument("--master-addr", default="127.0.0.1", help="address of node 0 (multi-node runs)")
+    ddp.add_argument("--master-port", type=int, default=None, help="a free port on node 0 (default: picked)")
+
+
 def add_db_option(parser: argparse.ArgumentParser, inherited: bool = False) -> None:
     """`inherited`: a sub-action's --db must not overwrite the one given before it (`runs --db X rm 1`): argparse
     copies a sub-parser's default over the parent's value, so such an option has no default of its own."""
@@ -247,6 +260,20 @@ def config_from_args(args: argparse.Namespace, **defaults):
 
 # -- train ------------------------------------------------------------------------------------------------------
 def cmd_train(args: argparse.Namespace) -> int:
+    return _train(args, config_from_args(args))
+
+
+def cmd_profile(args: argparse.Namespace) -> int:
+    """`train` with the profiler on, ending soon after the window unless --max-steps or --epochs say otherwise."""
+    config = config_from_args(args, profile_steps=PROFILE_STEPS)
+    if config.profile_steps == 0:
+        return fail("--profile-steps 0 profiles nothing", f"leave it out ({PROFILE_STEPS} steps) or give a number")
+    if args.max_steps is None and args.epochs is None:
+        config = config.replace(max_steps=config.profile_steps + PROFILE_LEAD_STEPS)
+    return _train(args, config)
+
+
+def _train(args: argparse.Namespace, config) -> int:
     from .core.domain.devices import cuda_device_count
     from .core.run.launch import start_run
     from .core.run.request import Launch, RunRequest
@@ -254,7 +281,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     quiet_torch_logs()
     launch = Launch(args.nproc_per_node, args.nnodes, args.node_rank, args.master_addr, args.master_port,
                     where="here" if args.nproc_per_node * args.nnodes == 1 else "process")
-    request = RunRequest.build(config_from_args(args), cuda_devices=cuda_device_count(), out_dir=args.out,
+    request = RunRequest.build(config, cuda_devices=cuda_device_count(), out_dir=args.out,
                                db=args.db, launch=launch)
     bar = ProgressBar(sys.stderr)
     stop = threading.Event()
@@ -282,9 +309,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     print(f"{state}: {result.steps} steps, {result.epochs} epoch(s) in {result.seconds:.1f} s · "
           f"val accuracy {accuracy} · {m.get('samples_per_s', 0):,.0f} samples/s"
           + (f" · compile {m['compile_seconds']:.1f} s" if m.get("compile_seconds") else ""))
-    for line in [*compile_lines(m), system_line(m)]:
-        if line:
-            print(line)
+    for line in run_lines(m):
+        print(line)
     out = request.out_dir
     if m.get("checkpoint"):
         print(f"wrote {out}: checkpoint.pt, checkpoint.safetensors, metrics.json, events.jsonl")
@@ -299,6 +325,55 @@ def cmd_train(args: argparse.Namespace) -> int:
     else:
         print("nothing was written: the run stopped before it started")
     return interrupts.exit_code if result.stopped else 0
+
+
+def run_lines(metrics: dict) -> list[str]:
+    """Everything a run's metrics say beyond its headline (`train` at its end, `runs show`)."""
+    return [line for line in [*compile_lines(metrics), system_line(metrics), *amp_lines(metrics),
+                              *profile_lines(metrics)] if line]
+
+
+def amp_lines(metrics: dict) -> list[str]:
+    """Mixed precision: the census, the skipped fp16 steps and the recommendation."""
+    amp = metrics.get("amp")
+    if not isinstance(amp, dict):
+        return []
+    groups = amp.get("census_groups") or {}
+    lines = [f"amp {amp.get('dtype')}: {groups.get('low', 0)} op call(s) ran in {amp.get('dtype')}, "
+             f"{groups.get('fp32', 0)} in fp32 (one forward and loss); recommended: {amp.get('recommendation')}"]
+    if amp.get("final_scale") is not None:
+        first = amp.get("first_nonfinite") or {}
+        lines.append(f"amp loss scaling: {amp.get('skipped', 0)} step(s) skipped "
+                     f"({amp.get('skipped_share', 0):.1%}), final scale {amp['final_scale']:g}"
+                     + (f"; first non-finite gradient: {first.get('param')} at step {first.get('step')}"
+                        if first else ""))
+    return lines
+
+
+def profile_lines(metrics: dict) -> list[str]:
+    """The profiled window: its cost, the heaviest ops and where the trace is."""
+    profile = metrics.get("profile")
+    if not isinstance(profile, dict):
+        return []
+    cost = profile.get("cost") or {}
+    line = f"profile: steps {profile.get('first_step')}–{profile.get('last_step')}"
+    if cost.get("profiled_step_ms") and cost.get("steady_step_ms"):
+        line += (f", {cost['profiled_step_ms']:.2f} ms a profiled step against {cost['steady_step_ms']:.2f} ms "
+                 f"a steady one")
+    if profile.get("memory_peak_bytes"):
+        line += f"; peak memory {profile['memory_peak_bytes'] / 2**20:,.1f} MiB ({profile.get('memory_source')})"
+    lines = [line]
+    for op in profile.get("top_ops") or ():
+        device = f", {op['self_device_us'] / 1000:.2f} ms self on the device" if op.get("self_device_us") else ""
+        lines.append(f"  {op.get('self_cpu_us', 0) / 1000:8.2f} ms self CPU{device}  {op.get('calls')}×  "
+                     f"{op.get('name')}" + (f"  [{op['region']}]" if op.get("region") else ""))
+    if profile.get("trace"):
+        lines.append(f"profile trace: {profile['trace']} ({profile.get('trace_bytes', 0) / 2**20:.1f} MiB gzipped; "
+                     f"open it in ui.perfetto.dev)" + (f"; left out: {profile['trimmed']}" if profile.get("trimmed")
+                                                       else ""))
+    if profile.get("problem"):
+        lines.append(f"profile: {profile['problem']}")
+    return lines
 
 
 def compile_lines(metrics: dict) -> list[str]:
@@ -668,9 +743,8 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
         print("compile report:\n" + format_report(report))
     finished = next((e for e in reversed(record.events) if isinstance(e, RunFinished)), None)
     metrics = finished.metrics if finished is not None else {}
-    for line in [*compile_lines(metrics), system_line(metrics)]:
-        if line:
-            print(line)
+    for line in run_lines(metrics):
+        print(line)
     return 0
 
 

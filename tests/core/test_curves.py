@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from workbench.core.ground.events import CompileFinished, EpochEnd, Step, from_dict, to_dict
-from workbench.core.history.curves import Smoother, curves_from_events, smooth
+from workbench.core.history.curves import Smoother, curves_from_events, scale_changes, smooth
 
 
 def _step(i: int, accuracy: float | None = None, **kwargs) -> Step:
@@ -60,3 +60,14 @@ def test_steps_recorded_before_accuracy_still_load_and_a_wrong_one_is_refused():
     assert from_dict({**old, "accuracy": 0.5}).accuracy == 0.5
     with pytest.raises(ValueError, match="accuracy"):
         from_dict({**old, "accuracy": "high"})
+
+
+def test_the_loss_scale_curve_keeps_its_changes_and_its_last_step():
+    def step(n: int, scale: float | None) -> Step:
+        return Step(step=n, epoch=1, loss=1.0, samples_per_s=1.0, step_seconds=0.1, memory={}, loss_scale=scale)
+
+    events = [step(1, 1024.0), step(2, 512.0), step(3, 512.0), step(4, 512.0), step(5, 1024.0), step(6, 1024.0)]
+    assert [(s.step, s.loss_scale) for s in scale_changes(events)] == [(1, 1024.0), (2, 512.0), (5, 1024.0),
+                                                                       (6, 1024.0)]
+    assert scale_changes([step(1, None), step(2, None)]) == ()  # no scaler, no curve
+    assert [s.step for s in scale_changes([step(1, 8.0)])] == [1]  # the last step is not kept twice

@@ -205,9 +205,9 @@ def test_data_error_is_a_run_failed_event(tmp_path):
 
 def test_config_error_is_a_run_failed_event(monkeypatch):
     monkeypatch.setattr(devices, "cuda_available", lambda: False)
-    events, result = run(SMALL.replace(amp="fp16"))
+    events, result = run(SMALL.replace(backend="cudagraphs"))
     assert isinstance(result, RunFailed) and result.kind == "config"
-    assert result.message.startswith("amp:")
+    assert result.message.startswith("backend:")
     assert events == [result]
 
 

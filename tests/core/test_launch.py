@@ -33,10 +33,11 @@ def test_a_request_round_trips_through_json():
 
 
 @pytest.mark.parametrize("device,cuda_devices", [("auto", 0), ("cpu", 0), ("cpu", 1)])
-def test_build_refuses_fp16_on_the_cpu(tmp_path, device, cuda_devices):
-    with pytest.raises(ConfigError, match="fp16 needs a CUDA device") as info:
-        RunRequest.build(SMALL.replace(amp="fp16", device=device), cuda_devices=cuda_devices, out_dir=tmp_path)
-    assert info.value.field == "amp" and "bf16" in info.value.allowed
+def test_build_refuses_cuda_graphs_on_the_cpu(tmp_path, device, cuda_devices):
+    with pytest.raises(ConfigError, match="needs a CUDA device") as info:
+        RunRequest.build(SMALL.replace(backend="cudagraphs", device=device), cuda_devices=cuda_devices,
+                         out_dir=tmp_path)
+    assert info.value.field == "backend" and "aot_eager" in info.value.allowed
 
 
 def test_build_refuses_a_cuda_device_this_machine_does_not_have(tmp_path):

@@ -346,7 +346,6 @@ TRAIN = ("train", "--max-steps", "2", "--out", "{out}")
     (TRAIN + ("--batch-size", "0"), ["batch_size", "1 to"]),
     (TRAIN + ("--lr", "-1"), ["lr", "greater than 0"]),
     (TRAIN + ("--lr", "0"), ["lr"]),
-    (TRAIN + ("--amp", "fp16"), ["amp", "bf16"]),
     (TRAIN + ("--backend", "cudagraphs"), ["backend", "CUDA"]),
     (TRAIN + ("--backend", "aot_eager", "--mode", "max-autotune"), ["mode", "inductor"]),
     (TRAIN + ("--device", "tpu"), ["device", "cuda:N"]),

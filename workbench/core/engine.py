@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import gc
 import itertools
 import math
@@ -29,6 +30,7 @@ import statistics
 import threading
 import time
 import traceback
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Protocol, TypeVar
@@ -38,7 +40,7 @@ import torch._dynamo
 from torch import nn
 from torch.nn import functional as F
 
-from .domain import checkpoint, devices
+from .domain import amp, checkpoint, devices
 from .domain.compile_trace import CompileTracer, render_trace
 from .domain.system import SystemSampler
 from .domain.system import summary as system_summary
@@ -47,10 +49,12 @@ from .domain.distributed import Distributed, weights_checksum
 from .domain.evaluate import autocast_context, evaluate
 from .domain.inspect import RunCompileLog, explain_model
 from .domain.model import check_outputs, model_for
+from .domain.profiler import StepProfiler, profile_metrics, profile_window
 from .ground.config import EVAL_BATCH, ConfigError, TrainConfig, split_model_spec, uses_cuda_graphs
 from .ground.errors import WorkbenchError, first_line
-from .ground.events import (CompileEvent, CompileFinished, CompileReport, CompileStarted, Emit, EpochEnd,
-                            GraphBreak, Notice, RunFailed, RunFinished, RunStarted, Step, peak_mib)
+from .ground.events import (AmpReport, CompileEvent, CompileFinished, CompileReport, CompileStarted, Emit, EpochEnd,
+                            GraphBreak, Notice, ProfileReport, RunFailed, RunFinished, RunStarted, Step,
+                            peak_mib)
 from .ground.forecast import check_as_dict, check_forecast, forecast_recompiles
 from .ground.payback import METHOD as PAYBACK_METHOD
 from .ground.payback import Payback
@@ -75,6 +79,11 @@ PAYBACK_BLOCK_SECONDS = 0.05
 PAYBACK_BLOCK_STEPS = (3, 50)
 
 T = TypeVar("T")
+
+# An fp16 step whose gradients overflow is skipped by GradScaler (AmpSkipped says so, with the step and the
+# gradient); the schedule steps on regardless, which torch then mistakes for a wrong call order.
+warnings.filterwarnings("ignore", message=r"Detected call of `lr_scheduler\.step\(\)` before `optimizer\.step\(\)`",
+                        category=UserWarning)
 
 
 class StopFlag(Protocol):
@@ -110,6 +119,10 @@ class _Session:
     compiled: bool
     autocast: contextlib.AbstractContextManager  # built once, entered every step (torch.autocast is reusable)
     scheduler: torch.optim.lr_scheduler.LRScheduler | None = None
+    # fp16 health (domain.amp): per step, [scale after the update, index of the first non-finite gradient], on the
+    # device until the block's read-back. None: not recorded (no scaler, or the benchmark's bare steps).
+    health: list[torch.Tensor] | None = None
+    params: list[torch.Tensor] = field(default_factory=list)  # the model's parameters, in named_parameters order
 
 
 @dataclass(frozen=True)
@@ -119,14 +132,24 @@ class WarmupPlan:
 
     warmup_steps: int = 0  # steps 1…warmup_steps are warm-up (step 1 is "compiling" instead when it compiles)
     recording_steps: int = 0  # steps 2…1+recording_steps record CUDA graphs (while the model is compiled)
+    profile: tuple[int, int] | None = None  # steps first…last run under torch.profiler (domain.profiler)
 
     def kind(self, step: int, compiled: bool) -> str:
-        """'compiling', 'recording', 'warmup' or 'steady' for 1-based `step` of a (still) compiled model or not."""
+        """'compiling', 'recording', 'warmup', 'profiling' or 'steady' for 1-based `step` of a (still) compiled
+        model or not."""
         if step == 1 and compiled:
             return "compiling"
         if compiled and 2 <= step <= 1 + self.recording_steps:
             return "recording"
-        return "warmup" if step <= self.warmup_steps else "steady"
+        if step <= self.warmup_steps:
+            return "warmup"
+        if self.profile is not None and self.profile[0] <= step <= self.profile[1]:
+            return "profiling"
+        return "steady"
+
+    def first_steady(self, compiled: bool) -> int:
+        """The first step that is neither compiling, recording nor warm-up."""
+        return max(self.warmup_steps, 1 + self.recording_steps if compiled else 0) + 1
 
 
 def warmup_plan(config: TrainConfig, device_type: str) -> WarmupPlan:
@@ -184,6 +207,11 @@ class _Run:
     timeline_breaks: dict[str, CompileEvent] = field(default_factory=dict)  # the timeline's breaks, by type
     sampler: SystemSampler | None = None  # the system metrics, on the main process
     system_samples: list = field(default_factory=list)  # every SystemSample emitted: the run's summary
+    profiler: StepProfiler | None = None  # the profiled window's, on the main process, until its report is out
+    amp_report: AmpReport | None = None  # the census and recommendation, when AMP is on
+    amp_scale: float = 0.0  # fp16: the scale after the last step read back (the next step runs with it)
+    amp_skipped: list = field(default_factory=list)  # fp16: every AmpSkipped emitted
+    profile: ProfileReport | None = None  # the profiled window's report, once emitted
 
     @property
     def output_dim(self) -> int:
@@ -210,14 +238,17 @@ class Diverged(Exception):
 
 class Trainer:
     def __init__(self, *, flush_seconds: float = FLUSH_SECONDS, distributed: Distributed | None = None,
-                 save_checkpoint: SaveCheckpoint | None = None, trace_dir: Path | None = None):
+                 save_checkpoint: SaveCheckpoint | None = None, trace_dir: Path | None = None,
+                 profile_dir: Path | None = None):
         """`save_checkpoint` is called once, on the main process, when a run that took steps ends (finished or
         stopped); what it returns is the run's metrics["checkpoint"]. None: nothing is saved. `trace_dir`: where a
-        compiled run records PyTorch's structured compile trace (rendered with tlparse at the end); None: not."""
+        compiled run records PyTorch's structured compile trace (rendered with tlparse at the end); None: not.
+        `profile_dir`: where a profiled run (config.profile_steps) writes its trace; None: the report only."""
         self.flush_seconds = flush_seconds
         self.dist = distributed or Distributed()
         self.save_checkpoint = save_checkpoint
         self.trace_dir = trace_dir
+        self.profile_dir = profile_dir
 
     # -- the run ------------------------------------------------------------------------------------------------
     def run(self, config: TrainConfig, emit: Emit, stop: StopFlag | None = None) -> RunFinished | RunFailed:
@@ -304,6 +335,8 @@ class Trainer:
                 run.tracer.remove()
             if run.sampler is not None:
                 run.sampler.stop()
+            if run.profiler is not None:
+                run.profiler.abandon()
 
     # -- setup --------------------------------------------------------------------------------------------------
     def _start(self, config: TrainConfig, emit: Emit, stop: StopFlag, started: float) -> _Run:
@@ -343,9 +376,12 @@ class Trainer:
     def _prepare(self, run: _Run) -> None:
         """The model, explained and compiled (or not): the run's session; then the validation batches."""
         model = model_for(run.config, run.output_dim).to(run.device)
-        example = next(run.batches.epoch(0))[0]
+        example, labels = next(run.batches.epoch(0))
         check_outputs(model, example, run.output_dim)
+        if run.config.amp != "off":  # before compiling: the census traces the eager model's ops
+            self._amp_report(run, model, example, labels)
         run.report, run.session = self._compile(run, model, example)
+        self._plan_profile(run)
         run.log = RunCompileLog()  # from here on: the run's own compiles, not explain's
         run.val_batches = DeviceBatches(run.val_split, EVAL_BATCH, run.device, shuffle=False, drop_last=False,
                                         rank=self.dist.rank, world_size=self.dist.world_size)
@@ -354,6 +390,32 @@ class Trainer:
             # own dropout masks (the same seed everywhere would drop the same units on every rank). The batch
             # order does not use this stream: DeviceBatches shards one permutation of its own seed.
             torch.manual_seed(rank_seed(run.config.seed, self.dist.rank))
+
+    def _amp_report(self, run: _Run, model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> None:
+        """Which ops autocast runs in the low precision, and the precision this device should use."""
+        config, device = run.config, run.device
+        census = amp.dtype_census(model, x, y, autocast_context(config, device))
+        run.amp_report = AmpReport(dtype=config.amp, device=str(device), census=census,
+                                   recommendation=amp.recommendation(device))
+        run.amp_scale = config.loss_scale
+        run.emit(run.amp_report)
+
+    def _plan_profile(self, run: _Run) -> None:
+        """Place the profiled window (config.profile_steps) after the compile and the warm-up; every process plans
+        it (their read-backs stay aligned), the main one profiles."""
+        steps = run.config.profile_steps
+        if not steps:
+            return
+        window = profile_window(run.plan.first_steady(run.session.compiled), run.total_steps, steps)
+        if window is None:
+            run.emit(Notice("warning", f"not profiled: the run has no steady step to profile ({run.total_steps} "
+                                       f"step(s) in all)", "train more steps (epochs or max steps)"))
+            return
+        if window[1] - window[0] + 1 < steps:
+            run.emit(Notice("info", f"profiling steps {window[0]}–{window[1]}: the run is too short for {steps}"))
+        run.plan = dataclasses.replace(run.plan, profile=window)
+        if self.dist.is_main:
+            run.profiler = StepProfiler(run.device, window, self.profile_dir)
 
     def _compile(self, run: _Run, model: nn.Module,
                  example: torch.Tensor) -> tuple[CompileReport | None, _Session]:
@@ -391,7 +453,7 @@ class Trainer:
         # The schedule first: building LambdaLR sets the learning rate to the first step's, which the carried
         # optimizer state (its learning rate included) must then overwrite.
         scheduler = lr_schedule(optimizer, config, run.total_steps)
-        scaler = torch.amp.GradScaler(device.type) if config.amp == "fp16" else None
+        scaler = torch.amp.GradScaler(device.type, init_scale=config.loss_scale) if config.amp == "fp16" else None
         if carried is not None:
             optimizer.load_state_dict(carried.optimizer.state_dict())
             if scheduler is not None and carried.scheduler is not None:
@@ -399,7 +461,8 @@ class Trainer:
             if scaler is not None and carried.scaler is not None:
                 scaler.load_state_dict(carried.scaler.state_dict())
         return _Session(model=model, train_model=self.dist.wrap(model), optimizer=optimizer, scaler=scaler,
-                        compiled=compiled, scheduler=scheduler, autocast=autocast_context(config, device))
+                        compiled=compiled, scheduler=scheduler, autocast=autocast_context(config, device),
+                        health=[] if scaler is not None else None, params=list(model.parameters()))
 
     # -- training -----------------------------------------------------------------------------------------------
     def _train_epoch(self, run: _Run, epoch: int) -> bool:
@@ -419,12 +482,21 @@ class Trainer:
             # compile fails and the step is retried eagerly (the failed attempt's time is in it). So do CUDA's
             # warm-up steps (the plan); each kind of step is read back in blocks of its own.
             step = totals.steps + 1
-            kind = block.kind = run.plan.kind(step, run.session.compiled)
+            kind = run.plan.kind(step, run.session.compiled)
+            if block.losses and kind != block.kind:  # steady steps before a profiled window: read back on their own
+                _, stop_agreed = self._flush(run, block, epoch, run.stop.is_set())
+                if stop_agreed:
+                    return True
+            block.kind = kind
             if kind == "compiling":
                 run.emit(CompileStarted(config.backend, config.mode))
             if run.tracer is not None:
                 run.tracer.step = step
-            loss, correct = self._step(run, x, y)
+            if kind == "profiling" and run.profiler is not None:
+                with run.profiler.step(step):
+                    loss, correct = self._step(run, x, y)
+            else:
+                loss, correct = self._step(run, x, y)
             block.losses.append(loss)
             block.correct.append(correct)
             block.ends.append(time.perf_counter())
@@ -439,6 +511,9 @@ class Trainer:
             if phase_ends or due:
                 seconds, stop_agreed = self._flush(run, block, epoch, run.stop.is_set())
                 self._compile_phase_read(run, kind, seconds, phase_ends)
+                if kind == "profiling" and phase_ends:
+                    self._profile_read(run)
+                    block.start = time.perf_counter()  # building the report is no step's time
                 if stop_agreed:
                     return True
             if run.out_of_steps():
@@ -463,6 +538,24 @@ class Trainer:
                 run.emit(CompileFinished(config.backend, config.mode, totals.recording_seconds,
                                          phase="cudagraph recording"))
 
+    def _profile_read(self, run: _Run) -> None:
+        """The profiled window is over: its report, after the Steps it covers."""
+        profiler, run.profiler = run.profiler, None
+        if profiler is None:
+            return
+        totals = run.totals
+        steady_steps = totals.steady_samples / run.config.batch_size
+        steady_step_s = totals.steady_seconds / steady_steps if steady_steps else None
+        try:
+            report = profiler.report(run.session.model, run.session.optimizer, steady_step_s)
+        except Exception as exc:  # noqa: BLE001 - a profile that cannot be read must not cost the run
+            run.emit(Notice("warning", f"the profile of steps {profiler.first}–{profiler.last} could not be built: "
+                                       f"{type(exc).__name__}: {first_line(exc)}",
+                            "this looks like a bug in Workbench or PyTorch; the run goes on"))
+            return
+        run.profile = report
+        run.emit(report)
+
     def _step(self, run: _Run, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """One optimizer step (its loss and correct count still on the device); a compiled one may fall back to
         eager."""
@@ -481,17 +574,24 @@ class Trainer:
         stop at the same step."""
         config, device, totals = run.config, run.device, run.totals
         ends, block_start = block.ends, block.start
-        values = _stacked(block.losses, block.correct, device)
+        health = run.session.health
+        n = len(block.losses)
+        # fp16: each step's [scale, first non-finite gradient] rides along (unless a fallback cut the record short)
+        health_rows = health[-n:] if health is not None and len(health) >= n > 0 else []
+        if health is not None:
+            health.clear()
+        values = _stacked(block.losses, block.correct, device, health_rows)
         if self.dist.active:
             values = torch.cat([values, torch.tensor([1.0 if stop_requested else 0.0], device=device)])
         reduced = self.dist.mean(values).tolist()  # sync point; the global means
         reduced, stop_agreed = (reduced[:-1], reduced[-1] > 0) if self.dist.active else (reduced, False)
-        n = len(block.losses)
         losses = reduced[:n]
+        scales = reduced[2 * n::2] if health_rows else []
+        bad_index = [int(i) for i in reduced[2 * n + 1::2]] if health_rows else []
         # Every process's share of every step is the same size (the shards and the epoch drop the remainder): the
         # mean count over that share is the global fraction.
         share = config.batch_size // self.dist.world_size
-        accuracies = [count / share for count in reduced[n:]]
+        accuracies = [count / share for count in reduced[n:2 * n]]
         measured_at = time.perf_counter()
         block.start, block.losses, block.correct, block.ends = measured_at, [], [], []
         if not losses:
@@ -521,9 +621,21 @@ class Trainer:
             totals.epoch_steps += 1
             run.emit(Step(step=first_step + i, epoch=epoch, loss=loss, samples_per_s=samples / seconds,
                           step_seconds=step_seconds[i], memory=memory, compiling=compiling, warmup=warmup,
-                          accuracy=accuracies[i]))
+                          accuracy=accuracies[i], loss_scale=scales[i] if scales else None,
+                          profiled=block.kind == "profiling"))
+        if scales:
+            self._amp_read(run, first_step, scales, bad_index)
         self._emit_gathered(run)  # after the steps they happened in: the timeline has their x by then
         return seconds, stop_agreed
+
+    @staticmethod
+    def _amp_read(run: _Run, first_step: int, scales: list[float], bad_index: list[int]) -> None:
+        """fp16: the steps GradScaler skipped in a block just read back, each an AmpSkipped event."""
+        names = [name for name, _ in run.session.model.named_parameters()]
+        for skipped in amp.skipped_steps(first_step, scales, bad_index, run.amp_scale, names):
+            run.amp_skipped.append(skipped)
+            run.emit(skipped)
+        run.amp_scale = scales[-1]
 
     @staticmethod
     def _emit_gathered(run: _Run) -> None:
@@ -624,6 +736,12 @@ class Trainer:
             metrics["system"] = system_summary(run.system_samples)
         if run.sampler is not None and run.sampler.gpu_problem:
             metrics["system_gpu_problem"] = run.sampler.gpu_problem
+        if run.amp_report is not None:
+            metrics["amp"] = amp.amp_summary(run.config.amp, run.amp_report.recommendation, run.amp_report.census,
+                                             run.amp_skipped, run.amp_scale if run.session.scaler else None,
+                                             run.totals.steps)
+        if run.profile is not None:
+            metrics["profile"] = profile_metrics(run.profile)
         if isinstance(payback, Payback):
             metrics["payback"] = payback.to_dict()
         elif payback:
@@ -669,6 +787,7 @@ class Trainer:
         block = min(high, max(low, round(PAYBACK_BLOCK_SECONDS / (totals.steady_seconds / steady_steps))))
         batches = list(itertools.islice(itertools.cycle(run.batches.epoch(0)), block))
         session, state = run.session, _training_state(run.session)
+        health, session.health = session.health, None  # the calibration's steps are no steps of the run
         session.model.train()
         times: dict[str, list[float]] = {"compiled": [], "eager": []}
         try:
@@ -679,6 +798,7 @@ class Trainer:
                         times["eager" if eager else "compiled"].append(self._timed_block(run, batches, eager))
         finally:
             _restore_training_state(session, state)
+            session.health = health
         return Payback(eager_step_s=statistics.median(times["eager"]),
                        compiled_step_s=statistics.median(times["compiled"]), compile_s=totals.compile_seconds,
                        steps=totals.steps, method=PAYBACK_METHOD.format(rounds=PAYBACK_ROUNDS, block=block))
@@ -786,8 +906,11 @@ def train_step(session: _Session, x: torch.Tensor, y: torch.Tensor, config: Trai
     correct = (logits.detach().argmax(-1) == y).sum()
     if session.scaler is not None:
         session.scaler.scale(loss).backward()
+        bad = amp.first_nonfinite_grad(session.params) if session.health is not None else None
         session.scaler.step(session.optimizer)
         session.scaler.update()
+        if bad is not None:
+            session.health.append(torch.stack([amp.scale_tensor(session.scaler).float(), bad.float()]))
     else:
         loss.backward()
         session.optimizer.step()
@@ -823,12 +946,16 @@ def _restore_training_state(session: _Session, state: dict) -> None:
         session.scaler.load_state_dict(state["scaler"])
 
 
-def _stacked(losses: list[torch.Tensor], counts: list[torch.Tensor], device: torch.device) -> torch.Tensor:
-    """A block's losses, then its correct counts, as one float vector on the device: one read-back for both, and
-    a few kernels per block rather than a cast per step."""
+def _stacked(losses: list[torch.Tensor], counts: list[torch.Tensor], device: torch.device,
+             health: list[torch.Tensor] = ()) -> torch.Tensor:
+    """A block's losses, then its correct counts, then (fp16) each step's [scale, first non-finite gradient], as one
+    float vector on the device: one read-back for all, and a few kernels per block rather than a cast per step."""
     if not losses:
         return torch.zeros(0, device=device)
-    return torch.cat([torch.stack(losses).float(), torch.stack(counts).float()])
+    parts = [torch.stack(losses).float(), torch.stack(counts).float()]
+    if health:
+        parts.append(torch.stack(health).float().flatten())
+    return torch.cat(parts)
 
 
 def rank_seed(seed: int, rank: int) -> int:

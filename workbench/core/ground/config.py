@@ -270,6 +270,9 @@ class TrainConfig:
     # -- precision --
     amp: str = field(default="off", metadata=setting(
         "mixed precision", PRECISION, label="AMP", choices=AMP_CHOICES, choice_labels={"off": "off (fp32)"}))
+    loss_scale: float = field(default=65536.0, metadata=setting(
+        "fp16: the GradScaler's initial loss scale (halved after each overflowing step, doubled after 2,000 good "
+        "ones)", PRECISION, label="Initial loss scale (fp16)", low=1.0, high=2.0**40, form=False))
     matmul_precision: str = field(default="highest", metadata=setting(
         "precision of float32 matrix multiplies (torch.set_float32_matmul_precision): 'high' lets them use TF32 "
         "tensor cores on Ampere and newer GPUs, 'medium' bf16 ones; faster, with fewer mantissa bits",
@@ -291,14 +294,14 @@ class TrainConfig:
             raise ConfigError("device", f"unknown device '{self.device}'", _choices(DEVICE_KINDS))
 
     def check_runnable(self, cuda_available: bool) -> None:
-        """Reject combinations this machine cannot run (fp16 or CUDA graphs without CUDA)."""
+        """Reject combinations this machine cannot run (CUDA graphs without CUDA). fp16 runs on the CPU too
+        (autocast and GradScaler("cpu")): slower than fp32 without fp16 hardware, which AmpReport's recommendation
+        says, but it shows loss scaling at work."""
         on_cuda = cuda_available and self.device != "cpu"
         if self.device.startswith("cuda") and not cuda_available:
             raise ConfigError("device", f"'{self.device}' was asked for but this machine has no usable CUDA device",
                               "auto, cpu")
         if not on_cuda:
-            if self.amp == "fp16":
-                raise ConfigError("amp", "fp16 needs a CUDA device; on the CPU use bf16", "off, bf16")
             if self.backend in CUDA_ONLY_BACKENDS:
                 raise ConfigError("backend", f"'{self.backend}' needs a CUDA device",
                                   _choices(b for b in BACKENDS if b not in CUDA_ONLY_BACKENDS))

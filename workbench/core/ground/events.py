@@ -61,6 +61,12 @@ class Step:
     loss_scale: float | None = None
     profiled: bool = False  # inside the profiler's window (domain.profiler): slower, kept off the steady figures
 
+    @property
+    def steady(self) -> bool:
+        """A step of the steady state: what throughput and step-time figures count (not compiling, warming up or
+        profiled, each slower for its own reason)."""
+        return not (self.compiling or self.warmup or self.profiled)
+
 
 def peak_mib(memory: dict[str, float]) -> float | None:
     """The figure a Step's memory reading means as "peak memory": the CUDA allocator's peak, or the RSS on the CPU."""

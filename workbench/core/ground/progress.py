@@ -55,7 +55,7 @@ class Progress:
             if self.state in ("starting", "compiling") and not event.compiling:
                 self.state = "training"
             self.step, self.epoch, self.loss = event.step, event.epoch, event.loss
-            if not (event.compiling or event.warmup):
+            if event.steady:
                 self.samples_per_s = event.samples_per_s
                 self._steady_seconds += event.step_seconds
                 self._steady_steps += 1

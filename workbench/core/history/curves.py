@@ -36,7 +36,7 @@ class Curves:
 
 def curves_from_events(events: list[Event]) -> Curves:
     steps = [e for e in events if isinstance(e, Step)]
-    steady = [s for s in steps if not (s.compiling or s.warmup)]
+    steady = [s for s in steps if s.steady]
     names = sorted({name for s in steps for name in s.memory})
     last_step_of_epoch: dict[int, int] = {}
     for s in steps:
@@ -141,3 +141,13 @@ def _setting(key: str, value) -> str:
     if key == "model" and isinstance(value, str) and ":" in value:
         value = model_name(value)
     return str(value) if key in SELF_EXPLAINING else f"{key}={value}"
+
+
+def scale_changes(events: list[Event]) -> tuple[Step, ...]:
+    """fp16's loss-scale curve without every Step: the steps where the scale changed, and the last one (the curve
+    is constant in between)."""
+    scaled = [e for e in events if isinstance(e, Step) and e.loss_scale is not None]
+    kept = [s for before, s in zip([None] + scaled, scaled) if before is None or s.loss_scale != before.loss_scale]
+    if scaled and (not kept or kept[-1] is not scaled[-1]):
+        kept.append(scaled[-1])
+    return tuple(kept)

@@ -13,13 +13,11 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-import html
 import io
 import json
 import math
 import re
 import statistics
-import urllib.parse
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -35,6 +33,9 @@ from ..ground.events import (COMPILE_EVENT_KINDS, CompileEvent, CompileFinished,
 from ..ground.fixit import FixItCard, bug_report, fixit_cards
 from ..ground.forecast import CONFIRMED, DID_NOT_HAPPEN, NOT_PREDICTED
 from ..ground.payback import Payback
+from .html import esc, file_href
+from .report_insight import insight_html
+from .html import table as _table
 from .curves import Curves, curves_from_events, differing_settings, run_label
 from .runs import RunRecord
 from .svgchart import Series, StepMark, line_chart
@@ -64,6 +65,7 @@ SECTIONS = {  # anchor → heading; the tests look for these headings
     "curves": "Curves",
     "metrics": "Final metrics",
     "compile": "Compile report",
+    "insight": "Where the time and the memory go",
     "comparison": "Comparison",
     "failures": "Failures",
 }
@@ -138,6 +140,7 @@ def build_report(records: list[RunRecord], evaluations: dict[int, Evaluation | N
         _section_curves(runs),
         _section_metrics(runs, evaluations, reasons),
         _section_compile(runs, base),
+        _section_insight(runs, base),
         _section_comparison(comparison) if comparison else "",
         _section_failures(runs),
     ]
@@ -234,7 +237,7 @@ def last_compile_report(events: list) -> CompileReport | None:
 
 def _metrics(record: RunRecord, steps: list[Step], epochs: list[EpochEnd]) -> dict:
     """The final figures, from the run's row where it has them, else from its events (failed/interrupted runs)."""
-    steady = [s for s in steps if not (s.compiling or s.warmup)]
+    steady = [s for s in steps if s.steady]
     peaks = [peak_mib(s.memory) for s in steps]
     peaks = [p for p in peaks if isinstance(p, (int, float))]
     best = record.best_val_accuracy if record.best_val_accuracy is not None else (
@@ -552,7 +555,7 @@ def _compile_html(run: _Run, base: Path | None = None) -> str:
 def _timing_sentence(run: _Run) -> str:
     compile_s = run.metrics["compile_seconds"]
     step_s = run.metrics["steady_step_seconds"]
-    steady = sum(1 for s in run.steps if not (s.compiling or s.warmup))
+    steady = sum(1 for s in run.steps if s.steady)
     if step_s is None:
         return "<p>No steady-state steps were recorded.</p>"
     text = f"Steady-state step: {_duration(step_s)} (median of {steady:,} steps)"
@@ -767,25 +770,21 @@ def _trace_html(run: _Run, base: Path | None) -> str:
             f"<code>{esc(trace)}</code></a> but not rendered: {esc(problem)}.</p>")
 
 
-def file_href(path: str, base: Path | None) -> str:
-    """A link to a run's file: relative when it lies in the report's folder `base` or below (the report sits next
-    to the run folders: moving them together keeps the link), else an absolute file: URI."""
-    target = Path(path)
-    if not target.is_absolute():
-        return urllib.parse.quote(target.as_posix())
-    if base is not None:
-        try:
-            return urllib.parse.quote(target.relative_to(base).as_posix())
-        except ValueError:
-            pass
-    return target.as_uri()
-
-
 def _list_html(title: str, items: Iterable[str]) -> str:
     items = list(items)
     if not items:
         return ""
     return f"<h4>{title}</h4><ul>" + "".join(f"<li><pre>{esc(i)}</pre></li>" for i in items) + "</ul>"
+
+
+def _section_insight(runs: list[_Run], base: Path | None) -> str:
+    """Profiled windows and mixed precision (report_insight); a pointer to both when no run has either."""
+    bodies = [(run, insight_html(run.record.events, run.color, base)) for run in runs]
+    body = "".join(f"<h3>{_run_cell(run)}</h3>{html}" for run, html in bodies if html)
+    return _section("insight", body or (
+        "<p class=muted>No run here was profiled or trained in mixed precision. Set <i>Profile steps</i> (or run "
+        "<code>workbench profile</code>) for the op table, the memory by category and a trace; choose bf16 or fp16 "
+        "under <i>Precision</i> for the dtype census and, with fp16, the loss scale and skipped steps.</p>"))
 
 
 def _section_comparison(comparison: dict) -> str:
@@ -852,6 +851,8 @@ def _run_json(run: _Run, evaluation: Evaluation | None, reason: str) -> dict:
         "epochs": [dataclasses.asdict(e) for e in run.epochs],
         "compile": _compile_json(run.compile),
         **_insight_json(run),
+        "profile": run.finished.get("profile"),
+        "amp": run.finished.get("amp"),
         "evaluation": _evaluation_json(evaluation) if evaluation else {"unavailable": reason},
         "failure": run.failure,
         "notices": [dataclasses.asdict(n) for n in run.notices],
@@ -908,11 +909,6 @@ def _clean(value: Any) -> Any:
 
 
 # -- HTML helpers -----------------------------------------------------------------------------------------------
-def esc(value: Any) -> str:
-    """Every piece of text from a user, a config or a framework goes through here."""
-    return html.escape("—" if value is None else str(value), quote=True)
-
-
 def _pct(value: float | None) -> str:
     return "—" if value is None else f"{value:.2%}"
 
@@ -939,12 +935,6 @@ def _duration(seconds: float | None) -> str:
 
 def _compile_time(seconds: float | None, backend_used: str | None) -> str:
     return "none (eager)" if not seconds and backend_used == "eager" else _duration(seconds)
-
-
-def _table(head: list[str], rows: list[list[str]]) -> str:
-    """Cells are HTML already (callers escape); headings are our own words."""
-    return ("<table><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"
-            + "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows) + "</table>")
 
 
 def _section(anchor: str, body: str) -> str:

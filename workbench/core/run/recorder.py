@@ -247,7 +247,8 @@ def run_recorded(request: RunRequest, *, sinks: tuple[Callable[[Event], None], .
                                    versions=trained.versions, classes=trained.classes))
 
     trace_dir = out_dir / "compile-trace" if config.compile_trace else None
-    engine = Trainer(distributed=distributed, save_checkpoint=save_checkpoint, trace_dir=trace_dir)
+    engine = Trainer(distributed=distributed, save_checkpoint=save_checkpoint, trace_dir=trace_dir,
+                     profile_dir=out_dir / "profile")
     try:
         with prints_as_notices(notices.append) if capture_prints else contextlib.nullcontext():
             return engine.run(config, emit, stop)

@@ -376,7 +376,7 @@ class PlotsPanel(QWidget):
         self.step_loss.append(step.step, step.loss)
         if step.accuracy is not None:
             self.step_accuracy.append(step.step, step.accuracy)
-        if not (step.compiling or step.warmup):  # marked (compiling) or left out (warm-up): they'd squash the axis
+        if step.steady:  # compiling steps are marked, warm-up and profiled ones left out: they'd squash the axis
             self.throughput.append(step.step, step.samples_per_s)
         for name, mib in step.memory.items():
             self._memory_series(name).append(step.step, mib)

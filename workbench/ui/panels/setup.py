@@ -2,8 +2,8 @@
 
 The form is built from TrainConfig's declarations (`settings()`): a combo box for a setting with choices, a spin
 box with the declared range for a number, a check box for a switch. Settings the form does not show keep the value
-of the config it was given. What this machine cannot run is disabled with the core's reason as tooltip (e.g. fp16
-or CUDA graphs without CUDA); anything else the core's validation rejects is explained right under the field it
+of the config it was given. What this machine cannot run is disabled with the core's reason as tooltip (e.g. the
+cudagraphs backend without CUDA); anything else the core's validation rejects is explained right under the field it
 is about (`problem_text` for Train's tooltip and the status bar), and Train stays disabled.
 
 A wheel turned over a combo or spin box scrolls the panel unless that box has focus: scrolling the form never

@@ -1,0 +1,125 @@
+"""Issue 14 inside the engine: the profiled window of a real run, and AMP health (census, loss scale, skipped steps).
+
+The parsers have tests of their own (test_profile_trace.py, test_memory_trace.py, test_amp.py); these check what a
+run does with them: which steps are profiled, that they stay off the steady figures, where the report and the
+trace go, and that fp16's skipped steps are found and named."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from workbench.core.domain.profiler import SETTLE_STEPS, profile_window
+from workbench.core.ground.events import (AmpReport, AmpSkipped, CompileStarted, Notice, ProfileReport, RunFinished)
+
+from .test_engine import SMALL, of, run, steps
+
+
+# -- the window -------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("first_steady, total, wanted, window", [
+    (2, 100, 20, (2 + SETTLE_STEPS, 2 + SETTLE_STEPS + 19)),  # after the compile and the settling steps
+    (1, 10, 20, (1, 10)),  # too short: every steady step, from the first
+    (2, 12, 5, (2 + SETTLE_STEPS, 2 + SETTLE_STEPS + 4)),
+    (2, 8, 5, (4, 8)),  # moved earlier (fewer settling steps) so that all five fit
+    (6, 5, 5, None),  # CUDA's warm-up alone is longer than the run
+    (2, 100, 0, None),  # off
+])
+def test_the_window_follows_the_warm_up_and_fits_the_run(first_steady, total, wanted, window):
+    assert profile_window(first_steady, total, wanted) == window
+
+
+# -- a profiled run ---------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def profiled(tmp_path_factory):
+    out = tmp_path_factory.mktemp("profile")
+    events, result = run(SMALL.replace(max_steps=14, profile_steps=5), profile_dir=out)
+    return events, result, out
+
+
+def test_the_profiled_steps_are_marked_and_kept_off_the_steady_figures(profiled):
+    events, _, _ = profiled
+    first, last = 1 + SETTLE_STEPS, SETTLE_STEPS + 5  # eager on the CPU: step 1 is already steady
+    assert [s.step for s in steps(events) if s.profiled] == list(range(first, last + 1))
+    assert all(not s.steady for s in steps(events) if s.profiled)
+
+
+def test_the_report_follows_its_steps_and_covers_them(profiled):
+    events, _, _ = profiled
+    [report] = of(events, ProfileReport)
+    at = events.index(report)
+    assert max(s.step for s in steps(events[:at])) == report.last_step  # after the window's last Step …
+    assert min(s.step for s in steps(events[at:])) == report.last_step + 1  # … before the next one
+    assert [s["step"] for s in report.summary["steps"]] == list(range(report.first_step, report.last_step + 1))
+    names = {op["name"] for op in report.summary["ops"]}
+    assert {"aten::addmm", "Optimizer.step#AdamW.step"} & names
+    cost = report.summary["cost"]
+    assert cost["profiled_step_ms"] > 0 and cost["steady_step_ms"] > 0
+    memory = report.memory
+    assert memory["source"] == "profiler" and memory["peak_bytes"] > 0
+    params = 784 * 16 + 16 + 16 * 10 + 10  # hidden 16: the weights are the constant bottom layer
+    assert memory["categories"]["parameters"][0] == params * 4
+
+
+def test_the_trace_is_written_gzipped_and_in_the_metrics(profiled):
+    events, result, out = profiled
+    [report] = of(events, ProfileReport)
+    assert report.trace == str(out / "trace.json.gz") and report.problem == ""
+    with gzip.open(report.trace, "rt", encoding="utf-8") as fh:
+        trace = json.load(fh)
+    assert any(e.get("name") == f"ProfilerStep#{report.first_step}" for e in trace["traceEvents"])
+    assert report.trace_bytes == (out / "trace.json.gz").stat().st_size
+    profile = result.metrics["profile"]
+    assert profile["trace"] == report.trace and profile["first_step"] == report.first_step
+    assert profile["top_ops"] == report.summary["ops"][:len(profile["top_ops"])]
+
+
+def test_a_compiled_run_shows_its_compiled_region():
+    events, _ = run(SMALL.replace(backend="aot_eager", max_steps=10, profile_steps=3))
+    [report] = of(events, ProfileReport)
+    regions = {op["region"] for op in report.summary["ops"]}
+    assert any(r.startswith("compiled") for r in regions), regions
+    assert report.first_step >= 2  # never the compiling step
+    assert report.trace == ""  # no folder given: the report only
+
+
+def test_a_run_too_short_to_profile_says_so():
+    events, result = run(SMALL.replace(backend="aot_eager", max_steps=1, profile_steps=5))
+    assert not of(events, ProfileReport) and "profile" not in result.metrics
+    assert any("not profiled" in n.message for n in of(events, Notice))
+
+
+# -- AMP health -------------------------------------------------------------------------------------------------
+def test_bf16_reports_its_census_before_compiling_and_in_the_metrics():
+    events, result = run(SMALL.replace(amp="bf16", backend="aot_eager", max_steps=3))
+    [report] = of(events, AmpReport)
+    assert events.index(report) < events.index(of(events, CompileStarted)[0])
+    assert report.dtype == "bf16" and report.census["groups"]["low"] > 0 and report.recommendation
+    assert all(s.loss_scale is None for s in steps(events))  # bf16 needs no loss scaling
+    assert result.metrics["amp"]["dtype"] == "bf16" and result.metrics["amp"]["final_scale"] is None
+
+
+def test_no_amp_no_census():
+    events, result = run(SMALL.replace(max_steps=3))
+    assert not of(events, AmpReport) and "amp" not in result.metrics
+
+
+def test_an_overflowing_fp16_scale_skips_steps_and_names_the_gradient():
+    huge = 2.0 ** 40  # the largest allowed: the scaled gradients overflow fp16 for the whole run
+    events, result = run(SMALL.replace(amp="fp16", loss_scale=huge, max_steps=6))
+    skipped = of(events, AmpSkipped)
+    assert [s.step for s in skipped] == [1, 2, 3, 4, 5, 6]
+    assert [s.scale for s in skipped] == [huge / 2 ** i for i in range(6)]  # each ran with the halved scale
+    assert {s.param for s in skipped} == {"core_block.fc1.weight"}  # the first parameter, in the model's order
+    assert [s.loss_scale for s in steps(events)] == [huge / 2 ** i for i in range(1, 7)]
+    amp = result.metrics["amp"]
+    assert amp["skipped"] == 6 and amp["first_nonfinite"]["step"] == 1 and amp["final_scale"] == huge / 2 ** 6
+    finished = of(events, RunFinished)[0]
+    assert finished.steps == 6
+
+
+def test_a_sane_fp16_scale_skips_nothing():
+    events, result = run(SMALL.replace(amp="fp16", max_steps=6))
+    assert not of(events, AmpSkipped) and result.metrics["amp"]["skipped"] == 0
+    assert all(s.loss_scale == 65536.0 for s in steps(events))

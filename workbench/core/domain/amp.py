@@ -1,0 +1,201 @@
+"""Mixed precision, observed: which ops autocast really ran in bf16/fp16 (the census), which precision a device
+should use (the recommendation), and which fp16 steps GradScaler skipped and why (without a sync per step).
+
+The census and the recommendation feed the run's `AmpReport`; `first_nonfinite_grad` and `scale_tensor` are
+taken on the device every fp16 step and read back with the losses, where `skipped_steps` turns them into
+`AmpSkipped` events and the Steps' `loss_scale`; `amp_summary` is the run's metrics["amp"].
+
+Op names are the overload packet's qualified name, namespace included and overload left out: "aten.addmm",
+"aten._to_copy", "aten.nll_loss_forward" (what `str(func.overloadpacket)` prints).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from contextlib import AbstractContextManager
+from typing import Any
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+
+from ..ground.events import AmpSkipped
+
+GROUPS = ("low", "fp32", "other")  # the census's groups, in its sort order
+SKIPPED_LISTED = 100  # amp_summary lists at most this many skipped step numbers
+
+
+# -- the census -------------------------------------------------------------------------------------------------
+class _OpRecorder(TorchDispatchMode):
+    """Counts every aten call below autocast (the Python dispatch key comes after the Autocast keys), so it sees
+    the ops autocast chose and the casts it inserted, each with the dtype it produced."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: Counter[tuple[str, str]] = Counter()  # (op, dtype) → calls, in first-seen order
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        tensors = [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
+        floating = [t for t in tensors if t.is_floating_point()]
+        # The first floating output decides (nll_loss_forward's two outputs share one dtype); an op with none is
+        # "other", named by its first tensor output's dtype (int64, bool, uint8) or "" when it returns no tensor.
+        dtype = (floating or tensors)[0].dtype if tensors else None
+        self.calls[(str(func.overloadpacket), _dtype_name(dtype))] += 1
+        return out
+
+
+def _dtype_name(dtype: torch.dtype | None) -> str:
+    return "" if dtype is None else str(dtype).removeprefix("torch.")
+
+
+def _group(dtype_name: str) -> str:
+    """low = a floating dtype narrower than fp32 (bf16, fp16, fp8); fp32 = fp32 or wider; other = not floating."""
+    dtype = getattr(torch, dtype_name, None) if dtype_name else None
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        return "other"
+    return "low" if dtype.itemsize < 4 else "fp32"
+
+
+def dtype_census(model: nn.Module, x: torch.Tensor, y: torch.Tensor, autocast: AbstractContextManager) -> dict:
+    """One training-mode forward and cross-entropy of `model` on (x, y) under `autocast`, every aten op recorded
+    with the dtype it ran in: the proof of what autocast did, not the documentation's lists. Leaves no trace on the
+    run: no autograd graph and no .grad (no_grad casts exactly as training does), a forked random stream (dropout
+    draws nothing from the run's), buffers (BatchNorm statistics) and train/eval mode put back.
+
+    Returns {"ops": [{"op", "calls", "dtype", "group"}, ...], "groups": {"low": calls, "fp32": calls, "other": calls}}:
+    one row per (op, dtype), low first, then fp32, then other, each by calls, most first; casts (aten._to_copy)
+    are rows of their own, the price autocast pays."""
+    was_training = model.training
+    buffers = [(b, b.detach().clone()) for b in model.buffers()]
+    cuda = sorted({t.device for t in [x, *model.parameters(), *model.buffers()] if t.device.type == "cuda"},
+                  key=str)
+    recorder = _OpRecorder()
+    model.train()
+    try:
+        with torch.no_grad(), torch.random.fork_rng(devices=cuda), autocast, recorder:
+            F.cross_entropy(model(x), y)
+    finally:
+        model.train(was_training)
+        with torch.no_grad():
+            for buffer, saved in buffers:
+                buffer.copy_(saved)
+    rows = [{"op": op, "calls": calls, "dtype": dtype, "group": _group(dtype)}
+            for (op, dtype), calls in recorder.calls.items()]
+    rows.sort(key=lambda row: (GROUPS.index(row["group"]), -row["calls"]))  # stable: ties keep call order
+    groups = {group: sum(row["calls"] for row in rows if row["group"] == group) for group in GROUPS}
+    return {"ops": rows, "groups": groups}
+
+
+# -- the recommendation -----------------------------------------------------------------------------------------
+def recommend(kind: str, bf16_hw: bool, fp16_hw: bool, capability_text: str) -> str:
+    """The advice as a function of facts only, so every branch is testable without the hardware. `kind` is the
+    device type; `fp16_hw` matters on the CPU (AMX-FP16), while every GPU torch supports runs fp16."""
+    if kind == "cuda":
+        if bf16_hw:
+            return (f"bf16: {capability_text} computes bf16 natively, and bf16 keeps fp32's range: no loss scaling, "
+                    "no skipped steps")
+        return (f"fp16 with GradScaler: {capability_text} has no native bf16; fp16's narrow range needs loss "
+                "scaling, and an overflowing step is skipped")
+    if kind == "cpu":
+        if bf16_hw:
+            return (f"bf16: this CPU ({capability_text}) has bf16 instructions, and bf16 keeps fp32's range: "
+                    "no loss scaling, no skipped steps")
+        if fp16_hw:
+            return (f"fp16 with GradScaler: this CPU ({capability_text}) has AMX-FP16 but no bf16 instructions; "
+                    "fp16 needs loss scaling, and an overflowing step is skipped")
+        return (f"off (fp32): this CPU ({capability_text}) has no bf16 or fp16 instructions, so autocast only adds "
+                "casts (slower, not faster)")
+    return f"off (fp32): no mixed-precision advice for {kind} devices; measure bf16 against fp32 before using it"
+
+
+def _cpu_flag(name: str) -> bool:
+    """A private torch.cpu probe (`_is_avx512_bf16_supported`, …), False where this torch lacks it."""
+    probe = getattr(torch.cpu, name, None)
+    try:
+        return bool(probe()) if callable(probe) else False
+    except Exception:  # a probe that cannot answer is no instruction set
+        return False
+
+
+def device_facts(device: torch.device) -> dict[str, Any]:
+    """What `recommend` needs to know about `device`: {"kind", "bf16_hw", "fp16_hw", "capability_text"}."""
+    if device.type == "cuda":
+        with torch.cuda.device(device):
+            major, minor = torch.cuda.get_device_capability()
+            name = torch.cuda.get_device_name()
+            bf16 = torch.cuda.is_bf16_supported(including_emulation=False)
+        return {"kind": "cuda", "bf16_hw": bf16, "fp16_hw": True,
+                "capability_text": f"compute capability {major}.{minor} ({name})"}
+    if device.type == "cpu":
+        bf16 = _cpu_flag("_is_avx512_bf16_supported") or _cpu_flag("_is_amx_tile_supported")
+        return {"kind": "cpu", "bf16_hw": bf16, "fp16_hw": _cpu_flag("_is_amx_fp16_supported"),
+                "capability_text": torch.backends.cpu.get_cpu_capability()}
+    return {"kind": device.type, "bf16_hw": False, "fp16_hw": False, "capability_text": device.type}
+
+
+def recommendation(device: torch.device) -> str:
+    """One line: the AMP precision `device` should use, and why."""
+    return recommend(**device_facts(device))
+
+
+# -- fp16 step health, on the device ----------------------------------------------------------------------------
+def first_nonfinite_grad(params: list[torch.Tensor]) -> torch.Tensor:
+    """The index in `params` of the first parameter whose .grad holds an inf or NaN, −1 when none does (or none
+    has a grad), as a 0-dim int64 tensor on the params' device: read back with the block's losses, never synced
+    per step. Call it after the scaled backward, before `scaler.step` (whose skip it explains).
+
+    One multi-tensor inf-norm over the grads; its NaN propagation is not relied upon alone: `~isfinite` catches a
+    NaN norm as well as an inf one. A parameter without a grad takes a zero on the device, so positions stay
+    those of `params` without building an index tensor on the host (a host-to-device copy, which syncs)."""
+    device = params[0].device if params else torch.device("cpu")
+    with_grad = [i for i, p in enumerate(params) if p.grad is not None]
+    if not with_grad:
+        return torch.full((), -1, dtype=torch.int64, device=device)
+    norms = torch._foreach_norm([params[i].grad for i in with_grad], float("inf"))
+    zero = torch.zeros((), device=device)
+    by_param = [zero] * len(params)
+    for i, norm in zip(with_grad, norms):
+        by_param[i] = norm.to(device=device, dtype=zero.dtype)
+    bad = ~torch.isfinite(torch.stack(by_param))
+    first = bad.to(torch.uint8).argmax()  # the first maximum: the first non-finite parameter
+    return torch.where(bad.any(), first, torch.full_like(first, -1))
+
+
+def scale_tensor(scaler: torch.amp.GradScaler) -> torch.Tensor:
+    """The scaler's current scale as a 0-dim float tensor on its device, without `get_scale()`'s sync. A copy:
+    `update()` rewrites `_scale` in place, and every step's value must survive until the block is read back."""
+    scale = getattr(scaler, "_scale", None)
+    if scale is not None and scaler.is_enabled():
+        return scale.detach().reshape(()).clone()
+    value = scaler.get_scale()  # not initialised yet (its init_scale) or disabled (1.0): no device value to sync
+    return torch.full((), value, dtype=torch.float32, device=getattr(scaler, "_device", "cpu"))
+
+
+def skipped_steps(first_step: int, scales_after: list[float], bad_index: list[int], scale_before_first: float,
+                  names: list[str]) -> list[AmpSkipped]:
+    """The skipped steps of a block read back from the device. GradScaler halves the scale exactly when it skips
+    a step (and only ever grows it otherwise), so step i was skipped iff its scale after the update is below the
+    one it ran with: the previous step's scale after, or `scale_before_first` for the block's first step."""
+    events = []
+    ran_with = scale_before_first
+    for i, after in enumerate(scales_after):
+        if after < ran_with:
+            index = bad_index[i] if i < len(bad_index) else -1
+            param = names[index] if 0 <= index < len(names) else ""
+            events.append(AmpSkipped(step=first_step + i, scale=ran_with, param=param))
+        ran_with = after
+    return events
+
+
+def amp_summary(dtype: str, recommendation: str, census: dict, skipped: list[AmpSkipped], final_scale: float | None,
+                steps: int) -> dict:
+    """The run's metrics["amp"]: the precision, the advice, the census's group totals and the skipped steps."""
+    ordered = sorted(skipped, key=lambda event: event.step)
+    first = ordered[0] if ordered else None
+    return {"dtype": dtype, "recommendation": recommendation, "census_groups": dict(census.get("groups", {})),
+            "skipped": len(ordered), "skipped_steps": [event.step for event in ordered[:SKIPPED_LISTED]],
+            "first_nonfinite": {"step": first.step, "param": first.param} if first is not None else None,
+            "final_scale": final_scale, "skipped_share": len(ordered) / steps if steps > 0 else 0.0}
