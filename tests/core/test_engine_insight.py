@@ -8,11 +8,17 @@ from __future__ import annotations
 
 import gzip
 import json
+import threading
 
 import pytest
 
 from workbench.core.domain.profiler import SETTLE_STEPS, profile_window
-from workbench.core.ground.events import (AmpReport, AmpSkipped, CompileStarted, Notice, ProfileReport, RunFinished)
+from workbench.core.engine import Trainer
+from workbench.core.ground.signals import RunSignals
+from workbench.core.run.process import ChildProcess
+from workbench.core.run.request import RunRequest
+from workbench.core.ground.events import (AmpReport, AmpSkipped, CompileStarted, Notice, ProfileReport, RunFinished,
+                                          Step)
 
 from .test_engine import SMALL, of, run, steps
 
@@ -123,3 +129,79 @@ def test_a_sane_fp16_scale_skips_nothing():
     events, result = run(SMALL.replace(amp="fp16", max_steps=6))
     assert not of(events, AmpSkipped) and result.metrics["amp"]["skipped"] == 0
     assert all(s.loss_scale == 65536.0 for s in steps(events))
+
+
+# -- CUDA (never run here: no GPU on this machine) ---------------------------------------------------------------
+@pytest.mark.cuda
+def test_a_cuda_run_records_the_allocator_history_and_the_kernels(tmp_path):
+    events, result = run(SMALL.replace(device="cuda", max_steps=16, profile_steps=3), profile_dir=tmp_path)
+    [report] = of(events, ProfileReport)
+    assert report.summary["device"] == "cuda"
+    assert any(op["self_device_us"] > 0 for op in report.summary["ops"])  # kernels charged to their ops
+    assert any(span["kind"] == "kernel" for span in report.summary["spans"])
+    memory = report.memory
+    assert memory["source"] == "cuda allocator" and memory["peak_bytes"] > 0
+    assert max(memory["categories"]["parameters"]) > 0  # the weights' blocks, known by their addresses
+    snapshot = tmp_path / "memory-snapshot.pickle"
+    assert report.snapshot == str(snapshot) and snapshot.is_file()
+
+
+@pytest.mark.cuda
+def test_an_overflowing_fp16_scale_on_cuda_skips_steps():
+    events, result = run(SMALL.replace(device="cuda", amp="fp16", loss_scale=2.0 ** 40, max_steps=4))
+    assert [s.step for s in of(events, AmpSkipped)] == [1, 2, 3, 4]
+    assert result.metrics["amp"]["first_nonfinite"]["param"] == "core_block.fc1.weight"
+
+
+# -- profiling on request, during the run -----------------------------------------------------------------------
+def test_a_profile_asked_for_during_the_run_covers_the_next_steps():
+    signals = RunSignals()
+    events: list = []
+
+    def emit(event):
+        events.append(event)
+        if isinstance(event, Step) and event.step == 5:
+            signals.request_profile(3)
+
+    Trainer(flush_seconds=0.0).run(SMALL.replace(max_steps=12), emit, signals)  # a read-back after every step
+    [report] = of(events, ProfileReport)
+    assert (report.first_step, report.last_step) == (6, 8)  # from the read-back after step 5
+    assert [s.step for s in steps(events) if s.profiled] == [6, 7, 8]
+    assert not [n for n in of(events, Notice) if "profil" in n.message]  # nothing to decline, nothing to warn
+
+
+def test_a_second_request_while_profiling_is_declined():
+    signals = RunSignals()
+    events: list = []
+
+    def emit(event):
+        events.append(event)
+        if isinstance(event, Step) and event.step in (2, 3):
+            signals.request_profile(4)
+
+    Trainer(flush_seconds=0.0).run(SMALL.replace(max_steps=12), emit, signals)
+    assert [(r.first_step, r.last_step) for r in of(events, ProfileReport)] == [(3, 6)]
+    assert "already profiling steps 3–6" in [n.message for n in of(events, Notice)]
+
+
+def test_the_kernel_passes_a_profile_request_to_its_run(tmp_path):
+    process, stop = ChildProcess(), threading.Event()
+    events: list = []
+    asked = []
+
+    def emit(event):
+        events.append(event)
+        if isinstance(event, Step) and not asked:
+            asked.append(event.step)
+            process.request({"profile": 3})
+        if isinstance(event, ProfileReport):
+            stop.set()  # seen: the rest of the run is not needed
+
+    # Long enough to outlast the request's trip (the run is stopped once the report is in).
+    request = RunRequest(config=SMALL.replace(epochs=100, max_steps=None), out_dir=str(tmp_path / "run"),
+                         record=False)
+    result = process.run(request, emit, stop)
+    assert isinstance(result, RunFinished) and result.stopped
+    [report] = of(events, ProfileReport)
+    assert report.first_step > asked[0] and report.last_step == report.first_step + 2
+    assert report.trace == str(tmp_path / "run" / "profile" / "trace.json.gz")

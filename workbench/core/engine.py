@@ -58,6 +58,7 @@ from .ground.events import (AmpReport, CompileEvent, CompileFinished, CompileRep
 from .ground.forecast import check_as_dict, check_forecast, forecast_recompiles
 from .ground.payback import METHOD as PAYBACK_METHOD
 from .ground.payback import Payback
+from .ground.signals import RunSignals
 
 FLUSH_SECONDS = 0.05  # how often losses are read back from the device (and Step events go out)
 DIST_FLUSH_STEPS = 10  # multi-process: read back every N steps, the same step on every rank (a collective)
@@ -413,6 +414,9 @@ class Trainer:
             return
         if window[1] - window[0] + 1 < steps:
             run.emit(Notice("info", f"profiling steps {window[0]}–{window[1]}: the run is too short for {steps}"))
+        self._start_profile(run, window)
+
+    def _start_profile(self, run: _Run, window: tuple[int, int]) -> None:
         run.plan = dataclasses.replace(run.plan, profile=window)
         if self.dist.is_main:
             run.profiler = StepProfiler(run.device, window, self.profile_dir)
@@ -516,6 +520,8 @@ class Trainer:
                     block.start = time.perf_counter()  # building the report is no step's time
                 if stop_agreed:
                     return True
+                if isinstance(run.stop, RunSignals):
+                    self._take_requests(run, run.stop)
             if run.out_of_steps():
                 break
         _, stop_agreed = self._flush(run, block, epoch, stop_requested=run.stop.is_set())
@@ -537,6 +543,26 @@ class Trainer:
                 totals.compile_breakdown["cudagraph recording"] = totals.recording_seconds
                 run.emit(CompileFinished(config.backend, config.mode, totals.recording_seconds,
                                          phase="cudagraph recording"))
+
+    def _take_requests(self, run: _Run, signals: RunSignals) -> None:
+        """What the user asked for during the run (read at a read-back, so no block mixes kinds): a profile of the
+        next steps."""
+        steps = signals.take_profile_request()
+        if not steps:
+            return
+        window = run.plan.profile
+        if window is not None and window[1] > run.totals.steps:
+            run.emit(Notice("info", f"already profiling steps {window[0]}–{window[1]}"))
+            return
+        if self.dist.active:  # the processes plan their read-backs alike; only rank 0 hears the request
+            run.emit(Notice("warning", "a multi-process run cannot be profiled on request",
+                            "set Profile steps before starting it"))
+            return
+        first = max(run.totals.steps + 1, run.plan.first_steady(run.session.compiled))
+        if first > run.total_steps:
+            run.emit(Notice("info", "not profiled: the run ends before another steady step"))
+            return
+        self._start_profile(run, (first, min(run.total_steps, first + steps - 1)))
 
     def _profile_read(self, run: _Run) -> None:
         """The profiled window is over: its report, after the Steps it covers."""

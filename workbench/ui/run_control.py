@@ -133,6 +133,13 @@ class RunControl(QObject):
         if self.stop_flag is not None:
             self.stop_flag.set()
 
+    def request_profile(self, steps: int) -> bool:
+        """Ask the training kernel to profile its next `steps` steps; False when no run is going."""
+        if self.process is None or not self.training:
+            return False
+        self.process.request({"profile": steps})
+        return True
+
     def _finished(self, result) -> None:
         self.process = self.stop_flag = None
         if isinstance(result, Exception):  # run() catches everything; this is a bug, but end the run visibly

@@ -20,6 +20,7 @@ import threading
 from typing import Callable
 
 from ..ground.errors import WorkbenchError, first_line
+from ..ground.signals import RunSignals
 from .process import ADDRESS_ENV, REQUEST_ENV, RUN_JOB_ID, TOKEN_ENV
 from .protocol import PROTOCOL_VERSION, Job, JobError, Lines, event_line, send, send_line
 from .request import RunRequest
@@ -87,7 +88,7 @@ def _serve_run(request: RunRequest, conn: socket.socket | None, lines: Lines | N
     """Train one request here, streaming its events to the parent; then exit (a run kernel is used once)."""
     from . import jobs
 
-    stop = threading.Event()
+    stop = RunSignals()
     if lines is not None:
         threading.Thread(target=_listen, args=(lines, stop), name="workbench-control", daemon=True).start()
     send_lock = threading.Lock()
@@ -119,13 +120,15 @@ def _exit(conn: socket.socket | None) -> int:
     return 0
 
 
-def _listen(lines: Lines, stop: threading.Event) -> None:
+def _listen(lines: Lines, stop: RunSignals) -> None:
     """Control messages during a run; EOF means the parent has gone: finish this step and exit."""
     try:
         while not stop.is_set():
             control = lines.read(timeout=None)
             if control and "cancel" in control:
                 stop.set()
+            elif control and isinstance(control.get("profile"), int) and control["profile"] > 0:
+                stop.request_profile(control["profile"])
     except (EOFError, ValueError):
         stop.set()
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import queue
 import re
 import secrets
 import selectors
@@ -66,6 +67,7 @@ class ChildProcess:
         self.ranks = ranks  # > 1: torchrun and its ranks; a failure is explained from torchrun's summary
         self.token = secrets.token_hex(16)
         self.temp_dir: str | None = None
+        self.requests: queue.SimpleQueue[dict] = queue.SimpleQueue()  # control messages for `run` to send
         with ExitStack() as opened:  # a failure on the way closes what was opened before it
             try:
                 if own_temp_dir:
@@ -245,6 +247,8 @@ class ChildProcess:
                 if stop.is_set() and stop_sent_at is None:
                     self._try_send({"cancel": RUN_JOB_ID})
                     stop_sent_at = time.monotonic()
+                while not self.requests.empty():  # sent from this thread only: messages never interleave
+                    self._try_send(self.requests.get())
                 if stop_sent_at is not None and time.monotonic() - stop_sent_at > STOP_GRACE_S:
                     self.terminate()
                     raise ChildError(f"{self.name} did not stop within {STOP_GRACE_S:.0f} s and was "
@@ -294,6 +298,11 @@ class ChildProcess:
         rank, how = culprit
         return RunFailed(kind="crashed", message=f"rank {rank} of {self.ranks} failed: {how}; torchrun stopped the "
                                                  f"other ranks", hint="the log has each rank's output")
+
+    def request(self, message: dict) -> None:
+        """A control message for the run (e.g. {"profile": 20}), sent by `run`'s thread at its next poll: one
+        thread writes to the connection."""
+        self.requests.put(message)
 
     def _try_send(self, message: dict) -> None:
         try:

@@ -13,11 +13,11 @@ from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLab
                                QTableView, QVBoxLayout, QWidget)
 
 from ...core.ground.config import setup_label
-from ...core.history.curves import Curves, curves_from_events, model_name, run_name
+from ...core.history.curves import Curves, curves_from_events, model_name, run_name, scale_changes
 from ...core.ground.errors import WorkbenchError
 from ...core.ground.progress import format_duration
-from ...core.ground.events import (CompileEvent, CompileFinished, CompileReport, Event, Notice, RunFinished,
-                                   RunStarted, SystemSample)
+from ...core.ground.events import (AmpReport, AmpSkipped, CompileEvent, CompileFinished, CompileReport, Event,
+                                   Notice, ProfileReport, RunFinished, RunStarted, SystemSample)
 from ...core.history.runs import RunRecord, RunStore
 from ..tasks import Tasks
 
@@ -28,8 +28,9 @@ SLOT = "runs"
 VISIBLE_ROWS = 2  # the table is never squeezed below this many runs (the window sizes the dock for more)
 CACHED_RUNS = 8  # ended runs kept ready to compare or re-open
 # What the panels show of a recorded run besides its curves: the Compile panel and the plots' compile timeline,
-# RunFinished for its payback, the system samples for the System plot.
-PANEL_EVENTS = (RunStarted, CompileFinished, CompileReport, CompileEvent, SystemSample, Notice, RunFinished)
+# RunFinished for its payback, the system samples for the System plot, the profile and AMP for the Profile panel.
+PANEL_EVENTS = (RunStarted, CompileFinished, CompileReport, CompileEvent, SystemSample, ProfileReport, AmpReport,
+                AmpSkipped, Notice, RunFinished)
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,8 @@ class LoadedRun:
 def load_run(store: RunStore, run_id: int) -> LoadedRun:
     record = store.get(run_id, with_events=True)
     return LoadedRun(replace(record, events=[]), curves_from_events(record.events),
-                     tuple(e for e in record.events if isinstance(e, PANEL_EVENTS)))
+                     tuple(e for e in record.events if isinstance(e, PANEL_EVENTS)) + scale_changes(record.events))
+
 
 
 def _item(text: str, sort_value=None) -> QStandardItem:
