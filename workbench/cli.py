@@ -131,6 +131,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--gui", action="store_true",
                        help="measure the app instead: in-app vs headless samples/s and GUI stalls (offscreen)")
     bench.add_argument("--gui-epochs", type=positive_int, default=60, help="epochs of the GUI benchmark's eager runs")
+    bench.add_argument("--instruments", action="store_true",
+                       help="measure instead what the profiler, fp16 step health and the system sampler cost "
+                            "(paired runs, on vs off)")
     bench.add_argument("--recording", action="store_true",
                        help="measure instead what recording the run history costs (paired runs, on vs off)")
     bench.add_argument("--json", metavar="FILE", help="also write the results as JSON")
@@ -593,6 +596,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     TrainConfig(device=args.device).check_runnable(devices.cuda_available())  # as train does: no silent CPU
     if args.recording:
         return _bench_recording(args, progress)
+    if args.instruments:
+        return _bench_instruments(args, progress)
     settings = BenchSettings(device=args.device, dataset=args.dataset, batch_size=args.batch_size,
                              hidden_dim=args.hidden_dim, warmup=args.warmup, windows=args.windows,
                              window_steps=args.window_steps, matmul_precision=args.matmul_precision)
@@ -688,6 +693,24 @@ def _bench_recording(args: argparse.Namespace, progress) -> int:
     print(f"method: {config.epochs} epochs of the default config (batch 32, "
           f"{config.epochs * 125} steps) per run; each pair runs without and with the SQLite history (WAL, a "
           "commit every 0.5 s), the first of each pair alternating; both write events.jsonl and the checkpoint")
+    _write_json(args.json, result)
+    return 0
+
+
+def _bench_instruments(args: argparse.Namespace, progress) -> int:
+    from .core.ground.config import TrainConfig
+    from .core.tools.bench import instrument_overhead
+
+    config = TrainConfig(epochs=1 if args.quick else 3, batch_size=32, device=args.device)
+    result = instrument_overhead(config, 1 if args.quick else 7, progress)
+    for name, figures in result["instruments"].items():
+        print(f"{name}: on = {figures['median_ratio']:.3f}× the samples/s of off (pairs: "
+              + ", ".join(f"{r:.3f}" for r in figures["ratios"]) + ")"
+              + (f"; a profiled step takes {figures['window_step_ratio']:.2f}× a steady one"
+                 if figures["window_step_ratio"] else ""))
+    print(f"method: {config.epochs} epoch(s) of the default config (batch 32, {config.epochs * 125} steps) per run, "
+          "in this process, no files; each pair runs the instrument off and on, the first of each pair alternating; "
+          "a ratio is steady samples/s on / off (the profiled steps are not steady: they are priced apart)")
     _write_json(args.json, result)
     return 0
 

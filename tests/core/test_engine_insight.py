@@ -205,3 +205,10 @@ def test_the_kernel_passes_a_profile_request_to_its_run(tmp_path):
     [report] = of(events, ProfileReport)
     assert report.first_step > asked[0] and report.last_step == report.first_step + 2
     assert report.trace == str(tmp_path / "run" / "profile" / "trace.json.gz")
+
+
+def test_the_benchmark_can_switch_the_per_step_instruments_off():  # what `bench --instruments` prices
+    events, result = run(SMALL.replace(amp="fp16", loss_scale=2.0 ** 40, max_steps=4), amp_health=False,
+                         system_metrics=False)
+    assert all(s.loss_scale is None for s in steps(events)) and not of(events, AmpSkipped)
+    assert not [e for e in events if type(e).__name__ == "SystemSample"] and "system" not in result.metrics

@@ -54,3 +54,17 @@ def test_quick_recording_overhead_measurement(capsys):
     code, stdout, err = call(capsys, "bench", "--recording", "--quick")
     assert code == 0, err
     assert "recording the run history:" in stdout and "× the samples/s of not recording" in stdout
+
+
+def test_instruments_prices_each_instrument_on_against_off(tmp_path, capsys):
+    out = tmp_path / "instruments.json"
+    code, stdout, err = call(capsys, "bench", "--instruments", "--quick", "--json", out)
+    assert code == 0, err
+    data = json.loads(out.read_text())["instruments"]
+    assert set(data) == {"profiler (steady steps outside a 20-step window)",
+                         "fp16 step health (loss scale + gradient check)", "system sampler (2 Hz)"}
+    for name, figures in data.items():
+        assert len(figures["ratios"]) == 1 and figures["median_ratio"] > 0
+        assert f"{name}: on = {figures['median_ratio']:.3f}× the samples/s of off" in stdout
+    assert data["profiler (steady steps outside a 20-step window)"]["window_step_ratio"] > 0
+    assert "method: 1 epoch(s) of the default config" in stdout

@@ -240,16 +240,20 @@ class Diverged(Exception):
 class Trainer:
     def __init__(self, *, flush_seconds: float = FLUSH_SECONDS, distributed: Distributed | None = None,
                  save_checkpoint: SaveCheckpoint | None = None, trace_dir: Path | None = None,
-                 profile_dir: Path | None = None):
+                 profile_dir: Path | None = None, amp_health: bool = True, system_metrics: bool = True):
         """`save_checkpoint` is called once, on the main process, when a run that took steps ends (finished or
         stopped); what it returns is the run's metrics["checkpoint"]. None: nothing is saved. `trace_dir`: where a
         compiled run records PyTorch's structured compile trace (rendered with tlparse at the end); None: not.
-        `profile_dir`: where a profiled run (config.profile_steps) writes its trace; None: the report only."""
+        `profile_dir`: where a profiled run (config.profile_steps) writes its trace; None: the report only.
+        `amp_health`, `system_metrics`: the fp16 per-step record and the system sampler; always on, except when
+        `workbench bench --instruments` prices them."""
         self.flush_seconds = flush_seconds
         self.dist = distributed or Distributed()
         self.save_checkpoint = save_checkpoint
         self.trace_dir = trace_dir
         self.profile_dir = profile_dir
+        self.amp_health = amp_health
+        self.system_metrics = system_metrics
 
     # -- the run ------------------------------------------------------------------------------------------------
     def run(self, config: TrainConfig, emit: Emit, stop: StopFlag | None = None) -> RunFinished | RunFailed:
@@ -369,7 +373,7 @@ class Trainer:
         notice = cudagraph_thread_notice(config)
         if notice is not None:
             emit(notice)
-        sampler = SystemSampler(device, started).start() if self.dist.is_main else None
+        sampler = SystemSampler(device, started).start() if self.dist.is_main and self.system_metrics else None
         return _Run(config=config, emit=emit, stop=stop, started=started, device=device, classes=classes,
                     batches=batches, val_split=val_split, train_size=len(train_split), total_steps=total_steps,
                     plan=warmup_plan(config, device.type), sampler=sampler)
@@ -466,7 +470,8 @@ class Trainer:
                 scaler.load_state_dict(carried.scaler.state_dict())
         return _Session(model=model, train_model=self.dist.wrap(model), optimizer=optimizer, scaler=scaler,
                         compiled=compiled, scheduler=scheduler, autocast=autocast_context(config, device),
-                        health=[] if scaler is not None else None, params=list(model.parameters()))
+                        health=[] if scaler is not None and self.amp_health else None,
+                        params=list(model.parameters()))
 
     # -- training -----------------------------------------------------------------------------------------------
     def _train_epoch(self, run: _Run, epoch: int) -> bool:

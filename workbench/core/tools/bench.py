@@ -530,6 +530,42 @@ def _recorded_rate(config: TrainConfig, folder: Path, recorded: bool, pair: int)
     return result.metrics["samples_per_s"]
 
 
+# What `bench --instruments` prices: name → (the config, what differs between off and on).
+INSTRUMENT_PAIRS = {
+    "profiler (steady steps outside a 20-step window)": ({}, ({"profile_steps": 0}, {"profile_steps": 20}), "config"),
+    "fp16 step health (loss scale + gradient check)": ({"amp": "fp16"}, ({"amp_health": False}, {"amp_health": True}),
+                                                       "trainer"),
+    "system sampler (2 Hz)": ({}, ({"system_metrics": False}, {"system_metrics": True}), "trainer"),
+}
+
+
+def instrument_overhead(config: TrainConfig, rounds: int,
+                        progress: Callable[[str], None] = lambda text: None) -> dict:
+    """Each instrument's cost when on: steady samples/s with it on against off, in back-to-back pairs whose order
+    alternates (as recording_overhead does), the median of the per-pair ratios; for the profiler also the
+    profiled steps' own time against a steady step's (the window's cost, from the run's report)."""
+    results = {}
+    for name, (base, (off, on), where) in INSTRUMENT_PAIRS.items():
+        ratios, window = [], []
+        for i in range(rounds):
+            progress(f"{name}: pair {i + 1}/{rounds}…")
+            rates = {}
+            for enabled in ((False, True) if i % 2 == 0 else (True, False)):
+                changes = on if enabled else off
+                run_config = config.replace(**base, **(changes if where == "config" else {}))
+                result = Trainer(**(changes if where == "trainer" else {})).run(run_config, lambda event: None)
+                if isinstance(result, RunFailed) or not result.metrics.get("samples_per_s"):
+                    raise WorkbenchError(f"an instrument-overhead run failed: {getattr(result, 'message', '')}")
+                rates[enabled] = result.metrics["samples_per_s"]
+                cost = (result.metrics.get("profile") or {}).get("cost") or {}
+                if cost.get("profiled_step_ms") and cost.get("steady_step_ms"):
+                    window.append(cost["profiled_step_ms"] / cost["steady_step_ms"])
+            ratios.append(rates[True] / rates[False])
+        results[name] = {"ratios": ratios, "median_ratio": statistics.median(ratios),
+                         "window_step_ratio": statistics.median(window) if window else None}
+    return {"config": config.to_dict(), "instruments": results}
+
+
 def _reset_peak(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
