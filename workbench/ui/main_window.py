@@ -33,6 +33,7 @@ from .panels.evaluate import EvaluatePanel
 from .panels.log import LogPanel
 from .panels.plots import DARK, LIGHT, PlotsPanel, style_plot
 from .panels.predict import PredictPanel
+from .panels.profile import ProfilePanel
 from .panels.runs import LoadedRun, RunsPanel
 from .panels.setup import SetupPanel
 from . import file_dialogs
@@ -184,6 +185,8 @@ class MainWindow(QMainWindow):
         self.preview_timer.setSingleShot(True)
         self.preview_timer.setInterval(PREVIEW_DELAY_MS)
         self.preview_timer.timeout.connect(self._preview_if_changed)
+        self.profile = ProfilePanel()
+        self.profile.profileRequested.connect(self.profile_now)
         self.log = LogPanel()
         self.runs = RunsPanel(self.tasks, db)
         self.runs.compareRequested.connect(self.compare_runs)
@@ -192,6 +195,7 @@ class MainWindow(QMainWindow):
         self.docks = {
             "setup": self._dock("Setup", scrolled(self.setup, min_width=330), Qt.LeftDockWidgetArea),
             "compile": self._dock("Compile", self.compile_panel, Qt.RightDockWidgetArea),
+            "profile": self._dock("Profile", self.profile, Qt.RightDockWidgetArea),
             "predict": self._dock("Predict", scrolled(self.predict), Qt.RightDockWidgetArea),
             "evaluate": self._dock("Evaluate", self.evaluation, Qt.RightDockWidgetArea),
             "dataset": self._dock("Dataset", self.dataset, Qt.RightDockWidgetArea),
@@ -200,7 +204,7 @@ class MainWindow(QMainWindow):
         }
         self.tabifyDockWidget(self.docks["log"], self.docks["runs"])
         self.docks["log"].raise_()
-        for name in ("predict", "evaluate", "dataset"):
+        for name in ("profile", "predict", "evaluate", "dataset"):
             self.tabifyDockWidget(self.docks["compile"], self.docks[name])
         self.dataset_shown = False  # its tab is the one on show (isVisible() lags visibilityChanged)
         self.docks["dataset"].visibilityChanged.connect(self._dataset_visible)
@@ -314,6 +318,7 @@ class MainWindow(QMainWindow):
         the plots and the banner pick their colours here."""
         dark = scheme == Qt.ColorScheme.Dark
         self.plots.set_dark(dark)
+        self.profile.set_dark(dark)
         for chart in (self.predict.chart, self.dataset.chart):
             style_plot(chart, DARK if dark else LIGHT)
         self.banner.set_dark(dark)
@@ -403,6 +408,11 @@ class MainWindow(QMainWindow):
             self.stopping = True
             self.state_label.setText(self._state_text())
 
+    def profile_now(self, steps: int) -> None:
+        """Profile Now: the running run profiles its next `steps` steps; the report arrives as its events do."""
+        if self.runner.request_profile(steps):
+            self.log.add("info", f"asked the run to profile its next {steps} steps")
+
     def explain(self) -> None:
         config = self._config_for("explain")
         if config is None:
@@ -425,7 +435,9 @@ class MainWindow(QMainWindow):
             if isinstance(event, RunStarted):
                 self.split_sizes[(event.config.get("dataset"), event.config.get("data_root"))] = (
                     event.train_size, event.val_size)
-        self.plots.add_events(batch)  # the headline's Progress, the status bar's too, takes the batch here
+                self.profile.clear()
+        self.plots.add_events(batch)
+        self.profile.add_events(batch)  # the headline's Progress, the status bar's too, takes the batch here
         self.compile_panel.add_events(batch)
         self.log.add_events(batch)
         self.state_label.setText(self._state_text())
@@ -612,6 +624,8 @@ class MainWindow(QMainWindow):
         self.plots.add_events([e for e in run.panel_events if isinstance(e, (CompileEvent, SystemSample))])
         self.compile_panel.clear()
         self.compile_panel.add_events(list(run.panel_events))
+        self.profile.clear()
+        self.profile.add_events(list(run.panel_events))
         self.plots.redraw()
         self.state_label.setText(f"Run #{record.id} ({record.status})")
         if record.checkpoint and Path(record.checkpoint).is_file():
@@ -865,6 +879,7 @@ class MainWindow(QMainWindow):
         self.shown_problem = problem
         self.problem_button.setVisible(bool(problem) and not busy)
         self.stop_action.setEnabled(self.runner.training or self.train_waiting)
+        self.profile.set_running(self.runner.profilable)
         self.explain_action.setEnabled(not busy and valid)
         self.compile_panel.explain_button.setEnabled(not busy and valid)
         self.setup.setEnabled(not busy)

@@ -133,9 +133,15 @@ class RunControl(QObject):
         if self.stop_flag is not None:
             self.stop_flag.set()
 
+    @property
+    def profilable(self) -> bool:
+        """A run is training in one process: it can be asked for a profile (several processes plan their steps
+        together, and only rank 0 hears the window)."""
+        return self.training and self.process is not None and self.process.ranks == 1
+
     def request_profile(self, steps: int) -> bool:
-        """Ask the training kernel to profile its next `steps` steps; False when no run is going."""
-        if self.process is None or not self.training:
+        """Ask the training kernel to profile its next `steps` steps; False when no run can be asked."""
+        if not self.profilable:
             return False
         self.process.request({"profile": steps})
         return True

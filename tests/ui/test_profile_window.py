@@ -1,0 +1,48 @@
+"""The Profile panel in the window: a run's profile and AMP arrive there, Profile now asks a running run for one,
+and a re-opened run brings them back."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+
+from workbench.core.ground.events import ProfileReport, RunFinished, Step
+
+from .conftest import set_config
+
+
+def test_a_profiled_fp16_run_fills_the_profile_panel(window, qtbot):
+    set_config(window, epochs=1, profile_steps=5, amp="fp16", loss_scale=2.0 ** 40)
+    with qtbot.waitSignal(window.runFinished, timeout=120_000) as finished:
+        window.train()
+    assert isinstance(finished.args[0], RunFinished)
+    panel = window.profile
+    panel.redraw()
+    assert panel.report is not None and panel.header.text().startswith("Steps 4–8 profiled on cpu")
+    assert panel.ops_model.rowCount() > 0 and panel.open_trace.isEnabled()
+    assert panel.amp is not None and panel.skipped_model.rowCount() > 0  # the planted overflow's skipped steps
+    assert not panel.profile_now.isEnabled()  # nothing running to ask
+    # Re-opened from the history: the same profile and skipped steps, and the scale's curve from its changes.
+    skipped = panel.skipped_model.rowCount()
+    window.profile.clear()
+    run_id = window.runs.id_for_out_dir(window.last_run_dir)
+    window.runs.load_runs([run_id], lambda runs: window.show_run(runs[0]))
+    qtbot.waitUntil(lambda: window.profile.report is not None, timeout=30_000)
+    window.profile.redraw()
+    assert window.profile.skipped_model.rowCount() == skipped
+
+
+def test_profile_now_profiles_the_running_runs_next_steps(window, qtbot):
+    set_config(window, epochs=10_000)
+    with qtbot.waitSignal(window.runner.events, timeout=60_000,
+                          check_params_cb=lambda batch: any(isinstance(e, Step) for e in batch)):
+        window.train()
+    panel = window.profile
+    assert panel.profile_now.isEnabled()
+    panel.request_steps.setValue(3)
+    with qtbot.waitSignal(window.runner.events, timeout=60_000,
+                          check_params_cb=lambda batch: any(isinstance(e, ProfileReport) for e in batch)):
+        qtbot.mouseClick(panel.profile_now, Qt.LeftButton)
+    assert panel.report is not None and panel.report.last_step - panel.report.first_step == 2
+    with qtbot.waitSignal(window.runFinished, timeout=10_000):
+        window.stop()
+    assert not panel.profile_now.isEnabled()
