@@ -8,7 +8,9 @@ reason (learning rate 0: why Train is off), explain (after Explain), evaluate (a
 opened), dataset (the Dataset dock), timeline (after an inductor run of the planted-break example: the compile
 timeline's markers on the loss plot, the eval recompile selected, the payback), fixit (the planted-break
 example's fix-it card after Explain and Check with fullgraph), whatif (the What-if tab for the form's settings),
-system (mid-run, the memory plot's System tab: CPU of the run and of the machine).
+system (mid-run, the memory plot's System tab: CPU of the run and of the machine), profile / profile_timeline /
+profile_memory (after an inductor run that profiled 20 steps: the Profile panel's Ops, Timeline and Memory tabs),
+amp (after an fp16 run with a planted overflow, an initial loss scale of 2^40: the AMP tab's skipped steps).
 The window opens at the size it picks for the screen (fit to the available area), with settings and history in a
 temporary folder, so nothing of the user's is read or changed.
 """
@@ -25,7 +27,7 @@ TEMP = Path(tempfile.mkdtemp(prefix="workbench-tour-"))
 os.environ["WORKBENCH_CONFIG_DIR"] = str(TEMP / "config")
 os.environ["WORKBENCH_DATA_DIR"] = str(TEMP / "data")
 
-from PySide6.QtCore import QTimer  # noqa: E402  (after the folders are set)
+from PySide6.QtCore import Qt, QTimer  # noqa: E402  (after the folders are set)
 
 from workbench.core.ground.config import TrainConfig  # noqa: E402
 from workbench.core.ground.events import CompileStarted, Step  # noqa: E402
@@ -34,7 +36,8 @@ from workbench.ui.main_window import MainWindow  # noqa: E402
 from workbench.ui.panels.setup import example_model_spec  # noqa: E402
 
 SHOTS = ("readme", "training", "compiling", "reason", "explain", "evaluate", "dataset", "timeline", "fixit",
-         "whatif", "system")
+         "whatif", "system", "profile", "profile_timeline", "profile_memory", "amp")
+PROFILE_TABS = {"profile": "Ops", "profile_timeline": "Timeline", "profile_memory": "Memory", "amp": "AMP"}
 README_SHOT = Path(__file__).resolve().parents[1] / "docs" / "screenshot.png"
 
 
@@ -118,6 +121,20 @@ def main() -> int:
         window.setup.set_config(TrainConfig(backend="inductor", dynamic=False, batch_size=1000))
         window.datasetPreviewed.connect(lambda _answer: grab(600))
         when_ready(lambda: window.compile_panel.tabs.setCurrentWidget(window.compile_panel.forecast))
+    elif args.shot in PROFILE_TABS:
+        if args.shot == "amp":
+            window.setup.set_config(TrainConfig(amp="fp16", loss_scale=2.0**40, epochs=2))
+        else:
+            window.setup.set_config(TrainConfig(backend="inductor", epochs=1, profile_steps=20))
+
+        def profiled(_result) -> None:
+            window.docks["profile"].raise_()
+            window.resizeDocks([window.docks["profile"]], [int(window.width() * 0.55)], Qt.Horizontal)
+            window.profile.show_tab(PROFILE_TABS[args.shot])
+            grab(800)
+
+        window.runFinished.connect(profiled)
+        when_ready(window.train)
     elif args.shot == "dataset":
         window.datasetPreviewed.connect(lambda _answer: grab())
         when_ready(window.docks["dataset"].raise_)

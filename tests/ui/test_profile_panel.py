@@ -229,8 +229,8 @@ def test_the_timeline_has_a_lane_per_thread_and_stream_and_a_bar_per_span(panel)
     assert [name for _, name in ticks] == panel.lanes
     assert set(panel.timeline_bars) == {"step", "compiled", "region", "op"}
     assert len(panel.timeline_bars["op"].opts["x0"]) == 4 and len(panel.timeline_bars["step"].opts["x0"]) == 3
-    assert [label.toPlainText() for label in panel.step_labels] == ["step 12", "step 13", "step 14"]
-    assert _legend(panel.timeline_plot) == ["step", "compiled region", "other region (optimizer…)", "op (CPU)"]
+    assert [label.toPlainText() for label in panel.step_labels] == ["12", "13", "14"]
+    assert _legend(panel.timeline_plot) == ["step", "compiled region", "optimizer", "op"]
     assert panel.timeline_info.text() == TIMELINE_HINT
     panel.add_event(_report("cuda:0"))
     assert panel.lanes == ["CPU", "CPU thread 2", "CPU thread 10", "GPU 0 stream 7"]
@@ -396,7 +396,7 @@ def test_the_header_and_the_open_trace_button(panel, qtbot, monkeypatch):
     monkeypatch.setattr(profile, "QDesktopServices", _Desktop)
     _Desktop.opened = []
     panel.add_event(_report())
-    assert panel.header.text() == "Steps 12–14 profiled on cpu · trace 1.4 MB"
+    assert panel.header.text() == "Steps 12–14 profiled (cpu) · trace 1.4 MB"
     assert "took 9.50 ms (median), a steady one 7.25 ms" in panel.header.toolTip()
     assert panel.open_trace.isEnabled()
     assert "ui.perfetto.dev" in panel.open_trace.toolTip() and "chrome://tracing" in panel.open_trace.toolTip()
@@ -404,11 +404,11 @@ def test_the_header_and_the_open_trace_button(panel, qtbot, monkeypatch):
     assert _Desktop.opened == ["/runs/r7/profile"]
 
     panel.add_event(_report(trimmed="memory events after 200,000", trace_bytes=81_234))
-    assert panel.header.text() == "Steps 12–14 profiled on cpu · trace 81.2 kB · trimmed: memory events after 200,000"
+    assert panel.header.text() == "Steps 12–14 profiled (cpu) · trace 81.2 kB · trimmed: memory events after 200,000"
 
     panel.add_event(_report(trace="", trace_bytes=0, problem="the trace could not be written: disk full"))
     text = panel.header.text()
-    assert text.startswith("Steps 12–14 profiled on cpu · no trace written")
+    assert text.startswith("Steps 12–14 profiled (cpu) · no trace written")
     assert f'<span style="color:{WARNING}">⚠ the trace could not be written: disk full</span>' in text
     assert not panel.open_trace.isEnabled() and "disk full" in panel.open_trace.toolTip()
     qtbot.mouseClick(panel.open_trace, Qt.LeftButton)
@@ -427,3 +427,15 @@ def test_the_snapshot_button_opens_its_folder_and_show_tab(panel, qtbot, monkeyp
     assert panel.tabs.currentIndex() == 3
     with pytest.raises(ValueError):
         panel.show_tab("nope")
+
+
+def test_step_labels_thin_out_so_they_never_overlap(panel):
+    from workbench.ui.panels.profile_timeline import MAX_STEP_LABELS
+
+    steps = [{"step": n, "start_us": (n - 5) * 100.0, "dur_us": 90.0} for n in range(5, 25)]  # 20 steps
+    spans = [{"lane": "CPU", "start_us": s["start_us"], "dur_us": s["dur_us"], "name": f"ProfilerStep#{s['step']}",
+              "kind": "step", "depth": 0} for s in steps]
+    panel.show_report(ProfileReport(first_step=5, last_step=24, device="cpu",
+                                    summary={"ops": [], "steps": steps, "spans": spans, "device": "cpu"}))
+    labels = [label.toPlainText() for label in panel.step_labels]
+    assert labels == ["5", "8", "11", "14", "17", "20", "23"] and len(labels) <= MAX_STEP_LABELS

@@ -45,10 +45,10 @@ def format_bytes(n: float) -> str:
 
 
 def header_text(report: ProfileReport) -> str:
-    """The header's words (plain text): 'Steps 12–31 profiled on cpu · trace 1.4 MB · trimmed: memory events'."""
+    """The header's words (plain text): 'Steps 12–31 profiled (cpu) · trace 1.4 MB · trimmed: memory events'."""
     steps = (f"Steps {report.first_step}–{report.last_step}" if report.last_step != report.first_step
              else f"Step {report.first_step}")
-    parts = [f"{steps} profiled on {report.device}",
+    parts = [f"{steps} profiled ({report.device})",
              f"trace {format_bytes(report.trace_bytes)}" if report.trace else "no trace written"]
     if report.trimmed:
         parts.append(f"trimmed: {report.trimmed}")

@@ -31,6 +31,9 @@ def format_scale(scale: float) -> str:
     return f"{scale:,.0f}" if abs(scale) < 1e9 else f"{scale:.3g}"
 
 
+MAX_SCALE_TICKS = 4  # the scale plot is short: more labels on its log axis would overlap
+
+
 def scale_ticks(scales: np.ndarray) -> list | None:
     """The loss-scale axis's ticks at powers of two (GradScaler's scales are), in the log axis's units (log10);
     None (pyqtgraph's own) without positive readings."""
@@ -38,7 +41,7 @@ def scale_ticks(scales: np.ndarray) -> list | None:
     if not len(scales):
         return None
     low, high = math.floor(math.log2(scales.min())), math.ceil(math.log2(scales.max()))
-    every = max(1, math.ceil((high - low + 1) / 8))  # at most ~8 labels
+    every = max(1, math.ceil((high - low + 1) / MAX_SCALE_TICKS))
     return [[(k * math.log10(2), format_scale(2.0**k) if k <= 20 else f"2^{k}")
              for k in range(low - low % every, high + 1, every)], []]
 
@@ -128,8 +131,10 @@ class AmpTab(QWidget):
                                                 symbolBrush="#d62728", name="skipped step")
         self.scale_note = QLabel(NO_SCALING)
         self.scale_note.setObjectName("scaleNote")
+        self.scale_note.setWordWrap(True)  # long words must wrap, never widen the dock past the screen
         self.skipped_count = QLabel()
         self.skipped_count.setObjectName("skippedCount")
+        self.skipped_count.setWordWrap(True)  # long words must wrap, never widen the dock past the screen
         self.skipped_count.setToolTip("A step whose gradients held inf or NaN: GradScaler skips optimizer.step() "
                                       "and halves the scale. A few early on are normal; many mean fp16 overflows")
         self.skipped_model = RowsModel(SKIPPED_COLUMNS, self)
@@ -137,6 +142,7 @@ class AmpTab(QWidget):
         self.skipped_table.sortByColumn(0, Qt.AscendingOrder)
         self.census_groups = QLabel()
         self.census_groups.setObjectName("censusGroups")
+        self.census_groups.setWordWrap(True)  # long words must wrap, never widen the dock past the screen
         self.census_model = RowsModel(CENSUS_COLUMNS, self)
         self.census_table = table_view(self.census_model, "censusTable")  # as the census sorts it: low, fp32, other
         scale_box, skipped_box, census_box = QWidget(), QWidget(), QWidget()

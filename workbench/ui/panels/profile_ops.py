@@ -130,6 +130,9 @@ def table_view(model: QAbstractTableModel, name: str, proxy: QSortFilterProxyMod
     return view
 
 
+NAME_WIDTH = 240  # the first column (an op's name) at most: a compiled graph's long name must not hide the numbers
+
+
 def fit_columns(view: QTableView, model: RowsModel, rows: int = 100) -> None:
     """Each column as wide as its title and its first `rows` cells (Qt's resizeColumnsToContents asks every
     cell of every row for its data: a quarter of a second for an op table of 800 rows)."""
@@ -138,7 +141,7 @@ def fit_columns(view: QTableView, model: RowsModel, rows: int = 100) -> None:
     for i, column in enumerate(model.columns[:-1]):  # the last one stretches
         texts = [column.text(row) for row in model.rows[:rows]]
         widest = max([bold.horizontalAdvance(column.title) + 24, *(metrics.horizontalAdvance(t) + 12 for t in texts)])
-        view.setColumnWidth(i, min(widest, 400))
+        view.setColumnWidth(i, min(widest, NAME_WIDTH if i == 0 else 400))
 
 
 # -- plots --------------------------------------------------------------------------------------------------------

@@ -22,12 +22,13 @@ from .profile_ops import format_ms, make_plot, number, set_ticks
 BAR_STYLES = {
     "step": ("#f2f2f2", "#8c8c8c", "step"),
     "compiled": ("#e15759", None, "compiled region"),
-    "region": ("#edc948", None, "other region (optimizer…)"),
-    "op": ("#4e79a7", None, "op (CPU)"),
+    "region": ("#edc948", None, "optimizer"),
+    "op": ("#4e79a7", None, "op"),
     "kernel": ("#59a14f", None, "kernel (GPU)"),
 }
 KIND_WORDS = {"step": "training step", "compiled": "compiled region", "region": "region", "op": "op on the CPU",
               "kernel": "GPU kernel"}
+MAX_STEP_LABELS = 8  # step numbers drawn above the bars, at most (every k-th step when there are more)
 LANE_PAD = 0.06  # of a lane's band left empty above and below its bars
 TIMELINE_HINT = "Hover over (or click) a bar for its name and duration · drag to pan, wheel to zoom"
 
@@ -100,6 +101,7 @@ class TimelineTab(QWidget):
         item.hideButtons()
         self.hint = TIMELINE_HINT
         self.info = QLabel(TIMELINE_HINT)
+        self.info.setWordWrap(True)  # a long span name must wrap, never widen the dock past the screen
         self.info.setToolTip("Bars: steps (outlined), compiled regions, other regions, ops on the CPU, kernels on "
                              "the GPU; a span nested in another sits lower in its row. The trace (Open trace folder) "
                              "has every event")
@@ -147,8 +149,10 @@ class TimelineTab(QWidget):
             plot.addItem(item)
             plot.legend.addItem(item, words)
             self.bars[kind] = item
-        for step in summary.get("steps") or ():
-            label = pg.TextItem(f"step {step.get('step', '')}", anchor=(0, 1), color=self.theme.foreground)
+        steps = summary.get("steps") or []
+        every = max(1, math.ceil(len(steps) / MAX_STEP_LABELS))  # labels that would overlap are left out
+        for step in steps[::every]:
+            label = pg.TextItem(str(step.get("step", "")), anchor=(0, 1), color=self.theme.foreground)
             label.setPos(number(step, "start_us") / 1000, 0)
             plot.addItem(label)
             self.step_labels.append(label)
