@@ -8,15 +8,12 @@ from __future__ import annotations
 
 import gzip
 import json
-import threading
 
 import pytest
 
 from workbench.core.domain.profiler import SETTLE_STEPS, profile_window
 from workbench.core.engine import Trainer
 from workbench.core.ground.signals import RunSignals
-from workbench.core.run.process import ChildProcess
-from workbench.core.run.request import RunRequest
 from workbench.core.ground.events import (AmpReport, AmpSkipped, CompileStarted, Notice, ProfileReport, RunFinished,
                                           Step)
 
@@ -153,7 +150,7 @@ def test_an_overflowing_fp16_scale_on_cuda_skips_steps():
     assert result.metrics["amp"]["first_nonfinite"]["param"] == "core_block.fc1.weight"
 
 
-# -- profiling on request, during the run -----------------------------------------------------------------------
+# -- profiling on request, during the run (through the window and the kernel: tests/ui/test_profile_window.py) ----
 def test_a_profile_asked_for_during_the_run_covers_the_next_steps():
     signals = RunSignals()
     events: list = []
@@ -182,29 +179,6 @@ def test_a_second_request_while_profiling_is_declined():
     Trainer(flush_seconds=0.0).run(SMALL.replace(max_steps=12), emit, signals)
     assert [(r.first_step, r.last_step) for r in of(events, ProfileReport)] == [(3, 6)]
     assert "already profiling steps 3–6" in [n.message for n in of(events, Notice)]
-
-
-def test_the_kernel_passes_a_profile_request_to_its_run(tmp_path):
-    process, stop = ChildProcess(), threading.Event()
-    events: list = []
-    asked = []
-
-    def emit(event):
-        events.append(event)
-        if isinstance(event, Step) and not asked:
-            asked.append(event.step)
-            process.request({"profile": 3})
-        if isinstance(event, ProfileReport):
-            stop.set()  # seen: the rest of the run is not needed
-
-    # Long enough to outlast the request's trip (the run is stopped once the report is in).
-    request = RunRequest(config=SMALL.replace(epochs=100, max_steps=None), out_dir=str(tmp_path / "run"),
-                         record=False)
-    result = process.run(request, emit, stop)
-    assert isinstance(result, RunFinished) and result.stopped
-    [report] = of(events, ProfileReport)
-    assert report.first_step > asked[0] and report.last_step == report.first_step + 2
-    assert report.trace == str(tmp_path / "run" / "profile" / "trace.json.gz")
 
 
 def test_the_benchmark_can_switch_the_per_step_instruments_off():  # what `bench --instruments` prices

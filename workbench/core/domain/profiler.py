@@ -72,7 +72,9 @@ class StepProfiler:
         activities = [torch.profiler.ProfilerActivity.CPU]
         if self.device.type == "cuda":
             activities.append(torch.profiler.ProfilerActivity.CUDA)
-            torch.cuda.memory._record_memory_history(max_entries=SNAPSHOT_ENTRIES)
+            # Python stacks only: symbolising C++ frames ("all") can make the snapshot take minutes.
+            torch.cuda.memory._record_memory_history(stacks="python", max_entries=SNAPSHOT_ENTRIES,
+                                                     device=self.device)
         self._profile = torch.profiler.profile(activities=activities, record_shapes=True, profile_memory=True)
         self._profile.start()
 
@@ -92,8 +94,8 @@ class StepProfiler:
         problems: list[str] = []
         snapshot_path = ""
         if self.device.type == "cuda":
-            snapshot = torch.cuda.memory._snapshot()
-            torch.cuda.memory._record_memory_history(enabled=None)
+            snapshot = torch.cuda.memory._snapshot(self.device)
+            torch.cuda.memory._record_memory_history(enabled=None, device=self.device)
             memory = from_snapshot(snapshot, known=_known_addresses(model, optimizer),
                                    device=self.device.index or 0)
             snapshot_path = self._write(SNAPSHOT_FILE, lambda path: path.write_bytes(pickle.dumps(snapshot)),
@@ -117,7 +119,7 @@ class StepProfiler:
             self._profile.stop()
             self._profile = None
             if self.device.type == "cuda":
-                torch.cuda.memory._record_memory_history(enabled=None)
+                torch.cuda.memory._record_memory_history(enabled=None, device=self.device)
 
     def _write(self, name: str, write, problems: list[str]) -> str:
         if self.out_dir is None:
