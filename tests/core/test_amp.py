@@ -10,8 +10,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from workbench.core.domain.amp import (amp_summary, device_facts, dtype_census, first_nonfinite_grad, recommend,
-                                       recommendation, scale_tensor, skipped_steps)
+from workbench.core.domain.amp import (amp_summary, device_facts, dtype_census, first_nonfinite, grad_norms,
+                                       recommend, recommendation, scale_tensor, skipped_steps, step_record)
 from workbench.core.domain.evaluate import autocast_context
 from workbench.core.domain.model import model_for
 from workbench.core.ground.config import TrainConfig
@@ -132,7 +132,7 @@ def test_recommendation_matches_this_cpu():
     assert torch.backends.cpu.get_cpu_capability() in line
 
 
-# -- first_nonfinite_grad ---------------------------------------------------------------------------------------
+# -- grad_norms and first_nonfinite -----------------------------------------------------------------------------
 def _params(grads: list[list[float] | None]) -> list[torch.Tensor]:
     params = []
     for grad in grads:
@@ -144,12 +144,12 @@ def _params(grads: list[list[float] | None]) -> list[torch.Tensor]:
 
 
 def _index(grads: list[list[float] | None]) -> int:
-    result = first_nonfinite_grad(_params(grads))
-    assert result.dim() == 0 and not result.is_floating_point()
-    return int(result)
+    norms = grad_norms(_params(grads), torch.zeros(()))
+    assert len(norms) == len(grads) and all(n.dim() == 0 and n.dtype == torch.float32 for n in norms)
+    return first_nonfinite(torch.stack(norms).tolist() if norms else [])
 
 
-def test_first_nonfinite_grad():
+def test_the_first_nonfinite_gradient_is_found_by_position():
     inf, nan = float("inf"), float("nan")
     assert _index([[1.0, 2.0], [3.0], [-4.0, 5.0], [6.0]]) == -1
     assert _index([[1.0, 2.0], [3.0], [1.0, inf], [6.0]]) == 2
@@ -175,20 +175,21 @@ def _fp16_run(init_scale: float, steps: int = 4) -> tuple[nn.Module, list[AmpSki
     autocast = torch.autocast("cpu", dtype=torch.float16)
     names, params = zip(*model.named_parameters())
     scale_before_first = float(scale_tensor(scaler))  # not initialised yet: the init_scale
-    scales, bad, expected = [], [], []
+    records, expected = [], []
     for step in range(steps):
         x, y = _batch(seed=step)
         with autocast:
             loss = F.cross_entropy(model(x), y)
         scaler.scale(loss).backward()
-        bad.append(first_nonfinite_grad(list(params)))
+        norms = grad_norms(list(params), torch.zeros(()))
         expected.append(next((n for n, p in zip(names, params) if not torch.isfinite(p.grad).all()), None))
         scaler.step(optimizer)
         scaler.update()
-        scales.append(scale_tensor(scaler))
+        records.append(step_record(scaler, norms))
         optimizer.zero_grad(set_to_none=True)
-    scales_after = torch.stack(scales).tolist()  # the block's one read-back
-    bad_index = torch.stack(bad).tolist()
+    rows = torch.stack(records).tolist()  # the block's one read-back
+    scales_after = [row[0] for row in rows]
+    bad_index = [first_nonfinite(row[1:]) for row in rows]
     events = skipped_steps(1, scales_after, bad_index, scale_before_first, list(names))
     reference = {"expected": expected, "scales_after": scales_after, "final": scaler.get_scale(),
                  "scale_before_first": scale_before_first}
@@ -221,8 +222,10 @@ def test_scale_tensor_is_a_copy_on_the_device():
     scaler.scale(torch.ones(()))
     kept = scale_tensor(scaler)
     assert kept.dim() == 0 and kept.dtype == torch.float32 and float(kept) == 8.0
+    record = step_record(scaler, [torch.tensor(1.5)])
     scaler._scale.mul_(0.5)  # update() works in place: an earlier reading must not follow it
     assert float(kept) == 8.0 and float(scale_tensor(scaler)) == 4.0
+    assert record.tolist() == [8.0, 1.5]  # the record's stack copied the scale it was taken with
     assert float(scale_tensor(torch.amp.GradScaler("cpu", enabled=False))) == 1.0
 
 
@@ -238,10 +241,10 @@ def test_step_health_does_not_sync_on_cuda():
     torch.cuda.synchronize()
     torch.cuda.set_sync_debug_mode("error")
     try:
-        index, scale = first_nonfinite_grad(params), scale_tensor(scaler)
+        record = step_record(scaler, grad_norms(params, torch.zeros((), device=device)))
     finally:
         torch.cuda.set_sync_debug_mode("default")
-    assert index.device.type == "cuda" and int(index) == 2 and float(scale) == 4.0
+    assert record.device.type == "cuda" and record[0].item() == 4.0 and first_nonfinite(record[1:].tolist()) == 2
 
 
 # -- the arithmetic ---------------------------------------------------------------------------------------------

@@ -120,10 +120,11 @@ class _Session:
     compiled: bool
     autocast: contextlib.AbstractContextManager  # built once, entered every step (torch.autocast is reusable)
     scheduler: torch.optim.lr_scheduler.LRScheduler | None = None
-    # fp16 health (domain.amp): per step, [scale after the update, index of the first non-finite gradient], on the
-    # device until the block's read-back. None: not recorded (no scaler, or the benchmark's bare steps).
+    # fp16 health (domain.amp): per step, [scale after the update, each parameter's gradient norm], on the device
+    # until the block's read-back. None: not recorded (no scaler, or the benchmark's bare steps).
     health: list[torch.Tensor] | None = None
     params: list[torch.Tensor] = field(default_factory=list)  # the model's parameters, in named_parameters order
+    zero: torch.Tensor | None = None  # the norm of a parameter without a gradient (made once, on the device)
 
 
 @dataclass(frozen=True)
@@ -471,7 +472,7 @@ class Trainer:
         return _Session(model=model, train_model=self.dist.wrap(model), optimizer=optimizer, scaler=scaler,
                         compiled=compiled, scheduler=scheduler, autocast=autocast_context(config, device),
                         health=[] if scaler is not None and self.amp_health else None,
-                        params=list(model.parameters()))
+                        params=list(model.parameters()), zero=torch.zeros((), device=device))
 
     # -- training -----------------------------------------------------------------------------------------------
     def _train_epoch(self, run: _Run, epoch: int) -> bool:
@@ -607,7 +608,7 @@ class Trainer:
         ends, block_start = block.ends, block.start
         health = run.session.health
         n = len(block.losses)
-        # fp16: each step's [scale, first non-finite gradient] rides along (unless a fallback cut the record short)
+        # fp16: each step's [scale, gradient norms…] rides along (unless a fallback cut the record short)
         health_rows = health[-n:] if health is not None and len(health) >= n > 0 else []
         if health is not None:
             health.clear()
@@ -617,8 +618,10 @@ class Trainer:
         reduced = self.dist.mean(values).tolist()  # sync point; the global means
         reduced, stop_agreed = (reduced[:-1], reduced[-1] > 0) if self.dist.active else (reduced, False)
         losses = reduced[:n]
-        scales = reduced[2 * n::2] if health_rows else []
-        bad_index = [int(i) for i in reduced[2 * n + 1::2]] if health_rows else []
+        width = len(run.session.params) + 1  # a step's record: its scale, then each gradient's norm
+        rows = [reduced[2 * n + k * width:2 * n + (k + 1) * width] for k in range(n)] if health_rows else []
+        scales = [row[0] for row in rows]
+        bad_index = [amp.first_nonfinite(row[1:]) for row in rows]
         # Every process's share of every step is the same size (the shards and the epoch drop the remainder): the
         # mean count over that share is the global fraction.
         share = config.batch_size // self.dist.world_size
@@ -937,11 +940,11 @@ def train_step(session: _Session, x: torch.Tensor, y: torch.Tensor, config: Trai
     correct = (logits.detach().argmax(-1) == y).sum()
     if session.scaler is not None:
         session.scaler.scale(loss).backward()
-        bad = amp.first_nonfinite_grad(session.params) if session.health is not None else None
+        norms = amp.grad_norms(session.params, session.zero) if session.health is not None else None
         session.scaler.step(session.optimizer)
         session.scaler.update()
-        if bad is not None:
-            session.health.append(torch.stack([amp.scale_tensor(session.scaler).float(), bad.float()]))
+        if norms is not None:
+            session.health.append(amp.step_record(session.scaler, norms))
     else:
         loss.backward()
         session.optimizer.step()
@@ -979,13 +982,13 @@ def _restore_training_state(session: _Session, state: dict) -> None:
 
 def _stacked(losses: list[torch.Tensor], counts: list[torch.Tensor], device: torch.device,
              health: list[torch.Tensor] = ()) -> torch.Tensor:
-    """A block's losses, then its correct counts, then (fp16) each step's [scale, first non-finite gradient], as one
-    float vector on the device: one read-back for all, and a few kernels per block rather than a cast per step."""
+    """A block's losses, then its correct counts, then (fp16) each step's [scale, gradient norms…], as one float
+    vector on the device: one read-back for all, and a few kernels per block rather than a cast per step."""
     if not losses:
         return torch.zeros(0, device=device)
     parts = [torch.stack(losses).float(), torch.stack(counts).float()]
     if health:
-        parts.append(torch.stack(health).float().flatten())
+        parts.append(torch.stack(health).flatten())
     return torch.cat(parts)
 
 

@@ -1,9 +1,9 @@
 """Mixed precision, observed: which ops autocast really ran in bf16/fp16 (the census), which precision a device
 should use (the recommendation), and which fp16 steps GradScaler skipped and why (without a sync per step).
 
-The census and the recommendation feed the run's `AmpReport`; `first_nonfinite_grad` and `scale_tensor` are
-taken on the device every fp16 step and read back with the losses, where `skipped_steps` turns them into
-`AmpSkipped` events and the Steps' `loss_scale`; `amp_summary` is the run's metrics["amp"].
+The census and the recommendation feed the run's `AmpReport`; `grad_norms` and `step_record` are taken on the
+device every fp16 step (two ops) and read back with the losses, where `first_nonfinite` and `skipped_steps` turn
+them into `AmpSkipped` events and the Steps' `loss_scale`; `amp_summary` is the run's metrics["amp"].
 
 Op names are the overload packet's qualified name, namespace included and overload left out: "aten.addmm",
 "aten._to_copy", "aten.nll_loss_forward" (what `str(func.overloadpacket)` prints).
@@ -11,9 +11,10 @@ Op names are the overload packet's qualified name, namespace included and overlo
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import Any, Iterable
 
 import torch
 from torch import nn
@@ -142,37 +143,43 @@ def recommendation(device: torch.device) -> str:
 
 
 # -- fp16 step health, on the device ----------------------------------------------------------------------------
-def first_nonfinite_grad(params: list[torch.Tensor]) -> torch.Tensor:
-    """The index in `params` of the first parameter whose .grad holds an inf or NaN, −1 when none does (or none
-    has a grad), as a 0-dim int64 tensor on the params' device: read back with the block's losses, never synced
-    per step. Call it after the scaled backward, before `scaler.step` (whose skip it explains).
+def grad_norms(params: list[torch.Tensor], zero: torch.Tensor) -> list[torch.Tensor]:
+    """Each parameter's gradient 2-norm, as 0-dim fp32 tensors on the device (`zero`, a 0-dim fp32 tensor of the
+    run's, for a parameter without a grad): one multi-tensor kernel, no sync. Taken after the scaled backward,
+    before `scaler.step` unscales in place; `step_record` stacks them with the scale after the update.
 
-    One multi-tensor 2-norm over the grads: inf or NaN when any element is (`~isfinite` catches both), and on the
-    CPU 8× cheaper than the inf-norm (22 against 182 µs for the built-in model). Exact for fp16 training: a
-    finite gradient out of fp16 ops is at most 65504 per element, whose squares sum far below fp32's maximum
-    (an fp32 2-norm overflows only once elements pass 1.8e19). A parameter without a grad takes a zero on the
-    device, so positions stay those of `params` without building an index tensor on the host (a host-to-device
-    copy, which syncs)."""
-    device = params[0].device if params else torch.device("cpu")
-    with_grad = [i for i, p in enumerate(params) if p.grad is not None]
-    if not with_grad:
-        return torch.full((), -1, dtype=torch.int64, device=device)
-    norms = torch._foreach_norm([params[i].grad for i in with_grad])
-    zero = torch.zeros((), device=device)
-    by_param = [zero] * len(params)
-    for i, norm in zip(with_grad, norms):
-        by_param[i] = norm.to(device=device, dtype=zero.dtype)
-    bad = ~torch.isfinite(torch.stack(by_param))
-    first = bad.to(torch.uint8).argmax()  # the first maximum: the first non-finite parameter
-    return torch.where(bad.any(), first, torch.full_like(first, -1))
+    A 2-norm is inf or NaN exactly when an element is, for fp16 training: a finite gradient out of fp16 ops is at
+    most 65504 per element, whose squares sum far below fp32's maximum (an fp32 2-norm overflows only once
+    elements pass 1.8e19). On the CPU it is 8× cheaper than the inf-norm (22 against 182 µs, built-in model)."""
+    present = [p.grad for p in params if p.grad is not None]
+    norms = iter(torch._foreach_norm(present)) if present else iter(())
+    return [_fp32(next(norms)) if p.grad is not None else zero for p in params]
 
 
-def scale_tensor(scaler: torch.amp.GradScaler) -> torch.Tensor:
-    """The scaler's current scale as a 0-dim float tensor on its device, without `get_scale()`'s sync. A copy:
-    `update()` rewrites `_scale` in place, and every step's value must survive until the block is read back."""
+def step_record(scaler: torch.amp.GradScaler, norms: list[torch.Tensor]) -> torch.Tensor:
+    """[scale after the update, the gradient norms…] as one fp32 vector on the device: a single stack (which
+    copies the scale before the next update rewrites it in place), read back with the block's losses."""
+    return torch.stack([_fp32(scale_tensor(scaler, copy=False)), *norms])
+
+
+def first_nonfinite(norms: Iterable[float]) -> int:
+    """The index of the first parameter whose gradient norm (read back from `step_record`) is inf or NaN; −1 when
+    every one is finite."""
+    return next((i for i, norm in enumerate(norms) if not math.isfinite(norm)), -1)
+
+
+def _fp32(tensor: torch.Tensor) -> torch.Tensor:
+    return tensor if tensor.dtype == torch.float32 else tensor.float()
+
+
+def scale_tensor(scaler: torch.amp.GradScaler, copy: bool = True) -> torch.Tensor:
+    """The scaler's current scale as a 0-dim float tensor on its device, without `get_scale()`'s sync. A copy
+    unless `copy` is off (the caller copies it, as `step_record`'s stack does): `update()` rewrites `_scale` in
+    place, and every step's value must survive until the block is read back."""
     scale = getattr(scaler, "_scale", None)
     if scale is not None and scaler.is_enabled():
-        return scale.detach().reshape(()).clone()
+        view = scale.detach().reshape(())
+        return view.clone() if copy else view
     value = scaler.get_scale()  # not initialised yet (its init_scale) or disabled (1.0): no device value to sync
     return torch.full((), value, dtype=torch.float32, device=getattr(scaler, "_device", "cpu"))
 
