@@ -26,6 +26,7 @@ EXIT_RUN_FAILED = 3  # the run itself failed (diverged, compile failure, out of 
 EXIT_INTERRUPTED = 130
 PROFILE_STEPS = 20  # `workbench profile`'s window
 PROFILE_LEAD_STEPS = 12  # `workbench profile`'s steps before the window: compile, CUDA warm-up, settling
+PROFILE_EPOCHS = 100_000  # `workbench profile` ends at its step count (max steps), not at an epoch count
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -271,8 +272,8 @@ def cmd_profile(args: argparse.Namespace) -> int:
     config = config_from_args(args, profile_steps=PROFILE_STEPS)
     if config.profile_steps == 0:
         return fail("--profile-steps 0 profiles nothing", f"leave it out ({PROFILE_STEPS} steps) or give a number")
-    if args.max_steps is None and args.epochs is None:
-        config = config.replace(max_steps=config.profile_steps + PROFILE_LEAD_STEPS)
+    if args.max_steps is None and args.epochs is None:  # as many epochs as the window needs, then stop
+        config = config.replace(max_steps=config.profile_steps + PROFILE_LEAD_STEPS, epochs=PROFILE_EPOCHS)
     return _train(args, config)
 
 

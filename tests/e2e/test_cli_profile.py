@@ -35,3 +35,11 @@ def test_an_overflowing_fp16_run_reports_its_skipped_steps(tmp_path, capsys):
     assert code == 0, err
     assert "amp loss scaling: 5 step(s) skipped (100.0%)" in stdout
     assert "first non-finite gradient: core_block.fc1.weight at step 1" in stdout
+
+
+def test_profile_runs_as_many_epochs_as_its_window_needs(tmp_path, capsys):
+    code, stdout, err = call(capsys, "profile", "--profile-steps", "20", "--hidden-dim", "16", "--batch-size",
+                             "1000", "--out", tmp_path / "run", "--db", tmp_path / "runs.sqlite")
+    assert code == 0, err
+    assert "finished: 32 steps, 8 epoch(s)" in stdout  # 4 steps an epoch: not cut at the default 5 epochs
+    assert "\nprofile: steps 4–23, " in stdout
