@@ -264,11 +264,43 @@ def config_from_args(args: argparse.Namespace, **defaults):
 
 # -- train ------------------------------------------------------------------------------------------------------
 def cmd_train(args: argparse.Namespace) -> int:
-    return _train(args, config_from_args(args))
+    if args.resume is None:
+        return _train(args, config_from_args(args))
+    path = resume_checkpoint(args.resume, args.db)
+    return _train(args, config_from_args(args, **checkpoint_config(path)).replace(resume=str(path)))
+
+
+def resume_checkpoint(what: str, db: str | None) -> Path:
+    """`--resume RUN|CKPT`: a run's id in the history (3 or #3), its folder, or a checkpoint file."""
+    from .core.ground.config import ConfigError
+    from .core.history.runs import RunStore
+
+    if what.lstrip("#").isdigit():
+        with RunStore(db) as store:
+            record = store.get(int(what.lstrip("#")))
+        if not record.checkpoint:
+            raise ConfigError("resume", f"run #{record.id} has no checkpoint to continue from")
+        return Path(record.checkpoint)
+    path = Path(what).expanduser()
+    return (path / "checkpoint.pt" if path.is_dir() else path).resolve()
+
+
+def checkpoint_config(path: Path) -> dict:
+    """The settings of the run a checkpoint continues: the defaults a continued run's flags change."""
+    from .core.domain import checkpoint
+    from .core.ground.config import ConfigError
+
+    try:
+        return checkpoint.load(path, trust_model_code=True).config.to_dict()
+    except checkpoint.CheckpointError as exc:
+        raise ConfigError("resume", f"cannot continue from {path}: {exc}") from None
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
     """`train` with the profiler on, ending soon after the window unless --max-steps or --epochs say otherwise."""
+    if args.resume is not None:
+        return fail("profile starts a run of its own", "to profile a continued run: train --resume RUN "
+                                                        "--profile-steps N")
     config = config_from_args(args, profile_steps=PROFILE_STEPS)
     if config.profile_steps == 0:
         return fail("--profile-steps 0 profiles nothing", f"leave it out ({PROFILE_STEPS} steps) or give a number")
@@ -752,14 +784,21 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
 def cmd_runs_show(args: argparse.Namespace) -> int:
     from .core.history.report import last_compile_report
 
+    from .core.history.curves import run_name
+
     with _store(args) as store:
         record = store.get(args.run_id, with_events=True)
+        resume = record.config.get("resume")
+        parent = store.id_for_out_dir(Path(resume).parent) if resume else None
     print(f"run {record.id} · {record.status} · started {record.created}")
     print("config:      " + json.dumps(record.config, sort_keys=True, default=str))
     print("environment: " + json.dumps(record.environment, sort_keys=True, default=str))
     metrics = {k: getattr(record, k) for k in ("steps", "best_val_accuracy", "samples_per_s", "compile_seconds",
                                                "peak_memory_mib", "backend_used", "out_dir", "checkpoint")}
     print("summary:     " + json.dumps(metrics))
+    if resume:
+        print(f"continues:   {run_name(parent) if parent is not None else 'a run not in this history'} "
+              f"(from {resume})")
     if record.failure:
         print(f"failure:     {record.failure.get('kind')}: {record.failure.get('message')}")
     report = last_compile_report(record.events)

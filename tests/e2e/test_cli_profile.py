@@ -43,3 +43,19 @@ def test_profile_runs_as_many_epochs_as_its_window_needs(tmp_path, capsys):
     assert code == 0, err
     assert "finished: 32 steps, 8 epoch(s)" in stdout  # 4 steps an epoch: not cut at the default 5 epochs
     assert "\nprofile: steps 4–23, " in stdout
+
+
+# -- continuing a run -------------------------------------------------------------------------------------------
+def test_train_resume_continues_a_run_by_id_and_the_history_links_them(tmp_path, capsys):
+    db = tmp_path / "runs.sqlite"
+    common = ("--hidden-dim", "16", "--batch-size", "250", "--db", db)
+    code, _, err = call(capsys, "train", "--epochs", "1", "--out", tmp_path / "first", *common)
+    assert code == 0, err
+    code, stdout, err = call(capsys, "train", "--resume", "1", "--epochs", "2", "--out", tmp_path / "second", *common)
+    assert code == 0, err
+    assert "finished: 32 steps, 2 epoch(s)" in stdout  # 16 steps an epoch: the second epoch only, then both counted
+    code, shown, _ = call(capsys, "runs", "show", "2", "--db", db)
+    assert f"continues:   #1 (from {(tmp_path / 'first' / 'checkpoint.pt').resolve()})" in shown
+    code, _, err = call(capsys, "train", "--resume", str(tmp_path / "second"), "--lr", "0.1", "--epochs", "3",
+                        "--out", tmp_path / "third", *common)
+    assert code == 2 and "lr: 0.004 → 0.1" in assert_one_error_line(err)

@@ -104,6 +104,7 @@ class TrainedModel:
     metrics: dict  # the run's final figures
     classes: tuple[str, ...]
     versions: dict  # the library versions it was trained with
+    training_state: dict | None = None  # what continuing the run needs (Trainer._training_snapshot)
 
 
 SaveCheckpoint = Callable[[TrainedModel], str]  # returns where it wrote; may raise checkpoint.CheckpointWriteError
@@ -135,15 +136,17 @@ class WarmupPlan:
     warmup_steps: int = 0  # steps 1…warmup_steps are warm-up (step 1 is "compiling" instead when it compiles)
     recording_steps: int = 0  # steps 2…1+recording_steps record CUDA graphs (while the model is compiled)
     profile: tuple[int, int] | None = None  # steps first…last run under torch.profiler (domain.profiler)
+    start: int = 0  # steps trained before this run (a continued run): its own first step is start + 1
 
     def kind(self, step: int, compiled: bool) -> str:
         """'compiling', 'recording', 'warmup', 'profiling' or 'steady' for 1-based `step` of a (still) compiled
         model or not."""
-        if step == 1 and compiled:
+        own = step - self.start  # compiling and warming up happen in this run's first steps
+        if own == 1 and compiled:
             return "compiling"
-        if compiled and 2 <= step <= 1 + self.recording_steps:
+        if compiled and 2 <= own <= 1 + self.recording_steps:
             return "recording"
-        if step <= self.warmup_steps:
+        if own <= self.warmup_steps:
             return "warmup"
         if self.profile is not None and self.profile[0] <= step <= self.profile[1]:
             return "profiling"
@@ -151,16 +154,16 @@ class WarmupPlan:
 
     def first_steady(self, compiled: bool) -> int:
         """The first step that is neither compiling, recording nor warm-up."""
-        return max(self.warmup_steps, 1 + self.recording_steps if compiled else 0) + 1
+        return self.start + max(self.warmup_steps, 1 + self.recording_steps if compiled else 0) + 1
 
 
-def warmup_plan(config: TrainConfig, device_type: str) -> WarmupPlan:
+def warmup_plan(config: TrainConfig, device_type: str, start: int = 0) -> WarmupPlan:
     """On the CPU no step but a compiling first one is special; on CUDA the first CUDA_WARMUP_STEPS are warm-up,
-    among them, under CUDA graphs, the recording steps."""
+    among them, under CUDA graphs, the recording steps. `start`: steps a continued run's checkpoint had."""
     if device_type != "cuda":
-        return WarmupPlan()
+        return WarmupPlan(start=start)
     recording = CUDAGRAPH_RECORDING_STEPS if config.compiled and uses_cuda_graphs(config.to_dict()) else 0
-    return WarmupPlan(warmup_steps=max(CUDA_WARMUP_STEPS, 1 + recording), recording_steps=recording)
+    return WarmupPlan(warmup_steps=max(CUDA_WARMUP_STEPS, 1 + recording), recording_steps=recording, start=start)
 
 
 @dataclass
@@ -214,6 +217,9 @@ class _Run:
     amp_scale: float = 0.0  # fp16: the scale after the last step read back (the next step runs with it)
     amp_skipped: list = field(default_factory=list)  # fp16: every AmpSkipped emitted
     profile: ProfileReport | None = None  # the profiled window's report, once emitted
+    resume: checkpoint.Checkpoint | None = None  # the checkpoint a continued run goes on from (config.resume)
+    epoch: int = 1  # the epoch being trained (the one a checkpoint resumes)
+    skip_batches: int = 0  # a run continued mid-epoch: the batches of its first epoch already trained
 
     @property
     def output_dim(self) -> int:
@@ -328,7 +334,7 @@ class Trainer:
         run = self._start(config, emit, stop, started)
         try:
             self._prepare(run)
-            for epoch in range(1, config.epochs + 1):
+            for epoch in range(run.epoch, config.epochs + 1):
                 run.stopped = self._train_epoch(run, epoch)
                 if run.stopped:
                     break
@@ -354,6 +360,9 @@ class Trainer:
         if device.type == "cuda":
             torch.cuda.set_device(device)
             torch.cuda.reset_peak_memory_stats(device)
+        resume = checkpoint.for_resume(config) if config.resume else None
+        if resume is not None and self.dist.active:
+            raise ConfigError("resume", "a run is continued in one process", "train it with one process")
         train_split, val_split = load_splits(config.dataset, config.data_root)
         classes = classes_of(config.dataset, config.data_root)
         _configure_dynamo()
@@ -368,20 +377,30 @@ class Trainer:
         total_steps = len(batches) * config.epochs
         if config.max_steps:
             total_steps = min(total_steps, config.max_steps)
+        start = resume.training_state.get("step", 0) if resume is not None else 0
+        if start >= total_steps:
+            limit = (f"max steps {config.max_steps}" if config.max_steps and config.max_steps < len(batches) *
+                     config.epochs else f"{config.epochs} epoch(s)")
+            raise ConfigError("epochs", f"the run to continue has trained {start} steps already and this one plans "
+                                        f"{total_steps} ({limit}): nothing is left to train",
+                              "more epochs, or more max steps")
         emit(RunStarted(config=config.to_dict(), device=str(device), device_name=devices.device_name(device),
                         versions=devices.versions(), train_size=len(train_split), val_size=len(val_split),
-                        steps_per_epoch=len(batches), total_steps=total_steps, world_size=world))
+                        steps_per_epoch=len(batches), total_steps=total_steps, world_size=world,
+                        resumed_step=start))
         notice = cudagraph_thread_notice(config)
         if notice is not None:
             emit(notice)
         sampler = SystemSampler(device, started).start() if self.dist.is_main and self.system_metrics else None
         return _Run(config=config, emit=emit, stop=stop, started=started, device=device, classes=classes,
                     batches=batches, val_split=val_split, train_size=len(train_split), total_steps=total_steps,
-                    plan=warmup_plan(config, device.type), sampler=sampler)
+                    plan=warmup_plan(config, device.type, start), sampler=sampler, resume=resume)
 
     def _prepare(self, run: _Run) -> None:
         """The model, explained and compiled (or not): the run's session; then the validation batches."""
         model = model_for(run.config, run.output_dim).to(run.device)
+        if run.resume is not None:  # the weights before anything traces or compiles the model
+            model.load_state_dict(run.resume.state_dict)
         example, labels = next(run.batches.epoch(0))
         check_outputs(model, example, run.output_dim)
         if run.config.amp != "off":  # before compiling: the census traces the eager model's ops
@@ -396,6 +415,30 @@ class Trainer:
             # own dropout masks (the same seed everywhere would drop the same units on every rank). The batch
             # order does not use this stream: DeviceBatches shards one permutation of its own seed.
             torch.manual_seed(rank_seed(run.config.seed, self.dist.rank))
+        if run.resume is not None:  # last: nothing above may draw from the random streams it puts back
+            self._resume(run, run.resume.training_state)
+
+    def _resume(self, run: _Run, state: dict) -> None:
+        """Go on where the checkpoint's run stopped: its optimizer, schedule and scaler, its figures, its place in
+        the epochs and its random streams (dropout), so that stopping and continuing trains what one run would."""
+        session, totals = run.session, run.totals
+        try:
+            session.optimizer.load_state_dict(state["optimizer"])
+            if session.scheduler is not None and state.get("scheduler") is not None:
+                session.scheduler.load_state_dict(state["scheduler"])
+            if session.scaler is not None and state.get("scaler") is not None:
+                session.scaler.load_state_dict(state["scaler"])
+                run.amp_scale = float(state["scaler"]["scale"])
+            totals.steps, totals.epochs_ended = int(state["step"]), int(state["epochs_ended"])
+            totals.best_val_accuracy, totals.first_loss = state["best_val_accuracy"], state["first_loss"]
+            run.epoch, run.skip_batches = int(state["epoch"]), int(state["epoch_step"])
+            totals.epoch_loss_sum = float(state["epoch_loss_sum"])
+            torch.set_rng_state(state["rng"]["cpu"])
+            if run.device.type == "cuda" and state["rng"].get("cuda") is not None:
+                torch.cuda.set_rng_state(state["rng"]["cuda"], run.device)
+        except (KeyError, TypeError, ValueError, RuntimeError) as exc:
+            raise ConfigError("resume", f"the training state in {run.config.resume} is damaged or from another "
+                                        f"version: {type(exc).__name__}: {first_line(exc)}") from None
 
     def _amp_report(self, run: _Run, model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> None:
         """Which ops autocast runs in the low precision, and the precision this device should use."""
@@ -463,6 +506,7 @@ class Trainer:
         # optimizer state (its learning rate included) must then overwrite.
         scheduler = lr_schedule(optimizer, config, run.total_steps)
         scaler = torch.amp.GradScaler(device.type, init_scale=config.loss_scale) if config.amp == "fp16" else None
+        health = scaler is not None and self.amp_health  # fp16's per-step record (domain.amp)
         if carried is not None:
             optimizer.load_state_dict(carried.optimizer.state_dict())
             if scheduler is not None and carried.scheduler is not None:
@@ -471,20 +515,26 @@ class Trainer:
                 scaler.load_state_dict(carried.scaler.state_dict())
         return _Session(model=model, train_model=self.dist.wrap(model), optimizer=optimizer, scaler=scaler,
                         compiled=compiled, scheduler=scheduler, autocast=autocast_context(config, device),
-                        health=[] if scaler is not None and self.amp_health else None,
-                        params=list(model.parameters()), zero=torch.zeros((), device=device))
+                        health=[] if health else None, params=list(model.parameters()),
+                        zero=torch.zeros((), device=device) if health else None)
 
     # -- training -----------------------------------------------------------------------------------------------
     def _train_epoch(self, run: _Run, epoch: int) -> bool:
         """One epoch of steps, read back in blocks. True when the run was stopped."""
         config, totals = run.config, run.totals
         run.session.model.train()
-        totals.epoch_loss_sum, totals.epoch_steps = 0.0, 0
+        batches = run.batches.epoch(epoch)
+        if run.skip_batches:  # continued mid-epoch: the epoch goes on after the batches its checkpoint trained
+            totals.epoch_steps, run.skip_batches = run.skip_batches, 0
+            batches = itertools.islice(batches, totals.epoch_steps, None)
+        else:
+            totals.epoch_loss_sum, totals.epoch_steps = 0.0, 0
+        run.epoch = epoch
         block = _Block(start=time.perf_counter())
         # One process checks the stop flag before every step. Several must stop at the same step or DDP would
         # wait forever for the ones that stopped: they agree (a collective) at each read-back instead.
         together = self.dist.active
-        for x, y in run.batches.epoch(epoch):
+        for x, y in batches:
             if not together and run.stop.is_set():
                 self._flush(run, block, epoch)
                 return True
@@ -874,12 +924,28 @@ class Trainer:
         """Hand the trained model to save_checkpoint; where it went becomes metrics["checkpoint"], or why it could
         not be written metrics["checkpoint_error"] (the run still finishes; the CLI makes it an error exit)."""
         trained = TrainedModel(model=run.session.model, config=run.config, metrics=metrics, classes=run.classes,
-                               versions=devices.versions())
+                               versions=devices.versions(), training_state=self._training_snapshot(run))
         try:
             metrics["checkpoint"] = str(self.save_checkpoint(trained))
         except checkpoint.CheckpointWriteError as exc:  # the run itself finished: report it, keep its figures
             metrics["checkpoint_error"] = str(exc)
             run.emit(Notice("error", str(exc), exc.hint))
+
+    @staticmethod
+    def _training_snapshot(run: _Run) -> dict:
+        """What continuing this run needs besides its weights (checkpoint.training_state; see _resume). Taken at
+        the end: nothing after the last step draws from the random streams (the payback calibration forks them)."""
+        session, totals = run.session, run.totals
+        epoch, done, loss_sum = run.epoch, totals.epoch_steps, totals.epoch_loss_sum
+        if done >= len(run.batches):  # the epoch's steps are all trained: continuing starts the next one
+            epoch, done, loss_sum = epoch + 1, 0, 0.0
+        cuda = run.device.type == "cuda"
+        return {"step": totals.steps, "epoch": epoch, "epoch_step": done, "epoch_loss_sum": loss_sum,
+                "epochs_ended": totals.epochs_ended, "best_val_accuracy": totals.best_val_accuracy,
+                "first_loss": totals.first_loss, "optimizer": session.optimizer.state_dict(),
+                "scheduler": session.scheduler.state_dict() if session.scheduler is not None else None,
+                "scaler": session.scaler.state_dict() if session.scaler is not None else None,
+                "rng": {"cpu": torch.get_rng_state(), "cuda": torch.cuda.get_rng_state(run.device) if cuda else None}}
 
     @staticmethod
     def _final_report(run: _Run) -> CompileReport:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QRect, QSettings, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QAction, QDesktopServices, QGuiApplication, QKeySequence
-from PySide6.QtWidgets import (QDockWidget, QHBoxLayout, QLabel, QMainWindow, QMessageBox,
+from PySide6.QtWidgets import (QDockWidget, QHBoxLayout, QInputDialog, QLabel, QMainWindow, QMessageBox,
                                QPushButton, QScrollArea, QStyle, QVBoxLayout, QWidget)
 
 from ..core.ground import appinfo
@@ -192,6 +192,7 @@ class MainWindow(QMainWindow):
         self.runs.compareRequested.connect(self.compare_runs)
         self.runs.table.selectionModel().selectionChanged.connect(lambda *_: self._update_actions())
         self.runs.openRequested.connect(self.show_run)
+        self.runs.continueRequested.connect(self.continue_run)
         self.docks = {
             "setup": self._dock("Setup", scrolled(self.setup, min_width=330), Qt.LeftDockWidgetArea),
             "compile": self._dock("Compile", self.compile_panel, Qt.RightDockWidgetArea),
@@ -245,7 +246,7 @@ class MainWindow(QMainWindow):
         return action
 
     def _build_actions(self) -> None:
-        self.train_action = self._action("Train", self.train, "Ctrl+R", QStyle.SP_MediaPlay, "trainAction")
+        self.train_action = self._action("Train", lambda: self.train(), "Ctrl+R", QStyle.SP_MediaPlay, "trainAction")
         self.train_tooltip = self.train_action.toolTip()
         self.shown_problem = ""  # the form's problem the status bar shows
         self.stop_action = self._action("Stop", self.stop, Qt.Key_Escape, QStyle.SP_MediaStop, "stopAction")
@@ -366,18 +367,18 @@ class MainWindow(QMainWindow):
             self.banner.show_message("error", f"Cannot {action}: {exc}")
             return None
 
-    def run_request(self) -> RunRequest:
-        """The form as a run: built and checked against this machine once, here."""
-        return RunRequest.build(self.setup.config(), cuda_devices=self.kernel.capabilities.cuda_devices,
+    def run_request(self, config: TrainConfig | None = None) -> RunRequest:
+        """The form as a run (or `config`): built and checked against this machine once, here."""
+        return RunRequest.build(config or self.setup.config(), cuda_devices=self.kernel.capabilities.cuda_devices,
                                 out_dir=new_run_dir(self.runs_dir), db=self.db,
                                 launch=Launch(nproc_per_node=self.setup.processes()))
 
-    def train(self) -> bool:
-        """Start a run with the form's settings; False when it was refused (the banner says why, if it can).
-        Before PyTorch is ready the run waits for it (queued, not refused)."""
+    def train(self, config: TrainConfig | None = None) -> bool:
+        """Start a run with the form's settings (or `config`: a continued run); False when it was refused (the
+        banner says why, if it can). Before PyTorch is ready the form's run waits for it (queued, not refused)."""
         if self.runner.training:
             return False
-        if not self.kernel.capabilities.known:
+        if not self.kernel.capabilities.known and config is None:
             if self._config_for("start") is None:
                 return False
             self.train_waiting = True
@@ -385,7 +386,7 @@ class MainWindow(QMainWindow):
             self._update_actions()
             return True
         try:
-            request = self.run_request()
+            request = self.run_request(config)
         except WorkbenchError as exc:
             self.banner.show_message("error", f"Cannot start: {exc}")
             return False
@@ -397,6 +398,25 @@ class MainWindow(QMainWindow):
         self.state_label.setText("Starting…")
         self._update_actions()
         return True
+
+    def continue_run(self, record, epochs: int | None = None) -> bool:
+        """Runs dock's Continue training: the run goes on from its checkpoint until epoch `epochs` (asked for when
+        not given: a stopped run's planned epochs, else one more than it trained)."""
+        if self.runner.training or not self.kernel.capabilities.known:
+            self.banner.show_message("warning", "Continue a run when no other is training and PyTorch is ready.")
+            return False
+        config = TrainConfig.from_dict(record.config)
+        if epochs is None:
+            planned = config.epochs if record.status == "stopped" else config.epochs + 1
+            epochs, chosen = QInputDialog.getInt(
+                self, "Continue training", f"Continue {run_name(record.id)} from its checkpoint until epoch:",
+                planned, 1, 100_000)
+            if not chosen:
+                return False
+        started = self.train(config.replace(resume=record.checkpoint, epochs=epochs, max_steps=None))
+        if started:
+            self.log.add("info", f"continuing {run_name(record.id)} until epoch {epochs}")
+        return started
 
     def stop(self) -> None:
         if self.train_waiting:

@@ -1,4 +1,6 @@
 """Checkpoints: the state_dict plus the config that built it, written atomically, read with weights_only=True.
+A run's checkpoint also carries its training state (optimizer, LR schedule, GradScaler, random streams and where
+in its epochs it was), so that a stopped or finished run can be continued exactly (engine: config.resume).
 
 A compiled module is never pickled (unpickling runs code, and `torch.load(weights_only=True)` rightly refuses
 it); the config carries the model's arguments so the network can be rebuilt before the weights go in.
@@ -16,7 +18,7 @@ import torch
 from torch import nn
 
 from ..ground.atomic import atomic_path
-from ..ground.config import ConfigError, TrainConfig
+from ..ground.config import RESUME_MAY_CHANGE, ConfigError, TrainConfig, resume_conflicts
 from ..ground.errors import WorkbenchError, first_line
 from .model import ModelSpecError, model_for
 
@@ -41,6 +43,7 @@ class Checkpoint:
     metrics: dict
     versions: dict
     classes: tuple[str, ...]
+    training_state: dict | None = None  # None: written before checkpoints carried it (or exported without it)
 
     def build_model(self, device: torch.device | str = "cpu") -> nn.Module:
         """The trained network in eval mode (eager: safe to call from any thread)."""
@@ -72,8 +75,9 @@ def _mismatch_detail(exc: BaseException) -> str:
 
 
 def save(path: str | Path, model: nn.Module, config: TrainConfig, *, metrics: dict, versions: dict,
-         classes: tuple[str, ...]) -> Path:
-    """Write `path` (.pt) and, beside it, the bare weights as `.safetensors` (safe for any other tool)."""
+         classes: tuple[str, ...], training_state: dict | None = None) -> Path:
+    """Write `path` (.pt) and, beside it, the bare weights as `.safetensors` (safe for any other tool).
+    `training_state`: what continuing the run needs besides the weights (plain data and tensors only)."""
     from safetensors.torch import save_file
 
     state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
@@ -86,6 +90,8 @@ def save(path: str | Path, model: nn.Module, config: TrainConfig, *, metrics: di
         "versions": dict(versions),
         "classes": list(classes),
     }
+    if training_state is not None:
+        payload["training_state"] = training_state
     path = Path(path)
     try:
         with atomic_path(path) as tmp:
@@ -177,10 +183,14 @@ def load(path: str | Path, *, trust_model_code: bool = False) -> Checkpoint:
             raise CheckpointError(f"{path.name} is damaged: its {name} are {type(value).__name__}, not a mapping")
     if not isinstance(classes, (list, tuple)) or not classes or not all(isinstance(c, str) for c in classes):
         raise CheckpointError(f"{path.name} is damaged: its classes are not a non-empty list of names")
+    training_state = payload.get("training_state")
+    if training_state is not None and not isinstance(training_state, dict):
+        raise CheckpointError(f"{path.name} is damaged: its training state is {type(training_state).__name__}, "
+                              f"not a mapping")
     try:
         config = TrainConfig.from_dict(payload["config"])
         checkpoint = Checkpoint(config=config, state_dict=state, metrics=metrics, versions=versions,
-                                classes=tuple(payload["classes"]))
+                                classes=tuple(payload["classes"]), training_state=training_state)
     except (KeyError, TypeError, ConfigError) as exc:
         raise CheckpointError(f"{path.name} is incomplete or from an incompatible version: {exc}") from None
     if config.model != "sandwich" and not trust_model_code:
@@ -190,3 +200,21 @@ def load(path: str | Path, *, trust_model_code: bool = False) -> Checkpoint:
     except ModelSpecError as exc:
         raise CheckpointError(f"{path.name} needs the model '{config.model}': {exc}") from None
     return checkpoint
+
+
+def for_resume(config: TrainConfig) -> Checkpoint:
+    """The checkpoint `config.resume` names, checked for continuing a run with `config`: it carries a training
+    state, and nothing but how long it goes on and how it is compiled or measured differs (RESUME_MAY_CHANGE).
+    Its model file is imported (the run builds the same model anyway)."""
+    try:
+        ckpt = load(config.resume, trust_model_code=True)
+    except CheckpointError as exc:
+        raise ConfigError("resume", f"cannot continue from {config.resume}: {exc}") from None
+    if ckpt.training_state is None:
+        raise ConfigError("resume", f"{config.resume} has no training state (written by an older Workbench or "
+                                    f"exported): start a new run from scratch")
+    conflicts = resume_conflicts(ckpt.config.to_dict(), config)
+    if conflicts:
+        raise ConfigError("resume", f"a continued run must keep the settings of the run it continues; changed: "
+                                    f"{'; '.join(conflicts)}", ", ".join(RESUME_MAY_CHANGE[1:]) + " may change")
+    return ckpt

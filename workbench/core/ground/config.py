@@ -247,6 +247,10 @@ class TrainConfig:
     max_steps: int | None = field(default=None, metadata=setting(
         "stop after this many optimizer steps (smoke tests, benchmarks)", TRAINING, label="Max steps", low=1,
         high=1 << 40, form=False))
+    resume: str | None = field(default=None, metadata=setting(
+        "continue the run whose checkpoint this is (its weights, optimizer, schedule and random streams): the "
+        "steps go on from where it stopped; only the epochs, max steps, compile and instrument settings may change",
+        TRAINING, label="Continue from", form=False))
     profile_steps: int = field(default=0, metadata=setting(
         "profile this many steady steps with torch.profiler (op table, timeline, memory, a Chrome trace); 0 = off",
         TRAINING, label="Profile steps", low=0, high=1000, step=10))
@@ -342,6 +346,19 @@ class TrainConfig:
     @property
     def compiled(self) -> bool:
         return self.backend != "eager"
+
+
+# What a continued run (TrainConfig.resume) may set differently from the run it continues: how long it goes on, how
+# it is compiled and measured. Anything else would make it another run (other data, model or optimisation).
+RESUME_MAY_CHANGE = ("resume", "epochs", "max_steps", "profile_steps", "compile_trace", "backend", "mode", "dynamic",
+                     "fullgraph", "allow_eager_fallback", "matmul_precision", "device")
+
+
+def resume_conflicts(saved: Mapping[str, Any], config: "TrainConfig") -> list[str]:
+    """The settings of `config` that differ from the continued run's `saved` config but may not ('lr: 0.004 → 0.01')."""
+    ours = config.to_dict()
+    return [f"{name}: {saved.get(name)!r} → {ours[name]!r}" for name in ours
+            if name not in RESUME_MAY_CHANGE and saved.get(name, ours[name]) != ours[name]]
 
 
 def setup_label(config: dict) -> str:

@@ -23,6 +23,7 @@ class RunStarted:
     steps_per_epoch: int
     total_steps: int
     world_size: int = 1  # processes training together (data parallel); batch sizes are global
+    resumed_step: int = 0  # a continued run (config resume): the steps its checkpoint had; its first is this + 1
 
 
 @dataclass(frozen=True)

@@ -244,7 +244,8 @@ def run_recorded(request: RunRequest, *, sinks: tuple[Callable[[Event], None], .
         from ..domain import checkpoint
 
         return str(checkpoint.save(out_dir / "checkpoint.pt", trained.model, trained.config, metrics=trained.metrics,
-                                   versions=trained.versions, classes=trained.classes))
+                                   versions=trained.versions, classes=trained.classes,
+                                   training_state=trained.training_state))
 
     trace_dir = out_dir / "compile-trace" if config.compile_trace else None
     engine = Trainer(distributed=distributed, save_checkpoint=save_checkpoint, trace_dir=trace_dir,

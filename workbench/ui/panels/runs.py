@@ -64,6 +64,7 @@ def _item(text: str, sort_value=None) -> QStandardItem:
 class RunsPanel(QWidget):
     compareRequested = Signal(list)  # LoadedRuns: 0 or 1 clears the overlay
     openRequested = Signal(object)  # a LoadedRun
+    continueRequested = Signal(object)  # a RunRecord (without events) to continue training
 
     def __init__(self, tasks: Tasks, db=None, parent: QWidget | None = None):
         super().__init__(parent)
@@ -96,11 +97,17 @@ class RunsPanel(QWidget):
         self.message.setWordWrap(True)
         open_button = QPushButton("Open run")
         open_button.clicked.connect(self.open_selected)
+        continue_button = QPushButton("Continue training…")
+        continue_button.setObjectName("continueButton")
+        continue_button.setToolTip("Train the selected run further from its checkpoint: the same steps, losses and "
+                                   "weights as if it had never stopped")
+        continue_button.clicked.connect(self.continue_selected)
         remove_button = QPushButton("Remove…")
         remove_button.setToolTip("Remove the selected runs from the history (their files stay on disk)")
         remove_button.clicked.connect(self.remove_selected)
         buttons = QHBoxLayout()
         buttons.addWidget(open_button)
+        buttons.addWidget(continue_button)
         buttons.addWidget(remove_button)
         buttons.addWidget(self.message, 1)  # beside the buttons: the table keeps the dock's height
         layout = QVBoxLayout(self)
@@ -211,6 +218,22 @@ class RunsPanel(QWidget):
         ids = self.selected_ids()
         if len(ids) == 1:
             self.load_runs(ids, lambda records: self.openRequested.emit(records[0]))
+
+    def continue_selected(self) -> None:
+        ids = self.selected_ids()
+        store = self._open_store()
+        if len(ids) != 1 or store is None:
+            self.message.setText("Select one run to continue training it.")
+            return
+        try:
+            record = store.get(ids[0])
+        except WorkbenchError as exc:
+            self.message.setText(f"Could not read run {run_name(ids[0])}: {exc}")
+            return
+        if not record.checkpoint:
+            self.message.setText(f"Run {run_name(record.id)} has no checkpoint to continue from.")
+            return
+        self.continueRequested.emit(record)
 
     def remove_selected(self) -> None:
         ids = self.selected_ids()
