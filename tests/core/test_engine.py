@@ -648,7 +648,7 @@ def _pretend_cuda_plan(monkeypatch):
     from workbench.core import engine
 
     real = engine.warmup_plan
-    monkeypatch.setattr(engine, "warmup_plan", lambda config, device_type: real(config, "cuda"))
+    monkeypatch.setattr(engine, "warmup_plan", lambda config, device_type, start=0: real(config, "cuda", start))
 
 
 def test_cuda_warmup_steps_are_flagged_and_kept_off_the_steady_figures(monkeypatch):
@@ -700,7 +700,8 @@ def test_cuda_graph_recording_is_a_compile_phase_of_its_own(monkeypatch):
     from workbench.core import engine
 
     monkeypatch.setattr(engine, "warmup_plan",
-                        lambda config, device_type: engine.WarmupPlan(warmup_steps=5, recording_steps=1))
+                        lambda config, device_type, start=0: engine.WarmupPlan(warmup_steps=5, recording_steps=1,
+                                                                                   start=start))
     events, result = run(SMALL.replace(backend="aot_eager", max_steps=8), flush_seconds=60)
     assert isinstance(result, RunFinished)
     compiles = of(events, CompileFinished)
