@@ -140,6 +140,18 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     bench.set_defaults(handler=cmd_bench)
 
+    export = sub.add_parser("export", help="export a checkpoint as a torch.export program (.pt2), behind a parity "
+                                           "check on the validation split")
+    export.add_argument("checkpoint")
+    export.add_argument("--format", choices=("pt2",), default="pt2", help="what to write (default: pt2)")
+    export.add_argument("--out", default=None, help="folder for the model, its contract and its parity table "
+                                                     "(default: export-FORMAT beside the checkpoint)")
+    export.add_argument("--compile-backend", default="inductor", choices=("inductor", "aot_eager", "eager"),
+                        help="the backend of the parity table's compiled row (default: inductor)")
+    export.add_argument("--trust-model-code", action="store_true",
+                        help="import the checkpoint's model file (a checkpoint of your own network names one)")
+    export.set_defaults(handler=cmd_export)
+
     runs = sub.add_parser("runs", help="the run history: list, show or remove runs")
     add_db_option(runs)
     runs.set_defaults(handler=cmd_runs_list)
@@ -584,6 +596,24 @@ def cmd_predict(args: argparse.Namespace) -> int:
         else:
             print(f"{image}: {p.class_name} ({p.confidence:.1%})")
     return EXIT_USAGE if failures else 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from .core.domain import checkpoint
+    from .core.domain.export import export_model, format_table
+
+    quiet_torch_logs()
+    ckpt = checkpoint.load(args.checkpoint, trust_model_code=args.trust_model_code)
+    out = Path(args.out) if args.out else Path(args.checkpoint).parent / f"export-{args.format}"
+    table = export_model(ckpt, out, compile_backend=args.compile_backend,
+                         progress=lambda text: print(text, file=sys.stderr))
+    print(format_table(table))
+    print(f"wrote {out}: model.pt2 ({table['bytes']:,} bytes, exported in {table['export_seconds']:.1f} s), "
+          f"contract.json, parity.json")
+    if not table["passed"]:
+        return fail("the exported model disagrees with the eager one beyond the tolerance (see the table)",
+                    code=EXIT_RUN_FAILED)
+    return 0
 
 
 def cmd_explain(args: argparse.Namespace) -> int:

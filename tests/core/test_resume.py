@@ -106,8 +106,13 @@ def test_a_continued_run_that_cannot_be_is_refused_with_the_reason(tmp_path, cha
     assert not steps(events)
 
 
-def test_a_checkpoint_without_training_state_cannot_be_continued(tmp_path):
+def test_an_exported_copy_continues_and_weights_alone_do_not(tmp_path):
     train(CONFIG.replace(epochs=1), tmp_path / "first.pt")
-    checkpoint.export(checkpoint.load(tmp_path / "first.pt"), tmp_path / "exported.pt")  # weights only
-    _, result = train(CONFIG.replace(resume=str(tmp_path / "exported.pt")), tmp_path / "second.pt")
+    first = checkpoint.load(tmp_path / "first.pt")
+    checkpoint.export(first, tmp_path / "copy.pt")  # File → Export checkpoint: the training state goes along
+    _, result = train(CONFIG.replace(epochs=2, resume=str(tmp_path / "copy.pt")), tmp_path / "second.pt")
+    assert isinstance(result, RunFinished) and result.steps == 2 * PER_EPOCH
+    checkpoint.save(tmp_path / "weights.pt", first.build_model(), first.config, metrics=first.metrics,
+                    versions=first.versions, classes=first.classes)  # as an older Workbench wrote them
+    _, result = train(CONFIG.replace(epochs=2, resume=str(tmp_path / "weights.pt")), tmp_path / "third.pt")
     assert isinstance(result, RunFailed) and "no training state" in result.message

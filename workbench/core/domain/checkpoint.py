@@ -125,9 +125,10 @@ def _write_failure(exc: BaseException) -> str:
 
 
 def export(ckpt: Checkpoint, path: str | Path) -> Path:
-    """Write a loaded checkpoint somewhere else, through the same atomic save (and its .safetensors twin)."""
+    """Write a loaded checkpoint somewhere else, through the same atomic save (and its .safetensors twin), with
+    its training state: the copy can be continued too."""
     return save(path, ckpt.build_model(), ckpt.config, metrics=ckpt.metrics, versions=ckpt.versions,
-                classes=ckpt.classes)
+                classes=ckpt.classes, training_state=ckpt.training_state)
 
 
 class UntrustedModelCode(CheckpointError):

@@ -1,0 +1,81 @@
+"""Export behind a parity gate: the .pt2 program agrees with eager on the validation split, says what it expects,
+runs without Workbench, and an export that disagrees or cannot be made says so."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from workbench.core.domain import checkpoint
+from workbench.core.domain.export import TOLERANCE, ExportError, _compare, _run, export_model
+from workbench.core.engine import Trainer
+from workbench.core.ground.config import TrainConfig
+
+from .test_resume import save_to
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    path = tmp_path_factory.mktemp("trained") / "checkpoint.pt"
+    Trainer(save_checkpoint=save_to(path)).run(TrainConfig(epochs=1, hidden_dim=16, batch_size=250), lambda e: None)
+    return checkpoint.load(path)
+
+
+@pytest.fixture(scope="module")
+def exported(trained, tmp_path_factory):
+    out = tmp_path_factory.mktemp("export")
+    return out, export_model(trained, out, compile_backend="aot_eager")
+
+
+def test_the_export_agrees_with_eager_and_writes_its_contract_and_table(exported, trained):
+    out, table = exported
+    assert table["passed"] and table["images"] == 1000
+    rows = {row["name"]: row for row in table["rows"]}
+    assert set(rows) == {"eager", "compiled (aot_eager)", "exported (.pt2, reloaded)"}
+    for row in rows.values():
+        assert row["passed"] and row["top1_agreement"] == 1.0 and row["max_abs"] <= TOLERANCE["atol"]
+        assert row["ms_per_batch"] > 0
+    assert json.loads((out / "parity.json").read_text()) == json.loads(json.dumps(table))
+    contract = json.loads((out / "contract.json").read_text())
+    assert contract["input"]["dtype"] == "uint8" and contract["input"]["shape"] == ["batch", 1, 28, 28]
+    assert contract["output"]["classes"] == list(trained.classes)
+    assert table["bytes"] == (out / "model.pt2").stat().st_size > 0
+
+
+def test_the_pt2_runs_in_a_fresh_interpreter_with_only_torch(exported, trained, tmp_path):
+    out, _ = exported
+    images = torch.randint(0, 256, (7, 1, 28, 28), dtype=torch.uint8)  # 7: the batch is dynamic
+    torch.save(images, tmp_path / "images.pt")
+    script = ("import json, sys, torch\n"
+              f"program = torch.export.load({str(out / 'model.pt2')!r}).module()\n"
+              f"images = torch.load({str(tmp_path / 'images.pt')!r}, weights_only=True)\n"
+              "print(json.dumps({'classes': program(images).argmax(-1).tolist(),\n"
+              "                  'workbench': any(m.startswith('workbench') for m in sys.modules)}))\n")
+    done = subprocess.run([sys.executable, "-I", "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout.strip().splitlines()[-1])
+    assert not answer["workbench"]
+    assert answer["classes"] == trained.build_model()(images).argmax(-1).tolist()
+
+
+def test_a_drifting_program_fails_the_gate_and_says_by_how_much(trained):
+    model = trained.build_model()
+    images = torch.randint(0, 256, (300, 1, 28, 28), dtype=torch.uint8)
+    reference, _ = _run(model, images)
+    row = _compare("drifted", lambda batch: model(batch) + 1e-2, images, reference)
+    assert not row.passed and row.max_abs == pytest.approx(1e-2, rel=1e-3) and row.top1_agreement == 1.0
+
+
+def test_a_model_torch_export_cannot_trace_names_the_failure_and_draft_export(trained, tmp_path, monkeypatch):
+    def refuse(*args, **kwargs):
+        raise RuntimeError("Could not guard on data-dependent expression u0 > 0")
+
+    monkeypatch.setattr(torch.export, "export", refuse)
+    with pytest.raises(ExportError) as info:
+        export_model(trained, tmp_path)
+    assert "data-dependent expression" in str(info.value) and "draft_export" in info.value.hint
+    assert not (tmp_path / "model.pt2").exists()
