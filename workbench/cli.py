@@ -140,10 +140,11 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     bench.set_defaults(handler=cmd_bench)
 
-    export = sub.add_parser("export", help="export a checkpoint as a torch.export program (.pt2), behind a parity "
-                                           "check on the validation split")
+    export = sub.add_parser("export", help="export a checkpoint (torch.export .pt2, or ONNX) behind a parity check on "
+                                           "the validation split")
     export.add_argument("checkpoint")
-    export.add_argument("--format", choices=("pt2",), default="pt2", help="what to write (default: pt2)")
+    export.add_argument("--format", choices=("pt2", "onnx"), default="pt2",
+                        help="what to write (default: pt2; onnx needs the export extra: onnx, onnxscript, onnxruntime)")
     export.add_argument("--out", default=None, help="folder for the model, its contract and its parity table "
                                                      "(default: export-FORMAT beside the checkpoint)")
     export.add_argument("--compile-backend", default="inductor", choices=("inductor", "aot_eager", "eager"),
@@ -605,11 +606,11 @@ def cmd_export(args: argparse.Namespace) -> int:
     quiet_torch_logs()
     ckpt = checkpoint.load(args.checkpoint, trust_model_code=args.trust_model_code)
     out = Path(args.out) if args.out else Path(args.checkpoint).parent / f"export-{args.format}"
-    table = export_model(ckpt, out, compile_backend=args.compile_backend,
+    table = export_model(ckpt, out, fmt=args.format, compile_backend=args.compile_backend,
                          progress=lambda text: print(text, file=sys.stderr))
     print(format_table(table))
-    print(f"wrote {out}: model.pt2 ({table['bytes']:,} bytes, exported in {table['export_seconds']:.1f} s), "
-          f"contract.json, parity.json")
+    print(f"wrote {out}: {Path(table['file']).name} ({table['bytes']:,} bytes, exported in "
+          f"{table['export_seconds']:.1f} s), contract.json, parity.json")
     if not table["passed"]:
         return fail("the exported model disagrees with the eager one beyond the tolerance (see the table)",
                     code=EXIT_RUN_FAILED)

@@ -79,3 +79,50 @@ def test_a_model_torch_export_cannot_trace_names_the_failure_and_draft_export(tr
         export_model(trained, tmp_path)
     assert "data-dependent expression" in str(info.value) and "draft_export" in info.value.hint
     assert not (tmp_path / "model.pt2").exists()
+
+
+# -- ONNX -------------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def exported_onnx(trained, tmp_path_factory):
+    pytest.importorskip("onnxruntime")
+    out = tmp_path_factory.mktemp("onnx")
+    return out, export_model(trained, out, fmt="onnx", compile_backend="aot_eager")
+
+
+def test_the_onnx_export_agrees_in_onnx_runtime(exported_onnx):
+    out, table = exported_onnx
+    rows = {row["name"]: row for row in table["rows"]}
+    assert table["passed"] and table["file"] == str(out / "model.onnx")
+    assert set(rows) == {"eager", "compiled (aot_eager)", "exported program (in process)", "ONNX Runtime (CPU)"}
+    assert rows["ONNX Runtime (CPU)"]["top1_agreement"] == 1.0 and rows["ONNX Runtime (CPU)"]["max_abs"] < 1e-4
+
+
+def test_the_onnx_file_runs_in_a_fresh_interpreter_with_only_onnxruntime_and_numpy(exported_onnx, trained, tmp_path):
+    import numpy as np
+
+    out, _ = exported_onnx
+    images = torch.randint(0, 256, (5, 1, 28, 28), dtype=torch.uint8)
+    np.save(tmp_path / "images.npy", images.numpy())
+    script = ("import json, sys, numpy, onnxruntime\n"
+              f"session = onnxruntime.InferenceSession({str(out / 'model.onnx')!r}, "
+              "providers=['CPUExecutionProvider'])\n"
+              f"logits = session.run(None, {{'x': numpy.load({str(tmp_path / 'images.npy')!r})}})[0]\n"
+              "print(json.dumps({'classes': logits.argmax(-1).tolist(),\n"
+              "                  'torch': 'torch' in sys.modules, 'workbench': 'workbench' in sys.modules}))\n")
+    done = subprocess.run([sys.executable, "-I", "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout.strip().splitlines()[-1])
+    assert not answer["torch"] and not answer["workbench"]
+    assert answer["classes"] == trained.build_model()(images).argmax(-1).tolist()
+
+
+def test_an_unknown_format_is_refused(trained, tmp_path):
+    with pytest.raises(ExportError, match="unknown export format 'tflite'"):
+        export_model(trained, tmp_path, fmt="tflite")
+
+
+def test_without_the_export_extra_onnx_says_how_to_get_it(trained, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "onnxscript", None)  # as if not installed: its import fails
+    with pytest.raises(ExportError, match="ONNX export is not installed") as info:
+        export_model(trained, tmp_path, fmt="onnx")
+    assert "pip install 'workbench[export]'" in info.value.hint

@@ -1,11 +1,13 @@
-"""Ship a trained model: `torch.export` programs saved as `.pt2`, each behind a parity gate.
+"""Ship a trained model: a `torch.export` program saved as `.pt2`, or ONNX through the Dynamo exporter, each behind
+a parity gate.
 
 TorchScript is deprecated in favour of `torch.export`, and an export can silently compute something else (a
 specialised shape, a dropped branch), so nothing is called exported until it agrees with the eager model on real
 data: the validation split, compared logit by logit (max absolute and relative difference), by top-1 agreement and
 by latency per batch, against a stated tolerance. The gate's table is written beside the file (parity.json), and so
 is the input contract (contract.json): what a program outside Workbench must feed it. `FORMATS` lists what this
-version writes (ONNX and AOTInductor packages are not written yet).
+version writes (AOTInductor packages are not written yet). ONNX needs the `export` extra (onnx, onnxscript and
+onnxruntime, which runs its parity row).
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ from .data import load_splits
 from .devices import versions
 from .model import PIXEL_MEAN, PIXEL_STD
 
-FORMATS = ("pt2",)
+FORMATS = ("pt2", "onnx")
+FILES = {"pt2": "model.pt2", "onnx": "model.onnx"}
+ONNX_HINT = "ONNX export needs onnx, onnxscript and onnxruntime: pip install 'workbench[export]'"
 # fp32 against eager on the CPU: the same kernels reordered by a compiler differ in the last bits, never more.
 TOLERANCE = {"atol": 1e-4, "rtol": 1e-4, "top1": 1.0}
 PARITY_IMAGES = 1000  # of the validation split
@@ -50,41 +54,79 @@ class ParityRow:
     passed: bool
 
 
-def export_model(ckpt: Checkpoint, out_dir: str | Path, *, compile_backend: str = "inductor",
+def export_model(ckpt: Checkpoint, out_dir: str | Path, *, fmt: str = "pt2", compile_backend: str = "inductor",
                  progress: Callable[[str], None] = lambda text: None) -> dict:
-    """Export `ckpt` as a .pt2 program into `out_dir` with its contract and parity table; returns the table's dict.
+    """Export `ckpt` in format `fmt` into `out_dir` with its contract and parity table; returns the table's dict.
     An export that cannot be made raises ExportError naming what failed; one that disagrees is written, marked
     failed, and the table says by how much."""
+    if fmt not in FORMATS:
+        raise ExportError(f"unknown export format {fmt!r}", f"one of {', '.join(FORMATS)}")
     out = Path(out_dir)
     model = ckpt.build_model()
     images = _parity_images(ckpt)
-    example = images[:2]
     progress("exporting with torch.export…")
     started = time.perf_counter()
-    try:
-        program = torch.export.export(model, (example,), dynamic_shapes=({0: torch.export.Dim.DYNAMIC},))
-    except Exception as exc:  # noqa: BLE001 - whatever torch.export refuses is the answer
-        raise ExportError(f"torch.export could not trace the model: {type(exc).__name__}: {first_line(exc)}",
-                          "torch.export.draft_export(model, args) reports every problem at once, with its op "
-                          "and source line") from None
-    export_seconds = time.perf_counter() - started
-    path = out / "model.pt2"
+    program = _exported(model, images[:2])
+    path = out / FILES[fmt]
     out.mkdir(parents=True, exist_ok=True)
-    with atomic_path(path) as tmp:
-        torch.export.save(program, str(tmp))
+    if fmt == "pt2":
+        with atomic_path(path) as tmp:
+            torch.export.save(program, str(tmp))
+        candidates = [("exported (.pt2, reloaded)", lambda: torch.export.load(str(path)).module())]
+    else:
+        _write_onnx(program, path)
+        candidates = [("exported program (in process)", program.module),
+                      ("ONNX Runtime (CPU)", lambda: _onnx_runner(path))]
+    export_seconds = time.perf_counter() - started
     progress("checking parity on the validation split…")
     reference, eager_ms = _run(model, images)
     rows = [ParityRow("eager", 0.0, 0.0, 1.0, eager_ms, True),
             _compare(f"compiled ({compile_backend})", torch.compile(model, backend=compile_backend), images,
-                     reference),
-            _compare("exported (.pt2, reloaded)", torch.export.load(str(path)).module(), images, reference)]
-    table = {"format": "pt2", "file": str(path), "bytes": path.stat().st_size, "export_seconds": export_seconds,
+                     reference)]
+    rows += [_compare(name, load(), images, reference) for name, load in candidates]
+    table = {"format": fmt, "file": str(path), "bytes": path.stat().st_size, "export_seconds": export_seconds,
              "images": len(images), "batch": PARITY_BATCH, "tolerance": TOLERANCE,
              "passed": all(row.passed for row in rows), "rows": [asdict(row) for row in rows],
              "versions": versions()}
     write_text_atomic(out / PARITY_FILE, json.dumps(table, indent=2))
     write_text_atomic(out / CONTRACT_FILE, json.dumps(contract(ckpt), indent=2))
     return table
+
+
+def _exported(model: torch.nn.Module, example: torch.Tensor) -> torch.export.ExportedProgram:
+    """The model traced by torch.export with a dynamic batch; what it cannot trace is an ExportError."""
+    try:
+        return torch.export.export(model, (example,), dynamic_shapes=({0: torch.export.Dim.DYNAMIC},))
+    except Exception as exc:  # noqa: BLE001 - whatever torch.export refuses is the answer
+        raise ExportError(f"torch.export could not trace the model: {type(exc).__name__}: {first_line(exc)}",
+                          "torch.export.draft_export(model, args) reports every problem at once, with its op "
+                          "and source line") from None
+
+
+def _write_onnx(program: torch.export.ExportedProgram, path: Path) -> None:
+    """ONNX through the Dynamo exporter (the default since PyTorch 2.9), from the same exported program."""
+    try:
+        import onnxscript  # noqa: F401 - the exporter needs it; say so plainly instead of deep in torch.onnx
+    except ImportError:
+        raise ExportError("ONNX export is not installed", ONNX_HINT) from None
+    try:
+        onnx_program = torch.onnx.export(program, dynamo=True, input_names=["x"], output_names=["logits"],
+                                         verbose=False)
+    except Exception as exc:  # noqa: BLE001 - the exporter's refusal, with the op it could not translate
+        raise ExportError(f"the ONNX exporter failed: {type(exc).__name__}: {first_line(exc)}",
+                          "its report names the op; torch.onnx.export(..., report=True) writes it as Markdown") \
+            from None
+    with atomic_path(path) as tmp:
+        onnx_program.save(str(tmp))
+
+
+def _onnx_runner(path: Path) -> Callable[[torch.Tensor], torch.Tensor]:
+    try:
+        import onnxruntime
+    except ImportError:
+        raise ExportError("ONNX Runtime is not installed: the ONNX file cannot be checked", ONNX_HINT) from None
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    return lambda batch: torch.from_numpy(session.run(None, {"x": batch.numpy()})[0])
 
 
 def contract(ckpt: Checkpoint) -> dict:
