@@ -10,7 +10,8 @@ timeline's markers on the loss plot, the eval recompile selected, the payback), 
 example's fix-it card after Explain and Check with fullgraph), whatif (the What-if tab for the form's settings),
 system (mid-run, the memory plot's System tab: CPU of the run and of the machine), profile / profile_timeline /
 profile_memory (after an inductor run that profiled 20 steps: the Profile panel's Ops, Timeline and Memory tabs),
-amp (after an fp16 run with a planted overflow, an initial loss scale of 2^40: the AMP tab's skipped steps).
+amp (after an fp16 run with a planted overflow, an initial loss scale of 2^40: the AMP tab's skipped steps),
+export (after a short run: File → Export model… as ONNX, the dialog with its parity table; the dialog alone).
 The window opens at the size it picks for the screen (fit to the available area), with settings and history in a
 temporary folder, so nothing of the user's is read or changed.
 """
@@ -36,7 +37,7 @@ from workbench.ui.main_window import MainWindow  # noqa: E402
 from workbench.ui.panels.setup import example_model_spec  # noqa: E402
 
 SHOTS = ("readme", "training", "compiling", "reason", "explain", "evaluate", "dataset", "timeline", "fixit",
-         "whatif", "system", "profile", "profile_timeline", "profile_memory", "amp")
+         "whatif", "system", "profile", "profile_timeline", "profile_memory", "amp", "export")
 PROFILE_TABS = {"profile": "Ops", "profile_timeline": "Timeline", "profile_memory": "Memory", "amp": "AMP"}
 README_SHOT = Path(__file__).resolve().parents[1] / "docs" / "screenshot.png"
 
@@ -134,6 +135,22 @@ def main() -> int:
             grab(800)
 
         window.runFinished.connect(profiled)
+        when_ready(window.train)
+    elif args.shot == "export":
+        window.setup.set_config(TrainConfig(epochs=2))
+
+        def exported(_table) -> None:
+            done.append(True)
+            QTimer.singleShot(300, lambda: (window.export_dialog.grab().save(str(args.out)), window.close()))
+
+        def loaded(_answer) -> None:
+            dialog = window.open_export_dialog()
+            dialog.folder.setText(str(TEMP / "export"))
+            dialog.format.setCurrentIndex(dialog.format.findData("onnx"))
+            dialog.export_button.click()
+
+        window.modelExported.connect(exported)
+        window.checkpointLoaded.connect(loaded)
         when_ready(window.train)
     elif args.shot == "dataset":
         window.datasetPreviewed.connect(lambda _answer: grab())

@@ -26,6 +26,7 @@ from ..core.history.curves import differing_settings, run_label, run_name
 from ..core.run.client import KernelClient
 from ..core.run.protocol import JobError
 from ..core.run.request import Launch, RunRequest, new_run_dir
+from .export_dialog import ExportDialog
 from .kernel import Kernel
 from .panels.compile import CompilePanel
 from .panels.dataset import DatasetPanel
@@ -123,6 +124,7 @@ class MainWindow(QMainWindow):
     checkpointLoaded = Signal(object)  # what the checkpoint holds (a dict), or the exception that refused it
     reportFinished = Signal(object)  # (html path, json path), or the exception that stopped the report
     exportFinished = Signal(object)  # the checkpoint path written, or the exception that stopped the export
+    modelExported = Signal(object)  # the parity table (dict) of an Export model…, or the exception that stopped it
     evaluationFinished = Signal(object)  # the Evaluate view's answer, or the exception that stopped it
     datasetPreviewed = Signal(object)  # the Dataset preview's answer, or the exception that stopped it
 
@@ -181,6 +183,7 @@ class MainWindow(QMainWindow):
         self.dataset.refreshRequested.connect(self.preview_dataset)
         self.setup.changed.connect(self._dataset_maybe_changed)
         self.previewed_choice: tuple | None = None  # (dataset, data root) the Dataset dock shows
+        self.export_dialog: ExportDialog | None = None  # File → Export model…'s, while it is open
         self.preview_timer = QTimer(self)
         self.preview_timer.setSingleShot(True)
         self.preview_timer.setInterval(PREVIEW_DELAY_MS)
@@ -259,6 +262,8 @@ class MainWindow(QMainWindow):
                                           QStyle.SP_DialogSaveButton, "exportCheckpointAction")
         self.report_action = self._action("Export report…", self.choose_export_report, "Ctrl+Shift+E", None,
                                           "exportReportAction")
+        self.export_model_action = self._action("Export model…", self.open_export_dialog, "Ctrl+Shift+M", None,
+                                                "exportModelAction")
         quit_action = self._action("Quit", self.close, QKeySequence.Quit)
         about = self._action("About Workbench", self.about)
         forget = self._action("Forget trusted model files…", self.forget_trusted_models, None, None,
@@ -278,7 +283,7 @@ class MainWindow(QMainWindow):
 
         menu = self.menuBar()
         file_menu = menu.addMenu("&File")
-        for action in (self.open_action, self.export_action, self.report_action):
+        for action in (self.open_action, self.export_action, self.export_model_action, self.report_action):
             file_menu.addAction(action)
         file_menu.addSeparator()
         file_menu.addAction(quit_action)
@@ -773,6 +778,45 @@ class MainWindow(QMainWindow):
                         f"Could not export the checkpoint to {path}", self.exportFinished)
         return True
 
+    def open_export_dialog(self) -> ExportDialog | None:
+        """File → Export model…: the dialog for the loaded checkpoint (the last run's, or the one opened)."""
+        if self.checkpoint is None:
+            self.banner.show_message("info", "Train a run or open a checkpoint (Ctrl+O) to export its model.")
+            return None
+        folder = Path(self.checkpoint["path"]).parent / "export"
+        dialog = ExportDialog(folder, self)
+        dialog.setAttribute(Qt.WA_DeleteOnClose)
+        dialog.exportRequested.connect(lambda fmt, out, backend: self.export_model(fmt, out, backend, dialog))
+        dialog.show()
+        self.export_dialog = dialog
+        return dialog
+
+    def export_model(self, fmt: str, out: str, compile_backend: str, dialog: ExportDialog | None = None) -> bool:
+        """Export the loaded checkpoint in the kernel behind its parity gate; modelExported carries the table."""
+        if self.checkpoint is None:
+            return False
+        args = {"source": self.checkpoint["path"], "out": out, "fmt": fmt, "compile_backend": compile_backend,
+                "trust_model_code": self.checkpoint["trusted"]}
+
+        def done(result) -> None:
+            self.state_label.setText(self.progress.describe())
+            if isinstance(result, Exception):
+                hint = f" — {result.hint}" if isinstance(result, WorkbenchError) and result.hint else ""
+                if dialog is not None:
+                    dialog.show_error(f"{result}{hint}")
+                self.log.add("error", f"export failed: {result}{hint}")
+            else:
+                if dialog is not None:
+                    dialog.show_result(result)
+                verdict = "passed its parity check" if result["passed"] else "FAILED its parity check"
+                self.log.add("info" if result["passed"] else "warning", f"model exported to {result['file']}: "
+                                                                         f"{verdict}")
+            self.modelExported.emit(result)
+
+        self.state_label.setText("Exporting the model…")
+        self.kernel.call("export_model", "export_model", args, done)
+        return True
+
     def _file_task(self, doing: str, job: str, args: dict, convert, done_text, failed_text: str,
                    finished: Signal) -> None:
         """A slow file job (export, report) in the kernel: the status bar says it is under way, then the log
@@ -905,6 +949,7 @@ class MainWindow(QMainWindow):
         self.setup.setEnabled(not busy)
         has_model = self.checkpoint is not None
         self.export_action.setEnabled(has_model and not busy)
+        self.export_model_action.setEnabled(has_model and not busy)
         self.report_action.setEnabled(not busy and (self.last_run_dir is not None or bool(self.runs.selected_ids())))
 
     def _restore_settings(self, settings: QSettings) -> None:

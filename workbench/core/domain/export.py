@@ -68,7 +68,11 @@ def export_model(ckpt: Checkpoint, out_dir: str | Path, *, fmt: str = "pt2", com
     started = time.perf_counter()
     program = _exported(model, images[:2])
     path = out / FILES[fmt]
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ExportError(f"cannot write into {out}: {exc.strerror or first_line(exc)}",
+                          "choose another folder") from None
     if fmt == "pt2":
         with atomic_path(path) as tmp:
             torch.export.save(program, str(tmp))

@@ -137,6 +137,14 @@ def export_checkpoint(source: str, target: str, trust_model_code: bool = False) 
     return str(checkpoint.export(_checkpoint(source, trust_model_code), target))
 
 
+def export_model(source: str, out: str, fmt: str = "pt2", compile_backend: str = "inductor",
+                 trust_model_code: bool = False) -> dict:
+    """Export a checkpoint (.pt2 or ONNX) behind its parity gate: the gate's table (domain.export)."""
+    from ..domain.export import export_model as export
+
+    return export(_checkpoint(source, trust_model_code), out, fmt=fmt, compile_backend=compile_backend)
+
+
 def report(run_ids: list[int], out: str, db: str | None = None, trust_model_code: bool = False) -> list[str]:
     """A self-contained HTML report of the runs and its JSON twin (each checkpoint is evaluated here; a run's own
     model file is imported only with `trust_model_code`)."""
@@ -165,7 +173,7 @@ def check_fullgraph(config: dict) -> dict:
 
 HANDLERS: dict[str, Callable[..., object]] = {
     "capabilities": capabilities, "explain": explain, "load_checkpoint": load_checkpoint, "predict": predict,
-    "evaluate": evaluate, "export_checkpoint": export_checkpoint, "report": report,
+    "evaluate": evaluate, "export_checkpoint": export_checkpoint, "export_model": export_model, "report": report,
     "evaluate_view": evaluate_view, "dataset_preview": dataset_preview, "check_fullgraph": check_fullgraph,
 }
 

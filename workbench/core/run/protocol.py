@@ -27,7 +27,7 @@ PROTOCOL_VERSION = 1
 # What a kernel serves. `train` is served by a fresh run kernel (one run, then it exits: fresh Dynamo state keeps
 # compile times honest and nothing leaks between runs); the others by the long-lived service kernel.
 JOBS = ("capabilities", "train", "explain", "predict", "evaluate", "load_checkpoint", "export_checkpoint", "report",
-        "evaluate_view", "dataset_preview", "check_fullgraph")
+        "evaluate_view", "dataset_preview", "check_fullgraph", "export_model")
 
 
 class JobError(WorkbenchError):

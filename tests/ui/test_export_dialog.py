@@ -1,0 +1,43 @@
+"""File → Export model…: the dialog asks, the kernel exports, the parity table says whether to trust the file."""
+
+from __future__ import annotations
+
+import json
+
+from PySide6.QtCore import Qt
+
+from .test_predict_panel import load
+
+
+def test_export_model_shows_the_parity_table_and_writes_the_files(window, qtbot, trained_checkpoint, tmp_path):
+    assert window.open_export_dialog() is None and not window.export_model_action.isEnabled()  # no model yet
+    assert not isinstance(load(window, qtbot, trained_checkpoint), Exception)
+    assert window.export_model_action.isEnabled()
+    dialog = window.open_export_dialog()
+    assert dialog.folder.text() == str(trained_checkpoint.parent / "export")
+    dialog.folder.setText(str(tmp_path / "model"))
+    dialog.backend.setCurrentText("aot_eager")
+    with qtbot.waitSignal(window.modelExported, timeout=120_000) as exported:
+        qtbot.mouseClick(dialog.export_button, Qt.LeftButton)
+        assert not dialog.export_button.isEnabled()  # one export at a time
+    table = exported.args[0]
+    assert table["passed"] and (tmp_path / "model" / "model.pt2").is_file()
+    assert json.loads((tmp_path / "model" / "parity.json").read_text())["passed"]
+    shown = [[dialog.table.item(r, c).text() for c in range(dialog.table.columnCount())]
+             for r in range(dialog.table.rowCount())]
+    assert [row[0] for row in shown] == ["eager", "compiled (aot_eager)", "exported (.pt2, reloaded)"]
+    assert all(row[-1] == "ok" and row[3] == "100.00%" for row in shown)
+    assert "passed" in dialog.status.text() and dialog.open_folder.isEnabled()
+
+
+def test_an_export_that_fails_says_why_in_the_dialog(window, qtbot, trained_checkpoint, tmp_path):
+    assert not isinstance(load(window, qtbot, trained_checkpoint), Exception)
+    dialog = window.open_export_dialog()
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    dialog.folder.setText(str(blocker / "model"))  # a folder under a file cannot be made
+    with qtbot.waitSignal(window.modelExported, timeout=120_000) as exported:
+        qtbot.mouseClick(dialog.export_button, Qt.LeftButton)
+    assert isinstance(exported.args[0], Exception)
+    assert dialog.status.text().startswith(f"Not exported: cannot write into {blocker / 'model'}")
+    assert "choose another folder" in dialog.status.text() and dialog.export_button.isEnabled()
