@@ -296,7 +296,9 @@ def test_write_trace_is_atomic(tmp_path, monkeypatch):
 
 
 def real_trace(tmp_path) -> dict:
-    """Three profiled steps of a compiled MLP (aot_eager: compiles in seconds) trained with AdamW."""
+    """Three profiled steps of a compiled MLP (aot_eager: compiles in seconds) trained with AdamW. Dynamo is reset
+    first: its frame ids count up across a process, and the region of this test's graph is then "compiled 0/0"."""
+    torch._dynamo.reset()
     torch.manual_seed(0)
     model = nn.Sequential(nn.Flatten(), nn.Linear(784, 128), nn.ReLU(), nn.Dropout(), nn.Linear(128, 10))
     optimizer = torch.optim.AdamW(model.parameters())

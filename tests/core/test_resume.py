@@ -93,22 +93,27 @@ def test_a_finished_run_goes_on_for_more_epochs_and_compiles_again(tmp_path):
     assert [e.epoch for e in of(events, EpochEnd)] == [3]
 
 
+@pytest.fixture(scope="module")
+def one_epoch(tmp_path_factory):
+    """A finished one-epoch run's checkpoint, continued (or not) by the refusal cases."""
+    path = tmp_path_factory.mktemp("one-epoch") / "checkpoint.pt"
+    train(CONFIG.replace(epochs=1), path)
+    return path
+
+
 @pytest.mark.parametrize("changes, words", [
     ({"lr": 0.01}, "lr: 0.004 → 0.01"),
     ({"hidden_dim": 32}, "hidden_dim: 16 → 32"),
     ({}, "nothing is left to train"),  # the same epochs: the run is already complete
 ])
-def test_a_continued_run_that_cannot_be_is_refused_with_the_reason(tmp_path, changes, words):
-    train(CONFIG.replace(epochs=1), tmp_path / "first.pt")
-    events, result = train(CONFIG.replace(epochs=1, resume=str(tmp_path / "first.pt"), **changes),
-                           tmp_path / "second.pt")
+def test_a_continued_run_that_cannot_be_is_refused_with_the_reason(one_epoch, tmp_path, changes, words):
+    events, result = train(CONFIG.replace(epochs=1, resume=str(one_epoch), **changes), tmp_path / "second.pt")
     assert isinstance(result, RunFailed) and result.kind == "config" and words in result.message
     assert not steps(events)
 
 
-def test_an_exported_copy_continues_and_weights_alone_do_not(tmp_path):
-    train(CONFIG.replace(epochs=1), tmp_path / "first.pt")
-    first = checkpoint.load(tmp_path / "first.pt")
+def test_an_exported_copy_continues_and_weights_alone_do_not(one_epoch, tmp_path):
+    first = checkpoint.load(one_epoch)
     checkpoint.export(first, tmp_path / "copy.pt")  # File → Export checkpoint: the training state goes along
     _, result = train(CONFIG.replace(epochs=2, resume=str(tmp_path / "copy.pt")), tmp_path / "second.pt")
     assert isinstance(result, RunFinished) and result.steps == 2 * PER_EPOCH
