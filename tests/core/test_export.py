@@ -18,6 +18,13 @@ from workbench.core.ground.config import TrainConfig
 from .test_resume import save_to
 
 
+def fresh_interpreter(script: str) -> dict:
+    """What `script` prints last (JSON), run by `python -I`: no site folder of ours, nothing imported beforehand."""
+    done = subprocess.run([sys.executable, "-I", "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     path = tmp_path_factory.mktemp("trained") / "checkpoint.pt"
@@ -55,9 +62,7 @@ def test_the_pt2_runs_in_a_fresh_interpreter_with_only_torch(exported, trained, 
               f"images = torch.load({str(tmp_path / 'images.pt')!r}, weights_only=True)\n"
               "print(json.dumps({'classes': program(images).argmax(-1).tolist(),\n"
               "                  'workbench': any(m.startswith('workbench') for m in sys.modules)}))\n")
-    done = subprocess.run([sys.executable, "-I", "-c", script], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    answer = json.loads(done.stdout.strip().splitlines()[-1])
+    answer = fresh_interpreter(script)
     assert not answer["workbench"]
     assert answer["classes"] == trained.build_model()(images).argmax(-1).tolist()
 
@@ -109,9 +114,7 @@ def test_the_onnx_file_runs_in_a_fresh_interpreter_with_only_onnxruntime_and_num
               f"logits = session.run(None, {{'x': numpy.load({str(tmp_path / 'images.npy')!r})}})[0]\n"
               "print(json.dumps({'classes': logits.argmax(-1).tolist(),\n"
               "                  'torch': 'torch' in sys.modules, 'workbench': 'workbench' in sys.modules}))\n")
-    done = subprocess.run([sys.executable, "-I", "-c", script], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    answer = json.loads(done.stdout.strip().splitlines()[-1])
+    answer = fresh_interpreter(script)
     assert not answer["torch"] and not answer["workbench"]
     assert answer["classes"] == trained.build_model()(images).argmax(-1).tolist()
 
