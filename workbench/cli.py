@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .core.ground import appinfo
 from .core.ground.config import MATMUL_PRECISIONS
+from .core.ground.export_formats import EXPORT_FORMATS
 from .core.run.process import CHILD_FLAG, TORCHRUN_FLAG
 from .core.ground.events import EpochEnd, Notice, RunFailed, RunFinished
 from .core.ground.progress import Progress, epoch_line, failure_line, format_duration
@@ -140,11 +141,12 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     bench.set_defaults(handler=cmd_bench)
 
-    export = sub.add_parser("export", help="export a checkpoint (torch.export .pt2, or ONNX) behind a parity check on "
-                                           "the validation split")
+    export = sub.add_parser("export", help="export a checkpoint (torch.export .pt2, ONNX or an AOTInductor package) "
+                                           "behind a parity check on the validation split")
     export.add_argument("checkpoint")
-    export.add_argument("--format", choices=("pt2", "onnx"), default="pt2",
-                        help="what to write (default: pt2; onnx needs the export extra: onnx, onnxscript, onnxruntime)")
+    export.add_argument("--format", choices=tuple(EXPORT_FORMATS), default="pt2",
+                        help="what to write (default: pt2; onnx needs the export extra: onnx, onnxscript, "
+                             "onnxruntime; aoti compiles with g++, about half a minute)")
     export.add_argument("--out", default=None, help="folder for the model, its contract and its parity table "
                                                      "(default: export-FORMAT beside the checkpoint)")
     export.add_argument("--compile-backend", default="inductor", choices=("inductor", "aot_eager", "eager"),

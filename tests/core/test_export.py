@@ -3,6 +3,7 @@ runs without Workbench, and an export that disagrees or cannot be made says so."
 
 from __future__ import annotations
 
+import copy
 import json
 import subprocess
 import sys
@@ -11,6 +12,7 @@ import pytest
 import torch
 
 from workbench.core.domain import checkpoint
+from workbench.core.domain import export
 from workbench.core.domain.export import TOLERANCE, ExportError, _compare, _run, export_model
 from workbench.core.engine import Trainer
 from workbench.core.ground.config import TrainConfig
@@ -23,6 +25,21 @@ def fresh_interpreter(script: str) -> dict:
     done = subprocess.run([sys.executable, "-I", "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def assert_torch_alone_predicts_as_eager(load: str, trained, tmp_path) -> None:
+    """The model `load` (a Python expression) gives, in a fresh interpreter with only torch, predicts as eager does
+    on a batch of 7 (the batch is dynamic)."""
+    images = torch.randint(0, 256, (7, 1, 28, 28), dtype=torch.uint8)
+    torch.save(images, tmp_path / "images.pt")
+    script = ("import json, sys, torch\n"
+              f"model = {load}\n"
+              f"images = torch.load({str(tmp_path / 'images.pt')!r}, weights_only=True)\n"
+              "print(json.dumps({'classes': model(images).argmax(-1).tolist(),\n"
+              "                  'workbench': any(m.startswith('workbench') for m in sys.modules)}))\n")
+    answer = fresh_interpreter(script)
+    assert not answer["workbench"]
+    assert answer["classes"] == trained.build_model()(images).argmax(-1).tolist()
 
 
 @pytest.fixture(scope="module")
@@ -55,24 +72,39 @@ def test_the_export_agrees_with_eager_and_writes_its_contract_and_table(exported
 
 def test_the_pt2_runs_in_a_fresh_interpreter_with_only_torch(exported, trained, tmp_path):
     out, _ = exported
-    images = torch.randint(0, 256, (7, 1, 28, 28), dtype=torch.uint8)  # 7: the batch is dynamic
-    torch.save(images, tmp_path / "images.pt")
-    script = ("import json, sys, torch\n"
-              f"program = torch.export.load({str(out / 'model.pt2')!r}).module()\n"
-              f"images = torch.load({str(tmp_path / 'images.pt')!r}, weights_only=True)\n"
-              "print(json.dumps({'classes': program(images).argmax(-1).tolist(),\n"
-              "                  'workbench': any(m.startswith('workbench') for m in sys.modules)}))\n")
-    answer = fresh_interpreter(script)
-    assert not answer["workbench"]
-    assert answer["classes"] == trained.build_model()(images).argmax(-1).tolist()
+    assert_torch_alone_predicts_as_eager(f"torch.export.load({str(out / 'model.pt2')!r}).module()", trained, tmp_path)
 
 
 def test_a_drifting_program_fails_the_gate_and_says_by_how_much(trained):
     model = trained.build_model()
     images = torch.randint(0, 256, (300, 1, 28, 28), dtype=torch.uint8)
     reference, _ = _run(model, images)
-    row = _compare("drifted", lambda batch: model(batch) + 1e-2, images, reference)
+    shift = torch.zeros(len(trained.classes))
+    shift[3] = 1e-2
+    row = _compare("drifted", lambda batch: model(batch) + shift, images, reference, trained.classes)
     assert not row.passed and row.max_abs == pytest.approx(1e-2, rel=1e-3) and row.top1_agreement == 1.0
+    assert row.drift.startswith(f"output logit 3 (class {trained.classes[3]!r}) drifts most, by 1.00e-02")
+    assert row.drift.endswith("300 of 300 images differ by more than 0.0001")
+
+
+def test_an_export_whose_program_drifts_is_written_failed_and_names_the_layer(trained, tmp_path, monkeypatch):
+    traced = export._exported
+
+    def drifting(model, example):  # a program whose last Linear computes something else than eager's
+        program = traced(copy.deepcopy(model), example)  # (torch.export shares the model's parameters)
+        with torch.no_grad():
+            program.state_dict["core_block.fc2.bias"].add_(0.5)
+        return program
+
+    monkeypatch.setattr(export, "_exported", drifting)
+    table = export_model(trained, tmp_path, compile_backend="aot_eager")
+    rows = {row["name"]: row for row in table["rows"]}
+    assert not table["passed"] and (tmp_path / "model.pt2").is_file()
+    assert rows["compiled (aot_eager)"]["passed"] and not rows["exported (.pt2, reloaded)"]["passed"]
+    drift = rows["exported (.pt2, reloaded)"]["drift"]
+    assert "1000 of 1000 images differ" in drift
+    assert "the first layer that drifts in the exported program is core_block.fc2 (Linear), by 5.00e-01" in drift
+    assert json.loads((tmp_path / "parity.json").read_text())["passed"] is False
 
 
 def test_a_model_torch_export_cannot_trace_names_the_failure_and_draft_export(trained, tmp_path, monkeypatch):
@@ -117,6 +149,34 @@ def test_the_onnx_file_runs_in_a_fresh_interpreter_with_only_onnxruntime_and_num
     answer = fresh_interpreter(script)
     assert not answer["torch"] and not answer["workbench"]
     assert answer["classes"] == trained.build_model()(images).argmax(-1).tolist()
+
+
+# -- AOTInductor ------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def exported_aoti(trained, tmp_path_factory):
+    out = tmp_path_factory.mktemp("aoti")
+    return out, export_model(trained, out, fmt="aoti", compile_backend="aot_eager")
+
+
+def test_the_aoti_package_agrees_and_runs_in_a_fresh_interpreter_with_only_torch(exported_aoti, trained, tmp_path):
+    out, table = exported_aoti
+    rows = {row["name"]: row for row in table["rows"]}
+    assert table["passed"] and table["file"] == str(out / "model-aoti.pt2")
+    assert set(rows) == {"eager", "compiled (aot_eager)", "exported program (in process)",
+                         "AOTInductor (.pt2, reloaded)"}
+    assert rows["AOTInductor (.pt2, reloaded)"]["top1_agreement"] == 1.0
+    assert_torch_alone_predicts_as_eager(f"torch._inductor.aoti_load_package({table['file']!r})", trained, tmp_path)
+
+
+def test_an_aoti_compile_failure_is_an_export_error_that_names_the_compiler(trained, tmp_path, monkeypatch):
+    def fail(*args, **kwargs):
+        raise RuntimeError("C++ compile error: g++: command not found")
+
+    monkeypatch.setattr(torch._inductor, "aoti_compile_and_package", fail)
+    with pytest.raises(ExportError, match="AOTInductor could not compile the program: RuntimeError: C") as info:
+        export_model(trained, tmp_path, fmt="aoti")
+    assert "g++" in info.value.hint and not (tmp_path / "model-aoti.pt2").exists()
+    assert not list(tmp_path.glob(".model-aoti*"))  # no temp file left behind
 
 
 def test_an_unknown_format_is_refused(trained, tmp_path):

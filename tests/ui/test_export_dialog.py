@@ -41,3 +41,20 @@ def test_an_export_that_fails_says_why_in_the_dialog(window, qtbot, trained_chec
     assert isinstance(exported.args[0], Exception)
     assert dialog.status.text().startswith(f"Not exported: cannot write into {blocker / 'model'}")
     assert "choose another folder" in dialog.status.text() and dialog.export_button.isEnabled()
+
+
+def test_a_failed_table_is_shown_failed_with_where_it_drifted(qtbot, tmp_path):
+    from workbench.ui.export_dialog import ExportDialog
+
+    dialog = ExportDialog(tmp_path)
+    qtbot.addWidget(dialog)
+    assert [dialog.format.itemData(i) for i in range(dialog.format.count())] == ["pt2", "onnx", "aoti"]
+    drift = "the first layer that drifts in the exported program is core_block.fc2 (Linear), by 5.00e-01"
+    row = {"max_abs": 0.5, "max_rel": 0.1, "top1_agreement": 0.97, "ms_per_batch": 1.0}
+    dialog.show_result({"file": str(tmp_path / "model.pt2"), "bytes": 10, "images": 1000, "passed": False,
+                        "tolerance": {"atol": 1e-4, "rtol": 1e-4},
+                        "rows": [{**row, "name": "eager", "passed": True, "drift": ""},
+                                 {**row, "name": "exported (.pt2, reloaded)", "passed": False, "drift": drift}]})
+    assert dialog.table.item(1, 5).text() == "FAILED" and dialog.table.item(1, 0).toolTip() == drift
+    assert dialog.table.item(0, 0).toolTip() == ""
+    assert "FAILED" in dialog.status.text() and f"exported (.pt2, reloaded): {drift}." in dialog.status.text()

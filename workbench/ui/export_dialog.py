@@ -14,7 +14,8 @@ from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (QComboBox, QDialog, QFileDialog, QFormLayout, QHBoxLayout, QHeaderView, QLabel,
                                QLineEdit, QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
-FORMAT_CHOICES = (("pt2", "torch.export program (.pt2)"), ("onnx", "ONNX (.onnx, checked in ONNX Runtime)"))
+from ..core.ground.export_formats import EXPORT_FORMATS
+
 BACKEND_CHOICES = ("inductor", "aot_eager", "eager")
 COLUMNS = ("Run as", "max |Δ|", "max rel", "top-1 same", "ms / batch", "Verdict")
 
@@ -31,8 +32,8 @@ class ExportDialog(QDialog):
         self.setWindowTitle("Export model")
         self.format = QComboBox()
         self.format.setObjectName("exportFormat")
-        for value, text in FORMAT_CHOICES:
-            self.format.addItem(text, value)
+        for value, export_format in EXPORT_FORMATS.items():
+            self.format.addItem(export_format.label, value)
         self.backend = QComboBox()
         self.backend.setObjectName("exportBackend")
         self.backend.addItems(BACKEND_CHOICES)
@@ -101,14 +102,16 @@ class ExportDialog(QDialog):
             for c, text in enumerate(cells):
                 item = QTableWidgetItem(text)
                 item.setTextAlignment((Qt.AlignLeft if c in (0, 5) else Qt.AlignRight) | Qt.AlignVCenter)
+                item.setToolTip(row.get("drift", ""))
                 self.table.setItem(r, c, item)
         tolerance = table.get("tolerance") or {}
+        drifts = [f"{row['name']}: {row['drift']}." for row in rows if row.get("drift")]
         verdict = ("passed: every way of running it agrees with eager" if table.get("passed") else
                    "FAILED: the export disagrees with eager beyond the tolerance; do not ship it as it is")
         self.status.setText(f"{Path(table.get('file', '')).name} ({table.get('bytes', 0):,} bytes) {verdict}. "
                             f"{table.get('images')} validation images; tolerance atol {tolerance.get('atol')}, "
                             f"rtol {tolerance.get('rtol')}, every top-1 the same. contract.json says what it "
-                            f"expects; parity.json keeps this table.")
+                            f"expects; parity.json keeps this table." + "".join(f"\n{d}" for d in drifts))
 
     def show_error(self, message: str) -> None:
         self.export_button.setEnabled(True)
