@@ -89,6 +89,23 @@ def build_parser() -> argparse.ArgumentParser:
     add_train_options(profile)
     profile.set_defaults(handler=cmd_profile)
 
+    lr_find = sub.add_parser("lr-find", help="the learning-rate range test: a short run with the LR growing "
+                                             "exponentially, the loss read live, and a suggested LR")
+    add_config_options(lr_find)
+    lr_find.add_argument("--steps", type=int, help="steps of the test (default: 200)")
+    lr_find.add_argument("--lr-min", type=float, help="the first step's LR (default: 1e-6)")
+    lr_find.add_argument("--lr-max", type=float, help="the last step's LR (default: 1)")
+    lr_find.add_argument("--json", metavar="FILE", help="also write every point and the suggestion as JSON")
+    lr_find.set_defaults(handler=cmd_lr_find)
+
+    batch_find = sub.add_parser("batch-find", help="samples/s and peak memory for each batch size from 16, "
+                                                   "doubling; the fastest (CPU) or the largest that fits (CUDA)")
+    add_config_options(batch_find)
+    batch_find.add_argument("--largest", type=int, help="the largest batch size to try (default: 4096, or the "
+                                                        "training split's size)")
+    batch_find.add_argument("--json", metavar="FILE", help="also write every measurement and the suggestion as JSON")
+    batch_find.set_defaults(handler=cmd_batch_find)
+
     evaluate = sub.add_parser("evaluate", help="accuracy and confusion matrix of a checkpoint on a dataset")
     evaluate.add_argument("checkpoint")
     evaluate.add_argument("--dataset", default=None, help="dataset name (default: the checkpoint's)")
@@ -155,7 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="import the checkpoint's model file (a checkpoint of your own network names one)")
     export.set_defaults(handler=cmd_export)
 
-    runs = sub.add_parser("runs", help="the run history: list, show or remove runs")
+    runs = sub.add_parser("runs", help="the run history: list, show, remove or export runs")
     add_db_option(runs)
     runs.set_defaults(handler=cmd_runs_list)
     runs_sub = runs.add_subparsers(dest="runs_command", metavar="ACTION")
@@ -167,6 +184,14 @@ def build_parser() -> argparse.ArgumentParser:
     remove.add_argument("run_ids", type=int, nargs="+")
     add_db_option(remove, inherited=True)
     remove.set_defaults(handler=cmd_runs_rm)
+    export_runs = runs_sub.add_parser("export", help="runs as a tidy CSV (config, metrics, per-step curves) and/or "
+                                                     "TensorBoard event files")
+    export_runs.add_argument("run_ids", type=int, nargs="*", metavar="RUN_ID", help="the runs (default: all)")
+    export_runs.add_argument("--csv", metavar="FILE", help="one CSV: a row per run, metric and step")
+    export_runs.add_argument("--tensorboard", metavar="DIR",
+                             help="a folder per run of TensorBoard event files (the tensorboard extra)")
+    add_db_option(export_runs, inherited=True)
+    export_runs.set_defaults(handler=cmd_runs_export)
 
     report = sub.add_parser("report", help="a self-contained HTML report (and JSON) of one or more runs")
     report.add_argument("run_ids", type=int, nargs="+", metavar="RUN_ID")
@@ -322,6 +347,62 @@ def cmd_profile(args: argparse.Namespace) -> int:
     if args.max_steps is None and args.epochs is None:  # as many epochs as the window needs, then stop
         config = config.replace(max_steps=config.profile_steps + PROFILE_LEAD_STEPS, epochs=PROFILE_EPOCHS)
     return _train(args, config)
+
+
+def cmd_lr_find(args: argparse.Namespace) -> int:
+    """The range test in this process: a line every 20 steps while it runs, then the suggestion and its rule."""
+    from .core.run.lr_finder import find_lr
+
+    quiet_torch_logs()
+    config = config_from_args(args)
+    stop = threading.Event()
+
+    def heard(point) -> None:
+        if point.step % 20 == 0:
+            print(f"step {point.step:4d}  LR {point.lr:9.2e}  loss {point.loss:7.4f}  (smoothed "
+                  f"{point.smoothed:.4f})", file=sys.stderr, flush=True)
+
+    with interrupt_sets(stop, untrained=lambda: False):
+        options = {name: getattr(args, name) for name in ("steps", "lr_min", "lr_max") if getattr(args, name)}
+        finding = find_lr(config, on_point=heard, stop=stop, **options)
+    ran = f"compiled ({config.backend}), {finding.recompiles} recompiles" if finding.compiled else "eager"
+    print(f"LR range test: {len(finding.points)} steps, LR from {finding.lr_min:g} towards {finding.lr_max:g}, "
+          f"{ran}; {finding.ended}")
+    if finding.points:
+        lowest = min(finding.points, key=lambda point: point.smoothed)
+        print(f"lowest smoothed loss {lowest.smoothed:.4f} at LR {lowest.lr:.2e}")
+    _write_json(args.json, finding.to_dict())
+    if finding.suggestion is None:
+        return fail("too few steps before the loss stopped falling to suggest a learning rate",
+                    "widen the range (--lr-min lower) or take more --steps", code=EXIT_RUN_FAILED)
+    print(f"suggested LR: {finding.suggestion:.2e} — {finding.rule}")
+    print(f"use it: workbench train --lr {finding.suggestion:.2g}")
+    return 0
+
+
+def cmd_batch_find(args: argparse.Namespace) -> int:
+    """The batch-size finder in this process: a line per batch size as it is measured, then the suggestion."""
+    from .core.run.batch_finder import find_batch_size
+
+    quiet_torch_logs()
+    config = config_from_args(args)
+    stop = threading.Event()
+
+    def heard(point) -> None:
+        print(f"batch {point.batch_size:5d}  {point.samples_per_s:10,.0f} samples/s  peak memory "
+              f"{point.peak_memory_mib:9,.0f} MiB" + ("" if point.fits else "  (past the headroom)"), flush=True)
+
+    with interrupt_sets(stop, untrained=lambda: False):
+        finding = find_batch_size(config, on_point=heard, stop=stop,
+                                  **({"largest": args.largest} if args.largest else {}))
+    print(f"{finding.device}: {finding.ended}")
+    _write_json(args.json, finding.to_dict())
+    if finding.suggestion is None:
+        return fail("no batch size fitted", "lower the hidden size, or use --amp bf16", code=EXIT_RUN_FAILED)
+    print(f"suggested batch size: {finding.suggestion} — {finding.rule}")
+    print(f"use it: workbench train --batch-size {finding.suggestion} (the learning rate may need to grow with "
+          f"the batch: workbench lr-find --batch-size {finding.suggestion})")
+    return 0
 
 
 def _train(args: argparse.Namespace, config) -> int:
@@ -849,6 +930,23 @@ def cmd_runs_rm(args: argparse.Namespace) -> int:
         for run_id in args.run_ids:
             store.delete(run_id)
             print(f"removed run {run_id}")
+    return 0
+
+
+def cmd_runs_export(args: argparse.Namespace) -> int:
+    from .core.history.runs_export import export_csv, export_tensorboard
+
+    if not (args.csv or args.tensorboard):
+        return fail("nothing to export to", "give --csv FILE, --tensorboard DIR or both")
+    run_ids = args.run_ids or None
+    with _store(args) as store:
+        if args.tensorboard:  # first: without the extra, fail before writing anything
+            folders = export_tensorboard(store, run_ids, args.tensorboard)
+            print(f"wrote {len(folders)} run(s) as TensorBoard event files under {args.tensorboard} "
+                  f"(tensorboard --logdir {args.tensorboard})")
+        if args.csv:
+            rows = export_csv(store, run_ids, args.csv)
+            print(f"wrote {rows:,} rows to {args.csv}")
     return 0
 
 

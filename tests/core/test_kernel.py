@@ -213,6 +213,14 @@ def test_report_writes_html_and_its_json_twin(kernel, trained, tmp_path):
     assert json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
 
 
+def test_lr_find_reports_every_point_before_its_answer(kernel):
+    heard = []
+    finding = kernel.call("lr_find", heard.append, config=TrainConfig(hidden_dim=16).to_dict(),
+                          steps=40).result(timeout=JOB_S)
+    assert heard == finding["points"] and len(heard) == 40  # in order, each once, all before the answer
+    assert [point["step"] for point in heard] == list(range(1, 41))
+
+
 # -- what goes wrong ---------------------------------------------------------------------------------------------
 def test_an_unknown_job_is_refused_before_it_is_sent(kernel):
     with pytest.raises(ValueError, match="does not serve 'fly'"):

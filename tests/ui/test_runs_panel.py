@@ -271,3 +271,53 @@ def test_the_table_shows_several_runs_however_small_the_dock(panel, qtbot):
     panel.resize(600, 50)
     qtbot.waitUntil(lambda: panel.height() > 50)
     assert panel.table.height() >= panel.table.minimumHeight()
+
+
+# -- export, on a panel of its own ------------------------------------------------------------------------------
+def _export(panel, qtbot, monkeypatch, action: str, dialog: str, chosen) -> str:
+    """Choose `chosen` in the file dialog that `action` of Export runs… opens; the message once it is done."""
+    from PySide6.QtGui import QAction
+
+    from workbench.ui import file_dialogs
+
+    monkeypatch.setattr(file_dialogs, dialog, lambda *args: str(chosen))
+    panel.findChild(QAction, action).trigger()
+    assert panel.message.text() == "Exporting runs…"  # on a pool thread, not in the click
+    qtbot.waitUntil(lambda: panel.message.text() != "Exporting runs…", timeout=30_000)
+    return panel.message.text()
+
+
+def test_export_runs_as_csv_writes_the_selected_runs(panel, qtbot, monkeypatch, tmp_path):
+    from ..core.test_runs_export import read_csv, record_history, values
+
+    record_history(tmp_path / "runs.sqlite")
+    panel.refresh()
+    panel.select_ids([2])
+    message = _export(panel, qtbot, monkeypatch, "exportCsvAction", "save_file", tmp_path / "chosen.csv")
+    assert message == f"Exported run #2 to {tmp_path / 'chosen.csv'}"
+    rows = read_csv(tmp_path / "chosen.csv")
+    assert {r["run_id"] for r in rows} == {"2"} and values(rows, 2, "train/loss") == {1: 2.1, 2: 1.1}
+
+
+def test_export_runs_for_tensorboard_writes_every_run_when_none_is_selected(panel, qtbot, monkeypatch, tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from ..core.test_runs_export import record_history
+
+    record_history(tmp_path / "runs.sqlite")
+    panel.refresh()
+    message = _export(panel, qtbot, monkeypatch, "exportTbAction", "choose_folder", tmp_path / "tb")
+    assert message == f"Exported every run to {tmp_path / 'tb'}"
+    assert sorted(p.name for p in (tmp_path / "tb").iterdir()) == ["run-1-eager-off", "run-2-aot_eager-bf16"]
+    assert len(EventAccumulator(str(tmp_path / "tb" / "run-1-eager-off")).Reload().Scalars("train/loss")) == 6
+
+
+def test_an_export_that_fails_says_why_in_the_dock(panel, qtbot, monkeypatch, tmp_path):
+    from ..core.test_runs_export import record_history
+
+    record_history(tmp_path / "runs.sqlite")
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    message = _export(panel, qtbot, monkeypatch, "exportCsvAction", "save_file", blocker / "runs.csv")
+    assert message.startswith(f"Could not export the runs: cannot write {blocker / 'runs.csv'}")
+    assert message.endswith("choose a path in a folder you can write to")

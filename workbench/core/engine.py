@@ -247,13 +247,17 @@ class Diverged(Exception):
 class Trainer:
     def __init__(self, *, flush_seconds: float = FLUSH_SECONDS, distributed: Distributed | None = None,
                  save_checkpoint: SaveCheckpoint | None = None, trace_dir: Path | None = None,
-                 profile_dir: Path | None = None, amp_health: bool = True, system_metrics: bool = True):
+                 profile_dir: Path | None = None, amp_health: bool = True, system_metrics: bool = True,
+                 lr_factor: Callable[[int], float] | None = None, payback: bool = True):
         """`save_checkpoint` is called once, on the main process, when a run that took steps ends (finished or
         stopped); what it returns is the run's metrics["checkpoint"]. None: nothing is saved. `trace_dir`: where a
         compiled run records PyTorch's structured compile trace (rendered with tlparse at the end); None: not.
         `profile_dir`: where a profiled run (config.profile_steps) writes its trace; None: the report only.
         `amp_health`, `system_metrics`: the fp16 per-step record and the system sampler; always on, except when
-        `workbench bench --instruments` prices them."""
+        `workbench bench --instruments` prices them. `lr_factor`: the learning rate of step i (0-based) as a
+        multiple of config.lr, in place of the config's schedule (the LR range test's exponential sweep).
+        `payback`: measure a compiled run against eager after it (off for the range test, whose steps teach
+        nothing about a real run's payback)."""
         self.flush_seconds = flush_seconds
         self.dist = distributed or Distributed()
         self.save_checkpoint = save_checkpoint
@@ -261,6 +265,8 @@ class Trainer:
         self.profile_dir = profile_dir
         self.amp_health = amp_health
         self.system_metrics = system_metrics
+        self.lr_factor = lr_factor
+        self.payback = payback
 
     # -- the run ------------------------------------------------------------------------------------------------
     def run(self, config: TrainConfig, emit: Emit, stop: StopFlag | None = None) -> RunFinished | RunFailed:
@@ -504,7 +510,8 @@ class Trainer:
         optimizer = make_optimizer(model.parameters(), config, device.type)
         # The schedule first: building LambdaLR sets the learning rate to the first step's, which the carried
         # optimizer state (its learning rate included) must then overwrite.
-        scheduler = lr_schedule(optimizer, config, run.total_steps)
+        scheduler = (torch.optim.lr_scheduler.LambdaLR(optimizer, self.lr_factor) if self.lr_factor is not None
+                     else lr_schedule(optimizer, config, run.total_steps))
         scaler = torch.amp.GradScaler(device.type, init_scale=config.loss_scale) if config.amp == "fp16" else None
         health = scaler is not None and self.amp_health  # fp16's per-step record (domain.amp)
         if carried is not None:
@@ -858,6 +865,8 @@ class Trainer:
         train copies of nothing: the weights, optimizer, schedule, scaler and random state are put back after it,
         and none of it reaches the run's own figures. A string: why it was not measured."""
         totals = run.totals
+        if not self.payback:
+            return "not measured: not asked for"
         if not run.session.compiled:
             return "not measured: the run fell back to eager"
         if self.dist.active:

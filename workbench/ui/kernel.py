@@ -1,7 +1,8 @@
 """The window's side of the service kernel: calls as background tasks, its state as Qt signals.
 
 `kernel.call(slot, job, args, on_done)` is a Tasks job that sends `job` to the kernel and waits for the answer on a
-pool thread; `on_done` gets the answer (or the JobError) on the GUI thread. The window learns what this machine can
+pool thread; `on_done` gets the answer (or the JobError) on the GUI thread, and `on_progress` the job's partial results
+(a job that reports as it goes), on the GUI thread too. The window learns what this machine can
 run from the kernel's `capabilities` answer, asked again after every restart.
 """
 
@@ -20,6 +21,7 @@ class Kernel(QObject):
     stateChanged = Signal(str, str)  # "starting" | "ready" | "crashed" | "failed" | "closed", and how
     capabilitiesChanged = Signal(object)  # a Capabilities, once the kernel has answered
     notice = Signal(str)
+    _progress = Signal(object, object)  # (callback, partial result): from the client's reader thread to this one
 
     def __init__(self, tasks: Tasks, client: KernelClient | None = None, parent: QObject | None = None):
         super().__init__(parent)
@@ -28,6 +30,7 @@ class Kernel(QObject):
         self.client = client or KernelClient(start=False)
         self.capabilities = Capabilities.unknown()
         self.stateChanged.connect(self._on_state)  # emitted on the client's thread: queued to this one
+        self._progress.connect(lambda callback, partial: callback(partial))
         self._listener = self.stateChanged.emit
         self.client.listen(self._listener)
         self.client.start()
@@ -38,8 +41,10 @@ class Kernel(QObject):
     def state(self) -> str:
         return self.client.state
 
-    def call(self, slot: str, job: str, args: dict[str, Any], on_done: Callable[[Any], None]) -> bool:
-        return self.tasks.submit(slot, lambda: self.client.call(job, **args).result(), on_done)
+    def call(self, slot: str, job: str, args: dict[str, Any], on_done: Callable[[Any], None],
+             on_progress: Callable[[Any], None] | None = None) -> bool:
+        relay = None if on_progress is None else (lambda partial: self._progress.emit(on_progress, partial))
+        return self.tasks.submit(slot, lambda: self.client.call(job, relay, **args).result(), on_done)
 
     @Slot(str, str)
     def _on_state(self, state: str, detail: str) -> None:

@@ -8,6 +8,7 @@ handed to each panel. No training logic lives here.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
 
 from PySide6.QtCore import QRect, QSettings, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QAction, QDesktopServices, QGuiApplication, QKeySequence
@@ -16,9 +17,9 @@ from PySide6.QtWidgets import (QDockWidget, QHBoxLayout, QInputDialog, QLabel, Q
 
 from ..core.ground import appinfo
 from ..core.ground.capabilities import Capabilities
-from ..core.ground.config import TrainConfig
+from ..core.ground.config import TrainConfig, setup_label
 from ..core.ground.consent import ModelConsent
-from ..core.ground.errors import WorkbenchError
+from ..core.ground.errors import WorkbenchError, with_hint
 from ..core.ground.events import (CompileEvent, CompileReport, Event, RunFailed, RunFinished, RunStarted,
                                   SystemSample, from_dict)
 from ..core.ground.progress import Progress, failure_line
@@ -27,6 +28,7 @@ from ..core.run.client import KernelClient
 from ..core.run.protocol import JobError
 from ..core.run.request import Launch, RunRequest, new_run_dir
 from .export_dialog import ExportDialog
+from .finder_dialogs import BatchFinderDialog, FinderDialog, LrFinderDialog
 from .kernel import Kernel
 from .panels.compile import CompilePanel
 from .panels.dataset import DatasetPanel
@@ -42,6 +44,17 @@ from .garbage import collect_on_gui_thread
 from .run_control import RunControl
 from .settings import migrate_settings, open_settings, written_by_newer
 from .tasks import Tasks
+
+
+class Finder(NamedTuple):
+    job: str  # the kernel's
+    dialog: type[FinderDialog]
+    setting: str  # what its suggestion sets in the form
+    action: str  # "find a learning rate": what failed, in words
+
+
+FINDERS = {"lr": Finder("lr_find", LrFinderDialog, "lr", "find a learning rate"),
+           "batch": Finder("batch_find", BatchFinderDialog, "batch_size", "find a batch size")}
 
 PREVIEW_DELAY_MS = 400  # a dataset choice (or data folder) this long unchanged is previewed
 LOCAL_DATASETS = ("mnist-sample", "idx", "imagefolder")  # previewed as soon as chosen: nothing to download
@@ -125,6 +138,7 @@ class MainWindow(QMainWindow):
     reportFinished = Signal(object)  # (html path, json path), or the exception that stopped the report
     exportFinished = Signal(object)  # the checkpoint path written, or the exception that stopped the export
     modelExported = Signal(object)  # the parity table (dict) of an Export model…, or the exception that stopped it
+    finderDone = Signal(str, object)  # a finder's kind and its finding (a dict), or the exception that stopped it
     evaluationFinished = Signal(object)  # the Evaluate view's answer, or the exception that stopped it
     datasetPreviewed = Signal(object)  # the Dataset preview's answer, or the exception that stopped it
 
@@ -169,6 +183,7 @@ class MainWindow(QMainWindow):
         self.compile_panel = CompilePanel()
         self.compile_panel.explainRequested.connect(self.explain)
         self.compile_panel.fullgraphRequested.connect(self.check_fullgraph)
+        self.setup.finderRequested.connect(self.open_finder)
         self.compile_panel.settingRequested.connect(self.setup.set_value)
         self.compile_panel.tabs.currentChanged.connect(lambda _index: self._update_forecast())
         self.setup.changed.connect(self._update_forecast)
@@ -184,6 +199,7 @@ class MainWindow(QMainWindow):
         self.setup.changed.connect(self._dataset_maybe_changed)
         self.previewed_choice: tuple | None = None  # (dataset, data root) the Dataset dock shows
         self.export_dialog: ExportDialog | None = None  # File → Export model…'s, while it is open
+        self.finder_dialogs: dict[str, FinderDialog] = {}  # Run → Find …'s, each made on first use
         self.preview_timer = QTimer(self)
         self.preview_timer.setSingleShot(True)
         self.preview_timer.setInterval(PREVIEW_DELAY_MS)
@@ -264,6 +280,10 @@ class MainWindow(QMainWindow):
                                           "exportReportAction")
         self.export_model_action = self._action("Export model…", self.open_export_dialog, "Ctrl+Shift+M", None,
                                                 "exportModelAction")
+        self.lr_finder_action = self._action("Find learning rate…", lambda: self.open_finder("lr"), "Ctrl+L", None,
+                                             "lrFinderAction")
+        self.batch_finder_action = self._action("Find batch size…", lambda: self.open_finder("batch"), "Ctrl+B",
+                                                None, "batchFinderAction")
         quit_action = self._action("Quit", self.close, QKeySequence.Quit)
         about = self._action("About Workbench", self.about)
         forget = self._action("Forget trusted model files…", self.forget_trusted_models, None, None,
@@ -288,7 +308,8 @@ class MainWindow(QMainWindow):
         file_menu.addSeparator()
         file_menu.addAction(quit_action)
         run_menu = menu.addMenu("&Run")
-        for action in (self.train_action, self.stop_action, self.explain_action, self.evaluate_action):
+        for action in (self.train_action, self.stop_action, self.explain_action, self.evaluate_action,
+                       self.lr_finder_action, self.batch_finder_action):
             run_menu.addAction(action)
         view_menu = menu.addMenu("&View")
         for dock in self.docks.values():
@@ -540,8 +561,7 @@ class MainWindow(QMainWindow):
         if self._retried_with_consent(answer, trusted, lambda: self.evaluate((path, description, True))):
             return
         if isinstance(answer, Exception):
-            hint = f" — {answer.hint}" if isinstance(answer, WorkbenchError) and answer.hint else ""
-            self.evaluation.set_error(f"Could not evaluate {description}: {answer}{hint}")
+            self.evaluation.set_error(f"Could not evaluate {description}: {with_hint(answer)}")
         else:
             self.evaluation.set_result(answer, description)
         self.evaluationFinished.emit(answer)
@@ -610,6 +630,50 @@ class MainWindow(QMainWindow):
             self.state_label.setText("Checking with fullgraph…")
         else:
             self.banner.show_message("info", "PyTorch is busy: check with fullgraph when it is done.")
+
+    def open_finder(self, kind: str) -> FinderDialog | None:
+        """Run → Find learning rate… / Find batch size… (`kind`: a key of FINDERS): one dialog of each per window
+        (a measurement still running answers into it), for the form's settings; *Use* puts the suggestion into the
+        form."""
+        finder = FINDERS[kind]
+        config = self._config_for(finder.action)
+        if config is None:
+            return None
+        dialog = self.finder_dialogs.get(kind)
+        if dialog is None:
+            dialog = self.finder_dialogs[kind] = finder.dialog(self.plots.theme, self)
+            dialog.startRequested.connect(lambda: self.run_finder(kind))
+            dialog.useRequested.connect(lambda value: self._use_suggestion(kind, value))
+        dialog.describe(f"{config.optimizer}, batch {config.batch_size}, lr {config.lr:g}, "
+                        f"{setup_label(config.to_dict())}")
+        dialog.show()
+        dialog.raise_()
+        return dialog
+
+    def run_finder(self, kind: str) -> bool:
+        """The finder's measurement in the kernel with the form's settings; each point is drawn as it comes back."""
+        finder, dialog = FINDERS[kind], self.finder_dialogs.get(kind)
+        config = self._config_for(finder.action)
+        if dialog is None or config is None:
+            return False
+
+        def done(result) -> None:
+            if isinstance(result, Exception):
+                dialog.show_error(with_hint(result))
+                self.log.add("error", f"{finder.action} failed: {with_hint(result)}")
+            else:
+                dialog.show_finding(result)
+            self.finderDone.emit(kind, result)
+
+        if self.kernel.call(finder.job, finder.job, {"config": config.to_dict()}, done, on_progress=dialog.add_point):
+            return True
+        dialog.show_error("it is already running")
+        return False
+
+    def _use_suggestion(self, kind: str, value: float) -> None:
+        setting = FINDERS[kind].setting
+        self.setup.set_value(setting, int(value) if setting == "batch_size" else value)
+        self.log.add("info", f"{setting} set to {value:g} (the finder's suggestion)")
 
     def _fullgraph_checked(self, answer) -> None:
         self.compile_panel.show_fullgraph(answer)
@@ -801,10 +865,9 @@ class MainWindow(QMainWindow):
         def done(result) -> None:
             self.state_label.setText(self.progress.describe())
             if isinstance(result, Exception):
-                hint = f" — {result.hint}" if isinstance(result, WorkbenchError) and result.hint else ""
                 if dialog is not None:
-                    dialog.show_error(f"{result}{hint}")
-                self.log.add("error", f"export failed: {result}{hint}")
+                    dialog.show_error(with_hint(result))
+                self.log.add("error", f"export failed: {with_hint(result)}")
             else:
                 if dialog is not None:
                     dialog.show_result(result)
@@ -824,8 +887,7 @@ class MainWindow(QMainWindow):
         def done(result) -> None:
             self.state_label.setText(self.progress.describe())
             if isinstance(result, Exception):
-                hint = f" — {result.hint}" if isinstance(result, WorkbenchError) and result.hint else ""
-                self.banner.show_message("error", f"{failed_text}: {result}{hint}")
+                self.banner.show_message("error", f"{failed_text}: {with_hint(result)}")
             else:
                 result = convert(result)
                 self.log.add("info", done_text(result))

@@ -18,3 +18,9 @@ def first_line(exc: BaseException) -> str:
     """The first line of an exception's text: enough for a status line, never a wall of framework internals."""
     lines = str(exc).strip().splitlines()
     return lines[0].strip() if lines else type(exc).__name__
+
+
+def with_hint(exc: BaseException) -> str:
+    """'message — what to do': an error as a front end shows it in one line (the hint only when there is one)."""
+    hint = getattr(exc, "hint", "") if isinstance(exc, WorkbenchError) else ""
+    return f"{exc} — {hint}" if hint else str(exc)

@@ -12,7 +12,7 @@ import itertools
 import threading
 import time
 from concurrent.futures import Future
-from typing import Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 from ..ground.errors import WorkbenchError
 from .process import ChildError, ChildProcess
@@ -20,6 +20,14 @@ from .protocol import JOBS, Job, JobError, send
 
 MAX_RESTARTS = 3  # within RESTART_WINDOW_S; beyond that the kernel is left down ("failed") with its last words
 RESTART_WINDOW_S = 60.0
+
+
+class _Pending(NamedTuple):
+    """A job sent (or queued) and not yet answered."""
+
+    job: str
+    future: Future
+    on_progress: Callable[[Any], None] | None
 
 
 class KernelClient:
@@ -33,7 +41,7 @@ class KernelClient:
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._queued: list[tuple[int, str, dict]] = []  # jobs waiting for a ready kernel
-        self._running: dict[int, tuple[str, Future]] = {}  # every job not yet answered, queued ones included
+        self._running: dict[int, _Pending] = {}  # every job not yet answered, queued ones included
         self._process: ChildProcess | None = None
         self._closed = threading.Event()
         self._crashes: list[float] = []
@@ -60,7 +68,9 @@ class KernelClient:
         return self.state == "ready"
 
     # -- calls ------------------------------------------------------------------------------------------------
-    def call(self, job: str, **args) -> Future:
+    def call(self, job: str, on_progress: Callable[[Any], None] | None = None, **args) -> Future:
+        """Send `job` (queued until the kernel is ready); its answer arrives in the Future, and its partial results
+        (a job that reports as it goes) in `on_progress`, on the client's reader thread."""
         if job not in JOBS or job == "train":
             raise ValueError(f"the service kernel does not serve {job!r}")  # a run gets a kernel of its own
         future: Future = Future()
@@ -70,7 +80,7 @@ class KernelClient:
                                                          f"({self.detail or 'closed'})", "restart Workbench"))
                 return future
             job_id = next(self._ids)
-            self._running[job_id] = (job, future)
+            self._running[job_id] = _Pending(job, future, on_progress)
             if self.state == "ready":
                 self._send(job_id, job, args)
             else:
@@ -121,14 +131,16 @@ class KernelClient:
             if not message or "id" not in message:
                 continue
             with self._lock:
-                entry = self._running.pop(message["id"], None)
+                entry = (self._running.get if "progress" in message else self._running.pop)(message["id"], None)
             if entry is None:
                 continue
-            _, future = entry
-            if "error" in message:
-                future.set_exception(JobError.from_dict(message["error"]))
+            if "progress" in message:
+                if entry.on_progress is not None:
+                    entry.on_progress(message["progress"])
+            elif "error" in message:
+                entry.future.set_exception(JobError.from_dict(message["error"]))
             else:
-                future.set_result(message.get("result"))
+                entry.future.set_result(message.get("result"))
 
     def _down(self, how: str, *, restart: bool) -> bool:
         """The kernel ended: fail what it was doing, say so, and say whether it is started again."""
@@ -140,13 +152,13 @@ class KernelClient:
             self.state, self.detail = state, how  # instead of going to the dead one's socket, never answered
             running, self._running = self._running, {}
             self._queued.clear()
-        busy = sorted({job for job, _ in running.values()})
+        busy = sorted({pending.job for pending in running.values()})
         error = JobError("crashed", how + (f" (while doing: {', '.join(busy)})" if busy else ""),
                          "the PyTorch kernel is being restarted; try again when the status bar says it is ready"
                          if restart else "restart Workbench")
-        for _, future in running.values():
-            if not future.done():
-                future.set_exception(error)
+        for pending in running.values():
+            if not pending.future.done():
+                pending.future.set_exception(error)
         self._set_state(state, how)
         return restart
 
@@ -154,9 +166,9 @@ class KernelClient:
         with self._lock:
             running, self._running = self._running, {}
             self._queued.clear()
-        for _, future in running.values():
-            if not future.done():
-                future.set_exception(error)
+        for pending in running.values():
+            if not pending.future.done():
+                pending.future.set_exception(error)
 
     def _set_state(self, state: str, detail: str) -> None:
         with self._lock:

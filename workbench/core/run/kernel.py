@@ -13,6 +13,7 @@ One program, two uses:
 from __future__ import annotations
 
 import gc
+import inspect
 import os
 import socket
 import sys
@@ -61,13 +62,16 @@ def kernel_main() -> int:
                 send(conn, {"id": job.id, "error": _error(exc).to_dict()})
                 return _exit(conn)
             return _serve_run(request, conn, lines, job_id=job.id)
-        send(conn, _answer(job, jobs.HANDLERS[job.name]))
+        send(conn, _answer(job, jobs.HANDLERS[job.name], lambda partial: send(conn, {"id": job.id,
+                                                                                       "progress": partial})))
 
 
-def _answer(job: Job, handler: Callable[..., object]) -> dict:
-    """Run one short job; whatever goes wrong is an error message, never a dead kernel."""
+def _answer(job: Job, handler: Callable[..., object], progress: Callable[[object], None]) -> dict:
+    """Run one short job; whatever goes wrong is an error message, never a dead kernel. A job that reports as it
+    goes (a `progress` parameter) sends its partial results first."""
+    args = dict(job.args, progress=progress) if "progress" in inspect.signature(handler).parameters else job.args
     try:
-        return {"id": job.id, "result": handler(**job.args)}
+        return {"id": job.id, "result": handler(**args)}
     except Exception as exc:  # noqa: BLE001 - every failure is the job's answer
         return {"id": job.id, "error": _error(exc).to_dict()}
 

@@ -7,6 +7,8 @@ process boundary as these messages; the window imports none of torch. Version 1:
     kernel → parent   {"ready": true}                             PyTorch imported: jobs are served from now on
     parent → kernel   {"id": N, "job": NAME, "args": {…}}         one job; NAME is one of JOBS
     kernel → parent   {"id": N, "event": {…}}                     a run's events (train only), in order
+    kernel → parent   {"id": N, "progress": …}                    a job's partial result before its answer (jobs
+                                                                  with a `progress` argument: the finders' points)
     kernel → parent   {"id": N, "result": …}                      the job's answer (a run's: its terminal event)
     kernel → parent   {"id": N, "error": {kind, message, hint}}   the job failed in a way the user can act on
     parent → kernel   {"cancel": N}                               stop that run after its current step
@@ -27,7 +29,8 @@ PROTOCOL_VERSION = 1
 # What a kernel serves. `train` is served by a fresh run kernel (one run, then it exits: fresh Dynamo state keeps
 # compile times honest and nothing leaks between runs); the others by the long-lived service kernel.
 JOBS = ("capabilities", "train", "explain", "predict", "evaluate", "load_checkpoint", "export_checkpoint", "report",
-        "evaluate_view", "dataset_preview", "check_fullgraph", "export_model")
+        "evaluate_view", "dataset_preview", "check_fullgraph", "export_model", "lr_find",
+        "batch_find")
 
 
 class JobError(WorkbenchError):

@@ -1,5 +1,5 @@
 """Runs dock: the run history as a sortable table. Select two or more runs to overlay their curves; double-click
-(or Open) a run to bring back its curves, compile report and model."""
+(or Open) a run to bring back its curves, compile report and model; export runs as CSV or for TensorBoard."""
 
 from __future__ import annotations
 
@@ -9,22 +9,25 @@ from typing import Callable
 
 from PySide6.QtCore import QItemSelectionModel, QSortFilterProxyModel, Qt, Signal
 from PySide6.QtGui import QStandardItem, QStandardItemModel
-from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QMessageBox, QPushButton,
+from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QMenu, QMessageBox, QPushButton,
                                QTableView, QVBoxLayout, QWidget)
 
 from ...core.ground.config import setup_label
 from ...core.history.curves import Curves, curves_from_events, model_name, run_name, scale_changes
-from ...core.ground.errors import WorkbenchError
+from ...core.ground.errors import WorkbenchError, with_hint
 from ...core.ground.progress import format_duration
 from ...core.ground.events import (AmpReport, AmpSkipped, CompileEvent, CompileFinished, CompileReport, Event,
                                    Notice, ProfileReport, RunFinished, RunStarted, SystemSample)
 from ...core.history.runs import RunRecord, RunStore
+from ...core.history.runs_export import export_csv, export_tensorboard
+from .. import file_dialogs
 from ..tasks import Tasks
 
 COLUMNS = ("Run", "When (UTC)", "Dataset", "Model", "Backend · mode · AMP", "Epochs", "Duration", "Best val",
            "Samples/s", "Status")
 SORT_ROLE = Qt.UserRole + 1
 SLOT = "runs"
+EXPORT_SLOT = "runs-export"  # apart from SLOT: a click on a run must not drop an export under way
 VISIBLE_ROWS = 2  # the table is never squeezed below this many runs (the window sizes the dock for more)
 CACHED_RUNS = 8  # ended runs kept ready to compare or re-open
 # What the panels show of a recorded run besides its curves: the Compile panel and the plots' compile timeline,
@@ -105,10 +108,19 @@ class RunsPanel(QWidget):
         remove_button = QPushButton("Remove…")
         remove_button.setToolTip("Remove the selected runs from the history (their files stay on disk)")
         remove_button.clicked.connect(self.remove_selected)
+        export_button = QPushButton("Export runs…")
+        export_button.setObjectName("exportRunsButton")
+        export_button.setToolTip("The selected runs (all when none is selected): config, metrics and per-step "
+                                 "curves as one CSV, or TensorBoard event files")
+        export_menu = QMenu(export_button)
+        export_menu.addAction("As CSV…", self.choose_export_csv).setObjectName("exportCsvAction")
+        export_menu.addAction("For TensorBoard…", self.choose_export_tensorboard).setObjectName("exportTbAction")
+        export_button.setMenu(export_menu)
         buttons = QHBoxLayout()
         buttons.addWidget(open_button)
         buttons.addWidget(continue_button)
         buttons.addWidget(remove_button)
+        buttons.addWidget(export_button)
         buttons.addWidget(self.message, 1)  # beside the buttons: the table keeps the dock's height
         layout = QVBoxLayout(self)
         layout.addWidget(self.table, 1)
@@ -251,6 +263,35 @@ class RunsPanel(QWidget):
         except WorkbenchError as exc:
             self.message.setText(str(exc))
         self.refresh()
+
+    def choose_export_csv(self) -> None:
+        path = file_dialogs.save_file(self, "export", "Export runs as CSV", "runs.csv", "CSV files (*.csv)")
+        if path:
+            self.export_runs(export_csv, path)
+
+    def choose_export_tensorboard(self) -> None:
+        folder = file_dialogs.choose_folder(self, "export", "Export runs for TensorBoard (a folder per run)")
+        if folder:
+            self.export_runs(export_tensorboard, folder)
+
+    def export_runs(self, export, path: str) -> None:
+        """`export` (runs_export's export_csv or export_tensorboard) of the selected runs, or of every run, on a
+        pool thread with its own connection: it reads every event of every run."""
+        ids = self.selected_ids() or None
+
+        def write():
+            with RunStore(self.db, recover=False) as store:
+                export(store, ids, path)
+
+        def done(result) -> None:
+            if isinstance(result, Exception):
+                self.message.setText(f"Could not export the runs: {with_hint(result)}")
+            else:
+                names = ("runs " if len(ids) > 1 else "run ") + ", ".join(map(run_name, ids)) if ids else "every run"
+                self.message.setText(f"Exported {names} to {path}")
+
+        self.message.setText("Exporting runs…")
+        self.tasks.submit(EXPORT_SLOT, write, done)
 
     def close_store(self) -> None:
         if self.store is not None:

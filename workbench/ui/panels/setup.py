@@ -113,6 +113,7 @@ def _widget(declared: Setting) -> QWidget:
 class SetupPanel(QWidget):
     changed = Signal()  # any setting changed (the config may now be valid or invalid)
     processesChanged = Signal(int)  # > 1: data-parallel processes under torchrun
+    finderRequested = Signal(str)  # a Find… button: "lr" beside the learning rate, "batch" beside the batch size
 
     def __init__(self, parent: QWidget | None = None, capabilities: Capabilities | None = None):
         super().__init__(parent)
@@ -175,13 +176,15 @@ class SetupPanel(QWidget):
             return device, device
         editor = _widget(declared)
         if declared.name == "data_root":
-            browse = QPushButton("…")
-            browse.setToolTip("Choose the data folder")
-            browse.clicked.connect(self._browse_data_root)
-            row = QHBoxLayout()
-            row.addWidget(editor)
-            row.addWidget(browse)
-            return editor, row
+            return editor, _with_button(editor, "…", "Choose the data folder", self._browse_data_root)
+        if declared.name == "lr":
+            return editor, _with_button(editor, "Find…", "The learning-rate range test: a short run that suggests "
+                                        "a learning rate (Ctrl+L)", lambda: self.finderRequested.emit("lr"),
+                                        "findLrButton")
+        if declared.name == "batch_size":
+            return editor, _with_button(editor, "Find…", "Samples/s for each batch size, and on CUDA the largest "
+                                        "that fits (Ctrl+B)", lambda: self.finderRequested.emit("batch"),
+                                        "findBatchButton")
         return editor, editor
 
     def _connect(self, editor: QWidget) -> None:
@@ -420,6 +423,18 @@ class SetupPanel(QWidget):
             _select(model, spec)
         else:
             _select(model, BUILTIN_MODEL)
+
+
+def _with_button(editor: QWidget, text: str, tip: str, slot, name: str = "") -> QHBoxLayout:
+    """A form row: the editor, and a button beside it that acts on it."""
+    button = QPushButton(text)
+    button.setToolTip(tip)
+    button.setObjectName(name)
+    button.clicked.connect(slot)
+    row = QHBoxLayout()
+    row.addWidget(editor)
+    row.addWidget(button)
+    return row
 
 
 def _group(title: str, rows: list[tuple[str | None, QWidget | QHBoxLayout]]) -> QGroupBox:

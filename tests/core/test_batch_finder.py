@@ -1,0 +1,90 @@
+"""The batch-size finder: the ladder it climbs, the runs it measures with, where it stops on a device with too little
+memory, and the rule that suggests."""
+
+from __future__ import annotations
+
+import pytest
+
+from workbench.core.engine import Trainer
+from workbench.core.ground.config import TrainConfig
+from workbench.core.ground.events import RunFailed
+from workbench.core.run import batch_finder
+from workbench.core.run.batch_finder import (BatchFinderError, BatchPoint, find_batch_size, ladder, suggest)
+
+SMALL = TrainConfig(hidden_dim=16)
+
+
+def test_the_ladder_doubles_from_16_up_to_the_largest_or_the_split():
+    assert ladder(4000) == [16, 32, 64, 128, 256, 512, 1024, 2048]
+    assert ladder(4000, largest=100) == [16, 32, 64]
+    assert ladder(10) == []
+
+
+@pytest.fixture
+def runs(monkeypatch):
+    """Every run the finder starts: its config, and what the real engine answered."""
+    seen = []
+    real = Trainer.run
+
+    def spy(self, config, emit, stop=None):
+        seen.append(config)
+        return real(self, config, emit, stop)
+
+    monkeypatch.setattr(Trainer, "run", spy)
+    return seen
+
+
+def test_each_batch_size_is_a_short_real_run_of_the_same_settings(runs):
+    heard = []
+    finding = find_batch_size(SMALL.replace(lr=1e-3), on_point=heard.append, largest=64)
+    assert [config.batch_size for config in runs] == [16, 32, 64]
+    assert [config.max_steps for config in runs] == [512, 256, 128]  # 8,192 examples each
+    assert all(config.lr == 1e-3 and config.hidden_dim == 16 for config in runs)
+    assert heard == finding.points and [point.batch_size for point in heard] == [16, 32, 64]
+    assert all(point.samples_per_s > 0 and point.peak_memory_mib > 0 and point.fits for point in heard)
+    assert finding.device == "cpu" and finding.memory_total_mib is None
+    assert finding.ended == "measured every batch size up to 64"
+    assert finding.suggestion == max(heard, key=lambda point: point.samples_per_s).batch_size
+
+
+def test_the_rule_is_the_fastest_on_the_cpu_and_the_largest_that_fits_on_cuda():
+    points = [BatchPoint(16, 100.0, 10.0), BatchPoint(32, 300.0, 20.0), BatchPoint(64, 200.0, 40.0),
+              BatchPoint(128, 900.0, 95.0, fits=False)]
+    assert suggest(points, cuda=False) == 32
+    assert suggest(points, cuda=True) == 64
+    assert suggest([BatchPoint(16, 1.0, 99.0, fits=False)], cuda=True) is None
+
+
+def test_a_batch_past_the_headroom_is_measured_and_marked_not_fitting():
+    point = batch_finder._measure(SMALL.replace(batch_size=16), stop=_never(), total_mib=1.0)
+    assert point is not None and not point.fits  # the run's peak memory is more than 90% of 1 MiB
+
+
+@pytest.mark.parametrize("past, ended, measured", [
+    (32, "batch 32 leaves less than 10% of the device's memory free", [16, 32]),
+    (None, "batch 64 ran out of memory", [16, 32])])
+def test_the_ladder_ends_at_the_first_batch_past_the_headroom_or_out_of_memory(monkeypatch, past, ended, measured):
+    def measure(config, stop, total_mib):
+        if config.batch_size == 64:
+            return None  # out of memory
+        return BatchPoint(config.batch_size, 1.0, 1.0, fits=config.batch_size != past)
+
+    monkeypatch.setattr(batch_finder, "_measure", measure)
+    finding = find_batch_size(SMALL)
+    assert finding.ended == ended and [point.batch_size for point in finding.points] == measured
+
+
+def test_out_of_memory_is_no_measurement_and_other_failures_are_errors(monkeypatch):
+    answer = [RunFailed(kind="out_of_memory", message="CUDA out of memory")]
+    monkeypatch.setattr(Trainer, "run", lambda self, config, emit, stop=None: answer[0])
+    assert batch_finder._measure(SMALL.replace(batch_size=16), _never(), None) is None
+    answer[0] = RunFailed(kind="data", message="the data is gone")
+    with pytest.raises(BatchFinderError, match="batch 16 failed: the data is gone"):
+        batch_finder._measure(SMALL.replace(batch_size=16), _never(), None)
+
+
+def _never():
+    class Never:
+        def is_set(self):
+            return False
+    return Never()

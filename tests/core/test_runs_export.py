@@ -1,0 +1,171 @@
+"""The run history exported as a tidy CSV and as TensorBoard event files, each read back with its own reader."""
+
+from __future__ import annotations
+
+import csv
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+from tensorboard.plugins.hparams.plugin_data_pb2 import HParamsPluginData
+
+from workbench.core.ground.config import TrainConfig
+from workbench.core.ground.errors import WorkbenchError
+from workbench.core.ground.events import EpochEnd, RunFailed, RunFinished, Step
+from workbench.core.history.runs import RunRecorder, RunStore
+from workbench.core.history.runs_export import (TENSORBOARD_HINT, RunsExportError, export_csv, export_tensorboard,
+                                                tensorboard_name)
+
+from .test_runs import _started
+
+FINISHED = TrainConfig(epochs=2, hidden_dim=16, lr=0.01)
+FAILED = TrainConfig(epochs=1, hidden_dim=16, lr=0.001, backend="aot_eager", amp="bf16")
+FINAL_METRICS = {"best_val_accuracy": 0.875, "samples_per_s": 1234.5, "compile_seconds": 0.25,
+                 "peak_memory_mib": 106.0}
+
+
+def _step(i: int, epoch: int) -> Step:
+    """Step 1 compiles (off the throughput curve) and has no accuracy; the values are not round in binary."""
+    return Step(step=i, epoch=epoch, loss=2.0 / i + 0.1, samples_per_s=1000.0 + i / 3, step_seconds=0.01,
+                memory={"rss": 100.0 + i}, compiling=i == 1, accuracy=None if i == 1 else 0.1 * i)
+
+
+def record_history(db: Path) -> None:
+    """Run #1: finished, 6 steps over 2 epochs. Run #2: failed after 2 steps (no epoch, no final figures)."""
+    with RunStore(db) as store:
+        recorder = RunRecorder(store, interval=3600)
+        recorder(_started(FINISHED))
+        for i in range(1, 7):
+            recorder(_step(i, epoch=1 + (i > 3)))
+            if i % 3 == 0:
+                recorder(EpochEnd(epoch=i // 3, train_loss=1.0, val_loss=1.0 / i, val_accuracy=0.8 + i / 100,
+                                  seconds=float(i)))
+        recorder(RunFinished(steps=6, epochs=2, seconds=6.0, stopped=False, metrics=FINAL_METRICS))
+        recorder = RunRecorder(store, interval=3600)
+        for event in (_started(FAILED), _step(1, 1), _step(2, 1), RunFailed("diverged", "the loss is NaN")):
+            recorder(event)
+
+
+@pytest.fixture
+def store(tmp_path):
+    record_history(tmp_path / "runs.sqlite")
+    with RunStore(tmp_path / "runs.sqlite") as store:
+        yield store
+
+
+def read_csv(path: Path) -> list[dict]:
+    with open(path, newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def values(rows: list[dict], run_id: int, metric: str) -> dict[int | None, float]:
+    """step → value of one run's metric, from the CSV's rows."""
+    return {int(r["step"]) if r["step"] else None: float(r["value"])
+            for r in rows if r["run_id"] == str(run_id) and r["metric"] == metric}
+
+
+def test_csv_is_tidy_and_holds_every_recorded_value(store, tmp_path):
+    out = tmp_path / "out" / "runs.csv"
+    rows = export_csv(store, None, out)
+    table = read_csv(out)
+    assert len(table) == rows
+    assert list(table[0])[:6] == ["run_id", "run", "status", "created", "config.dataset", "config.data_root"]
+    assert list(table[0])[-3:] == ["metric", "step", "value"]
+    assert values(table, 1, "train/loss") == {i: 2.0 / i + 0.1 for i in range(1, 7)}  # exact, not rounded
+    assert values(table, 1, "train/accuracy") == {i: 0.1 * i for i in range(2, 7)}  # step 1 had none
+    assert values(table, 1, "train/samples_per_s") == {i: 1000.0 + i / 3 for i in range(2, 7)}  # not compiling
+    assert values(table, 1, "memory/rss_mib") == {i: 100.0 + i for i in range(1, 7)}
+    assert values(table, 1, "val/accuracy") == {3: 0.8 + 3 / 100, 6: 0.8 + 6 / 100}  # each epoch at its last step
+    assert values(table, 1, "val/loss") == {3: 1 / 3, 6: 1 / 6}
+    assert {m: values(table, 1, f"final/{m}") for m in FINAL_METRICS} == {m: {None: v}
+                                                                            for m, v in FINAL_METRICS.items()}
+    assert values(table, 2, "train/loss") == {1: 2.1, 2: 1.1}
+    assert values(table, 2, "final/steps") == {None: 2.0} and not values(table, 2, "val/loss")
+
+    first, failed = (next(r for r in table if r["run_id"] == str(i)) for i in (1, 2))
+    assert (first["run"], first["status"], failed["run"], failed["status"]) == ("#1", "finished", "#2", "failed")
+    assert (first["config.backend"], first["config.amp"], first["config.lr"]) == ("eager", "off", "0.01")
+    assert (failed["config.backend"], failed["config.amp"], failed["config.lr"]) == ("aot_eager", "bf16", "0.001")
+    assert first["config.max_steps"] == ""  # None
+
+
+def test_csv_of_chosen_runs_only(store, tmp_path):
+    rows = export_csv(store, [2, 2], tmp_path / "two.csv")
+    assert {r["run_id"] for r in read_csv(tmp_path / "two.csv")} == {"2"}
+    assert rows == export_csv(store, [2], tmp_path / "once.csv")  # a repeated id is exported once
+
+
+def test_runs_of_other_versions_get_every_setting_and_empty_cells_for_theirs_missing(store, tmp_path):
+    other = {k: v for k, v in FINISHED.to_dict().items() if k != "lr_schedule"} | {"new_setting": 3}
+    store.append_events(store.start_run(other), 0, [_step(1, 1)], {"status": "finished"})
+    export_csv(store, [1, 3], tmp_path / "runs.csv")
+    first, third = (next(r for r in read_csv(tmp_path / "runs.csv") if r["run_id"] == i) for i in ("1", "3"))
+    assert list(first)[-4:] == ["config.new_setting", "metric", "step", "value"]
+    assert (first["config.lr_schedule"], first["config.new_setting"]) == ("cosine", "")
+    assert (third["config.lr_schedule"], third["config.new_setting"]) == ("", "3")
+
+
+def test_tensorboard_reads_back_every_scalar_per_run(store, tmp_path):
+    folders = export_tensorboard(store, None, tmp_path / "tb")
+    assert [f.name for f in folders] == ["run-1-eager-off", "run-2-aot_eager-bf16"]
+
+    def scalars(folder: Path) -> dict[str, dict[int, float]]:
+        events = EventAccumulator(str(folder)).Reload()
+        return {tag: {e.step: e.value for e in events.Scalars(tag)} for tag in events.Tags()["scalars"]}
+
+    first = scalars(folders[0])
+    f32 = np.float32  # TensorBoard keeps scalars as float32
+    assert first["train/loss"] == {i: pytest.approx(f32(2.0 / i + 0.1)) for i in range(1, 7)}
+    assert first["train/accuracy"] == {i: pytest.approx(f32(0.1 * i)) for i in range(2, 7)}
+    assert first["train/samples_per_s"] == {i: pytest.approx(f32(1000.0 + i / 3)) for i in range(2, 7)}
+    assert first["val/accuracy"] == {3: pytest.approx(f32(0.83)), 6: pytest.approx(f32(0.86))}
+    assert first["final/best_val_accuracy"] == {6: 0.875}  # at the run's last step
+    assert scalars(folders[1])["train/loss"] == {1: pytest.approx(f32(2.1)), 2: pytest.approx(f32(1.1))}
+    [content] = EventAccumulator(str(folders[1])).Reload().PluginTagToContent("hparams").values()
+    hparams = HParamsPluginData.FromString(content).session_start_info.hparams  # for TensorBoard's HParams tab
+    assert (hparams["backend"].string_value, hparams["lr"].number_value) == ("aot_eager", 0.001)
+
+
+def test_re_exporting_replaces_a_runs_event_file(store, tmp_path):
+    export_tensorboard(store, [1], tmp_path / "tb")
+    [folder] = export_tensorboard(store, [1], tmp_path / "tb")
+    assert [p.name for p in folder.iterdir()] == ["events.out.tfevents.workbench"]
+    assert len(EventAccumulator(str(folder)).Reload().Scalars("train/loss")) == 6  # not twice
+
+
+def test_the_folder_name_is_the_runs_own(store):
+    assert tensorboard_name(store.get(1)) == "run-1-eager-off"
+
+
+def without_tensorboard(monkeypatch) -> None:
+    """As if the extra were not installed: a None in sys.modules makes its import raise ImportError."""
+    for name in [name for name in sys.modules if name.partition(".")[0] == "tensorboard"]:
+        monkeypatch.setitem(sys.modules, name, None)
+
+
+def test_without_tensorboard_the_error_says_how_to_get_it(store, tmp_path, monkeypatch):
+    without_tensorboard(monkeypatch)
+    with pytest.raises(RunsExportError) as error:
+        export_tensorboard(store, None, tmp_path / "tb")
+    assert error.value.hint == TENSORBOARD_HINT and "pip install 'workbench[tensorboard]'" in TENSORBOARD_HINT
+    assert not (tmp_path / "tb").exists()
+
+
+def test_a_path_that_cannot_be_written_is_one_clear_error(store, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(RunsExportError, match=r"cannot write .*file/runs.csv: .*a part of the folder path is a file"):
+        export_csv(store, None, blocker / "runs.csv")
+    with pytest.raises(RunsExportError, match="a part of the folder path is a file"):
+        export_tensorboard(store, None, blocker)
+    assert blocker.read_text() == "x" and not list(tmp_path.glob("**/*.tmp"))
+
+
+def test_unknown_runs_and_an_empty_history_are_errors(store, tmp_path):
+    with pytest.raises(WorkbenchError, match="no run with id 9"):
+        export_csv(store, [1, 9], tmp_path / "runs.csv")
+    assert not (tmp_path / "runs.csv").exists()
+    with RunStore(tmp_path / "empty.sqlite") as empty, pytest.raises(RunsExportError, match="no runs recorded"):
+        export_csv(empty, None, tmp_path / "runs.csv")

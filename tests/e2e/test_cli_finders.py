@@ -1,0 +1,38 @@
+"""`workbench lr-find` and `batch-find`: progress while they measure, the suggestion and how to use it, every point
+as JSON; a range that cannot work is one clear error line."""
+
+from __future__ import annotations
+
+import json
+
+from .test_cli import assert_one_error_line, call
+
+
+def test_lr_find_suggests_a_learning_rate_and_writes_its_points(tmp_path, capsys):
+    code, stdout, err = call(capsys, "lr-find", "--hidden-dim", "16", "--steps", "60", "--lr-min", "1e-4",
+                             "--json", tmp_path / "lr.json")
+    assert code == 0, err
+    finding = json.loads((tmp_path / "lr.json").read_text())
+    assert len(finding["points"]) == 60 and finding["lr_min"] == 1e-4
+    assert "step   60  LR" in err  # a progress line every 20 steps
+    assert "LR range test: 60 steps, LR from 0.0001 towards 1, eager;" in stdout
+    assert f"suggested LR: {finding['suggestion']:.2e} — steepest descent" in stdout
+    assert f"use it: workbench train --lr {finding['suggestion']:.2g}" in stdout
+
+
+def test_a_range_that_does_not_grow_is_one_clear_error(capsys):
+    code, _, err = call(capsys, "lr-find", "--lr-min", "1", "--lr-max", "0.1")
+    assert code == 2 and "the range must grow" in assert_one_error_line(err)
+
+
+def test_batch_find_measures_each_batch_size_and_suggests_one(tmp_path, capsys):
+    code, stdout, err = call(capsys, "batch-find", "--hidden-dim", "16", "--largest", "64", "--json",
+                             tmp_path / "batch.json")
+    assert code == 0, err
+    finding = json.loads((tmp_path / "batch.json").read_text())
+    assert [point["batch_size"] for point in finding["points"]] == [16, 32, 64]
+    for point in finding["points"]:
+        assert f"batch {point['batch_size']:5d}  {point['samples_per_s']:10,.0f} samples/s" in stdout
+    assert "cpu: measured every batch size up to 64" in stdout
+    assert f"suggested batch size: {finding['suggestion']} — the fastest batch" in stdout
+    assert f"use it: workbench train --batch-size {finding['suggestion']}" in stdout

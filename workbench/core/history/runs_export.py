@@ -1,0 +1,156 @@
+"""The run history out of Workbench: a tidy CSV for pandas / R / a spreadsheet, and TensorBoard event files.
+
+The CSV is long ("tidy"): one row per observation — a run, a metric, a step, a value:
+
+    run_id, run, status, created, config.<setting>…, metric, step, value
+
+`run` is the run's name everywhere else ("#3"), `created` its start (UTC, ISO 8601).
+`config.<setting>` repeats the run's config on each of its rows (every setting any exported run has, in
+TrainConfig's order; empty where a run has none or it is None), so a table groups or filters by any setting
+without a join. `metric` is what the live plots draw, per optimizer step: train/loss, train/accuracy,
+train/samples_per_s (steady steps only: compiling, warm-up and profiled steps are left out, as on the plot) and
+memory/<name>_mib; per epoch at its last step: val/loss, val/accuracy. A step without a reading (no training
+accuracy, no such memory figure) has no row. The run's final figures from its record (final/steps,
+final/best_val_accuracy, final/samples_per_s, final/compile_seconds, final/peak_memory_mib) have an empty step.
+
+TensorBoard gets the same metric names as scalar tags: one folder per run (run-<id>-<backend>[-<mode>]-<amp>,
+named from the run's own config so re-exporting a run replaces its folder's one event file), the final figures
+at the run's last step, and its config as hparams. Event files are written with TensorBoard's own record writer
+(the `tensorboard` extra), never with torch.utils.tensorboard: the run history stays free of PyTorch.
+
+Both are rebuilt from each run's recorded event stream (history.curves), one run at a time; every file is
+written atomically, so a reader sees the previous export or the new one, never half of one.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Iterator, Sequence
+
+import numpy as np
+
+from ..ground.atomic import atomic_path
+from ..ground.config import setup_label
+from ..ground.errors import WorkbenchError
+from .curves import Curves, curves_from_events, run_name
+from .runs import RunRecord, RunStore
+
+TENSORBOARD_HINT = "TensorBoard export needs the tensorboard package: pip install 'workbench[tensorboard]'"
+EVENT_FILE = "events.out.tfevents.workbench"  # TensorBoard reads any file with "tfevents" in its name
+FIXED_COLUMNS = ("run_id", "run", "status", "created")
+FINAL = ("steps", "best_val_accuracy", "samples_per_s", "compile_seconds", "peak_memory_mib")  # RunRecord fields
+
+
+class RunsExportError(WorkbenchError):
+    """The export could not be written; the message names the path and the reason."""
+
+    kind = "io"
+
+
+def export_csv(store: RunStore, run_ids: Sequence[int] | None, out: str | Path) -> int:
+    """Write the runs (every run when `run_ids` is None) as one tidy CSV at `out`; return its number of rows."""
+    records = _records(store, run_ids)
+    settings = list(dict.fromkeys(key for record in records for key in record.config))
+    rows = 0
+    with _writing(Path(out)) as tmp, open(tmp, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow([*FIXED_COLUMNS, *(f"config.{key}" for key in settings), "metric", "step", "value"])
+        for record in records:
+            run = [record.id, run_name(record.id), record.status, record.created,
+                   *(record.config.get(key) for key in settings)]  # csv writes None as ""
+            for metric, step, value in _observations(store, record):
+                writer.writerow([*run, metric, "" if step is None else step, value])
+                rows += 1
+    return rows
+
+
+def export_tensorboard(store: RunStore, run_ids: Sequence[int] | None, out: str | Path) -> list[Path]:
+    """Write one TensorBoard run folder per run (every run when `run_ids` is None) under `out`; return them."""
+    try:  # the extra: ~0.2 s to import, so only here
+        from tensorboard.compat.proto import event_pb2, summary_pb2
+        from tensorboard.plugins.hparams.summary_v2 import hparams_pb
+        from tensorboard.summary.writer.record_writer import RecordWriter
+    except ImportError:
+        raise RunsExportError("TensorBoard is not installed", TENSORBOARD_HINT) from None
+    folders = []
+    for record in _records(store, run_ids):
+        folder = Path(out) / tensorboard_name(record)
+        wall = _start_time(record)
+        config = {k: v for k, v in record.config.items() if isinstance(v, (bool, int, float, str))}
+        with _writing(folder / EVENT_FILE) as tmp, open(tmp, "wb") as fh:
+            writer = RecordWriter(fh)
+            for event in (event_pb2.Event(wall_time=wall, file_version="brain.Event:2"),
+                          event_pb2.Event(wall_time=wall, summary=hparams_pb(config, folder.name, wall))):
+                writer.write(event.SerializeToString())
+            for metric, step, value in _observations(store, record):
+                scalar = summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag=metric, simple_value=value)])
+                writer.write(event_pb2.Event(wall_time=wall, step=record.steps if step is None else step,
+                                             summary=scalar).SerializeToString())
+        folders.append(folder)
+    return folders
+
+
+def tensorboard_name(record: RunRecord) -> str:
+    """'run-3-inductor-default-bf16': the run's TensorBoard folder, from its own config only, so it stays the same
+    whichever runs are exported with it."""
+    setup = re.sub(r"[^A-Za-z0-9_.]+", "-", setup_label(record.config)).strip("-")
+    return f"run-{record.id}-{setup}"
+
+
+def _records(store: RunStore, run_ids: Sequence[int] | None) -> list[RunRecord]:
+    """The runs' rows without their events (read one run at a time later: a run can hold millions)."""
+    records = store.list() if run_ids is None else [store.get(run_id) for run_id in dict.fromkeys(run_ids)]
+    if not records:
+        raise RunsExportError(f"no runs recorded yet in {store.path}", "train a run first")
+    return records
+
+
+def _observations(store: RunStore, record: RunRecord) -> Iterator[tuple[str, int | None, float]]:
+    """(metric, step, value) of one run, curve by curve: its steps and epochs, then its final figures (no step)."""
+    curves = curves_from_events(store.get(record.id, with_events=True).events)
+    for metric, steps, values in _series(curves):
+        for step, value in zip(steps, values):
+            yield metric, int(step), float(value)
+    for name in FINAL:
+        value = getattr(record, name)
+        if value is not None:
+            yield f"final/{name}", None, float(value)
+
+
+def _series(curves: Curves) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """(metric, steps, values) of each curve the plots draw, by the names the CSV and TensorBoard both use."""
+    return [("train/loss", curves.step, curves.loss), ("train/accuracy", *_read(curves.step, curves.accuracy)),
+            ("train/samples_per_s", curves.throughput_step, curves.throughput),
+            *((f"memory/{name}_mib", *_read(curves.step, values)) for name, values in curves.memory.items()),
+            ("val/loss", curves.val_step, curves.val_loss), ("val/accuracy", curves.val_step, curves.val_accuracy)]
+
+
+def _read(steps: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The steps that have a reading: in these curves NaN stands for none (unlike a diverged loss's NaN, kept)."""
+    kept = ~np.isnan(values)
+    return steps[kept], values[kept]
+
+
+def _start_time(record: RunRecord) -> float:
+    """The wall time TensorBoard shows for every point: the run's start (the history keeps steps, not clocks)."""
+    try:
+        return datetime.fromisoformat(record.created).timestamp()
+    except (ValueError, TypeError):  # a damaged row
+        return 0.0
+
+
+@contextmanager
+def _writing(target: Path) -> Iterator[Path]:
+    """atomic_path, with a path that cannot be written turned into a RunsExportError that names it."""
+    try:
+        with atomic_path(target) as tmp:
+            yield tmp
+    except OSError as exc:
+        why = exc.strerror or str(exc)
+        if isinstance(exc, (NotADirectoryError, FileExistsError)):
+            why = f"{why} (a part of the folder path is a file)"
+        raise RunsExportError(f"cannot write {target}: {why}", "choose a path in a folder you can write to") from None

@@ -1,0 +1,195 @@
+"""The finders of Run → Find learning rate… and Find batch size…: a short measurement in the kernel, drawn as it
+comes back, then a suggestion marked on the curve with the rule that chose it, and a button that puts it into the
+Setup form.
+
+The measurements run in the kernel (`lr_find`, `batch_find`) with the form's settings; these dialogs only draw.
+`FinderDialog` is what both share: the plot, the status line, Start and Use.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pyqtgraph as pg
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QDialog, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+
+from .panels.plots import Theme, legend_below, style_plot
+
+
+class FinderDialog(QDialog):
+    """`startRequested()` asks for a measurement; `add_point(point)` draws one, `show_finding(finding)` or
+    `show_error(text)` ends it; `useRequested(value)` carries the suggestion to the Setup form."""
+
+    startRequested = Signal()
+    useRequested = Signal(float)
+    WHAT = ""  # "learning rate", "batch size"
+    EXPLAINED = ""  # what the measurement does, after "A short run (settings)"
+
+    def __init__(self, theme: Theme, x_label: str, y_label: str, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setWindowTitle(f"Find {self.WHAT}")
+        self.suggestion: float | None = None
+        self.points: list[dict] = []
+        self.intro = QLabel()
+        self.intro.setWordWrap(True)
+        self.plot = pg.PlotWidget()
+        item = self.plot.getPlotItem()
+        item.setTitle(f"{y_label.capitalize()} against {x_label}")
+        item.setLabel("left", y_label)
+        item.setLabel("bottom", x_label)
+        item.setLogMode(x=True, y=False)
+        legend_below(item)
+        self.theme = theme
+        self.marker = pg.InfiniteLine(angle=90, pen=pg.mkPen(theme.marker, width=2))
+        self.marker.setVisible(False)
+        self.plot.addItem(self.marker)
+        self.status = QLabel("Press Start.")
+        self.status.setWordWrap(True)
+        self.start_button = QPushButton("Start")
+        self.start_button.setDefault(True)
+        self.start_button.clicked.connect(self._start)
+        self.use_button = QPushButton(f"Use this {self.WHAT}")
+        self.use_button.setEnabled(False)
+        self.use_button.clicked.connect(self._use)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.start_button)
+        buttons.addStretch(1)
+        buttons.addWidget(self.use_button)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.intro)
+        layout.addWidget(self.plot, 1)
+        layout.addWidget(self.status)
+        layout.addLayout(buttons)
+        self.resize(720, 480)
+
+    def series(self, name: str, width: int, colour: str) -> pg.PlotDataItem:
+        return self.plot.plot([], [], pen=pg.mkPen(colour, width=width), name=name)
+
+    def finish_styling(self) -> None:
+        style_plot(self.plot, self.theme)
+
+    def describe(self, settings: str) -> None:
+        """The Setup form's settings the next measurement runs with."""
+        self.intro.setText(f"A short run ({settings}) {self.EXPLAINED} Nothing is saved.")
+
+    def _start(self) -> None:
+        self.start_button.setEnabled(False)
+        self.use_button.setEnabled(False)
+        self.marker.setVisible(False)
+        self.suggestion = None
+        self.points.clear()
+        self.redraw()
+        self.status.setText("Measuring…")
+        self.startRequested.emit()
+
+    def add_point(self, point: dict) -> None:
+        """One measurement, as the kernel read it back."""
+        self.points.append(point)
+        self.redraw()
+        self.status.setText(self.point_text(point))
+
+    def show_finding(self, finding: dict) -> None:
+        """The end: the suggestion marked on the curve (the x axis is logarithmic: the line sits at log10)."""
+        self.start_button.setEnabled(True)
+        self.start_button.setText("Run again")
+        self.suggestion = finding.get("suggestion")
+        if self.suggestion is None:
+            self.status.setText(f"No suggestion ({finding.get('ended', '')}). {self.NO_SUGGESTION}")
+            return
+        self.marker.setValue(math.log10(self.suggestion))
+        self.marker.setVisible(True)
+        self.use_button.setEnabled(True)
+        self.use_button.setText(f"Use {self.WHAT} {self.value_text(self.suggestion)}")
+        self.status.setText(self.finding_text(finding))
+
+    def show_error(self, message: str) -> None:
+        self.start_button.setEnabled(True)
+        self.status.setText(f"The measurement failed: {message}")
+
+    def _use(self) -> None:
+        if self.suggestion is not None:
+            self.useRequested.emit(float(self.value_text(self.suggestion)))
+            self.accept()
+
+    # What each finder says and draws.
+    NO_SUGGESTION = ""
+
+    def redraw(self) -> None:
+        raise NotImplementedError
+
+    def point_text(self, point: dict) -> str:
+        raise NotImplementedError
+
+    def finding_text(self, finding: dict) -> str:
+        raise NotImplementedError
+
+    def value_text(self, value: float) -> str:
+        raise NotImplementedError
+
+
+class LrFinderDialog(FinderDialog):
+    """The LR range test: each step's loss (faint) and its smoothed curve against the learning rate."""
+
+    WHAT = "learning rate"
+    EXPLAINED = ("with the learning rate growing exponentially. The loss falls, then blows up: the suggestion is "
+                 "where it fell fastest.")
+    NO_SUGGESTION = "The loss stopped falling too early to tell: try a lower learning rate range."
+
+    def __init__(self, theme: Theme, parent: QWidget | None = None):
+        super().__init__(theme, "learning rate", "loss", parent)
+        self.setObjectName("lrFinderDialog")
+        self.raw = self.series("loss", 1, theme.raw)
+        self.line = self.series("smoothed", 2, theme.line)
+        self.finish_styling()
+
+    def redraw(self) -> None:
+        lrs = [point["lr"] for point in self.points]
+        self.raw.setData(lrs, [point["loss"] for point in self.points])
+        self.line.setData(lrs, [point["smoothed"] for point in self.points])
+
+    def point_text(self, point: dict) -> str:
+        return f"step {point['step']}: LR {point['lr']:.2e}, loss {point['loss']:.4f}"
+
+    def finding_text(self, finding: dict) -> str:
+        ran = (f"compiled, {finding.get('recompiles', 0)} recompiles while the LR changed" if finding.get("compiled")
+               else "eager")
+        return (f"Suggested learning rate {finding['suggestion']:.2e} — {finding.get('rule', '')}. "
+                f"{len(finding.get('points') or ())} steps, {ran}; {finding.get('ended', '')}.")
+
+    def value_text(self, value: float) -> str:
+        return f"{value:.2g}"
+
+
+class BatchFinderDialog(FinderDialog):
+    """Samples/s for each batch size of a doubling ladder, with its peak memory."""
+
+    WHAT = "batch size"
+    EXPLAINED = ("for each batch size from 16, doubling: its samples/s and peak memory. A bigger batch also "
+                 "changes the training (fewer steps an epoch; the learning rate usually grows with it).")
+    NO_SUGGESTION = "Even the smallest batch did not fit: lower the hidden size or use bf16."
+
+    def __init__(self, theme: Theme, parent: QWidget | None = None):
+        super().__init__(theme, "batch size", "samples/s", parent)
+        self.setObjectName("batchFinderDialog")
+        self.line = self.series("samples/s", 2, theme.line)
+        self.line.setSymbol("o")
+        self.finish_styling()
+
+    def redraw(self) -> None:
+        self.line.setData([point["batch_size"] for point in self.points],
+                          [point["samples_per_s"] for point in self.points])
+
+    def point_text(self, point: dict) -> str:
+        return (f"batch {point['batch_size']}: {point['samples_per_s']:,.0f} samples/s, peak memory "
+                f"{point['peak_memory_mib']:,.0f} MiB")
+
+    def finding_text(self, finding: dict) -> str:
+        chosen = next(point for point in finding["points"] if point["batch_size"] == finding["suggestion"])
+        total = finding.get("memory_total_mib")
+        memory = f"{chosen['peak_memory_mib']:,.0f} MiB" + (f" of {total:,.0f} MiB" if total else " (process RSS)")
+        return (f"Suggested batch size {finding['suggestion']}: {chosen['samples_per_s']:,.0f} samples/s, peak "
+                f"memory {memory} — {finding.get('rule', '')}. {finding.get('ended', '')}.")
+
+    def value_text(self, value: float) -> str:
+        return f"{int(value)}"
