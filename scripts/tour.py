@@ -37,7 +37,9 @@ from workbench.ui.main_window import MainWindow  # noqa: E402
 from workbench.ui.panels.setup import example_model_spec  # noqa: E402
 
 SHOTS = ("readme", "training", "compiling", "reason", "explain", "evaluate", "dataset", "timeline", "fixit",
-         "whatif", "system", "profile", "profile_timeline", "profile_memory", "amp", "export")
+         "whatif", "system", "profile", "profile_timeline", "profile_memory", "amp", "export", "export_aoti",
+         "lr_finder", "batch_finder")
+FINDER_SHOTS = {"lr_finder": "lr", "batch_finder": "batch"}
 PROFILE_TABS = {"profile": "Ops", "profile_timeline": "Timeline", "profile_memory": "Memory", "amp": "AMP"}
 README_SHOT = Path(__file__).resolve().parents[1] / "docs" / "screenshot.png"
 
@@ -136,7 +138,7 @@ def main() -> int:
 
         window.runFinished.connect(profiled)
         when_ready(window.train)
-    elif args.shot == "export":
+    elif args.shot in ("export", "export_aoti"):
         window.setup.set_config(TrainConfig(epochs=2))
 
         def exported(_table) -> None:
@@ -146,12 +148,21 @@ def main() -> int:
         def loaded(_answer) -> None:
             dialog = window.open_export_dialog()
             dialog.folder.setText(str(TEMP / "export"))
-            dialog.format.setCurrentIndex(dialog.format.findData("onnx"))
+            dialog.format.setCurrentIndex(dialog.format.findData("onnx" if args.shot == "export" else "aoti"))
             dialog.export_button.click()
 
         window.modelExported.connect(exported)
         window.checkpointLoaded.connect(loaded)
         when_ready(window.train)
+    elif args.shot in FINDER_SHOTS:
+        kind = FINDER_SHOTS[args.shot]
+
+        def found(_kind, _finding) -> None:
+            done.append(True)
+            QTimer.singleShot(300, lambda: (window.finder_dialogs[kind].grab().save(str(args.out)), window.close()))
+
+        window.finderDone.connect(found)
+        when_ready(lambda: window.open_finder(kind).start_button.click())
     elif args.shot == "dataset":
         window.datasetPreviewed.connect(lambda _answer: grab())
         when_ready(window.docks["dataset"].raise_)

@@ -106,6 +106,23 @@ def build_parser() -> argparse.ArgumentParser:
     batch_find.add_argument("--json", metavar="FILE", help="also write every measurement and the suggestion as JSON")
     batch_find.set_defaults(handler=cmd_batch_find)
 
+    sweep = sub.add_parser("sweep", help="search the settings with Optuna: each trial a recorded run; resume a "
+                                         "stopped sweep by its name; --report writes its Pareto front as HTML")
+    sweep.add_argument("name", nargs="?", help="the sweep's name (an existing one resumes)")
+    sweep.add_argument("--search", default="lr,batch_size,hidden_dim",
+                       help="settings to search, comma-separated (default: lr,batch_size,hidden_dim; also dropout, "
+                            "weight_decay, backend, mode, amp)")
+    sweep.add_argument("--sampler", default="tpe", help="tpe (default), random or grid")
+    sweep.add_argument("--trials", type=int, default=12, help="trials to finish, pruned ones included (default: 12)")
+    sweep.add_argument("--report", metavar="FILE", help="write the sweep as HTML (Pareto front, parallel "
+                                                        "coordinates, every trial) when it ends")
+    sweep.add_argument("--show", action="store_true", help="show a stored sweep (and --report it); train nothing")
+    sweep.add_argument("--list", action="store_true", help="list the stored sweeps")
+    sweep.add_argument("--runs-dir", default=None, help="where the trials' run folders go (default: the usual one)")
+    add_config_options(sweep)
+    add_db_option(sweep)
+    sweep.set_defaults(handler=cmd_sweep)
+
     evaluate = sub.add_parser("evaluate", help="accuracy and confusion matrix of a checkpoint on a dataset")
     evaluate.add_argument("checkpoint")
     evaluate.add_argument("--dataset", default=None, help="dataset name (default: the checkpoint's)")
@@ -403,6 +420,66 @@ def cmd_batch_find(args: argparse.Namespace) -> int:
     print(f"use it: workbench train --batch-size {finding.suggestion} (the learning rate may need to grow with "
           f"the batch: workbench lr-find --batch-size {finding.suggestion})")
     return 0
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    """A sweep here, its trials in run processes: a line per trial with the ETA, then the best trial against the
+    defaults and the Pareto front."""
+    from .core.history.sweep_report import write_sweep_report
+    from .core.history.sweeps import best_trial, pareto_front
+    from .core.run.sweep import SweepSettings, load_trials, run_sweep, sweep_names, sweep_parameters
+
+    if args.list:
+        for name in sweep_names(args.db):
+            trials = load_trials(name, args.db)
+            best = best_trial(trials)
+            print(f"{name}: {len(trials)} trials" + (f", best {best.val_accuracy:.2%} (trial {best.number})"
+                                                     if best else ""))
+        return 0
+    if not args.name:
+        return fail("name the sweep (an existing name resumes it)", "or --list the stored sweeps")
+    if args.show:
+        trials = load_trials(args.name, args.db)
+    else:
+        from .core.domain.devices import cuda_device_count
+
+        quiet_torch_logs()
+        settings = SweepSettings(args.name, tuple(p.strip() for p in args.search.split(",") if p.strip()),
+                                 args.sampler, args.trials)
+        stop = threading.Event()
+
+        def heard(progress) -> None:
+            trial = progress.trial
+            accuracy = "—" if trial.val_accuracy is None else f"{trial.val_accuracy:.2%}"
+            eta = f", about {format_duration(progress.eta_seconds)} left" if progress.done < progress.total else ""
+            print(f"trial {trial.number} {trial.state:8} {_settings_text(trial.params):44} val accuracy "
+                  f"{accuracy:>7}  ({progress.done}/{progress.total}{eta})" + (f"  {trial.note}" if trial.note
+                                                                                else ""), flush=True)
+
+        base = config_from_args(args)
+        with interrupt_sets(stop, untrained=lambda: False):
+            trials = run_sweep(base, settings, epochs=base.epochs,
+                               cuda_devices=cuda_device_count(), db=args.db, runs_dir=args.runs_dir,
+                               on_progress=heard, stop=stop)
+        if stop.is_set():
+            print(f"stopped: `workbench sweep {args.name}` resumes it", file=sys.stderr)
+    best = best_trial(trials)
+    defaults = next((t for t in trials if t.number == 0 and t.val_accuracy is not None), None)
+    if best is not None:
+        print(f"best: trial {best.number}, {best.val_accuracy:.2%} with {_settings_text(best.params)}"
+              + (f" (trial 0, the base settings: {defaults.val_accuracy:.2%})" if defaults else ""))
+    for trial in pareto_front(trials):
+        print(f"pareto: trial {trial.number}  {trial.val_accuracy:.2%}  {trial.samples_per_s:,.0f} samples/s  "
+              f"compile {trial.compile_seconds or 0:.1f} s  peak {trial.peak_memory_mib or 0:,.0f} MiB")
+    if args.report:
+        written = write_sweep_report(args.report, args.name, trials, sweep_parameters(args.name, args.db))
+        print(f"wrote {written}")
+    return 0
+
+
+def _settings_text(params: dict) -> str:
+    return ", ".join(f"{name} {value:.3g}" if isinstance(value, float) else f"{name} {value}"
+                     for name, value in params.items())
 
 
 def _train(args: argparse.Namespace, config) -> int:

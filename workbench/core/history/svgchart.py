@@ -130,7 +130,7 @@ class _Scale:
         return CHART_H - MARGIN_B - (value - self.y0) / ((self.y1 - self.y0) or 1) * (CHART_H - MARGIN_T - MARGIN_B)
 
 
-def _axes(scale: _Scale, x_ticks: list[float], y_ticks: list[float], unit: str) -> str:
+def _axes(scale: _Scale, x_ticks: list[float], y_ticks: list[float], unit: str, x_label: str = "step") -> str:
     left, right, bottom = MARGIN_L, CHART_W - MARGIN_R, CHART_H - MARGIN_B
     out = [f"<rect x='{left}' y='{MARGIN_T}' width='{right - left}' height='{bottom - MARGIN_T}' class='plot'/>"]
     for value, text in zip(y_ticks, tick_labels(y_ticks)):
@@ -141,7 +141,8 @@ def _axes(scale: _Scale, x_ticks: list[float], y_ticks: list[float], unit: str) 
         x = scale.x(value)
         out.append(f"<line x1='{x:.1f}' x2='{x:.1f}' y1='{bottom}' y2='{bottom + 4}' class='axis'/>"
                    f"<text x='{x:.1f}' y='{bottom + 17}' text-anchor='middle'>{html.escape(text)}</text>")
-    out.append(f"<text x='{(left + right) / 2:.0f}' y='{CHART_H - 4}' text-anchor='middle' class='label'>step</text>"
+    out.append(f"<text x='{(left + right) / 2:.0f}' y='{CHART_H - 4}' text-anchor='middle' class='label'>"
+               f"{html.escape(x_label)}</text>"
                f"<text x='14' y='{(MARGIN_T + bottom) / 2:.0f}' text-anchor='middle' class='label' "
                f"transform='rotate(-90 14 {(MARGIN_T + bottom) / 2:.0f})'>{html.escape(unit)}</text>")
     return "".join(out)
@@ -184,3 +185,67 @@ def _step_marks(scale: _Scale, marks: Sequence[StepMark]) -> str:
                    f"<rect x='{x - MARK_W / 2:.1f}' y='{y}' width='{MARK_W}' height='{LANE_H - 2}' "
                    f"fill='{html.escape(group[0].color)}'/></g>")
     return "".join(out)
+
+
+@dataclass(frozen=True)
+class Dot:
+    """A point of a scatter chart; `tip`: its tooltip."""
+
+    x: float
+    y: float
+    color: str
+    tip: str
+    big: bool = False
+
+
+def scatter_chart(title: str, x_label: str, y_label: str, dots: Sequence[Dot], line: Sequence[Dot] = ()) -> str:
+    """Dots (the big ones drawn last, on top), and `line` joining some of them in x order (a Pareto front)."""
+    dots = [d for d in dots if math.isfinite(d.x) and math.isfinite(d.y)]
+    if not dots:
+        return f"<h3>{html.escape(title)}</h3><p class=muted>Nothing to draw yet.</p>"
+    x_ticks = nice_ticks(min(d.x for d in dots), max(d.x for d in dots))
+    y_ticks = nice_ticks(min(d.y for d in dots), max(d.y for d in dots))
+    scale = _Scale(x_ticks[0], x_ticks[-1], y_ticks[0], y_ticks[-1])
+    parts = [_axes(scale, x_ticks, y_ticks, y_label, x_label)]
+    joined = sorted((d for d in line if d in dots), key=lambda d: d.x)
+    if len(joined) > 1:
+        coords = " ".join(f"{scale.x(d.x):.1f},{scale.y(d.y):.1f}" for d in joined)
+        parts.append(f"<polyline points='{coords}' fill='none' stroke='{joined[0].color}' stroke-width='1.3' "
+                     f"stroke-dasharray='4 3'/>")
+    for d in sorted(dots, key=lambda d: d.big):
+        parts.append(f"<circle cx='{scale.x(d.x):.1f}' cy='{scale.y(d.y):.1f}' r='{5 if d.big else 3.5}' "
+                     f"fill='{d.color}' class='marker'><title>{html.escape(d.tip)}</title></circle>")
+    return (f"<h3>{html.escape(title)}</h3><svg class='chart' viewBox='0 0 {CHART_W} {CHART_H}' role='img' "
+            f"aria-label='{html.escape(title)}'>{''.join(parts)}</svg>")
+
+
+@dataclass(frozen=True)
+class Axis:
+    """A vertical axis of a parallel-coordinates chart; `position` maps a value to 0..1 (bottom to top)."""
+
+    name: str
+    low_text: str
+    high_text: str
+
+
+def parallel_chart(title: str, axes: Sequence[Axis], lines: Sequence[tuple[list[float], str, str]]) -> str:
+    """Parallel coordinates: one vertical axis per setting, each line (positions 0..1 per axis, colour, tooltip)
+    a trial crossing them."""
+    if not lines or len(axes) < 2:
+        return f"<h3>{html.escape(title)}</h3><p class=muted>Nothing to draw yet.</p>"
+    left, right, top, bottom = MARGIN_L, CHART_W - MARGIN_R, MARGIN_T + 14, CHART_H - MARGIN_B
+    xs = [left + i * (right - left) / (len(axes) - 1) for i in range(len(axes))]
+    parts = []
+    for x, axis in zip(xs, axes):
+        anchor = "start" if x == left else "end" if x == right else "middle"
+        parts.append(f"<line x1='{x:.1f}' x2='{x:.1f}' y1='{top}' y2='{bottom}' class='axis'/>"
+                     f"<text x='{x:.1f}' y='{top - 4}' text-anchor='{anchor}' class='label'>"
+                     f"{html.escape(axis.name)}</text>"
+                     f"<text x='{x:.1f}' y='{top + 10}' text-anchor='{anchor}'>{html.escape(axis.high_text)}</text>"
+                     f"<text x='{x:.1f}' y='{bottom + 14}' text-anchor='{anchor}'>{html.escape(axis.low_text)}</text>")
+    for positions, color, tip in lines:
+        coords = " ".join(f"{x:.1f},{bottom - p * (bottom - top):.1f}" for x, p in zip(xs, positions))
+        parts.append(f"<polyline points='{coords}' fill='none' stroke='{color}' stroke-width='1.6' "
+                     f"opacity='0.8'><title>{html.escape(tip)}</title></polyline>")
+    return (f"<h3>{html.escape(title)}</h3><svg class='chart' viewBox='0 0 {CHART_W} {CHART_H}' role='img' "
+            f"aria-label='{html.escape(title)}'>{''.join(parts)}</svg>")

@@ -1,0 +1,136 @@
+"""Sweeps: each trial a recorded run of its sampled settings, the defaults as trial 0, median pruning on each
+epoch's validation accuracy, stop and resume, and the Pareto front the views and the report draw."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+
+from workbench.core.ground.config import TrainConfig
+from workbench.core.ground.events import EpochEnd, RunFailed, RunFinished
+from workbench.core.history.runs import RunStore
+from workbench.core.history.sweep_report import sweep_html
+from workbench.core.history.sweeps import Trial, axis_position, pareto_front
+from workbench.core.run import sweep
+from workbench.core.run.sweep import SweepError, SweepSettings, load_trials, run_sweep, sweep_parameters
+
+SMALL = TrainConfig(hidden_dim=64, batch_size=250)
+
+
+def test_a_real_sweep_records_each_trial_as_a_run_of_its_settings_and_resumes(tmp_path):
+    db = tmp_path / "runs.sqlite"
+    heard, stop = [], threading.Event()
+
+    def progress(p):
+        heard.append(p)
+        stop.set()  # the first trial ends: stop the sweep there
+
+    settings = SweepSettings("s", ("lr",), "random", trials=2)
+    first = run_sweep(SMALL, settings, epochs=1, cuda_devices=0, db=db, runs_dir=tmp_path / "runs",
+                      on_progress=progress, stop=stop)
+    assert [t.state for t in first] == ["complete"] and first[0].params == {"lr": SMALL.lr}  # trial 0: defaults
+    assert heard[0].done == 1 and heard[0].total == 2 and heard[0].eta_seconds > 0
+    # Resumed by name: the stored settings win over different ones (only the trial count may change).
+    trials = run_sweep(TrainConfig(), SweepSettings("s", ("hidden_dim",), "grid", trials=2), epochs=3,
+                       cuda_devices=0, db=db, runs_dir=tmp_path / "runs")
+    assert [t.number for t in trials] == [0, 1] and all(t.state == "complete" for t in trials)
+    assert set(trials[1].params) == {"lr"} and trials[1].params["lr"] != SMALL.lr
+    with RunStore(db) as store:
+        for trial in trials:
+            record = store.get(trial.run_id)
+            assert record.config["lr"] == trial.params["lr"] and record.config["hidden_dim"] == 64
+            assert record.config["epochs"] == 1 and trial.val_accuracy == record.best_val_accuracy
+    assert (tmp_path / "sweeps.sqlite").is_file() and load_trials("s", db) == trials
+    assert sweep_parameters("s", db) == ["lr"]
+
+
+def fake_start_run(accuracies: list[list[float]], seen_stops: list[bool]):
+    """start_run for trials without processes: trial k reports accuracies[k] epoch by epoch, until stopped."""
+    runs = iter(accuracies)
+
+    def start_run(request, emit, stop):
+        epochs = next(runs)
+        for epoch, accuracy in enumerate(epochs, 1):
+            emit(EpochEnd(epoch=epoch, train_loss=0.5, val_loss=0.5, val_accuracy=accuracy, seconds=1.0))
+            if stop.is_set():
+                seen_stops.append(True)
+                return RunFinished(steps=epoch, epochs=epoch, seconds=1.0, stopped=True, metrics={})
+        return RunFinished(steps=len(epochs), epochs=len(epochs), seconds=1.0, stopped=False,
+                           metrics={"samples_per_s": 1000.0, "compile_seconds": 0.0, "peak_memory_mib": 900.0})
+    return start_run
+
+
+def test_a_trial_below_the_median_is_pruned_and_its_run_stopped(tmp_path, monkeypatch):
+    stops: list[bool] = []
+    good = [0.90, 0.92, 0.93]
+    monkeypatch.setattr(sweep, "start_run", fake_start_run([good, good, good, [0.5, 0.6, 0.7]], stops))
+    trials = run_sweep(SMALL, SweepSettings("p", ("lr",), "random", trials=4), epochs=3, cuda_devices=0,
+                       db=tmp_path / "runs.sqlite")
+    assert [t.state for t in trials] == ["complete"] * 3 + ["pruned"]
+    assert trials[3].note == "pruned after epoch 1: below the median" and stops == [True]
+    assert trials[3].epochs == 1 and trials[0].val_accuracy == 0.93
+
+
+def test_failed_and_unrunnable_trials_are_failed_and_retried(tmp_path, monkeypatch):
+    answers = iter([RunFailed(kind="diverged", message="loss is nan")])
+    finishes = fake_start_run([[0.5]], [])
+
+    def start_run(request, emit, stop):
+        return next(answers, None) or finishes(request, emit, stop)
+
+    monkeypatch.setattr(sweep, "start_run", start_run)
+    trials = run_sweep(SMALL, SweepSettings("f", ("lr",), "random", trials=1), epochs=1, cuda_devices=0,
+                       db=tmp_path / "runs.sqlite")
+    assert [t.state for t in trials] == ["failed", "complete"] and trials[0].note == "diverged: loss is nan"
+    # A setting this machine refuses (CUDA graphs on a CPU) fails before anything starts.
+    trials = run_sweep(SMALL.replace(mode="reduce-overhead", backend="inductor"), SweepSettings(
+        "r", ("amp",), "grid", trials=1), epochs=1, cuda_devices=0, db=tmp_path / "runs.sqlite")
+    assert trials[0].state == "failed" and trials[0].note.startswith("not runnable here:")
+
+
+@pytest.mark.parametrize("settings, message", [
+    (SweepSettings("x", ("colour",)), "cannot search colour"),
+    (SweepSettings("x", ()), "cannot search nothing"),
+    (SweepSettings("x", ("lr",), "bayes"), "unknown sampler 'bayes'"),
+    (SweepSettings("x", ("lr",), trials=0), "at least one trial")])
+def test_settings_that_cannot_sweep_are_refused(settings, message, tmp_path):
+    with pytest.raises(SweepError, match=message):
+        run_sweep(SMALL, settings, epochs=1, cuda_devices=0, db=tmp_path / "runs.sqlite")
+
+
+def test_an_unknown_sweep_is_a_clear_error(tmp_path):
+    with pytest.raises(SweepError, match="no sweep named 'nope'"):
+        load_trials("nope", tmp_path / "runs.sqlite")
+
+
+def trial(number, accuracy, speed, compile_s=0.0, memory=100.0, state="complete", **params):
+    return Trial(number, state, params or {"lr": 1e-3}, accuracy, speed, compile_s, memory)
+
+
+def test_the_pareto_front_keeps_the_trials_no_other_beats_on_every_objective():
+    trials = [trial(0, 0.90, 1000), trial(1, 0.93, 500), trial(2, 0.89, 900),  # 2: beaten by 0 on both
+              trial(3, 0.95, 100, memory=50.0), trial(4, 0.99, 5000, state="pruned"), trial(5, 0.90, 1000)]
+    assert [t.number for t in pareto_front(trials, ("val_accuracy", "samples_per_s"))] == [0, 1, 3, 5]
+    assert [t.number for t in pareto_front(trials)] == [0, 1, 3, 5]  # 3 also wins on memory
+    slower = [trial(0, 0.9, 1000, compile_s=20.0), trial(1, 0.9, 1000, compile_s=5.0)]
+    assert [t.number for t in pareto_front(slower)] == [1]  # equal but for compile time: the faster compile wins
+
+
+def test_parallel_coordinates_place_choices_by_index_and_log_ranges_by_logarithm():
+    assert axis_position("batch_size", 16) == 0.0 and axis_position("batch_size", 256) == 1.0
+    assert axis_position("backend", "inductor") == 1.0
+    assert axis_position("lr", 1e-4) == 0.0 and axis_position("lr", 3e-2) == pytest.approx(1.0)
+    assert axis_position("lr", (1e-4 * 3e-2) ** 0.5) == pytest.approx(0.5)  # the geometric middle
+    assert axis_position("dropout", 0.25) == pytest.approx(0.5) and axis_position("lr", 1.0) == 1.0  # clamped
+
+
+def test_the_report_names_the_best_trial_against_the_defaults_and_draws_the_front():
+    trials = [trial(0, 0.914, 16500, lr=4e-3), trial(1, 0.934, 7000, lr=9e-3), trial(2, 0.828, 500, state="pruned",
+                                                                                    lr=2.6e-2)]
+    page = sweep_html("demo", trials, ["lr"])
+    assert "Best: trial 1, validation accuracy 93.40% with lr 0.009." in page
+    assert "reached 91.40%: the best is +2.0 points." in page
+    assert page.count("<svg") == 4 and "pruned after" not in page
+    assert json.dumps(trials[0].to_dict())  # a trial travels as JSON (the window's worker thread, the report)
