@@ -39,6 +39,7 @@ class FinderDialog(QDialog):
         item.setLabel("left", y_label)
         item.setLabel("bottom", x_label)
         item.setLogMode(x=True, y=False)
+        item.getAxis("bottom").enableAutoSIPrefix(False)  # "(x0.001)" would misread a log axis
         legend_below(item)
         self.theme = theme
         self.marker = pg.InfiniteLine(angle=90, pen=pg.mkPen(theme.marker, width=2))
@@ -62,6 +63,11 @@ class FinderDialog(QDialog):
         layout.addWidget(self.status)
         layout.addLayout(buttons)
         self.resize(720, 480)
+
+    def label_x(self, values, text) -> None:
+        """Ticks of the logarithmic x axis at `values` only, each read as `text(value)` (pyqtgraph's own log ticks
+        crowd a short range with 2·10¹, 3·10¹…)."""
+        self.plot.getPlotItem().getAxis("bottom").setTicks([[(math.log10(v), text(v)) for v in values]])
 
     def series(self, name: str, width: int, colour: str) -> pg.PlotDataItem:
         return self.plot.plot([], [], pen=pg.mkPen(colour, width=width), name=name)
@@ -141,6 +147,7 @@ class LrFinderDialog(FinderDialog):
         self.setObjectName("lrFinderDialog")
         self.raw = self.series("loss", 1, theme.raw)
         self.line = self.series("smoothed", 2, theme.line)
+        self.label_x([10.0 ** k for k in range(-7, 2)], lambda lr: f"{lr:g}")
         self.finish_styling()
 
     def redraw(self) -> None:
@@ -177,8 +184,9 @@ class BatchFinderDialog(FinderDialog):
         self.finish_styling()
 
     def redraw(self) -> None:
-        self.line.setData([point["batch_size"] for point in self.points],
-                          [point["samples_per_s"] for point in self.points])
+        sizes = [point["batch_size"] for point in self.points]
+        self.line.setData(sizes, [point["samples_per_s"] for point in self.points])
+        self.label_x(sizes, lambda size: f"{size:g}")
 
     def point_text(self, point: dict) -> str:
         return (f"batch {point['batch_size']}: {point['samples_per_s']:,.0f} samples/s, peak memory "
@@ -189,7 +197,7 @@ class BatchFinderDialog(FinderDialog):
         total = finding.get("memory_total_mib")
         memory = f"{chosen['peak_memory_mib']:,.0f} MiB" + (f" of {total:,.0f} MiB" if total else " (process RSS)")
         return (f"Suggested batch size {finding['suggestion']}: {chosen['samples_per_s']:,.0f} samples/s, peak "
-                f"memory {memory} — {finding.get('rule', '')}. {finding.get('ended', '')}.")
+                f"memory {memory} — {finding.get('rule', '')}. {finding.get('ended', '').capitalize()}.")
 
     def value_text(self, value: float) -> str:
         return f"{int(value)}"
