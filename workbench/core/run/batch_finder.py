@@ -81,6 +81,9 @@ def find_batch_size(config: TrainConfig, *, on_point: Callable[[BatchPoint], Non
     total = torch.cuda.get_device_properties(device).total_memory / devices.MIB if device.type == "cuda" else None
     finding = BatchFinding(device=str(device), rule=RULES["cuda" if total else "cpu"], memory_total_mib=total,
                            ended=f"measured every batch size up to {sizes[-1]}")
+    # The first run in a process pays once for what every later one reuses (thread pools, allocator caches, the
+    # data's pages): a short run of the first size, not measured, keeps that off the first batch size's figure.
+    _measure(config.replace(batch_size=sizes[0]), stop, total, steps=MIN_STEPS)
     for size in sizes:
         if stop.is_set():
             finding.ended = "stopped"
@@ -108,9 +111,11 @@ def suggest(points: list[BatchPoint], *, cuda: bool) -> int | None:
     return max(fitting, key=lambda point: point.samples_per_s).batch_size
 
 
-def _measure(config: TrainConfig, stop: StopFlag, total_mib: float | None) -> BatchPoint | None:
-    """One short run at config.batch_size: its steady samples/s and peak memory; None when it ran out of memory."""
-    steps = max(MIN_STEPS, SAMPLES // config.batch_size)
+def _measure(config: TrainConfig, stop: StopFlag, total_mib: float | None,
+             steps: int | None = None) -> BatchPoint | None:
+    """One short run at config.batch_size (SAMPLES' worth of steps unless `steps`): its steady samples/s and peak
+    memory; None when it ran out of memory."""
+    steps = steps or max(MIN_STEPS, SAMPLES // config.batch_size)
     run_config = config.replace(max_steps=steps, epochs=EPOCHS_ENOUGH, profile_steps=0, compile_trace=False)
     result = Trainer(system_metrics=False, payback=False).run(run_config, lambda event: None, stop)
     if total_mib is not None:
