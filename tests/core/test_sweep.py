@@ -64,13 +64,14 @@ def fake_start_run(accuracies: list[list[float]], seen_stops: list[bool]):
 
 def test_a_trial_below_the_median_is_pruned_and_its_run_stopped(tmp_path, monkeypatch):
     stops: list[bool] = []
-    good = [0.90, 0.92, 0.93]
-    monkeypatch.setattr(sweep, "start_run", fake_start_run([good, good, good, [0.5, 0.6, 0.7]], stops))
-    trials = run_sweep(SMALL, SweepSettings("p", ("lr",), "random", trials=4), epochs=3, cuda_devices=0,
+    good = [0.90, 0.92, 0.93, 0.94]
+    monkeypatch.setattr(sweep, "start_run", fake_start_run([good, good, good, [0.5, 0.6, 0.7, 0.8]], stops))
+    trials = run_sweep(SMALL, SweepSettings("p", ("lr",), "random", trials=4), epochs=4, cuda_devices=0,
                        db=tmp_path / "runs.sqlite")
     assert [t.state for t in trials] == ["complete"] * 3 + ["pruned"]
-    assert trials[3].note == "pruned after epoch 1: below the median" and stops == [True]
-    assert trials[3].epochs == 1 and trials[0].val_accuracy == 0.93
+    # Not after epoch 1 (0.5 is below the median there too): one epoch says too little.
+    assert trials[3].note == "pruned after epoch 2: below the median" and stops == [True]
+    assert trials[3].epochs == 2 and trials[0].val_accuracy == 0.94
 
 
 def test_failed_and_unrunnable_trials_are_failed_and_retried(tmp_path, monkeypatch):

@@ -114,8 +114,9 @@ def _study(base: TrainConfig, settings: SweepSettings, epochs: int,
         settings = replace(settings, trials=min(settings.trials, math.prod(
             len(SEARCHABLE[name].points) for name in settings.parameters)))
     sampler = _sampler(settings)
-    # Prune below the median of earlier trials at the same epoch, once 3 trials have finished; never in epoch 1.
-    pruner = optuna.pruners.MedianPruner(n_startup_trials=3, n_warmup_steps=1)
+    # Prune below the median of earlier trials at the same epoch, once 3 trials have finished; never after epoch 1
+    # alone (Optuna prunes from step n_warmup_steps on): one epoch says little about a small learning rate.
+    pruner = optuna.pruners.MedianPruner(n_startup_trials=3, n_warmup_steps=2)
     study = optuna.create_study(study_name=settings.name, storage=storage, direction="maximize", sampler=sampler,
                                 pruner=pruner, load_if_exists=True)
     if settings.name not in existing:
