@@ -198,7 +198,8 @@ class Dot:
     big: bool = False
 
 
-def scatter_chart(title: str, x_label: str, y_label: str, dots: Sequence[Dot], line: Sequence[Dot] = ()) -> str:
+def scatter_chart(title: str, x_label: str, y_label: str, dots: Sequence[Dot], line: Sequence[Dot] = (),
+                  line_color: str = "#888") -> str:
     """Dots (the big ones drawn last, on top), and `line` joining some of them in x order (a Pareto front)."""
     dots = [d for d in dots if math.isfinite(d.x) and math.isfinite(d.y)]
     if not dots:
@@ -210,7 +211,7 @@ def scatter_chart(title: str, x_label: str, y_label: str, dots: Sequence[Dot], l
     joined = sorted((d for d in line if d in dots), key=lambda d: d.x)
     if len(joined) > 1:
         coords = " ".join(f"{scale.x(d.x):.1f},{scale.y(d.y):.1f}" for d in joined)
-        parts.append(f"<polyline points='{coords}' fill='none' stroke='{joined[0].color}' stroke-width='1.3' "
+        parts.append(f"<polyline points='{coords}' fill='none' stroke='{line_color}' stroke-width='1.3' "
                      f"stroke-dasharray='4 3'/>")
     for d in sorted(dots, key=lambda d: d.big):
         parts.append(f"<circle cx='{scale.x(d.x):.1f}' cy='{scale.y(d.y):.1f}' r='{5 if d.big else 3.5}' "

@@ -62,7 +62,7 @@ def _pareto(trials: list[Trial]) -> str:
                     BEST if t is best else FRONT if t.number in front else OTHER, _tip(t), big=t.number in front)
                 for t in complete if getattr(t, key) is not None]
         charts.append(scatter_chart(f"Validation accuracy against {label}", label, "val accuracy %", dots,
-                                    [d for d in dots if d.big]))
+                                    [d for d in dots if d.big], FRONT))
     front = pareto_front(complete)
     rows = [[esc(t.number), esc(_params(t)), f"{t.val_accuracy:.2%}", *(_figure(t, key) for key in X_OBJECTIVES)]
             for t in front]
