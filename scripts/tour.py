@@ -38,7 +38,7 @@ from workbench.ui.panels.setup import example_model_spec  # noqa: E402
 
 SHOTS = ("readme", "training", "compiling", "reason", "explain", "evaluate", "dataset", "timeline", "fixit",
          "whatif", "system", "profile", "profile_timeline", "profile_memory", "amp", "export", "export_aoti",
-         "lr_finder", "batch_finder")
+         "lr_finder", "batch_finder", "sweep")
 FINDER_SHOTS = {"lr_finder": "lr", "batch_finder": "batch"}
 PROFILE_TABS = {"profile": "Ops", "profile_timeline": "Timeline", "profile_memory": "Memory", "amp": "AMP"}
 README_SHOT = Path(__file__).resolve().parents[1] / "docs" / "screenshot.png"
@@ -163,6 +163,23 @@ def main() -> int:
 
         window.finderDone.connect(found)
         when_ready(lambda: window.open_finder(kind).start_button.click())
+    elif args.shot == "sweep":
+        window.setup.set_config(TrainConfig(hidden_dim=64))
+
+        def ended(_trials) -> None:
+            done.append(True)
+            dialog.tabs.setCurrentWidget(dialog.pareto)
+            QTimer.singleShot(500, lambda: (dialog.grab().save(str(args.out)), window.close()))
+
+        def start() -> None:
+            dialog.sampler.setCurrentText("random")
+            dialog.trial_count.setValue(8)
+            dialog.epochs.setValue(2)
+            dialog.start()
+
+        dialog = window.open_sweep()
+        dialog.sweepEnded.connect(ended)
+        when_ready(lambda: QTimer.singleShot(1000, start))  # after the stored sweeps' names are read
     elif args.shot == "dataset":
         window.datasetPreviewed.connect(lambda _answer: grab())
         when_ready(window.docks["dataset"].raise_)

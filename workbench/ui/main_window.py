@@ -200,6 +200,7 @@ class MainWindow(QMainWindow):
         self.previewed_choice: tuple | None = None  # (dataset, data root) the Dataset dock shows
         self.export_dialog: ExportDialog | None = None  # File → Export model…'s, while it is open
         self.finder_dialogs: dict[str, FinderDialog] = {}  # Run → Find …'s, each made on first use
+        self.sweep_dialog = None  # Run → Sweep…'s SweepDialog, made on first use (a sweep outlives its closing)
         self.preview_timer = QTimer(self)
         self.preview_timer.setSingleShot(True)
         self.preview_timer.setInterval(PREVIEW_DELAY_MS)
@@ -284,6 +285,7 @@ class MainWindow(QMainWindow):
                                              "lrFinderAction")
         self.batch_finder_action = self._action("Find batch size…", lambda: self.open_finder("batch"), "Ctrl+B",
                                                 None, "batchFinderAction")
+        self.sweep_action = self._action("Sweep…", self.open_sweep, "Ctrl+Shift+W", None, "sweepAction")
         quit_action = self._action("Quit", self.close, QKeySequence.Quit)
         about = self._action("About Workbench", self.about)
         forget = self._action("Forget trusted model files…", self.forget_trusted_models, None, None,
@@ -309,7 +311,7 @@ class MainWindow(QMainWindow):
         file_menu.addAction(quit_action)
         run_menu = menu.addMenu("&Run")
         for action in (self.train_action, self.stop_action, self.explain_action, self.evaluate_action,
-                       self.lr_finder_action, self.batch_finder_action):
+                       self.lr_finder_action, self.batch_finder_action, self.sweep_action):
             run_menu.addAction(action)
         view_menu = menu.addMenu("&View")
         for dock in self.docks.values():
@@ -674,6 +676,21 @@ class MainWindow(QMainWindow):
         setting = FINDERS[kind].setting
         self.setup.set_value(setting, int(value) if setting == "batch_size" else value)
         self.log.add("info", f"{setting} set to {value:g} (the finder's suggestion)")
+
+    def open_sweep(self):
+        """Run → Sweep…: one dialog per window, its trials the form's settings with some sampled; each trial that
+        ends is a run in the Runs dock."""
+        from .sweep_dialog import SweepDialog  # Optuna is imported on first use, not with the window
+
+        if self.sweep_dialog is None:
+            kernel = self.kernel
+            self.sweep_dialog = SweepDialog(self.tasks, self.plots.theme, self.setup.config,
+                                            lambda: kernel.capabilities.cuda_devices if kernel.capabilities.known
+                                            else None, self.db, self.runs_dir, self)
+            self.sweep_dialog.trialEnded.connect(lambda _trial: self.runs.refresh())
+        self.sweep_dialog.show()
+        self.sweep_dialog.raise_()
+        return self.sweep_dialog
 
     def _fullgraph_checked(self, answer) -> None:
         self.compile_panel.show_fullgraph(answer)
@@ -1071,9 +1088,11 @@ class MainWindow(QMainWindow):
         settings.sync()
 
     def closeEvent(self, event) -> None:
-        """Closing during a run stops it cleanly first (the checkpoint of what was trained is still written)."""
+        """Closing during a run or a sweep stops it cleanly first (the checkpoint of what was trained is still
+        written; the sweep's stopped trial runs again when it is resumed)."""
         self._save_settings()
-        if self.runner.training:
+        sweeping = self.sweep_dialog is not None and self.sweep_dialog.stop()  # tasks.wait() below waits for it
+        if self.runner.training or sweeping:
             self.hide()  # the run stops within a step (longer while compiling); no frozen window meanwhile
         if not self.runner.shutdown():
             QTimer.singleShot(0, self.close)  # still compiling: try again, never kill the thread mid-step

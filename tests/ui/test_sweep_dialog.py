@@ -1,0 +1,184 @@
+"""Run → Sweep…: a sweep of the form's settings driven through the dialog's buttons, each trial a run in the Runs
+dock; Stop, then Resume under the same name; closing the window stops it; and the views drawn from made-up trials
+(the Pareto front's highlighting, the parallel coordinates' scales)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from PySide6.QtCore import Qt
+
+from workbench.core.ground.config import TrainConfig
+from workbench.core.history.sweep_report import BEST, FRONT, OTHER
+from workbench.core.history.sweeps import Trial
+from workbench.core.run.sweep import SweepError, load_trials
+from workbench.ui.panels.plots import LIGHT
+
+from .conftest import set_config
+
+FINISHED = ("complete", "pruned")
+SWEEP_TIMEOUT = 300_000  # each trial starts a kernel process (PyTorch imported: seconds on a loaded 2-core machine)
+
+
+def configure(qtbot, dialog, name: str, parameters: tuple[str, ...], trials: int) -> None:
+    """What a user would enter (once the stored sweeps are read): a name, the settings to search, a random
+    sampler, one epoch a trial."""
+    qtbot.waitUntil(dialog.start_button.isEnabled, timeout=30_000)
+    dialog.name.setEditText(name)
+    for key, box in dialog.parameter_boxes.items():
+        box.setChecked(key in parameters)
+    dialog.sampler.setCurrentText("random")
+    dialog.trial_count.setValue(trials)
+    dialog.epochs.setValue(1)
+
+
+def dock_run_ids(window) -> set[int]:
+    from workbench.ui.panels.runs import SORT_ROLE
+
+    proxy = window.runs.proxy
+    return {int(proxy.index(row, 0).data(SORT_ROLE)) for row in range(proxy.rowCount())}
+
+
+def test_a_sweep_runs_each_trial_as_a_run_and_draws_every_trial(window, qtbot):
+    assert window.sweep_action.shortcut().toString() == "Ctrl+Shift+W"
+    assert window.sweep_action in window.menuBar().actions()[1].menu().actions()  # the Run menu
+    set_config(window, hidden_dim=16)
+    window.sweep_action.trigger()
+    dialog = window.sweep_dialog
+    assert dialog.isVisible() and window.open_sweep() is dialog  # one per window
+    configure(qtbot, dialog, "tiny", ("lr", "dropout"), trials=3)
+    seen = []  # at each trial's end: the progress line and the Runs dock's rows
+    dialog.trialEnded.connect(lambda trial: seen.append((trial.number, dialog.status.text(),
+                                                         len(dock_run_ids(window)))))
+    with qtbot.waitSignal(dialog.sweepEnded, timeout=SWEEP_TIMEOUT) as ended:
+        qtbot.mouseClick(dialog.start_button, Qt.LeftButton)
+        assert not dialog.start_button.isEnabled() and dialog.stop_button.isEnabled()
+        assert not dialog.sampler.isEnabled()  # nothing changes while it runs
+    trials = ended.args[0]
+    assert [t.state for t in trials] == ["complete"] * 3, [t.note for t in trials]
+    assert trials[0].params == {"lr": 0.004, "dropout": 0.2}  # trial 0: the form's settings
+    assert [number for number, _text, _rows in seen] == [0, 1, 2]
+    assert seen[0][1].startswith("Trial 2 of 3 · ETA ") and seen[1][1].startswith("Trial 3 of 3 · ETA ")
+    assert [rows for _number, _text, rows in seen] == [1, 2, 3]  # the dock refreshed as each trial ended
+    assert dock_run_ids(window) == {t.run_id for t in trials}
+    assert dialog.status.text() == "Done: 3 of 3 trials." and dialog.start_button.text() == "Resume"
+    table = dialog.table
+    assert table.rowCount() == 3 and table.item(0, 2).text() == "0.004" and table.item(0, 3).text() == "0.2"
+    assert table.item(1, 4).text() == f"{trials[1].val_accuracy:.2%}"
+    assert sorted(dialog.parallel.lines) == [0, 1, 2]
+    assert sorted(spot.data() for spot in dialog.pareto.dots.points()) == [0, 1, 2]
+    best = max(trials, key=lambda t: t.val_accuracy)
+    assert dialog.best.text().startswith(f"Best: trial {best.number}, val accuracy {best.val_accuracy:.2%}")
+
+
+def test_stop_ends_the_sweep_early_and_resume_reaches_the_count(window, qtbot):
+    set_config(window, hidden_dim=16)
+    dialog = window.open_sweep()
+    configure(qtbot, dialog, "halted", ("lr",), trials=2)
+    stopped = []
+
+    def stop_once(_trial) -> None:  # as the first trial ends
+        if not stopped:
+            stopped.append(True)
+            qtbot.mouseClick(dialog.stop_button, Qt.LeftButton)
+
+    dialog.trialEnded.connect(stop_once)
+    with qtbot.waitSignal(dialog.sweepEnded, timeout=SWEEP_TIMEOUT) as ended:
+        qtbot.mouseClick(dialog.start_button, Qt.LeftButton)
+    first = ended.args[0]
+    assert sum(t.state in FINISHED for t in first) == 1  # the second trial was stopped (or never started)
+    assert dialog.status.text() == "Stopped: 1 of 2 trials. Resume goes on from there."
+    assert dialog.start_button.text() == "Resume" and not dialog.sampler.isEnabled()  # stored: its settings kept
+    with qtbot.waitSignal(dialog.sweepEnded, timeout=SWEEP_TIMEOUT) as resumed:
+        qtbot.mouseClick(dialog.start_button, Qt.LeftButton)
+    trials = resumed.args[0]
+    assert sum(t.state in FINISHED for t in trials) == 2 and trials[0] == first[0]  # the first trial kept
+    assert dialog.status.text() == "Done: 2 of 2 trials." and dialog.table.rowCount() == len(trials)
+
+
+def test_closing_the_window_stops_a_running_sweep(window, qtbot):
+    set_config(window, hidden_dim=16, epochs=3)
+    dialog = window.open_sweep()
+    configure(qtbot, dialog, "closed", ("lr",), trials=3)
+    dialog.epochs.setValue(3)
+    qtbot.mouseClick(dialog.start_button, Qt.LeftButton)
+    qtbot.waitUntil(lambda: dialog.epoch_text == "starting", timeout=SWEEP_TIMEOUT)  # trial 0 has begun
+    window.close()
+    assert not dialog.running
+    trials = load_trials("closed", window.db)
+    assert [(t.state, t.note) for t in trials] == [("failed", "stopped before it ended")]
+
+
+def test_errors_are_said_in_the_dialog(qtbot, tmp_path):
+    from workbench.ui.sweep_dialog import SweepDialog
+    from workbench.ui.tasks import Tasks
+
+    tasks = Tasks()
+    dialog = SweepDialog(tasks, LIGHT, lambda: TrainConfig(lr=0), lambda: 0, db=tmp_path / "runs.sqlite")
+    qtbot.addWidget(dialog)
+    assert not dialog.start_button.isEnabled()  # until the stored sweeps are read
+    qtbot.waitUntil(dialog.start_button.isEnabled, timeout=30_000)
+    assert not dialog.start()
+    assert dialog.status.text() == "Cannot start: lr: 0 must be greater than 0 (allowed: > 0 and ≤ 100)"
+    dialog.cuda_devices = lambda: None
+    assert not dialog.start() and "PyTorch is still starting" in dialog.status.text()
+    dialog.base_config, dialog.cuda_devices = TrainConfig, lambda: 0
+    for box in dialog.parameter_boxes.values():
+        box.setChecked(False)
+    with qtbot.waitSignal(dialog.sweepEnded, timeout=30_000) as ended:
+        assert dialog.start()
+    assert isinstance(ended.args[0], SweepError)
+    assert dialog.status.text() == "The sweep stopped: cannot search nothing — choose among: " + ", ".join(
+        dialog.parameter_boxes)
+    assert dialog.start_button.isEnabled()
+    tasks.wait()
+
+
+def made_up(number: int, accuracy: float | None, samples: float | None = None, compile_s: float | None = None,
+            memory: float | None = None, state: str = "complete", **params) -> Trial:
+    return Trial(number=number, state=state, params=params, val_accuracy=accuracy, samples_per_s=samples,
+                 compile_seconds=compile_s, peak_memory_mib=memory)
+
+
+PARETO_TRIALS = [made_up(0, 0.90, 100, 0.0, 500), made_up(1, 0.80, 300, 5.0, 400),
+                 made_up(2, 0.70, 200, 1.0, 300), made_up(3, 0.95, 50, 9.0, 900, state="pruned"),
+                 made_up(4, None, state="failed")]
+
+
+@pytest.mark.parametrize("objective, front", [("samples_per_s", [0, 1]), ("compile_seconds", [0]),
+                                              ("peak_memory_mib", [2, 1, 0])])
+def test_the_pareto_view_highlights_and_joins_the_front_of_accuracy_and_the_chosen_objective(qtbot, objective,
+                                                                                              front):
+    from workbench.ui.panels.sweep_views import FRONT_SIZE, ParetoView
+
+    view = ParetoView(LIGHT)
+    qtbot.addWidget(view)
+    view.show_trials(PARETO_TRIALS)
+    view.objective.setCurrentIndex(view.objective.findData(objective))
+    spots = {spot.data(): spot for spot in view.dots.points()}
+    assert sorted(spots) == [0, 1, 2, 3]  # every trial measured on both axes, the pruned one too
+    assert [t.number for t in view.front] == front  # in the objective's order, as the line joins them
+    assert sorted(n for n, spot in spots.items() if spot.size() == FRONT_SIZE) == sorted(front)
+    assert list(view.line.xData) == [getattr(PARETO_TRIALS[n], objective) for n in front]
+    assert list(view.line.yData) == [100 * PARETO_TRIALS[n].val_accuracy for n in front]
+    colours = {n: spot.brush().color().name() for n, spot in spots.items()}
+    assert colours[0] == BEST and colours[3] == OTHER and all(colours[n] == FRONT for n in front if n)
+    assert view.plot.getPlotItem().getAxis("bottom").labelText == view.objective.currentText()
+
+
+def test_parallel_coordinates_scale_each_axis_its_own_way(qtbot):
+    from workbench.ui.panels.sweep_views import ParallelView
+
+    middle_lr = math.sqrt(1e-4 * 3e-2)  # halfway on the learning rate's log scale
+    trials = [made_up(0, 0.5, lr=1e-4, batch_size=16), made_up(1, 0.9, lr=3e-2, batch_size=256),
+              made_up(2, 0.7, lr=middle_lr, batch_size=64, state="pruned"),
+              made_up(3, None, lr=1e-3, batch_size=32, state="failed")]
+    view = ParallelView(LIGHT)
+    qtbot.addWidget(view)
+    view.show_trials(trials, ["lr", "batch_size"])
+    assert sorted(view.lines) == [0, 1, 2]  # the failed trial reached no accuracy: no line
+    heights = {n: list(line.yData) for n, line in view.lines.items()}
+    assert heights[0] == [0.0, 0.0, 0.0] and heights[1] == [1.0, 1.0, 1.0]
+    assert heights[2] == pytest.approx([0.5, 0.5, 0.5])  # lr on a log scale, batch 64 the middle choice
+    assert {n: line.opts["pen"].color().name() for n, line in view.lines.items()} == {0: FRONT, 1: BEST, 2: OTHER}
