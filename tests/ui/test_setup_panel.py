@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QLineEdit, Q
 
 from workbench.core.ground.capabilities import Capabilities, DeviceInfo
 from workbench.core.ground.config import TrainConfig, settings
+from workbench.ui.panels.setup import _row_of
 
 from .conftest import set_config
 
@@ -214,7 +215,7 @@ def test_the_reason_sits_right_under_the_field_it_is_about(panel):
     assert problem.text() == "⚠ " + panel.problem_text()
     assert problem.parentWidget() is lr.parentWidget()  # in lr's group, the row under it
     form = lr.parentWidget().layout()
-    assert form.getWidgetPosition(problem)[0] == form.getWidgetPosition(lr)[0] + 1
+    assert form.getWidgetPosition(problem)[0] == _row_of(form, lr) + 1  # (lr shares its row with Find…)
     panel.fields["lr"].setValue(0.01)
     assert problem.isHidden() and panel.problem_text() == ""
 
