@@ -74,6 +74,23 @@ def test_the_ladder_ends_at_the_first_batch_past_the_headroom_or_out_of_memory(m
     assert finding.ended == ended and [point.batch_size for point in finding.points] == measured
 
 
+def test_a_stop_during_a_measurement_keeps_the_sizes_measured_before_it_and_not_the_one_cut_short(monkeypatch):
+    import threading
+
+    stop = threading.Event()
+
+    def measure(config, stop_flag, total_mib, steps=None):
+        if config.batch_size == 64 and steps is None:
+            stop.set()  # Stop pressed while batch 64 is measured: its run ends early, with a partial figure
+        return BatchPoint(config.batch_size, 1.0, 1.0)
+
+    monkeypatch.setattr(batch_finder, "_measure", measure)
+    heard = []
+    finding = find_batch_size(SMALL, on_point=heard.append, stop=stop)
+    assert finding.ended == "stopped" and [point.batch_size for point in finding.points] == [16, 32]
+    assert heard == finding.points and finding.suggestion in (16, 32)
+
+
 def test_out_of_memory_is_no_measurement_and_other_failures_are_errors(monkeypatch):
     answer = [RunFailed(kind="out_of_memory", message="CUDA out of memory")]
     monkeypatch.setattr(Trainer, "run", lambda self, config, emit, stop=None: answer[0])

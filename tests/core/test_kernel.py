@@ -221,6 +221,30 @@ def test_lr_find_reports_every_point_before_its_answer(kernel):
     assert [point["step"] for point in heard] == list(range(1, 41))
 
 
+def test_a_cancelled_lr_find_answers_early_with_what_it_read_and_the_kernel_serves_on(kernel):
+    heard: queue.Queue = queue.Queue()
+    future = kernel.call("lr_find", heard.put, config=TrainConfig(hidden_dim=16).to_dict(), steps=5000)
+    for _ in range(3):  # it is running: points are coming back
+        heard.get(timeout=JOB_S)
+    assert kernel.cancel(future)
+    finding = future.result(timeout=JOB_S)
+    assert finding["ended"] == "stopped" and 3 <= len(finding["points"]) < 5000
+    assert not kernel.cancel(future)  # answered: nothing left to cancel
+    kernel.call("capabilities").result(timeout=JOB_S)  # the cancel was for that job only
+    follow = kernel.call("lr_find", config=TrainConfig(hidden_dim=16).to_dict(), steps=30).result(timeout=JOB_S)
+    assert len(follow["points"]) == 30 and follow["ended"] != "stopped"
+
+
+def test_a_cancelled_call_still_queued_never_runs(module_env):
+    client = KernelClient(start=False)  # never started: every call waits in the queue
+    try:
+        future = client.call("capabilities")
+        assert client.cancel(future) and future.cancelled()
+        assert not client._running and not client._queued
+    finally:
+        client.close()
+
+
 # -- what goes wrong ---------------------------------------------------------------------------------------------
 def test_an_unknown_job_is_refused_before_it_is_sent(kernel):
     with pytest.raises(ValueError, match="does not serve 'fly'"):

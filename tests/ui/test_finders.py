@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QPushButton
 
@@ -22,7 +23,7 @@ def test_the_range_test_draws_its_loss_live_and_the_suggestion_goes_into_the_for
                                                                      else ())))
     with qtbot.waitSignal(window.finderDone, timeout=120_000) as found:
         qtbot.mouseClick(dialog.start_button, Qt.LeftButton)
-        assert not dialog.start_button.isEnabled()  # one test at a time
+        assert not dialog.start_button.isEnabled() and dialog.stop_button.isEnabled()  # one test at a time
     assert found.args[0] == "lr"
     finding = found.args[1]
     assert isinstance(finding, dict) and finding["suggestion"] is not None
@@ -50,6 +51,41 @@ def test_the_batch_finder_draws_each_batch_size_and_the_suggestion_goes_into_the
     assert "(process RSS)" in dialog.status.text()  # on the CPU the memory is the process's
     qtbot.mouseClick(dialog.use_button, Qt.LeftButton)
     assert window.setup.config().batch_size == finding["suggestion"]
+
+
+@pytest.mark.parametrize("how", ["stop", "close"])
+def test_stop_or_closing_the_dialog_ends_the_test_early_and_frees_the_kernel(window, qtbot, how):
+    set_config(window, hidden_dim=1024)  # steps slow enough that the test is still running when it is stopped
+    window.lr_finder_action.trigger()
+    dialog = window.finder_dialogs["lr"]
+    assert not dialog.stop_button.isEnabled()  # nothing to stop yet
+    with qtbot.waitSignal(window.finderDone, timeout=120_000) as found:
+        qtbot.mouseClick(dialog.start_button, Qt.LeftButton)
+        assert dialog.stop_button.isEnabled()
+        qtbot.waitUntil(lambda: len(dialog.points) >= 1, timeout=120_000)
+        if how == "stop":
+            qtbot.mouseClick(dialog.stop_button, Qt.LeftButton)
+            assert not dialog.stop_button.isEnabled() and dialog.status.text().startswith("Stopping")
+        else:
+            dialog.close()
+    finding = found.args[1]
+    assert isinstance(finding, dict) and finding["ended"] == "stopped" and len(finding["points"]) < 200
+    assert dialog.start_button.isEnabled() and not dialog.stop_button.isEnabled()
+    assert dialog.isVisible() == (how == "stop")
+    with qtbot.waitSignal(window.kernel.capabilitiesChanged, timeout=60_000):  # the kernel serves the next job
+        window.kernel.call("capabilities", "capabilities", {}, window.kernel._capabilities)
+
+
+def test_a_stopped_test_without_enough_points_says_it_was_stopped(qtbot):
+    from workbench.ui.finder_dialogs import LrFinderDialog
+    from workbench.ui.panels.plots import LIGHT
+
+    dialog = LrFinderDialog(LIGHT)
+    qtbot.addWidget(dialog)
+    dialog.show_finding({"suggestion": None, "points": [{}] * 4, "ended": "stopped", "compiled": False})
+    assert dialog.status.text() == "Stopped after 4 measurements: too few to suggest a learning rate."
+    dialog.show_cancelled()
+    assert "nothing was measured" in dialog.status.text() and dialog.start_button.isEnabled()
 
 
 def test_a_test_that_cannot_suggest_says_so_and_offers_nothing_to_use(qtbot):

@@ -3,7 +3,9 @@ comes back, then a suggestion marked on the curve with the rule that chose it, a
 Setup form.
 
 The measurements run in the kernel (`lr_find`, `batch_find`) with the form's settings; these dialogs only draw.
-`FinderDialog` is what both share: the plot, the status line, Start and Use.
+`FinderDialog` is what both share: the plot, the status line, Start, Stop and Use. Stop (or closing the dialog)
+ends the measurement after its current step, so the kernel is free for the next job; what was measured until then
+is still drawn, and suggested from when there is enough of it.
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ from .panels.plots import Theme, legend_below, style_plot
 
 
 class FinderDialog(QDialog):
-    """`startRequested()` asks for a measurement; `add_point(point)` draws one, `show_finding(finding)` or
-    `show_error(text)` ends it; `useRequested(value)` carries the suggestion to the Setup form."""
+    """`startRequested()` asks for a measurement, `stopRequested()` for its early end; `add_point(point)` draws one,
+    `show_finding(finding)` or `show_error(text)` ends it; `useRequested(value)` carries the suggestion to the Setup
+    form."""
 
     startRequested = Signal()
+    stopRequested = Signal()
     useRequested = Signal(float)
     WHAT = ""  # "learning rate", "batch size"
     EXPLAINED = ""  # what the measurement does, after "A short run (settings)"
@@ -50,11 +54,16 @@ class FinderDialog(QDialog):
         self.start_button = QPushButton("Start")
         self.start_button.setDefault(True)
         self.start_button.clicked.connect(self._start)
+        self.stop_button = QPushButton("Stop")
+        self.stop_button.setEnabled(False)
+        self.stop_button.setToolTip("End the measurement after its current step (closing the dialog does too)")
+        self.stop_button.clicked.connect(self._stop)
         self.use_button = QPushButton(f"Use this {self.WHAT}")
         self.use_button.setEnabled(False)
         self.use_button.clicked.connect(self._use)
         buttons = QHBoxLayout()
         buttons.addWidget(self.start_button)
+        buttons.addWidget(self.stop_button)
         buttons.addStretch(1)
         buttons.addWidget(self.use_button)
         layout = QVBoxLayout(self)
@@ -79,8 +88,13 @@ class FinderDialog(QDialog):
         """The Setup form's settings the next measurement runs with."""
         self.intro.setText(f"A short run ({settings}) {self.EXPLAINED} Nothing is saved.")
 
+    @property
+    def measuring(self) -> bool:
+        return not self.start_button.isEnabled()
+
     def _start(self) -> None:
         self.start_button.setEnabled(False)
+        self.stop_button.setEnabled(True)
         self.use_button.setEnabled(False)
         self.marker.setVisible(False)
         self.suggestion = None
@@ -88,6 +102,17 @@ class FinderDialog(QDialog):
         self.redraw()
         self.status.setText("Measuring…")
         self.startRequested.emit()
+
+    def _stop(self) -> None:
+        if self.measuring and self.stop_button.isEnabled():
+            self.stop_button.setEnabled(False)
+            self.status.setText(f"Stopping after the current step… {self.status.text()}")
+            self.stopRequested.emit()
+
+    def done(self, result: int) -> None:
+        """Closed (Esc, the title bar's ×, or Use): a measurement still running is no longer wanted."""
+        self._stop()
+        super().done(result)
 
     def add_point(self, point: dict) -> None:
         """One measurement, as the kernel read it back."""
@@ -97,11 +122,14 @@ class FinderDialog(QDialog):
 
     def show_finding(self, finding: dict) -> None:
         """The end: the suggestion marked on the curve (the x axis is logarithmic: the line sits at log10)."""
-        self.start_button.setEnabled(True)
+        self._ended()
         self.start_button.setText("Run again")
         self.suggestion = finding.get("suggestion")
         if self.suggestion is None:
-            self.status.setText(f"No suggestion ({finding.get('ended', '')}). {self.NO_SUGGESTION}")
+            stopped = finding.get("ended") == "stopped"
+            self.status.setText(f"Stopped after {len(finding.get('points') or ())} measurements: too few to suggest "
+                                f"a {self.WHAT}." if stopped else
+                                f"No suggestion ({finding.get('ended', '')}). {self.NO_SUGGESTION}")
             return
         self.marker.setValue(math.log10(self.suggestion))
         self.marker.setVisible(True)
@@ -110,8 +138,17 @@ class FinderDialog(QDialog):
         self.status.setText(self.finding_text(finding))
 
     def show_error(self, message: str) -> None:
-        self.start_button.setEnabled(True)
+        self._ended()
         self.status.setText(f"The measurement failed: {message}")
+
+    def show_cancelled(self) -> None:
+        """Stopped while it still waited for the kernel: nothing was measured."""
+        self._ended()
+        self.status.setText("Stopped before it began: nothing was measured.")
+
+    def _ended(self) -> None:
+        self.start_button.setEnabled(True)
+        self.stop_button.setEnabled(False)
 
     def _use(self) -> None:
         if self.suggestion is not None:

@@ -7,6 +7,7 @@ handed to each panel. No training logic lives here.
 
 from __future__ import annotations
 
+from concurrent.futures import CancelledError
 from pathlib import Path
 from typing import NamedTuple
 
@@ -465,11 +466,11 @@ class MainWindow(QMainWindow):
         config = self._config_for("explain")
         if config is None:
             return
-        if self.kernel.call("explain", "explain", {"config": config.to_dict()}, self.on_explained):
-            self.state_label.setText("Explaining…")
-            self.compile_panel.clear()
-            self.docks["compile"].raise_()
-            self._update_actions()
+        self.kernel.call("explain", "explain", {"config": config.to_dict()}, self.on_explained)
+        self.state_label.setText("Explaining…")
+        self.compile_panel.clear()
+        self.docks["compile"].raise_()
+        self._update_actions()
 
     # -- results ------------------------------------------------------------------------------------------------
     def _state_text(self) -> str:
@@ -628,10 +629,8 @@ class MainWindow(QMainWindow):
         config = self._config_for("check with fullgraph")
         if config is None:
             return
-        if self.kernel.call("explain", "check_fullgraph", {"config": config.to_dict()}, self._fullgraph_checked):
-            self.state_label.setText("Checking with fullgraph…")
-        else:
-            self.banner.show_message("info", "PyTorch is busy: check with fullgraph when it is done.")
+        self.kernel.call("explain", "check_fullgraph", {"config": config.to_dict()}, self._fullgraph_checked)
+        self.state_label.setText("Checking with fullgraph…")
 
     def open_finder(self, kind: str) -> FinderDialog | None:
         """Run → Find learning rate… / Find batch size… (`kind`: a key of FINDERS): one dialog of each per window
@@ -645,6 +644,7 @@ class MainWindow(QMainWindow):
         if dialog is None:
             dialog = self.finder_dialogs[kind] = finder.dialog(self.plots.theme, self)
             dialog.startRequested.connect(lambda: self.run_finder(kind))
+            dialog.stopRequested.connect(lambda: self.kernel.cancel(finder.job))
             dialog.useRequested.connect(lambda value: self._use_suggestion(kind, value))
         dialog.describe(f"{config.optimizer}, batch {config.batch_size}, lr {config.lr:g}, "
                         f"{setup_label(config.to_dict())}")
@@ -652,25 +652,25 @@ class MainWindow(QMainWindow):
         dialog.raise_()
         return dialog
 
-    def run_finder(self, kind: str) -> bool:
+    def run_finder(self, kind: str) -> None:
         """The finder's measurement in the kernel with the form's settings; each point is drawn as it comes back."""
-        finder, dialog = FINDERS[kind], self.finder_dialogs.get(kind)
+        finder, dialog = FINDERS[kind], self.finder_dialogs[kind]
         config = self._config_for(finder.action)
-        if dialog is None or config is None:
-            return False
+        if config is None:  # the form was changed behind the dialog
+            dialog.show_error("a setting in the Setup form needs fixing first (the banner says which)")
+            return
 
         def done(result) -> None:
-            if isinstance(result, Exception):
+            if isinstance(result, CancelledError):
+                dialog.show_cancelled()
+            elif isinstance(result, Exception):
                 dialog.show_error(with_hint(result))
                 self.log.add("error", f"{finder.action} failed: {with_hint(result)}")
             else:
                 dialog.show_finding(result)
             self.finderDone.emit(kind, result)
 
-        if self.kernel.call(finder.job, finder.job, {"config": config.to_dict()}, done, on_progress=dialog.add_point):
-            return True
-        dialog.show_error("it is already running")
-        return False
+        self.kernel.call(finder.job, finder.job, {"config": config.to_dict()}, done, on_progress=dialog.add_point)
 
     def _use_suggestion(self, kind: str, value: float) -> None:
         setting = FINDERS[kind].setting

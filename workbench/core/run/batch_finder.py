@@ -85,10 +85,10 @@ def find_batch_size(config: TrainConfig, *, on_point: Callable[[BatchPoint], Non
     # data's pages): a short run of the first size, not measured, keeps that off the first batch size's figure.
     _measure(config.replace(batch_size=sizes[0]), stop, total, steps=MIN_STEPS)
     for size in sizes:
-        if stop.is_set():
+        point = _measure(config.replace(batch_size=size), stop, total)
+        if stop.is_set():  # a measurement cut short (or never begun) says nothing of its batch size
             finding.ended = "stopped"
             break
-        point = _measure(config.replace(batch_size=size), stop, total)
         if point is None:
             finding.ended = f"batch {size} ran out of memory"
             break

@@ -1,9 +1,11 @@
 """The parent's handle on the long-lived service kernel. Torch-free: this is how the window reaches PyTorch.
 
 `call(job, **args)` returns a `concurrent.futures.Future` at once; calls made while the kernel is still importing
-torch wait in a queue and go out when it is ready (queued, never refused). A kernel that dies (a segfault in a
-backend, the OOM killer, kill -9) fails the jobs it was doing with a `JobError(kind="crashed")` that says how it
-ended, and is started again; `on_state` hears every change ("starting", "ready", "crashed", "failed", "closed").
+torch wait in a queue and go out when it is ready (queued, never refused). `cancel(future)` asks a job that can
+stop early (the finders) to end after its current step; it still answers, with what it found until then. A kernel
+that dies (a segfault in a backend, the OOM killer, kill -9) fails the jobs it was doing with a
+`JobError(kind="crashed")` that says how it ended, and is started again; `on_state` hears every change
+("starting", "ready", "crashed", "failed", "closed").
 """
 
 from __future__ import annotations
@@ -87,10 +89,29 @@ class KernelClient:
                 self._queued.append((job_id, job, args))
         return future
 
+    def cancel(self, future: Future) -> bool:
+        """Ask the job behind `future` to stop early: one still queued is dropped (its future is cancelled), one
+        running is sent `{"cancel": id}` and answers with what it has. False when it has already been answered."""
+        with self._lock:
+            job_id = next((i for i, pending in self._running.items() if pending.future is future), None)
+            if job_id is None:
+                return False
+            queued = next((entry for entry in self._queued if entry[0] == job_id), None)
+            if queued is None:
+                self._send_message({"cancel": job_id})
+                return True
+            self._queued.remove(queued)
+            del self._running[job_id]
+        future.cancel()
+        return True
+
     def _send(self, job_id: int, job: str, args: dict) -> None:
         """Under the lock. A send that fails means the kernel is going: the reader fails the job with the rest."""
+        self._send_message(Job(job_id, job, args).to_message())
+
+    def _send_message(self, message: dict) -> None:
         try:
-            send(self._process.conn, Job(job_id, job, args).to_message())
+            send(self._process.conn, message)
         except OSError:
             pass
 

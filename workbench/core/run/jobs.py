@@ -171,27 +171,29 @@ def check_fullgraph(config: dict) -> dict:
     return check(TrainConfig.from_dict(config))
 
 
-def lr_find(config: dict, progress: Callable[[dict], None], **options) -> dict:
+def lr_find(config: dict, progress: Callable[[dict], None], stop: threading.Event, **options) -> dict:
     """The LR range test (run.lr_finder; `options`: its steps, lr_min, lr_max)."""
     from .lr_finder import find_lr
 
-    return _finder(find_lr, config, progress, **options)
+    return _finder(find_lr, config, progress, stop, **options)
 
 
-def batch_find(config: dict, progress: Callable[[dict], None], **options) -> dict:
+def batch_find(config: dict, progress: Callable[[dict], None], stop: threading.Event, **options) -> dict:
     """The batch-size finder (run.batch_finder; `options`: its largest batch)."""
     from .batch_finder import find_batch_size
 
-    return _finder(find_batch_size, config, progress, **options)
+    return _finder(find_batch_size, config, progress, stop, **options)
 
 
-def _finder(find: Callable[..., object], config: dict, progress: Callable[[dict], None], **options) -> dict:
-    """A finder's every point as it is measured, then its finding. Dynamo is reset after it, so this service kernel
-    keeps nothing of what it compiled."""
+def _finder(find: Callable[..., object], config: dict, progress: Callable[[dict], None], stop: threading.Event,
+            **options) -> dict:
+    """A finder's every point as it is measured, then its finding (a cancel ends it early with what it has).
+    Dynamo is reset after it, so this service kernel keeps nothing of what it compiled."""
     from dataclasses import asdict
 
     try:
-        return find(TrainConfig.from_dict(config), on_point=lambda point: progress(asdict(point)), **options).to_dict()
+        return find(TrainConfig.from_dict(config), on_point=lambda point: progress(asdict(point)), stop=stop,
+                    **options).to_dict()
     finally:
         torch._dynamo.reset()
 

@@ -7,7 +7,11 @@ One program, two uses:
   torchrun starts one per rank with the request in the environment; rank 0 streams the events.
 - the **service kernel** is long-lived and serves the short jobs (capabilities, explain, predict, evaluate,
   load/export a checkpoint, report) one at a time, on its main thread — which therefore owns every compile
-  (explain resets Dynamo: it never shares a process with a run).
+  (explain resets Dynamo: it never shares a process with a run). A job that takes a `stop` flag (the finders) can
+  be cancelled while it runs.
+
+One reader thread (`_Inbox`) takes every message from the parent: jobs queue for the main thread, control messages
+(cancel, profile) act at once on the job in progress.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import gc
 import inspect
 import os
+import queue
 import socket
 import sys
 import threading
@@ -37,18 +42,15 @@ def kernel_main() -> int:
     from . import jobs  # the heavy imports (torch) happen while the parent may still be choosing what to do
 
     jobs.quiet_torch_logs()
-    lines = Lines(conn) if conn is not None else None
+    inbox = _Inbox(Lines(conn)) if conn is not None else None
     if conn is not None:
         send(conn, {"ready": True})
     if os.environ.get(REQUEST_ENV):  # a torchrun rank: the run came in the environment
-        return _serve_run(RunRequest.from_json(os.environ[REQUEST_ENV]), conn, lines, job_id=RUN_JOB_ID)
+        return _serve_run(RunRequest.from_json(os.environ[REQUEST_ENV]), conn, inbox, job_id=RUN_JOB_ID)
     while True:
-        try:
-            message = lines.read(timeout=None)
-        except EOFError:
+        message = inbox.next_job()
+        if message is None:
             return _exit(conn)  # the parent has gone (or never used this pre-started kernel)
-        if not message or "job" not in message:
-            continue  # a cancel for a job that already ended
         try:
             job = Job.from_message(message)
         except (JobError, KeyError, ValueError, TypeError) as exc:
@@ -61,15 +63,24 @@ def kernel_main() -> int:
             except (WorkbenchError, KeyError, TypeError) as exc:
                 send(conn, {"id": job.id, "error": _error(exc).to_dict()})
                 return _exit(conn)
-            return _serve_run(request, conn, lines, job_id=job.id)
-        send(conn, _answer(job, jobs.HANDLERS[job.name], lambda partial: send(conn, {"id": job.id,
-                                                                                       "progress": partial})))
+            return _serve_run(request, conn, inbox, job_id=job.id)
+        stop = inbox.begin(job.id)
+        try:
+            send(conn, _answer(job, jobs.HANDLERS[job.name], lambda partial: send(conn, {"id": job.id,
+                                                                                           "progress": partial}),
+                               stop))
+        finally:
+            inbox.end()
 
 
-def _answer(job: Job, handler: Callable[..., object], progress: Callable[[object], None]) -> dict:
+def _answer(job: Job, handler: Callable[..., object], progress: Callable[[object], None],
+            stop: threading.Event) -> dict:
     """Run one short job; whatever goes wrong is an error message, never a dead kernel. A job that reports as it
-    goes (a `progress` parameter) sends its partial results first."""
-    args = dict(job.args, progress=progress) if "progress" in inspect.signature(handler).parameters else job.args
+    goes (a `progress` parameter) sends its partial results first; one that can be cancelled (a `stop` parameter)
+    gets the flag a cancel sets."""
+    parameters = inspect.signature(handler).parameters
+    given = {"progress": progress, "stop": stop}
+    args = dict(job.args, **{name: value for name, value in given.items() if name in parameters})
     try:
         return {"id": job.id, "result": handler(**args)}
     except Exception as exc:  # noqa: BLE001 - every failure is the job's answer
@@ -88,13 +99,11 @@ def _error(exc: BaseException) -> JobError:
                     "this looks like a bug in Workbench or PyTorch; the log has details")
 
 
-def _serve_run(request: RunRequest, conn: socket.socket | None, lines: Lines | None, job_id: int) -> int:
+def _serve_run(request: RunRequest, conn: socket.socket | None, inbox: "_Inbox | None", job_id: int) -> int:
     """Train one request here, streaming its events to the parent; then exit (a run kernel is used once)."""
     from . import jobs
 
-    stop = RunSignals()
-    if lines is not None:
-        threading.Thread(target=_listen, args=(lines, stop), name="workbench-control", daemon=True).start()
+    stop = inbox.begin(job_id) if inbox is not None else RunSignals()
     send_lock = threading.Lock()
 
     def send_event(line: str) -> None:
@@ -124,17 +133,61 @@ def _exit(conn: socket.socket | None) -> int:
     return 0
 
 
-def _listen(lines: Lines, stop: RunSignals) -> None:
-    """Control messages during a run; EOF means the parent has gone: finish this step and exit."""
-    try:
-        while not stop.is_set():
-            control = lines.read(timeout=None)
-            if control and "cancel" in control:
+class _Inbox:
+    """The one reader of the parent's messages. Jobs queue for the main thread, which does one at a time; a control
+    message acts at once on the job in progress: `{"cancel": N}` sets job N's stop flag (a cancel for a job that has
+    ended is dropped), `{"profile": STEPS}` asks the run to profile. EOF from the parent stops the job in progress
+    and ends the queue: finish this step and exit."""
+
+    def __init__(self, lines: Lines):
+        self._jobs: queue.Queue[dict | None] = queue.Queue()
+        self._lock = threading.Lock()
+        self._current: tuple[int, RunSignals] | None = None
+        self._gone = False
+        threading.Thread(target=self._read, args=(lines,), name="workbench-control", daemon=True).start()
+
+    def next_job(self) -> dict | None:
+        """The next job's message, waiting for it; None once the parent has gone."""
+        return self._jobs.get()
+
+    def begin(self, job_id: int) -> RunSignals:
+        """Job `job_id` starts: its stop flag (already set if the parent has gone)."""
+        stop = RunSignals()
+        with self._lock:
+            self._current = (job_id, stop)
+            if self._gone:
                 stop.set()
-            elif control and isinstance(control.get("profile"), int) and control["profile"] > 0:
-                stop.request_profile(control["profile"])
-    except (EOFError, ValueError):
-        stop.set()
+        return stop
+
+    def end(self) -> None:
+        with self._lock:
+            self._current = None
+
+    def _read(self, lines: Lines) -> None:
+        while True:
+            try:
+                message = lines.read(timeout=None)
+            except (EOFError, ValueError):  # gone, or not speaking the protocol: either way, no parent to serve
+                with self._lock:
+                    self._gone = True
+                    if self._current is not None:
+                        self._current[1].set()
+                self._jobs.put(None)
+                return
+            if not message:
+                continue
+            if "job" in message:
+                self._jobs.put(message)
+                continue
+            with self._lock:
+                current = self._current
+            if current is None:
+                continue
+            job_id, stop = current
+            if message.get("cancel") == job_id:
+                stop.set()
+            elif isinstance(message.get("profile"), int) and message["profile"] > 0:
+                stop.request_profile(message["profile"])
 
 
 if __name__ == "__main__":

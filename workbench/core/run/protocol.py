@@ -11,7 +11,7 @@ process boundary as these messages; the window imports none of torch. Version 1:
                                                                   with a `progress` argument: the finders' points)
     kernel → parent   {"id": N, "result": …}                      the job's answer (a run's: its terminal event)
     kernel → parent   {"id": N, "error": {kind, message, hint}}   the job failed in a way the user can act on
-    parent → kernel   {"cancel": N}                               stop that run after its current step
+    parent → kernel   {"cancel": N}                               stop job N after its current step (a run, a finder)
     parent → kernel   {"profile": STEPS}                          profile the run's next STEPS steps
 EOF from the parent means the same as cancelling everything: the kernel finishes its step and exits (no orphans).
 """
