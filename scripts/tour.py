@@ -11,7 +11,9 @@ example's fix-it card after Explain and Check with fullgraph), whatif (the What-
 system (mid-run, the memory plot's System tab: CPU of the run and of the machine), profile / profile_timeline /
 profile_memory (after an inductor run that profiled 20 steps: the Profile panel's Ops, Timeline and Memory tabs),
 amp (after an fp16 run with a planted overflow, an initial loss scale of 2^40: the AMP tab's skipped steps),
-export (after a short run: File → Export model… as ONNX, the dialog with its parity table; the dialog alone).
+export (after a short run: File → Export model… as ONNX, the dialog with its parity table; the dialog alone),
+lr_finder / batch_finder (a finder's dialog after its measurement), sweep (Run → Sweep…: 12 TPE trials over lr,
+batch size, hidden size and backend; the Pareto tab).
 The window opens at the size it picks for the screen (fit to the available area), with settings and history in a
 temporary folder, so nothing of the user's is read or changed.
 """
@@ -163,8 +165,7 @@ def main() -> int:
 
         window.finderDone.connect(found)
         when_ready(lambda: window.open_finder(kind).start_button.click())
-    elif args.shot == "sweep":
-        window.setup.set_config(TrainConfig(hidden_dim=64))
+    elif args.shot == "sweep":  # the sweep of issue 16's closing note: 12 TPE trials of the default settings
 
         def ended(_trials) -> None:
             done.append(True)
@@ -172,9 +173,9 @@ def main() -> int:
             QTimer.singleShot(500, lambda: (dialog.grab().save(str(args.out)), window.close()))
 
         def start() -> None:
-            dialog.sampler.setCurrentText("random")
-            dialog.trial_count.setValue(8)
-            dialog.epochs.setValue(2)
+            dialog.parameter_boxes["backend"].setChecked(True)  # with lr, batch_size and hidden_dim
+            dialog.sampler.setCurrentText("tpe")
+            dialog.trial_count.setValue(12)
             dialog.start()
 
         dialog = window.open_sweep()

@@ -162,8 +162,10 @@ def test_the_pareto_view_highlights_and_joins_the_front_of_accuracy_and_the_chos
     assert sorted(n for n, spot in spots.items() if spot.size() == FRONT_SIZE) == sorted(front)
     assert list(view.line.xData) == [getattr(PARETO_TRIALS[n], objective) for n in front]
     assert list(view.line.yData) == [100 * PARETO_TRIALS[n].val_accuracy for n in front]
-    colours = {n: spot.brush().color().name() for n, spot in spots.items()}
-    assert colours[0] == BEST and colours[3] == OTHER and all(colours[n] == FRONT for n in front if n)
+    colours = {n: spot.brush().color().name() for n, spot in spots.items() if n != 3}
+    assert colours[0] == BEST and all(colours[n] == FRONT for n in front if n)
+    pruned = spots[3]  # hollow: outlined, not filled (its accuracy is from an earlier epoch)
+    assert pruned.brush().style() == Qt.NoBrush and pruned.pen().color().name() == OTHER
     assert view.plot.getPlotItem().getAxis("bottom").labelText == view.objective.currentText()
 
 

@@ -119,8 +119,9 @@ class ParallelView(pg.PlotWidget):
 
 class ParetoView(QWidget):
     """Validation accuracy against the objective chosen (samples/s, compile seconds, peak memory): every trial
-    measured on both a dot, the trials no other beats on both (pareto_front) bigger and joined. `front`: those
-    trials, by the objective."""
+    measured on both a dot, the complete trials no other beats on both (pareto_front) bigger and joined. A pruned
+    trial's dot is hollow: its accuracy is from the epoch it stopped at, so it is no rival for the front. `front`:
+    those trials, by the objective."""
 
     def __init__(self, theme: Theme, parent: QWidget | None = None):
         super().__init__(parent)
@@ -131,8 +132,9 @@ class ParetoView(QWidget):
         self.objective.currentIndexChanged.connect(lambda _index: self._draw())
         self.plot = pg.PlotWidget()
         item = self.plot.getPlotItem()
-        item.setTitle("Validation accuracy against cost (big dots, joined: the Pareto front; orange: the best)")
+        item.setTitle("Validation accuracy against cost")
         item.setLabel("left", "val accuracy %")
+        item.getViewBox().setDefaultPadding(0.06)  # the outermost dots whole, not cut by the frame
         self.line = self.plot.plot([], [], pen=pg.mkPen(FRONT, width=1.5, style=Qt.DashLine))
         self.tips: dict[int, str] = {}
         self.dots = pg.ScatterPlotItem(hoverable=True, tip=lambda x, y, data: self.tips.get(data, ""))
@@ -144,6 +146,8 @@ class ParetoView(QWidget):
         choice.addWidget(QLabel("Against"))
         choice.addWidget(self.objective)
         choice.addStretch(1)
+        choice.addWidget(QLabel("big dots, joined: the Pareto front of the complete trials · orange: the best · "
+                                "hollow: pruned (its accuracy at the epoch it stopped)"))
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(choice)
@@ -163,7 +167,9 @@ class ParetoView(QWidget):
         self.tips = {t.number: f"trial {t.number} ({t.state}): {params_text(t.params)}; val accuracy "
                                f"{figure_text(t, 'val_accuracy')}, {X_OBJECTIVES[key]} {figure_text(t, key)}"
                      for t in measured}
-        self.dots.setData([{"pos": (getattr(t, key), 100 * t.val_accuracy), "data": t.number, "pen": None,
+        self.dots.setData([{"pos": (getattr(t, key), 100 * t.val_accuracy), "data": t.number,
                             "size": FRONT_SIZE if t.number in on_front else DOT_SIZE,
-                            "brush": trial_colour(t, best) if t.number in on_front else OTHER} for t in measured])
+                            **({"pen": pg.mkPen(OTHER, width=1.5), "brush": None} if t.state == "pruned" else
+                               {"pen": None, "brush": trial_colour(t, best) if t.number in on_front else OTHER})}
+                           for t in measured])
         self.line.setData([getattr(t, key) for t in self.front], [100 * t.val_accuracy for t in self.front])
