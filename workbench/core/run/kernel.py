@@ -174,7 +174,7 @@ class _Inbox:
                         self._current[1].set()
                 self._jobs.put(None)
                 return
-            if not message:
+            if not isinstance(message, dict):
                 continue
             if "job" in message:
                 self._jobs.put(message)
