@@ -4,6 +4,8 @@ and *Use* writes the suggestion into the Setup form."""
 from __future__ import annotations
 
 import math
+import sys
+from concurrent.futures import CancelledError
 
 import pytest
 from PySide6.QtCore import Qt
@@ -72,8 +74,28 @@ def test_stop_or_closing_the_dialog_ends_the_test_early_and_frees_the_kernel(win
     assert isinstance(finding, dict) and finding["ended"] == "stopped" and len(finding["points"]) < 200
     assert dialog.start_button.isEnabled() and not dialog.stop_button.isEnabled()
     assert dialog.isVisible() == (how == "stop")
-    with qtbot.waitSignal(window.kernel.capabilitiesChanged, timeout=60_000):  # the kernel serves the next job
-        window.kernel.call("capabilities", "capabilities", {}, window.kernel._capabilities)
+    assert window.kernel.client.call("capabilities").result(timeout=60)  # the kernel serves the next job
+
+
+def test_a_stop_while_pytorch_is_still_starting_drops_the_queued_test(qtbot, tmp_path):
+    from workbench.core.run.client import KernelClient
+    from workbench.ui.main_window import MainWindow
+
+    starting = KernelClient([sys.executable, "-c", "import time; time.sleep(600)"])  # it never says it is ready
+    win = MainWindow(runs_dir=tmp_path / "runs", db=tmp_path / "runs.sqlite", prestart=False, kernel=starting)
+    qtbot.addWidget(win)
+    try:
+        set_config(win, hidden_dim=16)
+        dialog = win.open_finder("lr")
+        with qtbot.waitSignal(win.finderDone, timeout=30_000) as found:
+            qtbot.mouseClick(dialog.start_button, Qt.LeftButton)
+            qtbot.mouseClick(dialog.stop_button, Qt.LeftButton)
+        assert isinstance(found.args[1], CancelledError) and not starting._queued
+        assert dialog.status.text() == "Stopped before it began: nothing was measured."
+        assert dialog.start_button.isEnabled() and not dialog.stop_button.isEnabled()
+    finally:
+        win.close()
+        starting.close()
 
 
 def test_a_stopped_test_without_enough_points_says_it_was_stopped(qtbot):

@@ -88,10 +88,6 @@ class FinderDialog(QDialog):
         """The Setup form's settings the next measurement runs with."""
         self.intro.setText(f"A short run ({settings}) {self.EXPLAINED} Nothing is saved.")
 
-    @property
-    def measuring(self) -> bool:
-        return not self.start_button.isEnabled()
-
     def _start(self) -> None:
         self.start_button.setEnabled(False)
         self.stop_button.setEnabled(True)
@@ -104,7 +100,7 @@ class FinderDialog(QDialog):
         self.startRequested.emit()
 
     def _stop(self) -> None:
-        if self.measuring and self.stop_button.isEnabled():
+        if self.stop_button.isEnabled():  # enabled only while a measurement runs
             self.stop_button.setEnabled(False)
             self.status.setText(f"Stopping after the current step… {self.status.text()}")
             self.stopRequested.emit()
