@@ -389,6 +389,9 @@ def cmd_lr_find(args: argparse.Namespace) -> int:
         lowest = min(finding.points, key=lambda point: point.smoothed)
         print(f"lowest smoothed loss {lowest.smoothed:.4f} at LR {lowest.lr:.2e}")
     _write_json(args.json, finding.to_dict())
+    if finding.suggestion is None and finding.ended == "stopped":
+        return fail("stopped before the loss turned up: no learning rate to suggest",
+                    "let the test run until the loss blows up (it ends by itself)", code=EXIT_RUN_FAILED)
     if finding.suggestion is None:
         return fail("too few steps before the loss stopped falling to suggest a learning rate",
                     "widen the range (--lr-min lower) or take more --steps", code=EXIT_RUN_FAILED)

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from workbench.core.ground.config import TrainConfig
-from workbench.core.run.lr_finder import LrFinderError, LrPoint, find_lr, lr_at, suggest
+from workbench.core.run.lr_finder import LrFinderError, LrPoint, find_lr, lr_at, suggest, turned
 
 SMALL = TrainConfig(hidden_dim=16)
 
@@ -52,6 +52,32 @@ def test_a_stop_ends_the_test_and_keeps_what_it_read():
     stop = StopAt()
     finding = find_lr(SMALL, on_point=stop, stop=stop)
     assert finding.ended == "stopped" and 30 <= len(finding.points) < 200
+    assert finding.suggestion is None  # stopped on the plateau: the fall has not even begun
+
+
+def test_a_test_stopped_after_the_loss_turned_up_still_suggests():
+    class StopWhenTurned:
+        def __init__(self):
+            self.points = []
+
+        def __call__(self, point):
+            self.points.append(point)
+
+        def is_set(self):  # before the test's own end at 4× the lowest
+            return len(self.points) > 20 and turned(self.points)
+
+    stop = StopWhenTurned()
+    finding = find_lr(SMALL, on_point=stop, stop=stop)
+    assert finding.ended == "stopped" and turned(finding.points)
+    assert finding.suggestion == suggest(finding.points) is not None
+
+
+def test_the_fall_is_over_once_the_smoothed_loss_is_back_at_twice_its_lowest():
+    def points(*smoothed):
+        return [LrPoint(i + 1, 1e-3, value, value) for i, value in enumerate(smoothed)]
+
+    assert not turned([]) and not turned(points(2.3, 2.2, 2.1))  # still falling
+    assert not turned(points(2.3, 1.0, 1.9)) and turned(points(2.3, 1.0, 2.0))
 
 
 def test_the_rule_picks_the_steepest_fall_against_log_lr_before_the_lowest_point():

@@ -36,3 +36,13 @@ def test_batch_find_measures_each_batch_size_and_suggests_one(tmp_path, capsys):
     assert "cpu: measured every batch size up to 64" in stdout
     assert f"suggested batch size: {finding['suggestion']} — the fastest batch" in stdout
     assert f"use it: workbench train --batch-size {finding['suggestion']}" in stdout
+
+
+def test_a_test_stopped_before_the_loss_turned_up_says_so_not_that_the_range_was_too_narrow(monkeypatch, capsys):
+    from workbench.core.run import lr_finder
+
+    monkeypatch.setattr(lr_finder, "find_lr", lambda config, **options: lr_finder.LrFinding(
+        points=[lr_finder.LrPoint(1, 1e-6, 2.3, 2.3)], ended="stopped"))  # what Ctrl+C on the plateau leaves
+    code, stdout, err = call(capsys, "lr-find")
+    assert code != 0 and "LR range test: 1 steps" in stdout
+    assert "stopped before the loss turned up" in assert_one_error_line(err) and "widen" not in err

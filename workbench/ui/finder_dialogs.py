@@ -123,8 +123,8 @@ class FinderDialog(QDialog):
         self.suggestion = finding.get("suggestion")
         if self.suggestion is None:
             stopped = finding.get("ended") == "stopped"
-            self.status.setText(f"Stopped after {len(finding.get('points') or ())} measurements: too few to suggest "
-                                f"a {self.WHAT}." if stopped else
+            self.status.setText(f"Stopped after {len(finding.get('points') or ())} measurements, "
+                                f"{self.STOPPED_EARLY}" if stopped else
                                 f"No suggestion ({finding.get('ended', '')}). {self.NO_SUGGESTION}")
             return
         self.marker.setValue(math.log10(self.suggestion))
@@ -153,6 +153,7 @@ class FinderDialog(QDialog):
 
     # What each finder says and draws.
     NO_SUGGESTION = ""
+    STOPPED_EARLY = ""  # after "Stopped after N measurements, ": why a stopped one has no suggestion
 
     def redraw(self) -> None:
         raise NotImplementedError
@@ -174,6 +175,8 @@ class LrFinderDialog(FinderDialog):
     EXPLAINED = ("with the learning rate growing exponentially. The loss falls, then blows up: the suggestion is "
                  "where it fell fastest.")
     NO_SUGGESTION = "The loss stopped falling too early to tell: try a lower learning rate range."
+    STOPPED_EARLY = ("before the loss turned up: no suggestion yet. Run it again and let it go on until the loss "
+                     "blows up.")
 
     def __init__(self, theme: Theme, parent: QWidget | None = None):
         super().__init__(theme, "learning rate", "loss", parent)
@@ -208,6 +211,7 @@ class BatchFinderDialog(FinderDialog):
     EXPLAINED = ("for each batch size from 16, doubling: its samples/s and peak memory. A bigger batch also "
                  "changes the training (fewer steps an epoch; the learning rate usually grows with it).")
     NO_SUGGESTION = "Even the smallest batch did not fit: lower the hidden size or use bf16."
+    STOPPED_EARLY = "before a batch size was measured: nothing to suggest."
 
     def __init__(self, theme: Theme, parent: QWidget | None = None):
         super().__init__(theme, "batch size", "samples/s", parent)

@@ -26,6 +26,8 @@ SMOOTHING = 0.9  # the loss's exponential moving average (debiased): one noisy b
 SKIP = 0.1  # the first tenth of the test: the average is still settling there
 MIN_POINTS = 10  # after the skipped start: fewer, and the steepest slope is noise
 DIVERGED = 4.0  # the test ends once the smoothed loss is 4× its lowest: higher learning rates teach nothing
+TURNED = DIVERGED / 2  # a test stopped by the user suggests only once its smoothed loss is back at 2× its lowest:
+# before that the fall may not be over, and its steepest point so far is no suggestion (a stop on the plateau gave 1.6e-4)
 RULE = ("steepest descent: the learning rate where the smoothed loss falls fastest against log(LR), before its "
         "lowest point (Lightning's rule); the first tenth of the test is skipped")
 EPOCHS_ENOUGH = 100_000  # the test ends at its step count, not at an epoch count
@@ -111,8 +113,13 @@ def find_lr(config: TrainConfig, *, steps: int = STEPS, lr_min: float = LR_MIN, 
     last = finding.points[-1].lr if finding.points else lr_min
     finding.ended = (f"the loss diverged at LR {last:.2g}" if diverged.is_set() or isinstance(result, RunFailed)
                      else "stopped" if user_stop.is_set() else f"reached LR {last:.2g} after {steps} steps")
-    finding.suggestion = suggest(finding.points)
+    finding.suggestion = suggest(finding.points) if finding.ended != "stopped" or turned(finding.points) else None
     return finding
+
+
+def turned(points: list[LrPoint]) -> bool:
+    """Whether the smoothed loss has climbed back to TURNED × its lowest: the fall is over."""
+    return bool(points) and points[-1].smoothed >= TURNED * min(point.smoothed for point in points)
 
 
 def suggest(points: list[LrPoint]) -> float | None:
