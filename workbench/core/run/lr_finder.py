@@ -26,8 +26,9 @@ SMOOTHING = 0.9  # the loss's exponential moving average (debiased): one noisy b
 SKIP = 0.1  # the first tenth of the test: the average is still settling there
 MIN_POINTS = 10  # after the skipped start: fewer, and the steepest slope is noise
 DIVERGED = 4.0  # the test ends once the smoothed loss is 4× its lowest: higher learning rates teach nothing
-TURNED = DIVERGED / 2  # a test stopped by the user suggests only once its smoothed loss is back at 2× its lowest:
-# before that the fall may not be over, and its steepest point so far is no suggestion (a stop on the plateau gave 1.6e-4)
+# A test stopped by the user suggests only once its smoothed loss is back at 2× its lowest: before that the fall
+# may not be over, and its steepest point so far is no suggestion (a stop on the plateau gave 1.6e-4).
+TURNED = DIVERGED / 2
 RULE = ("steepest descent: the learning rate where the smoothed loss falls fastest against log(LR), before its "
         "lowest point (Lightning's rule); the first tenth of the test is skipped")
 EPOCHS_ENOUGH = 100_000  # the test ends at its step count, not at an epoch count
