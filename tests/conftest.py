@@ -40,6 +40,16 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture
+def cold_kernels(monkeypatch):
+    """The kernels started from now on fork from a new fork server, still importing PyTorch, as at the app's
+    launch (a kernel is otherwise ready in milliseconds): a changed variable that PyTorch could read at import
+    gets a server of its own (see workbench/core/run/forkserver.py)."""
+    import uuid
+
+    monkeypatch.setenv("TESTS_COLD_KERNELS", uuid.uuid4().hex)
+
+
+@pytest.fixture
 def mnist_test_dir() -> Path:
     """The official MNIST test split; tests using it are skipped where it is absent."""
     if not (MNIST_TEST_DIR / "t10k-images-idx3-ubyte.gz").is_file():
@@ -102,4 +112,12 @@ def processes_with_env(name: str, value: str) -> list[tuple[int, str]]:
         if needle in env and "State:\tZ" not in status:
             rank = next((e.decode()[5:] for e in env if e.startswith(b"RANK=")), "")
             found.append((int(entry), rank))
-    return found
+    return found + forked_kernels_with_env(name, value)
+
+
+def forked_kernels_with_env(name: str, value: str) -> list[tuple[int, str]]:
+    """(pid, "") of the kernels this process forked (workbench/core/run/forkserver.py) that are still alive and
+    were given name=value: /proc shows them with their fork server's environment, so the scan above misses them."""
+    from workbench.core.run import forkserver
+
+    return [(child.pid, "") for child in forkserver.live_children() if child.env.get(name) == value]

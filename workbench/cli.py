@@ -16,6 +16,7 @@ from pathlib import Path
 from .core.ground import appinfo
 from .core.ground.config import MATMUL_PRECISIONS
 from .core.ground.export_formats import EXPORT_FORMATS
+from .core.run.forkserver import SERVER_FLAG
 from .core.run.process import CHILD_FLAG, TORCHRUN_FLAG
 from .core.ground.events import EpochEnd, Notice, RunFailed, RunFinished
 from .core.ground.progress import Progress, epoch_line, failure_line, format_duration
@@ -36,6 +37,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .core.run.kernel import kernel_main
 
         return kernel_main()
+    if argv[:1] == [SERVER_FLAG]:  # the frozen app's fork server (see core/run/forkserver.py)
+        from .core.run.forkserver_main import server_main
+
+        return server_main(argv[1:])
     if argv[:1] == [TORCHRUN_FLAG]:  # the frozen app's torchrun: loopback-only stores, its own temp folder
         from .core.run.torchrun import torchrun_main
 

@@ -95,12 +95,38 @@ def test_ctrl_c_closes_the_app_cleanly_and_leaves_no_process(tmp_path):
     app = subprocess.Popen([sys.executable, "-m", "workbench"], env=env, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True)
     started = time.monotonic()
-    # The app pre-starts a training child as soon as its window exists: that child appearing means "up".
-    while len(processes_with_env("WORKBENCH_TEST_MARK", mark)) < 2:
+    # The app starts its fork server, which forks the service kernel and a spare training kernel as soon as the
+    # window exists: those three appearing means "up".
+    while len(kernels := descendants(app.pid)) < 3:
         assert app.poll() is None, app.stderr.read()
         assert time.monotonic() - started < 60, "the app did not come up"
-        time.sleep(0.1)  # polling /proc for the child to appear: there is no event to wait on
+        time.sleep(0.1)  # polling /proc for the children to appear: there is no event to wait on
     app.send_signal(signal.SIGINT)
     _, err = app.communicate(timeout=60)
     assert app.returncode == 0 and "Traceback" not in err, err
+    assert [pid for pid in kernels if alive(pid)] == []
     assert processes_with_env("WORKBENCH_TEST_MARK", mark) == []
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live process below `pid` (children, their children, …), from /proc."""
+    parents = {}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = open(f"/proc/{entry}/stat").read()
+        except OSError:
+            continue
+        parents[int(entry)] = int(stat.rsplit(")", 1)[1].split()[1])
+    found, frontier = [], [pid]
+    while frontier:
+        below = [child for child, parent in parents.items() if parent in frontier]
+        found += below
+        frontier = below
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        return "State:\tZ" not in open(f"/proc/{pid}/status").read()
+    except OSError:
+        return False

@@ -114,7 +114,7 @@ def test_eager_fallback_is_visible_in_the_log_and_compile_panel(window, qtbot, m
     assert any("C++ compiler" in n for n in notes)
 
 
-def test_train_before_pytorch_is_ready_waits_for_it_and_then_runs(qtbot, tmp_path, one_torch_thread):
+def test_train_before_pytorch_is_ready_waits_for_it_and_then_runs(qtbot, tmp_path, one_torch_thread, cold_kernels):
     """The window is up before the kernel has imported torch: Train is queued (and can be called off), not
     refused, and starts by itself when the kernel says what the machine can do."""
     from workbench.ui.main_window import MainWindow
@@ -135,7 +135,7 @@ def test_train_before_pytorch_is_ready_waits_for_it_and_then_runs(qtbot, tmp_pat
     assert window.kernel.state == "closed"
 
 
-def test_a_queued_train_can_be_called_off_before_pytorch_is_ready(qtbot, tmp_path):
+def test_a_queued_train_can_be_called_off_before_pytorch_is_ready(qtbot, tmp_path, cold_kernels):
     from workbench.ui.main_window import MainWindow
 
     window = MainWindow(runs_dir=tmp_path / "runs", db=tmp_path / "runs.sqlite", prestart=False)

@@ -27,6 +27,7 @@ from typing import Callable, Sequence
 
 from ..ground.errors import WorkbenchError
 from ..ground.events import Event, Notice, RunFailed, RunFinished, Step, from_dict, is_terminal
+from . import forkserver
 from .protocol import Job, Lines, send
 from .request import Launch, RunRequest
 
@@ -79,9 +80,13 @@ class ChildProcess:
                 self.stderr = opened.enter_context(tempfile.TemporaryFile())
                 child_env = {**os.environ, **child_threads(), **(env or {}), TOKEN_ENV: self.token,
                              ADDRESS_ENV: f"{host}:{port}", "PYTHONUNBUFFERED": "1"}
-                self.process = subprocess.Popen(
-                    list(command or child_command()), env=child_env, stdin=subprocess.DEVNULL, stderr=self.stderr,
-                    start_new_session=True)  # its own process group: stopping it ends torchrun's ranks too
+                if command is None and forkserver.enabled():  # a kernel: forked, PyTorch already imported
+                    self.process = forkserver.spawn(child_env, 1, self.stderr.fileno())  # stdout: as Popen's
+                else:
+                    self.process = subprocess.Popen(
+                        list(command or child_command()), env=child_env, stdin=subprocess.DEVNULL,
+                        stderr=self.stderr, start_new_session=True)  # its own process group: stopping it ends
+                    # torchrun's ranks too
             except OSError as exc:
                 raise ChildError(f"cannot start {self.name}: {exc.strerror or exc}") from None
             opened.pop_all()
@@ -212,7 +217,7 @@ class ChildProcess:
     def _exit_text(self, when: str) -> str:
         code = self.process.poll()
         how = f"was killed by signal {-code}" if code is not None and code < 0 else f"exited with code {code}"
-        last = self.stderr_tail()
+        last = getattr(self.process, "failure", "") or self.stderr_tail()  # a fork that never happened says why
         return f"{self.name} {how} {when}" + (f"; its last message: {last}" if last else "")
 
     def stderr_tail(self, lines: int = 1) -> str:
@@ -355,9 +360,12 @@ def child_command() -> list[str]:
     return [sys.executable, "-m", "workbench.core.run.kernel"]
 
 
-def _signal_group(process: subprocess.Popen, name: str) -> None:
+def _signal_group(process: subprocess.Popen | forkserver.ForkedProcess, name: str) -> None:
     import signal
 
+    if isinstance(process, forkserver.ForkedProcess):
+        process.send_signal(getattr(signal, name))  # to its group, or once it is forked
+        return
     try:
         if hasattr(os, "killpg"):
             os.killpg(process.pid, getattr(signal, name))

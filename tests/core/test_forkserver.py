@@ -1,0 +1,172 @@
+"""The fork server: kernels forked from one process that has imported PyTorch, each as fresh as a new interpreter
+where it matters (Dynamo state, environment, folder, thread count), each taking nothing else down when it dies."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from workbench.core.ground.config import TrainConfig
+from workbench.core.ground.events import RunFailed, RunFinished, Step
+from workbench.core.run import forkserver
+from workbench.core.run.process import ChildError, ChildProcess
+from workbench.core.run.request import RunRequest
+
+from ..conftest import processes_with_env
+
+PROBE_ENV = "WORKBENCH_TEST_PROBE"  # read at run time only: a spawn may set it without a new server
+PROBE_MODEL = f"""import json, os
+import numpy as np
+import torch
+from torch import nn
+
+
+class Probe(nn.Module):
+    \"\"\"Writes what its kernel looks like from the inside, then trains as a one-layer net.\"\"\"
+
+    def __init__(self, input_dim, hidden_dim, output_dim, dropout):
+        super().__init__()
+        self.layer = nn.Linear(input_dim, output_dim)
+        with open(os.environ["{PROBE_ENV}"], "w") as out:
+            json.dump({{"pid": os.getpid(), "ppid": os.getppid(), "sid": os.getsid(0), "cwd": os.getcwd(),
+                       "threads": torch.get_num_threads(), "numpy": int(np.random.randint(1 << 30)),
+                       "cuda_initialized": torch.cuda.is_initialized()}}, out)
+
+    def forward(self, x):
+        return self.layer(x.flatten(1).float())
+"""
+
+
+def _train(config: TrainConfig, out: Path, process: ChildProcess | None = None, stop=None):
+    events = []
+    process = process or ChildProcess()
+    result = process.run(RunRequest(config, out_dir=str(out), record=False), events.append,
+                         stop or threading.Event())
+    return process, result, events
+
+
+def _probe(tmp_path: Path, monkeypatch, name: str) -> dict:
+    spec = tmp_path / "probe_model.py"
+    spec.write_text(PROBE_MODEL, encoding="utf-8")
+    monkeypatch.setenv(PROBE_ENV, str(tmp_path / f"{name}.json"))
+    _, result, _ = _train(TrainConfig(model=f"{spec}:Probe", epochs=1, max_steps=2), tmp_path / name)
+    assert isinstance(result, RunFinished), result
+    return json.loads((tmp_path / f"{name}.json").read_text())
+
+
+def test_a_kernel_is_forked_with_its_own_environment_folder_session_threads_and_seed(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    first = _probe(tmp_path, monkeypatch, "first")
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")  # a thread count is applied after the fork, not at import
+    second = _probe(tmp_path, monkeypatch, "second")
+    server = next(s for s in forkserver._servers if s.key == forkserver.import_environment(os.environ))
+    assert first["ppid"] == second["ppid"] == server.process.pid  # both forked by the one server
+    assert first["pid"] != second["pid"]
+    assert first["sid"] == first["pid"] and second["sid"] == second["pid"]  # each leads its own session
+    assert first["cwd"] == second["cwd"] == str(tmp_path)  # the parent's folder at the spawn
+    assert (first["threads"], second["threads"]) == (1, 2)  # tests/core/conftest.py gives one thread, then 2
+    assert first["numpy"] != second["numpy"]  # reseeded as a new interpreter is, not a copy of the server's
+    assert not first["cuda_initialized"] and not second["cuda_initialized"]
+
+
+def test_every_forked_run_compiles_from_fresh_dynamo_state(tmp_path):
+    """The server never compiles: each run's first graph is Dynamo's frame 0/0 and pays its own compile."""
+    config = TrainConfig(epochs=1, max_steps=3, hidden_dim=16, backend="aot_eager")
+    for name in ("one", "two"):
+        process, result, events = _train(config, tmp_path / name)
+        assert isinstance(process.process, forkserver.ForkedProcess)
+        assert isinstance(result, RunFinished), result
+        assert result.metrics["compile_seconds"] > 0
+        observed = [line for entry in result.metrics["recompile_forecast"] for line in entry["observed"]]
+        assert any(line.startswith("forward: 0/0:") for line in observed), observed
+
+
+def test_a_killed_kernel_is_a_crashed_run_and_the_server_forks_the_next(tmp_path):
+    stop = threading.Event()
+    process = ChildProcess()
+    killed = {}
+
+    def kill_at_first_step(event):
+        if isinstance(event, Step) and not killed:
+            killed["pid"] = process.process.pid
+            os.kill(killed["pid"], signal.SIGKILL)
+
+    result = process.run(RunRequest(TrainConfig(epochs=50), out_dir=str(tmp_path / "killed"), record=False),
+                         kill_at_first_step, stop)
+    assert isinstance(result, RunFailed) and result.kind == "crashed"
+    assert f"killed by signal {signal.SIGKILL.value}" in result.message
+    server = process.process._server
+    assert server.alive and server.process.poll() is None  # the crash took nothing else down
+    again, result, _ = _train(TrainConfig(epochs=1, max_steps=2), tmp_path / "next")
+    assert isinstance(result, RunFinished) and again.process._server is server
+
+
+def test_a_server_that_dies_before_it_forks_fails_its_kernel_clearly_and_the_next_gets_a_new_one(monkeypatch,
+                                                                                                  cold_kernels):
+    process = ChildProcess()  # a new server, still importing torch: the kernel is not forked yet
+    server = process.process._server
+    assert process.process.poll() is None
+    server.process.kill()
+    with pytest.raises(ChildError, match="the fork server ended before it could start this kernel"):
+        process.connect(timeout=60)
+    process.close()
+    later = ChildProcess()
+    try:
+        later.connect(timeout=180)
+        assert later.process._server is not server and later.ready
+    finally:
+        later.close()
+
+
+def test_a_variable_pytorch_reads_at_import_gets_its_own_server_one_read_at_run_time_does_not(monkeypatch):
+    base = {"PATH": "/usr/bin", "TORCH_LOGS": "", "WORKBENCH_DATA_DIR": "/a", "OMP_NUM_THREADS": "1"}
+    key = forkserver.import_environment(base)
+    assert forkserver.import_environment({**base, "WORKBENCH_DATA_DIR": "/b", "OMP_NUM_THREADS": "3",
+                                          "PYTEST_CURRENT_TEST": "x", "PYTHONUNBUFFERED": "1"}) == key
+    for name, value in [("TORCH_LOGS", "+dynamo"), ("CXX", "/nonexistent/g++"), ("TORCHINDUCTOR_CACHE_DIR", "/c"),
+                        ("PATH", "/opt/bin")]:
+        assert forkserver.import_environment({**base, name: value}) != key, name
+
+
+def test_stopping_a_kernel_not_yet_forked_ends_it_as_soon_as_it_is(cold_kernels, monkeypatch):
+    monkeypatch.setenv("WORKBENCH_TEST_MARK", "not-yet-forked")
+    process = ChildProcess()
+    assert process.process.poll() is None and process.process._pid is None  # the server is importing torch
+    process.terminate()  # never forked: the request had not left this process
+    assert process.process.poll() == -signal.SIGTERM
+    assert processes_with_env("WORKBENCH_TEST_MARK", "not-yet-forked") == []
+    process.close()
+
+
+def test_without_the_fork_server_a_kernel_is_a_new_interpreter(monkeypatch, tmp_path):
+    monkeypatch.setenv(forkserver.DISABLE_ENV, "0")
+    process, result, _ = _train(TrainConfig(epochs=1, max_steps=2, hidden_dim=16), tmp_path / "run")
+    assert isinstance(process.process, subprocess.Popen) and isinstance(result, RunFinished)
+
+
+def test_the_server_imports_without_touching_cuda_or_starting_a_thread():
+    """A CUDA context or a running thread does not survive a fork: the preload must create neither."""
+    script = """
+import threading
+import torch
+
+def refuse(*args, **kwargs):
+    raise AssertionError("the fork server asked CUDA")
+
+for name in ("is_available", "device_count", "init", "_lazy_init", "current_device"):
+    setattr(torch.cuda, name, refuse)
+from workbench.core.run.forkserver_main import preload
+preload()
+assert threading.active_count() == 1, threading.enumerate()
+assert not torch.cuda.is_initialized()
+print("ok")
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
