@@ -10,11 +10,7 @@ from pathlib import Path
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-# The official MNIST test split (md5-checked), kept outside the repository and never bundled.
-MNIST_TEST_DIR = REPO_ROOT.parent / "shared" / "data" / "mnist-test"
-PLANTED_BREAK = REPO_ROOT / "resources" / "examples" / "planted_break.py"
-SAMPLES_DIR = REPO_ROOT / "resources" / "samples"
+from .helpers import MNIST_TEST_DIR, PLANTED_BREAK, SAMPLES_DIR, TrainedRun
 
 
 @pytest.fixture(autouse=True)
@@ -37,6 +33,40 @@ def pytest_collection_modifyitems(config, items):
         skip = pytest.mark.skip(reason="needs a CUDA device")
         for item in cuda_items:
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def trained_run(tmp_path_factory) -> TrainedRun:
+    """One run of the defaults for 2 epochs on the bundled sample (~91% right; a couple of seconds on one thread),
+    trained and recorded once for the whole test run, for the tests that read a trained model, its files or its
+    record (evaluate, predict, export, report, the kernel's jobs, the panels)."""
+    import torch
+
+    from workbench.core.ground.config import TrainConfig
+    from workbench.core.ground.events import RunFinished
+    from workbench.core.history.runs import RunStore
+    from workbench.core.run.launch import start_run
+    from workbench.core.run.request import Launch, RunRequest
+
+    folder = tmp_path_factory.mktemp("trained-run")
+    config = TrainConfig(epochs=2)
+    request = RunRequest(config, out_dir=str(folder / "run"), db=str(folder / "runs.sqlite"),
+                         launch=Launch(where="here"))
+    events: list = []
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # see one_torch_thread
+    try:
+        with pytest.MonkeyPatch.context() as patch:  # its own folders, as every test gets (_isolated_workbench_dirs)
+            patch.setenv("WORKBENCH_DATA_DIR", str(folder / "data"))
+            patch.setenv("WORKBENCH_CACHE_DIR", str(folder / "cache"))
+            result = start_run(request, events.append)
+    finally:
+        torch.set_num_threads(threads)
+    assert isinstance(result, RunFinished) and not result.stopped, result
+    with RunStore(request.db) as store:
+        [record] = store.list()
+    return TrainedRun(config=config, out_dir=folder / "run", checkpoint=folder / "run" / "checkpoint.pt",
+                      db=folder / "runs.sqlite", run_id=record.id, events=tuple(events), result=result)
 
 
 @pytest.fixture
@@ -92,32 +122,3 @@ def one_torch_thread(monkeypatch):
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     yield
     torch.set_num_threads(before)
-
-
-def processes_with_env(name: str, value: str) -> list[tuple[int, str]]:
-    """(pid, RANK) of every live process, other than this one, whose environment has name=value. A variable set
-    for a launch is inherited by every process it starts, so this finds whatever a run left behind."""
-    import os
-
-    needle = f"{name}={value}".encode()
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            env = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
-            status = Path(f"/proc/{entry}/status").read_text()
-        except OSError:
-            continue
-        if needle in env and "State:\tZ" not in status:
-            rank = next((e.decode()[5:] for e in env if e.startswith(b"RANK=")), "")
-            found.append((int(entry), rank))
-    return found + forked_kernels_with_env(name, value)
-
-
-def forked_kernels_with_env(name: str, value: str) -> list[tuple[int, str]]:
-    """(pid, "") of the kernels this process forked (workbench/core/run/forkserver.py) that are still alive and
-    were given name=value: /proc shows them with their fork server's environment, so the scan above misses them."""
-    from workbench.core.run import forkserver
-
-    return [(child.pid, "") for child in forkserver.live_children() if child.env.get(name) == value]

@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 
 from workbench.core.engine import Trainer
-from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.events import RunFailed
 from workbench.core.run import batch_finder
 from workbench.core.run.batch_finder import (BatchFinderError, BatchPoint, find_batch_size, ladder, suggest)
 
-SMALL = TrainConfig(hidden_dim=16)
+from ..helpers import SMALL_NET as SMALL
+
 
 
 def test_the_ladder_doubles_from_16_up_to_the_largest_or_the_split():

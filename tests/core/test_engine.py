@@ -13,20 +13,9 @@ import torch
 from workbench.core.domain import checkpoint, devices
 from workbench.core.ground.config import TrainConfig
 from workbench.core.engine import TrainedModel, Trainer
+from ..helpers import SMALL, StopAfter, of, run, shape, steps
 from workbench.core.ground.events import (CompileEvent, CompileFinished, CompileReport, CompileStarted, EpochEnd,
                                           Notice, RunFailed, RunFinished, Step, is_terminal)
-
-SMALL = TrainConfig(epochs=1, max_steps=20, hidden_dim=16)
-
-
-def run(config: TrainConfig, stop=None, **trainer_kwargs):
-    events: list = []
-    result = Trainer(**trainer_kwargs).run(config, events.append, stop)
-    # Every run, whatever happens, ends with exactly one terminal event: the one run() returns.
-    assert [e for e in events if is_terminal(e)] == [result]
-    assert events[-1] is result
-    return events, result
-
 
 def saving_to(out_dir: Path, handed: list | None = None):
     """A save_checkpoint like the recorder's: checkpoint.pt in `out_dir`. What the engine hands over goes to
@@ -38,27 +27,6 @@ def saving_to(out_dir: Path, handed: list | None = None):
                                    versions=trained.versions, classes=trained.classes))
 
     return save
-
-
-def shape(events) -> list[str]:
-    """Event type names with runs of Step collapsed into one 'Step'. System samples are left out: they come twice
-    a second, so how many fall between two events depends on the machine (tests/core/test_system.py)."""
-    out: list[str] = []
-    for e in events:
-        name = type(e).__name__
-        if name == "SystemSample":
-            continue
-        if not (name == "Step" and out and out[-1] == "Step"):
-            out.append(name)
-    return out
-
-
-def steps(events) -> list[Step]:
-    return [e for e in events if isinstance(e, Step)]
-
-
-def of(events, cls):
-    return [e for e in events if isinstance(e, cls)]
 
 
 # -- eager runs -------------------------------------------------------------------------------------------------
@@ -158,21 +126,10 @@ def test_stop_flag_set_from_emit_stops_within_one_step():
     assert events[-1] is result and sum(is_terminal(e) for e in events) == 1
 
 
-class _StopAfter:
-    """A stop flag that turns on after it has been asked `n` times."""
-
-    def __init__(self, n: int):
-        self.n, self.asked = n, 0
-
-    def is_set(self) -> bool:
-        self.asked += 1
-        return self.asked > self.n
-
-
 def test_stop_is_checked_before_every_step():
     # No read-back before the stop (they ask the flag too, after 50 ms of steps: a loaded machine got there
     # before step 7): each question is then the one before a step, and the 8th question stops the 8th step.
-    events, result = run(TrainConfig(epochs=1, hidden_dim=16), stop=_StopAfter(7), flush_seconds=3600.0)
+    events, result = run(TrainConfig(epochs=1, hidden_dim=16), stop=StopAfter(7), flush_seconds=3600.0)
     assert result.stopped and result.steps == 7
     assert [s.step for s in steps(events)] == list(range(1, 8))  # the steps taken are all reported
 

@@ -17,7 +17,7 @@ from workbench.core.ground.signals import RunSignals
 from workbench.core.ground.events import (AmpReport, AmpSkipped, CompileStarted, Notice, ProfileReport, RunFinished,
                                           Step)
 
-from .test_engine import SMALL, of, run, steps
+from ..helpers import SMALL, of, run, steps
 
 
 # -- the window -------------------------------------------------------------------------------------------------

@@ -18,26 +18,13 @@ from workbench.core.domain.evaluation_view import (class_scores, confident_mista
                                                    likely_label_errors)
 from workbench.core.domain.model import model_for
 from workbench.core.ground.config import TrainConfig
-from workbench.core.ground.events import RunFinished
-from workbench.core.run.launch import start_run
-from workbench.core.run.request import Launch, RunRequest
 
 from .test_data import _idx_bytes
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory) -> str:
-    """40 steps on the bundled sample, in this process (under a second on one thread): about 84% right."""
-    out = tmp_path_factory.mktemp("evaluate-view")
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        result = start_run(RunRequest(TrainConfig(epochs=1, max_steps=40), out_dir=str(out), record=False,
-                                      launch=Launch(where="here")), lambda event: None)
-    finally:
-        torch.set_num_threads(threads)
-    assert isinstance(result, RunFinished), result
-    return str(out / "checkpoint.pt")
+def trained(trained_run) -> str:
+    return str(trained_run.checkpoint)
 
 
 @pytest.fixture(scope="module")

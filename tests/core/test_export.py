@@ -14,10 +14,7 @@ import torch
 from workbench.core.domain import checkpoint
 from workbench.core.domain import export
 from workbench.core.domain.export import TOLERANCE, ExportError, _compare, _run, export_model
-from workbench.core.engine import Trainer
-from workbench.core.ground.config import TrainConfig
 
-from .test_resume import save_to
 
 
 def fresh_interpreter(script: str) -> dict:
@@ -43,10 +40,8 @@ def assert_torch_alone_predicts_as_eager(load: str, trained, tmp_path) -> None:
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    path = tmp_path_factory.mktemp("trained") / "checkpoint.pt"
-    Trainer(save_checkpoint=save_to(path)).run(TrainConfig(epochs=1, hidden_dim=16, batch_size=250), lambda e: None)
-    return checkpoint.load(path)
+def trained(trained_run):
+    return checkpoint.load(trained_run.checkpoint)
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,8 @@ from workbench.core.run import recorder as run_files
 from workbench.core.run.recorder import run_recorded
 from workbench.core.run.request import RunRequest
 
-SMALL = TrainConfig(epochs=1, max_steps=20, hidden_dim=16)
+from ..helpers import SMALL
+
 # What torch 2.x raises when its zip writer's write comes up short on a full disk (seen writing to /dev/full).
 TORCH_ENOSPC = "[enforce fail at inline_container.cc:672] . unexpected pos 704 vs 598"
 

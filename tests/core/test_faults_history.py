@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.events import Notice, RunFailed, RunFinished, RunStarted, Step
 from workbench.core.history import runs
 from workbench.core.history.runs import RunRecorder, RunStore
 from workbench.core.run.recorder import run_recorded
 from workbench.core.run.request import RunRequest
 
-SMALL = TrainConfig(epochs=1, max_steps=30, hidden_dim=16)
+from ..helpers import SMALL
+
 CHECKPOINT = "/runs/out/checkpoint.pt"
 
 
@@ -46,7 +46,7 @@ class Lock:
 
 def _started() -> RunStarted:
     return RunStarted(config=SMALL.to_dict(), device="cpu", device_name="CPU", versions={"torch": "x"},
-                      train_size=4000, val_size=1000, steps_per_epoch=125, total_steps=30)
+                      train_size=4000, val_size=1000, steps_per_epoch=125, total_steps=SMALL.max_steps)
 
 
 def _step(i: int) -> Step:
@@ -194,7 +194,7 @@ def test_a_real_run_with_the_database_locked_at_its_start_is_recorded_to_its_end
         lock.release()
     assert isinstance(result, RunFinished)
     [record] = RunStore(db).list()
-    assert record.status == "finished" and record.steps == 30
+    assert record.status == "finished" and record.steps == SMALL.max_steps
     assert record.checkpoint == str(tmp_path / "out" / "checkpoint.pt")
     notices = [e for e in seen if isinstance(e, Notice)]
     assert [n.level for n in notices] == ["warning", "info"] and "falling behind" in notices[0].message

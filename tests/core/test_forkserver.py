@@ -19,7 +19,7 @@ from workbench.core.run import forkserver
 from workbench.core.run.process import ChildError, ChildProcess
 from workbench.core.run.request import RunRequest
 
-from ..conftest import processes_with_env
+from ..helpers import processes_with_env
 
 PROBE_ENV = "WORKBENCH_TEST_PROBE"  # read at run time only: a spawn may set it without a new server
 PROBE_MODEL = f"""import json, os

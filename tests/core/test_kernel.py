@@ -1,7 +1,7 @@
 """The service kernel, for real: every short job over the protocol, what a job's failure looks like on the parent's
 side, and a kernel that crashes (idle or mid-job) or is closed.
 
-A kernel takes seconds to import torch, so the tests share one module-wide `KernelClient` (and one trained run);
+A kernel takes seconds to import torch, so the tests share one module-wide `KernelClient` (and the shared trained run);
 only the test of a call made before the kernel is ready starts a kernel of its own."""
 
 from __future__ import annotations
@@ -22,12 +22,9 @@ from workbench.core.domain import checkpoint
 from workbench.core.domain.images import load_digit
 from workbench.core.ground.capabilities import Capabilities
 from workbench.core.ground.config import TrainConfig
-from workbench.core.ground.events import CompileReport, RunFinished, from_dict
-from workbench.core.history.runs import RunStore
+from workbench.core.ground.events import CompileReport, from_dict
 from workbench.core.run.client import KernelClient
-from workbench.core.run.launch import start_run
 from workbench.core.run.protocol import JobError
-from workbench.core.run.request import Launch, RunRequest
 
 # A supervising thread that dies of an exception would leave every later call unanswered: never let one pass.
 pytestmark = pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")
@@ -46,25 +43,6 @@ def module_env(tmp_path_factory):
         patch.setenv("WORKBENCH_CACHE_DIR", str(tmp_path_factory.mktemp("kernel-cache")))
         patch.setenv("OMP_NUM_THREADS", "1")
         yield
-
-
-@pytest.fixture(scope="module")
-def trained(module_env, tmp_path_factory):
-    """One recorded run, trained in this process, good enough to read a bundled digit (2 epochs: a few seconds)."""
-    folder = tmp_path_factory.mktemp("trained")
-    request = RunRequest(config=TrainConfig(epochs=2), out_dir=str(folder / "run"), db=str(folder / "runs.sqlite"),
-                         record=True, launch=Launch(where="here"))
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        result = start_run(request, lambda event: None)
-    finally:
-        torch.set_num_threads(threads)
-    assert isinstance(result, RunFinished) and not result.stopped, result
-    with RunStore(request.db) as store:
-        [record] = store.list()
-    return {"request": request, "result": result, "checkpoint": str(folder / "run" / "checkpoint.pt"),
-            "run_id": record.id}
 
 
 @pytest.fixture(scope="module")
@@ -129,13 +107,13 @@ def test_explain_finds_the_planted_break_at_its_line(kernel, planted_break_spec,
 
 
 # -- checkpoints ------------------------------------------------------------------------------------------------
-def test_load_checkpoint_returns_its_classes_config_and_metrics(kernel, trained):
-    data = answer(kernel, "load_checkpoint", path=trained["checkpoint"])
-    assert data["path"] == str(Path(trained["checkpoint"]).resolve())
+def test_load_checkpoint_returns_its_classes_config_and_metrics(kernel, trained_run):
+    data = answer(kernel, "load_checkpoint", path=str(trained_run.checkpoint))
+    assert data["path"] == str(Path(str(trained_run.checkpoint)).resolve())
     assert data["classes"] == [str(i) for i in range(10)]
     config = TrainConfig.from_dict(data["config"])
-    assert config.epochs == 2 and config.hidden_dim == trained["request"].config.hidden_dim
-    assert data["metrics"]["best_val_accuracy"] == pytest.approx(trained["result"].metrics["best_val_accuracy"])
+    assert config.epochs == 2 and config.hidden_dim == trained_run.config.hidden_dim
+    assert data["metrics"]["best_val_accuracy"] == pytest.approx(trained_run.result.metrics["best_val_accuracy"])
     assert "torch" in data["versions"]
     json.dumps(data)  # plain data all the way down
 
@@ -148,13 +126,13 @@ def test_a_file_that_is_not_a_checkpoint_is_a_clear_job_error(kernel, tmp_path):
     assert "garbage.pt is not a readable PyTorch file" in str(error)
 
 
-def test_a_user_model_file_is_imported_only_when_trusted(kernel, trained, tmp_path):
+def test_a_user_model_file_is_imported_only_when_trusted(kernel, trained_run, tmp_path):
     marker = tmp_path / "imported.txt"
     model_file = tmp_path / "net.py"
     model_file.write_text(f"open({str(marker)!r}, 'w').write('ran')\n"
                           "from workbench.core.domain.model import SandwichNet as Net\n")
     spec = f"{model_file}:Net"
-    payload = torch.load(trained["checkpoint"], weights_only=True)
+    payload = torch.load(str(trained_run.checkpoint), weights_only=True)
     payload["config"] = TrainConfig.from_dict(payload["config"]).replace(model=spec).to_dict()
     user = tmp_path / "user.pt"
     torch.save(payload, user)
@@ -168,20 +146,20 @@ def test_a_user_model_file_is_imported_only_when_trusted(kernel, trained, tmp_pa
     assert marker.read_text() == "ran"
 
 
-def test_export_writes_a_checkpoint_that_loads(kernel, trained, tmp_path):
+def test_export_writes_a_checkpoint_that_loads(kernel, trained_run, tmp_path):
     target = tmp_path / "exported.pt"
-    written = answer(kernel, "export_checkpoint", source=trained["checkpoint"], target=str(target))
+    written = answer(kernel, "export_checkpoint", source=str(trained_run.checkpoint), target=str(target))
     assert Path(written) == target and target.is_file() and target.with_suffix(".safetensors").is_file()
-    original = answer(kernel, "load_checkpoint", path=trained["checkpoint"])
+    original = answer(kernel, "load_checkpoint", path=str(trained_run.checkpoint))
     exported = answer(kernel, "load_checkpoint", path=str(target))
     assert {k: v for k, v in exported.items() if k != "path"} == {k: v for k, v in original.items() if k != "path"}
 
 
 # -- predict, evaluate, report ----------------------------------------------------------------------------------
-def test_predict_reads_a_bundled_seven(kernel, trained, samples_dir):
+def test_predict_reads_a_bundled_seven(kernel, trained_run, samples_dir):
     seven = load_digit(samples_dir / "digit_7.png")
     assert seven.shape == (28, 28) and seven.dtype == np.uint8
-    data = answer(kernel, "predict", checkpoint_path=trained["checkpoint"], images=[pixels_b64(seven)] * 2)
+    data = answer(kernel, "predict", checkpoint_path=str(trained_run.checkpoint), images=[pixels_b64(seven)] * 2)
     assert data["classes"] == [str(i) for i in range(10)]
     assert len(data["probabilities"]) == 2 and data["probabilities"][0] == data["probabilities"][1]
     probabilities = data["probabilities"][0]
@@ -189,14 +167,14 @@ def test_predict_reads_a_bundled_seven(kernel, trained, samples_dir):
     assert data["classes"][int(np.argmax(probabilities))] == "7"
 
 
-def test_predict_refuses_an_image_of_the_wrong_size(kernel, trained):
-    error = refusal(kernel, "predict", checkpoint_path=trained["checkpoint"],
+def test_predict_refuses_an_image_of_the_wrong_size(kernel, trained_run):
+    error = refusal(kernel, "predict", checkpoint_path=str(trained_run.checkpoint),
                     images=[pixels_b64(np.zeros(27 * 28, dtype=np.uint8))])
     assert error.kind == "input" and "756 pixels, not 784" in str(error)
 
 
-def test_evaluate_gives_accuracy_and_a_confusion_matrix(kernel, trained):
-    data = answer(kernel, "evaluate", checkpoint_path=trained["checkpoint"], device="cpu")
+def test_evaluate_gives_accuracy_and_a_confusion_matrix(kernel, trained_run):
+    data = answer(kernel, "evaluate", checkpoint_path=str(trained_run.checkpoint), device="cpu")
     assert data["dataset"] == "mnist-sample" and data["split"] == "val"
     confusion = np.array(data["confusion"])
     assert confusion.shape == (10, 10) and confusion.sum() == data["images"] > 0
@@ -205,9 +183,9 @@ def test_evaluate_gives_accuracy_and_a_confusion_matrix(kernel, trained):
     assert data["classes"] == [str(i) for i in range(10)]
 
 
-def test_report_writes_html_and_its_json_twin(kernel, trained, tmp_path):
+def test_report_writes_html_and_its_json_twin(kernel, trained_run, tmp_path):
     out = tmp_path / "report.html"
-    written = answer(kernel, "report", run_ids=[trained["run_id"]], out=str(out), db=trained["request"].db)
+    written = answer(kernel, "report", run_ids=[trained_run.run_id], out=str(out), db=str(trained_run.db))
     assert [Path(p) for p in written] == [out, out.with_suffix(".json")]
     assert "<html" in out.read_text(encoding="utf-8").lower()
     assert json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))

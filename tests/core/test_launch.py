@@ -17,7 +17,8 @@ from workbench.core.run.launch import start_run
 from workbench.core.run.process import ChildProcess
 from workbench.core.run.request import Launch, LaunchError, RunRequest
 
-SMALL = TrainConfig(epochs=1, max_steps=20, hidden_dim=16)
+from ..helpers import SMALL
+
 
 
 # -- the request ------------------------------------------------------------------------------------------------

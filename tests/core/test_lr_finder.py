@@ -10,7 +10,8 @@ import pytest
 from workbench.core.ground.config import TrainConfig
 from workbench.core.run.lr_finder import LrFinderError, LrPoint, find_lr, lr_at, suggest, turned
 
-SMALL = TrainConfig(hidden_dim=16)
+from ..helpers import SMALL_NET as SMALL
+
 
 
 def test_the_sweep_is_exponential_from_the_first_to_the_last_step():

@@ -13,7 +13,7 @@ from workbench.core.engine import Trainer
 from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.payback import Payback
 
-from .test_engine import _StopAfter
+from ..helpers import StopAfter
 
 
 def test_a_compile_that_came_back_says_at_which_step():
@@ -119,7 +119,7 @@ def test_an_eager_run_has_no_payback_and_a_stopped_one_says_why():
     result = Trainer().run(CONFIG.replace(backend="eager"), lambda e: None)
     assert "payback" not in result.metrics and "payback_problem" not in result.metrics
     torch._dynamo.reset()
-    stopped = Trainer().run(CONFIG, lambda e: None, _StopAfter(3))
+    stopped = Trainer().run(CONFIG, lambda e: None, StopAfter(3))
     assert stopped.stopped and 0 < stopped.steps < 12
     assert stopped.metrics["payback_problem"] == "not measured: the run was stopped"
 

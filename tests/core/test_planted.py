@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.conftest import REPO_ROOT
+from ..helpers import REPO_ROOT
 from workbench.core.domain.fullgraph import check_fullgraph
 from workbench.core.domain.inspect import explain
 from workbench.core.domain.model import SandwichNet, model_for

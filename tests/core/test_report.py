@@ -33,7 +33,7 @@ from workbench.core.run.reports import write_report
 from workbench.core.run.request import RunRequest
 
 PLANTED = Path(workbench.__file__).parents[1] / "resources" / "examples" / "planted_break.py"
-SMALL = dict(epochs=1, max_steps=40, hidden_dim=32)
+REPORTED = dict(epochs=1, max_steps=40, hidden_dim=32)  # 40 steps: curves with a shape to draw
 VAL_SIZE = 1000  # mnist-sample's held-out split
 EVIL = "<script>alert(1)</script>"
 
@@ -65,10 +65,10 @@ def runs(tmp_path_factory) -> Runs:
     torch.set_num_threads(1)
     try:
         configs = {
-            "eager": TrainConfig(**SMALL),
-            "aot": TrainConfig(**SMALL, backend="aot_eager"),
-            "planted": TrainConfig(**SMALL, backend="aot_eager", model=f"{PLANTED}:PlantedBreakNet"),
-            "failed": TrainConfig(**SMALL, lr=10.0),
+            "eager": TrainConfig(**REPORTED),
+            "aot": TrainConfig(**REPORTED, backend="aot_eager"),
+            "planted": TrainConfig(**REPORTED, backend="aot_eager", model=f"{PLANTED}:PlantedBreakNet"),
+            "failed": TrainConfig(**REPORTED, lr=10.0),
         }
         for name, config in configs.items():
             record_run(config, root / name, db)

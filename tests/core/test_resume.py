@@ -13,7 +13,7 @@ from workbench.core.engine import TrainedModel, Trainer
 from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.events import EpochEnd, RunFailed, RunFinished, RunStarted, Step
 
-from .test_engine import of, steps
+from ..helpers import of, steps
 
 CONFIG = TrainConfig(epochs=5, hidden_dim=16, batch_size=250)  # 16 steps an epoch: five epochs in a moment
 PER_EPOCH = 4000 // 250

@@ -21,7 +21,7 @@ from workbench.core.run.recorder import run_recorded
 from workbench.core.run.request import RunRequest
 from workbench.core.history.runs import RunRecorder, RunStore, RunStoreError
 
-SMALL = TrainConfig(epochs=1, max_steps=30, hidden_dim=16)
+from ..helpers import SMALL
 
 
 def recorded(config: TrainConfig, out_dir: Path, *, db: Path, **kwargs) -> RunFinished | RunFailed:
@@ -31,7 +31,7 @@ def recorded(config: TrainConfig, out_dir: Path, *, db: Path, **kwargs) -> RunFi
 
 def _started(config: TrainConfig = SMALL) -> RunStarted:
     return RunStarted(config=config.to_dict(), device="cpu", device_name="CPU", versions={"torch": "x"},
-                      train_size=4000, val_size=1000, steps_per_epoch=125, total_steps=30)
+                      train_size=4000, val_size=1000, steps_per_epoch=125, total_steps=SMALL.max_steps)
 
 
 def _step(i: int) -> Step:
@@ -45,7 +45,7 @@ def test_a_real_run_round_trips(tmp_path):
     assert isinstance(result, RunFinished)
     store = RunStore(db)
     [record] = store.list()
-    assert record.status == "finished" and record.steps == 30
+    assert record.status == "finished" and record.steps == SMALL.max_steps
     assert record.config == SMALL.to_dict()
     assert record.environment["device"] == "cpu" and "torch" in record.environment
     assert record.best_val_accuracy == pytest.approx(result.metrics["best_val_accuracy"])

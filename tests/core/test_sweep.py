@@ -16,7 +16,7 @@ from workbench.core.history.sweeps import Trial, axis_position, pareto_front
 from workbench.core.run import sweep
 from workbench.core.run.sweep import SweepError, SweepSettings, load_trials, run_sweep, sweep_parameters
 
-SMALL = TrainConfig(hidden_dim=64, batch_size=250)
+BASE = TrainConfig(hidden_dim=64, batch_size=250)  # big batches: few steps per trial
 
 
 def test_a_real_sweep_records_each_trial_as_a_run_of_its_settings_and_resumes(tmp_path):
@@ -28,15 +28,15 @@ def test_a_real_sweep_records_each_trial_as_a_run_of_its_settings_and_resumes(tm
         stop.set()  # the first trial ends: stop the sweep there
 
     settings = SweepSettings("s", ("lr",), "random", trials=2)
-    first = run_sweep(SMALL, settings, epochs=1, cuda_devices=0, db=db, runs_dir=tmp_path / "runs",
+    first = run_sweep(BASE, settings, epochs=1, cuda_devices=0, db=db, runs_dir=tmp_path / "runs",
                       on_progress=progress, stop=stop)
-    assert [t.state for t in first] == ["complete"] and first[0].params == {"lr": SMALL.lr}  # trial 0: defaults
+    assert [t.state for t in first] == ["complete"] and first[0].params == {"lr": BASE.lr}  # trial 0: defaults
     assert heard[0].done == 1 and heard[0].total == 2 and heard[0].eta_seconds > 0
     # Resumed by name: the stored settings win over different ones (only the trial count may change).
     trials = run_sweep(TrainConfig(), SweepSettings("s", ("hidden_dim",), "grid", trials=2), epochs=3,
                        cuda_devices=0, db=db, runs_dir=tmp_path / "runs")
     assert [t.number for t in trials] == [0, 1] and all(t.state == "complete" for t in trials)
-    assert set(trials[1].params) == {"lr"} and trials[1].params["lr"] != SMALL.lr
+    assert set(trials[1].params) == {"lr"} and trials[1].params["lr"] != BASE.lr
     with RunStore(db) as store:
         for trial in trials:
             record = store.get(trial.run_id)
@@ -66,7 +66,7 @@ def test_a_trial_below_the_median_is_pruned_and_its_run_stopped(tmp_path, monkey
     stops: list[bool] = []
     good = [0.90, 0.92, 0.93, 0.94]
     monkeypatch.setattr(sweep, "start_run", fake_start_run([good, good, good, [0.5, 0.6, 0.7, 0.8]], stops))
-    trials = run_sweep(SMALL, SweepSettings("p", ("lr",), "random", trials=4), epochs=4, cuda_devices=0,
+    trials = run_sweep(BASE, SweepSettings("p", ("lr",), "random", trials=4), epochs=4, cuda_devices=0,
                        db=tmp_path / "runs.sqlite")
     assert [t.state for t in trials] == ["complete"] * 3 + ["pruned"]
     # Not after epoch 1 (0.5 is below the median there too): one epoch says too little.
@@ -82,11 +82,11 @@ def test_failed_and_unrunnable_trials_are_failed_and_retried(tmp_path, monkeypat
         return next(answers, None) or finishes(request, emit, stop)
 
     monkeypatch.setattr(sweep, "start_run", start_run)
-    trials = run_sweep(SMALL, SweepSettings("f", ("lr",), "random", trials=1), epochs=1, cuda_devices=0,
+    trials = run_sweep(BASE, SweepSettings("f", ("lr",), "random", trials=1), epochs=1, cuda_devices=0,
                        db=tmp_path / "runs.sqlite")
     assert [t.state for t in trials] == ["failed", "complete"] and trials[0].note == "diverged: loss is nan"
     # A setting this machine refuses (CUDA graphs on a CPU) fails before anything starts.
-    trials = run_sweep(SMALL.replace(mode="reduce-overhead", backend="inductor"), SweepSettings(
+    trials = run_sweep(BASE.replace(mode="reduce-overhead", backend="inductor"), SweepSettings(
         "r", ("amp",), "grid", trials=1), epochs=1, cuda_devices=0, db=tmp_path / "runs.sqlite")
     assert trials[0].state == "failed" and trials[0].note.startswith("not runnable here:")
 
@@ -98,7 +98,7 @@ def test_failed_and_unrunnable_trials_are_failed_and_retried(tmp_path, monkeypat
     (SweepSettings("x", ("lr",), trials=0), "at least one trial")])
 def test_settings_that_cannot_sweep_are_refused(settings, message, tmp_path):
     with pytest.raises(SweepError, match=message):
-        run_sweep(SMALL, settings, epochs=1, cuda_devices=0, db=tmp_path / "runs.sqlite")
+        run_sweep(BASE, settings, epochs=1, cuda_devices=0, db=tmp_path / "runs.sqlite")
 
 
 def test_an_unknown_sweep_is_a_clear_error(tmp_path):

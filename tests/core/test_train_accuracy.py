@@ -30,18 +30,9 @@ def test_the_step_counts_right_predictions_by_hand():
 
 
 @pytest.fixture(scope="module")
-def recorded(tmp_path_factory):
-    """A 2-epoch run on the bundled sample, recorded: its events as emitted and as the history kept them."""
-    from workbench.core.run.launch import start_run
-    from workbench.core.run.request import Launch, RunRequest
-
-    out = tmp_path_factory.mktemp("accuracy")
-    events: list = []
-    request = RunRequest(TrainConfig(epochs=2, hidden_dim=32), out_dir=str(out / "run"), db=str(out / "runs.db"),
-                         launch=Launch(where="here"))
-    result = start_run(request, events.append)
-    assert isinstance(result, RunFinished), result
-    return events, out / "runs.db"
+def recorded(trained_run):
+    """The shared 2-epoch run: its events as emitted and the history that recorded them."""
+    return list(trained_run.events), trained_run.db
 
 
 def test_every_step_carries_a_rising_training_accuracy(recorded):

@@ -7,7 +7,7 @@ import statistics
 
 import torch
 
-from .test_cli import call
+from ..helpers import call
 
 
 def test_quick_bench_prints_the_table_reference_rows_ratios_and_method(tmp_path, capsys):

@@ -10,7 +10,6 @@ import argparse
 import contextlib
 import io
 import json
-import os
 import re
 import shutil
 import signal
@@ -28,34 +27,10 @@ from workbench.core.ground.config import TrainConfig, settings
 from workbench.core.ground.events import EpochEnd, RunFinished, RunStarted, Step, from_json
 from workbench.core.history.runs import RunStore
 
-from .conftest import wait_for_epoch
+from ..helpers import assert_one_error_line, call, shell, wait_for_epoch
 
 RUN_FILES = ["checkpoint.pt", "checkpoint.safetensors", "events.jsonl", "metrics.json"]
 MNIST_TEST_COUNTS = [980, 1135, 1032, 1010, 982, 892, 958, 1028, 974, 1009]
-
-
-def call(capsys, *argv) -> tuple[int, str, str]:
-    """Run the CLI in this process; argparse's own exits (--version, usage errors) become return codes."""
-    try:
-        code = cli.main([str(a) for a in argv])
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def shell(*argv, cwd: Path, env_extra: dict | None = None, timeout: int = 120) -> subprocess.CompletedProcess:
-    env = {**os.environ, **(env_extra or {})}
-    return subprocess.run([sys.executable, "-m", "workbench", *map(str, argv)], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=timeout)
-
-
-def assert_one_error_line(err: str) -> str:
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1, f"expected one line on stderr, got:\n{err}"
-    assert lines[0].startswith("workbench: error:"), lines[0]
-    assert "Traceback" not in err
-    return lines[0]
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from .test_cli import assert_one_error_line, call
+from ..helpers import assert_one_error_line, call
 
 
 def test_export_prints_the_parity_table_and_writes_the_files(tmp_path, capsys):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from .test_cli import assert_one_error_line, call
+from ..helpers import assert_one_error_line, call
 
 
 def test_lr_find_suggests_a_learning_rate_and_writes_its_points(tmp_path, capsys):

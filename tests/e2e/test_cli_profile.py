@@ -5,7 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 
-from .test_cli import assert_one_error_line, call
+from ..helpers import assert_one_error_line, call
 
 
 def test_profile_runs_a_short_profiled_run_and_prints_where_the_time_went(tmp_path, capsys):

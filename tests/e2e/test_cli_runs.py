@@ -9,7 +9,7 @@ import pytest
 
 from workbench.core.history.runs import RunStore
 
-from .test_cli import assert_one_error_line, call
+from ..helpers import assert_one_error_line, call
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from ..core.test_runs_export import read_csv, record_history, values, without_tensorboard
-from .test_cli import assert_one_error_line, call
+from ..helpers import assert_one_error_line, call
 
 
 @pytest.fixture

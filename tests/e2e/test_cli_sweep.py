@@ -7,7 +7,7 @@ from __future__ import annotations
 from workbench.core.run import sweep
 
 from ..core.test_sweep import fake_start_run
-from .test_cli import assert_one_error_line, call
+from ..helpers import assert_one_error_line, call
 
 
 def test_sweep_prints_each_trial_the_best_and_the_front_and_writes_its_report(tmp_path, capsys, monkeypatch):

@@ -24,7 +24,7 @@ from workbench.core.run.process import TORCHRUN_TEMP_ENV
 from workbench.core.run.request import Launch, LaunchError, check_launch
 from workbench.core.history.runs import RunStore
 
-from .conftest import TrainStarter, marked_processes, wait_for_epoch
+from ..helpers import TrainStarter, descendants, marked_processes, wait_for_epoch
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="reads /proc to find leftover processes")
 BAD_RANK_MODEL = '''
@@ -78,7 +78,7 @@ def stopped_run(tmp_path_factory):
         proc, mark = starter.start("--epochs", "100000", "--nproc-per-node", "2", "--out", str(tmp / "run"))
         wait_for_epoch(proc)  # every rank trains by now: every socket is open
         running = marked_processes(mark)
-        listening = listening_addresses(descendants(proc.pid))
+        listening = listening_addresses({proc.pid, *descendants(proc.pid)})
         torchrun_temp = {value for pid, _ in running if (value := environ_value(pid, TORCHRUN_TEMP_ENV))}
         proc.send_signal(signal.SIGINT)  # what Ctrl+C does: stop after the current step
         _, err = proc.communicate(timeout=120)
@@ -207,25 +207,6 @@ def listening_addresses(pids: set[int]) -> set[tuple[str, int]]:
                 raw, port = (bytes.fromhex(part) for part in fields[1].split(":"))
                 raw = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))  # host-order words
                 found.add((socket.inet_ntop(family, raw), int.from_bytes(port, "big")))
-    return found
-
-
-def descendants(root: int) -> set[int]:
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        try:
-            if not entry.isdigit():
-                continue
-            with open(f"/proc/{entry}/stat") as fh:
-                parent = int(fh.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        children.setdefault(parent, []).append(int(entry))
-    found, todo = set(), [root]
-    while todo:
-        pid = todo.pop()
-        found.add(pid)
-        todo += children.get(pid, [])
     return found
 
 

@@ -11,7 +11,7 @@ import pytest
 from workbench.core.ground.events import RunFinished, from_json
 from workbench.core.history.runs import RunStore
 
-from .conftest import wait_for_epoch
+from ..helpers import wait_for_epoch
 
 SIGNALS = [getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)]
 

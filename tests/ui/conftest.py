@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -14,19 +15,15 @@ def _isolated_settings(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("WORKBENCH_CONFIG_DIR", str(tmp_path_factory.mktemp("wb-config")))
 
 
-@pytest.fixture(scope="session")
-def trained_checkpoint(tmp_path_factory):
-    """A 3-epoch run on the bundled sample (about a second), shared by the tests that need a model."""
-    from workbench.core.ground.config import TrainConfig
-    from workbench.core.ground.events import RunFinished
-    from workbench.core.run.launch import start_run
-    from workbench.core.run.request import Launch, RunRequest
+@pytest.fixture
+def trained_checkpoint(trained_run, tmp_path):
+    """The shared trained run's checkpoint, copied into this test's folder: the window writes beside a checkpoint
+    it opens (exports, reports), and no test may see another's leftovers."""
+    import shutil
 
-    out = tmp_path_factory.mktemp("trained")
-    request = RunRequest(TrainConfig(epochs=3), out_dir=str(out), record=False, launch=Launch(where="here"))
-    result = start_run(request, lambda event: None)
-    assert isinstance(result, RunFinished), result
-    return out / "checkpoint.pt"
+    folder = tmp_path / "trained"
+    folder.mkdir()
+    return Path(shutil.copy2(trained_run.checkpoint, folder / "checkpoint.pt"))
 
 
 @pytest.fixture(scope="session")
@@ -55,10 +52,3 @@ def window(qtbot, tmp_path, one_torch_thread, kernel):
     yield win
     assert win.runner.shutdown()
     assert not win.runner.training, "a run outlived the test"
-
-
-def set_config(window, **changes):
-    """Put settings into the form the way a user would end up with them, through the panel's own API."""
-    from workbench.core.ground.config import TrainConfig
-
-    window.setup.set_config(TrainConfig(**changes))

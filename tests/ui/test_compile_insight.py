@@ -12,7 +12,7 @@ from workbench.core.ground.events import (CompileEvent, CompileReport, Frame, Gr
 from workbench.core.ground.payback import Payback
 from workbench.ui.panels.compile import CompilePanel
 
-from .conftest import set_config
+from ..helpers import set_config
 
 ITEM_BREAK = GraphBreak(
     reason=("Unsupported Tensor.item() call with capture_scalar_outputs=False\n"

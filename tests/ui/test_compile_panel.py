@@ -6,7 +6,7 @@ from PySide6.QtCore import Qt
 
 from workbench.core.ground.events import CompileReport, RunFinished
 
-from .conftest import set_config
+from ..helpers import set_config
 
 
 def test_explain_shows_a_fix_it_card_for_the_planted_break_with_file_line_and_source(window, qtbot,

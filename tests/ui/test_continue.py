@@ -7,7 +7,7 @@ from PySide6.QtWidgets import QInputDialog, QPushButton
 
 from workbench.core.ground.events import RunFinished
 
-from .conftest import set_config
+from ..helpers import set_config
 
 
 def test_continue_training_goes_on_from_the_selected_runs_checkpoint(window, qtbot, monkeypatch):

@@ -14,7 +14,7 @@ from workbench.ui.panels.dataset import EMPTY, DatasetPanel
 @pytest.fixture(scope="module")
 def folder_answer(tmp_path_factory):
     """An image folder with a full class, an empty one, a small one and an unreadable file."""
-    from tests.conftest import SAMPLES_DIR
+    from ..helpers import SAMPLES_DIR
 
     root = tmp_path_factory.mktemp("folder")
     for digit, (cls, n) in enumerate({"cats": 10, "dogs": 0, "owls": 4}.items()):

@@ -12,11 +12,11 @@ from workbench.ui.panels.evaluate import EMPTY_TEXT, INDEX_ROLE, EvaluatePanel
 
 
 @pytest.fixture(scope="module")
-def sample_answer(trained_checkpoint) -> dict:
+def sample_answer(trained_run) -> dict:
     """The real job's answer on the bundled sample (computed in this test process: a few hundredths of a second)."""
     from workbench.core.run.jobs import evaluate_view
 
-    return evaluate_view(str(trained_checkpoint))
+    return evaluate_view(str(trained_run.checkpoint))
 
 
 def synthetic_answer(labels, predicted, confidence, self_confidence, classes=("cat", "dog", "owl")) -> dict:

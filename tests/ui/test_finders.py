@@ -11,7 +11,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QPushButton
 
-from .conftest import set_config
+from ..helpers import set_config
 
 
 def test_the_range_test_draws_its_loss_live_and_the_suggestion_goes_into_the_form(window, qtbot):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import signal
 
-from .conftest import set_config
+from ..helpers import set_config
 from .test_predict_panel import drop_files, load
 
 

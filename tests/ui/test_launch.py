@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -87,7 +88,7 @@ def test_ctrl_c_closes_the_app_cleanly_and_leaves_no_process(tmp_path):
     import time
     import uuid
 
-    from ..conftest import processes_with_env
+    from ..helpers import processes_with_env
 
     mark = uuid.uuid4().hex
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "WORKBENCH_TEST_MARK": mark,
@@ -95,14 +96,21 @@ def test_ctrl_c_closes_the_app_cleanly_and_leaves_no_process(tmp_path):
     app = subprocess.Popen([sys.executable, "-m", "workbench"], env=env, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True)
     started = time.monotonic()
-    # The app starts its fork server, which forks the service kernel and a spare training kernel as soon as the
-    # window exists: those three appearing means "up".
-    while len(kernels := descendants(app.pid)) < 3:
-        assert app.poll() is None, app.stderr.read()
-        assert time.monotonic() - started < 60, "the app did not come up"
-        time.sleep(0.1)  # polling /proc for the children to appear: there is no event to wait on
-    app.send_signal(signal.SIGINT)
-    _, err = app.communicate(timeout=60)
+    try:
+        # The app starts its fork server, which forks the service kernel and a spare training kernel as soon as
+        # the window exists: those three appearing means "up".
+        while len(kernels := descendants(app.pid)) < 3:
+            assert app.poll() is None, app.stderr.read()
+            assert time.monotonic() - started < 60, "the app did not come up"
+            time.sleep(0.1)  # polling /proc for the children to appear: there is no event to wait on
+        app.send_signal(signal.SIGINT)
+        _, err = app.communicate(timeout=60)
+    finally:  # a failure above must not leave the app running (nothing would ever close it)
+        if app.poll() is None:
+            for pid in [*descendants(app.pid), app.pid]:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            app.wait()
     assert app.returncode == 0 and "Traceback" not in err, err
     assert [pid for pid in kernels if alive(pid)] == []
     assert processes_with_env("WORKBENCH_TEST_MARK", mark) == []

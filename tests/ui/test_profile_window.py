@@ -7,7 +7,7 @@ from PySide6.QtCore import Qt
 
 from workbench.core.ground.events import RunFinished
 
-from .conftest import set_config
+from ..helpers import set_config
 
 
 def test_a_profiled_fp16_run_fills_the_profile_panel(window, qtbot):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from workbench.ui.heartbeat import Heartbeat
 
-from .conftest import set_config
+from ..helpers import set_config
 
 GENEROUS_STALL_MS = 2_000
 

@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QMessageBox
 
 from workbench.core.ground.events import RunFinished
 
-from .conftest import set_config
+from ..helpers import set_config
 
 
 def _train(window, qtbot, **changes):

@@ -18,7 +18,7 @@ from workbench.core.ground.capabilities import Capabilities, DeviceInfo
 from workbench.core.ground.config import TrainConfig, settings
 from workbench.ui.panels.setup import _row_of
 
-from .conftest import set_config
+from ..helpers import set_config
 
 INDUCTOR_PROBLEM = "Inductor on the CPU needs a C++ compiler and none was found"
 CPU_ONLY = Capabilities(known=True, torch_version="2.x", devices=(DeviceInfo("cpu", "CPU"),),

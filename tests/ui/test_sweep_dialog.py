@@ -15,7 +15,7 @@ from workbench.core.history.sweeps import Trial
 from workbench.core.run.sweep import SweepError, load_trials
 from workbench.ui.panels.plots import LIGHT
 
-from .conftest import set_config
+from ..helpers import set_config
 
 FINISHED = ("complete", "pruned")
 SWEEP_TIMEOUT = 300_000  # each trial starts a kernel process (PyTorch imported: seconds on a loaded 2-core machine)

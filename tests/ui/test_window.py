@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QMessageBox
 from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.events import RunFinished
 
-from .conftest import set_config
+from ..helpers import set_config
 
 
 def test_on_a_1366_by_768_screen_the_window_fits_and_the_plots_keep_their_height(qtbot, tmp_path, kernel):
