@@ -1,4 +1,5 @@
 # Two commands: `make run` opens the app, `make test` runs the whole suite. Each sets up .venv when needed.
+# `make test-fast` is the edit-run loop: everything but the tests marked slow (see pyproject.toml), in ~1.5 min.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -6,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 
 # A bare `make` opens the app (never the benchmark, which takes minutes).
 .DEFAULT_GOAL := run
-.PHONY: run test bench package clean
+.PHONY: run test test-fast bench package clean
 
 bench: $(STAMP)
 	$(VENV)/bin/workbench bench
@@ -20,10 +21,19 @@ $(STAMP): pyproject.toml constraints.txt
 run: $(STAMP)
 	$(VENV)/bin/workbench
 
+# Two workers (pytest-xdist) whatever the machine: the suite is sized for 2 cores, and most of a test's time is one
+# thread (a kernel, a window) with the other core idle. A module's tests stay on one worker (they share fixtures).
+# The slowest 20 are printed at the end, so a test that slows the suite down is seen when it lands.
+PYTEST := QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -n 2 --dist loadfile
+
 test: $(STAMP)
 	$(VENV)/bin/ruff check workbench tests scripts packaging
 	$(VENV)/bin/lint-imports
-	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q
+	$(PYTEST) --durations=20
+
+test-fast: $(STAMP)
+	$(VENV)/bin/ruff check workbench tests scripts packaging
+	$(PYTEST) -m "not slow" --durations=10 tests/core tests/ui
 
 package: $(STAMP)
 	$(PY) -m pip install --quiet -c constraints.txt -e '.[package]'

@@ -28,6 +28,9 @@ def _cuda_available() -> bool:
 
 
 def pytest_collection_modifyitems(config, items):
+    for item in items:  # end to end is the slow tier by definition: real CLI processes, torchrun, a built wheel
+        if item.path.parent.name == "e2e":
+            item.add_marker(pytest.mark.slow)
     cuda_items = [item for item in items if item.get_closest_marker("cuda")]
     if cuda_items and not _cuda_available():
         skip = pytest.mark.skip(reason="needs a CUDA device")

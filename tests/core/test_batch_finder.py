@@ -34,6 +34,7 @@ def runs(monkeypatch):
     return seen
 
 
+@pytest.mark.slow
 def test_each_batch_size_is_a_short_real_run_of_the_same_settings(runs):
     heard = []
     finding = find_batch_size(SMALL.replace(lr=1e-3), on_point=heard.append, largest=64)

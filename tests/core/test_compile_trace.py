@@ -210,6 +210,7 @@ def compiled_run(tmp_path_factory):
     return events, result, trace_dir
 
 
+@pytest.mark.slow
 def test_a_compiled_run_puts_its_graphs_and_the_eval_recompile_on_the_step_axis(compiled_run):
     events, result, _ = compiled_run
     assert isinstance(result, RunFinished)
@@ -270,6 +271,7 @@ def test_a_compile_failure_is_a_fallback_marker(monkeypatch):
     assert fallback.step == 1 and "injected compile failure" in fallback.detail
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("record", [True, False])
 def test_the_compile_trace_setting_decides_whether_a_run_records_its_trace(tmp_path, record):
     from workbench.core.run.launch import start_run

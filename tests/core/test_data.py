@@ -346,6 +346,7 @@ def test_resource_path_points_at_real_files():
     assert (data.resource_path("mnist_sample", "MNIST", "raw", "train-images-idx3-ubyte")).is_file()
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:Got pickle error")
 def test_large_imagefolder_loads_with_spawned_workers(tmp_path, samples_dir, monkeypatch):
     import torch.utils.data as tud

@@ -231,6 +231,7 @@ def test_planted_break_with_fullgraph_fails_naming_the_line(planted_break_spec, 
     assert not steps(events)
 
 
+@pytest.mark.slow
 def test_planted_break_without_fullgraph_warns_and_trains(planted_break_spec, planted_break_line):
     config = TrainConfig(model=planted_break_spec, epochs=1, max_steps=3, hidden_dim=16, backend="aot_eager")
     events, result = run(config)
@@ -267,6 +268,7 @@ def test_unusable_backend_falls_back_to_eager_when_allowed(monkeypatch):
     assert not report.compiled and any(REASON in w for w in report.warnings)
 
 
+@pytest.mark.slow
 def test_real_compile_failure_fails_or_falls_back(monkeypatch, tmp_path):
     """Not pre-checked: Inductor really fails (its C++ compiler does not exist). The suite's one Inductor test."""
     import torch._inductor.config as inductor_config
@@ -298,11 +300,13 @@ def _losses(config: TrainConfig) -> list[float]:
     return [s.loss for s in steps(events)]
 
 
+@pytest.mark.slow
 def test_compiling_does_not_change_the_numbers_without_dropout():
     config = TrainConfig(epochs=1, max_steps=4, hidden_dim=16, dropout=0.0, seed=2)
     assert _losses(config.replace(backend="aot_eager")) == pytest.approx(_losses(config), rel=1e-5)
 
 
+@pytest.mark.slow
 def test_compiling_does_not_change_the_numbers_with_dropout():
     config = TrainConfig(epochs=1, max_steps=4, hidden_dim=16, dropout=0.2, seed=2)
     assert _losses(config.replace(backend="aot_eager")) == pytest.approx(_losses(config), rel=1e-5)
@@ -626,6 +630,7 @@ def test_cuda_warmup_steps_are_flagged_and_kept_off_the_steady_figures(monkeypat
     assert list(curves_from_events(events).throughput_step) == [s.step for s in steady]
 
 
+@pytest.mark.slow
 def test_cpu_steps_are_never_warmup_and_all_count_toward_the_steady_figures():
     events, result = run(SMALL.replace(device="cpu", max_steps=8), flush_seconds=0)  # one block per step
     assert isinstance(result, RunFinished)
@@ -637,6 +642,7 @@ def test_cpu_steps_are_never_warmup_and_all_count_toward_the_steady_figures():
     assert [(s.compiling, s.warmup) for s in steps(compiled)] == [(True, False)] + [(False, False)] * 3
 
 
+@pytest.mark.slow
 def test_every_compile_phase_is_counted_train_then_eval():
     config = TrainConfig(epochs=2, batch_size=1000, hidden_dim=16, backend="aot_eager")  # 4 steps per epoch
     events, result = run(config)
@@ -655,6 +661,7 @@ def test_every_compile_phase_is_counted_train_then_eval():
     assert of(events, CompileReport)[-1].compile_seconds == result.metrics["compile_seconds"]
 
 
+@pytest.mark.slow
 def test_cuda_graph_recording_is_a_compile_phase_of_its_own(monkeypatch):
     from workbench.core import engine
 

@@ -65,6 +65,7 @@ def test_the_export_agrees_with_eager_and_writes_its_contract_and_table(exported
     assert table["bytes"] == (out / "model.pt2").stat().st_size > 0
 
 
+@pytest.mark.slow
 def test_the_pt2_runs_in_a_fresh_interpreter_with_only_torch(exported, trained, tmp_path):
     out, _ = exported
     assert_torch_alone_predicts_as_eager(f"torch.export.load({str(out / 'model.pt2')!r}).module()", trained, tmp_path)
@@ -72,12 +73,15 @@ def test_the_pt2_runs_in_a_fresh_interpreter_with_only_torch(exported, trained, 
 
 def test_a_drifting_program_fails_the_gate_and_says_by_how_much(trained):
     model = trained.build_model()
-    images = torch.randint(0, 256, (300, 1, 28, 28), dtype=torch.uint8)
+    images = torch.randint(0, 256, (300, 1, 28, 28), dtype=torch.uint8, generator=torch.Generator().manual_seed(0))
     reference, _ = _run(model, images)
     shift = torch.zeros(len(trained.classes))
     shift[3] = 1e-2
     row = _compare("drifted", lambda batch: model(batch) + shift, images, reference, trained.classes)
-    assert not row.passed and row.max_abs == pytest.approx(1e-2, rel=1e-3) and row.top1_agreement == 1.0
+    # On noise, a logit 3 within 0.01 of the top one flips: what agrees is counted, not assumed
+    agreeing = ((reference + shift).argmax(-1) == reference.argmax(-1)).float().mean().item()
+    assert not row.passed and row.max_abs == pytest.approx(1e-2, rel=1e-3)
+    assert row.top1_agreement == pytest.approx(agreeing)
     assert row.drift.startswith(f"output logit 3 (class {trained.classes[3]!r}) drifts most, by 1.00e-02")
     assert row.drift.endswith("300 of 300 images differ by more than 0.0001")
 
@@ -121,6 +125,7 @@ def exported_onnx(trained, tmp_path_factory):
     return out, export_model(trained, out, fmt="onnx", compile_backend="aot_eager")
 
 
+@pytest.mark.slow
 def test_the_onnx_export_agrees_in_onnx_runtime(exported_onnx):
     out, table = exported_onnx
     rows = {row["name"]: row for row in table["rows"]}
@@ -153,6 +158,7 @@ def exported_aoti(trained, tmp_path_factory):
     return out, export_model(trained, out, fmt="aoti", compile_backend="aot_eager")
 
 
+@pytest.mark.slow
 def test_the_aoti_package_agrees_and_runs_in_a_fresh_interpreter_with_only_torch(exported_aoti, trained, tmp_path):
     out, table = exported_aoti
     rows = {row["name"]: row for row in table["rows"]}

@@ -202,6 +202,7 @@ def test_a_real_run_with_the_database_locked_at_its_start_is_recorded_to_its_end
     assert [e for e in recorded if not isinstance(e, Notice)] == [e for e in seen if not isinstance(e, Notice)]
 
 
+@pytest.mark.slow
 def test_a_failed_run_in_a_reused_folder_leaves_only_its_own_files(tmp_path):
     out, db = tmp_path / "out", tmp_path / "runs.sqlite"
     first = run_recorded(RunRequest(config=SMALL.replace(max_steps=3), out_dir=str(out), db=str(db)))

@@ -92,6 +92,7 @@ def test_a_model_calling_sys_exit_is_a_failed_run_not_an_exit(tmp_path):
     assert f"{tmp_path / 'user_model.py'}:{line}" in result.hint
 
 
+@pytest.mark.slow
 def test_a_model_calling_sys_exit_in_a_run_kernel_is_a_failed_run(tmp_path):
     spec, _ = model_file(tmp_path, EXIT_FORWARD)
     request = RunRequest(config=config_for(spec), out_dir=str(tmp_path / "run"), record=False)

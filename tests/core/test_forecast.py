@@ -245,6 +245,7 @@ def fresh_dynamo():
     (dict(dynamic=True), 1000, [EVAL_MODE]),  # the bundled sample: one validation batch of 1,000
     (dict(dynamic=False), 1100, [EVAL_MODE, PARTIAL_VAL_BATCH]),  # a static eval graph, a last batch of 76
 ], ids=["automatic-batch-of-one", "dynamic-sample", "static-partial"])
+@pytest.mark.slow
 def test_the_forecast_matches_a_real_run(settings, val_size, expected, idx_folders, fresh_dynamo):
     from workbench.core.engine import Trainer
     from workbench.core.ground.events import CompileReport, RunFinished, RunStarted

@@ -76,6 +76,7 @@ def test_a_kernel_is_forked_with_its_own_environment_folder_session_threads_and_
     assert not first["cuda_initialized"] and not second["cuda_initialized"]
 
 
+@pytest.mark.slow
 def test_every_forked_run_compiles_from_fresh_dynamo_state(tmp_path):
     """The server never compiles: each run's first graph is Dynamo's frame 0/0 and pays its own compile."""
     config = TrainConfig(epochs=1, max_steps=3, hidden_dim=16, backend="aot_eager")
@@ -108,6 +109,7 @@ def test_a_killed_kernel_is_a_crashed_run_and_the_server_forks_the_next(tmp_path
     assert isinstance(result, RunFinished) and again.process._server is server
 
 
+@pytest.mark.slow
 def test_a_server_that_dies_before_it_forks_fails_its_kernel_clearly_and_the_next_gets_a_new_one(monkeypatch,
                                                                                                   cold_kernels):
     process = ChildProcess()  # a new server, still importing torch: the kernel is not forked yet
@@ -145,12 +147,14 @@ def test_stopping_a_kernel_not_yet_forked_ends_it_as_soon_as_it_is(cold_kernels,
     process.close()
 
 
+@pytest.mark.slow
 def test_without_the_fork_server_a_kernel_is_a_new_interpreter(monkeypatch, tmp_path):
     monkeypatch.setenv(forkserver.DISABLE_ENV, "0")
     process, result, _ = _train(TrainConfig(epochs=1, max_steps=2, hidden_dim=16), tmp_path / "run")
     assert isinstance(process.process, subprocess.Popen) and isinstance(result, RunFinished)
 
 
+@pytest.mark.slow
 def test_the_server_imports_without_touching_cuda_or_starting_a_thread():
     """A CUDA context or a running thread does not survive a fork: the preload must create neither."""
     script = """

@@ -409,6 +409,7 @@ def _runs_cli(db: Path, *args: str) -> tuple[int, str]:
     return code, out.getvalue() + err.getvalue()
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None, database=None)
 @given(st.lists(st.sampled_from([(c, v) for c, vs in COLUMNS.items() for v in vs]), min_size=1, max_size=3,
                 unique=True))
@@ -458,6 +459,7 @@ def test_damaged_row_is_listed_as_damaged(tmp_path):
     assert code == 0 and "damaged" in text
 
 
+@pytest.mark.slow
 @FAST
 @given(st.lists(st.text(max_size=30) | JSON.map(json.dumps), min_size=1, max_size=3))
 def test_damaged_stored_events(lines):

@@ -82,6 +82,7 @@ def pixels_b64(pixels: np.ndarray) -> str:
 
 
 # -- capabilities and explain -----------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_capabilities_name_torch_the_cpu_and_what_cannot_run_here(kernel):
     data = answer(kernel, "capabilities")
     caps = Capabilities.from_dict(data)

@@ -80,6 +80,7 @@ def _run(config, monkeypatch=None, calibrate=True):
     return result, {k: v.detach().clone() for k, v in handed[0].model.state_dict().items()}
 
 
+@pytest.mark.slow
 def test_a_compiled_run_measures_eager_and_compiled_steps_and_its_weights_are_untouched(monkeypatch):
     calibrated, weights = _run(CONFIG)
     payback = Payback.from_dict(calibrated.metrics["payback"])
@@ -93,6 +94,7 @@ def test_a_compiled_run_measures_eager_and_compiled_steps_and_its_weights_are_un
     assert all(torch.equal(weights[k], plain_weights[k]) for k in weights)
 
 
+@pytest.mark.slow
 def test_the_calibration_really_runs_eager_steps_and_compiled_ones(monkeypatch):
     """force_eager must reach the step: with it ignored, no step of the calibration would run eagerly."""
     seen = {"eager": 0, "compiled": 0}
@@ -115,6 +117,7 @@ def _stance_is_eager() -> bool:
     return _stance.stance == "force_eager"
 
 
+@pytest.mark.slow
 def test_an_eager_run_has_no_payback_and_a_stopped_one_says_why():
     result = Trainer().run(CONFIG.replace(backend="eager"), lambda e: None)
     assert "payback" not in result.metrics and "payback_problem" not in result.metrics

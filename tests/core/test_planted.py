@@ -90,6 +90,7 @@ def test_planted_library_break_gets_the_library_recipe():
     assert card.category == "library_call"
 
 
+@pytest.mark.slow
 def test_planted_recompile_recompiles_where_automatic_dynamic_shapes_would_not():
     from torch._dynamo.utils import clear_compilation_metrics, get_compilation_metrics
 

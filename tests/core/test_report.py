@@ -112,6 +112,7 @@ def _headings(text: str) -> list[str]:
 
 
 # -- structure --------------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_two_run_report_has_every_section_in_order(two_run_report, runs):
     text, _, html_path = two_run_report
     assert _headings(text) == list(SECTIONS.values())
@@ -190,6 +191,7 @@ def test_missing_checkpoint_is_explained(store, tmp_path):
     assert "<table class=confusion>" not in text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("later", [dict(hidden_dim=16), {}], ids=["other settings", "same settings"])
 def test_a_checkpoint_overwritten_by_a_later_run_is_not_passed_off_as_this_runs(tmp_path, later):
     tiny = TrainConfig(epochs=1, max_steps=3, hidden_dim=8)

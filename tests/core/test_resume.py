@@ -66,6 +66,7 @@ def _same_weights(a: checkpoint.Checkpoint, b: checkpoint.Checkpoint) -> bool:
     (lambda e: isinstance(e, EpochEnd) and e.epoch == 3, 3 * PER_EPOCH),  # 3 + 2 epochs
     (lambda e: isinstance(e, Step) and e.step == 2 * PER_EPOCH + 5, 2 * PER_EPOCH + 5),  # mid-epoch
 ], ids=["after-epoch-3", "mid-epoch-3"])
+@pytest.mark.slow
 def test_stopping_and_continuing_trains_exactly_what_one_run_does(straight, tmp_path, stop_when, stopped_at):
     straight_events, straight_ckpt = straight
     first_events, first = train(CONFIG, tmp_path / "first.pt", stop_when)
@@ -83,6 +84,7 @@ def test_stopping_and_continuing_trains_exactly_what_one_run_does(straight, tmp_
     assert result.metrics["best_val_accuracy"] == max(e.val_accuracy for e in of(straight_events, EpochEnd))
 
 
+@pytest.mark.slow
 def test_a_finished_run_goes_on_for_more_epochs_and_compiles_again(tmp_path):
     _, first = train(CONFIG.replace(epochs=2), tmp_path / "first.pt")
     events, result = train(CONFIG.replace(epochs=3, resume=str(tmp_path / "first.pt"), backend="aot_eager"),
@@ -106,6 +108,7 @@ def one_epoch(tmp_path_factory):
     ({"hidden_dim": 32}, "hidden_dim: 16 → 32"),
     ({}, "nothing is left to train"),  # the same epochs: the run is already complete
 ])
+@pytest.mark.slow
 def test_a_continued_run_that_cannot_be_is_refused_with_the_reason(one_epoch, tmp_path, changes, words):
     events, result = train(CONFIG.replace(epochs=1, resume=str(one_epoch), **changes), tmp_path / "second.pt")
     assert isinstance(result, RunFailed) and result.kind == "config" and words in result.message

@@ -19,6 +19,7 @@ from workbench.core.run.sweep import SweepError, SweepSettings, load_trials, run
 BASE = TrainConfig(hidden_dim=64, batch_size=250)  # big batches: few steps per trial
 
 
+@pytest.mark.slow
 def test_a_real_sweep_records_each_trial_as_a_run_of_its_settings_and_resumes(tmp_path):
     db = tmp_path / "runs.sqlite"
     heard, stop = [], threading.Event()

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 from workbench.core.ground.config import TrainConfig
 from workbench.ui.bench_gui import format_gui_report, run_gui_bench
 
 
+@pytest.mark.slow
 def test_gui_bench_measures_both_paths_and_the_heartbeat(qapp, monkeypatch, tmp_path):
     monkeypatch.setenv("WORKBENCH_CONFIG_DIR", str(tmp_path / "user-config"))
     from workbench.cli import headless_samples_per_s

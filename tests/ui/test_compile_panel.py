@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from PySide6.QtCore import Qt
 
 from workbench.core.ground.events import CompileReport, RunFinished
@@ -40,6 +41,7 @@ def test_a_cards_full_stack_button_shows_its_stack(window, qtbot, planted_break_
         dialog.close()
 
 
+@pytest.mark.slow
 def test_a_compiled_run_fills_the_panel_with_compile_time_and_recompiles(window, qtbot, planted_break_spec):
     set_config(window, model=planted_break_spec, backend="aot_eager", epochs=1, hidden_dim=32)
     with qtbot.waitSignal(window.runFinished, timeout=120_000) as finished:

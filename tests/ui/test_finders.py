@@ -38,6 +38,7 @@ def test_the_range_test_draws_its_loss_live_and_the_suggestion_goes_into_the_for
     assert not dialog.isVisible()
 
 
+@pytest.mark.slow
 def test_the_batch_finder_draws_each_batch_size_and_the_suggestion_goes_into_the_form(window, qtbot):
     set_config(window, hidden_dim=16)
     window.batch_finder_action.trigger()

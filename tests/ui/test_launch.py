@@ -83,6 +83,7 @@ def test_window_icon_title_and_about_come_from_the_package_metadata(window, qtbo
         dialog.close()
 
 
+@pytest.mark.slow
 def test_ctrl_c_closes_the_app_cleanly_and_leaves_no_process(tmp_path):
     import signal
     import time

@@ -83,6 +83,7 @@ def _bad_files(tmp_path: Path) -> dict[str, Path]:
     ("text", "not an image"), ("empty", "empty"), ("truncated", "truncated"), ("huge", "megapixels"),
     ("folder", "folder"),
 ])
+@pytest.mark.slow
 def test_each_bad_file_gets_a_clear_message(panel, qtbot, tmp_path, kind, words):
     drop_files(panel.drop, [_bad_files(tmp_path)[kind]])
     wait_done(qtbot, panel)
@@ -91,6 +92,7 @@ def test_each_bad_file_gets_a_clear_message(panel, qtbot, tmp_path, kind, words)
     assert panel.prediction_label.text() == "—"
 
 
+@pytest.mark.slow
 def test_two_hundred_files_at_once_stay_responsive_and_all_get_an_answer(panel, qtbot, tmp_path):
     bad = _bad_files(tmp_path)
     files = [SAMPLES / f"digit_{i % 10}.png" for i in range(195)] + [bad[k] for k in sorted(bad)]
@@ -197,6 +199,7 @@ def test_an_untrusted_model_file_is_opened_only_after_the_user_agrees(window, qt
     assert window.predict.model is not None
 
 
+@pytest.mark.slow
 def test_the_window_process_imports_no_torch_for_predicting(tmp_path, samples_dir):
     """In a fresh interpreter (this test process has torch already): open the window, train, let it load the
     run's checkpoint in the kernel, predict a dropped digit — and torch never enters the window's process."""

@@ -3,6 +3,7 @@ and a re-opened run brings them back."""
 
 from __future__ import annotations
 
+import pytest
 from PySide6.QtCore import Qt
 
 from workbench.core.ground.events import RunFinished
@@ -10,6 +11,7 @@ from workbench.core.ground.events import RunFinished
 from ..helpers import set_config
 
 
+@pytest.mark.slow
 def test_a_profiled_fp16_run_fills_the_profile_panel(window, qtbot):
     set_config(window, epochs=1, profile_steps=5, amp="fp16", loss_scale=2.0 ** 40)
     with qtbot.waitSignal(window.runFinished, timeout=120_000) as finished:

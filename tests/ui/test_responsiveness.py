@@ -6,6 +6,7 @@ figures come from `workbench bench --gui`, which prints its method; this test pr
 
 from __future__ import annotations
 
+import pytest
 from workbench.ui.heartbeat import Heartbeat
 
 from ..helpers import set_config
@@ -13,6 +14,7 @@ from ..helpers import set_config
 GENEROUS_STALL_MS = 2_000
 
 
+@pytest.mark.slow
 def test_gui_keeps_ticking_while_training(window, qtbot):
     set_config(window, epochs=6, batch_size=32)
     heartbeat = Heartbeat(parent=window)

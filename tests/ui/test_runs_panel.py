@@ -61,6 +61,7 @@ def two_runs(_two_runs_folder, qtbot, kernel, one_torch_thread, tmp_path):
     shutil.copy(folder / "config" / "settings.ini", paths.config_dir() / "settings.ini")
 
 
+@pytest.mark.slow
 def test_runs_are_listed_compared_and_reopened(two_runs, window, qtbot):
     runs = window.runs
     assert runs.proxy.rowCount() == 2

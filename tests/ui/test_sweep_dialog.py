@@ -40,6 +40,7 @@ def dock_run_ids(window) -> set[int]:
     return {int(proxy.index(row, 0).data(SORT_ROLE)) for row in range(proxy.rowCount())}
 
 
+@pytest.mark.slow
 def test_a_sweep_runs_each_trial_as_a_run_and_draws_every_trial(window, qtbot):
     assert window.sweep_action.shortcut().toString() == "Ctrl+Shift+W"
     assert window.sweep_action in window.menuBar().actions()[1].menu().actions()  # the Run menu
@@ -72,6 +73,7 @@ def test_a_sweep_runs_each_trial_as_a_run_and_draws_every_trial(window, qtbot):
     assert dialog.best.text().startswith(f"Best: trial {best.number}, val accuracy {best.val_accuracy:.2%}")
 
 
+@pytest.mark.slow
 def test_stop_ends_the_sweep_early_and_resume_reaches_the_count(window, qtbot):
     set_config(window, hidden_dim=16)
     dialog = window.open_sweep()

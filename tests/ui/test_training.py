@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QToolButton
 
@@ -89,6 +90,7 @@ def test_a_diverging_run_shows_a_clear_message_and_the_app_keeps_working(window,
     assert isinstance(finished.args[0], RunFinished)
 
 
+@pytest.mark.slow
 def test_a_failing_compile_backend_is_reported_not_hidden(window, qtbot, monkeypatch):
     # A real failure, in the training process: Inductor on the CPU with no C++ compiler to be found.
     monkeypatch.setenv("CXX", "/nonexistent/g++")
@@ -113,6 +115,7 @@ def test_eager_fallback_is_visible_in_the_log_and_compile_panel(window, qtbot, m
     assert any("C++ compiler" in n for n in notes)
 
 
+@pytest.mark.slow
 def test_train_before_pytorch_is_ready_waits_for_it_and_then_runs(qtbot, tmp_path, one_torch_thread, cold_kernels):
     """The window is up before the kernel has imported torch: Train is queued (and can be called off), not
     refused, and starts by itself when the kernel says what the machine can do."""
@@ -134,6 +137,7 @@ def test_train_before_pytorch_is_ready_waits_for_it_and_then_runs(qtbot, tmp_pat
     assert window.kernel.state == "closed"
 
 
+@pytest.mark.slow
 def test_a_queued_train_can_be_called_off_before_pytorch_is_ready(qtbot, tmp_path, cold_kernels):
     from workbench.ui.main_window import MainWindow
 
@@ -147,6 +151,7 @@ def test_a_queued_train_can_be_called_off_before_pytorch_is_ready(qtbot, tmp_pat
     window.close()
 
 
+@pytest.mark.slow
 def test_two_processes_from_the_app_fill_the_plots_and_stop_cleanly(window, qtbot):
     from PySide6.QtWidgets import QSpinBox
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QDesktopServices, QGuiApplication
 from PySide6.QtWidgets import QMessageBox
@@ -120,6 +121,7 @@ def test_the_dataset_dock_previews_the_chosen_dataset_when_shown(window, qtbot):
     assert len(window.dataset.rows) == 10
 
 
+@pytest.mark.slow
 def test_a_new_local_dataset_is_previewed_and_a_torchvision_set_waits_for_preview(window, qtbot, tmp_path):
     from PySide6.QtGui import QImage
 
