@@ -1,9 +1,13 @@
-"""How quickly the window answers, with the kernels warm: Train → first point on the loss plot, and the round trip
-of one dropped image (decode here, predict in the service kernel, shown in the gallery).
+"""How quickly the window answers: a run kernel's start (launch → ready), Train → first point on the loss plot, and
+the round trip of one dropped image (decode here, predict in the service kernel, shown in the gallery).
 
     .venv/bin/python scripts/window_latency.py [--runs 5] [--drops 20]
+    WORKBENCH_FORKSERVER=0 .venv/bin/python scripts/window_latency.py   # every kernel a new interpreter (before)
 
-Offscreen unless DISPLAY is set. Method: the window is opened as `workbench` opens it; once the service kernel is
+Offscreen unless DISPLAY is set. Method: first, `--runs` run kernels are started one after the other as the window
+starts one (ChildProcess()), each timed from the call to its "ready" (PyTorch imported, connected), then closed; the
+first of them also pays for starting the fork server, so the median is over the others. Then the window is opened
+as `workbench` opens it; once the service kernel is
 ready and the spare run kernel has imported torch, Train is triggered (the clock starts) and the first batch of
 Step events handed to the window stops it; the run is then stopped and the next spare awaited before the next
 try. For Predict, the checkpoint of the first run is opened, and one bundled digit is dropped at a time: the clock
@@ -29,6 +33,8 @@ from PySide6.QtCore import QEventLoop, QTimer  # noqa: E402
 from workbench.core.ground.config import TrainConfig  # noqa: E402
 from workbench.core.ground.events import Step  # noqa: E402
 from workbench.core.ground.resources import resource_path  # noqa: E402
+from workbench.core.run import forkserver  # noqa: E402
+from workbench.core.run.process import ChildProcess  # noqa: E402
 from workbench.ui.app import create_app  # noqa: E402
 from workbench.ui.main_window import MainWindow  # noqa: E402
 
@@ -54,6 +60,16 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--drops", type=int, default=20)
     args = parser.parse_args()
+    starts = []
+    for _ in range(args.runs + 1):
+        started = time.perf_counter()
+        kernel = ChildProcess()
+        kernel.connect()
+        starts.append(time.perf_counter() - started)
+        kernel.close()
+    print(f"run kernel start, launch → ready ({'fork server' if forkserver.enabled() else 'new interpreter'}): "
+          + ", ".join(f"{s * 1000:.0f}" for s in starts) + f" ms → median of the last {args.runs} "
+          f"{statistics.median(starts[1:]) * 1000:.0f} ms (the first {starts[0] * 1000:.0f} ms)")
     app = create_app(sys.argv[:1])
     folder = Path(tempfile.mkdtemp(prefix="wb-latency-"))
     window = MainWindow(runs_dir=folder / "runs", db=folder / "runs.sqlite")

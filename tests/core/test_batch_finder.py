@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from workbench.core.engine import Trainer
-from workbench.core.ground.events import RunFailed
+from workbench.core.ground.events import RunFailed, RunFinished
 from workbench.core.run import batch_finder
 from workbench.core.run.batch_finder import (BatchFinderError, BatchPoint, find_batch_size, ladder, suggest)
 
@@ -18,6 +18,11 @@ def test_the_ladder_doubles_from_16_up_to_the_largest_or_the_split():
     assert ladder(4000) == [16, 32, 64, 128, 256, 512, 1024, 2048]
     assert ladder(4000, largest=100) == [16, 32, 64]
     assert ladder(10) == []
+
+
+def test_the_ladder_includes_a_size_equal_to_the_largest_or_to_the_split():
+    assert ladder(4000, largest=64) == [16, 32, 64]
+    assert ladder(64) == [16, 32, 64] and ladder(16) == [16]  # a split of exactly one batch still has it
 
 
 @pytest.fixture
@@ -54,6 +59,20 @@ def test_the_rule_is_the_fastest_on_the_cpu_and_the_largest_that_fits_on_cuda():
     assert suggest(points, cuda=False) == 32
     assert suggest(points, cuda=True) == 64
     assert suggest([BatchPoint(16, 1.0, 99.0, fits=False)], cuda=True) is None
+
+
+def test_on_cuda_the_suggestion_is_the_largest_batch_whose_peak_leaves_a_tenth_of_the_device_free(monkeypatch):
+    total = 1000.0  # MiB
+    peaks = {16: 850.0, 32: 890.0, 64: 910.0, 128: 950.0}  # 85 %, 89 %, 91 %, 95 % of the device
+    monkeypatch.setattr(Trainer, "run", lambda self, config, emit, stop=None: RunFinished(
+        steps=10, epochs=1, seconds=1.0, stopped=False,
+        metrics={"samples_per_s": 10.0 * config.batch_size, "peak_memory_mib": peaks[config.batch_size]}))
+    points = [batch_finder._measure(SMALL.replace(batch_size=size), _never(), total) for size in peaks]
+    assert [(point.batch_size, point.peak_memory_mib) for point in points] == list(peaks.items())
+    assert [point.fits for point in points] == [True, True, False, False]
+    assert suggest(points, cuda=True) == 32  # not 128, the largest below 100 %
+    peaks[32] = 900.0  # exactly 90 %: a tenth is still free
+    assert batch_finder._measure(SMALL.replace(batch_size=32), _never(), total).fits
 
 
 def test_a_batch_past_the_headroom_is_measured_and_marked_not_fitting():

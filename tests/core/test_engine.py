@@ -93,11 +93,87 @@ def test_bf16_autocast_on_cpu_trains():
     assert math.isfinite(result.metrics["val_loss"])
 
 
+def _training_logits(monkeypatch) -> list[torch.dtype]:
+    """The dtype of the logits of every training forward (grad on: not check_outputs', the census' or validation's,
+    which run under no_grad), read by a hook on the model the engine builds."""
+    from workbench.core import engine
+
+    real, seen = engine.model_for, []
+
+    def model_for(config, output_dim):
+        model = real(config, output_dim)
+        model.register_forward_hook(
+            lambda module, args, output: seen.append(output.dtype) if torch.is_grad_enabled() else None)
+        return model
+
+    monkeypatch.setattr(engine, "model_for", model_for)
+    return seen
+
+
+@pytest.mark.parametrize("amp, dtype", [("off", torch.float32), ("bf16", torch.bfloat16), ("fp16", torch.float16)])
+def test_amp_really_runs_the_training_forward_in_its_dtype(monkeypatch, amp, dtype):
+    """Finite losses alone would not show it: with autocast silently off a bf16 run trains in fp32 just as well."""
+    seen = _training_logits(monkeypatch)
+    events, result = run(SMALL.replace(amp=amp, device="cpu", max_steps=3))
+    assert isinstance(result, RunFinished) and len(steps(events)) == 3
+    assert seen == [dtype] * 3  # one training forward per step, each in the run's precision
+
+
 def test_sgd_constant_schedule_trains():
     events, result = run(SMALL.replace(optimizer="sgd", lr_schedule="constant", lr=0.05, max_steps=40))
     assert isinstance(result, RunFinished)
     losses = [s.loss for s in steps(events)]
     assert sum(losses[-10:]) < sum(losses[:10])  # it learns
+
+
+def _learning_rates(monkeypatch) -> list[float]:
+    """The learning rate each training step's optimizer step runs with (read as the step starts)."""
+    from workbench.core import engine
+
+    real, seen = engine.train_step, []
+
+    def train_step(session, x, y, config, device):
+        seen.append(session.optimizer.param_groups[0]["lr"])
+        return real(session, x, y, config, device)
+
+    monkeypatch.setattr(engine, "train_step", train_step)
+    return seen
+
+
+def _cosine_with_warmup(total: int) -> list[float]:
+    """lr_schedule's documented factors for steps 1…total: a linear warm-up over the first 5% (at least one step)
+    that reaches the full rate at its last step — never 0 at the first — then cosine decay towards zero."""
+    warmup = max(1, total // 20)
+    return [(i + 1) / warmup if i < warmup else 0.5 * (1 + math.cos(math.pi * (i - warmup) / (total - warmup)))
+            for i in range(total)]
+
+
+@pytest.mark.parametrize("total, warmup_factors", [(100, [0.2, 0.4, 0.6, 0.8, 1.0]), (40, [0.5, 1.0]),
+                                                   (19, [1.0]), (1, [1.0])])
+def test_lr_warmup_ramps_linearly_from_the_first_step_then_decays(total, warmup_factors):
+    from workbench.core.engine import lr_schedule
+
+    optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.5)
+    schedule = lr_schedule(optimizer, TrainConfig(lr=0.5), total)
+    rates = []
+    for _ in range(total):
+        rates.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        schedule.step()
+    assert rates[0] > 0  # the first step learns
+    assert rates[:len(warmup_factors)] == pytest.approx([0.5 * f for f in warmup_factors])
+    assert rates == pytest.approx([0.5 * f for f in _cosine_with_warmup(total)])
+    if total > len(warmup_factors):  # after the planned steps the cosine has reached zero
+        assert optimizer.param_groups[0]["lr"] == pytest.approx(0.0, abs=1e-12)
+    assert lr_schedule(optimizer, TrainConfig(lr_schedule="constant"), total) is None
+
+
+def test_the_runs_first_step_trains_with_the_warmed_up_learning_rate(monkeypatch):
+    rates = _learning_rates(monkeypatch)
+    _, result = run(SMALL.replace(max_steps=40, lr=0.002))  # 40 planned steps: a 2-step warm-up
+    assert isinstance(result, RunFinished)
+    assert rates[:3] == pytest.approx([0.001, 0.002, 0.002])  # half the rate, the full rate, the cosine's top
+    assert rates == pytest.approx([0.002 * f for f in _cosine_with_warmup(40)])
 
 
 def test_five_epochs_of_the_sample_reach_93_percent():
@@ -153,6 +229,74 @@ def test_divergence_is_reported_with_a_hint():
     assert "learning rate" in result.hint
     assert shape(events)[0] == "RunStarted"
     assert len(steps(events)) < 100
+
+
+NAN_FROM_STEP_4 = """import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self, input_dim, hidden_dim, output_dim, dropout):
+        super().__init__()
+        self.fc = nn.Linear(input_dim, output_dim)
+        self.steps = 0
+
+    def forward(self, x):
+        logits = self.fc(x.flatten(1).float() / 255)
+        if self.training and torch.is_grad_enabled():  # a training step (not the engine's no-grad checks)
+            self.steps += 1
+            if self.steps >= 4:
+                logits = logits * float("nan")
+        return logits
+"""
+
+
+def test_a_nan_loss_is_reported_as_divergence_though_it_never_grew(tmp_path):
+    """NaN compares false with everything: the ×100 rule cannot see it; the non-finite check must."""
+    path = tmp_path / "nan_model.py"
+    path.write_text(NAN_FROM_STEP_4, encoding="utf-8")
+    events, result = run(SMALL.replace(model=f"{path}:Net", max_steps=8, device="cpu"), flush_seconds=0)
+    assert isinstance(result, RunFailed) and result.kind == "diverged"
+    assert result.message.startswith("loss is nan at step 4 (epoch 1")
+    assert "learning rate" in result.hint
+    first = steps(events)
+    assert [s.step for s in first] == [1, 2, 3]  # steps 1-3 were reported, step 4 was not
+    assert all(math.isfinite(s.loss) and s.loss < 10 * first[0].loss for s in first)  # nothing grew first
+
+
+DOUBLING_LOSS = """import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self, input_dim, hidden_dim, output_dim, dropout):
+        super().__init__()
+        self.fc = nn.Linear(input_dim, output_dim)
+        self.register_buffer("pattern", torch.eye(output_dim)[0])  # class 0 confidently, whatever the image
+        self.steps = 0
+
+    def forward(self, x):
+        logits = self.fc(x.flatten(1).float()) * 0  # trainable, but the loss does not depend on the weights
+        scale = 1.0
+        if self.training and torch.is_grad_enabled():  # a training step: its logits twice the last one's
+            self.steps += 1
+            scale = 2.0 ** (self.steps - 1)
+        return logits + scale * self.pattern
+"""
+
+
+def test_the_divergence_rule_compares_with_the_runs_first_loss_not_each_read_backs(tmp_path):
+    """A loss that doubles every step, read back step by step (flush_seconds=0): no read-back block grows ×100 on
+    its own, the run does, against its first step's loss."""
+    path = tmp_path / "doubling_model.py"
+    path.write_text(DOUBLING_LOSS, encoding="utf-8")
+    events, result = run(SMALL.replace(model=f"{path}:Net", max_steps=20, device="cpu"), flush_seconds=0)
+    assert isinstance(result, RunFailed) and result.kind == "diverged"
+    reported = steps(events)
+    first = reported[0].loss
+    assert 4 <= len(reported) < 19 and all(math.isfinite(s.loss) and s.loss <= 100 * first for s in reported)
+    assert result.message.startswith(f"loss exploded from {first:.3g} to ")
+    assert f" at step {len(reported) + 1} (epoch 1, lr " in result.message  # the first step past 100×
 
 
 def test_data_error_is_a_run_failed_event(tmp_path):

@@ -92,6 +92,49 @@ def test_a_lock_held_mid_run_delays_the_record_but_loses_nothing(tmp_path):
     assert "caught up" in notices[1].message
 
 
+class Clock:
+    """The recorder's monotonic clock, moved on only by the test (time.sleep, used at a run's end, moves it too)."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def test_a_lock_released_mid_run_is_caught_up_while_the_run_goes_on_not_only_at_its_end(tmp_path, monkeypatch):
+    clock = Clock()
+    monkeypatch.setattr(runs, "time", clock)  # no race with the retry delay: time passes only when told
+    db, lock, notices, errors = _history(tmp_path)
+    recorder = _recorder(db, notices, errors)
+    seen = {}
+
+    def look():  # from another connection, as the window reads a run as it trains
+        with RunStore(db, recover=False) as reader:
+            record = reader.get(recorder.run_id, with_events=True)
+        seen.update(status=record.status, events=record.events, steps=record.steps, levels=[n.level for n in notices])
+
+    def release_and_wait():
+        lock.release()
+        clock.advance(10.0)  # past any retry delay
+
+    try:
+        events = _drive(recorder, 60, {10: lock.take, 40: release_and_wait, 50: look})
+    finally:
+        lock.release()
+    # Before event 50, with the run still going, every earlier event is in the database: written at event 40.
+    assert seen["status"] == "running" and seen["events"] == events[:50] and seen["steps"] == 49
+    assert seen["levels"] == ["warning", "info"]  # fell behind at event 10, caught up at event 40
+    record = RunStore(db).get(recorder.run_id, with_events=True)
+    assert record.events == events and record.status == "finished" and errors == []
+
+
 def test_a_lock_held_at_the_end_is_waited_out_so_the_run_ends_as_it_did(tmp_path):
     db, lock, notices, errors = _history(tmp_path)
     recorder = _recorder(db, notices, errors)

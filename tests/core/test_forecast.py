@@ -136,6 +136,22 @@ def test_a_last_validation_batch_of_one_is_specialised_even_with_dynamic_shapes(
     assert "1,024 or 1,026 images" in one.fix
 
 
+@pytest.mark.parametrize("dynamic", [None, True, False])
+def test_a_first_validation_batch_of_one_is_specialised_whatever_the_dynamic_setting(dynamic):
+    """A validation split of one image (or a shard of one): Dynamo specialises sizes 0 and 1, so even dynamic=True
+    gives a static eval graph for it — the forecast must say so, not promise a dynamic batch size."""
+    config = COMPILED.replace(dynamic=dynamic)
+    (only,) = forecast_recompiles(config, 4000, 1)
+    assert only.cause == EVAL_MODE and only.expected
+    assert only.text.endswith("; a batch of one is specialised: the eval graph is static")
+    assert "dynamic batch size" not in only.text and "static, for batches of" not in only.text
+    assert "its batch of 1 against the training batch of 32" in only.text
+    # One process's shard of one: 3 images over two processes leave rank 1 a single image.
+    (sharded,) = forecast_recompiles(config.replace(batch_size=64), 4000, 3, world_size=2, rank=1)
+    assert sharded.text.endswith("; a batch of one is specialised: the eval graph is static")
+    assert sharded.when == "at the first validation (after step 62) on rank 1 (its 1 of the 3 validation images)"
+
+
 def test_a_last_batch_of_one_on_a_static_graph_is_a_size_mismatch_that_dynamic_shapes_would_not_fix():
     forecasts = forecast_recompiles(COMPILED.replace(dynamic=False), 9225, 1025)
     assert causes(forecasts) == [EVAL_MODE, PARTIAL_VAL_BATCH]
@@ -164,6 +180,12 @@ def test_several_processes_shard_both_splits():
     sharded = forecast_recompiles(config.replace(dynamic=False), 54000, 3072, world_size=2)
     assert causes(sharded) == [EVAL_MODE, PARTIAL_VAL_BATCH] and sharded[1].batch == 512
     assert "multiple of 2,048 (e.g. 2,048 or 4,096" in sharded[1].fix
+
+
+def test_a_batch_smaller_than_the_number_of_processes_trains_nothing_and_forecasts_nothing():
+    """batch_size // world_size == 0: no process gets a batch (the engine refuses it); no division by zero."""
+    assert steps_per_epoch(1, 4000, 2) == 0 and steps_per_epoch(3, 4000, 4) == 0
+    assert forecast_recompiles(COMPILED.replace(batch_size=1), 4000, 1000, world_size=2) == ()
 
 
 # -- matching the real reasons ----------------------------------------------------------------------------------

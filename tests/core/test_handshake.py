@@ -4,6 +4,8 @@ none may delay the real kernel's hello, a stop, or make the parent buffer withou
 from __future__ import annotations
 
 import json
+import os
+import secrets
 import socket
 import sys
 import threading
@@ -135,26 +137,42 @@ def test_a_stop_while_the_kernel_loads_pytorch_ends_the_run_at_once():
 
 
 def test_a_peer_sending_megabytes_without_a_newline_is_dropped_after_the_hello_limit():
+    # the old handshake read (and buffered) for 10 s before closing
+    assert _closed_after_sending(b"x" * (8 << 20), timeout=3)
+
+
+def _closed_after_sending(payload: bytes, timeout: float) -> bool:
+    """Whether a parent waiting for its kernel closes a peer that sent `payload` (and no newline) within
+    `timeout` seconds; the waiting run is stopped and its thread joined afterwards."""
     process = ChildProcess(["sleep", "100"])
     stop = threading.Event()
     runner = threading.Thread(target=process.run, args=(None, lambda event: None, stop), daemon=True)
     runner.start()
     try:
-        with socket.create_connection(address(process)) as flood:
-            flood.settimeout(3)  # the old handshake read (and buffered) for 10 s before closing
+        with socket.create_connection(address(process)) as peer:
+            peer.settimeout(timeout)
             try:
-                flood.sendall(b"x" * (8 << 20))
-                closed = flood.recv(1) == b""
+                peer.sendall(payload)
+                closed = peer.recv(1) == b""
             except TimeoutError:  # still open, its bytes buffered
                 closed = False
             except OSError:  # reset: the parent closed it with the rest unread
                 closed = True
-        assert closed
     finally:
         stop.set()
         runner.join(10)
         process.close()
     assert not runner.is_alive()
+    return closed
+
+
+def test_a_peer_over_the_hello_limit_is_dropped_at_once_not_at_its_deadline(patient_peers):
+    # 8 KiB without a newline: twice the 4 KiB a hello may take. The deadline is a minute away (patient_peers), so
+    # only the byte limit can close this connection within the test's few seconds.
+    assert run_process.HELLO_MAX_BYTES <= 4096  # a hello is ~100 bytes: a peer not yet ours gets little
+    # 8 KiB fits the socket buffers: sent whatever the parent does. The 5 s bound is on a failure, not a wait: the
+    # parent closes it as soon as it reads it.
+    assert _closed_after_sending(b"x" * 8192, timeout=5)
 
 
 def test_hello_and_ready_in_one_packet_are_both_read():
@@ -182,3 +200,64 @@ def test_lines_refuses_an_over_long_line_without_buffering_it():
         right.sendall(b'{"ok": 1}\n{"ok": 2}\n')
         assert lines.read(timeout=5) == {"ok": 1} and lines.read(timeout=5) == {"ok": 2}
     assert MAX_LINE_BYTES <= 64 << 20  # a bound for the kernel's own messages too
+
+
+class Impostor(threading.Thread):
+    """A peer that connects before the kernel starts and sends a well-formed hello with a token that is not ours,
+    then ready, as a kernel would. What it then receives is kept: a job sent to it, or b"" once the parent drops
+    it. Either way it then opens the gate, so the (gated) kernel starts only after the parent has decided."""
+
+    def __init__(self, where: tuple[str, int], gate_conn: socket.socket, token: str):
+        super().__init__(daemon=True)
+        self.conn = socket.create_connection(where)  # first in the listener's backlog, before the kernel exists
+        self.gate_conn = gate_conn
+        self.token = token
+        self.received = None
+
+    def run(self):
+        try:
+            hello = {"hello": self.token, "pid": os.getpid(), "protocol": 1}
+            self.conn.sendall((json.dumps(hello) + "\n" + json.dumps({"ready": True}) + "\n").encode())
+            self.conn.settimeout(15)
+            received = b""
+            try:
+                while not received.endswith(b"\n"):
+                    chunk = self.conn.recv(65536)
+                    if not chunk:
+                        break
+                    received += chunk
+            except OSError:  # reset by the parent: dropped too
+                pass
+            self.received = received
+        finally:
+            with self.gate_conn:
+                self.gate_conn.sendall(b"g")  # the kernel starts now
+            self.conn.close()
+
+
+def test_a_well_formed_hello_with_the_wrong_token_is_dropped_and_the_kernel_is_accepted():
+    with socket.create_server(("127.0.0.1", 0)) as gate:
+        gate.settimeout(30)
+        process = ChildProcess([sys.executable, "-c", GATED_KERNEL],
+                               env={"GATE_PORT": str(gate.getsockname()[1]), "FAKE_KERNEL": FAKE_KERNEL})
+        gate_conn, _ = gate.accept()
+    wrong = secrets.token_hex(16)  # as long as ours and hex like ours: only its value differs
+    assert wrong != process.token
+    impostor = Impostor(address(process), gate_conn, wrong)
+    impostor.start()
+    stop = threading.Event()
+    events = []
+
+    def emit(event):
+        events.append(event)
+        stop.set()
+
+    try:
+        result = process.run(REQUEST, emit, stop)
+    finally:
+        impostor.join(15)
+        process.close()
+    assert impostor.received == b""  # dropped unanswered: no job went to the impostor
+    assert isinstance(result, RunFinished) and result.stopped and result.steps == 3, result
+    job = json.loads(events[1].message)  # the fake kernel echoes the job it was sent: the run went to it
+    assert job["job"] == "train" and job["args"]["request"] == REQUEST.to_dict()

@@ -62,6 +62,23 @@ def test_build_refuses_a_global_batch_that_does_not_split_evenly(tmp_path):
     assert built.launch.world_size == 2
 
 
+def test_the_global_batch_must_split_over_every_process_of_every_node(tmp_path):
+    # 2 nodes × 2 processes: 4 ranks share the batch. 6 splits over one node's 2 processes but not over all 4.
+    # A master on another machine: nothing here is probed, and nothing else about the launch is refused.
+    launch = Launch(nproc_per_node=2, nnodes=2, master_addr="10.0.0.1", master_port=29500)
+    with pytest.raises(LaunchError, match="the batch size 6 is the global batch and must split evenly over 4 "
+                                          "processes") as info:
+        RunRequest.build(SMALL.replace(batch_size=6, device="cpu"), cuda_devices=0, out_dir=tmp_path, launch=launch)
+    assert "use a multiple of 4, e.g. 4" in info.value.hint
+    with pytest.raises(LaunchError, match="must split evenly over 4 processes") as info:
+        RunRequest.build(SMALL.replace(batch_size=66, device="cpu"), cuda_devices=0, out_dir=tmp_path,
+                         launch=launch)
+    assert "e.g. 64" in info.value.hint
+    built = RunRequest.build(SMALL.replace(batch_size=8, device="cpu"), cuda_devices=0, out_dir=tmp_path,
+                             launch=launch)
+    assert built.launch.world_size == 4
+
+
 def test_build_refuses_several_processes_in_this_one(tmp_path):
     with pytest.raises(LaunchError, match="never in this process"):
         RunRequest.build(SMALL.replace(device="cpu"), cuda_devices=0, out_dir=tmp_path,

@@ -103,3 +103,10 @@ def test_a_compiled_test_runs_compiled_and_the_changing_lr_costs_no_recompile():
     finding = find_lr(SMALL.replace(backend="aot_eager"), steps=40)
     assert finding.compiled and finding.recompiles == 0 and len(finding.points) == 40
     assert all("grad_mode" in reason for reason in finding.recompile_reasons)  # validation's graph, nothing else
+
+
+def test_the_steepest_fall_may_be_the_step_into_the_lowest_point():
+    lrs = [10 ** (-6 + 0.2 * i) for i in range(25)]
+    smoothed = [2.0 - 0.01 * i for i in range(19)] + [1.0] + [1.5 + 0.5 * i for i in range(5)]
+    points = [LrPoint(i + 1, lr, loss, loss) for i, (lr, loss) in enumerate(zip(lrs, smoothed))]
+    assert suggest(points) == lrs[18]  # the slope at 18 reaches into 19, the lowest point

@@ -258,3 +258,99 @@ def test_an_exif_orientation_tag_is_applied_before_the_digit_is_read(tmp_path):
     plain_rotated = tmp_path / "rotated.png"
     Image.fromarray(np.rot90(upright, 2).copy()).save(plain_rotated)
     assert not np.array_equal(load_digit(plain_rotated), load_digit(tmp_path / "upright.png"))  # the tag mattered
+
+
+# -- which images are inverted, and how 16-bit ones are read ------------------------------------------------------
+def _stroke(samples_dir) -> np.ndarray:
+    """A bundled digit's strokes (bool), with a 6-pixel margin so that the border is all background."""
+    return np.pad(np.asarray(Image.open(samples_dir / "digit_3.png").convert("L")) > 127, 6)
+
+
+def _grey_png(path, stroke: np.ndarray, ink: int, background: int):
+    return _save(Image.fromarray(np.where(stroke, ink, background).astype(np.uint8), "L"), path)
+
+
+def test_dark_ink_on_a_border_just_lighter_than_mid_grey_is_inverted(tmp_path, samples_dir):
+    """The rule: invert when the border's median is above 127. Black ink on grey 128 is dark on light: inverted, the
+    background (127 after inversion) maps to 0 and the ink to 255 — exactly the white-on-black digit."""
+    stroke = _stroke(samples_dir)
+    reference = load_digit(_grey_png(tmp_path / "white_on_black.png", stroke, 255, 0))
+    pixels = load_digit(_grey_png(tmp_path / "black_on_128.png", stroke, 0, 128))
+    np.testing.assert_array_equal(pixels, reference)
+    assert pixels.max() == 255 and pixels[0].max() == 0 and pixels[:, 0].max() == 0
+
+
+def test_bright_ink_on_a_border_of_mid_grey_is_not_inverted(tmp_path, samples_dir):
+    """Grey 127 is not lighter than mid-grey: white ink on it stays as it is (inverted, the digit would be darker than
+    its background and no digit would be found)."""
+    stroke = _stroke(samples_dir)
+    reference = load_digit(_grey_png(tmp_path / "white_on_black.png", stroke, 255, 0))
+    pixels = load_digit(_grey_png(tmp_path / "white_on_127.png", stroke, 255, 127))
+    np.testing.assert_array_equal(pixels, reference)
+    with pytest.raises(ImageError, match="no digit"):  # the other side: dark ink on 127 is not inverted either
+        load_digit(_grey_png(tmp_path / "black_on_127.png", stroke, 0, 127))
+
+
+def test_a_16_bit_grey_image_is_scaled_not_clipped(tmp_path, samples_dir):
+    """A 16-bit PNG of the bundled 7 (value × 257, the full 0–65,535 range) reads as the 8-bit original within ±1:
+    scaled down, not clipped at 255 (which would binarise the strokes' anti-aliased edges)."""
+    from workbench.core.domain.images import _read_grey
+
+    original = np.asarray(Image.open(samples_dir / "digit_7.png").convert("L"))
+    path = _save(Image.fromarray(original.astype(np.uint16) * 257), tmp_path / "seven16.png")
+    with Image.open(path) as img:
+        assert img.mode == "I;16"
+    grey = _read_grey(path)
+    assert grey.dtype == np.uint8 and grey.shape == (28, 28)
+    assert np.abs(grey.astype(int) - original.astype(int)).max() <= 1
+    pixels, expected = load_digit(path), load_digit(samples_dir / "digit_7.png")
+    assert np.abs(pixels.astype(int) - expected.astype(int)).max() <= 1
+
+
+def test_a_16_bit_image_with_a_narrow_range_is_stretched_to_it(tmp_path, samples_dir):
+    """16-bit values from 1,000 to 3,000 (a 12-bit sensor's dim capture) span 0–255 after reading, not 4–12."""
+    from workbench.core.domain.images import _read_grey
+
+    original = np.asarray(Image.open(samples_dir / "digit_7.png").convert("L"))
+    dim = (1000 + original.astype(np.float64) * (2000 / 255)).round().astype(np.uint16)
+    path = _save(Image.fromarray(dim), tmp_path / "dim16.png")
+    grey = _read_grey(path)
+    assert grey.min() == 0 and grey.max() == 255
+    assert np.abs(grey.astype(int) - original.astype(int)).max() <= 1
+    assert np.abs(load_digit(path).astype(int) - load_digit(samples_dir / "digit_7.png").astype(int)).max() <= 1
+
+
+def test_the_background_is_judged_by_the_borders_median_not_its_mean(tmp_path):
+    """A tightly cropped dark 7 on paper: its bar runs along the top edge and its stem down the right one, so almost
+    half the border is ink. The median still sees paper (invert); the mean would see a dark border and find nothing."""
+    white_on_black = np.zeros((40, 40), np.uint8)
+    white_on_black[:6, :] = 255  # the bar, along the whole top edge
+    white_on_black[:30, -6:] = 255  # the stem, down the right edge
+    dark_on_paper = np.where(white_on_black > 0, 0, 200).astype(np.uint8)
+    border = np.concatenate([dark_on_paper[0], dark_on_paper[-1], dark_on_paper[:, 0], dark_on_paper[:, -1]])
+    assert np.median(border) > 127 >= border.mean()  # the case this test is about
+    pixels = load_digit(_save(Image.fromarray(dark_on_paper), tmp_path / "tight7.png"))
+    expected = load_digit(_save(Image.fromarray(white_on_black), tmp_path / "tight7_white.png"))
+    assert np.abs(pixels.astype(int) - expected.astype(int)).max() <= 1 and pixels.max() >= 254
+
+
+def test_predict_pixels_puts_a_user_model_in_eval_mode():
+    """A user's network left in training mode: dropout must be off when it predicts (deterministic, the eval output)."""
+    class Plain(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.drop = torch.nn.Dropout(0.5)
+            self.fc = torch.nn.Linear(784, 10)
+
+        def forward(self, x):
+            return self.fc(self.drop(x.flatten(1).float() / 255))
+
+    torch.manual_seed(0)
+    model = Plain().train()
+    pixels = (np.arange(784) % 256).astype(np.uint8).reshape(28, 28)
+    probs = predict_pixels(model, pixels)
+    assert not model.training
+    with torch.no_grad():
+        expected = model.eval()(torch.from_numpy(pixels).unsqueeze(0)).softmax(dim=-1)[0].tolist()
+    assert probs == pytest.approx(expected, abs=1e-6)
+    assert predict_pixels(model.train(), pixels) == probs

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import threading
 
+import optuna
 import pytest
 
 from workbench.core.ground.config import TrainConfig
@@ -73,6 +74,39 @@ def test_a_trial_below_the_median_is_pruned_and_its_run_stopped(tmp_path, monkey
     # Not after epoch 1 (0.5 is below the median there too): one epoch says too little.
     assert trials[3].note == "pruned after epoch 2: below the median" and stops == [True]
     assert trials[3].epochs == 2 and trials[0].val_accuracy == 0.94
+
+
+def test_no_trial_is_pruned_before_three_trials_have_finished(tmp_path, monkeypatch):
+    stops: list[bool] = []
+    good, low = [0.90, 0.92, 0.94], [0.5, 0.6, 0.7]  # low: below every earlier trial from epoch 1 on
+    monkeypatch.setattr(sweep, "start_run", fake_start_run([good, low, low], stops))
+    trials = run_sweep(BASE, SweepSettings("startup", ("lr",), "random", trials=3), epochs=3, cuda_devices=0,
+                       db=tmp_path / "runs.sqlite")
+    assert [t.state for t in trials] == ["complete"] * 3 and stops == []  # one or two trials are no median yet
+    assert [t.epochs for t in trials] == [3, 3, 3]
+
+
+def test_a_trial_below_the_median_only_at_its_last_epoch_is_complete_not_pruned(tmp_path, monkeypatch):
+    # Optuna's own in-memory study and median pruner: three finished trials, then one run by _run_trial.
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(direction="maximize",
+                                pruner=optuna.pruners.MedianPruner(n_startup_trials=3, n_warmup_steps=2))
+    for _ in range(3):
+        finished = study.ask()
+        for epoch, accuracy in enumerate([0.90, 0.91, 0.99], 1):
+            finished.report(accuracy, epoch)
+        study.tell(finished, 0.99)
+    # Above the median at epoch 2 (0.95 against 0.91); below it at epoch 3, the last (0.96 against 0.99), where
+    # the pruner alone says prune (it holds each trial's best so far against the others').
+    stops: list[bool] = []
+    monkeypatch.setattr(sweep, "start_run", fake_start_run([[0.95, 0.95, 0.96]], stops))
+    trial = study.ask({"lr": optuna.distributions.FloatDistribution(1e-4, 3e-2, log=True)})
+    result = sweep._run_trial(trial, BASE, 3, 0, tmp_path / "runs.sqlite", tmp_path / "runs",
+                              lambda number, event: None, threading.Event())
+    assert trial.should_prune()  # the pruner would have pruned it ...
+    assert result.state == "complete" and result.note == ""  # ... but at its last epoch a trial has ended
+    assert result.epochs == 3 and result.val_accuracy == 0.96 and stops == []  # its run was not stopped
+    assert study.trials[3].state == optuna.trial.TrialState.COMPLETE and study.trials[3].value == 0.96
 
 
 def test_failed_and_unrunnable_trials_are_failed_and_retried(tmp_path, monkeypatch):

@@ -89,7 +89,7 @@ def test_ctrl_c_closes_the_app_cleanly_and_leaves_no_process(tmp_path):
     import time
     import uuid
 
-    from ..helpers import processes_with_env
+    from ..helpers import alive, descendants, processes_with_env
 
     mark = uuid.uuid4().hex
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "WORKBENCH_TEST_MARK": mark,
@@ -116,26 +116,3 @@ def test_ctrl_c_closes_the_app_cleanly_and_leaves_no_process(tmp_path):
     assert [pid for pid in kernels if alive(pid)] == []
     assert processes_with_env("WORKBENCH_TEST_MARK", mark) == []
 
-
-def descendants(pid: int) -> list[int]:
-    """Every live process below `pid` (children, their children, …), from /proc."""
-    parents = {}
-    for entry in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            stat = open(f"/proc/{entry}/stat").read()
-        except OSError:
-            continue
-        parents[int(entry)] = int(stat.rsplit(")", 1)[1].split()[1])
-    found, frontier = [], [pid]
-    while frontier:
-        below = [child for child, parent in parents.items() if parent in frontier]
-        found += below
-        frontier = below
-    return found
-
-
-def alive(pid: int) -> bool:
-    try:
-        return "State:\tZ" not in open(f"/proc/{pid}/status").read()
-    except OSError:
-        return False
