@@ -15,6 +15,8 @@ datagram per message, JSON, with the child's stdout and stderr passed as file de
 
     parent → server   {"spawn": ID, "env": {…}, "cwd": DIR}  + [stdout fd, stderr fd]
     server → parent   {"ready": true, "pid": …}                    imports done (sent once)
+    parent → server   {"caught_up": true}                          after the spawns that waited for "ready": the
+                                                                   server imports what only later kernels need
     server → parent   {"forked": ID, "pid": PID}
     server → parent   {"exited": PID, "code": C}                   C as Popen's returncode (-N: killed by signal N)
 
@@ -211,12 +213,14 @@ class ForkServer:
         with self._lock:
             self.ready.set()
             queued, self._queued = self._queued, {}
-            for message, fds in queued.values():
-                try:
+            try:
+                for message, fds in queued.values():
                     socket.send_fds(self.sock, [message], fds)
-                except OSError:
-                    pass  # the server is going: the reader fails what it had not forked
-                finally:
+                self.sock.send(json.dumps({"caught_up": True}).encode())  # the server may do its idle work now
+            except OSError:
+                pass  # the server is going: the reader fails what it had not forked
+            finally:
+                for _, fds in queued.values():
                     for fd in fds:
                         os.close(fd)
 

@@ -18,7 +18,12 @@ from .forkserver import MAX_MESSAGE
 def preload() -> None:
     """Import what every kernel imports, and nothing that starts a thread, touches CUDA or runs a tensor op."""
     from . import jobs  # noqa: F401 - torch, Dynamo, the engine, the domain
-    import safetensors.torch  # noqa: F401 - checkpoints
+
+
+def preload_when_idle() -> None:
+    """What a run imports later: imported once the server has nothing to fork, so that the first kernels (the
+    window's service kernel and spare, waiting at launch) are not held up for it, and later ones start with it."""
+    import safetensors.torch  # noqa: F401 - a run's checkpoint
     import torch._inductor.compile_fx  # noqa: F401 - a compiled run's compiler (~1.4 s of import)
     import torchvision.datasets  # noqa: F401 - the datasets (the bundled sample is read through it)
 
@@ -28,11 +33,18 @@ def serve(sock: socket.socket) -> int:
     preload()
     gc.freeze()  # imported objects are never collected: children neither walk nor copy them (copy-on-write)
     sock.send(json.dumps({"ready": True, "pid": os.getpid()}).encode())
+    idle_work = [preload_when_idle]
+    caught_up = False  # the parent has sent what waited for "ready": idle work may start once none is left
     children: dict[int, int] = {}  # pidfd → pid
     selector = selectors.DefaultSelector()
     selector.register(sock, selectors.EVENT_READ)
     while True:
-        for key, _ in selector.select():
+        ready = selector.select(timeout=0 if idle_work and caught_up else None)
+        if not ready:
+            idle_work.pop(0)()
+            gc.freeze()
+            continue
+        for key, _ in ready:
             if key.fileobj is not sock:
                 pid = children.pop(key.fd)
                 selector.unregister(key.fd)
@@ -47,6 +59,9 @@ def serve(sock: socket.socket) -> int:
             if not data:
                 return 0  # the parent has gone; the children live on, each with its own parent connection
             request = json.loads(data)
+            if request.get("caught_up"):
+                caught_up = True
+                continue
             sys.stdout.flush()
             sys.stderr.flush()
             pid = os.fork()
