@@ -142,7 +142,8 @@ def test_stopping_a_kernel_not_yet_forked_ends_it_as_soon_as_it_is(cold_kernels,
     process = ChildProcess()
     assert process.process.poll() is None and process.process._pid is None  # the server is importing torch
     process.terminate()  # never forked: the request had not left this process
-    assert process.process.poll() == -signal.SIGTERM
+    assert process.process.poll() == -signal.SIGTERM and process.process.pid is None
+    assert process.process not in process.process._server.children()
     assert processes_with_env("WORKBENCH_TEST_MARK", "not-yet-forked") == []
     process.close()
 
