@@ -8,7 +8,8 @@ import pytest
 from workbench.core.engine import Trainer
 from workbench.core.ground.events import RunFailed, RunFinished
 from workbench.core.run import batch_finder
-from workbench.core.run.batch_finder import (BatchFinderError, BatchPoint, find_batch_size, ladder, suggest)
+from workbench.core.ground.findings import BatchFinding, BatchPoint
+from workbench.core.run.batch_finder import BatchFinderError, find_batch_size, ladder, suggest
 
 from ..helpers import SMALL_NET as SMALL
 
@@ -46,7 +47,8 @@ def test_each_batch_size_is_a_short_real_run_of_the_same_settings(runs):
     assert [config.batch_size for config in runs] == [16, 16, 32, 64]  # first, an unmeasured warm-up run
     assert [config.max_steps for config in runs] == [10, 512, 256, 128]  # then 8,192 examples each
     assert all(config.lr == 1e-3 and config.hidden_dim == 16 for config in runs)
-    assert heard == finding.points and [point.batch_size for point in heard] == [16, 32, 64]
+    assert isinstance(finding, BatchFinding) and isinstance(finding.points, tuple)
+    assert tuple(heard) == finding.points and [point.batch_size for point in heard] == [16, 32, 64]
     assert all(point.samples_per_s > 0 and point.peak_memory_mib > 0 and point.fits for point in heard)
     assert finding.device == "cpu" and finding.memory_total_mib is None
     assert finding.ended == "measured every batch size up to 64"
@@ -107,8 +109,8 @@ def test_a_stop_during_a_measurement_keeps_the_sizes_measured_before_it_and_not_
     monkeypatch.setattr(batch_finder, "_measure", measure)
     heard = []
     finding = find_batch_size(SMALL, on_point=heard.append, stop=stop)
-    assert finding.ended == "stopped" and [point.batch_size for point in finding.points] == [16, 32]
-    assert heard == finding.points and finding.suggestion in (16, 32)
+    assert finding.ended == "stopped" and finding.stopped and [point.batch_size for point in finding.points] == [16, 32]
+    assert tuple(heard) == finding.points and finding.suggestion in (16, 32)
 
 
 def test_out_of_memory_is_no_measurement_and_other_failures_are_errors(monkeypatch):

@@ -14,7 +14,7 @@ from PIL import Image
 
 from workbench.core.domain import data
 from workbench.core.domain.data import DataError, DeviceBatches, Split, classes_of, load_split, read_idx
-from workbench.core.domain.images import load_digit
+from workbench.core.ground.images import load_digit
 
 CPU = torch.device("cpu")
 

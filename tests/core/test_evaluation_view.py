@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,8 +13,10 @@ from PIL import Image
 
 from workbench.core.domain import checkpoint
 from workbench.core.domain.data import DataError, load_split
-from workbench.core.run.jobs import evaluate_view
-from workbench.core.run.protocol import JobError
+from workbench.core.ground.answers import EvaluationView
+from workbench.core.ground.requests import EvaluateView
+from workbench.core.run import jobs
+from workbench.core.run.protocol import JobError, NeedsConsent
 from workbench.core.domain.evaluation_view import (class_scores, confident_mistakes,
                                                    likely_label_errors)
 from workbench.core.domain.model import model_for
@@ -27,8 +30,13 @@ def trained(trained_run) -> str:
     return str(trained_run.checkpoint)
 
 
+def evaluate_view(checkpoint_path: str, **options) -> EvaluationView:
+    """The kernel's evaluate_view job, called as the kernel calls it: with its typed request."""
+    return jobs.evaluate_view(EvaluateView(checkpoint_path=checkpoint_path, **options))
+
+
 @pytest.fixture(scope="module")
-def sample_view(trained) -> dict:
+def sample_view(trained) -> EvaluationView:
     return evaluate_view(trained)
 
 
@@ -43,27 +51,30 @@ def untrained_checkpoint(path, classes: tuple[str, ...], **config) -> str:
 # -- the bundled sample -----------------------------------------------------------------------------------------
 def test_sample_view_scores_the_validation_split(sample_view, trained):
     view = sample_view
-    assert (view["dataset"], view["split"], view["size"]) == ("mnist-sample", "val", 1000)
-    assert view["classes"] == [str(d) for d in range(10)]
-    assert view["accuracy"] > 0.6  # a trained model, not chance
-    confusion = np.array(view["confusion"])
+    assert (view.checkpoint, view.dataset, view.split, view.size) == (str(Path(trained).resolve()), "mnist-sample",
+                                                                      "val", 1000)
+    assert view.classes == tuple(str(d) for d in range(10))
+    assert view.accuracy > 0.6  # a trained model, not chance
+    confusion = np.array(view.confusion)
     assert confusion.shape == (10, 10) and confusion.sum() == 1000
-    assert np.trace(confusion) / 1000 == pytest.approx(view["accuracy"])
+    assert np.trace(confusion) / 1000 == pytest.approx(view.accuracy)
     val = load_split("mnist-sample", "val")
-    assert view["labels"] == val.labels.tolist()
-    assert view["support"] == np.bincount(val.labels.numpy(), minlength=10).tolist()
-    pixels = np.frombuffer(base64.b64decode(view["images"]), dtype=np.uint8).reshape(-1, 28, 28)
+    assert view.labels == tuple(val.labels.tolist())
+    assert view.support == tuple(np.bincount(val.labels.numpy(), minlength=10).tolist())
+    pixels = np.frombuffer(base64.b64decode(view.images), dtype=np.uint8).reshape(-1, 28, 28)
     np.testing.assert_array_equal(pixels, val.images.numpy())  # image i is the sample labelled labels[i]
-    assert len(json.dumps(view)) < 1_500_000  # crosses the kernel socket as JSON
+    wire = json.dumps(view.to_dict())
+    assert len(wire) < 1_500_000  # crosses the kernel socket as JSON
+    assert EvaluationView.from_dict(json.loads(wire)) == view  # and reads back as the same answer
 
 
 def test_per_sample_arrays_agree_with_the_confusion_matrix(sample_view):
     view = sample_view
-    labels, predicted = np.array(view["labels"]), np.array(view["predicted"])
+    labels, predicted = np.array(view.labels), np.array(view.predicted)
     rebuilt = np.zeros((10, 10), dtype=int)
     np.add.at(rebuilt, (labels, predicted), 1)
-    np.testing.assert_array_equal(rebuilt, view["confusion"])
-    confidence, self_confidence = np.array(view["confidence"]), np.array(view["self_confidence"])
+    np.testing.assert_array_equal(rebuilt, view.confusion)
+    confidence, self_confidence = np.array(view.confidence), np.array(view.self_confidence)
     right = labels == predicted
     np.testing.assert_array_equal(confidence[right], self_confidence[right])  # p(label) is the top one there
     assert (self_confidence[~right] <= confidence[~right]).all()
@@ -72,11 +83,12 @@ def test_per_sample_arrays_agree_with_the_confusion_matrix(sample_view):
 
 def test_mistakes_and_label_errors_are_ranked_wrong_answers(sample_view):
     view = sample_view
-    labels, predicted = np.array(view["labels"]), np.array(view["predicted"])
-    confidence, self_confidence = np.array(view["confidence"]), np.array(view["self_confidence"])
+    labels, predicted = np.array(view.labels), np.array(view.predicted)
+    confidence, self_confidence = np.array(view.confidence), np.array(view.self_confidence)
     wrong = int((labels != predicted).sum())
-    for key, values, ascending in (("mistakes", confidence, False), ("label_errors", self_confidence, True)):
-        indices = view[key]
+    for ranked_wrong, values, ascending in ((view.mistakes, confidence, False),
+                                            (view.label_errors, self_confidence, True)):
+        indices = list(ranked_wrong)
         assert len(indices) == min(24, wrong) and len(set(indices)) == len(indices)
         assert all(labels[i] != predicted[i] for i in indices)
         ranked = values[indices]
@@ -135,12 +147,12 @@ def test_idx_folder_uses_its_test_split(tmp_path):
     ckpt = untrained_checkpoint(tmp_path / "idx.pt", tuple(str(d) for d in range(10)), dataset="idx",
                                 data_root=str(tmp_path))
     view = evaluate_view(ckpt)
-    assert (view["dataset"], view["split"], view["size"]) == ("idx", "test", 12)
-    assert view["labels"] == labels[:12].tolist()
-    assert np.array(view["confusion"]).sum(axis=1).tolist() == np.bincount(labels[:12], minlength=10).tolist()
-    pixels = np.frombuffer(base64.b64decode(view["images"]), dtype=np.uint8)
+    assert (view.dataset, view.split, view.size) == ("idx", "test", 12)
+    assert view.labels == tuple(labels[:12].tolist())
+    assert np.array(view.confusion).sum(axis=1).tolist() == np.bincount(labels[:12], minlength=10).tolist()
+    pixels = np.frombuffer(base64.b64decode(view.images), dtype=np.uint8)
     np.testing.assert_array_equal(pixels, images[:12].reshape(-1))
-    assert evaluate_view(ckpt, split="val")["size"] == 3  # the 10% hold-out of the training files
+    assert evaluate_view(ckpt, split="val").size == 3  # the 10% hold-out of the training files
 
 
 def test_image_folder_is_scored_by_folder_class(tmp_path, samples_dir):
@@ -151,10 +163,10 @@ def test_image_folder_is_scored_by_folder_class(tmp_path, samples_dir):
             Image.open(samples_dir / f"digit_{digit}.png").save(root / name / f"{i}.png")
     ckpt = untrained_checkpoint(tmp_path / "folder.pt", ("one", "zero"), dataset="imagefolder", data_root=str(root))
     view = evaluate_view(ckpt)
-    assert (view["dataset"], view["split"], view["classes"]) == ("imagefolder", "val", ["one", "zero"])
-    assert view["size"] == 2 and sum(view["support"]) == 2
-    assert np.array(view["confusion"]).shape == (2, 2)
-    assert len(base64.b64decode(view["images"])) == 2 * 784
+    assert (view.dataset, view.split, view.classes) == ("imagefolder", "val", ("one", "zero"))
+    assert view.size == 2 and sum(view.support) == 2
+    assert np.array(view.confusion).shape == (2, 2)
+    assert len(base64.b64decode(view.images)) == 2 * 784
 
 
 def test_another_dataset_with_other_classes_is_refused(tmp_path, trained, samples_dir):
@@ -175,7 +187,8 @@ def test_untrusted_model_code_asks_for_consent(tmp_path, planted_break_spec):
     with pytest.raises(JobError) as info:
         evaluate_view(ckpt)
     assert info.value.kind == "untrusted_code" and info.value.detail["model_spec"] == planted_break_spec
-    assert evaluate_view(ckpt, trust_model_code=True)["size"] == 1000
+    assert isinstance(info.value, NeedsConsent) and info.value.model_spec == planted_break_spec
+    assert evaluate_view(ckpt, trust_model_code=True).size == 1000
 
 
 def test_a_missing_checkpoint_is_a_clear_error(tmp_path):

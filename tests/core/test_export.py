@@ -14,6 +14,7 @@ import torch
 from workbench.core.domain import checkpoint
 from workbench.core.domain import export
 from workbench.core.domain.export import TOLERANCE, ExportError, _compare, _run, export_model
+from workbench.core.ground.answers import ParityTable, Tolerance
 
 
 
@@ -52,17 +53,20 @@ def exported(trained, tmp_path_factory):
 
 def test_the_export_agrees_with_eager_and_writes_its_contract_and_table(exported, trained):
     out, table = exported
-    assert table["passed"] and table["images"] == 1000
-    rows = {row["name"]: row for row in table["rows"]}
+    assert isinstance(table, ParityTable) and table.tolerance == Tolerance(**TOLERANCE)
+    assert table.passed and table.images == 1000
+    rows = {row.name: row for row in table.rows}
     assert set(rows) == {"eager", "compiled (aot_eager)", "exported (.pt2, reloaded)"}
     for row in rows.values():
-        assert row["passed"] and row["top1_agreement"] == 1.0 and row["max_abs"] <= TOLERANCE["atol"]
-        assert row["ms_per_batch"] > 0
-    assert json.loads((out / "parity.json").read_text()) == json.loads(json.dumps(table))
+        assert row.passed and row.top1_agreement == 1.0 and row.max_abs <= TOLERANCE["atol"]
+        assert row.ms_per_batch > 0
+    parity = json.loads((out / "parity.json").read_text())
+    assert parity == json.loads(json.dumps(table.to_dict()))
+    assert ParityTable.from_dict(parity) == table  # the file reads back as the very table
     contract = json.loads((out / "contract.json").read_text())
     assert contract["input"]["dtype"] == "uint8" and contract["input"]["shape"] == ["batch", 1, 28, 28]
     assert contract["output"]["classes"] == list(trained.classes)
-    assert table["bytes"] == (out / "model.pt2").stat().st_size > 0
+    assert table.bytes == (out / "model.pt2").stat().st_size > 0
 
 
 @pytest.mark.slow
@@ -97,10 +101,10 @@ def test_an_export_whose_program_drifts_is_written_failed_and_names_the_layer(tr
 
     monkeypatch.setattr(export, "_exported", drifting)
     table = export_model(trained, tmp_path, compile_backend="aot_eager")
-    rows = {row["name"]: row for row in table["rows"]}
-    assert not table["passed"] and (tmp_path / "model.pt2").is_file()
-    assert rows["compiled (aot_eager)"]["passed"] and not rows["exported (.pt2, reloaded)"]["passed"]
-    drift = rows["exported (.pt2, reloaded)"]["drift"]
+    rows = {row.name: row for row in table.rows}
+    assert not table.passed and (tmp_path / "model.pt2").is_file()
+    assert rows["compiled (aot_eager)"].passed and not rows["exported (.pt2, reloaded)"].passed
+    drift = rows["exported (.pt2, reloaded)"].drift
     assert "1000 of 1000 images differ" in drift
     assert "the first layer that drifts in the exported program is core_block.fc2 (Linear), by 5.00e-01" in drift
     assert json.loads((tmp_path / "parity.json").read_text())["passed"] is False
@@ -128,10 +132,10 @@ def exported_onnx(trained, tmp_path_factory):
 @pytest.mark.slow
 def test_the_onnx_export_agrees_in_onnx_runtime(exported_onnx):
     out, table = exported_onnx
-    rows = {row["name"]: row for row in table["rows"]}
-    assert table["passed"] and table["file"] == str(out / "model.onnx")
+    rows = {row.name: row for row in table.rows}
+    assert table.passed and table.file == str(out / "model.onnx")
     assert set(rows) == {"eager", "compiled (aot_eager)", "exported program (in process)", "ONNX Runtime (CPU)"}
-    assert rows["ONNX Runtime (CPU)"]["top1_agreement"] == 1.0 and rows["ONNX Runtime (CPU)"]["max_abs"] < 1e-4
+    assert rows["ONNX Runtime (CPU)"].top1_agreement == 1.0 and rows["ONNX Runtime (CPU)"].max_abs < 1e-4
 
 
 def test_the_onnx_file_runs_in_a_fresh_interpreter_with_only_onnxruntime_and_numpy(exported_onnx, trained, tmp_path):
@@ -161,12 +165,12 @@ def exported_aoti(trained, tmp_path_factory):
 @pytest.mark.slow
 def test_the_aoti_package_agrees_and_runs_in_a_fresh_interpreter_with_only_torch(exported_aoti, trained, tmp_path):
     out, table = exported_aoti
-    rows = {row["name"]: row for row in table["rows"]}
-    assert table["passed"] and table["file"] == str(out / "model-aoti.pt2")
+    rows = {row.name: row for row in table.rows}
+    assert table.passed and table.file == str(out / "model-aoti.pt2")
     assert set(rows) == {"eager", "compiled (aot_eager)", "exported program (in process)",
                          "AOTInductor (.pt2, reloaded)"}
-    assert rows["AOTInductor (.pt2, reloaded)"]["top1_agreement"] == 1.0
-    assert_torch_alone_predicts_as_eager(f"torch._inductor.aoti_load_package({table['file']!r})", trained, tmp_path)
+    assert rows["AOTInductor (.pt2, reloaded)"].top1_agreement == 1.0
+    assert_torch_alone_predicts_as_eager(f"torch._inductor.aoti_load_package({table.file!r})", trained, tmp_path)
 
 
 def test_an_aoti_compile_failure_is_an_export_error_that_names_the_compiler(trained, tmp_path, monkeypatch):

@@ -30,7 +30,7 @@ from workbench import cli
 from workbench.core.domain import checkpoint
 from workbench.core.domain.checkpoint import CheckpointError
 from workbench.core.domain.data import DataError, load_split, read_idx
-from workbench.core.domain.images import ImageError, load_digit
+from workbench.core.ground.images import ImageError, load_digit
 from workbench.core.domain.model import SandwichNet
 from workbench.core.ground import events
 from workbench.core.ground.config import ConfigError, TrainConfig

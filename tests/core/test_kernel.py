@@ -7,9 +7,11 @@ only the test of a call made before the kernel is ready starts a kernel of its o
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import os
 import queue
+import re
 import signal
 import threading
 from pathlib import Path
@@ -19,12 +21,14 @@ import pytest
 import torch
 
 from workbench.core.domain import checkpoint
-from workbench.core.domain.images import load_digit
+from workbench.core.ground.answers import CheckpointInfo, Predictions, Score, Written
+from workbench.core.ground.images import load_digit
 from workbench.core.ground.capabilities import Capabilities
 from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.events import CompileReport, from_dict
+from workbench.core.ground.findings import LrFinding, LrPoint
 from workbench.core.run.client import KernelClient
-from workbench.core.run.protocol import JobError
+from workbench.core.run.protocol import JobError, NeedsConsent
 
 # A supervising thread that dies of an exception would leave every later call unanswered: never let one pass.
 pytestmark = pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")
@@ -110,13 +114,15 @@ def test_explain_finds_the_planted_break_at_its_line(kernel, planted_break_spec,
 # -- checkpoints ------------------------------------------------------------------------------------------------
 def test_load_checkpoint_returns_its_classes_config_and_metrics(kernel, trained_run):
     data = answer(kernel, "load_checkpoint", path=str(trained_run.checkpoint))
-    assert data["path"] == str(Path(str(trained_run.checkpoint)).resolve())
-    assert data["classes"] == [str(i) for i in range(10)]
-    config = TrainConfig.from_dict(data["config"])
-    assert config.epochs == 2 and config.hidden_dim == trained_run.config.hidden_dim
-    assert data["metrics"]["best_val_accuracy"] == pytest.approx(trained_run.result.metrics["best_val_accuracy"])
-    assert "torch" in data["versions"]
     json.dumps(data)  # plain data all the way down
+    info = CheckpointInfo.from_dict(data)
+    assert info.path == str(Path(str(trained_run.checkpoint)).resolve())
+    assert info.classes == tuple(str(i) for i in range(10))
+    config = info.config
+    assert config.epochs == 2 and config.hidden_dim == trained_run.config.hidden_dim
+    assert info.metrics["best_val_accuracy"] == pytest.approx(trained_run.result.metrics["best_val_accuracy"])
+    assert "torch" in info.versions
+    assert info.to_dict() == data  # the wire round trip
 
 
 def test_a_file_that_is_not_a_checkpoint_is_a_clear_job_error(kernel, tmp_path):
@@ -140,64 +146,71 @@ def test_a_user_model_file_is_imported_only_when_trusted(kernel, trained_run, tm
 
     error = refusal(kernel, "load_checkpoint", path=str(user))
     assert error.kind == "untrusted_code" and error.detail["model_spec"] == spec
+    assert isinstance(error, NeedsConsent) and error.model_spec == spec and error.model_file == str(model_file)
     assert str(model_file) in str(error) and error.hint
     assert not marker.exists()  # refused before anything was imported
-    data = answer(kernel, "load_checkpoint", path=str(user), trust_model_code=True)
-    assert data["config"]["model"] == spec and data["classes"] == [str(i) for i in range(10)]
+    info = CheckpointInfo.from_dict(answer(kernel, "load_checkpoint", path=str(user), trust_model_code=True))
+    assert info.config.model == spec and info.classes == tuple(str(i) for i in range(10))
     assert marker.read_text() == "ran"
 
 
 def test_export_writes_a_checkpoint_that_loads(kernel, trained_run, tmp_path):
     target = tmp_path / "exported.pt"
-    written = answer(kernel, "export_checkpoint", source=str(trained_run.checkpoint), target=str(target))
-    assert Path(written) == target and target.is_file() and target.with_suffix(".safetensors").is_file()
-    original = answer(kernel, "load_checkpoint", path=str(trained_run.checkpoint))
-    exported = answer(kernel, "load_checkpoint", path=str(target))
-    assert {k: v for k, v in exported.items() if k != "path"} == {k: v for k, v in original.items() if k != "path"}
+    written = Written.from_dict(answer(kernel, "export_checkpoint", source=str(trained_run.checkpoint),
+                                       target=str(target)))
+    assert [Path(p) for p in written.paths] == [target]
+    assert target.is_file() and target.with_suffix(".safetensors").is_file()
+    original = CheckpointInfo.from_dict(answer(kernel, "load_checkpoint", path=str(trained_run.checkpoint)))
+    exported = CheckpointInfo.from_dict(answer(kernel, "load_checkpoint", path=str(target)))
+    assert exported.path != original.path
+    assert dataclasses.replace(exported, path=original.path) == original  # all but where it lies
 
 
 # -- predict, evaluate, report ----------------------------------------------------------------------------------
 def test_predict_reads_a_bundled_seven(kernel, trained_run, samples_dir):
     seven = load_digit(samples_dir / "digit_7.png")
     assert seven.shape == (28, 28) and seven.dtype == np.uint8
-    data = answer(kernel, "predict", checkpoint_path=str(trained_run.checkpoint), images=[pixels_b64(seven)] * 2)
-    assert data["classes"] == [str(i) for i in range(10)]
-    assert len(data["probabilities"]) == 2 and data["probabilities"][0] == data["probabilities"][1]
-    probabilities = data["probabilities"][0]
+    predictions = Predictions.from_dict(answer(kernel, "predict", checkpoint_path=str(trained_run.checkpoint),
+                                               images=[pixels_b64(seven)] * 2))
+    assert predictions.classes == tuple(str(i) for i in range(10))
+    assert len(predictions.probabilities) == 2 and predictions.probabilities[0] == predictions.probabilities[1]
+    probabilities = predictions.probabilities[0]
     assert len(probabilities) == 10 and sum(probabilities) == pytest.approx(1.0, abs=1e-5)
-    assert data["classes"][int(np.argmax(probabilities))] == "7"
+    assert predictions.classes[int(np.argmax(probabilities))] == "7"
 
 
 def test_predict_refuses_an_image_of_the_wrong_size(kernel, trained_run):
     error = refusal(kernel, "predict", checkpoint_path=str(trained_run.checkpoint),
                     images=[pixels_b64(np.zeros(27 * 28, dtype=np.uint8))])
-    assert error.kind == "input" and "756 pixels, not 784" in str(error)
+    assert error.kind == "input" and re.search(r"\b756 pixels\b.*\bnot\b.*\b784\b", str(error)), str(error)
 
 
 def test_evaluate_gives_accuracy_and_a_confusion_matrix(kernel, trained_run):
-    data = answer(kernel, "evaluate", checkpoint_path=str(trained_run.checkpoint), device="cpu")
-    assert data["dataset"] == "mnist-sample" and data["split"] == "val"
-    confusion = np.array(data["confusion"])
-    assert confusion.shape == (10, 10) and confusion.sum() == data["images"] > 0
-    assert data["accuracy"] == pytest.approx(np.trace(confusion) / data["images"])
-    assert data["accuracy"] > 0.8 and data["loss"] > 0
-    assert data["classes"] == [str(i) for i in range(10)]
+    score = Score.from_dict(answer(kernel, "evaluate", checkpoint_path=str(trained_run.checkpoint), device="cpu"))
+    assert score.dataset == "mnist-sample" and score.split == "val"
+    confusion = np.array(score.confusion)
+    assert confusion.shape == (10, 10) and confusion.sum() == score.images > 0
+    assert score.accuracy == pytest.approx(np.trace(confusion) / score.images)
+    assert score.accuracy > 0.8 and score.loss > 0
+    assert score.classes == tuple(str(i) for i in range(10))
 
 
 def test_report_writes_html_and_its_json_twin(kernel, trained_run, tmp_path):
     out = tmp_path / "report.html"
-    written = answer(kernel, "report", run_ids=[trained_run.run_id], out=str(out), db=str(trained_run.db))
-    assert [Path(p) for p in written] == [out, out.with_suffix(".json")]
+    written = Written.from_dict(answer(kernel, "report", run_ids=[trained_run.run_id], out=str(out),
+                                       db=str(trained_run.db)))
+    assert [Path(p) for p in written.paths] == [out, out.with_suffix(".json")]
     assert "<html" in out.read_text(encoding="utf-8").lower()
     assert json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
 
 
 def test_lr_find_reports_every_point_before_its_answer(kernel):
     heard = []
-    finding = kernel.call("lr_find", heard.append, config=TrainConfig(hidden_dim=16).to_dict(),
-                          steps=40).result(timeout=JOB_S)
-    assert heard == finding["points"] and len(heard) == 40  # in order, each once, all before the answer
-    assert [point["step"] for point in heard] == list(range(1, 41))
+    finding = LrFinding.from_dict(kernel.call("lr_find", heard.append, config=TrainConfig(hidden_dim=16).to_dict(),
+                                              steps=40).result(timeout=JOB_S))
+    points = tuple(LrPoint.from_dict(point) for point in heard)  # each progress message is one point
+    assert points == finding.points and len(heard) == 40  # in order, each once, all before the answer
+    assert [point.step for point in points] == list(range(1, 41))
 
 
 def test_a_cancelled_lr_find_answers_early_with_what_it_read_and_the_kernel_serves_on(kernel):
@@ -206,12 +219,13 @@ def test_a_cancelled_lr_find_answers_early_with_what_it_read_and_the_kernel_serv
     for _ in range(3):  # it is running: points are coming back
         heard.get(timeout=JOB_S)
     assert kernel.cancel(future)
-    finding = future.result(timeout=JOB_S)
-    assert finding["ended"] == "stopped" and 3 <= len(finding["points"]) < 5000
+    finding = LrFinding.from_dict(future.result(timeout=JOB_S))
+    assert finding.ended == "stopped" and finding.stopped and 3 <= len(finding.points) < 5000
     assert not kernel.cancel(future)  # answered: nothing left to cancel
     kernel.call("capabilities").result(timeout=JOB_S)  # the cancel was for that job only
-    follow = kernel.call("lr_find", config=TrainConfig(hidden_dim=16).to_dict(), steps=30).result(timeout=JOB_S)
-    assert len(follow["points"]) == 30 and follow["ended"] != "stopped"
+    follow = LrFinding.from_dict(kernel.call("lr_find", config=TrainConfig(hidden_dim=16).to_dict(),
+                                             steps=30).result(timeout=JOB_S))
+    assert len(follow.points) == 30 and follow.ended != "stopped" and not follow.stopped
 
 
 def test_a_cancelled_call_still_queued_never_runs(module_env):

@@ -8,7 +8,8 @@ import math
 import pytest
 
 from workbench.core.ground.config import TrainConfig
-from workbench.core.run.lr_finder import LrFinderError, LrPoint, find_lr, lr_at, suggest, turned
+from workbench.core.ground.findings import LrFinding, LrPoint
+from workbench.core.run.lr_finder import LrFinderError, find_lr, lr_at, suggest, turned
 
 from ..helpers import SMALL_NET as SMALL
 
@@ -23,7 +24,8 @@ def test_the_sweep_is_exponential_from_the_first_to_the_last_step():
 def test_the_loss_falls_then_the_test_ends_where_it_diverges_with_a_suggestion_before_the_lowest_loss():
     heard = []
     finding = find_lr(TrainConfig(), on_point=heard.append)  # the built-in network as it ships
-    assert heard == finding.points and finding.ended.startswith("the loss diverged at LR")
+    assert isinstance(finding, LrFinding) and isinstance(finding.points, tuple)
+    assert tuple(heard) == finding.points and finding.ended.startswith("the loss diverged at LR")
     assert len(finding.points) < 200  # it did not sweep on past the blow-up
     lowest = min(finding.points, key=lambda point: point.smoothed)
     assert lowest.smoothed < finding.points[0].smoothed / 2  # it learned along the way
@@ -52,7 +54,7 @@ def test_a_stop_ends_the_test_and_keeps_what_it_read():
 
     stop = StopAt()
     finding = find_lr(SMALL, on_point=stop, stop=stop)
-    assert finding.ended == "stopped" and 30 <= len(finding.points) < 200
+    assert finding.ended == "stopped" and finding.stopped and 30 <= len(finding.points) < 200
     assert finding.suggestion is None  # stopped on the plateau: the fall has not even begun
 
 

@@ -4,6 +4,7 @@ fraction of the time."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from ..helpers import REPO_ROOT
 from workbench.core.domain.fullgraph import check_fullgraph
 from workbench.core.domain.inspect import explain
 from workbench.core.domain.model import SandwichNet, model_for
+from workbench.core.ground.answers import FullgraphCheck
 from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.fixit import fixit_cards
 
@@ -212,21 +214,22 @@ def test_a_cuda_run_of_the_planted_skip_puts_the_skip_and_its_line_on_the_timeli
 
 def test_fullgraph_check_passes_for_the_built_in_network():
     result = check_fullgraph(TrainConfig(hidden_dim=8))
-    assert result["ok"] is True and result["backend"] == "aot_eager"
-    assert set(result) == {"ok", "backend", "seconds"} and result["seconds"] > 0
+    assert isinstance(result, FullgraphCheck)
+    assert result.ok is True and result.backend == "aot_eager"
+    assert (result.type, result.message, result.frames) == ("", "", ()) and result.seconds > 0  # no break to name
 
 
 def test_fullgraph_check_names_the_first_break_at_the_users_line(planted_break_spec, planted_break_line, capsys):
     result = check_fullgraph(TrainConfig(model=planted_break_spec, hidden_dim=8))
-    assert result["ok"] is False
+    assert result.ok is False
     # fullgraph=True traces .item() (it implies capture_scalar_outputs), so the print itself is the break.
-    assert result["type"] == "Failed to trace builtin operator"
-    assert result["message"].startswith("Failed to trace builtin operator\n")
-    assert "Developer debug context" not in result["message"] and "from user code" not in result["message"]
-    [where] = result["frames"]
-    assert (Path(where["file"]).name, where["line"], where["function"]) == ("planted_break.py", planted_break_line,
-                                                                            "forward")
-    assert where["source"].startswith("print(")
+    assert result.type == "Failed to trace builtin operator"
+    assert result.message.startswith("Failed to trace builtin operator\n")
+    assert "Developer debug context" not in result.message and "from user code" not in result.message
+    [where] = result.frames
+    assert (Path(where.file).name, where.line, where.function) == ("planted_break.py", planted_break_line, "forward")
+    assert where.source.startswith("print(")
+    assert FullgraphCheck.from_dict(json.loads(json.dumps(result.to_dict()))) == result  # crosses the socket
     assert "mean input" not in capsys.readouterr().out  # stopped at the break: the print never ran
 
 

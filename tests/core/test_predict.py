@@ -9,7 +9,7 @@ from PIL import Image
 
 from workbench.core.ground.errors import WorkbenchError
 from workbench.core.domain.model import SandwichNet
-from workbench.core.domain.images import ImageError, Prediction, load_digit
+from workbench.core.ground.images import ImageError, Prediction, load_digit
 from workbench.core.domain.predict import predict_file, predict_pixels
 
 
@@ -294,7 +294,7 @@ def test_bright_ink_on_a_border_of_mid_grey_is_not_inverted(tmp_path, samples_di
 def test_a_16_bit_grey_image_is_scaled_not_clipped(tmp_path, samples_dir):
     """A 16-bit PNG of the bundled 7 (value × 257, the full 0–65,535 range) reads as the 8-bit original within ±1:
     scaled down, not clipped at 255 (which would binarise the strokes' anti-aliased edges)."""
-    from workbench.core.domain.images import _read_grey
+    from workbench.core.ground.images import _read_grey
 
     original = np.asarray(Image.open(samples_dir / "digit_7.png").convert("L"))
     path = _save(Image.fromarray(original.astype(np.uint16) * 257), tmp_path / "seven16.png")
@@ -309,7 +309,7 @@ def test_a_16_bit_grey_image_is_scaled_not_clipped(tmp_path, samples_dir):
 
 def test_a_16_bit_image_with_a_narrow_range_is_stretched_to_it(tmp_path, samples_dir):
     """16-bit values from 1,000 to 3,000 (a 12-bit sensor's dim capture) span 0–255 after reading, not 4–12."""
-    from workbench.core.domain.images import _read_grey
+    from workbench.core.ground.images import _read_grey
 
     original = np.asarray(Image.open(samples_dir / "digit_7.png").convert("L"))
     dim = (1000 + original.astype(np.float64) * (2000 / 255)).round().astype(np.uint16)

@@ -25,7 +25,10 @@ from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.errors import WorkbenchError
 from workbench.core.ground.events import CompileReport, EpochEnd, Frame, GraphBreak, Notice, RunFailed, Step
 from workbench.core.domain.evaluate import evaluate_run
-from workbench.core.history.report import SECTIONS, ReportError, build_report, last_compile_report
+from workbench.core.history.report import build_report
+from workbench.core.history.report_facts import last_compile_report
+from workbench.core.history.report_page import SECTIONS
+from workbench.core.history.report_write import ReportError
 from workbench.core.history.runs import RunRecord, RunStore
 from workbench.core.history.svgchart import downsample, nice_ticks, tick_labels
 from workbench.core.run.recorder import run_recorded

@@ -21,7 +21,9 @@ from workbench.core.ground.events import (CompileEvent, CompileFinished, Compile
 from workbench.core.ground.fixit import fixit_cards
 from workbench.core.ground.forecast import EVAL_MODE, PARTIAL_VAL_BATCH, Forecast, check_as_dict, check_forecast
 from workbench.core.ground.payback import Payback
-from workbench.core.history.report import KIND_STYLE, SECTIONS, build_report, cache_summary, write_report_files
+from workbench.core.history.report import build_report, write_report_files
+from workbench.core.history.report_compile import KIND_STYLE, cache_summary
+from workbench.core.history.report_page import SECTIONS
 from workbench.core.history.runs import RunRecorder, RunStore
 from workbench.core.history.svgchart import (CHART_H, CHART_W, MARGIN_B, MARGIN_L, MARGIN_R, Series, StepMark,
                                              line_chart)

@@ -380,6 +380,7 @@ def test_bench_counts_must_be_positive(flag, capsys):
 
 def test_bench_json_write_failure_is_one_error_line(tmp_path, monkeypatch):
     """The results are measured by then: a failing write (disk full) is reported, never a traceback."""
+    from workbench.cli.common import _write_json
     from workbench.core.ground import atomic
     from workbench.core.ground.errors import WorkbenchError
 
@@ -388,7 +389,7 @@ def test_bench_json_write_failure_is_one_error_line(tmp_path, monkeypatch):
 
     monkeypatch.setattr(atomic, "write_text_atomic", disk_full)
     with pytest.raises(WorkbenchError, match="cannot write .*bench.json: No space left on device"):
-        cli._write_json(str(tmp_path / "bench.json"), {"rows": []})
+        _write_json(str(tmp_path / "bench.json"), {"rows": []})
 
 
 def test_run_failure_exit_code_and_files(tmp_path, capsys):

@@ -41,8 +41,10 @@ def test_batch_find_measures_each_batch_size_and_suggests_one(tmp_path, capsys):
 def test_a_test_stopped_before_the_loss_turned_up_says_so_not_that_the_range_was_too_narrow(monkeypatch, capsys):
     from workbench.core.run import lr_finder
 
-    monkeypatch.setattr(lr_finder, "find_lr", lambda config, **options: lr_finder.LrFinding(
-        points=[lr_finder.LrPoint(1, 1e-6, 2.3, 2.3)], ended="stopped"))  # what Ctrl+C on the plateau leaves
+    stopped = lr_finder.LrFinding(  # what Ctrl+C on the plateau leaves
+        points=(lr_finder.LrPoint(1, 1e-6, 2.3, 2.3),), suggestion=None, ended="stopped", compiled=False, recompiles=0,
+        recompile_reasons=(), rule=lr_finder.RULE, lr_min=lr_finder.LR_MIN, lr_max=lr_finder.LR_MAX)
+    monkeypatch.setattr(lr_finder, "find_lr", lambda config, **options: stopped)
     code, stdout, err = call(capsys, "lr-find")
     assert code != 0 and "LR range test: 1 steps" in stdout
     assert "stopped before the loss turned up" in assert_one_error_line(err) and "widen" not in err

@@ -10,7 +10,7 @@ from workbench.ui.bench_gui import format_gui_report, run_gui_bench
 @pytest.mark.slow
 def test_gui_bench_measures_both_paths_and_the_heartbeat(qapp, monkeypatch, tmp_path):
     monkeypatch.setenv("WORKBENCH_CONFIG_DIR", str(tmp_path / "user-config"))
-    from workbench.cli import headless_samples_per_s
+    from workbench.cli.bench import headless_samples_per_s
 
     report = run_gui_bench(TrainConfig(epochs=2, hidden_dim=32), headless_samples_per_s, pairs=1,
                            compile_config=TrainConfig(epochs=2, hidden_dim=32, backend="aot_eager"))

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QWidget
 
 from workbench.core.domain.preview import dataset_preview
+from workbench.core.ground import pixels
+from workbench.core.ground.answers import DataProblem
 from workbench.ui.panels.dataset import EMPTY, DatasetPanel
 
 
@@ -34,18 +38,18 @@ def panel(qtbot):
 
 
 def test_bars_and_sample_rows_follow_the_answer(panel, folder_answer):
-    panel.set_preview({**folder_answer, "classes": ["x"], "counts": {"train": [3]}, "samples": [[]]})
+    panel.set_preview(dataclasses.replace(folder_answer, classes=("x",), counts={"train": (3,)}, samples=((),)))
     panel.set_preview(folder_answer)  # a second answer replaces the first: nothing of it stays on show
     shown = [w for name in ("datasetProblem", "datasetSamples") for w in panel.findChildren(QWidget, name)
              if not w.isHidden()]
-    assert len(shown) == len(folder_answer["problems"]) + 1
+    assert len(shown) == len(folder_answer.problems) + 1
     assert set(panel.bars) == {"train", "val"}
     for split, bars in panel.bars.items():
-        assert bars.opts["height"].tolist() == folder_answer["counts"][split]
+        assert bars.opts["height"].tolist() == list(folder_answer.counts[split])
     assert [name.text() for name, _ in panel.rows] == ["cats", "dogs", "owls"]
     assert [len(thumbs) for _, thumbs in panel.rows] == [8, 0, 4]
     assert all(t.pixmap().width() == 32 for _, thumbs in panel.rows for t in thumbs)
-    counts = folder_answer["counts"]
+    counts = folder_answer.counts
     assert f"train {sum(counts['train'])} · val {sum(counts['val'])} · 3 classes" in panel.facts.text()
     assert "PNG 14;" in panel.facts.text() and not panel.chart.isHidden() and panel.status.isHidden()
 
@@ -53,15 +57,15 @@ def test_bars_and_sample_rows_follow_the_answer(panel, folder_answer):
 def test_problems_are_shown_as_plain_text_by_level(panel, folder_answer):
     panel.set_preview(folder_answer)
     shown = {label.text().split("\n")[0]: label for label in panel.problems}
-    expected = {p["message"]: p["level"] for p in folder_answer["problems"]}
+    expected = {p.message: p.level for p in folder_answer.problems}
     assert set(shown) == set(expected) and any("class 'dogs' has no images" in m for m in expected)
     assert any("owls/broken.png" in m for m in expected)
     for message, label in shown.items():
         assert label.textFormat() == Qt.PlainText
         assert ("#a15c00" if expected[message] == "warning" else "#b00020") in label.styleSheet()
     evil = "<b>bold</b><img src=x>"
-    panel.set_preview({**folder_answer, "problems": [{"level": "error", "message": evil, "hint": "h"}],
-                       "classes": [evil, "b", "c"]})
+    panel.set_preview(dataclasses.replace(folder_answer, problems=(DataProblem(level="error", message=evil, hint="h"),),
+                                          classes=(evil, "b", "c")))
     assert panel.problems[0].text() == f"{evil}\n→ h" and panel.rows[0][0].text() == evil
 
 
@@ -85,10 +89,8 @@ def test_empty_busy_and_error_states(panel, qtbot):
 
 
 def test_thumbnails_show_the_sample_pixels(panel, folder_answer):
-    from workbench.ui.panels.dataset import pixels_from_base64
-
     panel.set_preview(folder_answer)
     first = panel.rows[0][1][0].pixmap().toImage().scaled(28, 28)
-    expected = pixels_from_base64(folder_answer["samples"][0][0])
+    expected = pixels.decode_one(folder_answer.samples[0][0])
     got = np.array([[first.pixelColor(x, y).red() for x in range(28)] for y in range(28)])
     assert np.abs(got.astype(int) - expected.astype(int)).mean() < 20 and expected.max() > 0

@@ -2,24 +2,27 @@
 
 from __future__ import annotations
 
-import base64
+import dataclasses
 
 import numpy as np
 import pytest
 from PySide6.QtCore import Qt
 
+from workbench.core.ground import pixels
+from workbench.core.ground.answers import EvaluationView
 from workbench.ui.panels.evaluate import EMPTY_TEXT, INDEX_ROLE, EvaluatePanel
 
 
 @pytest.fixture(scope="module")
-def sample_answer(trained_run) -> dict:
+def sample_answer(trained_run) -> EvaluationView:
     """The real job's answer on the bundled sample (computed in this test process: a few hundredths of a second)."""
+    from workbench.core.ground.requests import EvaluateView
     from workbench.core.run.jobs import evaluate_view
 
-    return evaluate_view(str(trained_run.checkpoint))
+    return evaluate_view(EvaluateView(str(trained_run.checkpoint)))
 
 
-def synthetic_answer(labels, predicted, confidence, self_confidence, classes=("cat", "dog", "owl")) -> dict:
+def synthetic_answer(labels, predicted, confidence, self_confidence, classes=("cat", "dog", "owl")) -> EvaluationView:
     """A hand-made answer: image i is filled with the value i, so a thumbnail's pixels name its sample."""
     k, n = len(classes), len(labels)
     confusion = np.zeros((k, k), dtype=int)
@@ -29,14 +32,15 @@ def synthetic_answer(labels, predicted, confidence, self_confidence, classes=("c
     recall = np.divide(hits, rows, out=np.zeros(k), where=rows > 0)
     f1 = np.divide(2 * precision * recall, precision + recall, out=np.zeros(k), where=precision + recall > 0)
     wrong = [i for i in range(n) if labels[i] != predicted[i]]
-    images = np.repeat(np.arange(n, dtype=np.uint8), 28 * 28)
-    return {"dataset": "imagefolder", "split": "val", "classes": list(classes), "size": n,
-            "accuracy": float(np.trace(confusion) / n), "loss": 0.5, "confusion": confusion.tolist(),
-            "precision": precision.tolist(), "recall": recall.tolist(), "f1": f1.tolist(), "support": rows.tolist(),
-            "labels": list(labels), "predicted": list(predicted), "confidence": list(confidence),
-            "self_confidence": list(self_confidence), "images": base64.b64encode(images.tobytes()).decode(),
-            "mistakes": sorted(wrong, key=lambda i: -confidence[i]),
-            "label_errors": sorted(wrong, key=lambda i: self_confidence[i])}
+    images = np.repeat(np.arange(n, dtype=np.uint8), 28 * 28).reshape(n, 28, 28)
+    return EvaluationView(
+        checkpoint="/synthetic/checkpoint.pt", dataset="imagefolder", split="val", classes=tuple(classes), size=n,
+        accuracy=float(np.trace(confusion) / n), loss=0.5, confusion=tuple(map(tuple, confusion.tolist())),
+        precision=tuple(precision.tolist()), recall=tuple(recall.tolist()), f1=tuple(f1.tolist()),
+        support=tuple(rows.tolist()), labels=tuple(labels), predicted=tuple(predicted),
+        confidence=tuple(confidence), self_confidence=tuple(self_confidence), images=pixels.encode(images),
+        mistakes=tuple(sorted(wrong, key=lambda i: -confidence[i])),
+        label_errors=tuple(sorted(wrong, key=lambda i: self_confidence[i])))
 
 
 @pytest.fixture
@@ -63,8 +67,8 @@ def gallery_captions(panel) -> list[str]:
 
 def test_clicking_a_confusion_cell_shows_exactly_its_images(qtbot, panel, sample_answer):
     panel.set_result(sample_answer, "run 7")
-    confusion = np.array(sample_answer["confusion"])
-    labels, predicted = np.array(sample_answer["labels"]), np.array(sample_answer["predicted"])
+    confusion = np.array(sample_answer.confusion)
+    labels, predicted = np.array(sample_answer.labels), np.array(sample_answer.predicted)
     off = np.argwhere(confusion - np.diag(np.diag(confusion)) > 0)
     true, pred = (int(v) for v in off[np.argmax(confusion[off[:, 0], off[:, 1]])])  # the largest confusion
     for row, column in ((true, pred), (true, true)):  # a mistake cell, then a big diagonal one
@@ -75,8 +79,8 @@ def test_clicking_a_confusion_cell_shows_exactly_its_images(qtbot, panel, sample
         images = "image" if confusion[row, column] == 1 else "images"
         assert panel.gallery_title.text() == (f"true {row} → predicted {column}: {confusion[row, column]} {images}")
         first = expected[0]
-        assert gallery_captions(panel)[0] == f"{column} · {sample_answer['confidence'][first]:.0%}"
-    assert panel.headline.text() == (f"accuracy {sample_answer['accuracy']:.1%} on 1,000 images "
+        assert gallery_captions(panel)[0] == f"{column} · {sample_answer.confidence[first]:.0%}"
+    assert panel.headline.text() == (f"accuracy {sample_answer.accuracy:.1%} on 1,000 images "
                                      f"(mnist-sample val)")
 
 
@@ -144,7 +148,7 @@ def test_empty_busy_and_error_states_are_plain_text(qtbot, panel):
     panel.set_error("<b>data root</b> /tmp/x does not exist")
     assert panel.message.textFormat() == Qt.PlainText and panel.button.isEnabled()
     broken = synthetic_answer([0, 1], [0, 1], [0.9, 0.9], [0.9, 0.9])
-    broken["images"] = broken["images"][:-8]
+    broken = dataclasses.replace(broken, images=broken.images[:-8])
     panel.set_result(broken, "synthetic")
     assert panel.message.text().startswith("The evaluation could not be shown:")
     assert panel.evaluation is None and not panel.content.isVisible()

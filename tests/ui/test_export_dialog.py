@@ -21,7 +21,7 @@ def test_export_model_shows_the_parity_table_and_writes_the_files(window, qtbot,
         qtbot.mouseClick(dialog.export_button, Qt.LeftButton)
         assert not dialog.export_button.isEnabled()  # one export at a time
     table = exported.args[0]
-    assert table["passed"] and (tmp_path / "model" / "model.pt2").is_file()
+    assert table.passed and (tmp_path / "model" / "model.pt2").is_file()
     assert json.loads((tmp_path / "model" / "parity.json").read_text())["passed"]
     shown = [[dialog.table.item(r, c).text() for c in range(dialog.table.columnCount())]
              for r in range(dialog.table.rowCount())]
@@ -44,6 +44,7 @@ def test_an_export_that_fails_says_why_in_the_dialog(window, qtbot, trained_chec
 
 
 def test_a_failed_table_is_shown_failed_with_where_it_drifted(qtbot, tmp_path):
+    from workbench.core.ground.answers import ParityRow, ParityTable, Tolerance
     from workbench.ui.export_dialog import ExportDialog
 
     dialog = ExportDialog(tmp_path)
@@ -51,10 +52,11 @@ def test_a_failed_table_is_shown_failed_with_where_it_drifted(qtbot, tmp_path):
     assert [dialog.format.itemData(i) for i in range(dialog.format.count())] == ["pt2", "onnx", "aoti"]
     drift = "the first layer that drifts in the exported program is core_block.fc2 (Linear), by 5.00e-01"
     row = {"max_abs": 0.5, "max_rel": 0.1, "top1_agreement": 0.97, "ms_per_batch": 1.0}
-    dialog.show_result({"file": str(tmp_path / "model.pt2"), "bytes": 10, "images": 1000, "passed": False,
-                        "tolerance": {"atol": 1e-4, "rtol": 1e-4},
-                        "rows": [{**row, "name": "eager", "passed": True, "drift": ""},
-                                 {**row, "name": "exported (.pt2, reloaded)", "passed": False, "drift": drift}]})
+    dialog.show_result(ParityTable(
+        format="pt2", file=str(tmp_path / "model.pt2"), bytes=10, export_seconds=0.1, images=1000, batch=256,
+        tolerance=Tolerance(atol=1e-4, rtol=1e-4, top1=1.0), passed=False, versions={},
+        rows=(ParityRow(**row, name="eager", passed=True, drift=""),
+              ParityRow(**row, name="exported (.pt2, reloaded)", passed=False, drift=drift))))
     assert dialog.table.item(1, 5).text() == "FAILED" and dialog.table.item(1, 0).toolTip() == drift
     assert dialog.table.item(0, 0).toolTip() == ""
     assert "FAILED" in dialog.status.text() and f"exported (.pt2, reloaded): {drift}." in dialog.status.text()

@@ -5,13 +5,22 @@ from __future__ import annotations
 
 import math
 import sys
-from concurrent.futures import CancelledError
 
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QPushButton
 
+from workbench.core.ground.findings import BatchFinding, LrFinding, LrPoint
+
 from ..helpers import set_config
+
+
+def lr_finding(points: int, ended: str) -> LrFinding:
+    """A range test that found no suggestion after `points` measurements."""
+    return LrFinding(points=tuple(LrPoint(step=i, lr=1e-5 * 2 ** i, loss=2.3, smoothed=2.3)
+                                  for i in range(1, points + 1)),
+                     suggestion=None, ended=ended, compiled=False, recompiles=0, recompile_reasons=(),
+                     rule="steepest descent of the smoothed loss", lr_min=1e-7, lr_max=10.0)
 
 
 def test_the_range_test_draws_its_loss_live_and_the_suggestion_goes_into_the_form(window, qtbot):
@@ -28,13 +37,13 @@ def test_the_range_test_draws_its_loss_live_and_the_suggestion_goes_into_the_for
         assert not dialog.start_button.isEnabled() and dialog.stop_button.isEnabled()  # one test at a time
     assert found.args[0] == "lr"
     finding = found.args[1]
-    assert isinstance(finding, dict) and finding["suggestion"] is not None
-    assert len(drawn) >= len(finding["points"]) > 20 and drawn[-1] == len(finding["points"])  # point by point
-    assert list(dialog.line.yData) == [point["smoothed"] for point in finding["points"]]
-    assert dialog.marker.isVisible() and dialog.marker.value() == math.log10(finding["suggestion"])
-    assert f"{finding['suggestion']:.2e}" in dialog.status.text() and "eager" in dialog.status.text()
+    assert isinstance(finding, LrFinding) and finding.suggestion is not None
+    assert len(drawn) >= len(finding.points) > 20 and drawn[-1] == len(finding.points)  # point by point
+    assert list(dialog.line.yData) == [point.smoothed for point in finding.points]
+    assert dialog.marker.isVisible() and dialog.marker.value() == math.log10(finding.suggestion)
+    assert f"{finding.suggestion:.2e}" in dialog.status.text() and "eager" in dialog.status.text()
     qtbot.mouseClick(dialog.use_button, Qt.LeftButton)
-    assert window.setup.config().lr == float(f"{finding['suggestion']:.2g}")
+    assert window.setup.config().lr == float(f"{finding.suggestion:.2g}")
     assert not dialog.isVisible()
 
 
@@ -47,13 +56,14 @@ def test_the_batch_finder_draws_each_batch_size_and_the_suggestion_goes_into_the
     with qtbot.waitSignal(window.finderDone, timeout=180_000) as found:
         qtbot.mouseClick(dialog.start_button, Qt.LeftButton)
     kind, finding = found.args
-    assert kind == "batch" and finding["device"] == "cpu" and finding["suggestion"] is not None
+    assert kind == "batch" and isinstance(finding, BatchFinding)
+    assert finding.device == "cpu" and finding.suggestion is not None
     assert list(dialog.line.xData) == [16, 32, 64, 128, 256, 512, 1024, 2048]  # as given (drawn on a log axis)
-    assert list(dialog.line.yData) == [point["samples_per_s"] for point in finding["points"]]
-    assert f"Suggested batch size {finding['suggestion']}:" in dialog.status.text()
+    assert list(dialog.line.yData) == [point.samples_per_s for point in finding.points]
+    assert f"Suggested batch size {finding.suggestion}:" in dialog.status.text()
     assert "(process RSS)" in dialog.status.text()  # on the CPU the memory is the process's
     qtbot.mouseClick(dialog.use_button, Qt.LeftButton)
-    assert window.setup.config().batch_size == finding["suggestion"]
+    assert window.setup.config().batch_size == finding.suggestion
 
 
 @pytest.mark.parametrize("how", ["stop", "close"])
@@ -72,10 +82,10 @@ def test_stop_or_closing_the_dialog_ends_the_test_early_and_frees_the_kernel(win
         else:
             dialog.close()
     finding = found.args[1]
-    assert isinstance(finding, dict) and finding["ended"] == "stopped" and len(finding["points"]) < 200
+    assert isinstance(finding, LrFinding) and finding.ended == "stopped" and len(finding.points) < 200
     assert dialog.start_button.isEnabled() and not dialog.stop_button.isEnabled()
     assert dialog.isVisible() == (how == "stop")
-    assert window.kernel.client.call("capabilities").result(timeout=60)  # the kernel serves the next job
+    assert window.kernel.service.capabilities().result(timeout=60).known  # the kernel serves the next job
 
 
 def test_a_stop_while_pytorch_is_still_starting_drops_the_queued_test(qtbot, tmp_path):
@@ -91,7 +101,7 @@ def test_a_stop_while_pytorch_is_still_starting_drops_the_queued_test(qtbot, tmp
         with qtbot.waitSignal(win.finderDone, timeout=30_000) as found:
             qtbot.mouseClick(dialog.start_button, Qt.LeftButton)
             qtbot.mouseClick(dialog.stop_button, Qt.LeftButton)
-        assert isinstance(found.args[1], CancelledError) and not starting._queued
+        assert found.args[1] is None and not starting._queued  # None: cancelled before it began
         assert dialog.status.text() == "Stopped before it began: nothing was measured."
         assert dialog.start_button.isEnabled() and not dialog.stop_button.isEnabled()
     finally:
@@ -105,7 +115,7 @@ def test_a_stopped_test_without_enough_points_says_it_was_stopped(qtbot):
 
     dialog = LrFinderDialog(LIGHT)
     qtbot.addWidget(dialog)
-    dialog.show_finding({"suggestion": None, "points": [{}] * 4, "ended": "stopped", "compiled": False})
+    dialog.show_finding(lr_finding(4, "stopped"))
     assert dialog.status.text().startswith("Stopped after 4 measurements, before the loss turned up")
     assert not dialog.use_button.isEnabled()
     dialog.show_cancelled()
@@ -118,8 +128,7 @@ def test_a_test_that_cannot_suggest_says_so_and_offers_nothing_to_use(qtbot):
 
     dialog = LrFinderDialog(LIGHT)
     qtbot.addWidget(dialog)
-    dialog.show_finding({"suggestion": None, "points": [{}] * 12, "ended": "the loss diverged at LR 0.001",
-                         "compiled": False})
+    dialog.show_finding(lr_finding(12, "the loss diverged at LR 0.001"))
     assert not dialog.use_button.isEnabled() and not dialog.marker.isVisible()
     assert dialog.status.text().startswith("No suggestion") and "diverged at LR 0.001" in dialog.status.text()
     dialog.show_error("the range test failed: no data")

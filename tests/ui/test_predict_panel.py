@@ -126,6 +126,7 @@ def test_a_corrupted_or_foreign_checkpoint_is_refused_with_a_message(window, qtb
 
 def test_export_checkpoint(window, qtbot, trained_checkpoint, tmp_path):
     from workbench.core.domain import checkpoint
+    from workbench.core.ground.answers import Written
 
     assert not window.export_checkpoint(tmp_path / "nothing.pt")  # no model yet: nothing to do
     assert not isinstance(load(window, qtbot, trained_checkpoint, "test"), Exception)
@@ -133,7 +134,7 @@ def test_export_checkpoint(window, qtbot, trained_checkpoint, tmp_path):
     with qtbot.waitSignal(window.exportFinished, timeout=30_000) as written:  # saved by the kernel
         assert window.export_checkpoint(tmp_path / "out" / "exported.pt")
         assert window.state_label.text() == "Exporting the checkpoint…"
-    assert written.args[0] == tmp_path / "out" / "exported.pt"
+    assert isinstance(written.args[0], Written) and Path(written.args[0].paths[0]) == tmp_path / "out" / "exported.pt"
     confirmation = window.findChild(QMessageBox, "writtenMessage")  # where it went, with Open / Show in folder
     assert confirmation.isVisible() and str(tmp_path / "out" / "exported.pt") in confirmation.text()
     confirmation.close()

@@ -5,11 +5,13 @@ from __future__ import annotations
 import shutil
 import sqlite3
 from contextlib import closing
+from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox
 
+from workbench.core.ground.answers import Written
 from workbench.core.ground.events import RunFinished
 
 from ..helpers import set_config
@@ -137,7 +139,7 @@ def test_export_report_writes_html_for_the_last_run(window, qtbot, tmp_path):
     assert window.report_run_ids() == [1]
     with qtbot.waitSignal(window.reportFinished, timeout=60_000) as written:
         assert window.export_report(tmp_path / "last.html", window.report_run_ids())
-    assert written.args[0][0] == tmp_path / "last.html"
+    assert isinstance(written.args[0], Written) and Path(written.args[0].paths[0]) == tmp_path / "last.html"
     html = (tmp_path / "last.html").read_text()
     assert "Configuration and environment" in html and (tmp_path / "last.json").is_file()
     blocker = tmp_path / "file"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
@@ -9,10 +10,18 @@ from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QDesktopServices, QGuiApplication
 from PySide6.QtWidgets import QMessageBox
 
+from workbench.core.ground.answers import DatasetPreview, EvaluationView
 from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.events import RunFinished
+from workbench.core.ground.requests import EvaluateView, PreviewDataset
 
 from ..helpers import set_config
+
+
+def ask_kernel(window, asked: list) -> None:
+    """Every job the window asks of its kernel from now on goes into `asked` (its typed request) instead, and is
+    never answered."""
+    window.kernel.service.submit = lambda request, on_progress=None: asked.append(request) or Future()
 
 
 def test_on_a_1366_by_768_screen_the_window_fits_and_the_plots_keep_their_height(qtbot, tmp_path, kernel):
@@ -100,10 +109,10 @@ def test_evaluate_scores_the_opened_model_in_the_kernel(window, qtbot, trained_c
     with qtbot.waitSignal(window.evaluationFinished, timeout=60_000) as done:
         window.evaluate_action.trigger()
     answer = done.args[0]
-    assert not isinstance(answer, Exception), answer
+    assert isinstance(answer, EvaluationView), answer
     panel = window.evaluation
-    assert panel.evaluation.size == answer["size"] == sum(map(sum, answer["confusion"]))
-    assert panel.headline.text().startswith(f"accuracy {answer['accuracy']:.1%}")
+    assert panel.evaluation.size == answer.size == sum(map(sum, answer.confusion))
+    assert panel.headline.text().startswith(f"accuracy {answer.accuracy:.1%}")
     assert "trained.pt" in panel.source.text()
     assert window.minimumSizeHint().width() <= 1366  # the result does not widen the window past a laptop screen
 
@@ -117,7 +126,8 @@ def test_the_dataset_dock_previews_the_chosen_dataset_when_shown(window, qtbot):
     with qtbot.waitSignal(window.datasetPreviewed, timeout=60_000) as done:
         window.docks["dataset"].raise_()
     answer = done.args[0]
-    assert answer["dataset"] == "mnist-sample" and not answer["problems"]
+    assert isinstance(answer, DatasetPreview), answer
+    assert answer.dataset == "mnist-sample" and not answer.problems
     assert len(window.dataset.rows) == 10
 
 
@@ -128,7 +138,7 @@ def test_a_new_local_dataset_is_previewed_and_a_torchvision_set_waits_for_previe
     with qtbot.waitSignal(window.datasetPreviewed, timeout=60_000):
         window.docks["dataset"].raise_()
     asked = []
-    window.kernel.call = lambda slot, job, args, done: asked.append((job, args))  # what would go to the kernel
+    ask_kernel(window, asked)
     set_config(window, dataset="mnist")  # may download: not previewed until the user asks
     qtbot.waitUntil(lambda: not window.preview_timer.isActive())
     assert asked == []
@@ -137,7 +147,7 @@ def test_a_new_local_dataset_is_previewed_and_a_torchvision_set_waits_for_previe
         QImage(28, 28, QImage.Format_Grayscale8).save(str(tmp_path / name / "a.png"))
     set_config(window, dataset="imagefolder", data_root=str(tmp_path))
     qtbot.waitUntil(lambda: bool(asked), timeout=5_000)
-    assert asked == [("dataset_preview", {"dataset": "imagefolder", "data_root": str(tmp_path)})]
+    assert asked == [PreviewDataset(dataset="imagefolder", data_root=str(tmp_path))]
 
 
 def test_evaluate_takes_the_run_selected_in_the_runs_dock(window, qtbot, trained_checkpoint):
@@ -149,9 +159,9 @@ def test_evaluate_takes_the_run_selected_in_the_runs_dock(window, qtbot, trained
     window.runs.refresh()
     window.runs.select_ids([run_id])
     asked = []
-    window.kernel.call = lambda slot, job, args, done: asked.append((job, args))
+    ask_kernel(window, asked)
     assert window.evaluate()
-    assert asked == [("evaluate_view", {"checkpoint_path": str(trained_checkpoint), "trust_model_code": False})]
+    assert asked == [EvaluateView(checkpoint_path=str(trained_checkpoint), trust_model_code=False)]
     assert f"#{run_id}" in window.evaluation.message.text()
 
 

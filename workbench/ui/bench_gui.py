@@ -45,14 +45,14 @@ def _app_run(window, config: TrainConfig, heartbeat) -> dict:
         raise RuntimeError(f"the app cannot train this configuration here: {window.setup.problem.text() or form}")
     window.runner.events.connect(watch)
     loop = QEventLoop()
-    results = []
+    results, refused = [], []
     window.runFinished.connect(lambda result: (results.append(result), loop.quit()))
 
     def click() -> None:
         heartbeat.start()
         marks.setdefault("clicked", time.perf_counter())
         if not window.train():  # refused: no run will end the loop
-            results.append(RuntimeError(f"the app did not start the run: {window.banner.label.text()}"))
+            refused.append(f"the app did not start the run: {window.banner.label.text()}")
             loop.quit()
 
     QTimer.singleShot(200, click)
@@ -60,9 +60,9 @@ def _app_run(window, config: TrainConfig, heartbeat) -> dict:
     heartbeat.stop()
     window.runFinished.disconnect()
     window.runner.events.disconnect(watch)
+    if refused:
+        raise RuntimeError(refused[0])
     result = results[0]
-    if isinstance(result, Exception):
-        raise result
     if not isinstance(result, RunFinished):
         raise RuntimeError(f"the in-app run failed: {result.message}")
     warm_until = marks.get("first_epoch_end") if config.compiled else marks.get("first_steady_step")

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (QComboBox, QDialog, QFileDialog, QFormLayout, QHB
                                QLineEdit, QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
 from ..core.ground.export_formats import EXPORT_FORMATS
+from ..core.ground.answers import ParityTable
 
 BACKEND_CHOICES = ("inductor", "aot_eager", "eager")
 COLUMNS = ("Run as", "max |Δ|", "max rel", "top-1 same", "ms / batch", "Verdict")
@@ -90,27 +91,25 @@ class ExportDialog(QDialog):
         self.status.setText("Exporting and checking parity… (a compile and a pass over the validation split)")
         self.exportRequested.emit(self.format.currentData(), self.folder.text(), self.backend.currentText())
 
-    def show_result(self, table: dict) -> None:
+    def show_result(self, table: ParityTable) -> None:
         """The gate's table: every row, and the verdict in words."""
         self.export_button.setEnabled(True)
         self.open_folder.setEnabled(True)
-        rows = table.get("rows") or []
-        self.table.setRowCount(len(rows))
-        for r, row in enumerate(rows):
-            cells = (row["name"], f"{row['max_abs']:.2e}", f"{row['max_rel']:.2e}", f"{row['top1_agreement']:.2%}",
-                     f"{row['ms_per_batch']:.2f}", "ok" if row["passed"] else "FAILED")
+        self.table.setRowCount(len(table.rows))
+        for r, row in enumerate(table.rows):
+            cells = (row.name, f"{row.max_abs:.2e}", f"{row.max_rel:.2e}", f"{row.top1_agreement:.2%}",
+                     f"{row.ms_per_batch:.2f}", "ok" if row.passed else "FAILED")
             for c, text in enumerate(cells):
                 item = QTableWidgetItem(text)
                 item.setTextAlignment((Qt.AlignLeft if c in (0, 5) else Qt.AlignRight) | Qt.AlignVCenter)
-                item.setToolTip(row.get("drift", ""))
+                item.setToolTip(row.drift)
                 self.table.setItem(r, c, item)
-        tolerance = table.get("tolerance") or {}
-        drifts = [f"{row['name']}: {row['drift']}." for row in rows if row.get("drift")]
-        verdict = ("passed: every way of running it agrees with eager" if table.get("passed") else
+        drifts = [f"{row.name}: {row.drift}." for row in table.rows if row.drift]
+        verdict = ("passed: every way of running it agrees with eager" if table.passed else
                    "FAILED: the export disagrees with eager beyond the tolerance; do not ship it as it is")
-        self.status.setText(f"{Path(table.get('file', '')).name} ({table.get('bytes', 0):,} bytes) {verdict}. "
-                            f"{table.get('images')} validation images; tolerance atol {tolerance.get('atol')}, "
-                            f"rtol {tolerance.get('rtol')}, every top-1 the same. contract.json says what it "
+        self.status.setText(f"{Path(table.file).name} ({table.bytes:,} bytes) {verdict}. "
+                            f"{table.images} validation images; tolerance atol {table.tolerance.atol}, "
+                            f"rtol {table.tolerance.rtol}, every top-1 the same. contract.json says what it "
                             f"expects; parity.json keeps this table." + "".join(f"\n{d}" for d in drifts))
 
     def show_error(self, message: str) -> None:

@@ -34,7 +34,7 @@ class FinderDialog(QDialog):
         super().__init__(parent)
         self.setWindowTitle(f"Find {self.WHAT}")
         self.suggestion: float | None = None
-        self.points: list[dict] = []
+        self.points: list = []  # LrPoint or BatchPoint, as measured
         self.intro = QLabel()
         self.intro.setWordWrap(True)
         self.plot = pg.PlotWidget()
@@ -110,22 +110,22 @@ class FinderDialog(QDialog):
         self._stop()
         super().done(result)
 
-    def add_point(self, point: dict) -> None:
+    def add_point(self, point) -> None:
         """One measurement, as the kernel read it back."""
         self.points.append(point)
         self.redraw()
         self.status.setText(self.point_text(point))
 
-    def show_finding(self, finding: dict) -> None:
+    def show_finding(self, finding) -> None:
         """The end: the suggestion marked on the curve (the x axis is logarithmic: the line sits at log10)."""
         self._ended()
         self.start_button.setText("Run again")
-        self.suggestion = finding.get("suggestion")
+        self.suggestion = finding.suggestion
         if self.suggestion is None:
-            stopped = finding.get("ended") == "stopped"
-            self.status.setText(f"Stopped after {len(finding.get('points') or ())} measurements, "
+            stopped = finding.stopped
+            self.status.setText(f"Stopped after {len(finding.points)} measurements, "
                                 f"{self.STOPPED_EARLY}" if stopped else
-                                f"No suggestion ({finding.get('ended', '')}). {self.NO_SUGGESTION}")
+                                f"No suggestion ({finding.ended}). {self.NO_SUGGESTION}")
             return
         self.marker.setValue(math.log10(self.suggestion))
         self.marker.setVisible(True)
@@ -158,10 +158,10 @@ class FinderDialog(QDialog):
     def redraw(self) -> None:
         raise NotImplementedError
 
-    def point_text(self, point: dict) -> str:
+    def point_text(self, point) -> str:
         raise NotImplementedError
 
-    def finding_text(self, finding: dict) -> str:
+    def finding_text(self, finding) -> str:
         raise NotImplementedError
 
     def value_text(self, value: float) -> str:
@@ -187,18 +187,18 @@ class LrFinderDialog(FinderDialog):
         self.finish_styling()
 
     def redraw(self) -> None:
-        lrs = [point["lr"] for point in self.points]
-        self.raw.setData(lrs, [point["loss"] for point in self.points])
-        self.line.setData(lrs, [point["smoothed"] for point in self.points])
+        lrs = [point.lr for point in self.points]
+        self.raw.setData(lrs, [point.loss for point in self.points])
+        self.line.setData(lrs, [point.smoothed for point in self.points])
 
-    def point_text(self, point: dict) -> str:
-        return f"step {point['step']}: LR {point['lr']:.2e}, loss {point['loss']:.4f}"
+    def point_text(self, point) -> str:
+        return f"step {point.step}: LR {point.lr:.2e}, loss {point.loss:.4f}"
 
-    def finding_text(self, finding: dict) -> str:
-        ran = (f"compiled, {finding.get('recompiles', 0)} recompiles while the LR changed" if finding.get("compiled")
+    def finding_text(self, finding) -> str:
+        ran = (f"compiled, {finding.recompiles} recompiles while the LR changed" if finding.compiled
                else "eager")
-        return (f"Suggested learning rate {finding['suggestion']:.2e} — {finding.get('rule', '')}. "
-                f"{len(finding.get('points') or ())} steps, {ran}; {finding.get('ended', '')}.")
+        return (f"Suggested learning rate {finding.suggestion:.2e} — {finding.rule}. "
+                f"{len(finding.points)} steps, {ran}; {finding.ended}.")
 
     def value_text(self, value: float) -> str:
         return f"{value:.2g}"
@@ -221,20 +221,20 @@ class BatchFinderDialog(FinderDialog):
         self.finish_styling()
 
     def redraw(self) -> None:
-        sizes = [point["batch_size"] for point in self.points]
-        self.line.setData(sizes, [point["samples_per_s"] for point in self.points])
+        sizes = [point.batch_size for point in self.points]
+        self.line.setData(sizes, [point.samples_per_s for point in self.points])
         self.label_x(sizes, lambda size: f"{size:g}")
 
-    def point_text(self, point: dict) -> str:
-        return (f"batch {point['batch_size']}: {point['samples_per_s']:,.0f} samples/s, peak memory "
-                f"{point['peak_memory_mib']:,.0f} MiB")
+    def point_text(self, point) -> str:
+        return (f"batch {point.batch_size}: {point.samples_per_s:,.0f} samples/s, peak memory "
+                f"{point.peak_memory_mib:,.0f} MiB")
 
-    def finding_text(self, finding: dict) -> str:
-        chosen = next(point for point in finding["points"] if point["batch_size"] == finding["suggestion"])
-        total = finding.get("memory_total_mib")
-        memory = f"{chosen['peak_memory_mib']:,.0f} MiB" + (f" of {total:,.0f} MiB" if total else " (process RSS)")
-        return (f"Suggested batch size {finding['suggestion']}: {chosen['samples_per_s']:,.0f} samples/s, peak "
-                f"memory {memory} — {finding.get('rule', '')}. {finding.get('ended', '').capitalize()}.")
+    def finding_text(self, finding) -> str:
+        chosen = next(point for point in finding.points if point.batch_size == finding.suggestion)
+        total = finding.memory_total_mib
+        memory = f"{chosen.peak_memory_mib:,.0f} MiB" + (f" of {total:,.0f} MiB" if total else " (process RSS)")
+        return (f"Suggested batch size {finding.suggestion}: {chosen.samples_per_s:,.0f} samples/s, peak "
+                f"memory {memory} — {finding.rule}. {finding.ended.capitalize()}.")
 
     def value_text(self, value: float) -> str:
         return f"{int(value)}"

@@ -7,9 +7,10 @@ handed to each panel. No training logic lives here.
 
 from __future__ import annotations
 
-from concurrent.futures import CancelledError
+from concurrent.futures import Future
+from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 from PySide6.QtCore import QRect, QSettings, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QAction, QDesktopServices, QGuiApplication, QKeySequence
@@ -22,11 +23,13 @@ from ..core.ground.config import TrainConfig, setup_label
 from ..core.ground.consent import ModelConsent
 from ..core.ground.errors import WorkbenchError, with_hint
 from ..core.ground.events import (CompileEvent, CompileReport, Event, RunFailed, RunFinished, RunStarted,
-                                  SystemSample, from_dict)
+                                  SystemSample)
 from ..core.ground.progress import Progress, failure_line
 from ..core.history.curves import differing_settings, run_label, run_name
+from ..core.ground.answers import CheckpointInfo, DatasetPreview, EvaluationView, FullgraphCheck, ParityTable, Written
 from ..core.run.client import KernelClient
-from ..core.run.protocol import JobError
+from ..core.run.protocol import NeedsConsent
+from ..core.run.service import ServiceClient
 from ..core.run.request import Launch, RunRequest, new_run_dir
 from .export_dialog import ExportDialog
 from .finder_dialogs import BatchFinderDialog, FinderDialog, LrFinderDialog
@@ -48,14 +51,17 @@ from .tasks import Tasks
 
 
 class Finder(NamedTuple):
-    job: str  # the kernel's
+    start: Callable[[ServiceClient, TrainConfig, Callable], Future]  # its measurement in the kernel
     dialog: type[FinderDialog]
     setting: str  # what its suggestion sets in the form
     action: str  # "find a learning rate": what failed, in words
 
 
-FINDERS = {"lr": Finder("lr_find", LrFinderDialog, "lr", "find a learning rate"),
-           "batch": Finder("batch_find", BatchFinderDialog, "batch_size", "find a batch size")}
+FINDERS = {"lr": Finder(ServiceClient.find_lr, LrFinderDialog, "lr", "find a learning rate"),
+           "batch": Finder(ServiceClient.find_batch_size, BatchFinderDialog, "batch_size", "find a batch size")}
+# The window's task slots for kernel jobs: a newer job in a slot supersedes the older one's answer.
+EXPLAINING, EVALUATING, PREVIEWING, OPENING, EXPORTING = "explaining", "evaluating", "previewing", "opening", \
+    "exporting"
 
 PREVIEW_DELAY_MS = 400  # a dataset choice (or data folder) this long unchanged is previewed
 LOCAL_DATASETS = ("mnist-sample", "idx", "imagefolder")  # previewed as soon as chosen: nothing to download
@@ -89,9 +95,14 @@ def scrolled(widget: QWidget, min_width: int = 0) -> QScrollArea:
     return scroll
 
 
-def written_path(result) -> Path:
-    """The main file of an export's result: a path, or (html, json) for a report."""
-    return result[0] if isinstance(result, tuple) else result
+@dataclass(frozen=True)
+class LoadedModel:
+    """The checkpoint open for Predict, Evaluate and exports: what the kernel said it holds, how the window names
+    it, and whether its model file has the user's consent."""
+
+    info: CheckpointInfo
+    description: str
+    trusted: bool
 
 
 class Banner(QWidget):
@@ -134,14 +145,15 @@ class Banner(QWidget):
 class MainWindow(QMainWindow):
     runFinished = Signal(object)  # for tests and scripts: the terminal event of each run
     explainFinished = Signal(object)
-    fullgraphChecked = Signal(object)  # Check with fullgraph's answer (a dict), or the exception that stopped it
-    checkpointLoaded = Signal(object)  # what the checkpoint holds (a dict), or the exception that refused it
-    reportFinished = Signal(object)  # (html path, json path), or the exception that stopped the report
-    exportFinished = Signal(object)  # the checkpoint path written, or the exception that stopped the export
-    modelExported = Signal(object)  # the parity table (dict) of an Export model…, or the exception that stopped it
-    finderDone = Signal(str, object)  # a finder's kind and its finding (a dict), or the exception that stopped it
-    evaluationFinished = Signal(object)  # the Evaluate view's answer, or the exception that stopped it
-    datasetPreviewed = Signal(object)  # the Dataset preview's answer, or the exception that stopped it
+    # For tests and scripts, each job's outcome once the window has shown it: its answer, or the error that stopped it
+    fullgraphChecked = Signal(object)  # a FullgraphCheck
+    checkpointLoaded = Signal(object)  # a CheckpointInfo
+    reportFinished = Signal(object)  # the Written HTML and JSON
+    exportFinished = Signal(object)  # the Written checkpoint
+    modelExported = Signal(object)  # a ParityTable
+    finderDone = Signal(str, object)  # a finder's kind and its finding (None: cancelled before it began)
+    evaluationFinished = Signal(object)  # an EvaluationView
+    datasetPreviewed = Signal(object)  # a DatasetPreview
 
     def __init__(self, runs_dir: Path | None = None, db: Path | None = None, *, prestart: bool = True,
                  kernel: KernelClient | None = None):
@@ -152,7 +164,7 @@ class MainWindow(QMainWindow):
         self.setObjectName("mainWindow")
         self.runs_dir = runs_dir
         self.db = db
-        self.checkpoint: dict | None = None  # what the kernel said the loaded checkpoint holds (+ "trusted")
+        self.model: LoadedModel | None = None  # the checkpoint open for Predict, Evaluate and exports
         self.last_run_dir: Path | None = None
         self.stopping = False  # Stop was pressed: say so until the run has ended
         self.train_waiting = False  # Train was pressed before PyTorch was ready: it starts when it is
@@ -466,7 +478,7 @@ class MainWindow(QMainWindow):
         config = self._config_for("explain")
         if config is None:
             return
-        self.kernel.call("explain", "explain", {"config": config.to_dict()}, self.on_explained)
+        self.kernel.ask(EXPLAINING, self.kernel.service.explain(config), self._explained, self._explain_failed)
         self.state_label.setText("Explaining…")
         self.compile_panel.clear()
         self.docks["compile"].raise_()
@@ -512,21 +524,21 @@ class MainWindow(QMainWindow):
         self.runs.refresh()
         self.runFinished.emit(result)
 
-    def on_explained(self, answer) -> None:
-        """The kernel's CompileReport (as plain data), or the error that stopped it."""
-        if isinstance(answer, Exception):
-            message = str(answer)
-            self.banner.show_message("error", f"Explain failed: {message}")
-            self.log.add("error", f"explain failed: {message}")
-            report = RunFailed(kind=getattr(answer, "kind", "internal"), message=message)
-        else:
-            report: CompileReport = from_dict(answer)
-            self.compile_panel.show_report(report)
-            self.log.add("warning" if report.graph_break_count else "info",
-                         f"explain: {report.graph_count} graph(s), {report.graph_break_count} graph break(s)")
+    def _explained(self, report: CompileReport) -> None:
+        self.compile_panel.show_report(report)
+        self.log.add("warning" if report.graph_break_count else "info",
+                     f"explain: {report.graph_count} graph(s), {report.graph_break_count} graph break(s)")
+        self._explain_ended(report)
+
+    def _explain_failed(self, error: BaseException) -> None:
+        self.banner.show_message("error", f"Explain failed: {error}")
+        self.log.add("error", f"explain failed: {error}")
+        self._explain_ended(RunFailed(kind=getattr(error, "kind", "internal"), message=str(error)))
+
+    def _explain_ended(self, outcome: CompileReport | RunFailed) -> None:
         self.state_label.setText(self.progress.describe())
         self._update_actions()
-        self.explainFinished.emit(report)
+        self.explainFinished.emit(outcome)
 
     # -- evaluation and the dataset ------------------------------------------------------------------------------
     def evaluation_target(self) -> tuple[str, str, bool] | None:
@@ -540,8 +552,8 @@ class MainWindow(QMainWindow):
                 record = None
             if record is not None and record.checkpoint:
                 return record.checkpoint, run_name(record.id), False
-        if self.checkpoint is not None:
-            return self.checkpoint["path"], self.checkpoint["description"], self.checkpoint["trusted"]
+        if self.model is not None:
+            return self.model.info.path, self.model.description, self.model.trusted
         return None
 
     def evaluate(self, target: tuple[str, str, bool] | None = None) -> bool:
@@ -555,19 +567,21 @@ class MainWindow(QMainWindow):
         path, description, trusted = target
         self.evaluation.set_busy(f"Evaluating {description}…")
         self.docks["evaluate"].raise_()
-        self.kernel.call("evaluate", "evaluate_view", {"checkpoint_path": path, "trust_model_code": trusted},
-                         lambda answer: self._evaluated(answer, target))
+        self.kernel.ask(EVALUATING, self.kernel.service.evaluate_view(path, trust_model_code=trusted),
+                        lambda view: self._evaluated(view, description),
+                        lambda error: self._evaluation_failed(error, target))
         return True
 
-    def _evaluated(self, answer, target: tuple[str, str, bool]) -> None:
+    def _evaluated(self, view: EvaluationView, description: str) -> None:
+        self.evaluation.set_result(view, description)
+        self.evaluationFinished.emit(view)
+
+    def _evaluation_failed(self, error: BaseException, target: tuple[str, str, bool]) -> None:
         path, description, trusted = target
-        if self._retried_with_consent(answer, trusted, lambda: self.evaluate((path, description, True))):
+        if self._retried_with_consent(error, trusted, lambda: self.evaluate((path, description, True))):
             return
-        if isinstance(answer, Exception):
-            self.evaluation.set_error(f"Could not evaluate {description}: {with_hint(answer)}")
-        else:
-            self.evaluation.set_result(answer, description)
-        self.evaluationFinished.emit(answer)
+        self.evaluation.set_error(f"Could not evaluate {description}: {with_hint(error)}")
+        self.evaluationFinished.emit(error)
 
     def _dataset_visible(self, visible: bool) -> None:
         self.dataset_shown = visible
@@ -590,22 +604,20 @@ class MainWindow(QMainWindow):
         """The dataset the form names (valid or not: a preview is how a bad folder is found)."""
         dataset, data_root = self.previewed_choice = (self.setup.value("dataset"), self.setup.value("data_root"))
         self.dataset.set_busy(f"Reading {dataset}…")
-        self.kernel.call("dataset", "dataset_preview", {"dataset": dataset, "data_root": data_root},
-                         self._previewed)
+        self.kernel.ask(PREVIEWING, self.kernel.service.preview_dataset(dataset, data_root), self._previewed,
+                        self._preview_failed)
 
-    def _previewed(self, answer) -> None:
-        if isinstance(answer, Exception):
-            self.dataset.set_error(f"Could not read the dataset: {answer}")
-        else:
-            self.dataset.set_preview(answer)
-            self._sizes_from_preview(answer)
-        self.datasetPreviewed.emit(answer)
-
-    def _sizes_from_preview(self, answer: dict) -> None:
-        counts = answer.get("counts") or {}
-        if "train" in counts and "val" in counts and self.previewed_choice is not None:
-            self.split_sizes[self.previewed_choice] = (sum(counts["train"]), sum(counts["val"]))
+    def _previewed(self, preview: DatasetPreview) -> None:
+        self.dataset.set_preview(preview)
+        sizes = preview.split_sizes()
+        if sizes is not None and self.previewed_choice is not None:
+            self.split_sizes[self.previewed_choice] = sizes
             self._update_forecast()
+        self.datasetPreviewed.emit(preview)
+
+    def _preview_failed(self, error: BaseException) -> None:
+        self.dataset.set_error(f"Could not read the dataset: {error}")
+        self.datasetPreviewed.emit(error)
 
     # -- compile insight ------------------------------------------------------------------------------------------
     def _update_forecast(self) -> None:
@@ -629,7 +641,8 @@ class MainWindow(QMainWindow):
         config = self._config_for("check with fullgraph")
         if config is None:
             return
-        self.kernel.call("explain", "check_fullgraph", {"config": config.to_dict()}, self._fullgraph_checked)
+        self.kernel.ask(EXPLAINING, self.kernel.service.check_fullgraph(config), self._fullgraph_checked,
+                        self._fullgraph_failed)
         self.state_label.setText("Checking with fullgraph…")
 
     def open_finder(self, kind: str) -> FinderDialog | None:
@@ -644,7 +657,7 @@ class MainWindow(QMainWindow):
         if dialog is None:
             dialog = self.finder_dialogs[kind] = finder.dialog(self.plots.theme, self)
             dialog.startRequested.connect(lambda: self.run_finder(kind))
-            dialog.stopRequested.connect(lambda: self.kernel.cancel(finder.job))
+            dialog.stopRequested.connect(lambda: self.kernel.cancel(kind))
             dialog.useRequested.connect(lambda value: self._use_suggestion(kind, value))
         dialog.describe(f"{config.optimizer}, batch {config.batch_size}, lr {config.lr:g}, "
                         f"{setup_label(config.to_dict())}")
@@ -660,17 +673,21 @@ class MainWindow(QMainWindow):
             dialog.show_error("a setting in the Setup form needs fixing first (the banner says which)")
             return
 
-        def done(result) -> None:
-            if isinstance(result, CancelledError):
-                dialog.show_cancelled()
-            elif isinstance(result, Exception):
-                dialog.show_error(with_hint(result))
-                self.log.add("error", f"{finder.action} failed: {with_hint(result)}")
-            else:
-                dialog.show_finding(result)
-            self.finderDone.emit(kind, result)
+        def found(finding) -> None:
+            dialog.show_finding(finding)
+            self.finderDone.emit(kind, finding)
 
-        self.kernel.call(finder.job, finder.job, {"config": config.to_dict()}, done, on_progress=dialog.add_point)
+        def failed(error: BaseException) -> None:
+            dialog.show_error(with_hint(error))
+            self.log.add("error", f"{finder.action} failed: {with_hint(error)}")
+            self.finderDone.emit(kind, error)
+
+        def cancelled() -> None:  # stopped while still queued: nothing was measured
+            dialog.show_cancelled()
+            self.finderDone.emit(kind, None)
+
+        future = finder.start(self.kernel.service, config, self.kernel.on_gui_thread(dialog.add_point))
+        self.kernel.ask(kind, future, found, failed, cancelled)
 
     def _use_suggestion(self, kind: str, value: float) -> None:
         setting = FINDERS[kind].setting
@@ -692,10 +709,15 @@ class MainWindow(QMainWindow):
         self.sweep_dialog.raise_()
         return self.sweep_dialog
 
-    def _fullgraph_checked(self, answer) -> None:
-        self.compile_panel.show_fullgraph(answer)
+    def _fullgraph_checked(self, check: FullgraphCheck) -> None:
+        self.compile_panel.show_fullgraph(check)
         self.state_label.setText(self.progress.describe())
-        self.fullgraphChecked.emit(answer)
+        self.fullgraphChecked.emit(check)
+
+    def _fullgraph_failed(self, error: BaseException) -> None:
+        self.compile_panel.show_fullgraph_error(error)
+        self.state_label.setText(self.progress.describe())
+        self.fullgraphChecked.emit(error)
 
     def show_compile_step(self, step: int) -> None:
         """A timeline marker on the loss plot was clicked: its events in the Compile panel."""
@@ -753,17 +775,16 @@ class MainWindow(QMainWindow):
         checkpoint whose network is defined in a Python file is opened only with the user's consent to that file:
         remembered (ModelConsent: same path, same content) or asked for. `own_run`: a run this window has just
         trained, whose model file the user chose: consent given, and remembered."""
-        args = {"path": str(path), "trust_model_code": trust_model_code}
-        self.kernel.call("checkpoint", "load_checkpoint", args,
-                         lambda answer: self._checkpoint_loaded(answer, path, description, trust_model_code,
-                                                                own_run))
+        self.kernel.ask(OPENING, self.kernel.service.load_checkpoint(path, trust_model_code=trust_model_code),
+                        lambda info: self._checkpoint_loaded(info, description, trust_model_code),
+                        lambda error: self._checkpoint_refused(error, path, description, trust_model_code, own_run))
 
-    def _retried_with_consent(self, answer, trusted: bool, retry, own_run: bool = False) -> bool:
-        """An `untrusted_code` answer: with the user's consent to that model file — remembered (same path, same
+    def _retried_with_consent(self, error: BaseException, trusted: bool, retry, own_run: bool = False) -> bool:
+        """A NeedsConsent error: with the user's consent to that model file — remembered (same path, same
         content), given now, or implied (`own_run`) — `retry` with trust and say True; False when there is none."""
-        if not (isinstance(answer, JobError) and answer.kind == "untrusted_code") or trusted:
+        if not isinstance(error, NeedsConsent) or trusted:
             return False
-        spec = answer.detail.get("model_spec", "")
+        spec = error.model_spec
         consent = ModelConsent()
         if not consent.is_trusted(spec):
             if not (own_run or self.confirm_model_code(spec)):
@@ -772,34 +793,34 @@ class MainWindow(QMainWindow):
         retry()
         return True
 
-    def _checkpoint_loaded(self, answer, path, description: str, trusted: bool, own_run: bool = False) -> None:
-        if self._retried_with_consent(answer, trusted, lambda: self.load_checkpoint(
+    def _checkpoint_loaded(self, info: CheckpointInfo, description: str, trusted: bool) -> None:
+        self.model = LoadedModel(info, description, trusted)
+        accuracy = info.val_accuracy
+        self.predict.set_model(self._scorer(info.path, trusted), info.classes, description + (
+            f" · val accuracy {accuracy:.1%}" if accuracy is not None else ""))
+        self.log.add("info", f"model for prediction: {description}")
+        self._update_actions()
+        self.checkpointLoaded.emit(info)
+
+    def _checkpoint_refused(self, error: BaseException, path, description: str, trusted: bool,
+                            own_run: bool) -> None:
+        if self._retried_with_consent(error, trusted, lambda: self.load_checkpoint(
                 path, description, trust_model_code=True), own_run):
             return
-        if isinstance(answer, JobError) and answer.kind == "untrusted_code":
-            self.banner.show_message("warning", f"Checkpoint not opened: {answer}")
-        elif isinstance(answer, Exception):
-            self.banner.show_message("error", f"Cannot open checkpoint: {answer}")
-            self.log.add("error", f"cannot open checkpoint: {answer}")
+        if isinstance(error, NeedsConsent):
+            self.banner.show_message("warning", f"Checkpoint not opened: {error}")
         else:
-            self.checkpoint = {**answer, "trusted": trusted, "description": description}
-            accuracy = answer["metrics"].get("val_accuracy")
-            self.predict.set_model(self._scorer(answer["path"], trusted), tuple(answer["classes"]), description + (
-                f" · val accuracy {accuracy:.1%}" if isinstance(accuracy, float) else ""))
-            self.log.add("info", f"model for prediction: {description}")
+            self.banner.show_message("error", f"Cannot open checkpoint: {error}")
+            self.log.add("error", f"cannot open checkpoint: {error}")
         self._update_actions()
-        self.checkpointLoaded.emit(answer)
+        self.checkpointLoaded.emit(error)
 
     def _scorer(self, checkpoint_path: str, trusted: bool):
         """Images → probabilities, by the kernel (called on a pool thread: it waits for the answer)."""
-        import base64
-
-        client = self.kernel.client
+        service = self.kernel.service
 
         def score(pixels):
-            images = [base64.b64encode(p.astype("uint8").tobytes()).decode() for p in pixels]
-            return client.call("predict", checkpoint_path=checkpoint_path, images=images,
-                               trust_model_code=trusted).result()["probabilities"]
+            return service.predict(checkpoint_path, pixels, trust_model_code=trusted).result().probabilities
 
         return score
 
@@ -835,7 +856,7 @@ class MainWindow(QMainWindow):
         return True
 
     def confirm_model_code(self, model_spec: str) -> bool:
-        file = model_spec.rpartition(":")[0]
+        file = model_spec.rpartition(":")[0]  # "path/to/file.py:Class"
         answer = QMessageBox.question(
             self, "Import model code?",
             f"This checkpoint's network is defined in\n{file}\n\nOpening it imports and runs that file. "
@@ -850,21 +871,21 @@ class MainWindow(QMainWindow):
     def export_checkpoint(self, path: str | Path) -> bool:
         """Write the loaded checkpoint to `path` (the kernel saves it, atomically); exportFinished says how it
         went. False: there is no checkpoint to export."""
-        if self.checkpoint is None:
+        if self.model is None:
             return False
-        args = {"source": self.checkpoint["path"], "target": str(path),
-                "trust_model_code": self.checkpoint["trusted"]}
-        self._file_task("Exporting the checkpoint…", "export_checkpoint", args, Path,
-                        lambda written: f"checkpoint exported to {written} (+ .safetensors)",
+        future = self.kernel.service.export_checkpoint(self.model.info.path, path,
+                                                       trust_model_code=self.model.trusted)
+        self._file_task("Exporting the checkpoint…", future,
+                        lambda written: f"checkpoint exported to {written.paths[0]} (+ .safetensors)",
                         f"Could not export the checkpoint to {path}", self.exportFinished)
         return True
 
     def open_export_dialog(self) -> ExportDialog | None:
         """File → Export model…: the dialog for the loaded checkpoint (the last run's, or the one opened)."""
-        if self.checkpoint is None:
+        if self.model is None:
             self.banner.show_message("info", "Train a run or open a checkpoint (Ctrl+O) to export its model.")
             return None
-        folder = Path(self.checkpoint["path"]).parent / "export"
+        folder = Path(self.model.info.path).parent / "export"
         dialog = ExportDialog(folder, self)
         dialog.setAttribute(Qt.WA_DeleteOnClose)
         dialog.exportRequested.connect(lambda fmt, out, backend: self.export_model(fmt, out, backend, dialog))
@@ -874,45 +895,47 @@ class MainWindow(QMainWindow):
 
     def export_model(self, fmt: str, out: str, compile_backend: str, dialog: ExportDialog | None = None) -> bool:
         """Export the loaded checkpoint in the kernel behind its parity gate; modelExported carries the table."""
-        if self.checkpoint is None:
+        if self.model is None:
             return False
-        args = {"source": self.checkpoint["path"], "out": out, "fmt": fmt, "compile_backend": compile_backend,
-                "trust_model_code": self.checkpoint["trusted"]}
 
-        def done(result) -> None:
+        def exported(table: ParityTable) -> None:
             self.state_label.setText(self.progress.describe())
-            if isinstance(result, Exception):
-                if dialog is not None:
-                    dialog.show_error(with_hint(result))
-                self.log.add("error", f"export failed: {with_hint(result)}")
-            else:
-                if dialog is not None:
-                    dialog.show_result(result)
-                verdict = "passed its parity check" if result["passed"] else "FAILED its parity check"
-                self.log.add("info" if result["passed"] else "warning", f"model exported to {result['file']}: "
-                                                                         f"{verdict}")
-            self.modelExported.emit(result)
+            if dialog is not None:
+                dialog.show_result(table)
+            verdict = "passed its parity check" if table.passed else "FAILED its parity check"
+            self.log.add("info" if table.passed else "warning", f"model exported to {table.file}: {verdict}")
+            self.modelExported.emit(table)
+
+        def failed(error: BaseException) -> None:
+            self.state_label.setText(self.progress.describe())
+            if dialog is not None:
+                dialog.show_error(with_hint(error))
+            self.log.add("error", f"export failed: {with_hint(error)}")
+            self.modelExported.emit(error)
 
         self.state_label.setText("Exporting the model…")
-        self.kernel.call("export_model", "export_model", args, done)
+        future = self.kernel.service.export_model(self.model.info.path, out, fmt=fmt, compile_backend=compile_backend,
+                                                  trust_model_code=self.model.trusted)
+        self.kernel.ask(EXPORTING, future, exported, failed)
         return True
 
-    def _file_task(self, doing: str, job: str, args: dict, convert, done_text, failed_text: str,
+    def _file_task(self, doing: str, future: Future, done_text: Callable[[Written], str], failed_text: str,
                    finished: Signal) -> None:
         """A slow file job (export, report) in the kernel: the status bar says it is under way, then the log
-        says what was written or the banner why not; `finished` carries the result or the exception."""
-        def done(result) -> None:
+        says what was written or the banner why not; `finished` carries the outcome."""
+        def written(files: Written) -> None:
             self.state_label.setText(self.progress.describe())
-            if isinstance(result, Exception):
-                self.banner.show_message("error", f"{failed_text}: {with_hint(result)}")
-            else:
-                result = convert(result)
-                self.log.add("info", done_text(result))
-                self.show_written(written_path(result))
-            finished.emit(result)
+            self.log.add("info", done_text(files))
+            self.show_written(Path(files.paths[0]))
+            finished.emit(files)
+
+        def failed(error: BaseException) -> None:
+            self.state_label.setText(self.progress.describe())
+            self.banner.show_message("error", f"{failed_text}: {with_hint(error)}")
+            finished.emit(error)
 
         self.state_label.setText(doing)
-        self.kernel.call(job, job, args, done)
+        self.kernel.ask(EXPORTING, future, written, failed)
 
     def show_written(self, path: Path) -> QMessageBox:
         """Say where an export went, with Open and Show in folder (a message box that does not block)."""
@@ -952,10 +975,10 @@ class MainWindow(QMainWindow):
         the report says its evaluation needs consent."""
         if not run_ids:
             return False
-        args = {"run_ids": list(run_ids), "out": str(path), "db": str(self.runs.db) if self.runs.db else None,
-                "trust_model_code": self._model_files_trusted(run_ids)}
-        self._file_task("Writing the report…", "report", args, lambda written: tuple(Path(p) for p in written),
-                        lambda written: f"report written to {written[0]} (+ {written[1].name})",
+        future = self.kernel.service.write_report(run_ids, path, db=self.runs.db,
+                                                  trust_model_code=self._model_files_trusted(run_ids))
+        self._file_task("Writing the report…", future,
+                        lambda written: f"report written to {written.paths[0]} (+ {Path(written.paths[1]).name})",
                         "Could not write the report", self.reportFinished)
         return True
 
@@ -1007,7 +1030,7 @@ class MainWindow(QMainWindow):
     @property
     def busy(self) -> bool:
         """A run is alive or waiting for PyTorch, or Explain is out: the form and Train wait."""
-        return self.runner.training or self.train_waiting or self.tasks.busy("explain")
+        return self.runner.training or self.train_waiting or self.tasks.busy(EXPLAINING)
 
     def _update_actions(self) -> None:
         busy = self.busy
@@ -1026,7 +1049,7 @@ class MainWindow(QMainWindow):
         self.explain_action.setEnabled(not busy and valid)
         self.compile_panel.explain_button.setEnabled(not busy and valid)
         self.setup.setEnabled(not busy)
-        has_model = self.checkpoint is not None
+        has_model = self.model is not None
         self.export_action.setEnabled(has_model and not busy)
         self.export_model_action.setEnabled(has_model and not busy)
         self.report_action.setEnabled(not busy and (self.last_run_dir is not None or bool(self.runs.selected_ids())))

@@ -19,7 +19,7 @@ import time
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from ..core.ground.errors import WorkbenchError, first_line
-from ..core.ground.events import Event, RunFailed, Step
+from ..core.ground.events import Event, RunFailed, RunFinished, Step
 from ..core.run.launch import start_run
 from ..core.run.process import ChildProcess, start_distributed
 from ..core.run.request import RunRequest
@@ -127,7 +127,7 @@ class RunControl(QObject):
                 forward.flush()
 
         self.process, self.stop_flag = process, stop
-        return self.tasks.submit(SLOT, run, self._finished, exclusive=True)
+        return self.tasks.submit(SLOT, run, self._finished, self._crashed, exclusive=True)
 
     def stop(self) -> None:
         if self.stop_flag is not None:
@@ -146,10 +146,12 @@ class RunControl(QObject):
         self.process.request({"profile": steps})
         return True
 
-    def _finished(self, result) -> None:
+    def _crashed(self, error: BaseException) -> None:
+        """run() catches everything: this is a bug, but the run ends visibly."""
+        self._finished(RunFailed(kind="internal", message=f"{type(error).__name__}: {first_line(error)}"))
+
+    def _finished(self, result: RunFinished | RunFailed) -> None:
         self.process = self.stop_flag = None
-        if isinstance(result, Exception):  # run() catches everything; this is a bug, but end the run visibly
-            result = RunFailed(kind="internal", message=f"{type(result).__name__}: {first_line(result)}")
         if self.closing:
             return
         self.runFinished.emit(result)  # first: whatever happens next, the window hears that the run ended

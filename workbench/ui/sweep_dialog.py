@@ -176,14 +176,14 @@ class SweepDialog(QDialog):
         """The stored sweeps' names, read off the GUI thread (the first read creates the studies' file); with
         `show_stored`, the trials of the sweep named in the box when it is one of them."""
         self.tasks.submit("sweep-names", lambda: sweep_names(self.db),
-                          lambda names: self._names_loaded(names, show_stored))
+                          lambda names: self._names_loaded(names, show_stored), self._names_unreadable)
+
+    def _names_unreadable(self, error: BaseException) -> None:
+        self.known = set()  # Start then says what is wrong with the studies' file
+        self.status.setText(f"Cannot read the stored sweeps: {error_text(error)}")
+        self._update_inputs()
 
     def _names_loaded(self, names, show_stored: bool) -> None:
-        if isinstance(names, Exception):
-            self.known = set()  # Start then says what is wrong with the studies' file
-            self.status.setText(f"Cannot read the stored sweeps: {error_text(names)}")
-            self._update_inputs()
-            return
         text = self.name.currentText()
         self.known = set(names)
         self.name.blockSignals(True)
@@ -204,12 +204,10 @@ class SweepDialog(QDialog):
             self.status.setText("")
             return
         self.tasks.submit("sweep-load", lambda: (sweep_parameters(name, self.db), load_trials(name, self.db)),
-                          lambda stored: self._stored_loaded(name, stored))
+                          lambda stored: self._stored_loaded(name, stored),
+                          lambda error: self.status.setText(error_text(error)))
 
     def _stored_loaded(self, name: str, stored) -> None:
-        if isinstance(stored, Exception):
-            self.status.setText(error_text(stored))
-            return
         parameters, trials = stored
         for key, box in self.parameter_boxes.items():
             box.setChecked(key in parameters)
@@ -244,7 +242,7 @@ class SweepDialog(QDialog):
 
         self.stop_flag, self.progress, self.epoch_text, self.sweep_name = stop, None, "", name
         self.tasks.drop("sweep-load")
-        self.tasks.submit(SLOT, sweep, self._ended, exclusive=True)
+        self.tasks.submit(SLOT, sweep, self._ended, self._failed, exclusive=True)
         self.status.setText(f"Starting {name}…")
         self._update_inputs()
         return True
@@ -294,18 +292,20 @@ class SweepDialog(QDialog):
                  f"ETA {format_duration(eta)}" if eta is not None else "ETA after the first trial"]
         return " · ".join(part for part in parts if part)
 
-    def _ended(self, result) -> None:
-        if isinstance(result, Exception):
-            self.status.setText(f"The sweep stopped: {error_text(result)}")
-        else:
-            self._show(result)
-            done = sum(t.state in FINISHED for t in result)
-            total = self.progress.total if self.progress else self.trial_count.value()
-            self.status.setText(f"Stopped: {done} of {total} trials. Resume goes on from there."
-                                if self.stop_flag.is_set() else f"Done: {done} of {total} trials.")
-            self._names_loaded({*self.known, self.sweep_name}, show_stored=False)  # stored now: its name resumes it
+    def _ended(self, trials: list[Trial]) -> None:
+        self._show(trials)
+        done = sum(t.state in FINISHED for t in trials)
+        total = self.progress.total if self.progress else self.trial_count.value()
+        self.status.setText(f"Stopped: {done} of {total} trials. Resume goes on from there."
+                            if self.stop_flag.is_set() else f"Done: {done} of {total} trials.")
+        self._names_loaded({*self.known, self.sweep_name}, show_stored=False)  # stored now: its name resumes it
         self._update_inputs()
-        self.sweepEnded.emit(result)
+        self.sweepEnded.emit(trials)
+
+    def _failed(self, error: BaseException) -> None:
+        self.status.setText(f"The sweep stopped: {error_text(error)}")
+        self._update_inputs()
+        self.sweepEnded.emit(error)
 
     def _show(self, trials: list[Trial]) -> None:
         """The trials in the table and both views; the axes are the settings the trials searched."""

@@ -264,7 +264,7 @@ class _DecodedImages(torch.utils.data.Dataset):
         return len(self.files)
 
     def __getitem__(self, i: int):
-        from .images import ImageError, load_digit
+        from ..ground.images import ImageError, load_digit
 
         path, label = self.files[i]
         try:

@@ -9,10 +9,10 @@ lower the probability it gives to the *given* label, the more likely that label 
 
 from __future__ import annotations
 
-import base64
-
 import numpy as np
 
+from ..ground import pixels
+from ..ground.answers import EvaluationView
 from . import devices
 from .checkpoint import Checkpoint
 from .data import DataError, Split, check_classes, classes_of, dataset_info, load_split
@@ -46,24 +46,25 @@ def evaluation_target(ckpt: Checkpoint, dataset: str | None, data_root: str | No
     return name, root, split or ("test" if dataset_info(name).has_test else "val")
 
 
-def view_answer(result: SplitResult, data: Split, classes: tuple[str, ...]) -> dict:
-    """Scores, confusion and per-sample arrays of a SplitResult, with the split's pixels as base64."""
+def view_answer(checkpoint: str, dataset: str, split: str, result: SplitResult, data: Split,
+                classes: tuple[str, ...]) -> EvaluationView:
+    """Scores, confusion and per-sample arrays of a SplitResult, with the split's pixels."""
     probabilities = result.probabilities.numpy()
     labels = result.labels.numpy()
     predicted = result.predictions.numpy()
     confidence = probabilities.max(axis=1)
     self_confidence = probabilities[np.arange(len(labels)), labels]
     confusion = result.confusion().numpy()
-    pixels = data.images.numpy().astype(np.uint8, copy=False)
-    return {
-        "classes": list(classes), "size": len(labels), "accuracy": result.accuracy, "loss": result.loss,
-        "confusion": confusion.tolist(), **class_scores(confusion),
-        "labels": labels.tolist(), "predicted": predicted.tolist(),
-        "confidence": _rounded(confidence), "self_confidence": _rounded(self_confidence),
-        "images": base64.b64encode(np.ascontiguousarray(pixels).tobytes()).decode("ascii"),
-        "mistakes": confident_mistakes(labels, predicted, confidence),
-        "label_errors": likely_label_errors(labels, predicted, self_confidence),
-    }
+    scores = class_scores(confusion)
+    return EvaluationView(
+        checkpoint=checkpoint, dataset=dataset, split=split, classes=tuple(classes), size=len(labels),
+        accuracy=result.accuracy, loss=result.loss, confusion=tuple(tuple(row) for row in confusion.tolist()),
+        precision=tuple(scores["precision"]), recall=tuple(scores["recall"]), f1=tuple(scores["f1"]),
+        support=tuple(scores["support"]), labels=tuple(labels.tolist()), predicted=tuple(predicted.tolist()),
+        confidence=tuple(_rounded(confidence)), self_confidence=tuple(_rounded(self_confidence)),
+        images=pixels.encode(data.images.numpy()),
+        mistakes=tuple(confident_mistakes(labels, predicted, confidence)),
+        label_errors=tuple(likely_label_errors(labels, predicted, self_confidence)))
 
 
 def class_scores(confusion: np.ndarray) -> dict[str, list]:

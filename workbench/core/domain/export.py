@@ -16,12 +16,13 @@ from __future__ import annotations
 import json
 import statistics
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
 import torch
 
+from ..ground.answers import ParityRow, ParityTable, Tolerance
 from ..ground.atomic import atomic_path, write_text_atomic
 from ..ground.errors import WorkbenchError, first_line
 from ..ground.export_formats import EXPORT_FORMATS
@@ -43,22 +44,9 @@ class ExportError(WorkbenchError):
     kind = "export"
 
 
-@dataclass(frozen=True)
-class ParityRow:
-    """One way of running the model, held against eager on the same images."""
-
-    name: str  # "eager", "compiled (inductor)", "exported (.pt2)"
-    max_abs: float
-    max_rel: float
-    top1_agreement: float  # share of images whose predicted class equals eager's
-    ms_per_batch: float  # median over the batches
-    passed: bool
-    drift: str = ""  # where a failing row drifted, in words
-
-
 def export_model(ckpt: Checkpoint, out_dir: str | Path, *, fmt: str = "pt2", compile_backend: str = "inductor",
-                 progress: Callable[[str], None] = lambda text: None) -> dict:
-    """Export `ckpt` in format `fmt` into `out_dir` with its contract and parity table; returns the table's dict.
+                 progress: Callable[[str], None] = lambda text: None) -> ParityTable:
+    """Export `ckpt` in format `fmt` into `out_dir` with its contract and parity table; returns the table.
     An export that cannot be made raises ExportError naming what failed; one that disagrees is written, marked
     failed, and its rows say where it drifted."""
     if fmt not in EXPORT_FORMATS:
@@ -87,11 +75,10 @@ def export_model(ckpt: Checkpoint, out_dir: str | Path, *, fmt: str = "pt2", com
         if not row.passed:
             row = replace(row, drift=f"{row.drift}; {_drifting_layer(model, program_of(), images[:PARITY_BATCH])}")
         rows.append(row)
-    table = {"format": fmt, "file": str(path), "bytes": path.stat().st_size, "export_seconds": export_seconds,
-             "images": len(images), "batch": PARITY_BATCH, "tolerance": TOLERANCE,
-             "passed": all(row.passed for row in rows), "rows": [asdict(row) for row in rows],
-             "versions": versions()}
-    write_text_atomic(out / PARITY_FILE, json.dumps(table, indent=2))
+    table = ParityTable(format=fmt, file=str(path), bytes=path.stat().st_size, export_seconds=export_seconds,
+                        images=len(images), batch=PARITY_BATCH, tolerance=Tolerance(**TOLERANCE),
+                        passed=all(row.passed for row in rows), rows=tuple(rows), versions=versions())
+    write_text_atomic(out / PARITY_FILE, json.dumps(table.to_dict(), indent=2))
     write_text_atomic(out / CONTRACT_FILE, json.dumps(contract(ckpt), indent=2))
     return table
 
@@ -259,16 +246,16 @@ def _layer_outputs(module: torch.nn.Module, batch: torch.Tensor) -> dict[str, to
     return outputs
 
 
-def format_table(table: dict) -> str:
+def format_table(table: ParityTable) -> str:
     """The parity table as the CLI prints it."""
     lines = [f"{'':30} {'max |Δ|':>10} {'max rel':>10} {'top-1':>8} {'ms/batch':>9}  verdict"]
-    for row in table["rows"]:
-        lines.append(f"{row['name']:30} {row['max_abs']:10.2e} {row['max_rel']:10.2e} {row['top1_agreement']:8.2%} "
-                     f"{row['ms_per_batch']:9.2f}  {'ok' if row['passed'] else 'FAILED'}")
-        if row.get("drift"):
-            lines.append(f"  ↳ {row['drift']}")
-    tol = table["tolerance"]
-    lines.append(f"method: {table['images']} validation images in batches of {table['batch']}, each against eager; "
-                 f"passes within atol {tol['atol']:g} and rtol {tol['rtol']:g} with every top-1 the same; latency "
+    for row in table.rows:
+        lines.append(f"{row.name:30} {row.max_abs:10.2e} {row.max_rel:10.2e} {row.top1_agreement:8.2%} "
+                     f"{row.ms_per_batch:9.2f}  {'ok' if row.passed else 'FAILED'}")
+        if row.drift:
+            lines.append(f"  ↳ {row.drift}")
+    tol = table.tolerance
+    lines.append(f"method: {table.images} validation images in batches of {table.batch}, each against eager; "
+                 f"passes within atol {tol.atol:g} and rtol {tol.rtol:g} with every top-1 the same; latency "
                  f"is the median batch after a warm-up one")
     return "\n".join(lines)

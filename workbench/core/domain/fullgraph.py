@@ -2,8 +2,8 @@
 
 `torch._dynamo.explain` lists every break but goes on past each one; `torch.compile(fullgraph=True)` is what a
 user who wants one graph runs, and it stops at the first break with that break's own stack. Running it on a
-random batch, without training, answers "would fullgraph work?" before a run fails on it — as plain data that
-travels to the window.
+random batch, without training, answers "would fullgraph work?" before a run fails on it — as a FullgraphCheck
+that travels to the window.
 
 Like `inspect.explain`, it starts with `torch._dynamo.reset()`, which wipes every compiled cache of the process:
 it runs on the thread that owns compilation and never in a process that is training.
@@ -11,14 +11,13 @@ it runs on the thread that owns compilation and never in a process that is train
 
 from __future__ import annotations
 
-import dataclasses
 import time
 import traceback
-from typing import Any
 
 import torch
 import torch._dynamo
 
+from ..ground.answers import FullgraphCheck
 from ..ground.config import TrainConfig
 from ..ground.events import Frame
 from ..ground.fixit import parse_break
@@ -28,12 +27,12 @@ from .model import model_for
 _MESSAGE_LINES = 8  # enough for Dynamo's type, explanation and hints; its stack is in "frames"
 
 
-def check_fullgraph(config: TrainConfig) -> dict[str, Any]:
+def check_fullgraph(config: TrainConfig) -> FullgraphCheck:
     """Compile the config's model with fullgraph=True and run one forward without gradients on a random batch of
     the config's shape (no data is loaded). An eager config is checked with aot_eager (Dynamo's tracing and
     AOTAutograd without a compiler: the same breaks, in about a second). A model that cannot be built raises its
-    WorkbenchError (a ModelSpecError); one that fails to compile or run is the answer, never an exception:
-    {"ok": True, "backend", "seconds"} or {"ok": False, "backend", "type", "message", "frames", "seconds"}."""
+    WorkbenchError (a ModelSpecError); one that fails to compile or run is the answer (ok False, with its first
+    break's type, message and frames), never an exception."""
     backend = config.backend if config.compiled else "aot_eager"
     model = model_for(config, output_dim=10)  # the graph's structure does not depend on the class count
     example = example_batch(config)
@@ -45,12 +44,11 @@ def check_fullgraph(config: TrainConfig) -> dict[str, Any]:
         with torch.no_grad():
             compiled(example)
     except Exception as exc:  # the model's first graph break (or failure) is the answer
-        return {"ok": False, "backend": backend, "type": parse_break(str(exc)).type, "message": _message(exc),
-                "frames": [dataclasses.asdict(f) for f in _user_frames(exc)],
-                "seconds": time.perf_counter() - start}
+        return FullgraphCheck(ok=False, backend=backend, seconds=time.perf_counter() - start,
+                              type=parse_break(str(exc)).type, message=_message(exc), frames=tuple(_user_frames(exc)))
     finally:
         torch._dynamo.reset()  # nothing compiled for this throw-away model stays in the process
-    return {"ok": True, "backend": backend, "seconds": time.perf_counter() - start}
+    return FullgraphCheck(ok=True, backend=backend, seconds=time.perf_counter() - start)
 
 
 def _message(exc: Exception) -> str:

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .images import Prediction, load_digit
+from ..ground.images import Prediction, load_digit
 
 
 def predict_pixels(model: torch.nn.Module, pixels: np.ndarray) -> tuple[float, ...]:

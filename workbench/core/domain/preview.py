@@ -3,19 +3,20 @@
 Sample images per class, the class counts of each split, the image format, and what is wrong with the data (one
 class, empty classes, unreadable files, very unbalanced classes), each as a sentence with what to do. The parts are
 read through `data`'s own readers and hold-out, so the counts and pixels are exactly those a run gets. Runs in a
-kernel; the answer is plain JSON-able data (it crosses a socket), and a dataset that cannot be read at all comes
-back as an error problem, not an exception, so the window can show it where the preview would be.
+kernel; the answer is a DatasetPreview (ground/answers.py: it crosses a socket), and a dataset that cannot be read
+at all comes back as an error problem, not an exception, so the window can show it where the preview would be.
 """
 
 from __future__ import annotations
 
-import base64
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 from PIL import Image
 
+from ..ground import pixels
+from ..ground.answers import DataFormat, DataProblem, DatasetPreview
 from ..ground.datasets import CATALOGUE, DataError, dataset_info
 from . import data
 from .data import Split
@@ -29,17 +30,17 @@ MODES = {"L": "grey", "LA": "grey+alpha", "1": "black/white", "P": "palette", "R
          "I;16": "16-bit grey", "I": "32-bit grey"}  # Pillow's mode names, in words
 
 
-def dataset_preview(dataset: str, data_root: str | None = None) -> dict:
+def dataset_preview(dataset: str, data_root: str | None = None) -> DatasetPreview:
     """The preview's answer; a DataError (missing root, missing or damaged files) becomes its one error problem."""
     try:
         return _preview(dataset, data_root)
     except DataError as exc:
         info = CATALOGUE.get(dataset)
-        return _answer(dataset, info.title if info else dataset, [], {}, {}, [],
+        return _answer(dataset, info.title if info else dataset, [], {}, None, [],
                        [_problem("error", str(exc), exc.hint or "choose another dataset or data folder in Setup")])
 
 
-def _preview(dataset: str, data_root: str | None) -> dict:
+def _preview(dataset: str, data_root: str | None) -> DatasetPreview:
     info = dataset_info(dataset)
     parts, skipped = _parts(dataset, data_root)
     classes = data.classes_of(dataset, data_root)
@@ -53,14 +54,15 @@ def _preview(dataset: str, data_root: str | None) -> dict:
                    _samples(parts.values(), len(classes)), problems)
 
 
-def _answer(dataset: str, title: str, classes: list[str], counts: dict, fmt: dict, samples: list,
-            problems: list[dict]) -> dict:
-    return {"dataset": dataset, "title": title, "classes": classes, "counts": counts, "format": fmt,
-            "samples": samples, "problems": problems}
+def _answer(dataset: str, title: str, classes: list[str], counts: dict, fmt: DataFormat | None, samples: list,
+            problems: list[DataProblem]) -> DatasetPreview:
+    return DatasetPreview(dataset=dataset, title=title, classes=tuple(classes),
+                          counts={split: tuple(per_class) for split, per_class in counts.items()}, format=fmt,
+                          samples=tuple(tuple(images) for images in samples), problems=tuple(problems))
 
 
-def _problem(level: str, message: str, hint: str) -> dict:
-    return {"level": level, "message": message, "hint": hint}
+def _problem(level: str, message: str, hint: str) -> DataProblem:
+    return DataProblem(level, message, hint)
 
 
 # -- reading ----------------------------------------------------------------------------------------------------
@@ -88,13 +90,13 @@ def _samples(parts, n_classes: int) -> list[list[str]]:
         labels = part.labels.numpy()
         for label, images in enumerate(shown):
             for i in np.flatnonzero(labels == label)[:SAMPLES_PER_CLASS - len(images)]:
-                images.append(base64.b64encode(part.images[int(i)].numpy().tobytes()).decode("ascii"))
+                images.append(pixels.encode(part.images[int(i)].numpy()))
     return shown
 
 
 # -- what to tell the user --------------------------------------------------------------------------------------
 def _class_problems(classes: tuple[str, ...], totals: list[int], files: list[tuple[Path, int]],
-                    data_root: str | None) -> list[dict]:
+                    data_root: str | None) -> list[DataProblem]:
     """One class is an error (nothing to tell apart); an empty class gets an output the model never learns."""
     problems = []
     if len(classes) == 1:
@@ -113,7 +115,7 @@ def _class_problems(classes: tuple[str, ...], totals: list[int], files: list[tup
     return problems
 
 
-def _skipped_problems(skipped: list[tuple[Path, str]], n_files: int) -> list[dict]:
+def _skipped_problems(skipped: list[tuple[Path, str]], n_files: int) -> list[DataProblem]:
     if not skipped:
         return []
     listed = "; ".join(_skipped_file(path, reason) for path, reason in skipped[:SHOWN_FILES])
@@ -130,7 +132,7 @@ def _skipped_file(path: Path, reason: str) -> str:
     return f"{path.parent.name}/{reason}" if reason.startswith(path.name + " ") else f"{where}: {reason}"
 
 
-def _balance_problems(classes: tuple[str, ...], totals: list[int]) -> list[dict]:
+def _balance_problems(classes: tuple[str, ...], totals: list[int]) -> list[DataProblem]:
     present = [(count, name) for name, count in zip(classes, totals) if count]
     if len(present) < 2:
         return []
@@ -144,7 +146,7 @@ def _balance_problems(classes: tuple[str, ...], totals: list[int]) -> list[dict]
 
 
 # -- the image format -------------------------------------------------------------------------------------------
-def _format(dataset: str, data_root: str | None, files: list[tuple[Path, int]]) -> dict:
+def _format(dataset: str, data_root: str | None, files: list[tuple[Path, int]]) -> DataFormat:
     """What the network sees (always STORED) and what the source files were."""
     if dataset == "mnist-sample":
         source = "IDX files bundled with Workbench"
@@ -155,7 +157,7 @@ def _format(dataset: str, data_root: str | None, files: list[tuple[Path, int]]) 
     else:
         where = f"under {data_root}" if data_root else "in Workbench's download cache"
         source = f"IDX files in torchvision's layout {where}"
-    return {"stored": STORED, "source": source}
+    return DataFormat(STORED, source)
 
 
 def _folder_source(files: list[tuple[Path, int]]) -> str:

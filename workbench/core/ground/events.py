@@ -11,6 +11,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from .compile_kinds import COMPILE_KINDS
+from .records import Record
+
 
 @dataclass(frozen=True)
 class RunStarted:
@@ -86,7 +89,7 @@ class EpochEnd:
 
 
 @dataclass(frozen=True)
-class Frame:
+class Frame(Record):
     file: str
     line: int
     function: str
@@ -121,16 +124,9 @@ class CompileReport:
     source: str = "run"  # "run" (what happened while training) or "explain" (a dedicated inspection)
 
 
-# What a CompileEvent can be: each is one kind of marker on the compile timeline.
-COMPILE_EVENT_KINDS = {
-    "graph": "a graph compiled (forward, backward or eval)",
-    "recompile": "a guard failed and a frame compiled again",
-    "graph_break": "Dynamo stopped tracing: the code after it runs eagerly until the next graph",
-    "fallback": "the compile failed and the run went on eagerly",
-    "cache_hit": "Inductor's FX-graph or AOTAutograd cache served a compiled graph",
-    "cache_miss": "Inductor's FX-graph or AOTAutograd cache had no entry: compiled from scratch",
-    "cudagraph_skip": "a graph ran without CUDA graphs",
-}
+# What a CompileEvent can be (each is one kind of marker on the compile timeline), in words; the kinds and how they
+# are drawn are declared once, in ground.compile_kinds.
+COMPILE_EVENT_KINDS = {kind: entry.meaning for kind, entry in COMPILE_KINDS.items()}
 
 
 @dataclass(frozen=True)

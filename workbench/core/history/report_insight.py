@@ -11,6 +11,9 @@ from typing import Sequence
 
 from ..ground.events import AmpReport, AmpSkipped, Event, ProfileReport, Step
 from .html import esc, file_href, table
+from .report_cells import run_cell
+from .report_facts import RunFacts
+from .report_page import section
 from .svgchart import Series, line_chart
 
 TOP_OPS = 15  # rows of the op table
@@ -29,6 +32,16 @@ def insight_html(events: Sequence[Event], color: str, base: Path | None) -> str:
         parts.append(amp_html(amp, [e for e in events if isinstance(e, AmpSkipped)],
                               [e for e in events if isinstance(e, Step) and e.loss_scale is not None], color))
     return "".join(parts)
+
+
+def section_insight(runs: list[RunFacts], base: Path | None) -> str:
+    """The section: each run's profiled window and mixed precision; a pointer to both when no run has either."""
+    bodies = [(run, insight_html(run.record.events, run.color, base)) for run in runs]
+    body = "".join(f"<h3>{run_cell(run)}</h3>{html}" for run, html in bodies if html)
+    return section("insight", body or (
+        "<p class=muted>No run here was profiled or trained in mixed precision. Set <i>Profile steps</i> (or run "
+        "<code>workbench profile</code>) for the op table, the memory by category and a trace; choose bf16 or fp16 "
+        "under <i>Precision</i> for the dtype census and, with fp16, the loss scale and skipped steps.</p>"))
 
 
 def profile_html(report: ProfileReport, base: Path | None) -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..ground.atomic import write_text_atomic
 from .html import esc, table
-from .report import CSS
+from .report_page import CSS
 from .curves import run_name
 from .svgchart import Axis, Dot, parallel_chart, scatter_chart
 from .sweeps import Trial, axis_ends, axis_position, best_trial, pareto_front

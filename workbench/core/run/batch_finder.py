@@ -10,7 +10,6 @@ and the user decides.
 from __future__ import annotations
 
 import threading
-from dataclasses import asdict, dataclass, field
 from typing import Callable
 
 import torch
@@ -21,6 +20,7 @@ from ..engine import StopFlag, Trainer
 from ..ground.config import TrainConfig
 from ..ground.errors import WorkbenchError
 from ..ground.events import RunFailed
+from ..ground.findings import BatchFinding, BatchPoint
 
 FIRST, LARGEST = 16, 4096  # the ladder: 16, 32, 64, … up to this or the training split, whichever is smaller
 # Per batch size, enough steps for this many examples (at least MIN_STEPS): a small batch's first slow steps
@@ -34,27 +34,6 @@ RULES = {"cuda": f"the largest batch whose peak memory leaves {HEADROOM:.0%} of 
 
 class BatchFinderError(WorkbenchError):
     kind = "config"
-
-
-@dataclass(frozen=True)
-class BatchPoint:
-    batch_size: int
-    samples_per_s: float  # steady steps only
-    peak_memory_mib: float  # the CUDA allocator's peak, or the process's RSS on the CPU
-    fits: bool = True  # on CUDA: within the headroom
-
-
-@dataclass
-class BatchFinding:
-    device: str
-    points: list[BatchPoint] = field(default_factory=list)
-    suggestion: int | None = None
-    rule: str = ""
-    memory_total_mib: float | None = None  # the device's, on CUDA
-    ended: str = ""
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def ladder(train_size: int, first: int = FIRST, largest: int = LARGEST) -> list[int]:
@@ -79,26 +58,26 @@ def find_batch_size(config: TrainConfig, *, on_point: Callable[[BatchPoint], Non
         raise BatchFinderError(f"the training split has {len(train)} examples, fewer than the smallest batch tried "
                                f"({FIRST})")
     total = torch.cuda.get_device_properties(device).total_memory / devices.MIB if device.type == "cuda" else None
-    finding = BatchFinding(device=str(device), rule=RULES["cuda" if total else "cpu"], memory_total_mib=total,
-                           ended=f"measured every batch size up to {sizes[-1]}")
+    points: list[BatchPoint] = []
+    ended = f"measured every batch size up to {sizes[-1]}"
     # The first run in a process pays once for what every later one reuses (thread pools, allocator caches, the
     # data's pages): a short run of the first size, not measured, keeps that off the first batch size's figure.
     _measure(config.replace(batch_size=sizes[0]), stop, total, steps=MIN_STEPS)
     for size in sizes:
         point = _measure(config.replace(batch_size=size), stop, total)
         if stop.is_set():  # a measurement cut short (or never begun) says nothing of its batch size
-            finding.ended = "stopped"
+            ended = "stopped"
             break
         if point is None:
-            finding.ended = f"batch {size} ran out of memory"
+            ended = f"batch {size} ran out of memory"
             break
-        finding.points.append(point)
+        points.append(point)
         on_point(point)
         if not point.fits:
-            finding.ended = f"batch {size} leaves less than {HEADROOM:.0%} of the device's memory free"
+            ended = f"batch {size} leaves less than {HEADROOM:.0%} of the device's memory free"
             break
-    finding.suggestion = suggest(finding.points, cuda=total is not None)
-    return finding
+    return BatchFinding(device=str(device), points=tuple(points), suggestion=suggest(points, cuda=total is not None),
+                        rule=RULES["cuda" if total else "cpu"], memory_total_mib=total, ended=ended)
 
 
 def suggest(points: list[BatchPoint], *, cuda: bool) -> int | None:

@@ -1,35 +1,33 @@
-"""What a kernel does for each job (see protocol.JOBS): plain data in, plain data out, torch in between.
+"""What a kernel does for each job: `train` (a run kernel's one job), and for each service job a handler that takes
+its typed request and returns its typed answer (protocol.SERVICES pairs them; HANDLERS maps request type →
+handler), torch in between.
 
-The CLI calls the same functions in its own process (`workbench evaluate`, `predict`, `explain`), so a job's
-answer is the same wherever it runs. Images travel as base64 of the 28×28 uint8 pixels the window decoded.
+The CLI calls the same handlers in its own process (`workbench evaluate`), so a job's answer is the same wherever
+it runs. Images travel as the 28×28 uint8 pixels the window decoded (ground/pixels.py).
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import functools
 import os
 import threading
 from pathlib import Path
 from typing import Callable
 
-import numpy as np
 import torch
 
 from ..domain import checkpoint, devices, distributed
 from ..domain.inspect import explain as explain_config
 from ..domain.predict import predict_pixels
+from ..ground import answers, pixels, requests
 from ..ground.capabilities import Capabilities, DeviceInfo
 from ..ground.config import TrainConfig
 from ..ground.errors import WorkbenchError
-from ..ground.events import RunFailed, RunFinished, to_dict, to_json
-from .protocol import JobError
+from ..ground.events import CompileReport, RunFailed, RunFinished, to_json
+from ..ground.findings import BatchFinding, BatchPoint, LrFinding, LrPoint
+from .protocol import JobError, NeedsConsent
 from .recorder import run_recorded
 from .request import RunRequest
-
-PIXELS = 28 * 28
-
 
 def quiet_torch_logs() -> None:
     """PyTorch's compiler logs warnings and stack dumps to stderr; Workbench reports the same findings as
@@ -65,8 +63,8 @@ def shutdown_distributed() -> None:
     distributed.shutdown()
 
 
-# -- short jobs -------------------------------------------------------------------------------------------------
-def capabilities() -> dict:
+# -- short jobs: a typed request in, a typed answer out (protocol.SERVICES pairs them) ---------------------------
+def capabilities(request: requests.AskCapabilities) -> Capabilities:
     """Devices with names, memory and compute capability, and which backends work here (and why not). Reading
     the device properties initialises CUDA in this kernel, never in the window."""
     gpus = []
@@ -77,132 +75,133 @@ def capabilities() -> dict:
     cpu = DeviceInfo("cpu", devices.device_name(torch.device("cpu")))
     problems = {kind: devices.backend_availability(torch.device(kind)) for kind in ("cpu", "cuda")}
     return Capabilities(known=True, torch_version=str(torch.__version__), cuda_version=torch.version.cuda,
-                        devices=(*gpus, cpu), backend_problems=problems).to_dict()
+                        devices=(*gpus, cpu), backend_problems=problems)
 
 
-def explain(config: dict) -> dict:
+def explain(request: requests.Explain) -> CompileReport:
     """torch._dynamo.explain on the configured model (it resets Dynamo: never in a process that trains)."""
-    return to_dict(explain_config(TrainConfig.from_dict(config)))
+    return explain_config(request.config)
 
 
-def load_checkpoint(path: str, trust_model_code: bool = False) -> dict:
+def load_checkpoint(request: requests.LoadCheckpoint) -> answers.CheckpointInfo:
     """What a checkpoint holds, loaded safely (weights_only); a user-defined network's file is imported only
-    with the caller's consent — without it the answer is an `untrusted_code` error naming the file."""
-    ckpt = _checkpoint(path, trust_model_code)
-    return {"path": str(Path(path).resolve()), "config": ckpt.config.to_dict(), "metrics": _plain(ckpt.metrics),
-            "classes": list(ckpt.classes), "versions": ckpt.versions}
+    with the caller's consent — without it the answer is a NeedsConsent error naming the file."""
+    ckpt = _checkpoint(request.path, request.trust_model_code)
+    return answers.CheckpointInfo(path=str(Path(request.path).resolve()), config=ckpt.config,
+                                  metrics=_plain(ckpt.metrics), classes=tuple(ckpt.classes), versions=ckpt.versions)
 
 
-def predict(checkpoint_path: str, images: list[str], trust_model_code: bool = False) -> dict:
-    """Class probabilities of each image: base64 of 784 uint8 pixels (what the window decoded)."""
-    model, classes = _model(checkpoint_path, trust_model_code)
+def predict(request: requests.Predict) -> answers.Predictions:
+    """Class probabilities of each image (the 28×28 pixels the window decoded)."""
+    model, classes = _model(request.checkpoint_path, request.trust_model_code)
     probabilities = []
-    for text in images:
+    for text in request.images:
         try:
-            raw = base64.b64decode(text, validate=True)
-        except (binascii.Error, TypeError):
-            raise JobError("input", "an image is not base64 of its 28×28 pixels") from None
-        if len(raw) != PIXELS:
-            raise JobError("input", f"an image has {len(raw)} pixels, not {PIXELS} (28×28)")
-        pixels = np.frombuffer(raw, dtype=np.uint8).reshape(28, 28).copy()  # writable: torch warns otherwise
-        probabilities.append(list(predict_pixels(model, pixels)))
-    return {"probabilities": probabilities, "classes": list(classes)}
+            image = pixels.decode_one(text)
+        except pixels.PixelError as exc:
+            raise JobError("input", str(exc)) from None
+        probabilities.append(tuple(predict_pixels(model, image)))
+    return answers.Predictions(probabilities=tuple(probabilities), classes=tuple(classes))
 
 
-def evaluate(checkpoint_path: str, dataset: str | None = None, data_root: str | None = None,
-             split: str | None = None, device: str = "auto", trust_model_code: bool = False) -> dict:
+def evaluate(request: requests.Evaluate) -> answers.Score:
     """Accuracy, loss and confusion matrix of a checkpoint on a split (`workbench evaluate`)."""
     from ..domain.evaluation_view import evaluate_checkpoint
 
-    ckpt = _checkpoint(checkpoint_path, trust_model_code)
-    name, split_name, data, result = evaluate_checkpoint(ckpt, dataset, data_root, split, device)
-    return {"dataset": name, "split": split_name, "images": len(data), "accuracy": result.accuracy,
-            "loss": result.loss, "confusion": result.confusion().tolist(), "classes": list(ckpt.classes)}
+    ckpt = _checkpoint(request.checkpoint_path, request.trust_model_code)
+    name, split_name, data, result = evaluate_checkpoint(ckpt, request.dataset, request.data_root, request.split,
+                                                         request.device)
+    return answers.Score(dataset=name, split=split_name, images=len(data), accuracy=result.accuracy,
+                         loss=result.loss, confusion=tuple(tuple(row) for row in result.confusion().tolist()),
+                         classes=tuple(ckpt.classes))
 
 
-def evaluate_view(checkpoint_path: str, trust_model_code: bool = False, dataset: str | None = None,
-                  data_root: str | None = None, split: str | None = None) -> dict:
+def evaluate_view(request: requests.EvaluateView) -> answers.EvaluationView:
     """The Evaluate view's data: scores, the confusion matrix, per-sample answers and the split's pixels, so that
     every click in the window is answered without another call. On the CPU: no GPU memory taken from a run."""
     from ..domain.evaluation_view import evaluate_checkpoint, view_answer
 
-    ckpt = _checkpoint(checkpoint_path, trust_model_code)
-    name, split_name, data, result = evaluate_checkpoint(ckpt, dataset, data_root, split, "cpu")
-    return {"checkpoint": str(Path(checkpoint_path).resolve()), "dataset": name, "split": split_name,
-            **view_answer(result, data, ckpt.classes)}
+    ckpt = _checkpoint(request.checkpoint_path, request.trust_model_code)
+    name, split_name, data, result = evaluate_checkpoint(ckpt, request.dataset, request.data_root, request.split,
+                                                         "cpu")
+    return view_answer(str(Path(request.checkpoint_path).resolve()), name, split_name, result, data, ckpt.classes)
 
 
-def export_checkpoint(source: str, target: str, trust_model_code: bool = False) -> str:
+def export_checkpoint(request: requests.ExportCheckpoint) -> answers.Written:
     """Write a checkpoint elsewhere through the same atomic save (and its .safetensors twin)."""
-    return str(checkpoint.export(_checkpoint(source, trust_model_code), target))
+    written = checkpoint.export(_checkpoint(request.source, request.trust_model_code), request.target)
+    return answers.Written((str(written),))
 
 
-def export_model(source: str, out: str, fmt: str = "pt2", compile_backend: str = "inductor",
-                 trust_model_code: bool = False) -> dict:
-    """Export a checkpoint (.pt2 or ONNX) behind its parity gate: the gate's table (domain.export)."""
+def export_model(request: requests.ExportModel) -> answers.ParityTable:
+    """Export a checkpoint (.pt2, ONNX, AOTInductor) behind its parity gate: the gate's table (domain.export)."""
     from ..domain.export import export_model as export
 
-    return export(_checkpoint(source, trust_model_code), out, fmt=fmt, compile_backend=compile_backend)
+    return export(_checkpoint(request.source, request.trust_model_code), request.out, fmt=request.fmt,
+                  compile_backend=request.compile_backend)
 
 
-def report(run_ids: list[int], out: str, db: str | None = None, trust_model_code: bool = False) -> list[str]:
+def report(request: requests.WriteReport) -> answers.Written:
     """A self-contained HTML report of the runs and its JSON twin (each checkpoint is evaluated here; a run's own
     model file is imported only with `trust_model_code`)."""
     from ..history.runs import RunStore
     from .reports import write_report
 
-    with RunStore(db, recover=False) as store:
-        written = write_report(store, [int(i) for i in run_ids], Path(out), trust_model_code=bool(trust_model_code))
-        return [str(p) for p in written]
+    with RunStore(request.db, recover=False) as store:
+        written = write_report(store, list(request.run_ids), Path(request.out),
+                               trust_model_code=request.trust_model_code)
+        return answers.Written(tuple(str(p) for p in written))
 
 
-def dataset_preview(dataset: str, data_root: str | None = None) -> dict:
+def dataset_preview(request: requests.PreviewDataset) -> answers.DatasetPreview:
     """The Dataset preview's data (samples per class, class counts, image format, problems), before training."""
     from ..domain.preview import dataset_preview as build
 
-    return build(dataset, data_root)
+    return build(request.dataset, request.data_root)
 
 
-def check_fullgraph(config: dict) -> dict:
+def check_fullgraph(request: requests.CheckFullgraph) -> answers.FullgraphCheck:
     """A fix-it card's Check with fullgraph: does the configured model compile as one graph? (Resets Dynamo, as
     explain does: never in a process that trains.)"""
     from ..domain.fullgraph import check_fullgraph as check
 
-    return check(TrainConfig.from_dict(config))
+    return check(request.config)
 
 
-def lr_find(config: dict, progress: Callable[[dict], None], stop: threading.Event, **options) -> dict:
-    """The LR range test (run.lr_finder; `options`: its steps, lr_min, lr_max)."""
+def lr_find(request: requests.FindLr, progress: Callable[[LrPoint], None], stop: threading.Event) -> LrFinding:
+    """The LR range test (run.lr_finder); a cancel ends it early with what it has."""
     from .lr_finder import find_lr
 
-    return _finder(find_lr, config, progress, stop, **options)
+    options = {name: value for name in ("steps", "lr_min", "lr_max")
+               if (value := getattr(request, name)) is not None}
+    return _finder(find_lr, request.config, progress, stop, **options)
 
 
-def batch_find(config: dict, progress: Callable[[dict], None], stop: threading.Event, **options) -> dict:
-    """The batch-size finder (run.batch_finder; `options`: its largest batch)."""
+def batch_find(request: requests.FindBatchSize, progress: Callable[[BatchPoint], None],
+               stop: threading.Event) -> BatchFinding:
+    """The batch-size finder (run.batch_finder); a cancel ends it early with what it has."""
     from .batch_finder import find_batch_size
 
-    return _finder(find_batch_size, config, progress, stop, **options)
+    options = {"largest": request.largest} if request.largest is not None else {}
+    return _finder(find_batch_size, request.config, progress, stop, **options)
 
 
-def _finder(find: Callable[..., object], config: dict, progress: Callable[[dict], None], stop: threading.Event,
-            **options) -> dict:
-    """A finder's every point as it is measured, then its finding (a cancel ends it early with what it has).
-    Dynamo is reset after it, so this service kernel keeps nothing of what it compiled."""
-    from dataclasses import asdict
-
+def _finder(find: Callable[..., object], config: TrainConfig, progress: Callable, stop: threading.Event,
+            **options):
+    """A finder's every point as it is measured, then its finding. Dynamo is reset after it, so this service
+    kernel keeps nothing of what it compiled."""
     try:
-        return find(TrainConfig.from_dict(config), on_point=lambda point: progress(asdict(point)), stop=stop,
-                    **options).to_dict()
+        return find(config, on_point=progress, stop=stop, **options)
     finally:
         torch._dynamo.reset()
 
 
-HANDLERS: dict[str, Callable[..., object]] = {
-    "capabilities": capabilities, "explain": explain, "load_checkpoint": load_checkpoint, "predict": predict,
-    "evaluate": evaluate, "export_checkpoint": export_checkpoint, "export_model": export_model, "report": report,
-    "evaluate_view": evaluate_view, "dataset_preview": dataset_preview, "check_fullgraph": check_fullgraph,
-    "lr_find": lr_find, "batch_find": batch_find,
+HANDLERS: dict[type, Callable[..., object]] = {
+    requests.AskCapabilities: capabilities, requests.Explain: explain, requests.LoadCheckpoint: load_checkpoint,
+    requests.Predict: predict, requests.Evaluate: evaluate, requests.EvaluateView: evaluate_view,
+    requests.ExportCheckpoint: export_checkpoint, requests.ExportModel: export_model, requests.WriteReport: report,
+    requests.PreviewDataset: dataset_preview, requests.CheckFullgraph: check_fullgraph,
+    requests.FindLr: lr_find, requests.FindBatchSize: batch_find,
 }
 
 
@@ -211,8 +210,7 @@ def _checkpoint(path: str, trust_model_code: bool) -> checkpoint.Checkpoint:
     try:
         return checkpoint.load(path, trust_model_code=trust_model_code)
     except checkpoint.UntrustedModelCode as exc:
-        raise JobError("untrusted_code", str(exc), "open it again and confirm that you trust that file",
-                       {"model_spec": exc.model_spec}) from None
+        raise NeedsConsent(exc.model_spec, str(exc), "open it again and confirm that you trust that file") from None
 
 
 @functools.lru_cache(maxsize=4)

@@ -28,7 +28,7 @@ from typing import Callable
 from ..ground.errors import WorkbenchError, first_line
 from ..ground.signals import RunSignals
 from .process import ADDRESS_ENV, REQUEST_ENV, RUN_JOB_ID, TOKEN_ENV
-from .protocol import PROTOCOL_VERSION, Job, JobError, Lines, event_line, send, send_line
+from .protocol import PROTOCOL_VERSION, SERVICE_OF_JOB, Job, JobError, Lines, NeedsConsent, event_line, send, send_line
 from .request import RunRequest
 
 
@@ -66,23 +66,25 @@ def kernel_main() -> int:
             return _serve_run(request, conn, inbox, job_id=job.id)
         stop = inbox.begin(job.id)
         try:
-            send(conn, _answer(job, jobs.HANDLERS[job.name], lambda partial: send(conn, {"id": job.id,
-                                                                                           "progress": partial}),
+            send(conn, _answer(job, jobs.HANDLERS, lambda partial: send(conn, {"id": job.id,
+                                                                               "progress": partial.to_dict()}),
                                stop))
         finally:
             inbox.end()
 
 
-def _answer(job: Job, handler: Callable[..., object], progress: Callable[[object], None],
+def _answer(job: Job, handlers: dict[type, Callable[..., object]], progress: Callable[[object], None],
             stop: threading.Event) -> dict:
-    """Run one short job; whatever goes wrong is an error message, never a dead kernel. A job that reports as it
-    goes (a `progress` parameter) sends its partial results first; one that can be cancelled (a `stop` parameter)
-    gets the flag a cancel sets."""
-    parameters = inspect.signature(handler).parameters
-    given = {"progress": progress, "stop": stop}
-    args = dict(job.args, **{name: value for name, value in given.items() if name in parameters})
+    """Run one service job: its typed request to its handler, the typed answer back as the table encodes it;
+    whatever goes wrong is an error message, never a dead kernel. A job that reports as it goes (a `progress`
+    parameter) sends its partial results first; one that can be cancelled (a `stop` parameter) gets the flag a
+    cancel sets."""
     try:
-        return {"id": job.id, "result": handler(**args)}
+        request = job.request()
+        handler = handlers[type(request)]
+        parameters = inspect.signature(handler).parameters
+        given = {name: value for name, value in (("progress", progress), ("stop", stop)) if name in parameters}
+        return {"id": job.id, "result": SERVICE_OF_JOB[job.name].encode(handler(request, **given))}
     except Exception as exc:  # noqa: BLE001 - every failure is the job's answer
         return {"id": job.id, "error": _error(exc).to_dict()}
 
@@ -91,10 +93,9 @@ def _error(exc: BaseException) -> JobError:
     if isinstance(exc, JobError):
         return exc
     if isinstance(exc, WorkbenchError):
-        detail = {"model_spec": exc.model_spec} if hasattr(exc, "model_spec") else {}
-        return JobError(exc.kind, str(exc), exc.hint, detail)
-    if isinstance(exc, TypeError):  # arguments that do not fit the job: the parent's bug, said plainly
-        return JobError("protocol", f"bad arguments: {first_line(exc)}")
+        if isinstance(getattr(exc, "model_spec", None), str):  # a user's model file, imported only with consent
+            return NeedsConsent(exc.model_spec, str(exc), exc.hint)
+        return JobError(exc.kind, str(exc), exc.hint)
     return JobError("internal", f"{type(exc).__name__}: {first_line(exc)}",
                     "this looks like a bug in Workbench or PyTorch; the log has details")
 

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import math
 import threading
-from dataclasses import asdict, dataclass, field
 from typing import Callable
 
 from ..engine import StopFlag, Trainer
 from ..ground.config import TrainConfig
 from ..ground.errors import WorkbenchError
 from ..ground.events import CompileReport, RunFailed, Step
+from ..ground.findings import LrFinding, LrPoint
 
 LR_MIN, LR_MAX, STEPS = 1e-6, 1.0, 200
 SMOOTHING = 0.9  # the loss's exponential moving average (debiased): one noisy batch does not make a suggestion
@@ -38,32 +38,6 @@ class LrFinderError(WorkbenchError):
     kind = "config"
 
 
-@dataclass(frozen=True)
-class LrPoint:
-    step: int  # 1-based, as the run counts
-    lr: float
-    loss: float
-    smoothed: float
-
-
-@dataclass
-class LrFinding:
-    points: list[LrPoint] = field(default_factory=list)
-    suggestion: float | None = None
-    ended: str = ""  # why the test ended, in words
-    compiled: bool = False  # whether the steps ran compiled (a failed compile falls back to eager)
-    # Recompiles after the first compile, validation's own (its no-grad graph, expected in every compiled run)
-    # left out: 0 when the learning rate is no guard. recompile_reasons: every one, as Dynamo words it.
-    recompiles: int = 0
-    recompile_reasons: tuple[str, ...] = ()
-    rule: str = RULE
-    lr_min: float = LR_MIN
-    lr_max: float = LR_MAX
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
 def lr_at(step: int, steps: int, lr_min: float = LR_MIN, lr_max: float = LR_MAX) -> float:
     """The learning rate of 0-based step `step` of a `steps`-step test: exponential from lr_min to lr_max."""
     return lr_min * (lr_max / lr_min) ** (step / max(1, steps - 1))
@@ -79,7 +53,8 @@ def find_lr(config: TrainConfig, *, steps: int = STEPS, lr_min: float = LR_MIN, 
                             f"{lr_max:g}")
     if steps < 20:
         raise LrFinderError(f"{steps} steps are too few for a range test", "use 100 or more (default 200)")
-    finding = LrFinding(lr_min=lr_min, lr_max=lr_max)
+    points: list[LrPoint] = []
+    recompile_reasons: tuple[str, ...] = ()
     diverged = threading.Event()
     user_stop = stop or threading.Event()
     either = _Either(user_stop, diverged)
@@ -87,17 +62,16 @@ def find_lr(config: TrainConfig, *, steps: int = STEPS, lr_min: float = LR_MIN, 
     average = 0.0
 
     def emit(event) -> None:
-        nonlocal best, average
+        nonlocal best, average, recompile_reasons
         if isinstance(event, CompileReport):
-            finding.recompile_reasons = event.recompiles
-            finding.recompiles = sum("(expected:" not in reason for reason in event.recompiles)
+            recompile_reasons = event.recompiles
         if not isinstance(event, Step) or diverged.is_set():
             return
-        index = len(finding.points)
+        index = len(points)
         average = SMOOTHING * average + (1 - SMOOTHING) * event.loss
         smoothed = average / (1 - SMOOTHING ** (index + 1))
         point = LrPoint(event.step, lr_at(event.step - 1, steps, lr_min, lr_max), event.loss, smoothed)
-        finding.points.append(point)
+        points.append(point)
         on_point(point)
         best = min(best, smoothed)
         if index >= steps * SKIP and smoothed > DIVERGED * best:
@@ -110,12 +84,15 @@ def find_lr(config: TrainConfig, *, steps: int = STEPS, lr_min: float = LR_MIN, 
     result = trainer.run(run_config, emit, either)
     if isinstance(result, RunFailed) and result.kind != "diverged":
         raise LrFinderError(f"the range test failed: {result.message}", result.hint)
-    finding.compiled = not isinstance(result, RunFailed) and result.metrics.get("backend_used", "eager") != "eager"
-    last = finding.points[-1].lr if finding.points else lr_min
-    finding.ended = (f"the loss diverged at LR {last:.2g}" if diverged.is_set() or isinstance(result, RunFailed)
-                     else "stopped" if user_stop.is_set() else f"reached LR {last:.2g} after {steps} steps")
-    finding.suggestion = suggest(finding.points) if finding.ended != "stopped" or turned(finding.points) else None
-    return finding
+    compiled = not isinstance(result, RunFailed) and result.metrics.get("backend_used", "eager") != "eager"
+    last = points[-1].lr if points else lr_min
+    ended = (f"the loss diverged at LR {last:.2g}" if diverged.is_set() or isinstance(result, RunFailed)
+             else "stopped" if user_stop.is_set() else f"reached LR {last:.2g} after {steps} steps")
+    return LrFinding(
+        points=tuple(points), suggestion=suggest(points) if ended != "stopped" or turned(points) else None,
+        ended=ended, compiled=compiled,
+        recompiles=sum("(expected:" not in reason for reason in recompile_reasons),
+        recompile_reasons=recompile_reasons, rule=RULE, lr_min=lr_min, lr_max=lr_max)
 
 
 def turned(points: list[LrPoint]) -> bool:

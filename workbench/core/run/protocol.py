@@ -5,12 +5,15 @@ process boundary as these messages; the window imports none of torch. Version 1:
 
     kernel → parent   {"hello": TOKEN, "pid": …, "protocol": 1}   proves the connection is ours (token from the env)
     kernel → parent   {"ready": true}                             PyTorch imported: jobs are served from now on
-    parent → kernel   {"id": N, "job": NAME, "args": {…}}         one job; NAME is one of JOBS
+    parent → kernel   {"id": N, "job": NAME, "args": {…}}         one job; NAME is one of JOBS, its args a request
+                                                                  (ground/requests.py) as to_dict gives it
     kernel → parent   {"id": N, "event": {…}}                     a run's events (train only), in order
     kernel → parent   {"id": N, "progress": …}                    a job's partial result before its answer (jobs
                                                                   with a `progress` argument: the finders' points)
-    kernel → parent   {"id": N, "result": …}                      the job's answer (a run's: its terminal event)
-    kernel → parent   {"id": N, "error": {kind, message, hint}}   the job failed in a way the user can act on
+    kernel → parent   {"id": N, "result": …}                      the job's answer (ground/answers.py, SERVICES
+                                                                  says which; a run's: its terminal event)
+    kernel → parent   {"id": N, "error": {kind, message, hint,    the job failed in a way the user can act on
+                                        detail}}
     parent → kernel   {"cancel": N}                               stop job N after its current step (a run, a finder)
     parent → kernel   {"profile": STEPS}                          profile the run's next STEPS steps
 EOF from the parent means the same as cancelling everything: the kernel finishes its step and exits (no orphans).
@@ -23,14 +26,55 @@ import socket
 from dataclasses import dataclass
 from typing import Any
 
+from ..ground import answers, requests
+from ..ground.capabilities import Capabilities
 from ..ground.errors import WorkbenchError
+from ..ground.events import CompileReport, from_dict as event_from_dict, to_dict as event_to_dict
+from ..ground.findings import BatchFinding, BatchPoint, LrFinding, LrPoint
 
-PROTOCOL_VERSION = 1
-# What a kernel serves. `train` is served by a fresh run kernel (one run, then it exits: fresh Dynamo state keeps
-# compile times honest and nothing leaks between runs); the others by the long-lived service kernel.
-JOBS = ("capabilities", "train", "explain", "predict", "evaluate", "load_checkpoint", "export_checkpoint", "report",
-        "evaluate_view", "dataset_preview", "check_fullgraph", "export_model", "lr_find",
-        "batch_find")
+PROTOCOL_VERSION = 2  # 2: every service job's arguments and answer are the typed records of SERVICES
+
+
+@dataclass(frozen=True)
+class Service:
+    """One service-kernel job: its name on the wire, its request and answer types, the partial results it reports
+    as it goes (None: it reports none), and whether a cancel ends it early (it then answers with what it has)."""
+
+    job: str
+    request: type
+    answer: type
+    progress: type | None = None
+    cancellable: bool = False
+
+    def encode(self, answer: Any) -> Any:
+        return event_to_dict(answer) if self.answer is CompileReport else answer.to_dict()
+
+    def decode(self, data: Any) -> Any:
+        """The answer `data` describes; a ValueError when it is not one."""
+        return event_from_dict(data) if self.answer is CompileReport else self.answer.from_dict(data)
+
+
+# What the long-lived service kernel serves, one job per request type. `train` is not among them: a run is served
+# by a fresh run kernel (one run, then it exits: fresh Dynamo state keeps compile times honest and nothing leaks
+# between runs), and answers with its events.
+SERVICES = (
+    Service("capabilities", requests.AskCapabilities, Capabilities),
+    Service("explain", requests.Explain, CompileReport),
+    Service("check_fullgraph", requests.CheckFullgraph, answers.FullgraphCheck),
+    Service("load_checkpoint", requests.LoadCheckpoint, answers.CheckpointInfo),
+    Service("predict", requests.Predict, answers.Predictions),
+    Service("evaluate", requests.Evaluate, answers.Score),
+    Service("evaluate_view", requests.EvaluateView, answers.EvaluationView),
+    Service("export_checkpoint", requests.ExportCheckpoint, answers.Written),
+    Service("export_model", requests.ExportModel, answers.ParityTable),
+    Service("report", requests.WriteReport, answers.Written),
+    Service("dataset_preview", requests.PreviewDataset, answers.DatasetPreview),
+    Service("lr_find", requests.FindLr, LrFinding, progress=LrPoint, cancellable=True),
+    Service("batch_find", requests.FindBatchSize, BatchFinding, progress=BatchPoint, cancellable=True),
+)
+SERVICE_OF_JOB = {service.job: service for service in SERVICES}
+SERVICE_OF_REQUEST = {service.request: service for service in SERVICES}
+JOBS = ("train", *SERVICE_OF_JOB)
 
 
 class JobError(WorkbenchError):
@@ -46,8 +90,28 @@ class JobError(WorkbenchError):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "JobError":
-        return cls(str(data.get("kind", "internal")), str(data.get("message", "")), str(data.get("hint", "")),
-                   data.get("detail") or {})
+        """The error `data` describes, as its own type where it has one (NeedsConsent)."""
+        kind, message, hint = (str(data.get(key, default)) for key, default in
+                               (("kind", "internal"), ("message", ""), ("hint", "")))
+        detail = data.get("detail") if isinstance(data.get("detail"), dict) else {}
+        if kind == NeedsConsent.KIND and isinstance(detail.get("model_spec"), str):
+            return NeedsConsent(detail["model_spec"], message, hint)
+        return cls(kind, message, hint, detail)
+
+
+class NeedsConsent(JobError):
+    """The job would import a user's model file (`model_spec`, "path/to/file.py:Class"): the user must consent to
+    that very file first; the same request with trust_model_code=True then goes through."""
+
+    KIND = "untrusted_code"
+
+    def __init__(self, model_spec: str, message: str, hint: str = ""):
+        super().__init__(self.KIND, message, hint, {"model_spec": model_spec})
+        self.model_spec = model_spec
+
+    @property
+    def model_file(self) -> str:
+        return self.model_spec.rpartition(":")[0]
 
 
 @dataclass(frozen=True)
@@ -67,6 +131,19 @@ class Job:
         if name not in JOBS:
             raise JobError("protocol", f"unknown job {name!r}", f"one of: {', '.join(JOBS)}")
         return cls(id=int(message["id"]), name=name, args=dict(message.get("args") or {}))
+
+    @classmethod
+    def of(cls, job_id: int, request: Any) -> "Job":
+        """The job that carries a service request."""
+        return cls(job_id, SERVICE_OF_REQUEST[type(request)].job, request.to_dict())
+
+    def request(self) -> Any:
+        """This service job's request, typed; a JobError("protocol") when its arguments do not fit."""
+        service = SERVICE_OF_JOB[self.name]
+        try:
+            return service.request.from_dict(self.args)
+        except ValueError as exc:
+            raise JobError("protocol", f"bad arguments for {self.name}: {exc}") from None
 
 
 def send(conn: socket.socket, message: dict) -> None:

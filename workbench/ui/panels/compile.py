@@ -25,6 +25,7 @@ from ...core.ground.events import (CompileEvent, CompileFinished, CompileReport,
                                    Notice, RunFinished, RunStarted, is_terminal)
 from ...core.ground.forecast import forecast_recompiles
 from ...core.ground.payback import Payback
+from ...core.ground.answers import FullgraphCheck
 from .compile_cards import BreakDialog, CardList
 from .compile_timeline import TimelineView
 
@@ -226,8 +227,12 @@ class CompilePanel(QWidget):
             self.forecast.show(forecast_recompiles(config, train_size, val_size, world_size), config,
                                "if you train with these settings")
 
-    def show_fullgraph(self, answer) -> None:
-        self.cards.show_fullgraph(answer)
+    def show_fullgraph(self, check: FullgraphCheck) -> None:
+        self.cards.show_fullgraph(check)
+        self.tabs.setCurrentWidget(self.cards)
+
+    def show_fullgraph_error(self, error: BaseException) -> None:
+        self.cards.show_fullgraph_error(error)
         self.tabs.setCurrentWidget(self.cards)
 
     def select_step(self, step: int) -> None:

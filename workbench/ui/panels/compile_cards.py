@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QFrame, QHBoxLayout, Q
 
 from ...core.ground.events import GraphBreak
 from ...core.ground.fixit import FixItCard, bug_report, fixit_cards, parse_break
+from ...core.ground.answers import FullgraphCheck
 
 
 def _label(text: str, name: str = "", mono: bool = False) -> QLabel:
@@ -148,18 +149,21 @@ class CardList(QScrollArea):
             self.cards.append(widget)
         self.empty.setVisible(known and not self.cards)
 
-    def show_fullgraph(self, answer: dict | Exception) -> None:
-        """The kernel's check_fullgraph answer: compiles as one graph, or the first break with its line."""
-        if isinstance(answer, Exception):
-            text, ok = f"Check with fullgraph failed: {answer}", False
-        elif answer.get("ok"):
-            text, ok = f"✓ fullgraph: the model compiles as one graph ({answer.get('backend', '')}, " \
-                       f"{answer.get('seconds', 0):.1f} s)", True
-        else:
-            frames = answer.get("frames") or []
-            where = f" at {Path(frames[-1]['file']).name}:{frames[-1]['line']}: {frames[-1].get('source', '')}" \
-                if frames else ""
-            text, ok = f"✗ fullgraph fails: {answer.get('type') or answer.get('message', '?')}{where}", False
+    def show_fullgraph(self, check: FullgraphCheck) -> None:
+        """The kernel's Check with fullgraph answer: compiles as one graph, or the first break with its line."""
+        if check.ok:
+            self._fullgraph_line(f"✓ fullgraph: the model compiles as one graph ({check.backend}, "
+                                 f"{check.seconds:.1f} s)", ok=True)
+            return
+        last = check.frames[-1] if check.frames else None
+        where = f" at {Path(last.file).name}:{last.line}: {last.source}" if last else ""
+        self._fullgraph_line(f"✗ fullgraph fails: {check.type or check.message or '?'}{where}", ok=False)
+
+    def show_fullgraph_error(self, error: BaseException) -> None:
+        """The check itself could not be made (the kernel died, the model could not be built)."""
+        self._fullgraph_line(f"Check with fullgraph failed: {error}", ok=False)
+
+    def _fullgraph_line(self, text: str, *, ok: bool) -> None:
         self.fullgraph_result.setText(text)
         self.fullgraph_result.setStyleSheet("color: #2ca02c;" if ok else "color: #b00020;")
         self.fullgraph_result.show()

@@ -15,23 +15,8 @@ from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QPlainTextEdit, QSplitter, QTreeWidget,
                                QTreeWidgetItem, QVBoxLayout, QWidget)
 
+from ...core.ground.compile_kinds import compile_kind
 from ...core.ground.events import CompileEvent
-
-# kind: (glyph, colour, rank): the highest rank at a step colours its marker.
-KINDS = {
-    "fallback": ("⚠", "#d62728", 6),
-    "cudagraph_skip": ("⊘", "#e377c2", 5),
-    "recompile": ("↻", "#ff7f0e", 4),
-    "graph_break": ("✂", "#9467bd", 3),
-    "graph": ("◆", "#2ca02c", 2),
-    "cache_miss": ("○", "#7f7f7f", 1),
-    "cache_hit": ("●", "#17becf", 0),
-}
-KIND_WORDS = {"graph": ("graph compiled", "graphs compiled"), "recompile": ("recompile", "recompiles"),
-              "graph_break": ("graph break", "graph breaks"), "fallback": ("eager fallback", "eager fallbacks"),
-              "cache_hit": ("cache hit", "cache hits"), "cache_miss": ("cache miss", "cache misses"),
-              "cudagraph_skip": ("CUDA-graph skip", "CUDA-graph skips")}
-UNKNOWN = ("•", "#7f7f7f", -1)
 
 
 def summary(events: list[CompileEvent]) -> str:
@@ -40,9 +25,9 @@ def summary(events: list[CompileEvent]) -> str:
     for event in events:
         counts[event.kind] += 1
     parts = []
-    for kind in sorted(counts, key=lambda k: -KINDS.get(k, UNKNOWN)[2]):
-        one, many = KIND_WORDS.get(kind, (kind, kind))
-        parts.append(f"{KINDS.get(kind, UNKNOWN)[0]} {counts[kind]} {one if counts[kind] == 1 else many}")
+    for kind in sorted(counts, key=lambda k: -compile_kind(k).rank):
+        style = compile_kind(kind)
+        parts.append(f"{style.glyph} {counts[kind]} {style.one if counts[kind] == 1 else style.many}")
     return " · ".join(parts)
 
 
@@ -65,7 +50,8 @@ class TimelineMarkers(QObject):
 
     def _draw(self, step: int) -> None:
         events = self.events[step]
-        glyph, colour, _ = max((KINDS.get(e.kind, UNKNOWN) for e in events), key=lambda style: style[2])
+        style = max((compile_kind(e.kind) for e in events), key=lambda kind: kind.rank)
+        glyph, colour = style.glyph, style.colour
         line = self.lines.get(step)
         if line is None:
             line = pg.InfiniteLine(pos=step, angle=90, pen=pg.mkPen(colour, width=2, style=Qt.DotLine),
@@ -127,11 +113,11 @@ class TimelineView(QWidget):
     def add(self, events: list[CompileEvent]) -> None:
         for event in events:
             self.events.append(event)
-            glyph, colour, _ = KINDS.get(event.kind, UNKNOWN)
+            style = compile_kind(event.kind)
             where = f" — {Path(event.frames[-1].file).name}:{event.frames[-1].line}" if event.frames else ""
             phase = " (eval)" if event.phase == "eval" else ""
-            item = QTreeWidgetItem([f"{event.step:,}{phase}", f"{glyph} {event.title}{where}"])
-            item.setForeground(1, pg.mkColor(colour))
+            item = QTreeWidgetItem([f"{event.step:,}{phase}", f"{style.glyph} {event.title}{where}"])
+            item.setForeground(1, pg.mkColor(style.colour))
             item.setToolTip(1, event.title + (f"\n{event.where}: {event.frames[-1].source}" if event.frames else ""))
             item.setData(0, Qt.UserRole, len(self.events) - 1)
             self.list.addTopLevelItem(item)
@@ -156,7 +142,7 @@ class TimelineView(QWidget):
     def selected(self) -> list[CompileEvent]:
         """The selected events, the most telling kind first (then in the order they happened)."""
         rows = sorted(item.data(0, Qt.UserRole) for item in self.list.selectedItems())
-        return sorted((self.events[row] for row in rows), key=lambda e: -KINDS.get(e.kind, UNKNOWN)[2])
+        return sorted((self.events[row] for row in rows), key=lambda e: -compile_kind(e.kind).rank)
 
     def _show_selected(self) -> None:
         self.detail.setPlainText("\n\n".join(describe(event) for event in self.selected()))
@@ -164,7 +150,7 @@ class TimelineView(QWidget):
 
 def describe(event: CompileEvent) -> str:
     """An event in full: what, when, the user's stack (innermost last) and Dynamo's own words."""
-    lines = [f"Step {event.step:,} ({event.phase}) · {KIND_WORDS.get(event.kind, (event.kind,))[0]}"
+    lines = [f"Step {event.step:,} ({event.phase}) · {compile_kind(event.kind).one}"
              + (f" · frame {event.compile_id}" if event.compile_id else ""), event.title]
     if event.frames:
         lines.append("Your code (innermost last):")

@@ -8,13 +8,13 @@ messages), so every label is plain text, never rich text.
 
 from __future__ import annotations
 
-import base64
-
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QGridLayout, QHBoxLayout, QLabel, QPushButton, QScrollArea, QVBoxLayout, QWidget
 
+from ...core.ground import pixels
+from ...core.ground.answers import DataProblem, DatasetPreview
 from .plots import legend_below
 from .predict import pixmap_from_pixels
 
@@ -32,12 +32,8 @@ def _plain_label(name: str, wrap: bool = True) -> QLabel:
     return label
 
 
-def pixels_from_base64(text: str) -> np.ndarray:
-    return np.frombuffer(base64.b64decode(text), dtype=np.uint8).reshape(28, 28)
-
-
 class DatasetPanel(QWidget):
-    """`set_preview(answer)` draws a `dataset_preview` answer; the Preview button asks for a fresh one."""
+    """`set_preview(preview)` draws a DatasetPreview; the Preview button asks for a fresh one."""
 
     refreshRequested = Signal()
 
@@ -105,19 +101,18 @@ class DatasetPanel(QWidget):
         self._show_status(text, LEVEL_COLOURS["error"])
         self._reset_content()
 
-    def set_preview(self, answer: dict) -> None:
+    def set_preview(self, preview: DatasetPreview) -> None:
         self._reset_content()
         self.status.hide()
         self.refresh_button.setEnabled(True)
-        self.title.setText(answer["title"])
-        self.facts.setText(_facts(answer))
-        for problem in answer["problems"]:
+        self.title.setText(preview.title)
+        self.facts.setText(_facts(preview))
+        for problem in preview.problems:
             self._add_problem(problem)
-        classes = answer["classes"]
-        self.chart.setVisible(bool(classes))
-        if classes:
-            self._draw_counts(classes, answer["counts"])
-            self._fill_grid(classes, answer["samples"], answer["counts"])
+        self.chart.setVisible(bool(preview.classes))
+        if preview.classes:
+            self._draw_counts(preview.classes, preview.counts)
+            self._fill_grid(preview.classes, preview.samples, preview.counts)
 
     # -- drawing ----------------------------------------------------------------------------------------------
     def _show_status(self, text: str, colour: str) -> None:
@@ -137,11 +132,11 @@ class DatasetPanel(QWidget):
         self.chart.hide()
         self._replace_grid()
 
-    def _add_problem(self, problem: dict) -> None:
+    def _add_problem(self, problem: DataProblem) -> None:
         label = _plain_label("datasetProblem")
-        label.setText(f"{problem['message']}\n→ {problem['hint']}" if problem.get("hint") else problem["message"])
-        label.setStyleSheet(f"color: {LEVEL_COLOURS.get(problem['level'], '#555')};")
-        label.setProperty("level", problem["level"])
+        label.setText(f"{problem.message}\n→ {problem.hint}" if problem.hint else problem.message)
+        label.setStyleSheet(f"color: {LEVEL_COLOURS.get(problem.level, '#555')};")
+        label.setProperty("level", problem.level)
         self._problem_box.addWidget(label)
         self.problems.append(label)
 
@@ -183,7 +178,7 @@ class DatasetPanel(QWidget):
             thumbs = []
             for column, text in enumerate(shown, start=1):
                 thumb = QLabel()
-                thumb.setPixmap(pixmap_from_pixels(pixels_from_base64(text), THUMBNAIL))
+                thumb.setPixmap(pixmap_from_pixels(pixels.decode_one(text), THUMBNAIL))
                 grid.addWidget(thumb, row, column)
                 thumbs.append(thumb)
             self.rows.append((label, thumbs))
@@ -196,11 +191,11 @@ def _discard(widget: QWidget) -> None:
     widget.deleteLater()
 
 
-def _facts(answer: dict) -> str:
+def _facts(preview: DatasetPreview) -> str:
     """'28×28 grayscale uint8 · IDX files bundled with Workbench' and 'train 4,000 · val 1,000 · 10 classes'."""
-    fmt = answer.get("format") or {}
-    shape = " · ".join(part for part in (fmt.get("stored", ""), fmt.get("source", "")) if part)
-    sizes = [f"{split} {sum(per_class):,}" for split, per_class in answer["counts"].items()]
-    if answer["classes"]:
-        sizes.append(f"{len(answer['classes'])} classes")
+    fmt = preview.format
+    shape = " · ".join(part for part in ((fmt.stored, fmt.source) if fmt else ()) if part)
+    sizes = [f"{split} {sum(per_class):,}" for split, per_class in preview.counts.items()]
+    if preview.classes:
+        sizes.append(f"{len(preview.classes)} classes")
     return "\n".join(line for line in (shape, " · ".join(sizes)) if line)

@@ -8,8 +8,6 @@ built here without another kernel call; thumbnails are drawn only when the galle
 
 from __future__ import annotations
 
-import base64
-import binascii
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Callable
@@ -21,10 +19,11 @@ from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLab
                                QSplitter, QTableView, QTableWidget, QTableWidgetItem, QTabWidget, QVBoxLayout,
                                QWidget)
 
+from ...core.ground import pixels
+from ...core.ground.answers import EvaluationView
 from .predict import pixmap_from_pixels
 
 EMPTY_TEXT = "Train a run or open a checkpoint, then press Evaluate."
-PIXELS = 28 * 28
 THUMB = 48
 CACHED_THUMBS = 2000  # drawn thumbnails kept while scrolling a big gallery
 INDEX_ROLE = Qt.UserRole + 1  # a gallery entry's sample index
@@ -61,37 +60,33 @@ class Evaluation:
         return np.flatnonzero((self.labels == true) & (self.predicted == predicted))
 
 
-def decode(answer: dict) -> Evaluation:
+def decode(view: EvaluationView) -> Evaluation:
     """Check the answer's shapes (a malformed one is a ValueError that says what is wrong) and decode the pixels."""
-    classes = tuple(str(c) for c in answer["classes"])
-    k = len(classes)
-    per_sample = {key: np.asarray(answer[key], dtype=np.float64)
-                  for key in ("labels", "predicted", "confidence", "self_confidence")}
-    labels, predicted = per_sample["labels"].astype(np.int64), per_sample["predicted"].astype(np.int64)
+    k = len(view.classes)
+    labels, predicted = np.asarray(view.labels, dtype=np.int64), np.asarray(view.predicted, dtype=np.int64)
+    confidence = np.asarray(view.confidence, dtype=np.float64)
+    self_confidence = np.asarray(view.self_confidence, dtype=np.float64)
     n = len(labels)
-    if any(values.shape != (n,) for values in per_sample.values()):
+    if any(len(values) != n for values in (predicted, confidence, self_confidence)):
         raise ValueError(f"its per-image values do not all have {n} entries")
     if n and (min(labels.min(), predicted.min()) < 0 or max(labels.max(), predicted.max()) >= k):
         raise ValueError(f"its labels or predictions are not among its {k} classes")
-    confusion = np.asarray(answer["confusion"], dtype=np.int64)
+    confusion = np.asarray(view.confusion, dtype=np.int64)
     if confusion.shape != (k, k):
         raise ValueError(f"its confusion matrix is not {k}×{k}")
-    scores = {key: np.asarray(answer[key], dtype=np.float64) for key in ("precision", "recall", "f1", "support")}
+    scores = {name: np.asarray(values, dtype=np.float64) for name, values in
+              (("precision", view.precision), ("recall", view.recall), ("f1", view.f1), ("support", view.support))}
     if any(values.shape != (k,) for values in scores.values()):
         raise ValueError(f"its per-class scores do not all have {k} entries")
     try:
-        raw = base64.b64decode(answer["images"], validate=True)
-    except (binascii.Error, TypeError):
-        raise ValueError("its images are not base64") from None
-    if len(raw) != n * PIXELS:
-        raise ValueError(f"it holds {len(raw) / PIXELS:g} images of 28×28 pixels for {n} labels")
+        images = pixels.decode(view.images, n)
+    except pixels.PixelError as exc:
+        raise ValueError(f"its images: {exc}") from None
     return Evaluation(
-        dataset=str(answer["dataset"]), split=str(answer["split"]), classes=classes,
-        accuracy=float(answer["accuracy"]), loss=float(answer["loss"]), confusion=confusion,
-        scores=scores,
-        labels=labels, predicted=predicted, confidence=per_sample["confidence"],
-        self_confidence=per_sample["self_confidence"], images=np.frombuffer(raw, dtype=np.uint8).reshape(n, 28, 28),
-        mistakes=_sample_indices(answer["mistakes"], n), label_errors=_sample_indices(answer["label_errors"], n))
+        dataset=view.dataset, split=view.split, classes=view.classes, accuracy=view.accuracy, loss=view.loss,
+        confusion=confusion, scores=scores, labels=labels, predicted=predicted, confidence=confidence,
+        self_confidence=self_confidence, images=images, mistakes=_sample_indices(view.mistakes, n),
+        label_errors=_sample_indices(view.label_errors, n))
 
 
 def _sample_indices(values, n: int) -> np.ndarray:
@@ -303,11 +298,11 @@ class EvaluatePanel(QWidget):
         self.message.setText(text)
         self.button.setEnabled(True)
 
-    def set_result(self, answer: dict, description: str) -> None:
-        """Show an `evaluate_view` answer; `description` says what was evaluated (a run, a checkpoint file)."""
+    def set_result(self, view: EvaluationView, description: str) -> None:
+        """Show an evaluation's view; `description` says what was evaluated (a run, a checkpoint file)."""
         try:
-            evaluation = decode(answer)
-        except (KeyError, TypeError, ValueError) as exc:
+            evaluation = decode(view)
+        except ValueError as exc:
             self.set_error(f"The evaluation could not be shown: {exc}")
             return
         self.evaluation = evaluation

@@ -20,8 +20,8 @@ from PySide6.QtGui import QImage, QPixmap
 from PySide6.QtWidgets import (QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QPushButton,
                                QVBoxLayout, QWidget)
 
-from ...core.domain.images import Prediction, load_digit
 from ...core.ground.errors import WorkbenchError
+from ...core.ground.images import Prediction, load_digit
 from .. import file_dialogs
 from ..tasks import Tasks
 
@@ -108,10 +108,15 @@ def score_all(score: Scorer, pixels: list[np.ndarray]) -> list[tuple[float, ...]
         return []
     try:
         return score(pixels)
-    except WorkbenchError as exc:
-        return f"the model failed: {exc}"
     except Exception as exc:  # a user's own network may fail on an input: the entries say so
-        return f"the model failed ({type(exc).__name__}: {exc})"
+        return failure_text(exc)
+
+
+def failure_text(error: BaseException) -> str:
+    """Why the model gave no probabilities, for the gallery's entries."""
+    if isinstance(error, WorkbenchError):
+        return f"the model failed: {error}"
+    return f"the model failed ({type(error).__name__}: {error})"
 
 
 class PredictPanel(QWidget):
@@ -200,11 +205,12 @@ class PredictPanel(QWidget):
             return
         # The predictions on show belong to the old model: re-score the pixels it saw, on a pool thread.
         pixels = [e.prediction.pixels for e in scored]
-        self.tasks.submit(SLOT, lambda: score_all(score, pixels), lambda result: self._rescored(scored, result))
+        self.tasks.submit(SLOT, lambda: score_all(score, pixels), lambda scores: self._rescored(scored, scores),
+                          lambda error: self._rescored(scored, failure_text(error)))
 
-    def _rescored(self, scored: list[GalleryEntry], result) -> None:
+    def _rescored(self, scored: list[GalleryEntry], scores: list[tuple[float, ...]] | str) -> None:
         row = max(self.gallery.currentRow(), 0)
-        rescored = iter(self._entries_for([e.path for e in scored], [e.prediction.pixels for e in scored], result))
+        rescored = iter(self._entries_for([e.path for e in scored], [e.prediction.pixels for e in scored], scores))
         entries, self.entries = self.entries, []
         self.gallery.clear()
         for entry in entries:
@@ -239,8 +245,6 @@ class PredictPanel(QWidget):
             return decoded, score_all(score, [d for d in decoded if not isinstance(d, str)])
 
         def done(result) -> None:
-            if isinstance(result, Exception):  # decode_some catches per file: this is a bug, but say so
-                result = ([f"unexpected error ({type(result).__name__}: {result})"] * len(pending), [])
             decoded, scores = result
             del self.queue[:len(decoded)]
             paths = pending[:len(decoded)]
@@ -254,12 +258,14 @@ class PredictPanel(QWidget):
             else:
                 self._summarise()
 
-        self.tasks.submit(SLOT, job, done)
+        def failed(error: BaseException) -> None:  # decode_some catches per file: this is a bug, but say so
+            done(([f"unexpected error ({type(error).__name__}: {error})"] * len(pending), []))
 
-    def _entries_for(self, paths: list[str], pixels: list[np.ndarray], scores) -> list[GalleryEntry]:
+        self.tasks.submit(SLOT, job, done, failed)
+
+    def _entries_for(self, paths: list[str], pixels: list[np.ndarray],
+                     scores: list[tuple[float, ...]] | str) -> list[GalleryEntry]:
         """Gallery entries of scored images; `scores` is the probabilities of each, or why there are none."""
-        if isinstance(scores, Exception):
-            scores = f"the model failed ({type(scores).__name__}: {scores})"
         if isinstance(scores, str):
             return [GalleryEntry(path, None, f"{Path(path).name}: {scores}") for path in paths]
         return [GalleryEntry(path, Prediction(path, image, tuple(probabilities), int(np.argmax(probabilities)),

@@ -198,9 +198,6 @@ class RunsPanel(QWidget):
                 return [load_run(store, run_id) for run_id in missing]
 
         def done(result) -> None:
-            if isinstance(result, Exception):
-                self.message.setText(f"Could not read the runs: {result}")
-                return
             fresh = {run.record.id: run for run in result}
             runs = [fresh.get(run_id) or cached[run_id] for run_id in ids]
             for run in runs:
@@ -212,7 +209,7 @@ class RunsPanel(QWidget):
             deliver(runs)
 
         if missing:
-            self.tasks.submit(SLOT, read, done)
+            self.tasks.submit(SLOT, read, done, lambda error: self.message.setText(f"Could not read the runs: {error}"))
         else:
             self.tasks.drop(SLOT)  # an older request still reading is no longer wanted
             done([])
@@ -283,15 +280,13 @@ class RunsPanel(QWidget):
             with RunStore(self.db, recover=False) as store:
                 export(store, ids, path)
 
-        def done(result) -> None:
-            if isinstance(result, Exception):
-                self.message.setText(f"Could not export the runs: {with_hint(result)}")
-            else:
-                names = ("runs " if len(ids) > 1 else "run ") + ", ".join(map(run_name, ids)) if ids else "every run"
-                self.message.setText(f"Exported {names} to {path}")
+        def done(_nothing) -> None:
+            names = ("runs " if len(ids) > 1 else "run ") + ", ".join(map(run_name, ids)) if ids else "every run"
+            self.message.setText(f"Exported {names} to {path}")
 
         self.message.setText("Exporting runs…")
-        self.tasks.submit(EXPORT_SLOT, write, done)
+        self.tasks.submit(EXPORT_SLOT, write, done,
+                          lambda error: self.message.setText(f"Could not export the runs: {with_hint(error)}"))
 
     def close_store(self) -> None:
         if self.store is not None:

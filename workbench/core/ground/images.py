@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from ..ground.errors import WorkbenchError
+from .errors import WorkbenchError
 
 MAX_PIXELS = 64_000_000  # refuse larger images before decoding them (decompression bombs, 20000×20000 scans)
 MAX_FILE_BYTES = 256 * 1024 * 1024

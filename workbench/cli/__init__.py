@@ -1,0 +1,51 @@
+"""Command line: `workbench` opens the app; subcommands run the same Qt-free core headless.
+
+Every failure a user can cause ends in one line on stderr and a non-zero exit code, never a traceback. The
+parser is parser.py; the commands are grouped by what they work on: train.py (train, profile), search.py (the
+finders and sweeps), models.py (evaluate, predict, export, explain), history.py (runs and reports), bench.py.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Sequence
+
+from ..core.run.forkserver import SERVER_FLAG
+from ..core.run.process import CHILD_FLAG, TORCHRUN_FLAG
+from .common import EXIT_INTERRUPTED, EXIT_RUN_FAILED, EXIT_USAGE, fail
+from .options import config_from_args
+from .parser import build_parser
+
+__all__ = ["main", "build_parser", "config_from_args", "EXIT_USAGE", "EXIT_RUN_FAILED", "EXIT_INTERRUPTED"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == [CHILD_FLAG]:  # a frozen (PyInstaller) app has no `python -m`: it re-runs itself
+        from ..core.run.kernel import kernel_main
+
+        return kernel_main()
+    if argv[:1] == [SERVER_FLAG]:  # the frozen app's fork server (see core/run/forkserver.py)
+        from ..core.run.forkserver_main import server_main
+
+        return server_main(argv[1:])
+    if argv[:1] == [TORCHRUN_FLAG]:  # the frozen app's torchrun: loopback-only stores, its own temp folder
+        from ..core.run.torchrun import torchrun_main
+
+        torchrun_main(argv[1:])
+        return 0
+    parser = build_parser()
+    if not argv:
+        from ..gui_launch import launch_gui
+
+        return launch_gui()
+    args = parser.parse_args(argv)
+    from ..core.ground.errors import WorkbenchError
+
+    try:
+        return int(args.handler(args) or 0)
+    except WorkbenchError as exc:
+        return fail(str(exc), exc.hint)
+    except KeyboardInterrupt:
+        print("\nworkbench: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED

@@ -1,0 +1,106 @@
+"""The options that describe a run (every setting of TrainConfig, declared once in ground/config.py) and how they
+become a TrainConfig."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+
+def positive_int(text: str) -> int:
+    """argparse type for the benchmark's counts: zero windows or steps leave nothing to take a median of."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not allowed (at least 1)")
+    return value
+
+
+def add_train_options(parser: argparse.ArgumentParser) -> None:
+    """What `train` and `profile` both take: the settings, the output folder, the history and the processes."""
+    add_config_options(parser)
+    parser.add_argument("--out", default=None, help="output folder (default: a new folder of its own under "
+                                                     "~/.local/share/workbench/runs; every run gets one)")
+    add_db_option(parser)
+    ddp = parser.add_argument_group("several processes (torchrun + DistributedDataParallel; --batch-size is global)")
+    ddp.add_argument("--nproc-per-node", type=int, default=1, help="processes on this machine (one per GPU)")
+    ddp.add_argument("--nnodes", type=int, default=1, help="machines taking part")
+    ddp.add_argument("--node-rank", type=int, default=0, help="this machine's index, 0 … nnodes-1")
+    ddp.add_argument("--master-addr", default="127.0.0.1", help="address of node 0 (multi-node runs)")
+    ddp.add_argument("--master-port", type=int, default=None, help="a free port on node 0 (default: picked)")
+
+
+def add_db_option(parser: argparse.ArgumentParser, inherited: bool = False) -> None:
+    """`inherited`: a sub-action's --db must not overwrite the one given before it (`runs --db X rm 1`): argparse
+    copies a sub-parser's default over the parent's value, so such an option has no default of its own."""
+    parser.add_argument("--db", default=argparse.SUPPRESS if inherited else None,
+                        help="run history database (default: $WORKBENCH_DB or ~/.local/share/workbench/runs.sqlite)")
+
+
+def add_config_options(parser: argparse.ArgumentParser) -> None:
+    """One flag per declared setting (`TrainConfig`'s metadata), grouped as the setup form groups them. Bad values
+    are refused by TrainConfig's validation (one line naming the setting), not by argparse."""
+    from ..core.ground.config import GROUPS, settings
+
+    parser.add_argument_group("run configuration").add_argument(
+        "--config", metavar="JSON", help="read settings from a JSON file (flags override it)")
+    groups = {name: parser.add_argument_group(name.lower()) for name in GROUPS}
+    for declared in settings():
+        groups[declared.group].add_argument(declared.flag, dest=declared.name, default=None,
+                                            **_flag_options(declared))
+
+
+SWITCH_WORDS = {"auto": None, "true": True, "false": False}  # a setting that is on, off or automatic (--dynamic)
+
+
+def _flag_options(declared) -> dict:
+    """argparse options for one setting: its type, how its values read, its help with range and default."""
+    notes = [declared.allowed] if declared.kind in (int, float) else []
+    if declared.kind is bool and declared.optional:
+        shown = next(word for word, value in SWITCH_WORDS.items() if value is declared.default)
+    elif declared.kind is bool:
+        shown = "on" if declared.default else "off"
+    elif isinstance(declared.default, float):
+        shown = f"{declared.default:g}"
+    else:
+        shown = "" if declared.default is None else str(declared.default)
+    if shown:
+        notes.append(f"default: {shown}")
+    help_text = (declared.help + (f" ({'; '.join(notes)})" if notes else "")).replace("%", "%%")
+    if declared.kind is bool and not declared.optional:
+        return {"action": argparse.BooleanOptionalAction, "help": help_text}
+    if declared.kind is bool:
+        return {"metavar": "{" + ",".join(SWITCH_WORDS) + "}", "help": help_text}
+    options: dict = {"type": declared.kind, "help": help_text}
+    if declared.choices:
+        options["metavar"] = "{" + ",".join(declared.choices) + "}"
+    return options
+
+
+def config_from_args(args: argparse.Namespace, **defaults):
+    """Defaults, then the --config file, then explicit flags: the same TrainConfig validation for all three."""
+    from ..core.ground.config import ConfigError, TrainConfig, settings
+
+    values: dict = dict(defaults)
+    if args.config:
+        try:
+            text = Path(args.config).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError("config", f"cannot read {args.config}: {exc.strerror}") from None
+        except UnicodeDecodeError:
+            raise ConfigError("config", f"cannot read {args.config}: not UTF-8 text (a JSON file is)") from None
+        TrainConfig.from_json(text)  # the file must be a valid config on its own: errors name the file's fields
+        values.update(json.loads(text))  # only what the file sets: its implicit defaults must not replace ours
+    for declared in settings():
+        value = getattr(args, declared.name, None)
+        if value is None:  # not given: the file's value, else the default
+            continue
+        if declared.kind is bool and declared.optional:  # --dynamic auto|true|false
+            if value not in SWITCH_WORDS:
+                raise ConfigError(declared.name, f"unknown value {value!r}", ", ".join(SWITCH_WORDS))
+            value = SWITCH_WORDS[value]
+        values[declared.name] = value
+    return TrainConfig.from_dict(values)

@@ -1,0 +1,121 @@
+"""`workbench train` and `workbench profile`: a run in this process (or torchrun's), its progress and its summary."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+from pathlib import Path
+
+from ..core.ground.events import RunFailed, RunFinished
+from ..core.ground.progress import failure_line
+from .common import EXIT_RUN_FAILED, EXIT_USAGE, fail, quiet_torch_logs
+from .options import config_from_args
+from .progress import ProgressBar, interrupt_sets
+from .run_text import run_lines
+
+
+PROFILE_STEPS = 20  # `workbench profile`'s window
+PROFILE_LEAD_STEPS = 12  # `workbench profile`'s steps before the window: compile, CUDA warm-up, settling
+PROFILE_EPOCHS = 100_000  # `workbench profile` ends at its step count (max steps), not at an epoch count
+
+
+# -- train ------------------------------------------------------------------------------------------------------
+def cmd_train(args: argparse.Namespace) -> int:
+    if args.resume is None:
+        return _train(args, config_from_args(args))
+    path = resume_checkpoint(args.resume, args.db)
+    return _train(args, config_from_args(args, **checkpoint_config(path)).replace(resume=str(path)))
+
+
+def resume_checkpoint(what: str, db: str | None) -> Path:
+    """`--resume RUN|CKPT`: a run's id in the history (3 or #3), its folder, or a checkpoint file."""
+    from ..core.ground.config import ConfigError
+    from ..core.history.runs import RunStore
+
+    if what.lstrip("#").isdigit():
+        with RunStore(db) as store:
+            record = store.get(int(what.lstrip("#")))
+        if not record.checkpoint:
+            raise ConfigError("resume", f"run #{record.id} has no checkpoint to continue from")
+        return Path(record.checkpoint)
+    path = Path(what).expanduser()
+    return (path / "checkpoint.pt" if path.is_dir() else path).resolve()
+
+
+def checkpoint_config(path: Path) -> dict:
+    """The settings of the run a checkpoint continues: the defaults a continued run's flags change."""
+    from ..core.domain import checkpoint
+    from ..core.ground.config import ConfigError
+
+    try:
+        return checkpoint.load(path, trust_model_code=True).config.to_dict()
+    except checkpoint.CheckpointError as exc:
+        raise ConfigError("resume", f"cannot continue from {path}: {exc}") from None
+
+
+def cmd_profile(args: argparse.Namespace) -> int:
+    """`train` with the profiler on, ending soon after the window unless --max-steps or --epochs say otherwise."""
+    if args.resume is not None:
+        return fail("profile starts a run of its own", "to profile a continued run: train --resume RUN "
+                                                        "--profile-steps N")
+    config = config_from_args(args, profile_steps=PROFILE_STEPS)
+    if config.profile_steps == 0:
+        return fail("--profile-steps 0 profiles nothing", f"leave it out ({PROFILE_STEPS} steps) or give a number")
+    if args.max_steps is None and args.epochs is None:  # as many epochs as the window needs, then stop
+        config = config.replace(max_steps=config.profile_steps + PROFILE_LEAD_STEPS, epochs=PROFILE_EPOCHS)
+    return _train(args, config)
+
+
+def _train(args: argparse.Namespace, config) -> int:
+    from ..core.domain.devices import cuda_device_count
+    from ..core.run.launch import start_run
+    from ..core.run.request import Launch, RunRequest
+
+    quiet_torch_logs()
+    launch = Launch(args.nproc_per_node, args.nnodes, args.node_rank, args.master_addr, args.master_port,
+                    where="here" if args.nproc_per_node * args.nnodes == 1 else "process")
+    request = RunRequest.build(config, cuda_devices=cuda_device_count(), out_dir=args.out,
+                               db=args.db, launch=launch)
+    bar = ProgressBar(sys.stderr)
+    stop = threading.Event()
+    # Before the first step nothing is trained: the first Ctrl+C aborts at once, since user code in this process
+    # that never returns (a model's constructor) can only be left by an exception. A run in other processes
+    # (torchrun) ends at once on the first stop before its first step: the parent terminates them.
+    untrained = (lambda: bar.progress.step == 0) if launch.where == "here" else None
+    with interrupt_sets(stop, untrained) as interrupts:
+        result = start_run(request, bar.update, stop)
+    bar.close()
+    if launch.node_rank != 0:
+        code = result.metrics.get("node_exit_code") if isinstance(result, RunFinished) else None
+        print(f"node {launch.node_rank}: its {launch.nproc_per_node} process(es) ended"
+              + (f" (exit code {code})" if code is not None else f": {result.message}")
+              + "; node 0 writes the checkpoint and the run record")
+        if stop.is_set():  # Ctrl+C: the same exit code as on node 0, not that of the processes it ended
+            return interrupts.exit_code
+        return 0 if isinstance(result, RunFinished) else EXIT_RUN_FAILED
+    if isinstance(result, RunFailed):
+        code = EXIT_USAGE if result.kind in ("config", "data", "io") else EXIT_RUN_FAILED
+        return fail(failure_line(result), code=code)
+    m = result.metrics
+    state = "stopped early" if result.stopped else "finished"
+    accuracy = f"{m['val_accuracy']:.2%}" if "val_accuracy" in m else "— (no epoch was validated)"
+    print(f"{state}: {result.steps} steps, {result.epochs} epoch(s) in {result.seconds:.1f} s · "
+          f"val accuracy {accuracy} · {m.get('samples_per_s', 0):,.0f} samples/s"
+          + (f" · compile {m['compile_seconds']:.1f} s" if m.get("compile_seconds") else ""))
+    for line in run_lines(m):
+        print(line)
+    out = request.out_dir
+    if m.get("checkpoint"):
+        print(f"wrote {out}: checkpoint.pt, checkpoint.safetensors, metrics.json, events.jsonl")
+    elif m.get("checkpoint_error"):  # trained, but the model is not on disk: that is a failed command
+        print(f"wrote {out}: metrics.json, events.jsonl — but NOT the checkpoint ({result.steps} steps trained)")
+        return fail(m["checkpoint_error"], "free some disk space or choose another output folder with --out",
+                    code=EXIT_RUN_FAILED)
+    elif result.steps > 0:
+        print(f"wrote {out}: metrics.json, events.jsonl (no checkpoint was written)")
+    elif (Path(out) / "metrics.json").is_file():
+        print(f"wrote {out}: metrics.json, events.jsonl (no checkpoint: no step was trained)")
+    else:
+        print("nothing was written: the run stopped before it started")
+    return interrupts.exit_code if result.stopped else 0

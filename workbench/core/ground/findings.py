@@ -1,0 +1,57 @@
+"""What the finders find, as plain data: the kernel measures (run/lr_finder.py, run/batch_finder.py), the window and
+the CLI draw and print. Torch-free, so that the window reads fields, never keys."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .records import Record
+
+
+@dataclass(frozen=True)
+class LrPoint(Record):
+    step: int  # 1-based, as the run counts
+    lr: float
+    loss: float
+    smoothed: float
+
+
+@dataclass(frozen=True)
+class LrFinding(Record):
+    points: tuple[LrPoint, ...]
+    suggestion: float | None
+    ended: str  # why the test ended, in words ("stopped" when the user stopped it)
+    compiled: bool  # whether the steps ran compiled (a failed compile falls back to eager)
+    # Recompiles after the first compile, validation's own (its no-grad graph, expected in every compiled run)
+    # left out: 0 when the learning rate is no guard. recompile_reasons: every one, as Dynamo words it.
+    recompiles: int
+    recompile_reasons: tuple[str, ...]
+    rule: str
+    lr_min: float
+    lr_max: float
+
+    @property
+    def stopped(self) -> bool:
+        return self.ended == "stopped"
+
+
+@dataclass(frozen=True)
+class BatchPoint(Record):
+    batch_size: int
+    samples_per_s: float  # steady steps only
+    peak_memory_mib: float  # the CUDA allocator's peak, or the process's RSS on the CPU
+    fits: bool = True  # on CUDA: within the headroom
+
+
+@dataclass(frozen=True)
+class BatchFinding(Record):
+    device: str
+    points: tuple[BatchPoint, ...]
+    suggestion: int | None
+    rule: str
+    memory_total_mib: float | None  # the device's, on CUDA
+    ended: str
+
+    @property
+    def stopped(self) -> bool:
+        return self.ended == "stopped"

@@ -1,0 +1,100 @@
+"""The report's JSON twin: every run's facts, metrics, compile insight and evaluation as strict JSON (no NaN), with
+every compile event (the HTML shows at most MAX_TIMELINE_ROWS of them).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from datetime import datetime
+from typing import Any
+
+from ..ground.events import CompileReport
+from ..ground.fixit import FixItCard, fixit_cards
+from .report_data import Evaluation
+from .report_facts import RunFacts
+
+FORMAT = "workbench-report"
+FORMAT_VERSION = 1
+
+
+def report_json(runs: list[RunFacts], evaluations: dict[int, Evaluation | None], reasons: dict[int, str],
+                comparison: dict | None, generated: datetime) -> dict:
+    """The report as a JSON-able dict: strict JSON (NaN and infinities are null), tuples as lists."""
+    return _clean({
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "generated": generated.isoformat(timespec="seconds"),
+        "runs": [_run_json(run, evaluations.get(run.record.id), reasons[run.record.id]) for run in runs],
+        "comparison": comparison,
+    })
+
+
+def _run_json(run: RunFacts, evaluation: Evaluation | None, reason: str) -> dict:
+    record = run.record
+    return {
+        "id": record.id,
+        "label": run.label,
+        "created": record.created,
+        "status": record.status,
+        "config": record.config,
+        "environment": record.environment,
+        "metrics": run.metrics,
+        "epochs": [dataclasses.asdict(e) for e in run.epochs],
+        "compile": _compile_json(run.compile),
+        **_insight_json(run),
+        "profile": run.finished.get("profile"),
+        "amp": run.finished.get("amp"),
+        "evaluation": _evaluation_json(evaluation) if evaluation else {"unavailable": reason},
+        "failure": run.failure,
+        "notices": [dataclasses.asdict(n) for n in run.notices],
+    }
+
+
+def _compile_json(report: CompileReport | None) -> dict | None:
+    if report is None:
+        return None
+    data = dataclasses.asdict(report)
+    data["breaks"] = [{"reason": b.reason, "where": b.where, "source": b.frames[-1].source if b.frames else None}
+                      for b in report.breaks]
+    return data
+
+
+def _insight_json(run: RunFacts) -> dict:
+    """The compile insight a run recorded: its timeline, payback, forecast checks, fix-it cards and compile trace
+    (None or empty for runs recorded before they existed)."""
+    payback = run.payback()
+    trace = run.finished.get("compile_trace")
+    trace_problem = run.finished.get("compile_trace_problem")
+    report = run.compile
+    return {
+        "compile_timeline": [{**dataclasses.asdict(e), "where": e.where} for e in run.timeline],
+        "payback": payback.to_dict() if payback else None,
+        "payback_problem": run.payback_problem() if payback is None else None,
+        "recompile_forecast": run.forecast_checks(),
+        "fixit_cards": [_card_json(c) for c in fixit_cards(report.breaks)] if report and report.breaks else [],
+        "compile_trace": trace if isinstance(trace, str) and trace else None,
+        "compile_trace_problem": trace_problem if isinstance(trace_problem, str) and trace_problem else None,
+    }
+
+
+def _card_json(card: FixItCard) -> dict:
+    return dataclasses.asdict(card)
+
+
+def _evaluation_json(ev: Evaluation) -> dict:
+    return {"size": ev.size, "loss": ev.loss, "accuracy": ev.accuracy, "classes": list(ev.classes),
+            "confusion": [list(row) for row in ev.confusion],
+            "misclassified": [{"index": m.index, "true": m.true, "predicted": m.predicted,
+                               "confidence": m.confidence} for m in ev.misclassified]}
+
+
+def _clean(value: Any) -> Any:
+    """Strict JSON: NaN and infinities (a diverged loss) become null, tuples become lists."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
