@@ -74,25 +74,25 @@ def main() -> int:
         window.setup.set_config(TrainConfig(model=example_model_spec(), backend="aot_eager", epochs=40))
         window.runner.events.connect(lambda batch: any(isinstance(e, Step) and e.step >= 1800 for e in batch)
                                      and grab())
-        when_ready(window.train)
+        when_ready(window.training.train)
     elif args.shot in ("training", "system"):
         window.setup.set_config(TrainConfig(epochs=40))
         if args.shot == "system":
             window.plots.machine_tabs.setCurrentWidget(window.plots.system_plot)
         window.runner.events.connect(lambda batch: any(isinstance(e, Step) and e.step >= args.at_step
                                                        for e in batch) and grab())
-        when_ready(window.train)
+        when_ready(window.training.train)
     elif args.shot == "compiling":
         window.setup.set_config(TrainConfig(backend="inductor", epochs=3))
         window.runner.events.connect(lambda batch: any(isinstance(e, CompileStarted) for e in batch)
                                      and QTimer.singleShot(4000, grab))
-        when_ready(window.train)
+        when_ready(window.training.train)
     elif args.shot == "reason":
         when_ready(lambda: (window.setup.fields["lr"].setValue(0.0), grab()))
     elif args.shot == "explain":
         window.setup.set_config(TrainConfig(backend="inductor", mode="max-autotune-no-cudagraphs"))
-        window.explainFinished.connect(lambda _report: grab())
-        when_ready(window.explain)
+        window.compile_insight.explainFinished.connect(lambda _report: grab())
+        when_ready(window.compile_insight.explain)
     elif args.shot == "evaluate":
         window.setup.set_config(TrainConfig(epochs=2))
 
@@ -104,27 +104,27 @@ def main() -> int:
             window.evaluation.show_cell(true, predicted)  # the largest mistake cell, as a click opens it
             grab()
 
-        window.evaluationFinished.connect(evaluated)
-        window.checkpointLoaded.connect(lambda _answer: window.evaluate())
-        when_ready(window.train)
+        window.data_insight.evaluationFinished.connect(evaluated)
+        window.checkpoints.checkpointLoaded.connect(lambda _answer: window.data_insight.evaluate())
+        when_ready(window.training.train)
     elif args.shot == "timeline":
         window.setup.set_config(TrainConfig(model=example_model_spec(), backend="inductor", epochs=2))
 
         def finished(_result) -> None:
             steps = sorted(window.plots.timeline.lines)
-            window.show_compile_step(steps[-1])  # as a click on the last marker does
+            window.compile_insight.show_step(steps[-1])  # as a click on the last marker does
             grab(600)
 
-        window.runFinished.connect(finished)
-        when_ready(window.train)
+        window.training.runFinished.connect(finished)
+        when_ready(window.training.train)
     elif args.shot == "fixit":
         window.setup.set_config(TrainConfig(model=example_model_spec(), backend="aot_eager"))
-        window.explainFinished.connect(lambda _report: window.check_fullgraph())
-        window.fullgraphChecked.connect(lambda _answer: grab(300))
-        when_ready(window.explain)
+        window.compile_insight.explainFinished.connect(lambda _report: window.compile_insight.check_fullgraph())
+        window.compile_insight.fullgraphChecked.connect(lambda _answer: grab(300))
+        when_ready(window.compile_insight.explain)
     elif args.shot == "whatif":
         window.setup.set_config(TrainConfig(backend="inductor", dynamic=False, batch_size=1000))
-        window.datasetPreviewed.connect(lambda _answer: grab(600))
+        window.data_insight.datasetPreviewed.connect(lambda _answer: grab(600))
         when_ready(lambda: window.compile_panel.tabs.setCurrentWidget(window.compile_panel.forecast))
     elif args.shot in PROFILE_TABS:
         if args.shot == "amp":
@@ -138,33 +138,34 @@ def main() -> int:
             window.profile.show_tab(PROFILE_TABS[args.shot])
             grab(800)
 
-        window.runFinished.connect(profiled)
-        when_ready(window.train)
+        window.training.runFinished.connect(profiled)
+        when_ready(window.training.train)
     elif args.shot in ("export", "export_aoti"):
         window.setup.set_config(TrainConfig(epochs=2))
 
         def exported(_table) -> None:
             done.append(True)
-            QTimer.singleShot(300, lambda: (window.export_dialog.grab().save(str(args.out)), window.close()))
+            QTimer.singleShot(300, lambda: (window.exports.export_dialog.grab().save(str(args.out)), window.close()))
 
         def loaded(_answer) -> None:
-            dialog = window.open_export_dialog()
+            dialog = window.exports.open_model_dialog()
             dialog.folder.setText(str(TEMP / "export"))
             dialog.format.setCurrentIndex(dialog.format.findData("onnx" if args.shot == "export" else "aoti"))
             dialog.export_button.click()
 
-        window.modelExported.connect(exported)
-        window.checkpointLoaded.connect(loaded)
-        when_ready(window.train)
+        window.exports.modelExported.connect(exported)
+        window.checkpoints.checkpointLoaded.connect(loaded)
+        when_ready(window.training.train)
     elif args.shot in FINDER_SHOTS:
         kind = FINDER_SHOTS[args.shot]
 
         def found(_kind, _finding) -> None:
             done.append(True)
-            QTimer.singleShot(300, lambda: (window.finder_dialogs[kind].grab().save(str(args.out)), window.close()))
+            dialog = window.search.finder_dialogs[kind]
+            QTimer.singleShot(300, lambda: (dialog.grab().save(str(args.out)), window.close()))
 
-        window.finderDone.connect(found)
-        when_ready(lambda: window.open_finder(kind).start_button.click())
+        window.search.finderDone.connect(found)
+        when_ready(lambda: window.search.open_finder(kind).start_button.click())
     elif args.shot == "sweep":  # the sweep of issue 16's closing note: 12 TPE trials of the default settings
 
         def ended(_trials) -> None:
@@ -178,11 +179,11 @@ def main() -> int:
             dialog.trial_count.setValue(12)
             dialog.start()
 
-        dialog = window.open_sweep()
+        dialog = window.search.open_sweep()
         dialog.sweepEnded.connect(ended)
         when_ready(lambda: QTimer.singleShot(1000, start))  # after the stored sweeps' names are read
     elif args.shot == "dataset":
-        window.datasetPreviewed.connect(lambda _answer: grab())
+        window.data_insight.datasetPreviewed.connect(lambda _answer: grab())
         when_ready(window.docks["dataset"].raise_)
     app.exec()
     print(f"wrote {args.out}" if done else "nothing was grabbed")

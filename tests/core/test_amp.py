@@ -16,6 +16,7 @@ from workbench.core.domain.evaluate import autocast_context
 from workbench.core.domain.model import model_for
 from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.events import AmpSkipped
+from workbench.core.ground.results import AmpSummary, NonFinite
 
 CPU = torch.device("cpu")
 CONFIG = TrainConfig(hidden_dim=16, dropout=0.2)
@@ -267,14 +268,20 @@ def test_amp_summary():
               "groups": {"low": 2, "fp32": 3, "other": 1}}
     skipped = [AmpSkipped(step=3, scale=65536.0, param="core_block.fc2.weight"), AmpSkipped(step=9, scale=32768.0)]
     summary = amp_summary("fp16", "fp16 with GradScaler: …", census, skipped, 16384.0, steps=40)
-    assert summary == {"dtype": "fp16", "recommendation": "fp16 with GradScaler: …",
-                       "census_groups": {"low": 2, "fp32": 3, "other": 1}, "skipped": 2, "skipped_steps": [3, 9],
-                       "first_nonfinite": {"step": 3, "param": "core_block.fc2.weight"}, "final_scale": 16384.0,
-                       "skipped_share": 0.05}
+    assert summary == AmpSummary(dtype="fp16", recommendation="fp16 with GradScaler: …",
+                                 census_groups={"low": 2, "fp32": 3, "other": 1}, skipped=2, skipped_steps=(3, 9),
+                                 first_nonfinite=NonFinite(step=3, param="core_block.fc2.weight"),
+                                 final_scale=16384.0, skipped_share=0.05)
+    # Stored as it always was (the run's results' "amp").
+    assert summary.to_dict() == {"dtype": "fp16", "recommendation": "fp16 with GradScaler: …",
+                                 "census_groups": {"low": 2, "fp32": 3, "other": 1}, "skipped": 2,
+                                 "skipped_steps": [3, 9],
+                                 "first_nonfinite": {"step": 3, "param": "core_block.fc2.weight"},
+                                 "final_scale": 16384.0, "skipped_share": 0.05}
     many = [AmpSkipped(step=s, scale=2.0 ** 20) for s in range(1, 151)]
     summary = amp_summary("fp16", "", census, many, 1.0, steps=300)
-    assert summary["skipped"] == 150 and summary["skipped_steps"] == list(range(1, 101))
-    assert summary["skipped_share"] == 0.5 and summary["first_nonfinite"] == {"step": 1, "param": ""}
+    assert summary.skipped == 150 and summary.skipped_steps == tuple(range(1, 101))
+    assert summary.skipped_share == 0.5 and summary.first_nonfinite == NonFinite(step=1, param="")
     clean = amp_summary("bf16", "bf16: …", census, [], None, steps=0)
-    assert clean["skipped"] == 0 and clean["skipped_steps"] == [] and clean["first_nonfinite"] is None
-    assert clean["final_scale"] is None and clean["skipped_share"] == 0.0
+    assert clean.skipped == 0 and clean.skipped_steps == () and clean.first_nonfinite is None
+    assert clean.final_scale is None and clean.skipped_share == 0.0

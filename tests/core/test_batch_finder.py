@@ -9,6 +9,7 @@ from workbench.core.engine import Trainer
 from workbench.core.ground.events import RunFailed, RunFinished
 from workbench.core.run import batch_finder
 from workbench.core.ground.findings import BatchFinding, BatchPoint
+from workbench.core.ground.results import RunResults
 from workbench.core.run.batch_finder import BatchFinderError, find_batch_size, ladder, suggest
 
 from ..helpers import SMALL_NET as SMALL
@@ -68,7 +69,7 @@ def test_on_cuda_the_suggestion_is_the_largest_batch_whose_peak_leaves_a_tenth_o
     peaks = {16: 850.0, 32: 890.0, 64: 910.0, 128: 950.0}  # 85 %, 89 %, 91 %, 95 % of the device
     monkeypatch.setattr(Trainer, "run", lambda self, config, emit, stop=None: RunFinished(
         steps=10, epochs=1, seconds=1.0, stopped=False,
-        metrics={"samples_per_s": 10.0 * config.batch_size, "peak_memory_mib": peaks[config.batch_size]}))
+        results=RunResults(samples_per_s=10.0 * config.batch_size, peak_memory_mib=peaks[config.batch_size])))
     points = [batch_finder._measure(SMALL.replace(batch_size=size), _never(), total) for size in peaks]
     assert [(point.batch_size, point.peak_memory_mib) for point in points] == list(peaks.items())
     assert [point.fits for point in points] == [True, True, False, False]

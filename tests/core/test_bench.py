@@ -14,6 +14,7 @@ from workbench.core.ground.config import TrainConfig
 from workbench.core.domain.data import load_split
 from workbench.core.ground.errors import WorkbenchError
 from workbench.core.ground.events import RunFailed, RunFinished, Step
+from workbench.core.ground.results import RunResults
 from workbench.core.domain.model import PIXEL_MEAN, PIXEL_STD
 
 
@@ -76,7 +77,7 @@ def _fake_trainer(blocks: list[list[float]], emitted: list):
                     emit(Step(step=step, epoch=1, loss=1.0, samples_per_s=len(block) * config.batch_size / seconds,
                               step_seconds=seconds / len(block), memory={}, compiling=step == 1))
             return RunFinished(steps=step, epochs=0, seconds=1.0, stopped=False,
-                               metrics={"backend_used": config.backend, "peak_memory_mib": 1.0})
+                               results=RunResults(backend_used=config.backend, peak_memory_mib=1.0))
 
     return FakeTrainer
 
@@ -129,7 +130,7 @@ def _fake_start_run(results: dict, calls: list):
 
 
 def _finished(rate: float) -> RunFinished:
-    return RunFinished(steps=10, epochs=1, seconds=1.0, stopped=False, metrics={"samples_per_s": rate})
+    return RunFinished(steps=10, epochs=1, seconds=1.0, stopped=False, results=RunResults(samples_per_s=rate))
 
 
 def test_recording_overhead_alternates_which_run_goes_first(monkeypatch, tmp_path):
@@ -276,7 +277,7 @@ def test_engine_rows_train_at_the_benchmarks_matmul_precision():
 def test_a_compiled_row_runs_to_its_end_and_shows_the_runs_own_payback(monkeypatch):
     """The row's break-even is the engine's paired payback, which a stopped run does not measure: the row's run
     must end at its step cap, not by a stop. (Payback.short's other forms: tests/core/test_payback.py.)"""
-    from workbench.core.engine import Trainer
+    from workbench.core.engine.payback import PaybackCalibration
     from workbench.core.ground.payback import Payback
 
     seen = []
@@ -285,7 +286,7 @@ def test_a_compiled_row_runs_to_its_end_and_shows_the_runs_own_payback(monkeypat
         seen.append(run.stopped)
         return Payback(eager_step_s=0.010, compiled_step_s=0.008, compile_s=12.0, steps=30)
 
-    monkeypatch.setattr(Trainer, "_payback", payback)
+    monkeypatch.setattr(PaybackCalibration, "_measure", payback)
     settings = bench.BenchSettings(batch_size=32, hidden_dim=16, warmup=2, windows=2, window_steps=5)
     config = bench.engine_configs(settings, ["aot_eager"], ["default"], ["off"], cuda=False)[0][0]
     row = bench.engine_row(config, settings, torch.device("cpu"))

@@ -16,6 +16,7 @@ from workbench.core.domain import checkpoint
 from workbench.core.ground.atomic import write_text_atomic
 from workbench.core.domain.checkpoint import CheckpointError
 from workbench.core.ground.config import TrainConfig
+from workbench.core.ground.results import RunResults
 from workbench.core.domain.model import SandwichNet
 
 CLASSES = tuple("0123456789")
@@ -32,7 +33,7 @@ def _inputs() -> torch.Tensor:
 
 
 def _save(path: Path, model: torch.nn.Module | None = None, config: TrainConfig = CONFIG) -> Path:
-    return checkpoint.save(path, model or _model(), config, metrics={"val_accuracy": 0.5},
+    return checkpoint.save(path, model or _model(), config, results=RunResults(val_accuracy=0.5),
                            versions={"torch": str(torch.__version__)}, classes=CLASSES)
 
 
@@ -46,7 +47,7 @@ def test_round_trip_gives_identical_predictions(saved):
     ckpt = checkpoint.load(saved)
     assert ckpt.config == CONFIG
     assert ckpt.classes == CLASSES
-    assert ckpt.metrics == {"val_accuracy": 0.5}
+    assert ckpt.results == RunResults(val_accuracy=0.5)
     assert "torch" in ckpt.versions
     rebuilt = ckpt.build_model("cpu")
     assert not rebuilt.training

@@ -13,6 +13,7 @@ import threading
 import pytest
 
 from workbench.core.run import process as run_process
+from workbench.core.run import protocol
 from workbench.core.run.process import ChildError, ChildProcess, torchrun_culprit
 from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.events import Notice, RunFailed, RunFinished
@@ -80,9 +81,9 @@ def test_a_stop_while_the_child_starts_ends_it_at_once_as_a_stopped_run(ranks):
 
 GARBLED = f"""
 import json, os, socket, time
-host, port = os.environ["{run_process.ADDRESS_ENV}"].rsplit(":", 1)
+host, port = os.environ["{protocol.ADDRESS_ENV}"].rsplit(":", 1)
 conn = socket.create_connection((host, int(port)))
-conn.sendall((json.dumps({{"hello": os.environ["{run_process.TOKEN_ENV}"]}}) + "\\nnot json\\n").encode())
+conn.sendall((json.dumps({{"hello": os.environ["{protocol.TOKEN_ENV}"]}}) + "\\nnot json\\n").encode())
 time.sleep(100)
 """
 
@@ -101,11 +102,11 @@ FAKE_KERNEL = f"""
 import json, os, signal, socket, sys
 from workbench.core.ground.events import Notice, RunFinished, Step, to_json
 from workbench.core.run.protocol import event_line
-host, port = os.environ["{run_process.ADDRESS_ENV}"].rsplit(":", 1)
+host, port = os.environ["{protocol.ADDRESS_ENV}"].rsplit(":", 1)
 conn = socket.create_connection((host, int(port)))
 incoming = conn.makefile("r")
 say = lambda line: conn.sendall((line + "\\n").encode())
-say(json.dumps({{"hello": os.environ["{run_process.TOKEN_ENV}"], "pid": os.getpid(), "protocol": 1}}))
+say(json.dumps({{"hello": os.environ["{protocol.TOKEN_ENV}"], "pid": os.getpid(), "protocol": 1}}))
 say(json.dumps({{"ready": True}}))
 job = json.loads(incoming.readline())
 mode = sys.argv[1]
@@ -139,9 +140,9 @@ def test_a_run_is_sent_as_one_train_job_and_a_stop_as_its_cancel():
     result = process.run(REQUEST, emit, stop)
     assert isinstance(result, RunFinished) and result.stopped and result.steps == 3
     job, cancel = (json.loads(e.message) for e in events[1:3])
-    assert job == {"id": run_process.RUN_JOB_ID, "job": "train", "args": {"request": REQUEST.to_dict()}}
+    assert job == {"id": protocol.RUN_JOB_ID, "job": "train", "args": {"request": REQUEST.to_dict()}}
     assert RunRequest.from_dict(job["args"]["request"]) == REQUEST  # the request arrives whole
-    assert cancel == {"cancel": run_process.RUN_JOB_ID}
+    assert cancel == {"cancel": protocol.RUN_JOB_ID}
     assert events[3:] == [result]
     assert process.process.poll() == 0  # it ended on its own, after its terminal event
 

@@ -237,10 +237,10 @@ def test_a_recorded_trace_is_written_and_rendered_by_tlparse(compiled_run):
     log = trace_dir / compile_trace.TRACE_FILE
     assert log.is_file() and b"compilation_metrics" in log.read_bytes()
     if shutil.which("tlparse") is None and compile_trace._beside_python("tlparse") is None:
-        assert result.metrics["compile_trace_problem"] == compile_trace.TLPARSE_HINT
+        assert result.results.compile_trace.problem == compile_trace.TLPARSE_HINT
         pytest.skip("tlparse is not installed")
-    assert result.metrics["compile_trace"] == str(trace_dir / "html" / "index.html")
-    assert "compile_trace_problem" not in result.metrics
+    assert result.results.compile_trace.path == str(trace_dir / "html" / "index.html")
+    assert not result.results.compile_trace.problem
     assert (trace_dir / "html" / "index.html").read_text().count("<html") == 1
 
 
@@ -256,14 +256,14 @@ def test_without_tlparse_one_line_says_how_to_get_it(tmp_path, monkeypatch):
 def test_a_compile_failure_is_a_fallback_marker(monkeypatch):
     from torch._dynamo.exc import TorchDynamoException
 
-    real = engine.train_step
+    real = engine.steps.train_step
 
     def step(session, x, y, config, device):
         if session.compiled:
             raise TorchDynamoException("injected compile failure")
         return real(session, x, y, config, device)
 
-    monkeypatch.setattr(engine, "train_step", step)
+    monkeypatch.setattr(engine.steps, "train_step", step)
     events: list = []
     Trainer().run(TrainConfig(epochs=1, max_steps=3, hidden_dim=8, backend="aot_eager", allow_eager_fallback=True),
                   events.append)
@@ -283,4 +283,4 @@ def test_the_compile_trace_setting_decides_whether_a_run_records_its_trace(tmp_p
                        lambda event: None)
     assert isinstance(result, RunFinished)
     log = tmp_path / "run" / "compile-trace" / compile_trace.TRACE_FILE
-    assert log.is_file() == record and ("compile_trace" in result.metrics) == record
+    assert log.is_file() == record and (result.results.compile_trace is not None) == record

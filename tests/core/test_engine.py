@@ -23,7 +23,7 @@ def saving_to(out_dir: Path, handed: list | None = None):
     def save(trained: TrainedModel) -> str:
         if handed is not None:
             handed.append(trained)
-        return str(checkpoint.save(out_dir / "checkpoint.pt", trained.model, trained.config, metrics=trained.metrics,
+        return str(checkpoint.save(out_dir / "checkpoint.pt", trained.model, trained.config, results=trained.results,
                                    versions=trained.versions, classes=trained.classes))
 
     return save
@@ -46,11 +46,11 @@ def test_eager_run_event_sequence():
         assert s.memory and all(v > 0 for v in s.memory.values())
     assert isinstance(result, RunFinished)
     assert result.steps == 20 and result.epochs == 1 and not result.stopped
-    assert result.metrics["backend_used"] == "eager"
-    assert result.metrics["compile_seconds"] == 0
+    assert result.results.backend_used == "eager"
+    assert result.results.compile_seconds == 0
     end = of(events, EpochEnd)[0]
     assert 0.0 <= end.val_accuracy <= 1.0 and end.val_loss > 0 and end.train_loss > 0
-    assert result.metrics["val_accuracy"] == end.val_accuracy
+    assert result.results.val_accuracy == end.val_accuracy
 
 
 def test_cpu_memory_reading_is_rss():
@@ -64,7 +64,7 @@ def test_two_epochs_in_order():
     assert [(s.step, s.epoch) for s in steps(events)] == [(i, 1 + (i - 1) // 4) for i in range(1, 9)]
     assert [e.epoch for e in of(events, EpochEnd)] == [1, 2]
     assert result.steps == 8 and result.epochs == 2
-    assert result.metrics["best_val_accuracy"] == max(e.val_accuracy for e in of(events, EpochEnd))
+    assert result.results.best_val_accuracy == max(e.val_accuracy for e in of(events, EpochEnd))
 
 
 def test_max_steps_stops_mid_epoch():
@@ -80,7 +80,7 @@ def test_same_seed_same_losses():
     first, a = run(config)
     second, b = run(config)
     assert [s.loss for s in steps(first)] == [s.loss for s in steps(second)]
-    assert a.metrics["val_loss"] == b.metrics["val_loss"]
+    assert a.results.val_loss == b.results.val_loss
     third, _ = run(config.replace(seed=12))
     assert [s.loss for s in steps(third)] != [s.loss for s in steps(first)]
 
@@ -90,7 +90,7 @@ def test_bf16_autocast_on_cpu_trains():
     assert isinstance(result, RunFinished)
     losses = [s.loss for s in steps(events)]
     assert len(losses) == 15 and all(math.isfinite(x) for x in losses)
-    assert math.isfinite(result.metrics["val_loss"])
+    assert math.isfinite(result.results.val_loss)
 
 
 def _training_logits(monkeypatch) -> list[torch.dtype]:
@@ -98,7 +98,7 @@ def _training_logits(monkeypatch) -> list[torch.dtype]:
     which run under no_grad), read by a hook on the model the engine builds."""
     from workbench.core import engine
 
-    real, seen = engine.model_for, []
+    real, seen = engine.trainer.model_for, []
 
     def model_for(config, output_dim):
         model = real(config, output_dim)
@@ -106,7 +106,7 @@ def _training_logits(monkeypatch) -> list[torch.dtype]:
             lambda module, args, output: seen.append(output.dtype) if torch.is_grad_enabled() else None)
         return model
 
-    monkeypatch.setattr(engine, "model_for", model_for)
+    monkeypatch.setattr(engine.trainer, "model_for", model_for)
     return seen
 
 
@@ -130,13 +130,13 @@ def _learning_rates(monkeypatch) -> list[float]:
     """The learning rate each training step's optimizer step runs with (read as the step starts)."""
     from workbench.core import engine
 
-    real, seen = engine.train_step, []
+    real, seen = engine.steps.train_step, []
 
     def train_step(session, x, y, config, device):
         seen.append(session.optimizer.param_groups[0]["lr"])
         return real(session, x, y, config, device)
 
-    monkeypatch.setattr(engine, "train_step", train_step)
+    monkeypatch.setattr(engine.steps, "train_step", train_step)
     return seen
 
 
@@ -180,7 +180,7 @@ def test_five_epochs_of_the_sample_reach_93_percent():
     events, result = run(TrainConfig())  # the defaults: 5 epochs, batch 32, AdamW, cosine
     assert isinstance(result, RunFinished)
     assert len(of(events, EpochEnd)) == 5
-    assert result.metrics["val_accuracy"] >= 0.93
+    assert result.results.val_accuracy >= 0.93
 
 
 # -- stopping ---------------------------------------------------------------------------------------------------
@@ -218,7 +218,7 @@ def test_stop_before_the_first_step_writes_no_checkpoint(tmp_path):
     assert result.stopped and result.steps == 0
     assert shape(events) == ["RunStarted", "RunFinished"]
     assert not (tmp_path / "checkpoint.pt").exists()
-    assert handed == [] and "checkpoint" not in result.metrics
+    assert handed == [] and not result.results.checkpoint
 
 
 # -- failures become one RunFailed event, never an exception ----------------------------------------------------
@@ -324,7 +324,7 @@ def test_unexpected_exception_is_an_internal_failure(monkeypatch):
     def explode(*args, **kwargs):
         raise ZeroDivisionError("surprise")
 
-    monkeypatch.setattr("workbench.core.engine.train_step", explode)
+    monkeypatch.setattr("workbench.core.engine.steps.train_step", explode)
     events, result = run(SMALL)
     assert isinstance(result, RunFailed) and result.kind == "internal"
     assert "ZeroDivisionError" in result.message and result.hint
@@ -352,9 +352,9 @@ def test_compiled_run_event_sequence_and_checkpoint(tmp_path):
     finished, eval_compiled = of(events, CompileFinished)
     assert (finished.phase, eval_compiled.phase) == ("train", "eval")
     assert isinstance(result, RunFinished)
-    assert result.metrics["compile_seconds"] > 0
-    assert result.metrics["compile_seconds"] == finished.seconds + eval_compiled.seconds == run_report.compile_seconds
-    assert result.metrics["backend_used"] == "aot_eager"
+    assert result.results.compile_seconds > 0
+    assert result.results.compile_seconds == finished.seconds + eval_compiled.seconds == run_report.compile_seconds
+    assert result.results.backend_used == "aot_eager"
     # The compiled model's checkpoint loads into a plain network.
     ckpt = checkpoint.load(tmp_path / "checkpoint.pt")
     assert not any("_orig_mod" in k for k in ckpt.state_dict)
@@ -406,7 +406,7 @@ def test_unusable_backend_falls_back_to_eager_when_allowed(monkeypatch):
     assert notices and notices[0].level == "warning" and REASON in notices[0].message
     assert events.index(notices[0]) < events.index(steps(events)[0])  # said before training starts
     assert isinstance(result, RunFinished) and not result.stopped
-    assert result.metrics["backend_used"] == "eager"
+    assert result.results.backend_used == "eager"
     assert result.steps == 5
     report = of(events, CompileReport)[-1]
     assert not report.compiled and any(REASON in w for w in report.warnings)
@@ -430,7 +430,7 @@ def test_real_compile_failure_fails_or_falls_back(monkeypatch, tmp_path):
     assert not steps(failed_events)
 
     assert isinstance(fallback, RunFinished)
-    assert fallback.metrics["backend_used"] == "eager"
+    assert fallback.results.backend_used == "eager"
     warnings = [n for n in of(fallback_events, Notice) if n.level == "warning"]
     assert any("compile failed" in n.message and "eager" in n.message for n in warnings)
     assert [s.step for s in steps(fallback_events)] == [1, 2, 3, 4]
@@ -461,7 +461,7 @@ def test_without_save_checkpoint_nothing_is_saved_and_no_path_is_reported(tmp_pa
     monkeypatch.chdir(tmp_path)
     events, result = run(SMALL.replace(max_steps=5))
     assert isinstance(result, RunFinished) and result.steps == 5
-    assert "checkpoint" not in result.metrics and "val_accuracy" in result.metrics
+    assert not result.results.checkpoint and result.results.val_accuracy is not None
     assert list(tmp_path.iterdir()) == []
     assert not [n for n in of(events, Notice) if n.level == "error"]
 
@@ -476,28 +476,28 @@ def test_save_checkpoint_is_handed_the_trained_model_once_and_its_path_is_report
     config = SMALL.replace(max_steps=5)
     events, result = run(config, save_checkpoint=save)
     assert isinstance(result, RunFinished)
-    assert result.metrics["checkpoint"] == "/somewhere/model.pt"
+    assert result.results.checkpoint == "/somewhere/model.pt"
     assert len(handed) == 1
     trained = handed[0]
     assert trained.config == config and trained.classes == tuple("0123456789")
     assert trained.versions == devices.versions()
-    assert trained.metrics["val_accuracy"] == result.metrics["val_accuracy"]
-    assert trained.metrics["epochs_completed"] == result.epochs
+    assert trained.results.val_accuracy == result.results.val_accuracy
+    assert trained.results.epochs_completed == result.epochs
     assert isinstance(trained.model, torch.nn.Module)
     # Handed over before RunFinished went out: the path is in the terminal event's metrics.
-    assert of(events, RunFinished)[0].metrics["checkpoint"] == "/somewhere/model.pt"
+    assert of(events, RunFinished)[0].results.checkpoint == "/somewhere/model.pt"
 
 
 def test_save_checkpoint_gets_a_loadable_checkpoint(tmp_path):
     out = tmp_path / "run"
     events, result = run(SMALL.replace(max_steps=10), save_checkpoint=saving_to(out))
     assert isinstance(result, RunFinished)
-    assert result.metrics["checkpoint"] == str(out / "checkpoint.pt")
+    assert result.results.checkpoint == str(out / "checkpoint.pt")
     assert sorted(p.name for p in out.iterdir()) == ["checkpoint.pt", "checkpoint.safetensors"]
     ckpt = checkpoint.load(out / "checkpoint.pt")
     assert ckpt.config == SMALL.replace(max_steps=10)
     assert ckpt.classes == tuple("0123456789")
-    assert ckpt.metrics["val_accuracy"] == result.metrics["val_accuracy"]
+    assert ckpt.results.val_accuracy == result.results.val_accuracy
     # The saved weights give the validation accuracy the run reported.
     from workbench.core.domain.data import load_split
     from workbench.core.domain.evaluate import evaluate_split
@@ -505,7 +505,7 @@ def test_save_checkpoint_gets_a_loadable_checkpoint(tmp_path):
     evaluated = evaluate_split(ckpt.build_model(), load_split("mnist-sample", "val"), ckpt.config,
                                torch.device("cpu"))
     accuracy, predictions = evaluated.accuracy, evaluated.predictions
-    assert accuracy == pytest.approx(result.metrics["val_accuracy"])
+    assert accuracy == pytest.approx(result.results.val_accuracy)
     assert predictions.shape == (1000,)
 
 
@@ -537,7 +537,7 @@ def test_cuda_run_reports_allocator_memory():
     for s in steps(events):
         assert set(s.memory) == {"allocated", "reserved", "peak"}
         assert s.memory["peak"] >= s.memory["allocated"] > 0
-    assert result.metrics["peak_memory_mib"] > 0
+    assert result.results.peak_memory_mib > 0
 
 
 @pytest.mark.cuda
@@ -545,7 +545,7 @@ def test_fp16_with_grad_scaler_on_cuda():
     events, result = run(SMALL.replace(device="cuda", amp="fp16", max_steps=20))
     assert isinstance(result, RunFinished)
     assert all(math.isfinite(s.loss) for s in steps(events))
-    assert math.isfinite(result.metrics["val_loss"])
+    assert math.isfinite(result.results.val_loss)
 
 
 @pytest.mark.cuda
@@ -575,7 +575,7 @@ def _compile_fails_at(monkeypatch, call: int) -> list[dict]:
 
     from workbench.core import engine
 
-    real, seen = engine.train_step, []
+    real, seen = engine.steps.train_step, []
 
     def step(session, x, y, config, device):
         seen.append({"compiled": session.compiled, "lr": session.optimizer.param_groups[0]["lr"],
@@ -584,7 +584,7 @@ def _compile_fails_at(monkeypatch, call: int) -> list[dict]:
             raise TorchDynamoException("injected compile failure")
         return real(session, x, y, config, device)
 
-    monkeypatch.setattr(engine, "train_step", step)
+    monkeypatch.setattr(engine.steps, "train_step", step)
     return seen
 
 
@@ -592,16 +592,16 @@ def test_step_that_failed_to_compile_stays_off_the_throughput(monkeypatch):
     _compile_fails_at(monkeypatch, call=1)
     events, result = run(SMALL.replace(backend="aot_eager", allow_eager_fallback=True, max_steps=4),
                          flush_seconds=0)
-    assert isinstance(result, RunFinished) and result.metrics["backend_used"] == "eager"
+    assert isinstance(result, RunFinished) and result.results.backend_used == "eager"
     assert [s.compiling for s in steps(events)] == [True, False, False, False]  # the failed compile's time is in 1
     assert of(events, CompileStarted) and not of(events, CompileFinished)
-    assert result.metrics["compile_seconds"] == 0.0
+    assert result.results.compile_seconds == 0.0
 
 
 def test_fallback_to_eager_keeps_the_learning_rate(monkeypatch):
     seen = _compile_fails_at(monkeypatch, call=3)
     _, result = run(SMALL.replace(backend="aot_eager", allow_eager_fallback=True, max_steps=6))
-    assert isinstance(result, RunFinished) and result.metrics["backend_used"] == "eager"
+    assert isinstance(result, RunFinished) and result.results.backend_used == "eager"
     assert [s["compiled"] for s in seen] == [True, True, True, False, False, False, False]
     assert seen[2]["lr"] != seen[0]["lr"]  # the cosine schedule has moved on by step 3
     assert seen[3]["lr"] == seen[2]["lr"]  # the eager retry of step 3 trains with step 3's learning rate
@@ -637,7 +637,7 @@ def test_unwritable_checkpoint_still_finishes_the_run(tmp_path):
     blocker.write_text("not a folder")
     events, result = run(SMALL.replace(max_steps=5), save_checkpoint=saving_to(blocker / "run"))  # mkdir fails
     assert isinstance(result, RunFinished) and result.steps == 5
-    assert "checkpoint" not in result.metrics and "val_accuracy" in result.metrics
+    assert not result.results.checkpoint and result.results.val_accuracy is not None
     errors = [n for n in of(events, Notice) if n.level == "error"]
     assert len(errors) == 1 and str(blocker / "run" / "checkpoint.pt") in errors[0].message
 
@@ -709,10 +709,13 @@ def test_the_session_and_its_eager_copy_build_a_fused_optimizer_on_cuda(monkeypa
 
     made = _optimizer_kwargs(monkeypatch)
     config = SMALL.replace(amp="off")
-    fake_run = SimpleNamespace(config=config, device=torch.device("cuda"), total_steps=20, output_dim=10)
-    trainer = Trainer()
-    fake_run.session = trainer._session(fake_run, model_for(config, 10), compiled=True)
-    copy = trainer._eager_copy(fake_run)
+    from workbench.core.engine import compiling
+
+    fake_run = SimpleNamespace(config=config, device=torch.device("cuda"), total_steps=20, output_dim=10,
+                               record_amp_health=False)
+    make_session = Trainer()._session_maker(fake_run)
+    fake_run.session = make_session(model_for(config, 10), True, None)
+    copy = compiling._eager_copy(fake_run, make_session)
     assert not copy.compiled
     assert [kwargs.get("fused") for _, kwargs in made] == [True, True]
 
@@ -755,7 +758,7 @@ def _pretend_cuda_plan(monkeypatch):
     from workbench.core import engine
 
     real = engine.warmup_plan
-    monkeypatch.setattr(engine, "warmup_plan", lambda config, device_type, start=0: real(config, "cuda", start))
+    monkeypatch.setattr(engine.trainer, "warmup_plan", lambda config, device_type, start=0: real(config, "cuda", start))
 
 
 def test_cuda_warmup_steps_are_flagged_and_kept_off_the_steady_figures(monkeypatch):
@@ -770,7 +773,7 @@ def test_cuda_warmup_steps_are_flagged_and_kept_off_the_steady_figures(monkeypat
     warm, steady = all_steps[:5], all_steps[5:]
     # Read back in a block of their own: the steady block's rate is not diluted by the warm-up's.
     assert len({s.samples_per_s for s in warm}) == 1 and len({s.samples_per_s for s in steady}) == 1
-    assert result.metrics["samples_per_s"] == pytest.approx(steady[0].samples_per_s)
+    assert result.results.samples_per_s == pytest.approx(steady[0].samples_per_s)
     assert list(curves_from_events(events).throughput_step) == [s.step for s in steady]
 
 
@@ -781,7 +784,7 @@ def test_cpu_steps_are_never_warmup_and_all_count_toward_the_steady_figures():
     all_steps = steps(events)
     assert not any(s.warmup or s.compiling for s in all_steps)
     seconds = sum(SMALL.batch_size / s.samples_per_s for s in all_steps)  # step 1's included
-    assert result.metrics["samples_per_s"] == pytest.approx(len(all_steps) * SMALL.batch_size / seconds)
+    assert result.results.samples_per_s == pytest.approx(len(all_steps) * SMALL.batch_size / seconds)
     compiled, _ = run(SMALL.replace(device="cpu", max_steps=4, backend="aot_eager"), flush_seconds=0)
     assert [(s.compiling, s.warmup) for s in steps(compiled)] == [(True, False)] + [(False, False)] * 3
 
@@ -800,16 +803,16 @@ def test_every_compile_phase_is_counted_train_then_eval():
     assert evaluation.seconds == first_epoch.val_seconds > 0
     assert events.index(evaluation) < events.index(first_epoch)
     assert events.index(train) < events.index(steps(events)[1])
-    assert result.metrics["compile_breakdown"] == {"train": train.seconds, "eval": evaluation.seconds}
-    assert result.metrics["compile_seconds"] == pytest.approx(train.seconds + evaluation.seconds)
-    assert of(events, CompileReport)[-1].compile_seconds == result.metrics["compile_seconds"]
+    assert result.results.compile_breakdown == {"train": train.seconds, "eval": evaluation.seconds}
+    assert result.results.compile_seconds == pytest.approx(train.seconds + evaluation.seconds)
+    assert of(events, CompileReport)[-1].compile_seconds == result.results.compile_seconds
 
 
 @pytest.mark.slow
 def test_cuda_graph_recording_is_a_compile_phase_of_its_own(monkeypatch):
     from workbench.core import engine
 
-    monkeypatch.setattr(engine, "warmup_plan",
+    monkeypatch.setattr(engine.trainer, "warmup_plan",
                         lambda config, device_type, start=0: engine.WarmupPlan(warmup_steps=5, recording_steps=1,
                                                                                    start=start))
     events, result = run(SMALL.replace(backend="aot_eager", max_steps=8), flush_seconds=60)
@@ -820,36 +823,36 @@ def test_cuda_graph_recording_is_a_compile_phase_of_its_own(monkeypatch):
     step2 = steps(events)[1]
     assert step2.warmup and not step2.compiling
     assert recording.seconds == pytest.approx(SMALL.batch_size / step2.samples_per_s)  # step 2's block alone
-    assert set(result.metrics["compile_breakdown"]) == {"train", "cudagraph recording", "eval"}
-    assert result.metrics["compile_seconds"] == pytest.approx(sum(c.seconds for c in compiles))
+    assert set(result.results.compile_breakdown) == {"train", "cudagraph recording", "eval"}
+    assert result.results.compile_seconds == pytest.approx(sum(c.seconds for c in compiles))
 
 
 def test_no_compile_phase_is_counted_after_a_fallback_to_eager(monkeypatch):
     _compile_fails_at(monkeypatch, call=1)
     events, result = run(SMALL.replace(backend="aot_eager", allow_eager_fallback=True, max_steps=3))
     assert isinstance(result, RunFinished) and not of(events, CompileFinished)
-    assert result.metrics["compile_breakdown"] == {} and result.metrics["compile_seconds"] == 0.0
+    assert result.results.compile_breakdown == {} and result.results.compile_seconds == 0.0
 
 
 def test_matmul_precision_is_the_runs_and_restored_afterwards(monkeypatch):
     from workbench.core import engine
 
-    real, seen = engine.train_step, []
+    real, seen = engine.steps.train_step, []
 
     def step(session, x, y, config, device):
         seen.append(torch.get_float32_matmul_precision())
         return real(session, x, y, config, device)
 
-    monkeypatch.setattr(engine, "train_step", step)
+    monkeypatch.setattr(engine.steps, "train_step", step)
     before = torch.get_float32_matmul_precision()
     assert before == "highest"  # PyTorch's default, and the setting's
     assert TrainConfig().matmul_precision == "highest"
     _, result = run(SMALL.replace(max_steps=2, matmul_precision="high"))
-    assert isinstance(result, RunFinished) and result.metrics["val_accuracy"] >= 0
+    assert isinstance(result, RunFinished) and result.results.val_accuracy >= 0
     assert seen == ["high", "high"]
     assert torch.get_float32_matmul_precision() == before
     # A failed run restores it too.
-    monkeypatch.setattr(engine, "train_step", lambda *args: 1 / 0)
+    monkeypatch.setattr(engine.steps, "train_step", lambda *args: 1 / 0)
     _, failed = run(SMALL.replace(max_steps=2, matmul_precision="medium"))
     assert isinstance(failed, RunFailed) and torch.get_float32_matmul_precision() == before
 
@@ -881,7 +884,7 @@ def test_ranks_start_from_the_same_weights_and_draw_their_own_dropout(monkeypatc
     from workbench.core import engine
     from workbench.core.domain.distributed import weights_checksum
 
-    real, first = engine.train_step, {}
+    real, first = engine.steps.train_step, {}
 
     def step(session, x, y, config, device):
         if "weights" not in first:
@@ -889,7 +892,7 @@ def test_ranks_start_from_the_same_weights_and_draw_their_own_dropout(monkeypatc
             first["mask"] = torch.nn.functional.dropout(torch.ones(256), 0.5).clone()  # the rank's random stream
         return real(session, x, y, config, device)
 
-    monkeypatch.setattr(engine, "train_step", step)
+    monkeypatch.setattr(engine.steps, "train_step", step)
     seen = []
     for rank in (0, 1):
         first.clear()
@@ -941,7 +944,7 @@ def test_an_in_process_cuda_graph_run_on_a_worker_thread_says_so(monkeypatch):
     from workbench.core import engine
 
     monkeypatch.setattr(torch, "__version__", "2.6.0")
-    monkeypatch.setattr(engine, "uses_cuda_graphs", lambda config: True)  # CUDA graphs need a GPU: pretend
+    monkeypatch.setattr(engine.plan, "uses_cuda_graphs", lambda config: True)  # CUDA graphs need a GPU: pretend
     out = []
     thread = threading.Thread(target=lambda: out.append(run(SMALL.replace(backend="aot_eager", max_steps=2))))
     thread.start()

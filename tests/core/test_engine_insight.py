@@ -73,9 +73,9 @@ def test_the_trace_is_written_gzipped_and_in_the_metrics(profiled):
         trace = json.load(fh)
     assert any(e.get("name") == f"ProfilerStep#{report.first_step}" for e in trace["traceEvents"])
     assert report.trace_bytes == (out / "trace.json.gz").stat().st_size
-    profile = result.metrics["profile"]
-    assert profile["trace"] == report.trace and profile["first_step"] == report.first_step
-    assert profile["top_ops"] == report.summary["ops"][:len(profile["top_ops"])]
+    profile = result.results.profile
+    assert profile.trace == report.trace and profile.first_step == report.first_step
+    assert list(profile.top_ops) == report.summary["ops"][:len(profile.top_ops)]
 
 
 def test_a_compiled_run_shows_its_compiled_region():
@@ -89,7 +89,7 @@ def test_a_compiled_run_shows_its_compiled_region():
 
 def test_a_run_too_short_to_profile_says_so():
     events, result = run(SMALL.replace(backend="aot_eager", max_steps=1, profile_steps=5))
-    assert not of(events, ProfileReport) and "profile" not in result.metrics
+    assert not of(events, ProfileReport) and result.results.profile is None
     assert any("not profiled" in n.message for n in of(events, Notice))
 
 
@@ -100,12 +100,12 @@ def test_bf16_reports_its_census_before_compiling_and_in_the_metrics():
     assert events.index(report) < events.index(of(events, CompileStarted)[0])
     assert report.dtype == "bf16" and report.census["groups"]["low"] > 0 and report.recommendation
     assert all(s.loss_scale is None for s in steps(events))  # bf16 needs no loss scaling
-    assert result.metrics["amp"]["dtype"] == "bf16" and result.metrics["amp"]["final_scale"] is None
+    assert result.results.amp.dtype == "bf16" and result.results.amp.final_scale is None
 
 
 def test_no_amp_no_census():
     events, result = run(SMALL.replace(max_steps=3))
-    assert not of(events, AmpReport) and "amp" not in result.metrics
+    assert not of(events, AmpReport) and result.results.amp is None
 
 
 def test_an_overflowing_fp16_scale_skips_steps_and_names_the_gradient():
@@ -116,15 +116,15 @@ def test_an_overflowing_fp16_scale_skips_steps_and_names_the_gradient():
     assert [s.scale for s in skipped] == [huge / 2 ** i for i in range(6)]  # each ran with the halved scale
     assert {s.param for s in skipped} == {"core_block.fc1.weight"}  # the first parameter, in the model's order
     assert [s.loss_scale for s in steps(events)] == [huge / 2 ** i for i in range(1, 7)]
-    amp = result.metrics["amp"]
-    assert amp["skipped"] == 6 and amp["first_nonfinite"]["step"] == 1 and amp["final_scale"] == huge / 2 ** 6
+    amp = result.results.amp
+    assert amp.skipped == 6 and amp.first_nonfinite.step == 1 and amp.final_scale == huge / 2 ** 6
     finished = of(events, RunFinished)[0]
     assert finished.steps == 6
 
 
 def test_a_sane_fp16_scale_skips_nothing():
     events, result = run(SMALL.replace(amp="fp16", max_steps=6))
-    assert not of(events, AmpSkipped) and result.metrics["amp"]["skipped"] == 0
+    assert not of(events, AmpSkipped) and result.results.amp.skipped == 0
     assert all(s.loss_scale == 65536.0 for s in steps(events))
 
 
@@ -147,7 +147,7 @@ def test_a_cuda_run_records_the_allocator_history_and_the_kernels(tmp_path):
 def test_an_overflowing_fp16_scale_on_cuda_skips_steps():
     events, result = run(SMALL.replace(device="cuda", amp="fp16", loss_scale=2.0 ** 40, max_steps=4))
     assert [s.step for s in of(events, AmpSkipped)] == [1, 2, 3, 4]
-    assert result.metrics["amp"]["first_nonfinite"]["param"] == "core_block.fc1.weight"
+    assert result.results.amp.first_nonfinite.param == "core_block.fc1.weight"
 
 
 # -- profiling on request, during the run (through the window and the kernel: tests/ui/test_profile_window.py) ----
@@ -185,4 +185,4 @@ def test_the_benchmark_can_switch_the_per_step_instruments_off():  # what `bench
     events, result = run(SMALL.replace(amp="fp16", loss_scale=2.0 ** 40, max_steps=4), amp_health=False,
                          system_metrics=False)
     assert all(s.loss_scale is None for s in steps(events)) and not of(events, AmpSkipped)
-    assert not [e for e in events if type(e).__name__ == "SystemSample"] and "system" not in result.metrics
+    assert not [e for e in events if type(e).__name__ == "SystemSample"] and result.results.system is None

@@ -21,6 +21,7 @@ from workbench.core.domain.evaluation_view import (class_scores, confident_mista
                                                    likely_label_errors)
 from workbench.core.domain.model import model_for
 from workbench.core.ground.config import TrainConfig
+from workbench.core.ground.results import RunResults
 
 from .test_data import _idx_bytes
 
@@ -44,7 +45,7 @@ def untrained_checkpoint(path, classes: tuple[str, ...], **config) -> str:
     """A checkpoint of a freshly initialised network: enough to check the bookkeeping on any dataset."""
     torch.manual_seed(0)
     cfg = TrainConfig(**config)
-    checkpoint.save(path, model_for(cfg, len(classes)), cfg, metrics={}, versions={}, classes=classes)
+    checkpoint.save(path, model_for(cfg, len(classes)), cfg, results=RunResults(), versions={}, classes=classes)
     return str(path)
 
 

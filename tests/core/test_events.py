@@ -10,6 +10,7 @@ import pytest
 
 from workbench.core.ground import events as ev
 from workbench.core.ground.config import TrainConfig
+from workbench.core.ground.results import RunResults, SystemSummary
 
 BREAK = ev.GraphBreak(
     reason="Unsupported Tensor.item() call\nHint: set capture_scalar_outputs",
@@ -34,7 +35,9 @@ SAMPLES = [
     ev.CompileReport(compiled=False, backend="inductor", mode="max-autotune"),
     ev.Notice(level="warning", message="fell back to eager", hint="choose aot_eager"),
     ev.RunFinished(steps=250, epochs=2, seconds=4.0, stopped=False,
-                   metrics={"val_accuracy": 0.93, "backend_used": "eager", "nested": {"a": 1}}),
+                   results=RunResults(val_accuracy=0.93, backend_used="eager", compile_breakdown={"train": 1.5},
+                                      system=SystemSummary(samples=3, cpu_process_mean=90.0, cpu_machine_mean=40.0,
+                                                           rss_peak_mib=800.0))),
     ev.RunFinished(steps=3, epochs=0, seconds=0.1, stopped=True),
     ev.RunFailed(kind="diverged", message="loss is nan at step 4", hint="lower the learning rate"),
     ev.CompileFinished(backend="inductor", mode="reduce-overhead", seconds=0.4, phase="cudagraph recording"),
@@ -124,6 +127,28 @@ def test_events_logged_before_compile_phases_and_warmup_steps_still_load():
     step = ev.from_json(json.dumps(old_step))
     assert step.compiling and step.warmup is False
     assert json.loads(ev.to_json(ev.Step(2, 1, 2.0, 9.0, 0.1, {}, warmup=True)))["warmup"] is True
+
+
+def test_a_run_finished_line_carries_its_results_as_metrics_and_old_lines_load_typed():
+    """RunFinished.results travels under the key every stored line has used, "metrics", in the flat layout."""
+    line = json.loads(ev.to_json(next(e for e in SAMPLES if isinstance(e, ev.RunFinished))))
+    assert "results" not in line and line["metrics"]["val_accuracy"] == 0.93
+    assert line["metrics"]["system"]["samples"] == 3
+    old = {"type": "RunFinished", "steps": 125, "epochs": 1, "seconds": 3.0, "stopped": False,
+           "metrics": {"train_loss": 0.4, "val_loss": 0.3, "val_accuracy": 0.9, "best_val_accuracy": 0.9,
+                       "samples_per_s": 5000.0, "compile_seconds": 0.0, "peak_memory_mib": 812.0,
+                       "backend_used": "eager", "epochs_completed": 1, "checkpoint": "/runs/a/checkpoint.pt"}}
+    finished = ev.from_dict(old)
+    assert isinstance(finished.results, RunResults)
+    assert finished.results.val_accuracy == 0.9 and finished.results.checkpoint == "/runs/a/checkpoint.pt"
+    assert finished.results.compile_breakdown == {} and finished.results.payback is None  # not written back then
+    nothing = ev.from_dict({"type": "RunFinished", "steps": 0, "epochs": 0, "seconds": 0.1, "stopped": True,
+                            "metrics": {}})
+    assert nothing.results == RunResults()
+    with pytest.raises(ValueError, match="samples_per_s"):
+        ev.from_dict({**old, "metrics": {**old["metrics"], "samples_per_s": "fast"}})
+    with pytest.raises(ValueError):  # the field's own name is not its wire name
+        ev.from_dict({**old, "results": {}})
 
 
 STEP = {"type": "Step", "step": 1, "epoch": 1, "loss": 2.3, "samples_per_s": 10.0, "step_seconds": 1.5,

@@ -1,7 +1,7 @@
 """Files that cannot be written mid-run (a full disk, a quota, a read-only folder), injected at the Python level.
 
 - The checkpoint: `checkpoint.save` says why in words (never torch's "[enforce fail at …]"), the engine keeps the
-  run finished but records `metrics["checkpoint_error"]`, and `workbench train` makes it an error exit (3).
+  run finished but records `results.checkpoint_error`, and `workbench train` makes it an error exit (3).
 - The event log: losing events.jsonl never costs a run that can still finish: a warning Notice says the log is
   incomplete and why, the part written is put in place, and the checkpoint is still written.
 """
@@ -19,6 +19,7 @@ from workbench import cli
 from workbench.core.domain import checkpoint
 from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.events import Notice, RunFailed, RunFinished, from_json
+from workbench.core.ground.results import RunResults
 from workbench.core.history.runs import RunStore
 from workbench.core.run import recorder as run_files
 from workbench.core.run.recorder import run_recorded
@@ -61,7 +62,7 @@ def test_a_failed_checkpoint_write_says_why_in_words(tmp_path, monkeypatch, rais
     monkeypatch.setattr(torch, "save", _torch_save_raising(raised))
     target = tmp_path / "checkpoint.pt"
     with pytest.raises(checkpoint.CheckpointWriteError) as caught:
-        checkpoint.save(target, torch.nn.Linear(2, 2), SMALL, metrics={}, versions={}, classes=("a", "b"))
+        checkpoint.save(target, torch.nn.Linear(2, 2), SMALL, results=RunResults(), versions={}, classes=("a", "b"))
     message = str(caught.value)
     assert words in message and str(target) in message
     assert "enforce fail" not in message and "inline_container" not in message
@@ -74,8 +75,8 @@ def test_a_run_whose_checkpoint_cannot_be_written_records_why(tmp_path, monkeypa
     events = []
     result = _recorded(tmp_path, sinks=(events.append,))
     assert isinstance(result, RunFinished) and result.steps == 20  # the run itself finished
-    assert "checkpoint" not in result.metrics
-    assert "No space left on device" in result.metrics["checkpoint_error"]
+    assert not result.results.checkpoint
+    assert "No space left on device" in result.results.checkpoint_error
     assert any(isinstance(e, Notice) and e.level == "error" and "No space left" in e.message for e in events)
     assert not (tmp_path / "out" / "checkpoint.pt").exists()
 
@@ -129,7 +130,7 @@ def _assert_went_on_without_the_log(tmp_path: Path, result, events: list) -> lis
     assert len(warnings) == 1  # said once, not once per event
     assert warnings[0].level == "warning" and "incomplete" in warnings[0].message
     assert "No space left on device" in warnings[0].message
-    assert (out / "checkpoint.pt").is_file() and result.metrics["checkpoint"] == str(out / "checkpoint.pt")
+    assert (out / "checkpoint.pt").is_file() and result.results.checkpoint == str(out / "checkpoint.pt")
     assert (out / "metrics.json").is_file()
     assert _hidden(out) == []  # no temp file left
     with RunStore(tmp_path / "runs.sqlite") as store:

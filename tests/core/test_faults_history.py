@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from workbench.core.ground.events import Notice, RunFailed, RunFinished, RunStarted, Step
+from workbench.core.ground.results import RunResults
 from workbench.core.history import runs
 from workbench.core.history.runs import RunRecorder, RunStore
 from workbench.core.run.recorder import run_recorded
@@ -55,7 +56,7 @@ def _step(i: int) -> Step:
 
 def _finished(steps: int) -> RunFinished:
     return RunFinished(steps=steps, epochs=1, seconds=1.0, stopped=False,
-                       metrics={"best_val_accuracy": 0.5, "checkpoint": CHECKPOINT})
+                       results=RunResults(best_val_accuracy=0.5, checkpoint=CHECKPOINT))
 
 
 def _drive(recorder: RunRecorder, steps: int, at: dict) -> list:

@@ -78,7 +78,7 @@ def test_an_exception_outside_the_user_s_file_is_still_internal(tmp_path, monkey
     def broken(*args, **kwargs):
         raise RuntimeError("planted workbench bug")
 
-    monkeypatch.setattr("workbench.core.engine.check_outputs", broken)
+    monkeypatch.setattr("workbench.core.engine.trainer.check_outputs", broken)
     result = Trainer().run(config_for(spec), lambda event: None)
     assert isinstance(result, RunFailed) and result.kind == "internal", result
 

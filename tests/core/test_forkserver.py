@@ -84,8 +84,8 @@ def test_every_forked_run_compiles_from_fresh_dynamo_state(tmp_path):
         process, result, events = _train(config, tmp_path / name)
         assert isinstance(process.process, forkserver.ForkedProcess)
         assert isinstance(result, RunFinished), result
-        assert result.metrics["compile_seconds"] > 0
-        observed = [line for entry in result.metrics["recompile_forecast"] for line in entry["observed"]]
+        assert result.results.compile_seconds > 0
+        observed = [line for entry in result.results.recompile_forecast for line in entry.observed]
         assert any(line.startswith("forward: 0/0:") for line in observed), observed
 
 

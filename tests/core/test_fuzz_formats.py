@@ -34,6 +34,7 @@ from workbench.core.ground.images import ImageError, load_digit
 from workbench.core.domain.model import SandwichNet
 from workbench.core.ground import events
 from workbench.core.ground.config import ConfigError, TrainConfig
+from workbench.core.ground.results import RunResults
 from workbench.core.history.runs import RunStore, RunStoreError
 
 TRIED: Counter = Counter()  # inputs tried per format
@@ -81,7 +82,7 @@ JSON = st.recursive(
 def good_checkpoint(tmp_path_factory) -> bytes:
     torch.manual_seed(0)
     path = checkpoint.save(tmp_path_factory.mktemp("ckpt") / "checkpoint.pt", SandwichNet(hidden_dim=8), CONFIG,
-                           metrics={"val_accuracy": 0.5}, versions={"torch": str(torch.__version__)},
+                           results=RunResults(val_accuracy=0.5), versions={"torch": str(torch.__version__)},
                            classes=CLASSES)
     assert checkpoint.load(path).classes == CLASSES
     return path.read_bytes()
@@ -96,7 +97,7 @@ def _load_checkpoint_bytes(data: bytes) -> None:
             ckpt = checkpoint.load(path)
         except CheckpointError:
             return
-        assert isinstance(ckpt.metrics, dict) and isinstance(ckpt.versions, dict)
+        assert isinstance(ckpt.results, RunResults) and isinstance(ckpt.versions, dict)
         assert all(isinstance(c, str) for c in ckpt.classes)
         ckpt.build_model()
 
@@ -142,9 +143,10 @@ def test_checkpoint_fuzzed_fields(fields):
 
 
 def test_checkpoint_classes_and_metrics_must_be_plain_data(tmp_path):
-    """Regression: a checkpoint whose classes were a string or whose metrics were a list loaded as 'valid'."""
+    """Regression: a checkpoint whose classes were a string or whose metrics were a list loaded as 'valid'. Its
+    metrics are a run's results: one of the wrong type is refused too."""
     for field, value in [("classes", "0123456789"), ("metrics", [1, 2]), ("versions", "torch"),
-                         ("classes", [0, 1, 2, 3, 4, 5, 6, 7, 8, 9])]:
+                         ("classes", [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]), ("metrics", {"samples_per_s": "fast"})]:
         payload = {"format": checkpoint.FORMAT, "format_version": 1, "config": CONFIG.to_dict(),
                    "state_dict": SandwichNet(hidden_dim=8).state_dict(), "metrics": {}, "versions": {},
                    "classes": list(CLASSES), field: value}
@@ -339,7 +341,7 @@ _GOOD_EVENTS = [
     events.EpochEnd(epoch=1, train_loss=0.5, val_loss=0.4, val_accuracy=0.9, seconds=1.0),
     events.CompileReport(compiled=True, backend="inductor", mode="default", breaks=(
         events.GraphBreak(reason="r", frames=(events.Frame(file="f.py", line=1, function="f", source="x"),)),)),
-    events.RunFinished(steps=1, epochs=1, seconds=1.0, stopped=False, metrics={"a": 1}),
+    events.RunFinished(steps=1, epochs=1, seconds=1.0, stopped=False, results=RunResults(val_accuracy=0.5)),
     events.Notice(level="info", message="m"),
 ]
 

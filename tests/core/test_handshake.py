@@ -15,6 +15,7 @@ import pytest
 
 from workbench.core.ground.events import RunFinished
 from workbench.core.run import process as run_process
+from workbench.core.run import protocol
 from workbench.core.run.process import ChildProcess
 from workbench.core.run.protocol import MAX_LINE_BYTES, LineTooLong, Lines
 
@@ -32,9 +33,9 @@ exec(compile(os.environ["FAKE_KERNEL"], "fake_kernel", "exec"))
 
 # A stand-in kernel that says hello (and `after` in the same packet), then hangs as one importing torch would.
 SAYS = ("import json, os, socket, time\n"
-        f"host, port = os.environ['{run_process.ADDRESS_ENV}'].rsplit(':', 1)\n"
+        f"host, port = os.environ['{protocol.ADDRESS_ENV}'].rsplit(':', 1)\n"
         "c = socket.create_connection((host, int(port)))\n"
-        f"c.sendall((json.dumps({{{{'hello': os.environ['{run_process.TOKEN_ENV}']}}}}) + '\\n'{{after}}).encode())\n"
+        f"c.sendall((json.dumps({{{{'hello': os.environ['{protocol.TOKEN_ENV}']}}}}) + '\\n'{{after}}).encode())\n"
         "time.sleep(100)\n")
 
 

@@ -120,7 +120,7 @@ def test_load_checkpoint_returns_its_classes_config_and_metrics(kernel, trained_
     assert info.classes == tuple(str(i) for i in range(10))
     config = info.config
     assert config.epochs == 2 and config.hidden_dim == trained_run.config.hidden_dim
-    assert info.metrics["best_val_accuracy"] == pytest.approx(trained_run.result.metrics["best_val_accuracy"])
+    assert info.results.best_val_accuracy == pytest.approx(trained_run.result.results.best_val_accuracy)
     assert "torch" in info.versions
     assert info.to_dict() == data  # the wire round trip
 

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from workbench.core import engine
+from workbench.core.engine.payback import PaybackCalibration
 from workbench.core.engine import Trainer
 from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.payback import Payback
@@ -74,7 +75,7 @@ CONFIG = TrainConfig(epochs=1, max_steps=12, hidden_dim=16, backend="aot_eager",
 def _run(config, monkeypatch=None, calibrate=True):
     handed: list = []
     if not calibrate:
-        monkeypatch.setattr(Trainer, "_payback", lambda self, run: "not measured (test)")
+        monkeypatch.setattr(PaybackCalibration, "_measure", lambda self, run: "not measured (test)")
     torch._dynamo.reset()
     result = Trainer(save_checkpoint=lambda trained: handed.append(trained) or "saved").run(config, lambda e: None)
     return result, {k: v.detach().clone() for k, v in handed[0].model.state_dict().items()}
@@ -83,13 +84,13 @@ def _run(config, monkeypatch=None, calibrate=True):
 @pytest.mark.slow
 def test_a_compiled_run_measures_eager_and_compiled_steps_and_its_weights_are_untouched(monkeypatch):
     calibrated, weights = _run(CONFIG)
-    payback = Payback.from_dict(calibrated.metrics["payback"])
+    payback = calibrated.results.payback
     assert payback is not None and payback.eager_step_s > 0 and payback.compiled_step_s > 0
-    assert payback.compile_s == calibrated.metrics["compile_seconds"] and payback.steps == 12
+    assert payback.compile_s == calibrated.results.compile_seconds and payback.steps == 12
     assert "force_eager" in payback.method
     # The calibration trained, then put everything back: the checkpoint is the run's own, bit for bit.
     plain, plain_weights = _run(CONFIG, monkeypatch, calibrate=False)
-    assert "payback" not in plain.metrics
+    assert plain.results.payback is None
     assert weights.keys() == plain_weights.keys()
     assert all(torch.equal(weights[k], plain_weights[k]) for k in weights)
 
@@ -98,17 +99,17 @@ def test_a_compiled_run_measures_eager_and_compiled_steps_and_its_weights_are_un
 def test_the_calibration_really_runs_eager_steps_and_compiled_ones(monkeypatch):
     """force_eager must reach the step: with it ignored, no step of the calibration would run eagerly."""
     seen = {"eager": 0, "compiled": 0}
-    real = engine.train_step
+    real = engine.steps.train_step
 
     def step(session, x, y, config, device):
         seen["eager" if torch.compiler.is_compiling() is False and _stance_is_eager() else "compiled"] += 1
         return real(session, x, y, config, device)
 
-    monkeypatch.setattr(engine, "train_step", step)
+    monkeypatch.setattr(engine.steps, "train_step", step)
     result, _ = _run(CONFIG)
-    block = int(result.metrics["payback"]["method"].split(" rounds of ")[1].split()[0])
-    assert seen["eager"] == (engine.PAYBACK_ROUNDS + 1) * block  # one untimed warm-up block, then the rounds
-    assert seen["compiled"] == 12 + engine.PAYBACK_ROUNDS * block
+    block = int(result.results.payback.method.split(" rounds of ")[1].split()[0])
+    assert seen["eager"] == (engine.payback.ROUNDS + 1) * block  # one untimed warm-up block, then the rounds
+    assert seen["compiled"] == 12 + engine.payback.ROUNDS * block
 
 
 def _stance_is_eager() -> bool:
@@ -120,11 +121,11 @@ def _stance_is_eager() -> bool:
 @pytest.mark.slow
 def test_an_eager_run_has_no_payback_and_a_stopped_one_says_why():
     result = Trainer().run(CONFIG.replace(backend="eager"), lambda e: None)
-    assert "payback" not in result.metrics and "payback_problem" not in result.metrics
+    assert result.results.payback is None and not result.results.payback_problem
     torch._dynamo.reset()
     stopped = Trainer().run(CONFIG, lambda e: None, StopAfter(3))
     assert stopped.stopped and 0 < stopped.steps < 12
-    assert stopped.metrics["payback_problem"] == "not measured: the run was stopped"
+    assert stopped.results.payback_problem == "not measured: the run was stopped"
 
 
 def test_restoring_the_training_state_puts_back_weights_optimizer_and_schedule():
@@ -133,18 +134,18 @@ def test_restoring_the_training_state_puts_back_weights_optimizer_and_schedule()
     model = torch.nn.Linear(4, 2)
     optimizer = torch.optim.AdamW(model.parameters(), lr=0.1)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0 / (step + 1))
-    session = engine._Session(model=model, train_model=model, optimizer=optimizer, scaler=None, compiled=False,
+    session = engine.Session(model=model, train_model=model, optimizer=optimizer, scaler=None, compiled=False,
                               autocast=contextlib.nullcontext(), scheduler=scheduler)
     model(torch.ones(1, 4)).sum().backward()
     optimizer.step()
     session.scheduler.step()
     before = (copy.deepcopy(model.state_dict()), copy.deepcopy(optimizer.state_dict()), session.scheduler.state_dict())
-    state = engine._training_state(session)
+    state = engine.steps.training_state(session)
     for _ in range(3):
         model(torch.randn(1, 4)).sum().backward()
         optimizer.step()
         session.scheduler.step()
-    engine._restore_training_state(session, state)
+    engine.steps.restore_training_state(session, state)
     weights, opt, sched = before
     assert all(torch.equal(model.state_dict()[k], weights[k]) for k in weights)
     assert optimizer.state_dict()["state"][0]["step"] == opt["state"][0]["step"]

@@ -19,8 +19,9 @@ from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.events import (CompileEvent, CompileFinished, CompileReport, CompileStarted, EpochEnd,
                                           Frame, GraphBreak, RunFinished, RunStarted, Step)
 from workbench.core.ground.fixit import fixit_cards
-from workbench.core.ground.forecast import EVAL_MODE, PARTIAL_VAL_BATCH, Forecast, check_as_dict, check_forecast
+from workbench.core.ground.forecast import EVAL_MODE, PARTIAL_VAL_BATCH, Forecast, ForecastCheck, check_forecast
 from workbench.core.ground.payback import Payback
+from workbench.core.ground.results import CompileTrace, RunResults
 from workbench.core.history.report import build_report, write_report_files
 from workbench.core.history.report_compile import KIND_STYLE, cache_summary
 from workbench.core.history.report_page import SECTIONS
@@ -97,8 +98,9 @@ def _config(**changes) -> dict:
     return TrainConfig(epochs=1, max_steps=STEPS, **changes).to_dict()
 
 
-def _events(config: dict, timeline: dict[int, list[CompileEvent]], metrics: dict,
+def _events(config: dict, timeline: dict[int, list[CompileEvent]], results: dict,
             report: CompileReport | None) -> list:
+    """A run's events; `results`: the RunResults fields it ends with beyond the figures every run has."""
     events: list = [RunStarted(config=config, device="cpu", device_name="test CPU", versions={"torch": "2.14.0"},
                                train_size=960, val_size=100, steps_per_epoch=STEPS, total_steps=STEPS)]
     if report is not None:
@@ -114,7 +116,8 @@ def _events(config: dict, timeline: dict[int, list[CompileEvent]], metrics: dict
         events.append(report)
     base = {"best_val_accuracy": 0.9, "samples_per_s": 1000.0, "compile_seconds": 0.05, "peak_memory_mib": 500.0,
             "backend_used": config["backend"], "epochs_completed": 1}
-    events.append(RunFinished(steps=STEPS, epochs=1, seconds=1.0, stopped=False, metrics={**base, **metrics}))
+    events.append(RunFinished(steps=STEPS, epochs=1, seconds=1.0, stopped=False,
+                              results=RunResults(**{**base, **results})))
     return events
 
 
@@ -138,7 +141,7 @@ class Recorded:
     store: RunStore
     full: int  # every kind but fallback, a payback, a forecast, graph breaks, a rendered trace
     fell_back: int  # a fallback, no payback (a reason), a trace that could not be rendered
-    old: int  # recorded before any of it: no compile events, no new metrics keys
+    old: int  # recorded before any of it: no compile events, none of the newer results
 
     def records(self, *ids: int):
         return [self.store.get(i, with_events=True) for i in ids]
@@ -153,16 +156,15 @@ def recorded(tmp_path_factory) -> Recorded:
     root = tmp_path_factory.mktemp("compile-report")
     store = RunStore(root / "runs.sqlite")
     full_dir, fallback_dir = root / "runs" / "full", root / "runs" / "fell-back"
-    checks = [check_as_dict(c) for c in check_forecast(FORECASTS, RECOMPILES)]
     full = _record(store, full_dir, _events(
         _config(backend="aot_eager"), TIMELINE, {
-            "payback": PAYBACK.to_dict(), "recompile_forecast": checks,
-            "compile_trace": str(full_dir / "compile-trace" / "html" / "index.html")}, _report_of()))
+            "payback": PAYBACK, "recompile_forecast": check_forecast(FORECASTS, RECOMPILES),
+            "compile_trace": CompileTrace(str(full_dir / "compile-trace" / "html" / "index.html"))}, _report_of()))
     fell_back = _record(store, fallback_dir, _events(
         _config(backend="inductor", allow_eager_fallback=True),
         {1: [_event(1, "graph", "forward graph compiled (frame 0/0)")], 5: [FALLBACK]}, {
-            "payback_problem": "not measured: the run fell back to eager", "recompile_forecast": [],
-            "compile_trace": str(fallback_dir / "compile-trace"), "compile_trace_problem": TLPARSE_HINT},
+            "payback_problem": "not measured: the run fell back to eager", "recompile_forecast": (),
+            "compile_trace": CompileTrace(str(fallback_dir / "compile-trace"), TLPARSE_HINT)},
         _report_of((), backend="inductor", compiled=False, graph_count=0, recompiles=())))
     old = _record(store, root / "runs" / "old", _events(_config(), {}, {}, None))
     yield Recorded(root=root, store=store, full=full, fell_back=fell_back, old=old)
@@ -487,10 +489,11 @@ def test_compiler_text_is_escaped_everywhere(recorded):
     evil_events = [_event(2, "graph_break", f"graph break: {EVIL}", detail=f"why {EVIL}", frames=(frame,)),
                    _event(2, "cache_miss", f"FX-graph cache miss {EVIL}", detail=EVIL),
                    _event(3, f"new_kind{EVIL}", f"title {EVIL}")]
-    checks = [{"verdict": EVIL, "when": EVIL, "text": EVIL, "fix": EVIL, "observed": [EVIL]}]
-    metrics = {"payback": {**PAYBACK.to_dict(), "method": EVIL}, "recompile_forecast": checks,
-               "compile_trace": f"/tmp/{EVIL}/index.html", "compile_trace_problem": EVIL}
-    events = _events(_config(backend="aot_eager"), {2: evil_events}, metrics,
+    checks = (ForecastCheck(Forecast(cause=EVIL, phase="eval", when=EVIL, text=EVIL, fix=EVIL, expected=False),
+                            observed=(EVIL,), verdict=EVIL),)
+    results = {"payback": dataclasses.replace(PAYBACK, method=EVIL), "recompile_forecast": checks,
+               "compile_trace": CompileTrace(f"/tmp/{EVIL}/index.html", EVIL)}
+    events = _events(_config(backend="aot_eager"), {2: evil_events}, results,
                      _report_of((GraphBreak(f"{EVIL}\n  Explanation: {EVIL}\n  Hint: {EVIL}", (frame,)),)))
     run_id = _record(recorded.store, recorded.root / "runs" / "evil", events)
     text, data = recorded.report(run_id, name="evil.html")

@@ -21,7 +21,7 @@ PER_EPOCH = 4000 // 250
 
 def save_to(path):
     def save(trained: TrainedModel) -> str:
-        return str(checkpoint.save(path, trained.model, trained.config, metrics=trained.metrics,
+        return str(checkpoint.save(path, trained.model, trained.config, results=trained.results,
                                    versions=trained.versions, classes=trained.classes,
                                    training_state=trained.training_state))
     return save
@@ -81,7 +81,7 @@ def test_stopping_and_continuing_trains_exactly_what_one_run_does(straight, tmp_
         (e.epoch, e.train_loss, e.val_accuracy) for e in of(straight_events, EpochEnd) if e.epoch >= 3
         and (e.epoch > 3 or stopped_at < 3 * PER_EPOCH)]
     assert _same_weights(checkpoint.load(tmp_path / "second.pt"), straight_ckpt)  # bit for bit
-    assert result.metrics["best_val_accuracy"] == max(e.val_accuracy for e in of(straight_events, EpochEnd))
+    assert result.results.best_val_accuracy == max(e.val_accuracy for e in of(straight_events, EpochEnd))
 
 
 @pytest.mark.slow
@@ -120,7 +120,7 @@ def test_an_exported_copy_continues_and_weights_alone_do_not(one_epoch, tmp_path
     checkpoint.export(first, tmp_path / "copy.pt")  # File → Export checkpoint: the training state goes along
     _, result = train(CONFIG.replace(epochs=2, resume=str(tmp_path / "copy.pt")), tmp_path / "second.pt")
     assert isinstance(result, RunFinished) and result.steps == 2 * PER_EPOCH
-    checkpoint.save(tmp_path / "weights.pt", first.build_model(), first.config, metrics=first.metrics,
+    checkpoint.save(tmp_path / "weights.pt", first.build_model(), first.config, results=first.results,
                     versions=first.versions, classes=first.classes)  # as an older Workbench wrote them
     _, result = train(CONFIG.replace(epochs=2, resume=str(tmp_path / "weights.pt")), tmp_path / "third.pt")
     assert isinstance(result, RunFailed) and "no training state" in result.message

@@ -17,6 +17,7 @@ from workbench.core.run import recorder as run_files
 from workbench.core.history import runs
 from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.events import EpochEnd, Notice, RunFailed, RunFinished, RunStarted, Step, from_json
+from workbench.core.ground.results import RunResults
 from workbench.core.run.recorder import run_recorded
 from workbench.core.run.request import RunRequest
 from workbench.core.history.runs import RunRecorder, RunStore, RunStoreError
@@ -48,7 +49,7 @@ def test_a_real_run_round_trips(tmp_path):
     assert record.status == "finished" and record.steps == SMALL.max_steps
     assert record.config == SMALL.to_dict()
     assert record.environment["device"] == "cpu" and "torch" in record.environment
-    assert record.best_val_accuracy == pytest.approx(result.metrics["best_val_accuracy"])
+    assert record.best_val_accuracy == pytest.approx(result.results.best_val_accuracy)
     assert record.checkpoint == str(tmp_path / "out" / "checkpoint.pt")
     assert store.get(record.id, with_events=True).events == events  # the whole stream, in order, equal
 
@@ -62,7 +63,7 @@ def test_events_are_committed_in_batches_not_one_by_one(tmp_path):
     reader = RunStore(tmp_path / "runs.sqlite")
     record = reader.get(recorder.run_id, with_events=True)
     assert record.status == "running" and record.events == []  # nothing committed yet: one batch pending
-    recorder(RunFinished(steps=100, epochs=1, seconds=1.0, stopped=False, metrics={"best_val_accuracy": 0.5}))
+    recorder(RunFinished(steps=100, epochs=1, seconds=1.0, stopped=False, results=RunResults(best_val_accuracy=0.5)))
     record = reader.get(recorder.run_id, with_events=True)
     assert record.status == "finished" and len(record.events) == 102 and record.best_val_accuracy == 0.5
 

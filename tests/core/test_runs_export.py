@@ -14,6 +14,7 @@ from tensorboard.plugins.hparams.plugin_data_pb2 import HParamsPluginData
 from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.errors import WorkbenchError
 from workbench.core.ground.events import EpochEnd, RunFailed, RunFinished, Step
+from workbench.core.ground.results import RunResults
 from workbench.core.history.runs import RunRecorder, RunStore
 from workbench.core.history.runs_export import (TENSORBOARD_HINT, RunsExportError, export_csv, export_tensorboard,
                                                 tensorboard_name)
@@ -42,7 +43,7 @@ def record_history(db: Path) -> None:
             if i % 3 == 0:
                 recorder(EpochEnd(epoch=i // 3, train_loss=1.0, val_loss=1.0 / i, val_accuracy=0.8 + i / 100,
                                   seconds=float(i)))
-        recorder(RunFinished(steps=6, epochs=2, seconds=6.0, stopped=False, metrics=FINAL_METRICS))
+        recorder(RunFinished(steps=6, epochs=2, seconds=6.0, stopped=False, results=RunResults(**FINAL_METRICS)))
         recorder = RunRecorder(store, interval=3600)
         for event in (_started(FAILED), _step(1, 1), _step(2, 1), RunFailed("diverged", "the loss is NaN")):
             recorder(event)

@@ -11,6 +11,7 @@ import pytest
 
 from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.events import EpochEnd, RunFailed, RunFinished
+from workbench.core.ground.results import RunResults
 from workbench.core.history.runs import RunStore
 from workbench.core.history.sweep_report import sweep_html
 from workbench.core.history.sweeps import Trial, axis_position, pareto_front
@@ -58,9 +59,9 @@ def fake_start_run(accuracies: list[list[float]], seen_stops: list[bool]):
             emit(EpochEnd(epoch=epoch, train_loss=0.5, val_loss=0.5, val_accuracy=accuracy, seconds=1.0))
             if stop.is_set():
                 seen_stops.append(True)
-                return RunFinished(steps=epoch, epochs=epoch, seconds=1.0, stopped=True, metrics={})
+                return RunFinished(steps=epoch, epochs=epoch, seconds=1.0, stopped=True)
         return RunFinished(steps=len(epochs), epochs=len(epochs), seconds=1.0, stopped=False,
-                           metrics={"samples_per_s": 1000.0, "compile_seconds": 0.0, "peak_memory_mib": 900.0})
+                           results=RunResults(samples_per_s=1000.0, compile_seconds=0.0, peak_memory_mib=900.0))
     return start_run
 
 

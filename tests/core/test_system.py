@@ -14,6 +14,7 @@ from workbench.core.domain.system import SystemSampler, summary
 from workbench.core.engine import Trainer
 from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.events import RunFinished, Step, SystemSample, from_json, to_json
+from workbench.core.ground.results import GpuSummary, SystemSummary
 
 
 def test_a_reading_is_this_process_and_this_machine():
@@ -86,11 +87,16 @@ def test_the_summary_gives_means_and_peaks():
            {"cuda:0": {"util": 100.0, "memory_mib": 300.0, "power_w": 250.0, "temp_c": 70.0}}]
     samples = [SystemSample(seconds=0.5, cpu_process=100.0, cpu_machine=40.0, rss_mib=500.0, gpu=gpu[0]),
                SystemSample(seconds=1.0, cpu_process=200.0, cpu_machine=60.0, rss_mib=700.0, gpu=gpu[1])]
-    assert summary(samples) == {"samples": 2, "cpu_process_mean": 150.0, "cpu_machine_mean": 50.0,
-                                "rss_peak_mib": 700.0,
-                                "cuda:0": {"util_mean": 75.0, "memory_peak_mib": 300.0, "power_peak_w": 250.0,
-                                           "temp_peak_c": 70.0}}
-    assert summary([]) == {}
+    assert summary(samples) == SystemSummary(samples=2, cpu_process_mean=150.0, cpu_machine_mean=50.0,
+                                             rss_peak_mib=700.0, gpus={"cuda:0": GpuSummary(
+                                                 util_mean=75.0, memory_peak_mib=300.0, power_peak_w=250.0,
+                                                 temp_peak_c=70.0)})
+    # Stored as it always was: the GPUs beside the means, by name.
+    assert summary(samples).to_dict() == {"samples": 2, "cpu_process_mean": 150.0, "cpu_machine_mean": 50.0,
+                                          "rss_peak_mib": 700.0,
+                                          "cuda:0": {"util_mean": 75.0, "memory_peak_mib": 300.0,
+                                                     "power_peak_w": 250.0, "temp_peak_c": 70.0}}
+    assert summary([]) is None
     assert from_json(to_json(samples[1])) == samples[1]
 
 
@@ -100,8 +106,8 @@ def test_a_run_emits_its_samples_on_its_thread_and_keeps_their_summary(monkeypat
     result = Trainer().run(TrainConfig(epochs=2, max_steps=120, hidden_dim=16), events.append)
     assert isinstance(result, RunFinished)
     samples = [e for e in events if isinstance(e, SystemSample)]
-    assert len(samples) >= 2 and result.metrics["system"] == summary(samples)
-    assert result.metrics["system"]["rss_peak_mib"] > 0
+    assert len(samples) >= 2 and result.results.system == summary(samples)
+    assert result.results.system.rss_peak_mib > 0
     # Emitted after the steps of the read-back they came with: never after the run's end.
     assert events.index(samples[-1]) < events.index(result)
     assert any(isinstance(e, Step) for e in events[:events.index(samples[0])])
@@ -110,6 +116,6 @@ def test_a_run_emits_its_samples_on_its_thread_and_keeps_their_summary(monkeypat
 @pytest.mark.cuda
 def test_a_cuda_run_samples_its_gpu_through_nvml():
     result = Trainer().run(TrainConfig(device="cuda", epochs=1, max_steps=300), lambda e: None)
-    figures = result.metrics["system"]
-    gpu = next(value for key, value in figures.items() if key.startswith("cuda:"))
-    assert gpu["memory_peak_mib"] > 0 and gpu["power_peak_w"] > 0 and 0 <= gpu["util_mean"] <= 100
+    figures = result.results.system
+    gpu = next(value for key, value in figures.gpus.items() if key.startswith("cuda:"))
+    assert gpu.memory_peak_mib > 0 and gpu.power_peak_w > 0 and 0 <= gpu.util_mean <= 100

@@ -13,9 +13,9 @@ from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.events import RunFinished, Step
 
 
-def _session(model: nn.Module) -> engine._Session:
+def _session(model: nn.Module) -> engine.Session:
     optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
-    return engine._Session(model=model, train_model=model, optimizer=optimizer, scaler=None, compiled=False,
+    return engine.Session(model=model, train_model=model, optimizer=optimizer, scaler=None, compiled=False,
                            autocast=contextlib.nullcontext())
 
 

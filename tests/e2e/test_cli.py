@@ -72,7 +72,7 @@ def test_train_one_epoch_writes_the_run_files(tmp_path, capsys):
     assert metrics["steps"] == 125 and metrics["stopped"] is False
     assert metrics["config"]["epochs"] == 1
     assert len(metrics["epochs"]) == 1
-    assert metrics["metrics"]["val_accuracy"] == events[-1].metrics["val_accuracy"]
+    assert metrics["metrics"]["val_accuracy"] == events[-1].results.val_accuracy
     assert metrics["metrics"]["checkpoint"] == str(out / "checkpoint.pt")
 
 

@@ -9,7 +9,9 @@ from PySide6.QtTest import QTest
 
 from workbench.core.ground.events import (CompileEvent, CompileReport, Frame, GraphBreak, RunFinished, RunStarted,
                                           Step)
+from workbench.core.ground.forecast import EVAL_MODE, Forecast, ForecastCheck
 from workbench.core.ground.payback import Payback
+from workbench.core.ground.results import CompileTrace, RunResults
 from workbench.ui.panels.compile import CompilePanel
 
 from ..helpers import set_config
@@ -50,7 +52,7 @@ def events_of_a_compiled_run() -> list:
 
 
 def test_each_step_the_compiler_acted_on_is_one_marker_and_clicking_it_shows_its_events(window, qtbot):
-    window.on_events(events_of_a_compiled_run())
+    window.training.on_events(events_of_a_compiled_run())
     markers = window.plots.timeline.lines
     assert sorted(markers) == [1, 125]
     assert "2 graphs compiled" in markers[1].toolTip() and "1 cache miss" in markers[1].toolTip()
@@ -110,15 +112,15 @@ def test_a_runs_payback_and_its_trace_are_shown_when_it_ends(qtbot, monkeypatch,
     qtbot.addWidget(panel)
     payback = Payback(eager_step_s=0.010, compiled_step_s=0.008, compile_s=6.2, steps=625, method="paired")
     index = tmp_path / "html" / "index.html"
-    panel.add_events([started(), RunFinished(steps=625, epochs=5, seconds=20.0, stopped=False, metrics={
-        "payback": payback.to_dict(), "compile_trace": str(index)})])
+    panel.add_events([started(), RunFinished(steps=625, epochs=5, seconds=20.0, stopped=False, results=RunResults(
+        payback=payback, compile_trace=CompileTrace(str(index))))])
     assert panel.fields["payback"].text() == "pays off after 3,100 steps (this run has 625; compiled is 1.25× eager)"
     assert "eager 10.00 ms/step, compiled 8.00 ms/step" in panel.fields["payback"].toolTip()
     assert not panel.trace_button.isHidden()
     qtbot.mouseClick(panel.trace_button, Qt.LeftButton)
     assert [url.toLocalFile() for url in opened] == [str(index)]
-    panel.add_events([started(), RunFinished(steps=3, epochs=0, seconds=2.0, stopped=True, metrics={
-        "payback_problem": "not measured: the run was stopped"})])
+    panel.add_events([started(), RunFinished(steps=3, epochs=0, seconds=2.0, stopped=True, results=RunResults(
+        payback_problem="not measured: the run was stopped"))])
     assert panel.fields["payback"].text() == "not measured: the run was stopped" and panel.trace_button.isHidden()
 
 
@@ -143,11 +145,12 @@ def test_after_a_run_the_forecast_says_what_really_happened(qtbot):
     qtbot.addWidget(panel)
     panel.add_events([started()])
     assert panel.forecast.heading.text().startswith("1 recompile(s) predicted for this run")
-    checks = [{"when": "at the first validation (after step 125)", "text": "eval graph", "fix": "none",
-               "expected": True, "verdict": "confirmed", "observed": ["forward: 0/0: GLOBAL_STATE changed"]},
-              {"verdict": "not predicted", "observed": ["forward: 0/1: ___stack0 == 3.4"]}]
+    eval_graph = Forecast(cause=EVAL_MODE, phase="eval", when="at the first validation (after step 125)",
+                          text="eval graph", fix="none", expected=True)
+    checks = (ForecastCheck(eval_graph, observed=("forward: 0/0: GLOBAL_STATE changed",), verdict="confirmed"),
+              ForecastCheck(None, observed=("forward: 0/1: ___stack0 == 3.4",), verdict="not predicted"))
     panel.add_events([RunFinished(steps=250, epochs=2, seconds=9.0, stopped=False,
-                                  metrics={"recompile_forecast": checks})])
+                                  results=RunResults(recompile_forecast=checks))])
     titles = [entry.title() for entry in panel.forecast.entries]
     assert titles == ["✓ happened as predicted — at the first validation (after step 125)",
                       "! not predicted — a recompile"]
@@ -157,8 +160,8 @@ def test_after_a_run_the_forecast_says_what_really_happened(qtbot):
 def test_check_with_fullgraph_names_the_planted_break_and_its_line(window, qtbot, planted_break_spec,
                                                                    planted_break_line):
     set_config(window, model=planted_break_spec, backend="aot_eager")
-    with qtbot.waitSignal(window.explainFinished, timeout=60_000):
-        window.explain()
+    with qtbot.waitSignal(window.compile_insight.explainFinished, timeout=60_000):
+        window.compile_insight.explain()
     card = window.compile_panel.cards.cards[0]
     result = window.compile_panel.cards.fullgraph_result
     qtbot.mouseClick(card.findChild(object, "cardFullgraph"), Qt.LeftButton)

@@ -14,7 +14,7 @@ def test_explain_shows_a_fix_it_card_for_the_planted_break_with_file_line_and_so
                                                                                      planted_break_spec,
                                                                                      planted_break_line):
     set_config(window, model=planted_break_spec, backend="aot_eager")
-    with qtbot.waitSignal(window.explainFinished, timeout=60_000) as done:
+    with qtbot.waitSignal(window.compile_insight.explainFinished, timeout=60_000) as done:
         qtbot.mouseClick(window.findChild(object, "explainButton"), Qt.LeftButton)
     report = done.args[0]
     assert isinstance(report, CompileReport) and report.graph_break_count >= 1
@@ -29,8 +29,8 @@ def test_explain_shows_a_fix_it_card_for_the_planted_break_with_file_line_and_so
 
 def test_a_cards_full_stack_button_shows_its_stack(window, qtbot, planted_break_spec, planted_break_line):
     set_config(window, model=planted_break_spec, backend="aot_eager")
-    with qtbot.waitSignal(window.explainFinished, timeout=60_000):
-        window.explain()
+    with qtbot.waitSignal(window.compile_insight.explainFinished, timeout=60_000):
+        window.compile_insight.explain()
     card = window.compile_panel.cards.cards[0]
     qtbot.mouseClick(card.findChild(object, "cardStack"), Qt.LeftButton)
     dialog = window.compile_panel.findChild(object, "breakDialog")
@@ -44,8 +44,8 @@ def test_a_cards_full_stack_button_shows_its_stack(window, qtbot, planted_break_
 @pytest.mark.slow
 def test_a_compiled_run_fills_the_panel_with_compile_time_and_recompiles(window, qtbot, planted_break_spec):
     set_config(window, model=planted_break_spec, backend="aot_eager", epochs=1, hidden_dim=32)
-    with qtbot.waitSignal(window.runFinished, timeout=120_000) as finished:
-        window.train()
+    with qtbot.waitSignal(window.training.runFinished, timeout=120_000) as finished:
+        window.training.train()
     assert isinstance(finished.args[0], RunFinished)
     panel = window.compile_panel
     assert panel.fields["compiled"].text() == "yes"
@@ -61,8 +61,8 @@ def test_a_compiled_run_fills_the_panel_with_compile_time_and_recompiles(window,
 
 def test_eager_run_says_not_compiled(window, qtbot):
     set_config(window, epochs=1)
-    with qtbot.waitSignal(window.runFinished, timeout=60_000):
-        window.train()
+    with qtbot.waitSignal(window.training.runFinished, timeout=60_000):
+        window.training.train()
     assert window.compile_panel.fields["compiled"].text() == "no (eager)"
 
 

@@ -37,8 +37,8 @@ def recorded_run(tmp_path, planted_break_spec):
 
 def show(window, qtbot, run):
     """Open a recorded run as the Runs panel does; the kernel's final answer about its checkpoint."""
-    with qtbot.waitSignal(window.checkpointLoaded, timeout=60_000) as loaded:
-        window.show_run(run)
+    with qtbot.waitSignal(window.checkpoints.checkpointLoaded, timeout=60_000) as loaded:
+        window.recorded_runs.show(run)
     return loaded.args[0]
 
 
@@ -46,12 +46,12 @@ def test_opening_a_recorded_run_asks_once_per_file_and_again_when_it_changes(win
                                                                            recorded_run):
     run, spec = recorded_run
     asked = []
-    monkeypatch.setattr(window, "confirm_model_code", lambda s: asked.append(s) or False)
+    monkeypatch.setattr(window.checkpoints, "confirm_model_code", lambda s: asked.append(s) or False)
     answer = show(window, qtbot, run)  # a history row implies no consent: the dialog, and No opens nothing
     assert getattr(answer, "kind", None) == "untrusted_code" and asked == [spec]
     assert window.predict.model is None and not ModelConsent().is_trusted(spec)
 
-    monkeypatch.setattr(window, "confirm_model_code", lambda s: asked.append(s) or True)
+    monkeypatch.setattr(window.checkpoints, "confirm_model_code", lambda s: asked.append(s) or True)
     answer = show(window, qtbot, run)
     assert not isinstance(answer, Exception) and asked == [spec, spec] and window.predict.model is not None
     assert ModelConsent().is_trusted(spec)  # Yes is remembered
@@ -62,7 +62,7 @@ def test_opening_a_recorded_run_asks_once_per_file_and_again_when_it_changes(win
     model_file = spec.rpartition(":")[0]
     with open(model_file, "a", encoding="utf-8") as fh:
         fh.write("# changed after it was trusted\n")
-    monkeypatch.setattr(window, "confirm_model_code", lambda s: asked.append(s) or False)
+    monkeypatch.setattr(window.checkpoints, "confirm_model_code", lambda s: asked.append(s) or False)
     answer = show(window, qtbot, run)  # another content: asked again
     assert getattr(answer, "kind", None) == "untrusted_code" and asked == [spec, spec, spec]
 
@@ -71,14 +71,14 @@ def test_forget_trusted_model_files_revokes_consent(window, qtbot, monkeypatch, 
     run, spec = recorded_run
     ModelConsent().trust(spec)
     asked = []
-    monkeypatch.setattr(window, "confirm_model_code", lambda s: asked.append(s) or False)
+    monkeypatch.setattr(window.checkpoints, "confirm_model_code", lambda s: asked.append(s) or False)
     assert not isinstance(show(window, qtbot, run), Exception) and asked == []
 
     monkeypatch.setattr(QMessageBox, "question", staticmethod(lambda *args: QMessageBox.No))
-    assert not window.forget_trusted_models() and ModelConsent().is_trusted(spec)  # the confirm said No
+    assert not window.checkpoints.forget_trusted() and ModelConsent().is_trusted(spec)  # the confirm said No
     monkeypatch.setattr(QMessageBox, "question", staticmethod(lambda *args: QMessageBox.Yes))
     assert window.findChild(type(window.open_action), "forgetTrustedModelsAction") is not None
-    assert window.forget_trusted_models() and ModelConsent().trusted() == []
+    assert window.checkpoints.forget_trusted() and ModelConsent().trusted() == []
     assert getattr(show(window, qtbot, run), "kind", None) == "untrusted_code" and asked == [spec]
 
 
@@ -91,8 +91,8 @@ def test_a_report_from_the_window_evaluates_a_user_model_only_with_remembered_co
     qtbot.addWidget(window)
 
     def report(name: str) -> str:
-        with qtbot.waitSignal(window.reportFinished, timeout=120_000) as written:
-            assert window.export_report(tmp_path / name, [run.record.id])
+        with qtbot.waitSignal(window.exports.reportFinished, timeout=120_000) as written:
+            assert window.exports.export_report(tmp_path / name, [run.record.id])
         assert not isinstance(written.args[0], Exception), written.args[0]
         return (tmp_path / name).read_text()
 

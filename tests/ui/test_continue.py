@@ -12,13 +12,13 @@ from ..helpers import set_config
 
 def test_continue_training_goes_on_from_the_selected_runs_checkpoint(window, qtbot, monkeypatch):
     set_config(window, epochs=1, batch_size=250, hidden_dim=16)  # 16 steps an epoch
-    with qtbot.waitSignal(window.runFinished, timeout=60_000):
-        window.train()
-    run_id = window.runs.id_for_out_dir(window.last_run_dir)
+    with qtbot.waitSignal(window.training.runFinished, timeout=60_000):
+        window.training.train()
+    run_id = window.runs.id_for_out_dir(window.state.last_run_dir)
     window.runs.select_ids([run_id])
     asked = []
     monkeypatch.setattr(QInputDialog, "getInt", lambda *args: asked.append(args[3]) or (2, True))
-    with qtbot.waitSignal(window.runFinished, timeout=60_000) as finished:
+    with qtbot.waitSignal(window.training.runFinished, timeout=60_000) as finished:
         qtbot.mouseClick(window.runs.findChild(QPushButton, "continueButton"), Qt.LeftButton)
     result = finished.args[0]
     assert asked == [2]  # a finished run of 1 epoch: one more is offered

@@ -10,14 +10,14 @@ from .test_predict_panel import load
 
 
 def test_export_model_shows_the_parity_table_and_writes_the_files(window, qtbot, trained_checkpoint, tmp_path):
-    assert window.open_export_dialog() is None and not window.export_model_action.isEnabled()  # no model yet
+    assert window.exports.open_model_dialog() is None and not window.export_model_action.isEnabled()  # no model yet
     assert not isinstance(load(window, qtbot, trained_checkpoint), Exception)
     assert window.export_model_action.isEnabled()
-    dialog = window.open_export_dialog()
+    dialog = window.exports.open_model_dialog()
     assert dialog.folder.text() == str(trained_checkpoint.parent / "export")
     dialog.folder.setText(str(tmp_path / "model"))
     dialog.backend.setCurrentText("aot_eager")
-    with qtbot.waitSignal(window.modelExported, timeout=120_000) as exported:
+    with qtbot.waitSignal(window.exports.modelExported, timeout=120_000) as exported:
         qtbot.mouseClick(dialog.export_button, Qt.LeftButton)
         assert not dialog.export_button.isEnabled()  # one export at a time
     table = exported.args[0]
@@ -32,11 +32,11 @@ def test_export_model_shows_the_parity_table_and_writes_the_files(window, qtbot,
 
 def test_an_export_that_fails_says_why_in_the_dialog(window, qtbot, trained_checkpoint, tmp_path):
     assert not isinstance(load(window, qtbot, trained_checkpoint), Exception)
-    dialog = window.open_export_dialog()
+    dialog = window.exports.open_model_dialog()
     blocker = tmp_path / "file"
     blocker.write_text("x")
     dialog.folder.setText(str(blocker / "model"))  # a folder under a file cannot be made
-    with qtbot.waitSignal(window.modelExported, timeout=120_000) as exported:
+    with qtbot.waitSignal(window.exports.modelExported, timeout=120_000) as exported:
         qtbot.mouseClick(dialog.export_button, Qt.LeftButton)
     assert isinstance(exported.args[0], Exception)
     assert dialog.status.text().startswith(f"Not exported: cannot write into {blocker / 'model'}")

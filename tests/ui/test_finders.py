@@ -26,13 +26,13 @@ def lr_finding(points: int, ended: str) -> LrFinding:
 def test_the_range_test_draws_its_loss_live_and_the_suggestion_goes_into_the_form(window, qtbot):
     set_config(window, hidden_dim=16)
     qtbot.mouseClick(window.setup.findChild(QPushButton, "findLrButton"), Qt.LeftButton)
-    dialog = window.finder_dialogs["lr"]
+    dialog = window.search.finder_dialogs["lr"]
     assert dialog is not None and dialog.isVisible()
     assert "adamw, batch 32, lr 0.004, eager · off" in dialog.intro.text()
     drawn = []
     dialog.raw.sigPlotChanged.connect(lambda item: drawn.append(len(item.getData()[0] if item.xData is not None
                                                                      else ())))
-    with qtbot.waitSignal(window.finderDone, timeout=120_000) as found:
+    with qtbot.waitSignal(window.search.finderDone, timeout=120_000) as found:
         qtbot.mouseClick(dialog.start_button, Qt.LeftButton)
         assert not dialog.start_button.isEnabled() and dialog.stop_button.isEnabled()  # one test at a time
     assert found.args[0] == "lr"
@@ -51,9 +51,9 @@ def test_the_range_test_draws_its_loss_live_and_the_suggestion_goes_into_the_for
 def test_the_batch_finder_draws_each_batch_size_and_the_suggestion_goes_into_the_form(window, qtbot):
     set_config(window, hidden_dim=16)
     window.batch_finder_action.trigger()
-    dialog = window.finder_dialogs["batch"]
+    dialog = window.search.finder_dialogs["batch"]
     assert dialog.isVisible() and window.findChild(QPushButton, "findBatchButton") is not None
-    with qtbot.waitSignal(window.finderDone, timeout=180_000) as found:
+    with qtbot.waitSignal(window.search.finderDone, timeout=180_000) as found:
         qtbot.mouseClick(dialog.start_button, Qt.LeftButton)
     kind, finding = found.args
     assert kind == "batch" and isinstance(finding, BatchFinding)
@@ -70,9 +70,9 @@ def test_the_batch_finder_draws_each_batch_size_and_the_suggestion_goes_into_the
 def test_stop_or_closing_the_dialog_ends_the_test_early_and_frees_the_kernel(window, qtbot, how):
     set_config(window, hidden_dim=1024)  # steps slow enough that the test is still running when it is stopped
     window.lr_finder_action.trigger()
-    dialog = window.finder_dialogs["lr"]
+    dialog = window.search.finder_dialogs["lr"]
     assert not dialog.stop_button.isEnabled()  # nothing to stop yet
-    with qtbot.waitSignal(window.finderDone, timeout=120_000) as found:
+    with qtbot.waitSignal(window.search.finderDone, timeout=120_000) as found:
         qtbot.mouseClick(dialog.start_button, Qt.LeftButton)
         assert dialog.stop_button.isEnabled()
         qtbot.waitUntil(lambda: len(dialog.points) >= 1, timeout=120_000)
@@ -97,8 +97,8 @@ def test_a_stop_while_pytorch_is_still_starting_drops_the_queued_test(qtbot, tmp
     qtbot.addWidget(win)
     try:
         set_config(win, hidden_dim=16)
-        dialog = win.open_finder("lr")
-        with qtbot.waitSignal(win.finderDone, timeout=30_000) as found:
+        dialog = win.search.open_finder("lr")
+        with qtbot.waitSignal(win.search.finderDone, timeout=30_000) as found:
             qtbot.mouseClick(dialog.start_button, Qt.LeftButton)
             qtbot.mouseClick(dialog.stop_button, Qt.LeftButton)
         assert found.args[1] is None and not starting._queued  # None: cancelled before it began

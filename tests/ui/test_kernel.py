@@ -42,8 +42,8 @@ def test_a_kernel_killed_while_idle_is_reported_and_restarted(qtbot, tmp_path, p
     assert "stopped unexpectedly" in window.banner.label.text()  # the message stays after the restart
     qtbot.waitUntil(lambda: window.kernel.state == "ready" and window.kernel.client.pid != pid, timeout=120_000)
     set_config(window, model=planted_break_spec, backend="aot_eager")
-    with qtbot.waitSignal(window.explainFinished, timeout=120_000) as explained:
-        window.explain()
+    with qtbot.waitSignal(window.compile_insight.explainFinished, timeout=120_000) as explained:
+        window.compile_insight.explain()
     assert explained.args[0].graph_break_count >= 1  # the new kernel serves as the old one did
     window.close()
 

@@ -73,10 +73,14 @@ def test_window_icon_title_and_about_come_from_the_package_metadata(window, qtbo
 
     assert window.windowTitle() == appinfo.DISPLAY_NAME
     assert not window.windowIcon().isNull()
-    text = window.about_text()
+    from PySide6.QtGui import QAction
+
+    from workbench.ui.about import about_text
+
+    text = about_text(window.kernel.capabilities)
     assert f"{appinfo.DISPLAY_NAME} {appinfo.version()}" in text
     assert torch.__version__ in text and qVersion() in text and "CUDA" in text
-    window.about()
+    window.findChild(QAction, "aboutAction").trigger()  # Help → About Workbench
     dialog = window.findChild(object, "aboutDialog")
     assert dialog is not None and dialog.isVisible()
     with qtbot.waitSignal(dialog.destroyed):  # freed when closed, not kept until the window goes

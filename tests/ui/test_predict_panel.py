@@ -27,8 +27,8 @@ def drop_files(widget, paths) -> None:
 
 def load(window, qtbot, path, description="test checkpoint"):
     """Open a checkpoint as File → Open does (the kernel reads it); what the kernel answered."""
-    with qtbot.waitSignal(window.checkpointLoaded, timeout=60_000) as loaded:
-        window.load_checkpoint(path, description)
+    with qtbot.waitSignal(window.checkpoints.checkpointLoaded, timeout=60_000) as loaded:
+        window.checkpoints.load(path, description)
     return loaded.args[0]
 
 
@@ -128,11 +128,11 @@ def test_export_checkpoint(window, qtbot, trained_checkpoint, tmp_path):
     from workbench.core.domain import checkpoint
     from workbench.core.ground.answers import Written
 
-    assert not window.export_checkpoint(tmp_path / "nothing.pt")  # no model yet: nothing to do
+    assert not window.exports.export_checkpoint(tmp_path / "nothing.pt")  # no model yet: nothing to do
     assert not isinstance(load(window, qtbot, trained_checkpoint, "test"), Exception)
     assert window.export_action.isEnabled()
-    with qtbot.waitSignal(window.exportFinished, timeout=30_000) as written:  # saved by the kernel
-        assert window.export_checkpoint(tmp_path / "out" / "exported.pt")
+    with qtbot.waitSignal(window.exports.exportFinished, timeout=30_000) as written:  # saved by the kernel
+        assert window.exports.export_checkpoint(tmp_path / "out" / "exported.pt")
         assert window.state_label.text() == "Exporting the checkpoint…"
     assert isinstance(written.args[0], Written) and Path(written.args[0].paths[0]) == tmp_path / "out" / "exported.pt"
     confirmation = window.findChild(QMessageBox, "writtenMessage")  # where it went, with Open / Show in folder
@@ -141,8 +141,8 @@ def test_export_checkpoint(window, qtbot, trained_checkpoint, tmp_path):
     assert checkpoint.load(tmp_path / "out" / "exported.pt").classes == tuple(str(d) for d in range(10))
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    with qtbot.waitSignal(window.exportFinished, timeout=30_000) as failed:
-        window.export_checkpoint(blocker / "exported.pt")  # a path under a file cannot be written
+    with qtbot.waitSignal(window.exports.exportFinished, timeout=30_000) as failed:
+        window.exports.export_checkpoint(blocker / "exported.pt")  # a path under a file cannot be written
     assert isinstance(failed.args[0], Exception)
     assert f"could not write the checkpoint {blocker / 'exported.pt'}" in window.banner.label.text()
 
@@ -189,14 +189,14 @@ def test_an_untrusted_model_file_is_opened_only_after_the_user_agrees(window, qt
     start_run(RunRequest(config, out_dir=str(tmp_path / "run"), record=False, launch=Launch(where="here")),
               lambda event: None)
     asked = []
-    monkeypatch.setattr(window, "confirm_model_code", lambda spec: asked.append(spec) or False)
+    monkeypatch.setattr(window.checkpoints, "confirm_model_code", lambda spec: asked.append(spec) or False)
     answer = load(window, qtbot, tmp_path / "run" / "checkpoint.pt", "user model")
     assert getattr(answer, "kind", None) == "untrusted_code" and asked == [planted_break_spec]
     assert window.predict.model is None and "not opened" in window.banner.label.text()
-    monkeypatch.setattr(window, "confirm_model_code", lambda spec: True)
-    with qtbot.waitSignal(window.checkpointLoaded, timeout=60_000,
+    monkeypatch.setattr(window.checkpoints, "confirm_model_code", lambda spec: True)
+    with qtbot.waitSignal(window.checkpoints.checkpointLoaded, timeout=60_000,
                           check_params_cb=lambda a: not isinstance(a, Exception)):
-        window.load_checkpoint(tmp_path / "run" / "checkpoint.pt", "user model")
+        window.checkpoints.load(tmp_path / "run" / "checkpoint.pt", "user model")
     assert window.predict.model is not None
 
 
@@ -218,14 +218,15 @@ window = MainWindow(runs_dir={str(tmp_path / "runs")!r}, db={str(tmp_path / "db.
 window.show()
 from workbench.core.ground.config import TrainConfig
 window.setup.set_config(TrainConfig(epochs=1, max_steps=40))
-window.checkpointLoaded.connect(lambda answer: window.predict.add_files([{str(samples_dir / "digit_3.png")!r}]))
+digit = {str(samples_dir / "digit_3.png")!r}
+window.checkpoints.checkpointLoaded.connect(lambda answer: window.predict.add_files([digit]))
 def check():
     if window.predict.entries and not window.predict.busy:
         entry = window.predict.entries[0]
         print("PREDICTED", entry.prediction is not None, "torch" in sys.modules, flush=True)
         window.close(); app.quit()
 timer = QTimer(); timer.timeout.connect(check); timer.start(50)
-QTimer.singleShot(0, window.train)
+QTimer.singleShot(0, window.training.train)
 QTimer.singleShot(240_000, app.quit)
 app.exec()
 """

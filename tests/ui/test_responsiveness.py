@@ -19,8 +19,8 @@ def test_gui_keeps_ticking_while_training(window, qtbot):
     set_config(window, epochs=6, batch_size=32)
     heartbeat = Heartbeat(parent=window)
     heartbeat.start()
-    with qtbot.waitSignal(window.runFinished, timeout=120_000) as finished:
-        window.train()
+    with qtbot.waitSignal(window.training.runFinished, timeout=120_000) as finished:
+        window.training.train()
     heartbeat.stop()
     stats = heartbeat.stats()
     print(f"\nGUI heartbeat during a {finished.args[0].steps}-step eager run: {stats}")

@@ -19,8 +19,8 @@ from ..helpers import set_config
 
 def _train(window, qtbot, **changes):
     set_config(window, **changes)
-    with qtbot.waitSignal(window.runFinished, timeout=120_000) as finished:
-        window.train()
+    with qtbot.waitSignal(window.training.runFinished, timeout=120_000) as finished:
+        window.training.train()
     assert isinstance(finished.args[0], RunFinished)
     return finished.args[0]
 
@@ -124,8 +124,8 @@ def test_an_unreadable_run_database_is_reported_and_training_still_works(qtbot, 
     qtbot.addWidget(window)
     assert "Run history unavailable" in window.runs.message.text() and "damaged" in window.runs.message.text()
     set_config(window, epochs=1, max_steps=10, hidden_dim=16)
-    with qtbot.waitSignal(window.runFinished, timeout=60_000) as finished:
-        window.train()
+    with qtbot.waitSignal(window.training.runFinished, timeout=60_000) as finished:
+        window.training.train()
     assert isinstance(finished.args[0], RunFinished)
     warnings = [window.log.item(i).text() for i in range(window.log.count())]
     assert any("not recorded in the run history" in w for w in warnings)
@@ -136,26 +136,26 @@ def test_export_report_writes_html_for_the_last_run(window, qtbot, tmp_path):
     assert not window.report_action.isEnabled()  # nothing to report on yet
     _train(window, qtbot, epochs=1, max_steps=30, hidden_dim=32)
     assert window.report_action.isEnabled()
-    assert window.report_run_ids() == [1]
-    with qtbot.waitSignal(window.reportFinished, timeout=60_000) as written:
-        assert window.export_report(tmp_path / "last.html", window.report_run_ids())
+    assert window.exports.report_run_ids() == [1]
+    with qtbot.waitSignal(window.exports.reportFinished, timeout=60_000) as written:
+        assert window.exports.export_report(tmp_path / "last.html", window.exports.report_run_ids())
     assert isinstance(written.args[0], Written) and Path(written.args[0].paths[0]) == tmp_path / "last.html"
     html = (tmp_path / "last.html").read_text()
     assert "Configuration and environment" in html and (tmp_path / "last.json").is_file()
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    with qtbot.waitSignal(window.reportFinished, timeout=60_000) as failed:
-        window.export_report(blocker / "r.html", [1])
+    with qtbot.waitSignal(window.exports.reportFinished, timeout=60_000) as failed:
+        window.exports.export_report(blocker / "r.html", [1])
     assert isinstance(failed.args[0], Exception)
     assert "Could not write the report" in window.banner.label.text()
-    assert not window.export_report(tmp_path / "none.html", [])  # nothing selected: nothing to do
+    assert not window.exports.export_report(tmp_path / "none.html", [])  # nothing selected: nothing to do
 
 
 def test_export_report_writes_html_for_selected_runs(two_runs, window, qtbot, tmp_path):
     window.runs.table.selectAll()
-    assert window.report_run_ids() == [1, 2]
-    with qtbot.waitSignal(window.reportFinished, timeout=60_000):
-        assert window.export_report(tmp_path / "both.html", [1, 2])
+    assert window.exports.report_run_ids() == [1, 2]
+    with qtbot.waitSignal(window.exports.reportFinished, timeout=60_000):
+        assert window.exports.export_report(tmp_path / "both.html", [1, 2])
     assert "Comparison" in (tmp_path / "both.html").read_text()
 
 

@@ -343,8 +343,8 @@ def test_an_invalid_value_disables_train(window):
 
 def test_a_dataset_that_needs_a_folder_fails_with_a_message(window, qtbot):
     set_config(window, dataset="idx", epochs=1)
-    with qtbot.waitSignal(window.runFinished, timeout=30_000) as finished:
-        window.train()
+    with qtbot.waitSignal(window.training.runFinished, timeout=30_000) as finished:
+        window.training.train()
     assert finished.args[0].kind == "data"
     assert "--data-root" in window.banner.label.text() or "folder" in window.banner.label.text()
 

@@ -46,8 +46,8 @@ def test_a_sweep_runs_each_trial_as_a_run_and_draws_every_trial(window, qtbot):
     assert window.sweep_action in window.menuBar().actions()[1].menu().actions()  # the Run menu
     set_config(window, hidden_dim=16)
     window.sweep_action.trigger()
-    dialog = window.sweep_dialog
-    assert dialog.isVisible() and window.open_sweep() is dialog  # one per window
+    dialog = window.search.sweep_dialog
+    assert dialog.isVisible() and window.search.open_sweep() is dialog  # one per window
     configure(qtbot, dialog, "tiny", ("lr", "dropout"), trials=3)
     seen = []  # at each trial's end: the progress line and the Runs dock's rows
     dialog.trialEnded.connect(lambda trial: seen.append((trial.number, dialog.status.text(),
@@ -76,7 +76,7 @@ def test_a_sweep_runs_each_trial_as_a_run_and_draws_every_trial(window, qtbot):
 @pytest.mark.slow
 def test_stop_ends_the_sweep_early_and_resume_reaches_the_count(window, qtbot):
     set_config(window, hidden_dim=16)
-    dialog = window.open_sweep()
+    dialog = window.search.open_sweep()
     configure(qtbot, dialog, "halted", ("lr",), trials=2)
     stopped = []
 
@@ -101,7 +101,7 @@ def test_stop_ends_the_sweep_early_and_resume_reaches_the_count(window, qtbot):
 
 def test_closing_the_window_stops_a_running_sweep(window, qtbot):
     set_config(window, hidden_dim=16, epochs=3)
-    dialog = window.open_sweep()
+    dialog = window.search.open_sweep()
     configure(qtbot, dialog, "closed", ("lr",), trials=3)
     dialog.epochs.setValue(3)
     qtbot.mouseClick(dialog.start_button, Qt.LeftButton)

@@ -19,11 +19,11 @@ def _button(window, name: str) -> QToolButton:
 
 def test_train_button_runs_one_epoch_and_fills_the_plots(window, qtbot):
     set_config(window, epochs=1)
-    with qtbot.waitSignal(window.runFinished, timeout=60_000) as finished:
+    with qtbot.waitSignal(window.training.runFinished, timeout=60_000) as finished:
         qtbot.mouseClick(_button(window, "trainButton"), Qt.LeftButton)
     result = finished.args[0]
     assert isinstance(result, RunFinished) and not result.stopped
-    assert result.metrics["val_accuracy"] > 0.5
+    assert result.results.val_accuracy > 0.5
     window.plots.redraw()
     counts = window.plots.point_counts()
     assert counts["loss"] == result.steps and counts["throughput"] > 0 and counts["memory"] > 0
@@ -44,9 +44,9 @@ def test_train_is_disabled_while_running_and_stop_returns_within_two_seconds(win
     # its blocker has gone, and PySide6 then calls a freed object (a segfault seen under load).
     qtbot.waitUntil(lambda: window.progress.step > 0, timeout=60_000)
     assert not window.train_action.isEnabled() and window.stop_action.isEnabled()
-    assert not window.runner.start(window.run_request())  # one run at a time
-    assert not window.train()
-    with qtbot.waitSignal(window.runFinished, timeout=2_000) as finished:
+    assert not window.runner.start(window.training.run_request())  # one run at a time
+    assert not window.training.train()
+    with qtbot.waitSignal(window.training.runFinished, timeout=2_000) as finished:
         qtbot.mouseClick(_button(window, "stopButton"), Qt.LeftButton)
     assert isinstance(finished.args[0], RunFinished) and finished.args[0].stopped
     assert not window.runner.training
@@ -55,16 +55,16 @@ def test_train_is_disabled_while_running_and_stop_returns_within_two_seconds(win
 
 def test_escape_stops_a_run(window, qtbot):
     set_config(window, epochs=10_000)
-    window.train()
+    window.training.train()
     qtbot.waitUntil(lambda: window.progress.step > 0, timeout=60_000)
-    with qtbot.waitSignal(window.runFinished, timeout=2_000) as finished:
+    with qtbot.waitSignal(window.training.runFinished, timeout=2_000) as finished:
         qtbot.keyClick(window, Qt.Key_Escape)
     assert finished.args[0].stopped
 
 
 def test_closing_the_window_mid_run_stops_it_cleanly(window, qtbot, tmp_path):
     set_config(window, epochs=10_000)
-    window.train()
+    window.training.train()
     qtbot.waitUntil(lambda: window.progress.step > 0, timeout=60_000)
     process = window.runner.process
     assert process is not None and process.process.poll() is None
@@ -78,15 +78,15 @@ def test_closing_the_window_mid_run_stops_it_cleanly(window, qtbot, tmp_path):
 
 def test_a_diverging_run_shows_a_clear_message_and_the_app_keeps_working(window, qtbot):
     set_config(window, epochs=1, lr=10.0)
-    with qtbot.waitSignal(window.runFinished, timeout=60_000) as finished:
-        window.train()
+    with qtbot.waitSignal(window.training.runFinished, timeout=60_000) as finished:
+        window.training.train()
     assert isinstance(finished.args[0], RunFailed) and finished.args[0].kind == "diverged"
     assert window.banner.isVisible()
     assert "diverged" in window.banner.label.text() and "learning rate" in window.banner.label.text()
     assert window.state_label.text() == "Failed"
     set_config(window, epochs=1)
-    with qtbot.waitSignal(window.runFinished, timeout=60_000) as finished:
-        window.train()
+    with qtbot.waitSignal(window.training.runFinished, timeout=60_000) as finished:
+        window.training.train()
     assert isinstance(finished.args[0], RunFinished)
 
 
@@ -95,8 +95,8 @@ def test_a_failing_compile_backend_is_reported_not_hidden(window, qtbot, monkeyp
     # A real failure, in the training process: Inductor on the CPU with no C++ compiler to be found.
     monkeypatch.setenv("CXX", "/nonexistent/g++")
     set_config(window, epochs=1, backend="inductor")
-    with qtbot.waitSignal(window.runFinished, timeout=60_000) as finished:
-        window.train()
+    with qtbot.waitSignal(window.training.runFinished, timeout=60_000) as finished:
+        window.training.train()
     assert isinstance(finished.args[0], RunFailed) and finished.args[0].kind == "compile"
     assert "C++ compiler" in window.banner.label.text()
 
@@ -104,10 +104,10 @@ def test_a_failing_compile_backend_is_reported_not_hidden(window, qtbot, monkeyp
 def test_eager_fallback_is_visible_in_the_log_and_compile_panel(window, qtbot, monkeypatch):
     monkeypatch.setenv("CXX", "/nonexistent/g++")
     set_config(window, epochs=1, backend="inductor", allow_eager_fallback=True)
-    with qtbot.waitSignal(window.runFinished, timeout=60_000) as finished:
-        window.train()
+    with qtbot.waitSignal(window.training.runFinished, timeout=60_000) as finished:
+        window.training.train()
     assert isinstance(finished.args[0], RunFinished)
-    assert finished.args[0].metrics["backend_used"] == "eager"
+    assert finished.args[0].results.backend_used == "eager"
     warnings = [window.log.item(i).text() for i in range(window.log.count())
                 if window.log.item(i).data(256) == "warning"]
     assert any("continuing in eager mode" in w for w in warnings)
@@ -126,10 +126,10 @@ def test_train_before_pytorch_is_ready_waits_for_it_and_then_runs(qtbot, tmp_pat
     qtbot.addWidget(window)
     assert not window.kernel.capabilities.known and window.kernel_label.text() == "Starting PyTorch…"
     set_config(window, epochs=1, max_steps=20, hidden_dim=16)
-    assert window.train()
+    assert window.training.train()
     assert window.state_label.text() == "Train starts when PyTorch is ready…"
     assert window.stop_action.isEnabled() and not window.train_action.isEnabled()
-    with qtbot.waitSignal(window.runFinished, timeout=120_000) as finished:
+    with qtbot.waitSignal(window.training.runFinished, timeout=120_000) as finished:
         pass
     assert isinstance(finished.args[0], RunFinished) and finished.args[0].steps == 20
     assert window.kernel_label.text().startswith("torch ")
@@ -143,9 +143,9 @@ def test_a_queued_train_can_be_called_off_before_pytorch_is_ready(qtbot, tmp_pat
 
     window = MainWindow(runs_dir=tmp_path / "runs", db=tmp_path / "runs.sqlite", prestart=False)
     qtbot.addWidget(window)
-    assert window.train() and window.train_waiting
-    window.stop()
-    assert not window.train_waiting and window.train_action.isEnabled()
+    assert window.training.train() and window.state.train_waiting
+    window.training.stop()
+    assert not window.state.train_waiting and window.train_action.isEnabled()
     qtbot.waitUntil(lambda: window.kernel.capabilities.known, timeout=120_000)
     assert not window.runner.training  # nothing started when PyTorch became ready
     window.close()
@@ -159,20 +159,20 @@ def test_two_processes_from_the_app_fill_the_plots_and_stop_cleanly(window, qtbo
     spin.setValue(2)
     assert window.setup.processes() == 2
     set_config(window, epochs=1, batch_size=64)
-    with qtbot.waitSignal(window.runFinished, timeout=180_000) as finished:
-        window.train()
+    with qtbot.waitSignal(window.training.runFinished, timeout=180_000) as finished:
+        window.training.train()
     result = finished.args[0]
     assert isinstance(result, RunFinished), result
-    assert len(set(result.metrics["replica_checksums"])) == 1
+    assert len(set(result.results.replica_checksums)) == 1
     assert window.plots.point_counts()["loss"] == result.steps
     set_config(window, epochs=10_000, batch_size=64)
-    window.train()
+    window.training.train()
     # A step of this run, not of the one before (its 10,000 epochs tell it apart)
     qtbot.waitUntil(lambda: window.progress.total_steps > result.steps and window.progress.step > 0,
                     timeout=180_000)
     assert len(_processes_of_this_test()) >= 3  # torchrun and its two ranks
-    with qtbot.waitSignal(window.runFinished, timeout=30_000) as stopped:
-        window.stop()
+    with qtbot.waitSignal(window.training.runFinished, timeout=30_000) as stopped:
+        window.training.stop()
     assert stopped.args[0].stopped and not window.runner.training
     assert _processes_of_this_test() == []  # Stop ended the whole process group
 
@@ -215,8 +215,8 @@ def test_a_spare_process_that_cannot_start_is_a_notice_and_runs_still_end(qtbot,
     qtbot.waitUntil(logged, timeout=10_000)
     qtbot.waitUntil(lambda: window.kernel.capabilities.known, timeout=120_000)
     set_config(window, epochs=1)
-    with qtbot.waitSignal(window.runFinished, timeout=60_000) as finished:
-        window.train()
+    with qtbot.waitSignal(window.training.runFinished, timeout=60_000) as finished:
+        window.training.train()
     assert isinstance(finished.args[0], RunFailed) and "Too many open files" in finished.args[0].message
     assert not window.busy and window.train_action.isEnabled() and not window.stop_action.isEnabled()
     window.close()
@@ -250,7 +250,7 @@ def test_closing_right_after_train_leaves_no_process(qtbot, tmp_path, one_torch_
     qtbot.addWidget(window)
     qtbot.waitUntil(lambda: window.runner.spare is not None and window.kernel.capabilities.known, timeout=120_000)
     set_config(window, epochs=10_000)
-    assert window.train()
+    assert window.training.train()
     assert window.runner.shutdown()
     assert _processes_of_this_test() == []
     window.close()
@@ -258,16 +258,16 @@ def test_closing_right_after_train_leaves_no_process(qtbot, tmp_path, one_torch_
 
 def test_stop_is_offered_for_runs_only_and_stopping_shows_until_the_run_ends(window, qtbot, planted_break_spec):
     set_config(window, model=planted_break_spec, backend="aot_eager")
-    with qtbot.waitSignal(window.explainFinished, timeout=60_000):
-        window.explain()
+    with qtbot.waitSignal(window.compile_insight.explainFinished, timeout=60_000):
+        window.compile_insight.explain()
         assert window.busy and not window.stop_action.isEnabled()  # Explain cannot be interrupted
     set_config(window, epochs=10_000)
-    window.train()
+    window.training.train()
     qtbot.waitUntil(lambda: window.progress.step > 0, timeout=60_000)
     step = Step(step=window.progress.step + 1, epoch=1, loss=1.0, samples_per_s=1.0, step_seconds=0.01, memory={})
-    with qtbot.waitSignal(window.runFinished, timeout=2_000):
-        window.stop()
-        window.on_events([step])  # a batch already on its way when Stop was pressed
+    with qtbot.waitSignal(window.training.runFinished, timeout=2_000):
+        window.training.stop()
+        window.training.on_events([step])  # a batch already on its way when Stop was pressed
         assert window.state_label.text() == "Stopping after this step…"
     assert window.state_label.text() == "Stopped"
 

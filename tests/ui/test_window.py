@@ -48,8 +48,8 @@ def test_a_finished_run_comes_back_on_relaunch_with_its_model(window, qtbot, ker
     from workbench.ui.main_window import MainWindow
 
     set_config(window, epochs=1, max_steps=20)
-    with qtbot.waitSignal(window.runFinished, timeout=60_000) as finished:
-        window.train()
+    with qtbot.waitSignal(window.training.runFinished, timeout=60_000) as finished:
+        window.training.train()
     assert isinstance(finished.args[0], RunFinished)
     qtbot.waitUntil(lambda: window.predict.model is not None, timeout=60_000)
     steps = finished.args[0].steps
@@ -58,7 +58,7 @@ def test_a_finished_run_comes_back_on_relaunch_with_its_model(window, qtbot, ker
     again = MainWindow(runs_dir=tmp_path / "runs", db=tmp_path / "runs.sqlite", prestart=False, kernel=kernel)
     qtbot.addWidget(again)
     again.show()
-    with qtbot.waitSignal(again.checkpointLoaded, timeout=60_000):
+    with qtbot.waitSignal(again.checkpoints.checkpointLoaded, timeout=60_000):
         pass
     again.plots.redraw()
     assert again.plots.point_counts()["loss"] == steps  # the curves, as they were
@@ -73,12 +73,12 @@ def test_an_export_says_where_it_went_with_open_and_show_in_folder(window, qtbot
     written = tmp_path / "exports" / "model.pt"
     written.parent.mkdir()
     written.write_bytes(b"")
-    box = window.show_written(written)
+    box = window.exports.show_written(written)
     assert box.isVisible() and str(written) in box.text()
     buttons = {b.text(): b for b in box.buttons()}
     qtbot.mouseClick(buttons["Show in folder"], Qt.LeftButton)
     assert [Path(u.toLocalFile()) for u in opened] == [written.parent]
-    box = window.show_written(written)
+    box = window.exports.show_written(written)
     qtbot.mouseClick({b.text(): b for b in box.buttons()}["Open"], Qt.LeftButton)
     assert Path(opened[-1].toLocalFile()) == written
     assert not box.isVisible()  # Open closes the message; Show in folder leaves it up
@@ -104,9 +104,9 @@ def test_the_plots_follow_the_desktops_dark_scheme(window, qtbot):
 
 
 def test_evaluate_scores_the_opened_model_in_the_kernel(window, qtbot, trained_checkpoint):
-    with qtbot.waitSignal(window.checkpointLoaded, timeout=60_000):
-        window.load_checkpoint(trained_checkpoint, "trained.pt")
-    with qtbot.waitSignal(window.evaluationFinished, timeout=60_000) as done:
+    with qtbot.waitSignal(window.checkpoints.checkpointLoaded, timeout=60_000):
+        window.checkpoints.load(trained_checkpoint, "trained.pt")
+    with qtbot.waitSignal(window.data_insight.evaluationFinished, timeout=60_000) as done:
         window.evaluate_action.trigger()
     answer = done.args[0]
     assert isinstance(answer, EvaluationView), answer
@@ -118,12 +118,12 @@ def test_evaluate_scores_the_opened_model_in_the_kernel(window, qtbot, trained_c
 
 
 def test_evaluate_without_a_model_says_what_to_do(window):
-    assert not window.evaluate()
+    assert not window.data_insight.evaluate()
     assert "Nothing to evaluate yet" in window.evaluation.message.text()
 
 
 def test_the_dataset_dock_previews_the_chosen_dataset_when_shown(window, qtbot):
-    with qtbot.waitSignal(window.datasetPreviewed, timeout=60_000) as done:
+    with qtbot.waitSignal(window.data_insight.datasetPreviewed, timeout=60_000) as done:
         window.docks["dataset"].raise_()
     answer = done.args[0]
     assert isinstance(answer, DatasetPreview), answer
@@ -135,12 +135,12 @@ def test_the_dataset_dock_previews_the_chosen_dataset_when_shown(window, qtbot):
 def test_a_new_local_dataset_is_previewed_and_a_torchvision_set_waits_for_preview(window, qtbot, tmp_path):
     from PySide6.QtGui import QImage
 
-    with qtbot.waitSignal(window.datasetPreviewed, timeout=60_000):
+    with qtbot.waitSignal(window.data_insight.datasetPreviewed, timeout=60_000):
         window.docks["dataset"].raise_()
     asked = []
     ask_kernel(window, asked)
     set_config(window, dataset="mnist")  # may download: not previewed until the user asks
-    qtbot.waitUntil(lambda: not window.preview_timer.isActive())
+    qtbot.waitUntil(lambda: not window.data_insight.preview_timer.isActive())
     assert asked == []
     for name in ("cats", "dogs"):
         (tmp_path / name).mkdir()
@@ -160,7 +160,7 @@ def test_evaluate_takes_the_run_selected_in_the_runs_dock(window, qtbot, trained
     window.runs.select_ids([run_id])
     asked = []
     ask_kernel(window, asked)
-    assert window.evaluate()
+    assert window.data_insight.evaluate()
     assert asked == [EvaluateView(checkpoint_path=str(trained_checkpoint), trust_model_code=False)]
     assert f"#{run_id}" in window.evaluation.message.text()
 

@@ -71,7 +71,7 @@ def headless_samples_per_s(config, out: Path) -> float:
     result = start_run(request, lambda event: None)
     if not isinstance(result, RunFinished):
         raise RuntimeError(f"the headless run failed: {result.message}")
-    return result.metrics["samples_per_s"]
+    return result.results.samples_per_s
 
 
 def _bench_recording(args: argparse.Namespace, progress) -> int:

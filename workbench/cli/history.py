@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 from ..core.ground.events import RunFinished
+from ..core.ground.results_text import finished_lines
 from .common import _store, fail
 from .models import format_report
-from .run_text import run_lines
 
 
 def cmd_runs_list(args: argparse.Namespace) -> int:
@@ -58,8 +58,7 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
     if report is not None:
         print("compile report:\n" + format_report(report))
     finished = next((e for e in reversed(record.events) if isinstance(e, RunFinished)), None)
-    metrics = finished.metrics if finished is not None else {}
-    for line in run_lines(metrics):
+    for line in finished_lines(finished) if finished is not None else ():
         print(line)
     return 0
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 from ..core.ground.events import RunFailed, RunFinished
 from ..core.ground.progress import failure_line
+from ..core.ground.results_text import finished_lines
 from .common import EXIT_RUN_FAILED, EXIT_USAGE, fail, quiet_torch_logs
 from .options import config_from_args
 from .progress import ProgressBar, interrupt_sets
-from .run_text import run_lines
 
 
 PROFILE_STEPS = 20  # `workbench profile`'s window
@@ -87,7 +87,7 @@ def _train(args: argparse.Namespace, config) -> int:
         result = start_run(request, bar.update, stop)
     bar.close()
     if launch.node_rank != 0:
-        code = result.metrics.get("node_exit_code") if isinstance(result, RunFinished) else None
+        code = result.results.node_exit_code if isinstance(result, RunFinished) else None
         print(f"node {launch.node_rank}: its {launch.nproc_per_node} process(es) ended"
               + (f" (exit code {code})" if code is not None else f": {result.message}")
               + "; node 0 writes the checkpoint and the run record")
@@ -97,20 +97,14 @@ def _train(args: argparse.Namespace, config) -> int:
     if isinstance(result, RunFailed):
         code = EXIT_USAGE if result.kind in ("config", "data", "io") else EXIT_RUN_FAILED
         return fail(failure_line(result), code=code)
-    m = result.metrics
-    state = "stopped early" if result.stopped else "finished"
-    accuracy = f"{m['val_accuracy']:.2%}" if "val_accuracy" in m else "— (no epoch was validated)"
-    print(f"{state}: {result.steps} steps, {result.epochs} epoch(s) in {result.seconds:.1f} s · "
-          f"val accuracy {accuracy} · {m.get('samples_per_s', 0):,.0f} samples/s"
-          + (f" · compile {m['compile_seconds']:.1f} s" if m.get("compile_seconds") else ""))
-    for line in run_lines(m):
+    for line in finished_lines(result):
         print(line)
-    out = request.out_dir
-    if m.get("checkpoint"):
+    out, results = request.out_dir, result.results
+    if results.checkpoint:
         print(f"wrote {out}: checkpoint.pt, checkpoint.safetensors, metrics.json, events.jsonl")
-    elif m.get("checkpoint_error"):  # trained, but the model is not on disk: that is a failed command
+    elif results.checkpoint_error:  # trained, but the model is not on disk: that is a failed command
         print(f"wrote {out}: metrics.json, events.jsonl — but NOT the checkpoint ({result.steps} steps trained)")
-        return fail(m["checkpoint_error"], "free some disk space or choose another output folder with --out",
+        return fail(results.checkpoint_error, "free some disk space or choose another output folder with --out",
                     code=EXIT_RUN_FAILED)
     elif result.steps > 0:
         print(f"wrote {out}: metrics.json, events.jsonl (no checkpoint was written)")

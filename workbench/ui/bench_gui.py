@@ -46,19 +46,19 @@ def _app_run(window, config: TrainConfig, heartbeat) -> dict:
     window.runner.events.connect(watch)
     loop = QEventLoop()
     results, refused = [], []
-    window.runFinished.connect(lambda result: (results.append(result), loop.quit()))
+    window.training.runFinished.connect(lambda result: (results.append(result), loop.quit()))
 
     def click() -> None:
         heartbeat.start()
         marks.setdefault("clicked", time.perf_counter())
-        if not window.train():  # refused: no run will end the loop
+        if not window.training.train():  # refused: no run will end the loop
             refused.append(f"the app did not start the run: {window.banner.label.text()}")
             loop.quit()
 
     QTimer.singleShot(200, click)
     loop.exec()
     heartbeat.stop()
-    window.runFinished.disconnect()
+    window.training.runFinished.disconnect()
     window.runner.events.disconnect(watch)
     if refused:
         raise RuntimeError(refused[0])
@@ -67,7 +67,7 @@ def _app_run(window, config: TrainConfig, heartbeat) -> dict:
         raise RuntimeError(f"the in-app run failed: {result.message}")
     warm_until = marks.get("first_epoch_end") if config.compiled else marks.get("first_steady_step")
     return {
-        "samples_per_s": result.metrics["samples_per_s"],
+        "samples_per_s": result.results.samples_per_s,
         "compiling": heartbeat.stats(since=marks["clicked"], until=warm_until),
         "steady": heartbeat.stats(since=warm_until),
     }
@@ -78,18 +78,18 @@ def _explain_run(window, heartbeat) -> dict:
     from PySide6.QtCore import QEventLoop, QTimer
 
     loop = QEventLoop()
-    window.explainFinished.connect(lambda _report: loop.quit())
+    window.compile_insight.explainFinished.connect(lambda _report: loop.quit())
     started = {}
 
     def click() -> None:
         heartbeat.start()
         started["at"] = time.perf_counter()
-        window.explain()
+        window.compile_insight.explain()
 
     QTimer.singleShot(200, click)
     loop.exec()
     heartbeat.stop()
-    window.explainFinished.disconnect()
+    window.compile_insight.explainFinished.disconnect()
     return {"seconds": time.perf_counter() - started["at"], **heartbeat.stats(since=started["at"])}
 
 

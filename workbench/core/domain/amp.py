@@ -3,7 +3,7 @@ should use (the recommendation), and which fp16 steps GradScaler skipped and why
 
 The census and the recommendation feed the run's `AmpReport`; `grad_norms` and `step_record` are taken on the
 device every fp16 step (two ops) and read back with the losses, where `first_nonfinite` and `skipped_steps` turn
-them into `AmpSkipped` events and the Steps' `loss_scale`; `amp_summary` is the run's metrics["amp"].
+them into `AmpSkipped` events and the Steps' `loss_scale`; `amp_summary` is the run's results' `amp`.
 
 Op names are the overload packet's qualified name, namespace included and overload left out: "aten.addmm",
 "aten._to_copy", "aten.nll_loss_forward" (what `str(func.overloadpacket)` prints).
@@ -23,6 +23,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
 from ..ground.events import AmpSkipped
+from ..ground.results import AmpSummary, NonFinite
 
 GROUPS = ("low", "fp32", "other")  # the census's groups, in its sort order
 SKIPPED_LISTED = 100  # amp_summary lists at most this many skipped step numbers
@@ -201,11 +202,11 @@ def skipped_steps(first_step: int, scales_after: list[float], bad_index: list[in
 
 
 def amp_summary(dtype: str, recommendation: str, census: dict, skipped: list[AmpSkipped], final_scale: float | None,
-                steps: int) -> dict:
-    """The run's metrics["amp"]: the precision, the advice, the census's group totals and the skipped steps."""
+                steps: int) -> AmpSummary:
+    """The run's results' `amp`: the precision, the advice, the census's group totals and the skipped steps."""
     ordered = sorted(skipped, key=lambda event: event.step)
     first = ordered[0] if ordered else None
-    return {"dtype": dtype, "recommendation": recommendation, "census_groups": dict(census.get("groups", {})),
-            "skipped": len(ordered), "skipped_steps": [event.step for event in ordered[:SKIPPED_LISTED]],
-            "first_nonfinite": {"step": first.step, "param": first.param} if first is not None else None,
-            "final_scale": final_scale, "skipped_share": len(ordered) / steps if steps > 0 else 0.0}
+    return AmpSummary(dtype=dtype, recommendation=recommendation, census_groups=dict(census.get("groups", {})),
+                      skipped=len(ordered), skipped_steps=tuple(event.step for event in ordered[:SKIPPED_LISTED]),
+                      first_nonfinite=NonFinite(step=first.step, param=first.param) if first is not None else None,
+                      final_scale=final_scale, skipped_share=len(ordered) / steps if steps > 0 else 0.0)

@@ -20,6 +20,7 @@ from torch import nn
 from ..ground.atomic import atomic_path
 from ..ground.config import RESUME_MAY_CHANGE, ConfigError, TrainConfig, resume_conflicts
 from ..ground.errors import WorkbenchError, first_line
+from ..ground.results import RunResults
 from .model import ModelSpecError, model_for
 
 FORMAT = "workbench-checkpoint"
@@ -40,7 +41,7 @@ class CheckpointWriteError(WorkbenchError):
 class Checkpoint:
     config: TrainConfig
     state_dict: dict
-    metrics: dict
+    results: RunResults  # the run's figures as it ended (without the checkpoint's own path: it was being written)
     versions: dict
     classes: tuple[str, ...]
     training_state: dict | None = None  # None: written before checkpoints carried it (or exported without it)
@@ -74,7 +75,7 @@ def _mismatch_detail(exc: BaseException) -> str:
     return first_line(exc)
 
 
-def save(path: str | Path, model: nn.Module, config: TrainConfig, *, metrics: dict, versions: dict,
+def save(path: str | Path, model: nn.Module, config: TrainConfig, *, results: RunResults, versions: dict,
          classes: tuple[str, ...], training_state: dict | None = None) -> Path:
     """Write `path` (.pt) and, beside it, the bare weights as `.safetensors` (safe for any other tool).
     `training_state`: what continuing the run needs besides the weights (plain data and tensors only)."""
@@ -86,7 +87,7 @@ def save(path: str | Path, model: nn.Module, config: TrainConfig, *, metrics: di
         "format_version": FORMAT_VERSION,
         "config": config.to_dict(),
         "state_dict": state,
-        "metrics": dict(metrics),
+        "metrics": results.to_dict(),
         "versions": dict(versions),
         "classes": list(classes),
     }
@@ -127,7 +128,7 @@ def _write_failure(exc: BaseException) -> str:
 def export(ckpt: Checkpoint, path: str | Path) -> Path:
     """Write a loaded checkpoint somewhere else, through the same atomic save (and its .safetensors twin), with
     its training state: the copy can be continued too."""
-    return save(path, ckpt.build_model(), ckpt.config, metrics=ckpt.metrics, versions=ckpt.versions,
+    return save(path, ckpt.build_model(), ckpt.config, results=ckpt.results, versions=ckpt.versions,
                 classes=ckpt.classes, training_state=ckpt.training_state)
 
 
@@ -184,13 +185,17 @@ def load(path: str | Path, *, trust_model_code: bool = False) -> Checkpoint:
             raise CheckpointError(f"{path.name} is damaged: its {name} are {type(value).__name__}, not a mapping")
     if not isinstance(classes, (list, tuple)) or not classes or not all(isinstance(c, str) for c in classes):
         raise CheckpointError(f"{path.name} is damaged: its classes are not a non-empty list of names")
+    try:
+        results = RunResults.from_dict(metrics)
+    except ValueError as exc:
+        raise CheckpointError(f"{path.name} is damaged: its metrics cannot be read: {exc}") from None
     training_state = payload.get("training_state")
     if training_state is not None and not isinstance(training_state, dict):
         raise CheckpointError(f"{path.name} is damaged: its training state is {type(training_state).__name__}, "
                               f"not a mapping")
     try:
         config = TrainConfig.from_dict(payload["config"])
-        checkpoint = Checkpoint(config=config, state_dict=state, metrics=metrics, versions=versions,
+        checkpoint = Checkpoint(config=config, state_dict=state, results=results, versions=versions,
                                 classes=tuple(payload["classes"]), training_state=training_state)
     except (KeyError, TypeError, ConfigError) as exc:
         raise CheckpointError(f"{path.name} is incomplete or from an incompatible version: {exc}") from None

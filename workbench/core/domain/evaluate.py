@@ -18,6 +18,7 @@ from torch.nn import functional as F
 
 from ..ground.config import EVAL_BATCH, TrainConfig
 from ..ground.errors import WorkbenchError, first_line
+from ..ground.results import RunResults
 from ..history.report_data import Evaluation, Misclassified, missing_reason
 from ..history.runs import RunRecord
 from .checkpoint import Checkpoint, UntrustedModelCode, load
@@ -127,7 +128,7 @@ def evaluate_run(record: RunRecord, trust_model_code: bool = False) -> tuple[Eva
 
 def _evaluate_checkpoint(record: RunRecord, path: Path, trust_model_code: bool = False) -> Evaluation:
     ckpt = _load_checkpoint(record, path, trust_model_code)
-    if _written_by_another_run(record, ckpt.config.to_dict(), ckpt.metrics):
+    if _written_by_another_run(record, ckpt.config.to_dict(), ckpt.results):
         raise _Overwritten()
     model = ckpt.build_model("cpu")
     config = ckpt.config.replace(amp="off", device="cpu")  # float32 on the CPU: the same on every machine
@@ -184,9 +185,9 @@ class _Overwritten(WorkbenchError):
         super().__init__("it was overwritten by a later run that wrote into the same folder")
 
 
-def _written_by_another_run(record: RunRecord, saved_config: dict, saved_metrics: dict) -> bool:
+def _written_by_another_run(record: RunRecord, saved_config: dict, saved: RunResults) -> bool:
     """The checkpoint's settings (on the keys both versions know) or its throughput differ from the run's own."""
     if any(record.config[key] != saved_config[key] for key in record.config.keys() & saved_config.keys()):
         return True
-    rate = saved_metrics.get("samples_per_s")  # same settings, run again: the measured throughput tells them apart
-    return rate is not None and record.samples_per_s is not None and rate != record.samples_per_s
+    # Same settings, run again: the measured throughput tells them apart.
+    return record.samples_per_s is not None and saved.samples_per_s != record.samples_per_s

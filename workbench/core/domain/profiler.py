@@ -28,13 +28,14 @@ from ..ground.errors import first_line
 from ..ground.events import ProfileReport
 from ..ground.memory_trace import from_profiler, from_snapshot
 from ..ground.profile_trace import summarise, top_ops, write_trace
+from ..ground.results import ProfileCost, ProfileSummary
 
 # Steady steps skipped between the warm-up and the window: the allocator, the optimizer's state and the CPU's
 # caches settle in the first few steady steps.
 SETTLE_STEPS = 3
 TRACE_FILE = "trace.json.gz"
 SNAPSHOT_FILE = "memory-snapshot.pickle"
-TOP_OPS = 10  # the heaviest ops the run's metrics keep (the full table is in the ProfileReport event)
+TOP_OPS = 10  # the heaviest ops the run's results keep (the full table is in the ProfileReport event)
 SNAPSHOT_ENTRIES = 200_000  # the allocator history's ring buffer: enough for hundreds of steps of a small model
 
 
@@ -135,14 +136,16 @@ class StepProfiler:
         return str(target)
 
 
-def profile_metrics(report: ProfileReport) -> dict:
-    """The run's metrics["profile"]: where the trace is and the heaviest ops (the CLI, `runs show`, the report)."""
-    memory = report.memory
-    return {"first_step": report.first_step, "last_step": report.last_step, "trace": report.trace,
-            "trace_bytes": report.trace_bytes, "trimmed": report.trimmed, "snapshot": report.snapshot,
-            "top_ops": top_ops(report.summary, TOP_OPS), "cost": report.summary.get("cost", {}),
-            "memory_peak_bytes": memory.get("peak_bytes"), "memory_source": memory.get("source"),
-            "problem": report.problem}
+def profile_metrics(report: ProfileReport) -> ProfileSummary:
+    """The run's results' `profile`: where the trace is and the heaviest ops (the CLI, `runs show`, the report)."""
+    memory, cost = report.memory, report.summary.get("cost", {})
+    return ProfileSummary(first_step=report.first_step, last_step=report.last_step, trace=report.trace,
+                          trace_bytes=report.trace_bytes, trimmed=report.trimmed, snapshot=report.snapshot,
+                          top_ops=tuple(top_ops(report.summary, TOP_OPS)),
+                          cost=ProfileCost(profiled_step_ms=cost.get("profiled_step_ms"),
+                                           steady_step_ms=cost.get("steady_step_ms")),
+                          memory_peak_bytes=memory.get("peak_bytes"), memory_source=memory.get("source"),
+                          problem=report.problem)
 
 
 def _exported(profile: torch.profiler.profile) -> dict:

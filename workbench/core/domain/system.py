@@ -17,6 +17,7 @@ import psutil
 import torch
 
 from ..ground.events import SystemSample
+from ..ground.results import GpuSummary, SystemSummary
 
 SAMPLE_SECONDS = 0.5  # 2 Hz
 MIB = 1024 * 1024
@@ -91,18 +92,19 @@ class SystemSampler:
         return {f"cuda:{index}": reading}
 
 
-def summary(samples: list[SystemSample]) -> dict:
-    """A run's system figures in its metrics (and so its record and report): means and peaks."""
+def summary(samples: list[SystemSample]) -> SystemSummary | None:
+    """A run's system figures in its results (and so its record and report): means and peaks; None without
+    samples."""
     if not samples:
-        return {}
+        return None
     n = len(samples)
-    out = {"samples": n, "cpu_process_mean": sum(s.cpu_process for s in samples) / n,
-           "cpu_machine_mean": sum(s.cpu_machine for s in samples) / n,
-           "rss_peak_mib": max(s.rss_mib for s in samples)}
+    gpus = {}
     for name in sorted({name for s in samples for name in s.gpu}):
         readings = [s.gpu[name] for s in samples if name in s.gpu]
-        out[name] = {"util_mean": sum(r["util"] for r in readings) / len(readings),
-                     "memory_peak_mib": max(r["memory_mib"] for r in readings),
-                     "power_peak_w": max(r["power_w"] for r in readings),
-                     "temp_peak_c": max(r["temp_c"] for r in readings)}
-    return out
+        gpus[name] = GpuSummary(util_mean=sum(r["util"] for r in readings) / len(readings),
+                                memory_peak_mib=max(r["memory_mib"] for r in readings),
+                                power_peak_w=max(r["power_w"] for r in readings),
+                                temp_peak_c=max(r["temp_c"] for r in readings))
+    return SystemSummary(samples=n, cpu_process_mean=sum(s.cpu_process for s in samples) / n,
+                         cpu_machine_mean=sum(s.cpu_machine for s in samples) / n,
+                         rss_peak_mib=max(s.rss_mib for s in samples), gpus=gpus)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from .config import TrainConfig
 from .events import Frame
 from .records import Record
+from .results import RunResults
 
 
 @dataclass(frozen=True)
@@ -17,14 +18,13 @@ class CheckpointInfo(Record):
 
     path: str  # resolved
     config: TrainConfig
-    metrics: dict  # the run's metrics as it saved them
+    results: RunResults  # the run's figures as it saved them
     classes: tuple[str, ...]
     versions: dict
 
     @property
     def val_accuracy(self) -> float | None:
-        value = self.metrics.get("val_accuracy")
-        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+        return self.results.val_accuracy
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """The events a run emits: the only thing the GUI, the CLI, the run database and child processes consume.
 
-Every event is a frozen dataclass of plain values (str, int, float, bool, tuples, dicts of those), so it pickles,
-serialises to one JSON line, and can be rebuilt from that line. `to_dict` adds a "type" tag; `from_dict` reads it.
+Every event is a frozen dataclass of plain values (str, int, float, bool, tuples, dicts of those; a RunFinished's
+typed results, ground.results, with a plain layout of their own), so it pickles, serialises to one JSON line, and
+can be rebuilt from that line. `to_dict` adds a "type" tag; `from_dict` reads it.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any, Callable
 
 from .compile_kinds import COMPILE_KINDS
 from .records import Record
+from .results import RunResults
 
 
 @dataclass(frozen=True)
@@ -208,7 +210,9 @@ class RunFinished:
     epochs: int
     seconds: float
     stopped: bool  # True when the user asked to stop before the planned end
-    metrics: dict = field(default_factory=dict)
+    # What the run measured. On the wire and in every stored line it is the flat object "metrics" (the layout
+    # older versions wrote, ground.results).
+    results: RunResults = field(default_factory=RunResults)
 
 
 @dataclass(frozen=True)
@@ -225,10 +229,13 @@ Emit = Callable[[Event], None]
 EVENT_TYPES: dict[str, type] = {cls.__name__: cls for cls in (
     RunStarted, CompileStarted, CompileFinished, Step, EpochEnd, CompileReport, CompileEvent, SystemSample,
     ProfileReport, AmpReport, AmpSkipped, Notice, RunFinished, RunFailed)}
-_NESTED = (CompileReport, CompileEvent)  # events with dataclasses inside: serialised through asdict
+_NESTED = (CompileReport, CompileEvent, RunFinished)  # events with dataclasses inside: serialised through to_dict
 
 
 def to_dict(event: Event) -> dict[str, Any]:
+    if isinstance(event, RunFinished):
+        fields = {name: value for name, value in vars(event).items() if name != "results"}
+        return {"type": "RunFinished", **fields, "metrics": event.results.to_dict()}
     return {"type": type(event).__name__, **dataclasses.asdict(event)}
 
 
@@ -256,7 +263,11 @@ def from_dict(data: dict[str, Any]) -> Event:
             data["warnings"] = tuple(_sequence(data.get("warnings", ()), "warnings"))
         if cls is CompileEvent:
             data["frames"] = _frames(data.get("frames", ()))
-        event = cls(**data)
+        if cls is RunFinished:  # a "results" key besides is refused, as a field given twice
+            results = RunResults.from_dict(data.pop("metrics", {}))
+            event = cls(**data, results=results)
+        else:
+            event = cls(**data)
     except (TypeError, KeyError, AttributeError) as exc:
         raise ValueError(f"a {kind} event this version cannot read: {exc}") from None
     _check_types(event)

@@ -28,11 +28,13 @@ A forecast is for one process (rank 0 by default: the run's compile report is ra
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from dataclasses import asdict, dataclass
-from typing import Sequence
+from dataclasses import dataclass
+from typing import Any, Sequence
 
 from .config import EVAL_BATCH, TrainConfig
+from .records import Record
 
 EVAL_MODE = "eval_mode"
 PARTIAL_VAL_BATCH = "partial_val_batch"
@@ -48,7 +50,7 @@ CONFIRMED, DID_NOT_HAPPEN, NOT_PREDICTED = "confirmed", "did not happen", "not p
 
 
 @dataclass(frozen=True)
-class Forecast:
+class Forecast(Record):
     """One recompile (or `count` of them) a compiled run will hit, and the fix."""
 
     cause: str  # a key of CAUSES
@@ -62,12 +64,26 @@ class Forecast:
 
 
 @dataclass(frozen=True)
-class ForecastCheck:
-    """A forecast held against the run's real recompiles."""
+class ForecastCheck(Record):
+    """A forecast held against the run's real recompiles. As plain data (a run's results, the report) the
+    forecast's fields sit beside the verdict and what was observed, in one object."""
 
     forecast: Forecast | None  # None: a recompile nobody predicted
     observed: tuple[str, ...]  # the real recompile reasons it matched
-    verdict: str  # "confirmed" | "did not happen" | "not predicted"
+    verdict: str  # "confirmed" | "did not happen" | "not predicted"; "" for a forecast not yet held against a run
+
+    def to_dict(self) -> dict[str, Any]:
+        forecast = self.forecast.to_dict() if self.forecast is not None else {}
+        return {**forecast, "verdict": self.verdict, "observed": list(self.observed)}
+
+    @classmethod
+    def read(cls, data: Any, where: str) -> ForecastCheck:
+        if not isinstance(data, dict):
+            raise ValueError(f"{where} is {type(data).__name__}, not an object")
+        own = ("verdict", "observed")
+        forecast = {key: value for key, value in data.items() if key not in own}
+        check = super().read({**{key: data[key] for key in own if key in data}, "forecast": None}, where)
+        return dataclasses.replace(check, forecast=Forecast.read(forecast, where) if forecast else None)
 
 
 # -- the engine's batch arithmetic ------------------------------------------------------------------------------
@@ -230,12 +246,6 @@ def check_forecast(forecasts: Sequence[Forecast], recompiles: Sequence[str]) -> 
               for i, f in enumerate(forecasts)]
     checks += [ForecastCheck(forecast=None, observed=(reason,), verdict=NOT_PREDICTED) for reason in unpredicted]
     return tuple(checks)
-
-
-def check_as_dict(check: ForecastCheck) -> dict:
-    """A check as plain data (run metrics, the report): the forecast's fields, the verdict and what was observed."""
-    forecast = asdict(check.forecast) if check.forecast is not None else {}
-    return {**forecast, "verdict": check.verdict, "observed": list(check.observed)}
 
 
 def _match(forecasts: Sequence[Forecast], found: tuple[str, int | None] | None) -> int | None:

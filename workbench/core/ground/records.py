@@ -6,7 +6,10 @@ answer) is typed on both sides and never read by string key.
 (any JSON object, kept as it is), another Record, a TrainConfig. `from_dict` refuses, with a ValueError that says
 where, anything else: a missing field without a default, a field it does not know, a value of the wrong type (a
 bool is not a number, though JSON would let it pass). So data from another process, version or machine is never
-trusted half-way."""
+trusted half-way.
+
+A Record whose plain form is a layout of its own (ground/results.py: a run's flat "metrics", kept as every version
+wrote it) overrides `to_dict` and `read`; the Records that hold it read it through its `read`."""
 
 from __future__ import annotations
 
@@ -28,7 +31,12 @@ class Record:
 
     @classmethod
     def from_dict(cls: type[R], data: Any) -> R:
-        return _read(cls, data, cls.__name__)
+        return cls.read(data, cls.__name__)
+
+    @classmethod
+    def read(cls: type[R], data: Any, where: str) -> R:
+        """from_dict, its errors saying `where` (a field's path, when this Record is inside another)."""
+        return _read(cls, data, where)
 
 
 def _plain(value: Any) -> Any:
@@ -70,6 +78,11 @@ def _value(kind: Any, value: Any, where: str) -> Any:
     """`value` as the annotation `kind` declares it, or a ValueError naming `where`."""
     origin, args = typing.get_origin(kind), typing.get_args(kind)
     if origin in (Union, types.UnionType):
+        options = [option for option in args if option is not _NONE]
+        if value is None and len(options) < len(args):
+            return None
+        if len(options) == 1:  # X | None, and not None: X's own reading says what is wrong with it
+            return _value(options[0], value, where)
         for option in args:  # the first option that reads it: None, then the plain kinds, then the rest
             try:
                 return _value(option, value, where)
@@ -112,7 +125,7 @@ def _value(kind: Any, value: Any, where: str) -> Any:
             raise ValueError(f"{where} is {type(value).__name__}, not an object")
         return value
     if isinstance(kind, type) and issubclass(kind, Record):
-        return _read(kind, value, where)
+        return kind.read(value, where)
     if isinstance(kind, type) and dataclasses.is_dataclass(kind) and hasattr(kind, "from_dict"):
         if not isinstance(value, dict):
             raise ValueError(f"{where} is {type(value).__name__}, not an object")

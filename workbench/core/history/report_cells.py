@@ -1,5 +1,5 @@
-"""The small pieces every report section writes: percentages, numbers, MiB, durations, a run's GPU figures, and a
-run's colour swatch with its label.
+"""The small pieces every report section writes: percentages, numbers, MiB, durations, and a run's colour swatch
+with its label.
 """
 
 from __future__ import annotations
@@ -36,13 +36,6 @@ def duration(seconds: float | None) -> str:
 
 def compile_time(seconds: float | None, backend_used: str | None) -> str:
     return "none (eager)" if not seconds and backend_used == "eager" else duration(seconds)
-
-
-def gpu_text(system: dict) -> str:
-    """'cuda:0: 87 % busy, peak 412 W, 61 °C, 30,512 MiB' per GPU of a run's system summary; '' without one."""
-    return "; ".join(f"{name}: {g['util_mean']:.0f} % busy, peak {g['power_peak_w']:.0f} W, {g['temp_peak_c']:.0f} °C, "
-                     f"{g['memory_peak_mib']:,.0f} MiB" for name, g in system.items()
-                     if name.startswith("cuda:") and isinstance(g, dict))
 
 
 def run_cell(run: RunFacts) -> str:

@@ -88,8 +88,7 @@ def _compile_html(run: RunFacts, base: Path | None = None) -> str:
 
 
 def _timing_sentence(run: RunFacts) -> str:
-    compile_s = run.metrics["compile_seconds"]
-    step_s = run.metrics["steady_step_seconds"]
+    compile_s, step_s = run.figures.compile_seconds, run.figures.steady_step_seconds
     steady = sum(1 for s in run.steps if s.steady)
     if step_s is None:
         return "<p>No steady-state steps were recorded.</p>"
@@ -154,7 +153,7 @@ def _frames_html(frames: Sequence[Frame]) -> str:
 
 
 def _payback_html(run: RunFacts) -> str:
-    payback, problem = run.payback(), run.payback_problem()
+    payback, problem = run.results.payback, run.results.payback_problem
     if payback is None:
         return f"<h4>Did compiling pay off?</h4><p class=muted>{esc(_sentence(problem))}.</p>" if problem else ""
     facts = [
@@ -259,7 +258,7 @@ VERDICT_CLASS = {CONFIRMED: "ok", DID_NOT_HAPPEN: "warn", NOT_PREDICTED: "bad"}
 
 def _forecast_html(run: RunFacts) -> str:
     """The recompiles forecast from the run's config, each with what really happened."""
-    checks = run.forecast_checks()
+    checks = run.results.recompile_forecast
     if checks is None:
         return ""
     head = "<h4>Recompile forecast vs reality</h4>"
@@ -267,17 +266,15 @@ def _forecast_html(run: RunFacts) -> str:
         return head + "<p>No recompile was forecast, and none happened.</p>"
     rows = []
     for check in checks:
-        verdict = str(check.get("verdict") or "—")
-        what = esc(check.get("text") or "—")
-        if check.get("expected"):
+        forecast = check.forecast
+        what = esc(forecast.text) if forecast else "—"
+        if forecast and forecast.expected:
             what += " <span class=muted>(by design)</span>"
-        count = check.get("count")
-        if isinstance(count, int) and not isinstance(count, bool) and count > 1:
-            what += f" <span class=muted>({count:,} recompiles)</span>"
-        observed = check.get("observed") if isinstance(check.get("observed"), list) else []
-        seen = "".join(f"<pre>{esc(o)}</pre>" for o in observed) or "—"
-        rows.append([f"<span class='verdict {VERDICT_CLASS.get(verdict, '')}'>{esc(verdict)}</span>",
-                     esc(check.get("when") or "—"), what, esc(check.get("fix") or "—"), seen])
+        if forecast and forecast.count > 1:
+            what += f" <span class=muted>({forecast.count:,} recompiles)</span>"
+        seen = "".join(f"<pre>{esc(o)}</pre>" for o in check.observed) or "—"
+        rows.append([f"<span class='verdict {VERDICT_CLASS.get(check.verdict, '')}'>{esc(check.verdict)}</span>",
+                     esc(forecast.when) if forecast else "—", what, esc(forecast.fix) if forecast else "—", seen])
     note = ("<p class=muted>Forecast from the run's settings and data sizes before it ran, held against the "
             "recompiles Dynamo reported (“observed”, in its own words).</p>")
     return head + note + _table(["Verdict", "When", "What", "Fix", "Observed"], rows)
@@ -285,16 +282,14 @@ def _forecast_html(run: RunFacts) -> str:
 
 def _trace_html(run: RunFacts, base: Path | None) -> str:
     """The link to the full compile trace (tlparse's index.html), or why there is none to follow."""
-    trace = run.finished.get("compile_trace")
-    problem = run.finished.get("compile_trace_problem")
-    problem = problem if isinstance(problem, str) and problem else ""
-    if not isinstance(trace, str) or not trace:
-        return f"<p class=missing>Compile trace: {esc(problem)}.</p>" if problem else ""
-    if not problem:
-        return (f"<p><a href='{esc(file_href(trace, base))}'>Full compile trace (tlparse)</a> "
-                f"<span class=muted>({esc(trace)})</span></p>")
-    return (f"<p class=missing>The compile trace was recorded in <a href='{esc(file_href(trace, base))}'>"
-            f"<code>{esc(trace)}</code></a> but not rendered: {esc(problem)}.</p>")
+    trace = run.results.compile_trace
+    if trace is None or not trace.path:
+        return f"<p class=missing>Compile trace: {esc(trace.problem)}.</p>" if trace and trace.problem else ""
+    href = esc(file_href(trace.path, base))
+    if not trace.problem:
+        return f"<p><a href='{href}'>Full compile trace (tlparse)</a> <span class=muted>({esc(trace.path)})</span></p>"
+    return (f"<p class=missing>The compile trace was recorded in <a href='{href}'><code>{esc(trace.path)}</code></a> "
+            f"but not rendered: {esc(trace.problem)}.</p>")
 
 
 def _list_html(title: str, items: Iterable[str]) -> str:

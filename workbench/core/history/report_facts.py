@@ -10,14 +10,35 @@ import statistics
 from dataclasses import dataclass
 from typing import Iterable
 
-from ..ground.events import CompileEvent, CompileReport, EpochEnd, Notice, RunFailed, RunFinished, Step, peak_mib
+from ..ground.events import CompileEvent, CompileReport, EpochEnd, Notice, RunFailed, Step, peak_mib
 from ..ground.payback import Payback
+from ..ground.records import Record
+from ..ground.results import RunResults, SystemSummary
 from .curves import Curves, curves_from_events, differing_settings, run_label
 from .runs import RunRecord
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f",
            "#bcbd22")
 MIN_STEADY_STEPS = 10  # fewer steady steps than this say nothing about a run's throughput
+
+
+@dataclass(frozen=True)
+class RunFigures(Record):
+    """A run's final figures as the report shows them (its "metrics" in the JSON twin): from the run's row where it
+    has them, else from its events (failed or interrupted runs have no final figures of their own)."""
+
+    status: str
+    steps: int
+    epochs: int  # validated
+    best_val_accuracy: float | None
+    final_val_accuracy: float | None
+    final_val_loss: float | None
+    samples_per_s: float | None
+    compile_seconds: float | None
+    steady_step_seconds: float | None  # the median steady step
+    peak_memory_mib: float | None
+    backend_used: str | None
+    system: SystemSummary | None
 
 
 @dataclass
@@ -33,25 +54,11 @@ class RunFacts:
     compile: CompileReport | None
     failure: dict | None
     notices: list[Notice]
-    metrics: dict
+    figures: RunFigures
     timeline: list[CompileEvent]  # in the order they happened
-    finished: dict  # RunFinished.metrics: the payback, the recompile forecast, the compile trace; {} when absent
-
-    def payback(self) -> Payback | None:
-        """Whether compiling paid off, as the run measured it; None when it did not measure it."""
-        return Payback.from_dict(self.finished.get("payback"))
-
-    def payback_problem(self) -> str | None:
-        """Why the payback was not measured; None when there is no reason recorded."""
-        problem = self.finished.get("payback_problem")
-        return problem if isinstance(problem, str) and problem else None
-
-    def forecast_checks(self) -> list[dict] | None:
-        """The recompile forecast held against what happened; None for runs recorded before it existed."""
-        checks = self.finished.get("recompile_forecast")
-        if not isinstance(checks, list):
-            return None
-        return [c for c in checks if isinstance(c, dict)]
+    # What the run measured at its end: the payback, the recompile forecast, the compile trace, the profile… A run
+    # without a RunFinished (failed, interrupted) has the defaults: none of them.
+    results: RunResults
 
 
 def prepare_runs(records: list[RunRecord]) -> list[RunFacts]:
@@ -65,14 +72,12 @@ def _facts(record: RunRecord, differing: list[str], color: str) -> RunFacts:
     epochs = [e for e in events if isinstance(e, EpochEnd)]
     failure = record.failure or next((dataclasses.asdict(e) for e in reversed(events)
                                       if isinstance(e, RunFailed)), None)
-    finished = next((e.metrics for e in reversed(events) if isinstance(e, RunFinished)), None)
+    results = record.results or RunResults()
     return RunFacts(record=record, label=run_label(record.id, record.config, differing), color=color, steps=steps,
                     epochs=epochs, curves=curves_from_events(events), compile=last_compile_report(events),
                     failure=failure, notices=[e for e in events if isinstance(e, Notice)],
-                    metrics={**_metrics(record, steps, epochs),
-                             "system": finished.get("system") if isinstance(finished, dict) else None},
-                    timeline=[e for e in events if isinstance(e, CompileEvent)],
-                    finished=finished if isinstance(finished, dict) else {})
+                    figures=_figures(record, steps, epochs, results.system),
+                    timeline=[e for e in events if isinstance(e, CompileEvent)], results=results)
 
 
 def last_compile_report(events: list) -> CompileReport | None:
@@ -82,28 +87,29 @@ def last_compile_report(events: list) -> CompileReport | None:
     return (from_run or reports or [None])[-1]
 
 
-def _metrics(record: RunRecord, steps: list[Step], epochs: list[EpochEnd]) -> dict:
-    """The final figures, from the run's row where it has them, else from its events (failed/interrupted runs)."""
+def _figures(record: RunRecord, steps: list[Step], epochs: list[EpochEnd], system: SystemSummary | None
+             ) -> RunFigures:
     steady = [s for s in steps if s.steady]
     peaks = [peak_mib(s.memory) for s in steps]
     peaks = [p for p in peaks if isinstance(p, (int, float))]
     best = record.best_val_accuracy if record.best_val_accuracy is not None else (
         max((e.val_accuracy for e in epochs), default=None))
-    return {
-        "status": record.status,
-        "steps": record.steps or (steps[-1].step if steps else 0),
-        "epochs": len(epochs),
-        "best_val_accuracy": best,
-        "final_val_accuracy": epochs[-1].val_accuracy if epochs else None,
-        "final_val_loss": epochs[-1].val_loss if epochs else None,
-        "samples_per_s": record.samples_per_s if record.samples_per_s is not None else (
+    return RunFigures(
+        status=record.status,
+        steps=record.steps or (steps[-1].step if steps else 0),
+        epochs=len(epochs),
+        best_val_accuracy=best,
+        final_val_accuracy=epochs[-1].val_accuracy if epochs else None,
+        final_val_loss=epochs[-1].val_loss if epochs else None,
+        samples_per_s=record.samples_per_s if record.samples_per_s is not None else (
             _median(s.samples_per_s for s in steady) if len(steady) >= MIN_STEADY_STEPS else None),
-        "compile_seconds": record.compile_seconds if record.compile_seconds is not None else (
+        compile_seconds=record.compile_seconds if record.compile_seconds is not None else (
             next((s.step_seconds for s in steps if s.compiling), None)),
-        "steady_step_seconds": _median(s.step_seconds for s in steady),
-        "peak_memory_mib": record.peak_memory_mib if record.peak_memory_mib is not None else max(peaks, default=None),
-        "backend_used": record.backend_used,
-    }
+        steady_step_seconds=_median(s.step_seconds for s in steady),
+        peak_memory_mib=record.peak_memory_mib if record.peak_memory_mib is not None else max(peaks, default=None),
+        backend_used=record.backend_used,
+        system=system,
+    )
 
 
 def _median(values: Iterable[float]) -> float | None:
@@ -111,7 +117,30 @@ def _median(values: Iterable[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
-def compare_runs(runs: list[RunFacts]) -> dict:
+@dataclass(frozen=True)
+class ComparedRun(Record):
+    """One run of the comparison (a row of its table and of the JSON twin's "comparison")."""
+
+    id: int
+    label: str
+    backend_used: str | None
+    samples_per_s: float | None
+    speedup: float | None  # against the baseline run
+    compile_seconds: float | None
+    peak_memory_mib: float | None
+    final_val_accuracy: float | None
+    payback: Payback | None
+    payback_problem: str | None  # why the payback was not measured, when it was not and the run says why
+
+
+@dataclass(frozen=True)
+class Comparison(Record):
+    baseline_run: int
+    baseline_note: str
+    runs: tuple[ComparedRun, ...]
+
+
+def compare_runs(runs: list[RunFacts]) -> Comparison:
     """Throughput, compile time and memory side by side, speed-ups against an eager fp32 run (or the first)."""
     baseline = next((r for r in runs if r.record.config.get("backend") == "eager"
                      and r.record.config.get("amp") == "off"), None)
@@ -120,17 +149,15 @@ def compare_runs(runs: list[RunFacts]) -> dict:
         baseline = runs[0]
         note = (f"no eager run with AMP off was selected, so speed-up is relative to the first run, "
                 f"#{baseline.record.id}")
-    base_rate = baseline.metrics["samples_per_s"]
+    base_rate = baseline.figures.samples_per_s
     rows = []
     for run in runs:
-        rate = run.metrics["samples_per_s"]
-        speedup = rate / base_rate if rate is not None and base_rate else None
-        payback = run.payback()
-        rows.append({"id": run.record.id, "label": run.label, "backend_used": run.metrics["backend_used"],
-                     "samples_per_s": rate, "speedup": speedup,
-                     "compile_seconds": run.metrics["compile_seconds"],
-                     "peak_memory_mib": run.metrics["peak_memory_mib"],
-                     "final_val_accuracy": run.metrics["final_val_accuracy"],
-                     "payback": payback.to_dict() if payback else None,
-                     "payback_problem": run.payback_problem() if payback is None else None})
-    return {"baseline_run": baseline.record.id, "baseline_note": note, "runs": rows}
+        figures, payback = run.figures, run.results.payback
+        rate = figures.samples_per_s
+        rows.append(ComparedRun(
+            id=run.record.id, label=run.label, backend_used=figures.backend_used, samples_per_s=rate,
+            speedup=rate / base_rate if rate is not None and base_rate else None,
+            compile_seconds=figures.compile_seconds, peak_memory_mib=figures.peak_memory_mib,
+            final_val_accuracy=figures.final_val_accuracy, payback=payback,
+            payback_problem=(run.results.payback_problem or None) if payback is None else None))
+    return Comparison(baseline_run=baseline.record.id, baseline_note=note, runs=tuple(rows))

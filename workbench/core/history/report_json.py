@@ -12,21 +12,21 @@ from typing import Any
 from ..ground.events import CompileReport
 from ..ground.fixit import FixItCard, fixit_cards
 from .report_data import Evaluation
-from .report_facts import RunFacts
+from .report_facts import Comparison, RunFacts
 
 FORMAT = "workbench-report"
 FORMAT_VERSION = 1
 
 
 def report_json(runs: list[RunFacts], evaluations: dict[int, Evaluation | None], reasons: dict[int, str],
-                comparison: dict | None, generated: datetime) -> dict:
+                comparison: Comparison | None, generated: datetime) -> dict:
     """The report as a JSON-able dict: strict JSON (NaN and infinities are null), tuples as lists."""
     return _clean({
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "generated": generated.isoformat(timespec="seconds"),
         "runs": [_run_json(run, evaluations.get(run.record.id), reasons[run.record.id]) for run in runs],
-        "comparison": comparison,
+        "comparison": comparison.to_dict() if comparison else None,
     })
 
 
@@ -39,12 +39,12 @@ def _run_json(run: RunFacts, evaluation: Evaluation | None, reason: str) -> dict
         "status": record.status,
         "config": record.config,
         "environment": record.environment,
-        "metrics": run.metrics,
+        "metrics": run.figures.to_dict(),
         "epochs": [dataclasses.asdict(e) for e in run.epochs],
         "compile": _compile_json(run.compile),
         **_insight_json(run),
-        "profile": run.finished.get("profile"),
-        "amp": run.finished.get("amp"),
+        "profile": run.results.profile.to_dict() if run.results.profile else None,
+        "amp": run.results.amp.to_dict() if run.results.amp else None,
         "evaluation": _evaluation_json(evaluation) if evaluation else {"unavailable": reason},
         "failure": run.failure,
         "notices": [dataclasses.asdict(n) for n in run.notices],
@@ -63,18 +63,16 @@ def _compile_json(report: CompileReport | None) -> dict | None:
 def _insight_json(run: RunFacts) -> dict:
     """The compile insight a run recorded: its timeline, payback, forecast checks, fix-it cards and compile trace
     (None or empty for runs recorded before they existed)."""
-    payback = run.payback()
-    trace = run.finished.get("compile_trace")
-    trace_problem = run.finished.get("compile_trace_problem")
-    report = run.compile
+    results, report = run.results, run.compile
+    payback, trace, checks = results.payback, results.compile_trace, results.recompile_forecast
     return {
         "compile_timeline": [{**dataclasses.asdict(e), "where": e.where} for e in run.timeline],
         "payback": payback.to_dict() if payback else None,
-        "payback_problem": run.payback_problem() if payback is None else None,
-        "recompile_forecast": run.forecast_checks(),
+        "payback_problem": (results.payback_problem or None) if payback is None else None,
+        "recompile_forecast": [check.to_dict() for check in checks] if checks is not None else None,
         "fixit_cards": [_card_json(c) for c in fixit_cards(report.breaks)] if report and report.breaks else [],
-        "compile_trace": trace if isinstance(trace, str) and trace else None,
-        "compile_trace_problem": trace_problem if isinstance(trace_problem, str) and trace_problem else None,
+        "compile_trace": (trace.path or None) if trace else None,
+        "compile_trace_problem": (trace.problem or None) if trace else None,
     }
 
 

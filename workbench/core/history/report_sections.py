@@ -15,14 +15,14 @@ from typing import Any
 import numpy as np
 
 from ..ground.config import TrainConfig, uses_cuda_graphs
-from ..ground.payback import Payback
 from .curves import differing_settings
 from .html import esc
 from .html import table as _table
-from .report_cells import compile_time, gpu_text, mib, num, pct, run_cell
+from ..ground.results_text import gpu_text
+from .report_cells import compile_time, mib, num, pct, run_cell
 from .report_compile import compile_marks, kind_legend
 from .report_data import Evaluation
-from .report_facts import RunFacts
+from .report_facts import ComparedRun, Comparison, RunFacts
 from .report_page import section
 from .svgchart import Series, line_chart
 
@@ -124,21 +124,22 @@ def _memory_charts(runs: list[RunFacts]) -> list[str]:
 
 def section_metrics(runs: list[RunFacts], evaluations: dict[int, Evaluation | None], reasons: dict[int, str]) -> str:
     rows = [
-        ("Status", lambda m: esc(m["status"])),
-        ("Steps", lambda m: f"{m['steps']:,}"),
-        ("Epochs", lambda m: str(m["epochs"])),
-        ("Best validation accuracy", lambda m: pct(m["best_val_accuracy"])),
-        ("Final validation accuracy", lambda m: pct(m["final_val_accuracy"])),
-        ("Final validation loss", lambda m: num(m["final_val_loss"], ".4f")),
-        ("Samples/s (steady state)", lambda m: num(m["samples_per_s"], ",.0f")),
-        ("Compile time", lambda m: compile_time(m["compile_seconds"], m["backend_used"])),
-        ("Peak memory", lambda m: mib(m["peak_memory_mib"])),
-        ("CPU, training process (mean)", lambda m: _system(m, "cpu_process_mean", "{:.0f} % of a core")),
-        ("CPU, whole machine (mean)", lambda m: _system(m, "cpu_machine_mean", "{:.0f} %")),
-        ("GPU (NVML)", lambda m: esc(gpu_text(m.get("system") or {})) or "—"),
+        ("Status", lambda m: esc(m.status)),
+        ("Steps", lambda m: f"{m.steps:,}"),
+        ("Epochs", lambda m: str(m.epochs)),
+        ("Best validation accuracy", lambda m: pct(m.best_val_accuracy)),
+        ("Final validation accuracy", lambda m: pct(m.final_val_accuracy)),
+        ("Final validation loss", lambda m: num(m.final_val_loss, ".4f")),
+        ("Samples/s (steady state)", lambda m: num(m.samples_per_s, ",.0f")),
+        ("Compile time", lambda m: compile_time(m.compile_seconds, m.backend_used)),
+        ("Peak memory", lambda m: mib(m.peak_memory_mib)),
+        ("CPU, training process (mean)",
+         lambda m: f"{m.system.cpu_process_mean:.0f} % of a core" if m.system else "—"),
+        ("CPU, whole machine (mean)", lambda m: f"{m.system.cpu_machine_mean:.0f} %" if m.system else "—"),
+        ("GPU (NVML)", lambda m: esc(gpu_text(m.system)) if m.system and m.system.gpus else "—"),
     ]
     head = "<tr><th>Metric</th>" + "".join(f"<th>{run_cell(r)}</th>" for r in runs) + "</tr>"
-    body = "".join(f"<tr><th>{name}</th>" + "".join(f"<td>{cell(r.metrics)}</td>" for r in runs) + "</tr>"
+    body = "".join(f"<tr><th>{name}</th>" + "".join(f"<td>{cell(r.figures)}</td>" for r in runs) + "</tr>"
                    for name, cell in rows)
     parts = [f"<table>{head}{body}</table>"]
     for run in runs:
@@ -149,11 +150,6 @@ def section_metrics(runs: list[RunFacts], evaluations: dict[int, Evaluation | No
         else:
             parts.append(_evaluation_html(evaluation))
     return section("metrics", "".join(parts))
-
-
-def _system(metrics: dict, key: str, form: str) -> str:
-    value = (metrics.get("system") or {}).get(key)
-    return form.format(value) if isinstance(value, (int, float)) else "—"
 
 
 def _evaluation_html(ev: Evaluation) -> str:
@@ -207,26 +203,24 @@ def _png_uri(pixels: np.ndarray) -> str:
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def section_comparison(comparison: dict) -> str:
-    rows = [[f"#{r['id']} {esc(r['label'].split(' ', 1)[-1])}", num(r["samples_per_s"], ",.0f"),
-             "—" if r["speedup"] is None else f"{r['speedup']:.2f}×",
-             compile_time(r["compile_seconds"], r["backend_used"]),
-             mib(r["peak_memory_mib"]), pct(r["final_val_accuracy"])] for r in comparison["runs"]]
+def section_comparison(comparison: Comparison) -> str:
+    rows = [[f"#{r.id} {esc(r.label.split(' ', 1)[-1])}", num(r.samples_per_s, ",.0f"),
+             "—" if r.speedup is None else f"{r.speedup:.2f}×", compile_time(r.compile_seconds, r.backend_used),
+             mib(r.peak_memory_mib), pct(r.final_val_accuracy)] for r in comparison.runs]
     head = ["Run", "Samples/s", "Speed-up", "Compile time", "Peak memory", "Final accuracy"]
-    if any(r.get("payback") or r.get("payback_problem") for r in comparison["runs"]):  # runs from before: no column
+    if any(r.payback or r.payback_problem for r in comparison.runs):  # runs from before: no column
         head.append("Compile paid off at")
-        for row, r in zip(rows, comparison["runs"]):
+        for row, r in zip(rows, comparison.runs):
             row.append(_break_even_cell(r))
-    return section("comparison", f"<p>{esc(comparison['baseline_note'])}.</p>" + _table(head, rows))
+    return section("comparison", f"<p>{esc(comparison.baseline_note)}.</p>" + _table(head, rows))
 
 
-def _break_even_cell(row: dict) -> str:
-    """A comparison row's break-even step, its verdict as the tooltip; why it was not measured; or a dash."""
-    payback = Payback.from_dict(row.get("payback"))
-    if payback is not None:
-        return f"<span title='{esc(payback.verdict())}'>{esc(payback.short())}</span>"
-    if row.get("payback_problem"):
-        return f"<span class=muted title='{esc(row['payback_problem'])}'>not measured</span>"
+def _break_even_cell(run: ComparedRun) -> str:
+    """A compared run's break-even step, its verdict as the tooltip; why it was not measured; or a dash."""
+    if run.payback is not None:
+        return f"<span title='{esc(run.payback.verdict())}'>{esc(run.payback.short())}</span>"
+    if run.payback_problem:
+        return f"<span class=muted title='{esc(run.payback_problem)}'>not measured</span>"
     return "—"
 
 
@@ -249,7 +243,7 @@ def _failure_html(run: RunFacts) -> str:
         return (f"<div class=failure><h3>{run_cell(run)} failed ({esc(f.get('kind'))})</h3>"
                 f"<pre>{esc(f.get('message'))}</pre>{hint}</div>")
     words = {
-        "stopped": f"was stopped by the user after {run.metrics['steps']:,} steps",
+        "stopped": f"was stopped by the user after {run.figures.steps:,} steps",
         "interrupted": "was interrupted: its process ended without finishing (killed or crashed); the report "
                        "shows what was recorded until then",
         "running": "was still running when this report was made; the report shows what was recorded so far",

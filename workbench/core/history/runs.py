@@ -22,6 +22,7 @@ from ..ground import paths
 from ..ground.errors import WorkbenchError, first_line
 from ..ground.events import (EpochEnd, Event, Notice, RunFailed, RunFinished, RunStarted, Step, from_dict, is_terminal,
                              to_dict, to_json)
+from ..ground.results import RunResults
 
 SCHEMA_VERSION = 1
 RECORD_INTERVAL = 0.5  # seconds between commits of buffered events
@@ -100,6 +101,11 @@ class RunRecord:
     checkpoint: str | None
     events: list[Event] = field(default_factory=list)
     updated: str = ""  # when the row was last written: an ended run's end
+
+    @property
+    def results(self) -> RunResults | None:
+        """What the run measured, from its RunFinished event (loaded with its events); None without one."""
+        return next((e.results for e in reversed(self.events) if isinstance(e, RunFinished)), None)
 
     @property
     def duration_s(self) -> float | None:
@@ -483,11 +489,11 @@ def _summary(batch: list[Event], last: Event | None) -> dict:
         elif isinstance(event, Step):
             summary["steps"] = event.step
     if isinstance(last, RunFinished):
-        m = last.metrics
+        results = last.results
         summary.update(status="stopped" if last.stopped else "finished", steps=last.steps,
-                       best_val_accuracy=m.get("best_val_accuracy"), samples_per_s=m.get("samples_per_s"),
-                       compile_seconds=m.get("compile_seconds"), peak_memory_mib=m.get("peak_memory_mib"),
-                       backend_used=m.get("backend_used"), checkpoint=m.get("checkpoint"))
+                       best_val_accuracy=results.best_val_accuracy, samples_per_s=results.samples_per_s,
+                       compile_seconds=results.compile_seconds, peak_memory_mib=results.peak_memory_mib,
+                       backend_used=results.backend_used, checkpoint=results.checkpoint or None)
     elif isinstance(last, RunFailed):
         summary.update(status="failed", failure=json.dumps(to_dict(last)))
     return summary

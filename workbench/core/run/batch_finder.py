@@ -103,6 +103,6 @@ def _measure(config: TrainConfig, stop: StopFlag, total_mib: float | None,
         if result.kind == "out_of_memory":
             return None
         raise BatchFinderError(f"batch {config.batch_size} failed: {result.message}", result.hint)
-    peak = float(result.metrics.get("peak_memory_mib") or 0.0)
-    return BatchPoint(config.batch_size, float(result.metrics.get("samples_per_s") or 0.0), peak,
+    peak = result.results.peak_memory_mib
+    return BatchPoint(config.batch_size, result.results.samples_per_s, peak,
                       fits=total_mib is None or peak <= (1 - HEADROOM) * total_mib)

@@ -88,7 +88,7 @@ def load_checkpoint(request: requests.LoadCheckpoint) -> answers.CheckpointInfo:
     with the caller's consent — without it the answer is a NeedsConsent error naming the file."""
     ckpt = _checkpoint(request.path, request.trust_model_code)
     return answers.CheckpointInfo(path=str(Path(request.path).resolve()), config=ckpt.config,
-                                  metrics=_plain(ckpt.metrics), classes=tuple(ckpt.classes), versions=ckpt.versions)
+                                  results=ckpt.results, classes=tuple(ckpt.classes), versions=ckpt.versions)
 
 
 def predict(request: requests.Predict) -> answers.Predictions:
@@ -227,14 +227,3 @@ def _model(path: str, trust_model_code: bool):
     except OSError as exc:
         raise JobError("input", f"cannot read {path}: {exc.strerror or exc}") from None
     return _cached_model(str(resolved), (info.st_mtime_ns, info.st_size), trust_model_code)
-
-
-def _plain(value):
-    """Checkpoint metrics as JSON-able values (tensors and numpy scalars become numbers)."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if hasattr(value, "item"):
-        return value.item()
-    return value

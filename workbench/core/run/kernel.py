@@ -27,8 +27,8 @@ from typing import Callable
 
 from ..ground.errors import WorkbenchError, first_line
 from ..ground.signals import RunSignals
-from .process import ADDRESS_ENV, REQUEST_ENV, RUN_JOB_ID, TOKEN_ENV
-from .protocol import PROTOCOL_VERSION, SERVICE_OF_JOB, Job, JobError, Lines, NeedsConsent, event_line, send, send_line
+from .protocol import (ADDRESS_ENV, PROTOCOL_VERSION, REQUEST_ENV, RUN_JOB_ID, SERVICE_OF_JOB, TOKEN_ENV, Job,
+                       JobError, Lines, NeedsConsent, event_line, send, send_line)
 from .request import RunRequest
 
 

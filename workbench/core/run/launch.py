@@ -12,6 +12,7 @@ import threading
 import time
 
 from ..ground.events import Emit, RunFailed, RunFinished
+from ..ground.results import RunResults
 from .process import ChildProcess, start_distributed, supervise_node
 from .request import RunRequest
 
@@ -40,6 +41,6 @@ def _other_node(request: RunRequest, stop: threading.Event) -> RunFinished | Run
     code = supervise_node(request, stop)
     if code == 0 or stop.is_set():
         return RunFinished(steps=0, epochs=0, seconds=time.monotonic() - started, stopped=stop.is_set(),
-                           metrics={"node_exit_code": code})
+                           results=RunResults(node_exit_code=code))
     return RunFailed(kind="crashed", message=f"this node's {request.launch.nproc_per_node} process(es) exited "
                                              f"with code {code}", hint="node 0 has the run's events and record")

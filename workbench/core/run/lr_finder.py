@@ -84,7 +84,7 @@ def find_lr(config: TrainConfig, *, steps: int = STEPS, lr_min: float = LR_MIN, 
     result = trainer.run(run_config, emit, either)
     if isinstance(result, RunFailed) and result.kind != "diverged":
         raise LrFinderError(f"the range test failed: {result.message}", result.hint)
-    compiled = not isinstance(result, RunFailed) and result.metrics.get("backend_used", "eager") != "eager"
+    compiled = not isinstance(result, RunFailed) and result.results.backend_used != "eager"
     last = points[-1].lr if points else lr_min
     ended = (f"the loss diverged at LR {last:.2g}" if diverged.is_set() or isinstance(result, RunFailed)
              else "stopped" if user_stop.is_set() else f"reached LR {last:.2g} after {steps} steps")

@@ -28,13 +28,9 @@ from typing import Callable, Sequence
 from ..ground.errors import WorkbenchError
 from ..ground.events import Event, Notice, RunFailed, RunFinished, Step, from_dict, is_terminal
 from . import forkserver
-from .protocol import Job, Lines, send
+from .protocol import ADDRESS_ENV, REQUEST_ENV, RUN_JOB_ID, TOKEN_ENV, Job, Lines, send
 from .request import Launch, RunRequest
 
-TOKEN_ENV = "WORKBENCH_CHILD_TOKEN"
-ADDRESS_ENV = "WORKBENCH_CHILD_ADDRESS"
-REQUEST_ENV = "WORKBENCH_CHILD_REQUEST"  # a torchrun rank's RunRequest (every rank needs it)
-RUN_JOB_ID = 1  # the one job of a run kernel
 CONNECT_TIMEOUT_S = 120.0  # a cold start imports torch; a loaded machine can take a while
 STOP_GRACE_S = 60.0  # after asking to stop: time to finish the current step (a compile can take this long)
 KILL_GRACE_S = 5.0

@@ -32,6 +32,12 @@ from ..ground.errors import WorkbenchError
 from ..ground.events import CompileReport, from_dict as event_from_dict, to_dict as event_to_dict
 from ..ground.findings import BatchFinding, BatchPoint, LrFinding, LrPoint
 
+# How a kernel finds its parent: set by the parent (process.py), read by the child (kernel.py).
+TOKEN_ENV = "WORKBENCH_CHILD_TOKEN"
+ADDRESS_ENV = "WORKBENCH_CHILD_ADDRESS"
+REQUEST_ENV = "WORKBENCH_CHILD_REQUEST"  # a torchrun rank's RunRequest (every rank needs it)
+RUN_JOB_ID = 1  # the one job of a run kernel
+
 PROTOCOL_VERSION = 2  # 2: every service job's arguments and answer are the typed records of SERVICES
 
 

@@ -129,7 +129,7 @@ class RunWriter:
             "epochs": self._epochs,
             "seconds": result.seconds,
             "stopped": result.stopped,
-            "metrics": result.metrics,
+            "metrics": result.results.to_dict(),
         }
 
 
@@ -243,7 +243,7 @@ def run_recorded(request: RunRequest, *, sinks: tuple[Callable[[Event], None], .
     def save_checkpoint(trained: TrainedModel) -> str:  # the run's last file: written here, like all the others
         from ..domain import checkpoint
 
-        return str(checkpoint.save(out_dir / "checkpoint.pt", trained.model, trained.config, metrics=trained.metrics,
+        return str(checkpoint.save(out_dir / "checkpoint.pt", trained.model, trained.config, results=trained.results,
                                    versions=trained.versions, classes=trained.classes,
                                    training_state=trained.training_state))
 

@@ -2,7 +2,8 @@
 
 A request is built and validated once, by whoever starts the run (the CLI's flags, the window's form, a benchmark),
 against what the machine can do (`Capabilities`), and then only travels: as JSON to a run process, in the
-environment to torchrun's ranks. The engine never re-checks what was checked here.
+environment to torchrun's ranks. The engine checks only that the config can run on this machine's devices
+(`TrainConfig.check_runnable`, cheap): the benchmark, the finders and tests call it without a request.
 """
 
 from __future__ import annotations

@@ -179,10 +179,9 @@ def _run_trial(trial: optuna.Trial, base: TrainConfig, epochs: int, cuda_devices
     run_id = _run_id(request)
     if isinstance(result, RunFailed):
         return _told(trial, TrialState.FAIL, note=f"{result.kind}: {result.message}", run_id=run_id)
-    metrics = result.metrics
-    figures = {"val_accuracy": best if best > -math.inf else None,
-               "samples_per_s": metrics.get("samples_per_s"), "compile_seconds": metrics.get("compile_seconds"),
-               "peak_memory_mib": metrics.get("peak_memory_mib")}
+    results = result.results
+    figures = {"val_accuracy": best if best > -math.inf else None, "samples_per_s": results.samples_per_s,
+               "compile_seconds": results.compile_seconds, "peak_memory_mib": results.peak_memory_mib}
     if pruned_at:
         return _told(trial, TrialState.PRUNED, note=f"pruned after epoch {pruned_at[0]}: below the median",
                      run_id=run_id, epochs=epochs_done, **figures)

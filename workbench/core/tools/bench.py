@@ -43,7 +43,6 @@ from ..domain.data import DeviceBatches, Split, load_splits
 from ..engine import Trainer
 from ..ground.errors import WorkbenchError
 from ..ground.events import CompileFinished, EpochEnd, RunFailed, Step, peak_mib
-from ..ground.payback import Payback
 from ..domain.model import PIXEL_MEAN, PIXEL_STD, SandwichNet
 
 ARTICLE_WORKERS = 4  # what the article's recipe asks for (capped to the machine)
@@ -351,14 +350,13 @@ def engine_row(config: TrainConfig, settings: BenchSettings, device: torch.devic
     eval_rates = _eval_rates(events)
     row = _row_from_windows(name, "engine", windows or [0.0], step_ms,
                             compile_seconds=compile_event.seconds if compile_event else None,
-                            peak_memory_mib=result.metrics.get("peak_memory_mib"),
+                            peak_memory_mib=result.results.peak_memory_mib,
                             eval_samples_per_s=statistics.median(eval_rates) if eval_rates else None)
-    payback = Payback.from_dict(result.metrics.get("payback"))
-    if payback is not None:
-        row.break_even = payback.short()
+    if result.results.payback is not None:
+        row.break_even = result.results.payback.short()
     notes = []
-    if result.metrics.get("backend_used") != config.backend:
-        notes.append(f"fell back to {result.metrics.get('backend_used')}")
+    if result.results.backend_used != config.backend:
+        notes.append(f"fell back to {result.results.backend_used}")
     if not on_cpu:
         notes.append("step times are averages between syncs")
     if timing.first is None:
@@ -524,10 +522,10 @@ def _recorded_rate(config: TrainConfig, folder: Path, recorded: bool, pair: int)
     result = start_run(request, lambda event: None)
     if isinstance(result, RunFailed):
         raise WorkbenchError(f"a recording-overhead run failed ({result.kind}): {result.message}", result.hint)
-    if not result.metrics.get("samples_per_s"):
+    if not result.results.samples_per_s:
         raise WorkbenchError("a recording-overhead run measured no steady-state steps",
                              "train for more steps (more epochs or a smaller batch)")
-    return result.metrics["samples_per_s"]
+    return result.results.samples_per_s
 
 
 # What `bench --instruments` prices: name → (the config, what differs between off and on).
@@ -554,12 +552,12 @@ def instrument_overhead(config: TrainConfig, rounds: int,
                 changes = on if enabled else off
                 run_config = config.replace(**base, **(changes if where == "config" else {}))
                 result = Trainer(**(changes if where == "trainer" else {})).run(run_config, lambda event: None)
-                if isinstance(result, RunFailed) or not result.metrics.get("samples_per_s"):
+                if isinstance(result, RunFailed) or not result.results.samples_per_s:
                     raise WorkbenchError(f"an instrument-overhead run failed: {getattr(result, 'message', '')}")
-                rates[enabled] = result.metrics["samples_per_s"]
-                cost = (result.metrics.get("profile") or {}).get("cost") or {}
-                if cost.get("profiled_step_ms") and cost.get("steady_step_ms"):
-                    window.append(cost["profiled_step_ms"] / cost["steady_step_ms"])
+                rates[enabled] = result.results.samples_per_s
+                cost = result.results.profile.cost if result.results.profile else None
+                if cost and cost.profiled_step_ms and cost.steady_step_ms:
+                    window.append(cost.profiled_step_ms / cost.steady_step_ms)
             ratios.append(rates[True] / rates[False])
         results[name] = {"ratios": ratios, "median_ratio": statistics.median(ratios),
                          "window_step_ratio": statistics.median(window) if window else None}

@@ -13,7 +13,6 @@ explain pass whose report arrives first), and that trace must not read as "compi
 from __future__ import annotations
 
 import time
-from dataclasses import asdict
 
 from PySide6.QtCore import Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
@@ -23,8 +22,7 @@ from PySide6.QtWidgets import (QFormLayout, QGridLayout, QGroupBox, QHBoxLayout,
 from ...core.ground.config import ConfigError, TrainConfig
 from ...core.ground.events import (CompileEvent, CompileFinished, CompileReport, CompileStarted, Event, GraphBreak,
                                    Notice, RunFinished, RunStarted, is_terminal)
-from ...core.ground.forecast import forecast_recompiles
-from ...core.ground.payback import Payback
+from ...core.ground.forecast import ForecastCheck, forecast_recompiles
 from ...core.ground.answers import FullgraphCheck
 from .compile_cards import BreakDialog, CardList
 from .compile_timeline import TimelineView
@@ -154,21 +152,21 @@ class CompilePanel(QWidget):
             self.fields["seconds"].setText("—")
         if not isinstance(event, RunFinished):
             return
-        metrics = event.metrics
-        payback = Payback.from_dict(metrics.get("payback"))
+        results = event.results
+        payback = results.payback
         if payback is not None:
             self.fields["payback"].setText(payback.verdict())
             self.fields["payback"].setToolTip(
                 f"eager {payback.eager_step_s * 1e3:.2f} ms/step, compiled {payback.compiled_step_s * 1e3:.2f} "
                 f"ms/step, compile {payback.compile_s:.1f} s in all phases\nmethod: {payback.method}")
-        elif metrics.get("payback_problem"):
-            self.fields["payback"].setText(metrics["payback_problem"])
-        if isinstance(metrics.get("recompile_forecast"), list):
-            self.forecast.show_checked(metrics["recompile_forecast"])
-        if metrics.get("compile_trace"):
-            self.trace = str(metrics["compile_trace"])
-            self.trace_button.setToolTip(f"{self.trace}" + (f"\n{metrics['compile_trace_problem']}"
-                                                             if metrics.get("compile_trace_problem") else ""))
+        elif results.payback_problem:
+            self.fields["payback"].setText(results.payback_problem)
+        if results.recompile_forecast is not None:
+            self.forecast.show_checked(results.recompile_forecast)
+        if results.compile_trace is not None and results.compile_trace.path:
+            self.trace = results.compile_trace.path
+            problem = results.compile_trace.problem
+            self.trace_button.setToolTip(self.trace + (f"\n{problem}" if problem else ""))
             self.trace_button.show()
 
     def _show_compiling(self) -> None:
@@ -296,16 +294,16 @@ class ForecastView(QScrollArea):
         elif not config.compiled:
             self._fill([], "Eager: nothing is compiled, nothing recompiles.")
         else:
-            predictions = [{**asdict(f), "verdict": ""} for f in forecasts]  # not yet held against a run
+            predictions = [ForecastCheck(forecast=f, observed=(), verdict="") for f in forecasts]  # not yet run
             self._fill(predictions, f"{len(predictions)} recompile(s) {context}:", config)
 
-    def show_checked(self, checks: list[dict]) -> None:
+    def show_checked(self, checks: tuple[ForecastCheck, ...]) -> None:
         """After a run: each forecast with what really happened, and recompiles nobody predicted."""
-        ok = all(c.get("verdict") == "confirmed" for c in checks)
+        ok = all(c.verdict == "confirmed" for c in checks)
         self._fill(checks, "The forecast against the run's real recompiles: "
                    + ("every one as predicted." if ok else "see below."))
 
-    def _fill(self, checks: list[dict], heading: str, config: TrainConfig | None = None) -> None:
+    def _fill(self, checks: list[ForecastCheck], heading: str, config: TrainConfig | None = None) -> None:
         for entry in self.entries:
             self._layout.removeWidget(entry)
             entry.deleteLater()
@@ -316,22 +314,23 @@ class ForecastView(QScrollArea):
             self._layout.insertWidget(self._layout.count() - 1, entry)
             self.entries.append(entry)
 
-    def _entry(self, check: dict, config: TrainConfig | None) -> QGroupBox:
-        verdict = VERDICT_MARKS.get(check.get("verdict", ""), "")
-        title = check.get("when") or "a recompile"
+    def _entry(self, check: ForecastCheck, config: TrainConfig | None) -> QGroupBox:
+        forecast = check.forecast  # None: a recompile nobody predicted
+        verdict = VERDICT_MARKS.get(check.verdict, "")
+        title = forecast.when if forecast else "a recompile"
         box = QGroupBox(f"{verdict} — {title}" if verdict else title)
         box.setObjectName("forecastEntry")
         layout = QVBoxLayout(box)
-        lines = [check.get("text") or "", *(f"Dynamo: {reason}" for reason in check.get("observed", ()))]
-        if check.get("fix"):
-            lines.append(("By design: " if check.get("expected") else "Fix: ") + check["fix"])
+        lines = [forecast.text if forecast else "", *(f"Dynamo: {reason}" for reason in check.observed)]
+        if forecast and forecast.fix:
+            lines.append(("By design: " if forecast.expected else "Fix: ") + forecast.fix)
         for line in filter(None, lines):
             label = QLabel(line)
             label.setTextFormat(Qt.PlainText)
             label.setWordWrap(True)
             label.setTextInteractionFlags(Qt.TextSelectableByMouse)
             layout.addWidget(label)
-        if config is not None and not check.get("expected") and "dynamic=True" in (check.get("fix") or "") \
+        if config is not None and forecast and not forecast.expected and "dynamic=True" in forecast.fix \
                 and config.dynamic is not True:
             button = QPushButton("Use dynamic shapes: on")
             button.setObjectName("forecastApply")

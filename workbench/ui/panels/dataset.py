@@ -1,7 +1,7 @@
 """Dataset panel: the data a run will train on, before Train — what is wrong with it, how many images each class has
 in each split, and a row of sample images per class.
 
-The kernel's `dataset_preview` job reads the dataset and answers with plain data (see core.domain.preview); this
+The kernel reads the dataset and answers with a DatasetPreview (core.ground.answers, through the ServiceClient); this
 panel only draws it. Everything shown comes from files the user chose (class folder names, file names, error
 messages), so every label is plain text, never rich text.
 """

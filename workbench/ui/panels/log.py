@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QListWidget, QListWidgetItem
 from ...core.ground.config import setup_label
 from ...core.ground.events import EpochEnd, Event, Notice, RunFailed, RunFinished, RunStarted
 from ...core.ground.progress import epoch_line, failure_line
+from ...core.ground.results_text import finished_lines
 
 COLOURS = {"warning": "#c77700", "error": "#d0203a"}  # readable on light and dark; info keeps the palette's text
 
@@ -39,8 +40,8 @@ class LogPanel(QListWidget):
                                  f" · {event.train_size:,} training / {event.val_size:,} validation images")
             elif isinstance(event, EpochEnd):
                 self.add("info", epoch_line(event))
-            elif isinstance(event, RunFinished):
-                state = "stopped" if event.stopped else "finished"
-                self.add("info", f"run {state} after {event.steps} steps in {event.seconds:.1f} s")
+            elif isinstance(event, RunFinished):  # the words `workbench train` ends with
+                for line in finished_lines(event):
+                    self.add("info", line)
             elif isinstance(event, RunFailed):
                 self.add("error", failure_line(event))

@@ -1,0 +1,69 @@
+"""Runs from the history, back in the window: one re-opened (its curves, compile report, profile and model), the
+last one this window trained at the next launch, and several overlaid to compare. The Runs dock lists them and
+reads them off the GUI thread (panels/runs.py); this is what the window does with them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from PySide6.QtCore import QObject
+
+from ..core.ground.events import CompileEvent, SystemSample
+from ..core.history.curves import differing_settings, run_label
+from .checkpoints import Checkpoints
+from .feedback import Feedback
+from .panels.compile import CompilePanel
+from .panels.plots import PlotsPanel
+from .panels.profile import ProfilePanel
+from .panels.runs import LoadedRun, RunsPanel
+from .window_state import WindowState
+
+
+class RecordedRuns(QObject):
+    def __init__(self, state: WindowState, feedback: Feedback, runs: RunsPanel, plots: PlotsPanel,
+                 panels: tuple[ProfilePanel, CompilePanel], checkpoints: Checkpoints, *,
+                 training: Callable[[], bool]):
+        super().__init__(runs)
+        self.state, self.feedback, self.runs, self.plots = state, feedback, runs, plots
+        self.profile, self.compile_panel = panels
+        self.checkpoints, self.training = checkpoints, training
+        runs.compareRequested.connect(self.compare)
+        runs.openRequested.connect(self.show)
+
+    def reopen_last(self, out_dir: Path) -> None:
+        """At start-up: the run this window trained last comes back (curves, compile report, model), as the user
+        left it. A run that is no longer in the history is forgotten quietly."""
+        run_id = self.runs.id_for_out_dir(out_dir)
+        if run_id is None or self.training():
+            return
+        self.state.last_run_dir = out_dir
+        self.runs.load_runs([run_id], lambda runs: self.show(runs[0]))
+
+    def compare(self, runs: list[LoadedRun]) -> None:
+        keys = differing_settings([run.record.config for run in runs])
+        labels = [run_label(run.record.id, run.record.config, keys) for run in runs]
+        self.plots.set_overlays([(label, run.curves) for label, run in zip(labels, runs)])
+        if runs:
+            self.feedback.note("info", "comparing " + ", ".join(labels))
+
+    def show(self, run: LoadedRun) -> None:
+        """Bring a recorded run back: its curves, compile report and (if its checkpoint exists) its model."""
+        if self.training():
+            self.feedback.show("warning", "A run is in progress: open the recorded run when it has ended.")
+            return
+        record = run.record
+        self.plots.set_overlays([])
+        self.plots.show_curves(run.curves, run.compile_seconds, record.config)
+        self.plots.add_events([e for e in run.panel_events if isinstance(e, (CompileEvent, SystemSample))])
+        self.compile_panel.clear()
+        self.compile_panel.add_events(list(run.panel_events))
+        self.profile.clear()
+        self.profile.add_events(list(run.panel_events))
+        self.plots.redraw()
+        self.feedback.busy(f"Run #{record.id} ({record.status})")
+        if record.checkpoint and Path(record.checkpoint).is_file():
+            # Never trusted because of the history row: whatever checkpoint sits there now may name another file.
+            self.checkpoints.load(record.checkpoint, f"run #{record.id}")
+        else:
+            self.feedback.note("warning", f"run #{record.id} has no checkpoint on disk: its curves only")
