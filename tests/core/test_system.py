@@ -113,6 +113,17 @@ def test_a_run_emits_its_samples_on_its_thread_and_keeps_their_summary(monkeypat
     assert any(isinstance(e, Step) for e in events[:events.index(samples[0])])
 
 
+def test_a_run_shorter_than_one_interval_still_has_its_end_sampled(monkeypatch):
+    """The sampler's first reading is one interval in: a run over before it gets one reading at its end."""
+    monkeypatch.setattr(system, "SAMPLE_SECONDS", 3600.0)
+    events: list = []
+    result = Trainer().run(TrainConfig(epochs=1, max_steps=2, hidden_dim=16), events.append)
+    assert isinstance(result, RunFinished)
+    samples = [e for e in events if isinstance(e, SystemSample)]
+    assert len(samples) == 1 and result.results.system.samples == 1
+    assert events.index(samples[0]) < events.index(result)
+
+
 @pytest.mark.cuda
 def test_a_cuda_run_samples_its_gpu_through_nvml():
     result = Trainer().run(TrainConfig(device="cuda", epochs=1, max_steps=300), lambda e: None)
