@@ -4,7 +4,6 @@ compile trace, rendered with tlparse at the end."""
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +27,9 @@ class CompileTimeline(Instrument):
         if run.session.compiled:
             self.tracer = CompileTracer(self.trace_dir).install()
 
-    def step_context(self, run: RunState, kind: str) -> contextlib.AbstractContextManager:
+    def step_context(self, run: RunState, kind: str) -> None:
         if self.tracer is not None:
             self.tracer.step = run.step
-        return contextlib.nullcontext()
 
     def phase_changed(self, run: RunState) -> None:
         if self.tracer is not None:

@@ -27,9 +27,10 @@ class Instrument:
     def prepared(self, run: RunState) -> None:
         """The session is ready (compiled or not); no step has run."""
 
-    def step_context(self, run: RunState, kind: str) -> contextlib.AbstractContextManager:
-        """Entered around step `run.step` (of WarmupPlan kind `kind`)."""
-        return contextlib.nullcontext()
+    def step_context(self, run: RunState, kind: str) -> contextlib.AbstractContextManager | None:
+        """Before step `run.step` (of WarmupPlan kind `kind`): a context to run the step in, or None. Called per step
+        only on the instruments that override it, so the others cost the step nothing."""
+        return None
 
     def riders(self, run: RunState, steps: int) -> torch.Tensor | None:
         """Values on the device to read back with the block's `steps` losses (one sync for all): a flat tensor, or

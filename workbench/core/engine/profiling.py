@@ -44,10 +44,10 @@ class Profiling(Instrument):
         if self.is_main:
             self.profiler = StepProfiler(run.device, window, self.profile_dir)
 
-    def step_context(self, run: RunState, kind: str) -> contextlib.AbstractContextManager:
+    def step_context(self, run: RunState, kind: str) -> contextlib.AbstractContextManager | None:
         if kind == "profiling" and self.profiler is not None:
             return self.profiler.step(run.step)
-        return contextlib.nullcontext()
+        return None
 
     def requests(self, run: RunState, signals: RunSignals) -> None:
         """A profile of the next steps, asked for during the run (read at a read-back, so no block mixes kinds)."""

@@ -268,6 +268,8 @@ class Trainer:
         # One process checks the stop flag before every step. Several must stop at the same step or DDP would
         # wait forever for the ones that stopped: they agree (a collective) at each read-back instead.
         together = self.dist.active
+        stepping = [instrument for instrument in run.instruments
+                    if type(instrument).step_context is not Instrument.step_context]
         for x, y in batches:
             if not together and run.stop.is_set():
                 self._flush(run, block, epoch)
@@ -284,9 +286,14 @@ class Trainer:
             block.kind = kind
             if kind == "compiling":
                 run.emit(CompileStarted(config.backend, config.mode))
-            with contextlib.ExitStack() as around:
-                for instrument in run.instruments:
-                    around.enter_context(instrument.step_context(run, kind))
+            contexts = [context for instrument in stepping
+                        if (context := instrument.step_context(run, kind)) is not None]
+            if contexts:
+                with contextlib.ExitStack() as around:
+                    for context in contexts:
+                        around.enter_context(context)
+                    loss, correct = self._step(run, x, y)
+            else:
                 loss, correct = self._step(run, x, y)
             block.losses.append(loss)
             block.correct.append(correct)

@@ -3,8 +3,8 @@
 "Compiled is slower than eager" and "the first epoch is slow" are the most common complaints about
 `torch.compile`, and no tool answers the question behind them: with this model, on this device, after how many
 steps does the compile time come back? The engine measures both step times side by side in the run's own process
-(see `engine.payback.PaybackCalibration`); this module is the arithmetic and the words, free of torch so the history, the
-report and the window read it too.
+(see `engine.payback.PaybackCalibration`); this module is the arithmetic and the words, free of torch so the history,
+the report and the window read it too.
 """
 
 from __future__ import annotations
