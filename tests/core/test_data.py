@@ -297,7 +297,8 @@ def test_mnist_offline_names_the_offline_choices(tmp_path, no_network, with_root
     with pytest.raises(DataError) as info:
         load_split("mnist", "train", str(root) if with_root else None)
     message = str(info.value)
-    assert "mnist-sample" in message and "--data-root" in message and "--dataset idx" in message
+    assert "mnist-sample" in message and "(idx)" in message
+    assert "Data folder in the app" in message and "--data-root on the command line" in message  # both audiences
     assert "\n" not in message
     assert no_network  # a download was attempted, and refused by the test, not by chance
 

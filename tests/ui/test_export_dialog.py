@@ -15,6 +15,9 @@ def test_export_model_shows_the_parity_table_and_writes_the_files(window, qtbot,
     assert window.export_model_action.isEnabled()
     dialog = window.exports.open_model_dialog()
     assert dialog.folder.text() == str(trained_checkpoint.parent / "export")
+    accuracy = window.state.model.info.val_accuracy
+    named = f"{window.state.model.description} · val accuracy {accuracy:.1%}"  # which model, and how good
+    assert dialog.model.text() == named and named in dialog.windowTitle()
     dialog.folder.setText(str(tmp_path / "model"))
     dialog.backend.setCurrentText("aot_eager")
     with qtbot.waitSignal(window.exports.modelExported, timeout=120_000) as exported:

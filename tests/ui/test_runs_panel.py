@@ -324,3 +324,33 @@ def test_an_export_that_fails_says_why_in_the_dock(panel, qtbot, monkeypatch, tm
     message = _export(panel, qtbot, monkeypatch, "exportCsvAction", "save_file", blocker / "runs.csv")
     assert message.startswith(f"Could not export the runs: cannot write {blocker / 'runs.csv'}")
     assert message.endswith("choose a path in a folder you can write to")
+
+
+def test_tab_leaves_the_runs_table_and_selects_nothing(panel, qtbot, tmp_path):
+    """Arrows move within the table; Tab moves on to the next control (it used to walk every cell and wrap from
+    the last run to the first, so the focus never left, selecting runs as it went)."""
+    from PySide6.QtWidgets import QApplication, QLineEdit, QVBoxLayout, QWidget
+
+    from workbench.core.history.runs import RunStore
+
+    with RunStore(tmp_path / "runs.sqlite") as store:
+        for seed in (1, 2):
+            _record(store, seed=seed)
+    panel.refresh()
+    holder, after = QWidget(), QLineEdit()
+    layout = QVBoxLayout(holder)
+    layout.addWidget(panel)
+    layout.addWidget(after)
+    qtbot.addWidget(holder)
+    holder.show()
+    qtbot.waitExposed(holder)
+    panel.table.setFocus()
+    qtbot.waitUntil(panel.table.hasFocus)
+    for _ in range(3):
+        qtbot.keyClick(QApplication.focusWidget(), Qt.Key_Tab)
+        if not panel.table.hasFocus():
+            break
+    left = not panel.table.hasFocus()
+    selected = panel.table.selectionModel().selectedRows()
+    panel.setParent(None)  # the fixture closes the panel, not the holder
+    assert left and not selected

@@ -11,13 +11,30 @@ from workbench.core.ground.events import RunFailed, RunFinished, Step
 from ..helpers import set_config
 
 
+def _announcements(monkeypatch) -> list[tuple[str, bool]]:
+    """What the window says to a screen reader: (text, assertive) of each accessibility announcement."""
+    from PySide6.QtGui import QAccessible, QAccessibleAnnouncementEvent
+
+    heard: list[tuple[str, bool]] = []
+    real = QAccessible.updateAccessibility
+
+    def update(event):
+        if isinstance(event, QAccessibleAnnouncementEvent):
+            heard.append((event.message(), event.politeness() == QAccessible.AnnouncementPoliteness.Assertive))
+        real(event)
+
+    monkeypatch.setattr(QAccessible, "updateAccessibility", update)
+    return heard
+
+
 def _button(window, name: str) -> QToolButton:
     button = window.findChild(QToolButton, name)
     assert button is not None, f"no widget named {name}"
     return button
 
 
-def test_train_button_runs_one_epoch_and_fills_the_plots(window, qtbot):
+def test_train_button_runs_one_epoch_and_fills_the_plots(window, qtbot, monkeypatch):
+    heard = _announcements(monkeypatch)
     set_config(window, epochs=1)
     with qtbot.waitSignal(window.training.runFinished, timeout=60_000) as finished:
         qtbot.mouseClick(_button(window, "trainButton"), Qt.LeftButton)
@@ -31,6 +48,8 @@ def test_train_button_runs_one_epoch_and_fills_the_plots(window, qtbot):
     x, y = window.plots.step_loss.item.getData()
     assert len(x) == result.steps  # the curve on screen holds every step
     assert window.findChild(object, "statusState").text() == "Finished"
+    assert [text for text, _ in heard][0].startswith("Training started: ")  # a screen reader hears start and end
+    assert any(text.startswith(f"finished: {result.steps} steps") and not assertive for text, assertive in heard)
     assert not window.runner.training  # the run's task ended with the run
     # the finished run's model is opened in the kernel, ready for prediction
     qtbot.waitUntil(lambda: window.predict.model is not None, timeout=60_000)
@@ -76,7 +95,8 @@ def test_closing_the_window_mid_run_stops_it_cleanly(window, qtbot, tmp_path):
     assert (run_dirs[0] / "checkpoint.pt").is_file() and (run_dirs[0] / "events.jsonl").is_file()
 
 
-def test_a_diverging_run_shows_a_clear_message_and_the_app_keeps_working(window, qtbot):
+def test_a_diverging_run_shows_a_clear_message_and_the_app_keeps_working(window, qtbot, monkeypatch):
+    heard = _announcements(monkeypatch)
     set_config(window, epochs=1, lr=10.0)
     with qtbot.waitSignal(window.training.runFinished, timeout=60_000) as finished:
         window.training.train()
@@ -84,6 +104,7 @@ def test_a_diverging_run_shows_a_clear_message_and_the_app_keeps_working(window,
     assert window.banner.isVisible()
     assert "diverged" in window.banner.label.text() and "learning rate" in window.banner.label.text()
     assert window.state_label.text() == "Failed"
+    assert (window.banner.label.text(), True) in heard  # the failure interrupts the screen reader
     set_config(window, epochs=1)
     with qtbot.waitSignal(window.training.runFinished, timeout=60_000) as finished:
         window.training.train()

@@ -104,8 +104,13 @@ def test_the_plots_follow_the_desktops_dark_scheme(window, qtbot):
 
 
 def test_evaluate_scores_the_opened_model_in_the_kernel(window, qtbot, trained_checkpoint):
+    from workbench.ui.panels.evaluate import EMPTY_TEXT
+
+    assert window.evaluation.message.text() == EMPTY_TEXT  # nothing loaded: what to do first
     with qtbot.waitSignal(window.checkpoints.checkpointLoaded, timeout=60_000):
         window.checkpoints.load(trained_checkpoint, "trained.pt")
+    # loaded: the empty state names what Evaluate will score, not "train a run or open a checkpoint"
+    assert window.evaluation.message.text().startswith("Press Evaluate to score trained.pt")
     with qtbot.waitSignal(window.data_insight.evaluationFinished, timeout=60_000) as done:
         window.evaluate_action.trigger()
     answer = done.args[0]
@@ -139,9 +144,12 @@ def test_a_new_local_dataset_is_previewed_and_a_torchvision_set_waits_for_previe
         window.docks["dataset"].raise_()
     asked = []
     ask_kernel(window, asked)
+    assert window.dataset.rows  # the bundled sample's images, a row per class
     set_config(window, dataset="mnist")  # may download: not previewed until the user asks
     qtbot.waitUntil(lambda: not window.data_insight.preview_timer.isActive())
     assert asked == []
+    # and the bundled sample's images are gone: never shown under another dataset's name
+    assert window.dataset.rows == [] and "press Preview" in window.dataset.status.text()
     for name in ("cats", "dogs"):
         (tmp_path / name).mkdir()
         QImage(28, 28, QImage.Format_Grayscale8).save(str(tmp_path / name / "a.png"))
@@ -188,7 +196,7 @@ def test_why_train_is_off_is_on_its_tooltip_and_in_the_status_bar_and_show_goes_
     window.setup.fields["lr"].setValue(0.0)
     assert not window.train_action.isEnabled()
     assert "greater than 0" in window.train_action.toolTip()
-    assert window.state_label.text().startswith("⚠ Cannot train: lr") and window.problem_button.isVisible()
+    assert window.state_label.text().startswith("⚠ Cannot train: Learning rate") and window.problem_button.isVisible()
     qtbot.mouseClick(window.problem_button, Qt.LeftButton)
     qtbot.waitUntil(lambda: window.setup.fields["lr"].hasFocus())
     window.setup.fields["lr"].setValue(0.01)

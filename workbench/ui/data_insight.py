@@ -43,6 +43,8 @@ class DataInsight(QObject):
         self.preview_timer.setInterval(PREVIEW_DELAY_MS)
         self.preview_timer.timeout.connect(self._preview_if_changed)
         evaluation.evaluateRequested.connect(self.evaluate)
+        checkpoints.checkpointLoaded.connect(lambda _answer: self.show_target())
+        runs.table.selectionModel().selectionChanged.connect(lambda *_: self.show_target())
         dataset.refreshRequested.connect(self.preview)
         setup.changed.connect(self.preview_timer.start)  # soon: typing a folder name is one change per key
 
@@ -50,6 +52,11 @@ class DataInsight(QObject):
     def target(self) -> EvaluationTarget | None:
         """The run selected in the Runs dock, else the model Predict uses; None when there is none."""
         return self.state.evaluation_target(self._selected_run())
+
+    def show_target(self) -> None:
+        """The Evaluate dock says what it would score (the selected run, else the loaded model)."""
+        target = self.target()
+        self.evaluation.set_target(target.description if target is not None else None)
 
     def _selected_run(self) -> EvaluationTarget | None:
         ids = self.runs.selected_ids()
@@ -98,8 +105,14 @@ class DataInsight(QObject):
         if not self.dataset_shown or not self.kernel.capabilities.known:
             return
         choice = (self.setup.value("dataset"), self.setup.value("data_root"))
-        if choice != self.previewed_choice and choice[0] in LOCAL_DATASETS:
+        if choice == self.previewed_choice:
+            return
+        if choice[0] in LOCAL_DATASETS:
             self.preview()
+        else:
+            self.previewed_choice = choice
+            self.dataset.set_waiting(f"{choice[0]} is read by torchvision and may need a download first: press "
+                                     f"Preview to read it.")
 
     def preview(self, choice: DataChoice | None = None) -> None:
         """A dataset (the form's when not given; valid or not: a preview is how a bad folder is found)."""

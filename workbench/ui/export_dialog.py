@@ -27,10 +27,15 @@ class ExportDialog(QDialog):
 
     exportRequested = Signal(str, str, str)
 
-    def __init__(self, folder: Path, parent: QWidget | None = None):
+    def __init__(self, folder: Path, parent: QWidget | None = None, model: str = ""):
+        """`model`: which model this exports, in words ("last run (#7) · val accuracy 93.5%")."""
         super().__init__(parent)
         self.setObjectName("exportDialog")
-        self.setWindowTitle("Export model")
+        self.setWindowTitle(f"Export model — {model}" if model else "Export model")
+        self.model = QLabel(model)
+        self.model.setObjectName("exportModel")
+        self.model.setTextFormat(Qt.PlainText)  # a run's or a file's name
+        self.model.setWordWrap(True)
         self.format = QComboBox()
         self.format.setObjectName("exportFormat")
         for value, export_format in EXPORT_FORMATS.items():
@@ -47,6 +52,7 @@ class ExportDialog(QDialog):
         where.addWidget(self.folder, 1)
         where.addWidget(browse)
         form = QFormLayout()
+        form.addRow("Model", self.model)
         form.addRow("Format", self.format)
         form.addRow("Folder", where)
         form.addRow("Compiled row", self.backend)
@@ -60,6 +66,8 @@ class ExportDialog(QDialog):
         self.status.setWordWrap(True)
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setObjectName("parityTable")
+        self.table.setAccessibleName("Parity with the trained model")
+        self.table.setTabKeyNavigation(False)
         self.table.setHorizontalHeaderLabels(list(COLUMNS))
         self.table.verticalHeader().hide()
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)

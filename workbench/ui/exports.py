@@ -62,7 +62,10 @@ class Exports(QObject):
         if self.state.model is None:
             self.feedback.show("info", "Train a run or open a checkpoint (Ctrl+O) to export its model.")
             return None
-        dialog = ExportDialog(Path(self.state.model.info.path).parent / "export", self.window)
+        model = self.state.model
+        accuracy = model.info.val_accuracy
+        named = model.description + (f" · val accuracy {accuracy:.1%}" if accuracy is not None else "")
+        dialog = ExportDialog(Path(model.info.path).parent / "export", self.window, named)
         dialog.setAttribute(Qt.WA_DeleteOnClose)
         dialog.exportRequested.connect(lambda fmt, out, backend: self.export_model(fmt, out, backend, dialog))
         dialog.show()

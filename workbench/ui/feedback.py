@@ -7,12 +7,22 @@ from __future__ import annotations
 from typing import Callable
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QAccessible, QAccessibleAnnouncementEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
 
 from .panels.log import LogPanel
 
 LIGHT_BANNER = {"error": "#fde7e9", "warning": "#fff4ce", "info": "#e7f1fd"}
 DARK_BANNER = {"error": "#5c1e24", "warning": "#5a4a12", "info": "#1e3a5c"}
+
+
+def announce(widget: QWidget, text: str, assertive: bool = False) -> None:
+    """Say `text` to a screen reader without moving the focus (Qt's accessibility announcements): a run's start,
+    end and failure are heard, not only seen. `assertive`: interrupt what is being read (a failure)."""
+    event = QAccessibleAnnouncementEvent(widget, text)
+    politeness = QAccessible.AnnouncementPoliteness
+    event.setPoliteness(politeness.Assertive if assertive else politeness.Polite)
+    QAccessible.updateAccessibility(event)
 
 
 class Banner(QWidget):
@@ -26,6 +36,9 @@ class Banner(QWidget):
         self.label.setWordWrap(True)
         self.label.setTextInteractionFlags(Qt.TextSelectableByMouse)
         close = QPushButton("✕")
+        close.setObjectName("bannerClose")
+        close.setAccessibleName("Dismiss message")
+        close.setToolTip("Dismiss this message")
         close.setFlat(True)
         close.setFixedWidth(28)
         close.clicked.connect(self.hide)
@@ -42,6 +55,7 @@ class Banner(QWidget):
         self.label.setText(text)
         self._colour()
         self.show()
+        announce(self, text, assertive=level == "error")
 
     def set_dark(self, dark: bool) -> None:
         self.dark = dark
@@ -75,3 +89,7 @@ class Feedback:
     def note(self, level: str, text: str) -> None:
         """A line in the Log."""
         self.log.add(level, text)
+
+    def announce(self, text: str) -> None:
+        """For a screen reader only (what the window shows anyway, e.g. a run starting)."""
+        announce(self.log, text)

@@ -26,6 +26,7 @@ from ..core.ground.progress import Progress
 from ..core.run.client import KernelClient
 from .about import app_icon, show_about
 from .checkpoints import Checkpoints
+from .commands import PALETTE_SHORTCUT, SHORTCUTS_SHORTCUT, CommandPalette, ShortcutsDialog, add_dock_navigation
 from .compile_insight import CompileInsight
 from .data_insight import DataInsight
 from .exports import Exports
@@ -40,7 +41,7 @@ from .panels.plots import DARK, LIGHT, PlotsPanel, style_plot
 from .panels.predict import PredictPanel
 from .panels.profile import ProfilePanel
 from .panels.runs import RunsPanel
-from .panels.setup import SetupPanel
+from .panels.setup import SetupPanel, form_text
 from .recorded_runs import RecordedRuns
 from .run_control import RunControl
 from .search import Search
@@ -239,7 +240,13 @@ class MainWindow(QMainWindow):
         view_menu = menu.addMenu("&View")
         for dock in self.docks.values():
             view_menu.addAction(dock.toggleViewAction())
+        view_menu.addSeparator()
+        add_dock_navigation(self, self.docks, view_menu)
         help_menu = menu.addMenu("&Help")
+        help_menu.addAction(self._action("Command palette…", lambda: CommandPalette(self).exec(), PALETTE_SHORTCUT,
+                                         None, "commandPaletteAction"))
+        help_menu.addAction(self._action("Keyboard shortcuts", lambda: ShortcutsDialog(self).exec(),
+                                         SHORTCUTS_SHORTCUT, None, "shortcutsAction"))
         help_menu.addAction(forget)
         help_menu.addAction(about)
 
@@ -308,7 +315,7 @@ class MainWindow(QMainWindow):
         try:
             return self.setup.config()
         except WorkbenchError as exc:
-            self.feedback.show("error", f"Cannot {action}: {exc}")
+            self.feedback.show("error", f"Cannot {action}: {form_text(exc)}")
             return None
 
     # -- state ----------------------------------------------------------------------------------------------------

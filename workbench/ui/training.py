@@ -15,6 +15,7 @@ from ..core.ground.config import TrainConfig
 from ..core.ground.errors import WorkbenchError
 from ..core.ground.events import Event, RunFailed, RunFinished, RunStarted
 from ..core.ground.progress import Progress, failure_line
+from ..core.ground.results_text import headline
 from ..core.history.curves import run_name
 from ..core.run.request import Launch, RunRequest, new_run_dir
 from .checkpoints import Checkpoints
@@ -24,7 +25,7 @@ from .panels.compile import CompilePanel
 from .panels.plots import PlotsPanel
 from .panels.profile import ProfilePanel
 from .panels.runs import RunsPanel
-from .panels.setup import SetupPanel
+from .panels.setup import SetupPanel, form_text
 from .run_control import RunControl
 from .window_state import WindowState
 
@@ -84,7 +85,7 @@ class Training(QObject):
         try:
             request = self.run_request(config)
         except WorkbenchError as exc:
-            self.feedback.show("error", f"Cannot start: {exc}")
+            self.feedback.show("error", f"Cannot start: {form_text(exc)}")
             return False
         if not self.runner.start(request):
             return False
@@ -133,6 +134,7 @@ class Training(QObject):
     def on_events(self, batch: list[Event]) -> None:
         for event in batch:
             if isinstance(event, RunStarted):
+                self.feedback.announce(f"Training started: {event.total_steps:,} steps on {event.device_name}")
                 self.state.split_sizes[(event.config.get("dataset"), event.config.get("data_root"))] = (
                     event.train_size, event.val_size)
                 self.profile.clear()
@@ -159,6 +161,8 @@ class Training(QObject):
             if result.stopped:
                 self.feedback.show("info", f"Stopped after {result.steps} steps; what was trained is kept."
                                    if result.steps else "Stopped before training began; nothing was trained.")
+            else:
+                self.feedback.announce(headline(result))
         self.changed()
         self.runs.refresh()
         self.runFinished.emit(result)

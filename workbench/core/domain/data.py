@@ -42,8 +42,11 @@ class Split:
         return Split(self.images[index], self.labels[index])
 
 
-OFFLINE_CHOICES = ("mnist-sample (bundled), or --data-root DIR holding a torchvision layout "
-                   "(e.g. DIR/MNIST/raw/train-images-idx3-ubyte.gz), or --dataset idx --data-root DIR with IDX files")
+# Said to both the CLI and the window: each of them names the data folder its own way (--data-root, Data folder).
+DATA_FOLDER = "a data folder (Data folder in the app, --data-root on the command line)"
+OFFLINE_CHOICES = (f"the bundled sample (mnist-sample); or {DATA_FOLDER} holding a torchvision layout "
+                   "(e.g. FOLDER/MNIST/raw/train-images-idx3-ubyte.gz); or the IDX folder dataset (idx) with "
+                   "IDX files in such a folder")
 
 
 def load_split(name: str, split: str, data_root: str | None = None) -> Split:
@@ -295,7 +298,7 @@ def _hold_out(full: Split | None, name: str) -> tuple[Split, Split]:
 def _checked_root(info: DatasetInfo, data_root: str | None) -> Path | None:
     if data_root is None:
         if info.needs_root:
-            raise DataError(f"dataset '{info.name}' reads a folder: pass --data-root DIR")
+            raise DataError(f"dataset '{info.name}' reads a folder: choose {DATA_FOLDER}")
         return None
     root = Path(data_root).expanduser()
     if not root.is_dir():

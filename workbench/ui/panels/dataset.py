@@ -90,6 +90,12 @@ class DatasetPanel(QWidget):
         self._show_status(EMPTY, "#555")
         self._reset_content()
 
+    def set_waiting(self, text: str) -> None:
+        """A choice not previewed by itself (a torchvision set may download first): the last dataset's samples go,
+        so they are never shown under another dataset's name, and the status says how to see this one."""
+        self.clear()
+        self._show_status(text, "#555")
+
     def set_busy(self, text: str) -> None:
         """While the kernel reads the dataset: what is on show stays, the button waits for the answer."""
         self._show_status(text, "#555")

@@ -24,6 +24,7 @@ from ...core.ground.answers import EvaluationView
 from .predict import pixmap_from_pixels
 
 EMPTY_TEXT = "Train a run or open a checkpoint, then press Evaluate."
+READY_TEXT = "Press Evaluate to score {target} on its dataset's test split (else its validation split)."
 THUMB = 48
 CACHED_THUMBS = 2000  # drawn thumbnails kept while scrolling a big gallery
 INDEX_ROLE = Qt.UserRole + 1  # a gallery entry's sample index
@@ -167,6 +168,7 @@ class EvaluatePanel(QWidget):
         self.source.setObjectName("evaluateSource")
         self.source.setTextFormat(Qt.PlainText)  # a run's or checkpoint's description: never rich text
         self.source.setWordWrap(True)
+        self.target: str | None = None  # what Evaluate would score now (set_target), said until it has
         self.message = QLabel(EMPTY_TEXT)
         self.message.setObjectName("evaluateMessage")
         self.message.setTextFormat(Qt.PlainText)  # errors quote file names and dataset contents
@@ -214,6 +216,8 @@ class EvaluatePanel(QWidget):
     def _confusion_table(self) -> QTableWidget:
         table = QTableWidget()
         table.setObjectName("evaluateConfusion")
+        table.setAccessibleName("Confusion matrix")
+        table.setTabKeyNavigation(False)  # Tab leaves the table; arrows move in it
         table.setEditTriggers(QAbstractItemView.NoEditTriggers)
         table.setSelectionMode(QAbstractItemView.SingleSelection)
         table.currentCellChanged.connect(lambda row, column, *_: self.show_cell(row, column))
@@ -223,6 +227,8 @@ class EvaluatePanel(QWidget):
     def _scores_table(self) -> QTableView:
         view = QTableView()
         view.setObjectName("evaluateScores")
+        view.setAccessibleName("Per-class scores")
+        view.setTabKeyNavigation(False)
         view.setModel(self.scores_model)
         view.setSortingEnabled(True)
         view.setEditTriggers(QAbstractItemView.NoEditTriggers)
@@ -280,7 +286,7 @@ class EvaluatePanel(QWidget):
         self.evaluation = None
         self.headline.setText("Evaluate")
         self.source.setText("")
-        self.message.setText(EMPTY_TEXT)
+        self.message.setText(self._ready_text())
         self.button.setEnabled(True)
         self.confusion.clear()
         self.confusion.setRowCount(0)
@@ -288,6 +294,17 @@ class EvaluatePanel(QWidget):
         self.scores_model.removeRows(0, self.scores_model.rowCount())
         self._show_gallery("", np.zeros(0, dtype=np.int64), str)
         self.content.setVisible(False)
+
+    def set_target(self, description: str | None) -> None:
+        """What Evaluate would score now (None: nothing), said in the empty state rather than "train a run" while
+        a run is loaded."""
+        was = self._ready_text()
+        self.target = description
+        if self.evaluation is None and self.message.text() == was:  # not over a result, a failure or work going on
+            self.message.setText(self._ready_text())
+
+    def _ready_text(self) -> str:
+        return READY_TEXT.format(target=self.target) if self.target else EMPTY_TEXT
 
     def set_busy(self, text: str) -> None:
         self.message.setText(text)

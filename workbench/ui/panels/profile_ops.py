@@ -116,6 +116,7 @@ def table_view(model: QAbstractTableModel, name: str, proxy: QSortFilterProxyMod
     proxy.setSourceModel(model)
     view = QTableView()
     view.setObjectName(name)
+    view.setTabKeyNavigation(False)  # Tab leaves the table; arrows move in it
     view.setModel(proxy)
     view.horizontalHeader().setSortIndicator(-1, Qt.AscendingOrder)  # the rows as they came (heaviest first)
     view.setSortingEnabled(True)

@@ -82,6 +82,8 @@ class RunsPanel(QWidget):
         self.proxy.setSortRole(SORT_ROLE)
         self.table = QTableView()
         self.table.setObjectName("runsTable")
+        self.table.setAccessibleName("Runs")
+        self.table.setTabKeyNavigation(False)  # Tab leaves the table (arrows move in it): focus is never trapped
         self.table.setModel(self.proxy)
         self.table.setSortingEnabled(True)
         self.table.sortByColumn(0, Qt.DescendingOrder)

@@ -1,0 +1,86 @@
+"""Every action by keyboard: the command palette (Ctrl+K), Help → Keyboard shortcuts, and a shortcut per dock."""
+
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtWidgets import QApplication
+
+from workbench.ui.commands import CommandPalette, ShortcutsDialog, menu_actions
+
+
+def _when_open(qtbot, kind, act):
+    """Run `act(dialog)` on the dialog of `kind` once it is shown (exec() blocks the test until it closes)."""
+    def check():
+        dialog = QApplication.activeModalWidget()
+        if isinstance(dialog, kind):
+            act(dialog)
+        else:
+            QTimer.singleShot(20, check)
+    QTimer.singleShot(0, check)
+
+
+def test_the_palette_lists_every_menu_action_with_its_shortcut(window):
+    palette = CommandPalette(window)
+    texts = [palette.list.item(row).text() for row in range(palette.list.count())]
+    assert len(texts) == len(menu_actions(window)) >= 20
+    train = next(text for text in texts if text.startswith("Train "))
+    assert "Run" in train and "Ctrl+R" in train
+
+
+def test_typing_filters_the_palette_and_enter_runs_the_command(window, qtbot):
+    window.setup.set_config(window.setup.valid_config().replace(epochs=7))
+    seen = []
+    window.lr_finder_action.triggered.disconnect()
+    window.lr_finder_action.triggered.connect(lambda: seen.append("lr finder"))
+
+    def act(palette):
+        qtbot.keyClicks(palette.query, "find learn")
+        shown = [palette.list.item(r) for r in range(palette.list.count()) if not palette.list.item(r).isHidden()]
+        assert [item.text().split("    ")[0] for item in shown] == ["Find learning rate…"]
+        qtbot.keyClick(palette.query, Qt.Key_Return)
+
+    _when_open(qtbot, CommandPalette, act)
+    qtbot.keyClick(window, Qt.Key_K, Qt.ControlModifier)
+    qtbot.waitUntil(lambda: seen == ["lr finder"])
+
+
+def test_a_disabled_command_is_listed_but_does_not_run(window):
+    palette = CommandPalette(window)
+    palette.query.setText("stop")  # nothing trains: Stop is disabled
+    item = palette.list.currentItem()
+    assert item is None  # the only match cannot run, so nothing is chosen for Enter
+    palette.run_current()
+    assert palette.result() == 0 and not window.runner.training
+
+
+def test_help_lists_the_keyboard_shortcuts(window, qtbot):
+    rows = []
+
+    def act(dialog):
+        table = dialog.table
+        rows.extend((table.item(r, 0).text(), table.item(r, 1).text()) for r in range(table.rowCount()))
+        dialog.accept()
+
+    _when_open(qtbot, ShortcutsDialog, act)
+    qtbot.keyClick(window, Qt.Key_Slash, Qt.ControlModifier)
+    qtbot.waitUntil(lambda: bool(rows))
+    assert ("Train", "Ctrl+R") in rows and ("Command palette", "Ctrl+K") in rows
+    assert ("Go to Predict", next(keys for name, keys in rows if name == "Go to Predict")) in rows
+
+
+def test_each_dock_is_reached_by_a_shortcut_that_raises_it_and_takes_the_focus(window, qtbot):
+    docks = list(window.docks.values())
+    for number, dock in enumerate(docks[:9], start=1):
+        qtbot.keyClick(window, getattr(Qt, f"Key_{number}"), Qt.AltModifier)
+        qtbot.waitUntil(lambda d=dock: not d.visibleRegion().isEmpty())
+        focus = QApplication.focusWidget()
+        assert focus is not None and (focus is dock.widget() or dock.widget().isAncestorOf(focus)), dock.windowTitle()
+
+
+def test_ticking_a_hidden_dock_in_view_brings_it_in_front(window, qtbot):
+    tabbed = [dock for dock in window.docks.values() if window.tabifiedDockWidgets(dock)]
+    dock = tabbed[0]
+    other = window.tabifiedDockWidgets(dock)[0]
+    other.raise_()
+    qtbot.waitUntil(lambda: dock.visibleRegion().isEmpty())
+    dock.toggleViewAction().trigger()  # hide
+    dock.toggleViewAction().trigger()  # show again: in front
+    qtbot.waitUntil(lambda: not dock.visibleRegion().isEmpty())
