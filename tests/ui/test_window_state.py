@@ -10,9 +10,10 @@ from workbench.core.ground.results import RunResults
 from workbench.ui.window_state import EvaluationTarget, LoadedModel, WindowState
 
 
-def _model(path: str = "/runs/7/model.safetensors", trusted: bool = True) -> LoadedModel:
-    info = CheckpointInfo(path=path, config=TrainConfig(), results=RunResults(), classes=tuple("0123456789"),
-                          versions={})
+def _model(path: str = "/runs/7/model.safetensors", trusted: bool = True,
+           accuracy: float | None = None) -> LoadedModel:
+    info = CheckpointInfo(path=path, config=TrainConfig(), results=RunResults(val_accuracy=accuracy),
+                          classes=tuple("0123456789"), versions={})
     return LoadedModel(info=info, description="run #7", trusted=trusted)
 
 
@@ -65,3 +66,15 @@ def test_split_sizes_are_asked_once_per_local_dataset_and_never_for_a_download()
     folder = ("imagefolder", "/data/digits")
     state.split_sizes[folder] = (900, 100)
     assert not state.sizes_to_ask(folder, kernel_ready=True)  # already known
+
+
+def test_a_stopped_run_replaces_the_open_model_only_when_it_is_at_least_as_good():
+    state = WindowState()
+    assert state.takes_over(stopped=True, val_accuracy=0.5)  # nothing open: the stopped run's model is better
+    state.model = _model(accuracy=0.935)
+    assert state.takes_over(stopped=False, val_accuracy=0.2)  # a finished run always becomes the model
+    assert not state.takes_over(stopped=True, val_accuracy=0.673)
+    assert not state.takes_over(stopped=True, val_accuracy=None)  # stopped before its first validation
+    assert state.takes_over(stopped=True, val_accuracy=0.935)
+    state.model = _model(accuracy=None)  # an open model of unknown accuracy is no reason to keep it
+    assert state.takes_over(stopped=True, val_accuracy=None)

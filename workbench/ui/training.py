@@ -157,7 +157,12 @@ class Training(QObject):
             if path:  # this window trained it: the user chose its model file, which is trusted and remembered
                 self.state.last_run_dir = Path(path).parent
                 name = self.runs.name_for_out_dir(self.state.last_run_dir) or Path(path).parent.name
-                self.checkpoints.load(path, f"last run ({name})", own_run=True)
+                if self.state.takes_over(result.stopped, result.results.val_accuracy):
+                    self.checkpoints.load(path, f"last run ({name})", own_run=True)
+                else:
+                    self.feedback.note("info", f"{self.state.model.description} stays the model for Predict and "
+                                               f"Evaluate: the stopped run {name} is less accurate (open it from "
+                                               f"the Runs dock to use it)")
             if result.stopped:
                 self.feedback.show("info", f"Stopped after {result.steps} steps; what was trained is kept."
                                    if result.steps else "Stopped before training began; nothing was trained.")

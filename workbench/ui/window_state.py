@@ -62,6 +62,15 @@ class WindowState:
             return EvaluationTarget(self.model.info.path, self.model.description, self.model.trusted)
         return None
 
+    def takes_over(self, stopped: bool, val_accuracy: float | None) -> bool:
+        """Whether a run this window just trained becomes the model Predict, Evaluate and exports use: a finished
+        run always does; a stopped one only when no model is open or it is at least as accurate (a run stopped
+        early must not quietly replace a better one)."""
+        if not stopped or self.model is None:
+            return True
+        current = self.model.info.val_accuracy
+        return current is None or (val_accuracy is not None and val_accuracy >= current)
+
     @staticmethod
     def report_run_ids(selected: list[int], last_run_id: int | None) -> list[int]:
         """What a report covers: the runs selected in the Runs dock, else the run trained last in this window."""
