@@ -354,3 +354,19 @@ def test_tab_leaves_the_runs_table_and_selects_nothing(panel, qtbot, tmp_path):
     selected = panel.table.selectionModel().selectedRows()
     panel.setParent(None)  # the fixture closes the panel, not the holder
     assert left and not selected
+
+
+def test_a_continued_run_is_marked_with_the_run_it_continues(panel, tmp_path):
+    from workbench.core.ground.config import TrainConfig
+    from workbench.core.history.runs import RunStore
+
+    checkpoint = tmp_path / "first" / "checkpoint.pt"
+    with RunStore(tmp_path / "runs.sqlite") as store:
+        first = store.start_run(TrainConfig().to_dict(), out_dir=str(checkpoint.parent))
+        store.append_events(first, 0, [], {"status": "stopped", "checkpoint": str(checkpoint)})
+        _record(store, resume=str(checkpoint), epochs=4)
+        _record(store)  # a run of its own
+    panel.refresh()
+    panel.table.sortByColumn(0, Qt.AscendingOrder)
+    assert _shown(panel, "Run") == ["#1", "#2 ↳ #1", "#3"]
+    assert panel.proxy.index(1, 0).data(Qt.ToolTipRole) == "#2 continues #1 from its checkpoint"

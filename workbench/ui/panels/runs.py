@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Callable
 
 from PySide6.QtCore import QItemSelectionModel, QSortFilterProxyModel, Qt, Signal
@@ -55,6 +56,19 @@ def load_run(store: RunStore, run_id: int) -> LoadedRun:
     return LoadedRun(replace(record, events=[]), curves_from_events(record.events),
                      tuple(e for e in record.events if isinstance(e, PANEL_EVENTS)) + scale_changes(record.events))
 
+
+
+def continued_from(records: list[RunRecord]) -> dict[int, int]:
+    """Run id → the id of the run it continues (its config resumes from that run's checkpoint), for the runs in
+    `records` whose parent is among them too."""
+    by_checkpoint = {str(Path(r.checkpoint).resolve()): r.id for r in records if r.checkpoint}
+    found = {}
+    for r in records:
+        resume = r.config.get("resume")
+        parent = by_checkpoint.get(str(Path(resume).resolve())) if resume else None
+        if parent is not None and parent != r.id:
+            found[r.id] = parent
+    return found
 
 
 def _item(text: str, sort_value=None) -> QStandardItem:
@@ -147,10 +161,14 @@ class RunsPanel(QWidget):
             self.message.setText(f"Run history unavailable: {exc}")
             return
         self.model.removeRows(0, self.model.rowCount())
+        parents = continued_from(records)
         for r in records:
             c = r.config
+            name = _item(run_name(r.id) + (f" ↳ {run_name(parents[r.id])}" if r.id in parents else ""), r.id)
+            if r.id in parents:
+                name.setToolTip(f"{run_name(r.id)} continues {run_name(parents[r.id])} from its checkpoint")
             self.model.appendRow([
-                _item(run_name(r.id), r.id),
+                name,
                 _item(r.created[:19].replace("T", " ")),
                 _item(c["dataset"]),
                 _item(model_name(c.get("model", "sandwich"))),
