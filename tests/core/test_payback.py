@@ -22,19 +22,20 @@ def test_a_compile_that_came_back_says_at_which_step():
     payback = Payback(eager_step_s=0.010, compiled_step_s=0.008, compile_s=12.0, steps=9_000)
     assert payback.break_even_step == 6_000 and payback.paid_off
     assert payback.speedup == pytest.approx(1.25)
-    assert payback.verdict() == "paid for itself at step 6,000 (compiled is 1.25× eager)"
+    assert payback.verdict() == "paid for itself at step 6,000 (compiled steps are 1.25× as fast as eager)"
 
 
 def test_a_compile_that_will_pay_off_later_says_how_many_steps_and_how_many_this_run_had():
     payback = Payback(eager_step_s=0.010, compiled_step_s=0.008, compile_s=6.2, steps=625)
     assert payback.break_even_step == 3_100 and not payback.paid_off  # ceil(6.2 / 0.002)
-    assert payback.verdict() == "pays off after 3,100 steps (this run has 625; compiled is 1.25× eager)"
+    assert payback.verdict() == ("pays off after 3,100 steps (this run has 625; compiled steps are 1.25× as fast as "
+                                 "eager)")
 
 
 def test_a_compiled_step_slower_than_eager_never_pays_off():
     payback = Payback(eager_step_s=0.0073, compiled_step_s=0.010, compile_s=48.9, steps=10_000)
     assert payback.break_even_step is None and not payback.paid_off
-    assert payback.verdict() == "never: compiled is 0.73× eager on this device"
+    assert payback.verdict() == "never: compiled steps are 0.73× as fast as eager on this device"
     equal = Payback(eager_step_s=0.01, compiled_step_s=0.01, compile_s=1.0, steps=10)
     assert equal.break_even_step is None  # saving nothing is never paying off
 
@@ -44,10 +45,10 @@ def test_a_gain_within_the_calibrations_noise_is_not_called_a_payoff():
     # would be a property of the noise. (Timings chosen so that no break-even lands on a whole number.)
     payback = Payback(eager_step_s=1.005, compiled_step_s=1.0, compile_s=10.337, steps=625)
     assert payback.break_even_step == 2_068
-    assert payback.verdict() == ("not measurably faster: compiled is 1.00× eager on this device (break-even after "
-                                 "2,068 steps)")
+    assert payback.verdict() == ("not measurably faster: compiled steps are 1.00× as fast as eager on this device "
+                                 "(break-even after 2,068 steps)")
     clear = Payback(eager_step_s=1.03, compiled_step_s=1.0, compile_s=2.9, steps=625)  # 1.03×
-    assert clear.verdict() == "paid for itself at step 97 (compiled is 1.03× eager)"
+    assert clear.verdict() == "paid for itself at step 97 (compiled steps are 1.03× as fast as eager)"
     assert (payback.short(), clear.short()) == ("no gain (1.00×)", "97 steps")
     assert Payback(eager_step_s=0.73, compiled_step_s=1.0, compile_s=1.0, steps=5).short() == "never (0.73×)"
 

@@ -30,8 +30,8 @@ def test_an_eager_run_without_instruments_is_its_headline():
 def test_every_part_a_run_had_gets_its_lines_in_order():
     lines = finished_lines(_finished(FULL))
     assert lines[1:] == [
-        "payback: paid for itself at step 25 (compiled is 1.25× eager) (eager 10.00 ms/step, compiled 8.00 ms/step, "
-        "compile 0.1 s)",
+        "payback: paid for itself at step 25 (compiled steps are 1.25× as fast as eager) (eager 10.00 ms/step, "
+        "compiled 8.00 ms/step, compile 0.1 s)",
         "recompile forecast: confirmed: forward recompiles for validation",
         "recompile forecast: not predicted: forward: 0/2: size mismatch",
         "compile trace: /runs/r/compile-trace (install tlparse)",

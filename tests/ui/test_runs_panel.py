@@ -83,6 +83,11 @@ def test_runs_are_listed_compared_and_reopened(two_runs, window, qtbot):
         runs.open_selected()
     assert window.state_label.text() == "Run #1 (finished)"
     assert window.plots.point_counts()["loss"] == 40
+    # one figure for samples/s: the table's, the headline's and the status bar's, for the run on show
+    row = next(r for r in range(2) if runs.proxy.index(r, 0).data(Qt.UserRole + 1) == 1)
+    rate = runs.proxy.index(row, _column(window, "Samples/s")).data()
+    assert rate != "—" and window.plots.headline.figures()["samples_per_s"] == rate
+    assert window.speed_label.text() == f"{rate} samples/s"
     # its model is opened in the kernel (a newer request replaces the last run's, still loading or not)
     qtbot.waitUntil(lambda: "run #1" in window.predict.source.text(), timeout=60_000)
     assert window.predict.model is not None

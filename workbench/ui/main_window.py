@@ -18,7 +18,7 @@ from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (QDockWidget, QLabel, QMainWindow, QPushButton, QScrollArea, QStyle,
                                QVBoxLayout, QWidget)
 
-from ..core.ground import appinfo
+from ..core.ground import appinfo, figures
 from ..core.ground.capabilities import Capabilities
 from ..core.ground.config import TrainConfig
 from ..core.ground.errors import WorkbenchError
@@ -154,7 +154,8 @@ class MainWindow(QMainWindow):
                                  config_for=self._config_for, show_speed=lambda text: self.speed_label.setText(text),
                                  started=self._save_settings, changed=self._update_actions)
         self.recorded_runs = RecordedRuns(self.state, self.feedback, self.runs, self.plots, panels, self.checkpoints,
-                                          training=lambda: self.runner.training)
+                                          training=lambda: self.runner.training,
+                                          show_speed=lambda text: self.speed_label.setText(text))
         self.setup.changed.connect(self._update_actions)
         self.setup.changed.connect(self.compile_insight.update_forecast)
         self.compile_panel.explainRequested.connect(self.compile_insight.explain)
@@ -260,6 +261,7 @@ class MainWindow(QMainWindow):
         self.state_label.setTextFormat(Qt.PlainText)  # a form problem quotes the user's values
         self.speed_label = QLabel("")
         self.speed_label.setObjectName("statusSpeed")
+        self.speed_label.setToolTip(figures.SAMPLES_PER_S.method)
         self.problem_button = QPushButton("Show")
         self.problem_button.setObjectName("showProblemButton")
         self.problem_button.setToolTip("Scroll the Setup panel to the setting that stops Train")

@@ -23,11 +23,12 @@ from .window_state import WindowState
 class RecordedRuns(QObject):
     def __init__(self, state: WindowState, feedback: Feedback, runs: RunsPanel, plots: PlotsPanel,
                  panels: tuple[ProfilePanel, CompilePanel], checkpoints: Checkpoints, *,
-                 training: Callable[[], bool]):
+                 training: Callable[[], bool], show_speed: Callable[[str], None]):
+        """`show_speed`: the status bar's samples/s, which follows the run on show (a live one's, or this)."""
         super().__init__(runs)
         self.state, self.feedback, self.runs, self.plots = state, feedback, runs, plots
         self.profile, self.compile_panel = panels
-        self.checkpoints, self.training = checkpoints, training
+        self.checkpoints, self.training, self.show_speed = checkpoints, training, show_speed
         runs.compareRequested.connect(self.compare)
         runs.openRequested.connect(self.show)
 
@@ -62,6 +63,8 @@ class RecordedRuns(QObject):
         self.profile.add_events(list(run.panel_events))
         self.plots.redraw()
         self.feedback.busy(f"Run #{record.id} ({record.status})")
+        rate = run.curves.samples_per_s
+        self.show_speed(f"{rate:,.0f} samples/s" if rate else "")
         if record.checkpoint and Path(record.checkpoint).is_file():
             # Never trusted because of the history row: whatever checkpoint sits there now may name another file.
             self.checkpoints.load(record.checkpoint, f"run #{record.id}")

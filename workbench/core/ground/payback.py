@@ -50,15 +50,15 @@ class Payback:
 
     def verdict(self) -> str:
         """One line: "paid for itself at step 1,240", "pays off after 3,100 steps (this run has 625)", "never: …"."""
-        ratio = f"{self.speedup:.2f}× eager"
+        ratio = f"{self.speedup:.2f}× as fast as eager"  # figures.PAYBACK: step times side by side
         even = self.break_even_step
         if even is None:
-            return f"never: compiled is {ratio} on this device"
+            return f"never: compiled steps are {ratio} on this device"
         if self.speedup < MEASURABLE_SPEEDUP:
-            return f"not measurably faster: compiled is {ratio} on this device (break-even after {even:,} steps)"
+            return f"not measurably faster: compiled steps are {ratio} on this device (break-even after {even:,} steps)"
         if even <= self.steps:
-            return f"paid for itself at step {even:,} (compiled is {ratio})"
-        return f"pays off after {even:,} steps (this run has {self.steps:,}; compiled is {ratio})"
+            return f"paid for itself at step {even:,} (compiled steps are {ratio})"
+        return f"pays off after {even:,} steps (this run has {self.steps:,}; compiled steps are {ratio})"
 
     def short(self) -> str:
         """The break-even in a table cell: "1,240 steps", "never (0.73×)", "no gain (1.00×)"."""

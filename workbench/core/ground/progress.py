@@ -36,9 +36,10 @@ class Progress:
     step: int = 0
     total_steps: int = 0
     loss: float = float("nan")
-    samples_per_s: float = 0.0
+    samples_per_s: float = 0.0  # figures.SAMPLES_PER_S: the run's steady figure so far, then its own at the end
     _steady_seconds: float = 0.0
     _steady_steps: int = 0
+    _inverse_rates: float = 0.0  # the sum of 1/rate over the steady steps (figures.steady_rate, kept running)
 
     def update(self, event: Event) -> None:
         if isinstance(event, RunStarted):
@@ -56,11 +57,14 @@ class Progress:
                 self.state = "training"
             self.step, self.epoch, self.loss = event.step, event.epoch, event.loss
             if event.steady:
-                self.samples_per_s = event.samples_per_s
                 self._steady_seconds += event.step_seconds
                 self._steady_steps += 1
+                if event.samples_per_s > 0:
+                    self._inverse_rates += 1.0 / event.samples_per_s
+                    self.samples_per_s = self._steady_steps / self._inverse_rates
         elif isinstance(event, RunFinished):
             self.state = "stopped" if event.stopped else "finished"
+            self.samples_per_s = event.results.samples_per_s  # the run's own: the Runs table's figure
         elif isinstance(event, RunFailed):
             self.state = "failed"
 

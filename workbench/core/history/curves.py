@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..ground.events import CompileFinished, EpochEnd, Event, Step
+from ..ground.events import CompileFinished, EpochEnd, Event, RunFinished, Step
+from ..ground.figures import steady_rate
 
 SMOOTHING = 0.6  # TensorBoard's default weight of the smoothed lines
 
@@ -28,6 +29,7 @@ class Curves:
     accuracy: np.ndarray | None = None  # training accuracy, aligned with `step`; NaN where a step has none
     val_accuracy: np.ndarray = field(default_factory=lambda: np.empty(0))  # aligned with `val_step`
     compile_seconds: float | None = None  # every compile phase together; None: nothing was compiled
+    samples_per_s: float | None = None  # figures.SAMPLES_PER_S: the run's own, else from its steady steps
 
     def __post_init__(self):
         if self.accuracy is None:  # runs recorded before steps carried accuracy, and hand-built curves
@@ -54,7 +56,17 @@ def curves_from_events(events: list[Event]) -> Curves:
         accuracy=np.array([np.nan if s.accuracy is None else s.accuracy for s in steps], dtype=np.float64),
         val_accuracy=np.array([e.val_accuracy for e in epochs], dtype=np.float64),
         compile_seconds=sum(compiles) if compiles else None,
+        samples_per_s=_samples_per_s(events, steady),
     )
+
+
+def _samples_per_s(events: list[Event], steady: list[Step]) -> float | None:
+    """The run's figure as it ended (RunFinished), else the same figure from its steady steps (a run still going
+    or cut off)."""
+    finished = next((e for e in reversed(events) if isinstance(e, RunFinished)), None)
+    if finished is not None and finished.results.samples_per_s:
+        return finished.results.samples_per_s
+    return steady_rate(s.samples_per_s for s in steady)
 
 
 class Smoother:

@@ -207,7 +207,7 @@ def section_comparison(comparison: Comparison) -> str:
     rows = [[f"#{r.id} {esc(r.label.split(' ', 1)[-1])}", num(r.samples_per_s, ",.0f"),
              "—" if r.speedup is None else f"{r.speedup:.2f}×", compile_time(r.compile_seconds, r.backend_used),
              mib(r.peak_memory_mib), pct(r.final_val_accuracy)] for r in comparison.runs]
-    head = ["Run", "Samples/s", "Speed-up", "Compile time", "Peak memory", "Final accuracy"]
+    head = ["Run", "Samples/s", "Samples/s vs the first run", "Compile time", "Peak memory", "Final accuracy"]
     if any(r.payback or r.payback_problem for r in comparison.runs):  # runs from before: no column
         head.append("Compile paid off at")
         for row, r in zip(rows, comparison.runs):

@@ -7,12 +7,13 @@ import math
 import numpy as np
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
+from ...core.ground import figures
 from ...core.ground.events import CompileFinished, EpochEnd, Event, RunStarted, Step, peak_mib
 from ...core.ground.progress import Progress, format_duration
 from ...core.history.curves import Curves
 
-FIGURES = {"best_val_accuracy": "best val accuracy", "samples_per_s": "samples/s", "compile": "compile",
-           "peak_memory": "peak memory", "eta": "ETA"}
+FIGURES = {"best_val_accuracy": figures.BEST_VAL_ACCURACY, "samples_per_s": figures.SAMPLES_PER_S,
+           "compile": figures.COMPILE, "peak_memory": figures.PEAK_MEMORY, "eta": figures.ETA}
 NONE = "—"
 
 
@@ -44,15 +45,17 @@ class HeadlineBar(QWidget):
         self.values: dict[str, QLabel] = {}
         layout = QHBoxLayout(self)
         layout.setContentsMargins(6, 2, 6, 2)
-        for key, caption in FIGURES.items():
-            layout.addLayout(self._figure(key, caption))
+        for key, figure in FIGURES.items():
+            layout.addLayout(self._figure(key, figure))
         layout.addStretch(1)
         self.progress = Progress()
         self.reset()
 
-    def _figure(self, key: str, caption: str) -> QVBoxLayout:
+    def _figure(self, key: str, figure: figures.Figure) -> QVBoxLayout:
         value = QLabel(NONE)
         value.setObjectName(f"headline_{key}")
+        value.setAccessibleName(figure.name)
+        value.setToolTip(figure.method)
         font = value.font()
         font.setPointSizeF(font.pointSizeF() * 1.4)
         font.setBold(True)
@@ -61,7 +64,9 @@ class HeadlineBar(QWidget):
         column = QVBoxLayout()
         column.setSpacing(0)
         column.addWidget(value)
-        column.addWidget(QLabel(caption))
+        caption = QLabel(figure.name)
+        caption.setToolTip(figure.method)
+        column.addWidget(caption)
         return column
 
     def reset(self) -> None:
@@ -69,6 +74,7 @@ class HeadlineBar(QWidget):
         self._best: float | None = None
         self._compile: float | None = None
         self._peak: float | None = None
+        self._recorded_rate: float | None = None  # a recorded run's own samples/s (show_run)
         self._show()
 
     def add_events(self, batch: list[Event]) -> None:
@@ -88,7 +94,7 @@ class HeadlineBar(QWidget):
         self._show()
 
     def show_run(self, curves: Curves, compile_seconds: float | None = None) -> None:
-        """A recorded run's figures: its median steady throughput (robust to a stalled block), no ETA.
+        """A recorded run's figures: its own samples/s (figures.SAMPLES_PER_S, as the Runs table shows it), no ETA.
         `compile_seconds` stands in when the curves do not say (curves built by hand)."""
         self.reset()
         self.progress.state = "finished"
@@ -96,13 +102,13 @@ class HeadlineBar(QWidget):
         self._compile = curves.compile_seconds if curves.compile_seconds is not None else compile_seconds
         memory = curves.memory.get("peak", curves.memory.get("rss"))
         self._peak = float(np.nanmax(memory)) if memory is not None and len(memory) else None
-        rate = float(np.median(curves.throughput)) if len(curves.throughput) else None
-        self._show(rate)
+        self._recorded_rate = curves.samples_per_s
+        self._show()
 
-    def _show(self, rate: float | None = None) -> None:
+    def _show(self) -> None:
         eta = self.progress.eta_seconds if self.progress.state == "training" else None
         texts = {"best_val_accuracy": _percent(self._best),
-                 "samples_per_s": _rate(rate if rate is not None else self.progress.samples_per_s),
+                 "samples_per_s": _rate(self.progress.samples_per_s or self._recorded_rate),
                  "compile": _seconds(self._compile), "peak_memory": _memory(self._peak),
                  "eta": NONE if eta is None else format_duration(eta)}
         for key, text in texts.items():

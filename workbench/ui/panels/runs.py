@@ -13,6 +13,7 @@ from PySide6.QtGui import QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QMenu, QMessageBox, QPushButton,
                                QTableView, QVBoxLayout, QWidget)
 
+from ...core.ground import figures
 from ...core.ground.config import setup_label
 from ...core.history.curves import Curves, curves_from_events, model_name, run_name, scale_changes
 from ...core.ground.errors import WorkbenchError, with_hint
@@ -91,6 +92,8 @@ class RunsPanel(QWidget):
         self._loaded: OrderedDict[int, LoadedRun] = OrderedDict()  # the last CACHED_RUNS ended runs used
         self.model = QStandardItemModel(0, len(COLUMNS), self)
         self.model.setHorizontalHeaderLabels(list(COLUMNS))
+        for column, figure in (("Samples/s", figures.SAMPLES_PER_S), ("Best val", figures.BEST_VAL_ACCURACY)):
+            self.model.setHeaderData(COLUMNS.index(column), Qt.Horizontal, figure.method, Qt.ToolTipRole)
         self.proxy = QSortFilterProxyModel(self)
         self.proxy.setSourceModel(self.model)
         self.proxy.setSortRole(SORT_ROLE)
