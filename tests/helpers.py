@@ -223,6 +223,32 @@ def alive(pid: int) -> bool:
         return False
 
 
+# -- files --------------------------------------------------------------------------------------------------------
+def read_only_medium(monkeypatch, folder: Path) -> None:
+    """For this test, `folder` answers as a read-only mount does, to root as well (whom chmod does not stop, and the
+    tests may run as root): the kernel says nothing there can be written (os.access), and SQLite cannot open a
+    database there to write it ('unable to open database file': its -shm cannot be created). Only a read-only open
+    (a URI with mode=ro) gets through."""
+    import sqlite3
+
+    folder = folder.resolve()
+    real_access, real_connect = os.access, sqlite3.connect
+
+    def access(path, mode, *args, **kwargs):
+        resolved = Path(path).resolve()
+        if mode & os.W_OK and (resolved == folder or folder in resolved.parents):
+            return False
+        return real_access(path, mode, *args, **kwargs)
+
+    def connect(database, *args, uri=False, **kwargs):
+        if not (uri and "mode=ro" in str(database)) and Path(database).resolve().parent == folder:
+            raise sqlite3.OperationalError("unable to open database file")
+        return real_connect(database, *args, uri=uri, **kwargs)
+
+    monkeypatch.setattr(os, "access", access)
+    monkeypatch.setattr(sqlite3, "connect", connect)
+
+
 # -- the window ---------------------------------------------------------------------------------------------------
 def set_config(window, **changes):
     """Put settings into the form the way a user would end up with them, through the panel's own API."""

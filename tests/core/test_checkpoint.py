@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import pickle
 import random
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -286,6 +288,49 @@ def test_folder_and_missing_path(tmp_path):
         checkpoint.load(tmp_path)
     with pytest.raises(CheckpointError, match="does not exist"):
         checkpoint.load(tmp_path / "nope.pt")
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("-inf")])
+def test_weights_that_are_not_finite_are_refused_naming_the_tensor(tmp_path, value):
+    """Regression: the checkpoint of a run that blew up loaded, and predicted '0 (nan%)' for every image."""
+    model = _model()
+    with torch.no_grad():
+        model.core_block.fc1.weight[3, 5] = value
+    path = _save(tmp_path / "diverged.pt", model)
+    with pytest.raises(CheckpointError, match=r"the weights in diverged.pt are not finite \(NaN or inf in "
+                                              r"core_block.fc1.weight\): the run that wrote it diverged") as info:
+        checkpoint.load(path)
+    assert "lower learning rate" in info.value.hint
+
+
+def _repacked(source: Path, target: Path, **extra_tensors) -> Path:
+    """`source` with `extra_tensors` in its state_dict, its zip entries deflated (torch.save stores them as is)."""
+    payload = torch.load(source, weights_only=True)
+    payload["state_dict"].update(extra_tensors)
+    buffer = io.BytesIO()
+    torch.save(payload, buffer)
+    with zipfile.ZipFile(buffer) as stored, zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as deflated:
+        for entry in stored.infolist():
+            deflated.writestr(entry.filename, stored.read(entry.filename))
+    return target
+
+
+def test_a_small_file_declaring_huge_tensors_is_refused_before_they_are_read(saved, tmp_path, monkeypatch):
+    """Regression: a 2.1 MB checkpoint whose entries inflate to 2 GiB was read into memory (2.9 GB peak RSS)
+    before it was refused. The zip's declared sizes are now checked first; torch.load is never called."""
+    bomb = _repacked(saved, tmp_path / "bomb.pt", padding=torch.zeros(2**22))  # 16 MiB of zeros
+    assert bomb.stat().st_size < 2**17  # in under 128 KiB
+    loads = []
+    monkeypatch.setattr(checkpoint.torch, "load", lambda *args, **kwargs: loads.append(args))
+    with pytest.raises(CheckpointError, match=rf"bomb.pt declares 16,\d{{3}},\d{{3}} bytes of contents in a file of "
+                                              rf"{bomb.stat().st_size:,} bytes: .* it was not read"):
+        checkpoint.load(bomb)
+    assert loads == []
+
+
+def test_a_checkpoint_repacked_with_compression_still_loads(saved, tmp_path):
+    repacked = _repacked(saved, tmp_path / "deflated.pt")
+    assert checkpoint.load(repacked).classes == CLASSES
 
 
 def test_write_text_atomic(tmp_path):

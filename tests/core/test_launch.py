@@ -87,6 +87,17 @@ def test_build_refuses_several_processes_in_this_one(tmp_path):
         RunRequest.build(SMALL, cuda_devices=0, out_dir=tmp_path, launch=Launch(where="there"))
 
 
+@pytest.mark.parametrize("port", [70000, 65536, 0, -1])
+def test_build_refuses_a_master_port_outside_tcps_range(tmp_path, port):
+    """Regression: a local master's port was probed first, and bind() raised OverflowError for these."""
+    with pytest.raises(LaunchError, match=rf"--master-port {port} is not a TCP port \(1…65535\)") as info:
+        RunRequest.build(SMALL.replace(device="cpu"), cuda_devices=0, out_dir=tmp_path,
+                         launch=Launch(nproc_per_node=1, nnodes=2, master_port=port))
+    assert "29500" in info.value.hint
+    remote = Launch(nnodes=2, master_addr="10.0.0.1", master_port=65535)  # the highest: allowed (not probed)
+    assert RunRequest.build(SMALL.replace(device="cpu"), cuda_devices=0, out_dir=tmp_path, launch=remote)
+
+
 def test_build_gives_every_run_an_absolute_folder_of_its_own(tmp_path, monkeypatch):
     monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "data"))
     first = RunRequest.build(SMALL, cuda_devices=0)

@@ -22,7 +22,7 @@ from workbench.core.run.recorder import run_recorded
 from workbench.core.run.request import RunRequest
 from workbench.core.history.runs import RunRecorder, RunStore, RunStoreError
 
-from ..helpers import SMALL
+from ..helpers import SMALL, read_only_medium
 
 
 def recorded(config: TrainConfig, out_dir: Path, *, db: Path, **kwargs) -> RunFinished | RunFailed:
@@ -181,6 +181,66 @@ def test_read_only_database_gives_a_clear_error(tmp_path, monkeypatch):
     store = RunStore(db, recover=False)
     with pytest.raises(RunStoreError, match="read-only"):
         store.start_run(SMALL.to_dict())
+
+
+def _history(folder: Path) -> tuple[Path, int]:
+    """A database in `folder` with one finished run of two steps: (its path, the run's id)."""
+    db = folder / "runs.sqlite"
+    with RunStore(db) as store:
+        recorder = RunRecorder(store, interval=0)
+        for event in (_started(), _step(1), _step(2), RunFinished(steps=2, epochs=1, seconds=1.0, stopped=False,
+                                                                  results=RunResults(best_val_accuracy=0.5))):
+            recorder(event)
+    return db, recorder.run_id
+
+
+def test_a_history_on_a_read_only_medium_is_read_but_not_written(tmp_path, monkeypatch):
+    """Regression: it could not even be listed ('unable to open database file'); it is now opened read-only."""
+    db, run_id = _history(tmp_path)
+    before = db.read_bytes()
+    read_only_medium(monkeypatch, tmp_path)
+    store = RunStore(db)
+    assert store.read_only
+    [record] = store.list()
+    assert record.status == "finished" and record.steps == 2
+    assert len(store.get(run_id, with_events=True).events) == 4
+    for write in (lambda: store.start_run(SMALL.to_dict()), lambda: store.delete(run_id)):
+        with pytest.raises(RunStoreError, match="is read-only: runs can be listed, shown and exported") as info:
+            write()
+        assert "--db" in info.value.hint
+    with pytest.raises(RunStoreError, match="is read-only"):
+        RunStore(db, writing=True)  # a recorder is refused at once, not retried as if the problem would pass
+    store.close()
+    assert db.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["runs.sqlite"]
+
+
+def test_a_read_only_history_a_writer_has_open_is_read_with_its_latest_commits(tmp_path, monkeypatch):
+    """Commits still in the write-ahead log (another process has the file open) are read too: not an immutable
+    open, which would see only what is in the file itself."""
+    db, run_id = _history(tmp_path)
+    writer = RunStore(db)
+    newer = writer.start_run(SMALL.to_dict())  # in runs.sqlite-wal until the last connection closes
+    read_only_medium(monkeypatch, tmp_path)
+    assert [r.id for r in RunStore(db).list()] == [run_id, newer]
+    writer.close()
+
+
+def test_an_empty_read_only_history_says_it_cannot_be_set_up(tmp_path, monkeypatch):
+    db = tmp_path / "runs.sqlite"
+    db.write_bytes(b"")
+    read_only_medium(monkeypatch, tmp_path)
+    with pytest.raises(RunStoreError, match="is read-only and holds no run history"):
+        RunStore(db)
+
+
+def test_a_run_recorded_into_a_read_only_history_trains_and_says_it_is_not_recorded(tmp_path, monkeypatch):
+    db, _ = _history(tmp_path / "history")
+    read_only_medium(monkeypatch, tmp_path / "history")
+    events = []
+    assert isinstance(recorded(SMALL, tmp_path / "out", sinks=(events.append,), db=db), RunFinished)
+    [notice] = [e for e in events if isinstance(e, Notice)]
+    assert notice.message.startswith("this run is not recorded in the run history: the run database")
+    assert "is read-only" in notice.message and "falling behind" not in notice.message
 
 
 def test_corrupt_database_gives_a_clear_error(tmp_path):

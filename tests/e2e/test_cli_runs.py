@@ -9,7 +9,8 @@ import pytest
 
 from workbench.core.history.runs import RunStore
 
-from ..helpers import assert_one_error_line, call
+from ..core.test_runs_export import read_csv, record_history
+from ..helpers import assert_one_error_line, call, read_only_medium
 
 
 @pytest.fixture
@@ -73,6 +74,24 @@ def test_a_damaged_database_is_one_error_line(tmp_path, capsys):
     path.write_bytes(b"garbage" * 200)
     code, _, err = call(capsys, "runs", "--db", path)
     assert code == 2 and "damaged" in assert_one_error_line(err)
+
+
+def test_a_read_only_history_is_listed_shown_and_exported_but_not_changed(tmp_path, capsys, monkeypatch):
+    """Regression: on a read-only medium even `workbench runs` failed ('unable to open database file')."""
+    history = tmp_path / "history"
+    history.mkdir()
+    record_history(history / "runs.sqlite")
+    read_only_medium(monkeypatch, history)
+    code, out, err = call(capsys, "runs", "--db", history / "runs.sqlite")
+    assert code == 0, err
+    assert [line.split()[-1] for line in out.strip().splitlines()[1:]] == ["finished", "failed"]
+    code, out, err = call(capsys, "runs", "--db", history / "runs.sqlite", "show", "1")
+    assert code == 0 and out.startswith("run 1 · finished"), err
+    code, _, err = call(capsys, "runs", "--db", history / "runs.sqlite", "export", "--csv", tmp_path / "runs.csv")
+    assert code == 0 and {r["run_id"] for r in read_csv(tmp_path / "runs.csv")} == {"1", "2"}, err
+    code, _, err = call(capsys, "runs", "--db", history / "runs.sqlite", "rm", "1")
+    line = assert_one_error_line(err)
+    assert code == 2 and "is read-only" in line and "--db" in line
 
 
 def test_report_of_two_runs_writes_html_and_json(db, tmp_path, capsys):

@@ -30,7 +30,7 @@ def add_train_options(parser: argparse.ArgumentParser) -> None:
     ddp.add_argument("--nnodes", type=int, default=1, help="machines taking part")
     ddp.add_argument("--node-rank", type=int, default=0, help="this machine's index, 0 … nnodes-1")
     ddp.add_argument("--master-addr", default="127.0.0.1", help="address of node 0 (multi-node runs)")
-    ddp.add_argument("--master-port", type=int, default=None, help="a free port on node 0 (default: picked)")
+    ddp.add_argument("--master-port", type=int, default=None, help="a free port on node 0, 1 … 65535 (default: picked)")
 
 
 def add_db_option(parser: argparse.ArgumentParser, inherited: bool = False) -> None:

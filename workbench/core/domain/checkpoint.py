@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import pickle
 import re
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +26,10 @@ from .model import ModelSpecError, model_for
 
 FORMAT = "workbench-checkpoint"
 FORMAT_VERSION = 1
+# torch.save stores a checkpoint's tensors uncompressed, so what its entries declare adds up to less than the file.
+# A copy re-packed with compression is let through up to this factor (weights hardly compress); a file declaring
+# more is a zip bomb, refused before torch.load allocates what it declares.
+MAX_INFLATION = 4
 
 
 class CheckpointError(WorkbenchError):
@@ -154,6 +159,7 @@ def load(path: str | Path, *, trust_model_code: bool = False) -> Checkpoint:
         raise CheckpointError(f"{path} does not exist")
     if path.stat().st_size == 0:
         raise CheckpointError(f"{path.name} is empty (0 bytes)")
+    _check_declared_size(path)
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:
@@ -178,6 +184,7 @@ def load(path: str | Path, *, trust_model_code: bool = False) -> Checkpoint:
     state = payload.get("state_dict")
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
         raise CheckpointError(f"{path.name} has no usable weights (state_dict is not a mapping of tensors)")
+    _check_finite(path, state)
     # A missing "classes" is reported below with the other missing fields; one that is there must be names.
     metrics, versions, classes = payload.get("metrics", {}), payload.get("versions", {}), payload.get("classes", [""])
     for name, value in (("metrics", metrics), ("versions", versions)):
@@ -206,6 +213,35 @@ def load(path: str | Path, *, trust_model_code: bool = False) -> Checkpoint:
     except ModelSpecError as exc:
         raise CheckpointError(f"{path.name} needs the model '{config.model}': {exc}") from None
     return checkpoint
+
+
+def _check_declared_size(path: Path) -> None:
+    """Refuse a checkpoint whose zip entries declare more bytes than MAX_INFLATION times the file, before torch.load
+    allocates them (a 2 MB file inflating to 2 GiB was read whole before anything else was checked). A file that is
+    not a readable zip (a legacy pickle, damage) is left to torch.load: its tensors are read from the file itself,
+    so they can be no larger than it."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            declared = sum(entry.file_size for entry in archive.infolist())
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError):
+        return
+    size = path.stat().st_size
+    if declared > size * MAX_INFLATION:
+        raise CheckpointError(f"{path.name} declares {declared:,} bytes of contents in a file of {size:,} bytes: a "
+                              f"checkpoint's tensors are stored uncompressed, so it is damaged or crafted; it was "
+                              f"not read",
+                              "use the checkpoint.pt a run wrote, or export a fresh one from Workbench")
+
+
+def _check_finite(path: Path, state: dict) -> None:
+    """Weights with NaN or inf give every input the same meaningless answer ('0 (nan%)'): refuse them, naming the
+    first such tensor. A run fails when its loss is no longer finite, but one stopped (or written by other code)
+    before that was noticed keeps such weights."""
+    for name, tensor in state.items():
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            raise CheckpointError(f"the weights in {path.name} are not finite (NaN or inf in {name}): the run that "
+                                  f"wrote it diverged",
+                                  "retrain with a lower learning rate (try 10× smaller), or with AMP off")
 
 
 def for_resume(config: TrainConfig) -> Checkpoint:

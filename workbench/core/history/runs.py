@@ -171,19 +171,29 @@ def _record(row: sqlite3.Row) -> RunRecord:
 class RunStore:
     """The run database. One connection per object; open one per thread or process that uses it."""
 
-    def __init__(self, path: str | Path | None = None, *, recover: bool = True):
+    def __init__(self, path: str | Path | None = None, *, recover: bool = True, writing: bool = False):
+        """`recover`: mark the runs whose process is gone as interrupted (not when opened read-only). `writing`:
+        the caller is there to write (a run's recorder), so a read-only history is refused now rather than at each
+        write, where it would look like a passing problem worth retrying."""
         self.path = Path(path) if path else default_db_path()
         self.db: sqlite3.Connection | None = None
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
-                                      check_same_thread=False)
+            self.read_only = _read_only(self.path)
+            if self.read_only and writing:
+                raise self._read_only_error()
+            if self.read_only:
+                self.db = sqlite3.connect(_read_only_uri(self.path), uri=True, timeout=BUSY_TIMEOUT_S,
+                                          isolation_level=None, check_same_thread=False)
+            else:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self.db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
+                                          check_same_thread=False)
+                self.db.execute("PRAGMA journal_mode=WAL")
+                self.db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: a crash loses at most the last commit
             self.db.row_factory = sqlite3.Row
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: a crash loses at most the last commit
             self.db.execute("PRAGMA foreign_keys=ON")
             self._migrate()
-            if recover:
+            if recover and not self.read_only:
                 self.mark_interrupted()
         except (sqlite3.DatabaseError, OSError, RunStoreError) as exc:
             if self.db is not None:
@@ -203,8 +213,7 @@ class RunStore:
             error.transient = True
             return error
         if "readonly" in text or "read-only" in text:
-            return RunStoreError(f"the run database {self.path} is read-only",
-                                 "fix its permissions, or use another database with --db / WORKBENCH_DB")
+            return self._read_only_error()
         if "not a database" in text or "malformed" in text or "corrupt" in text:
             return RunStoreError(f"the run database {self.path} is damaged ({text})",
                                  "move it aside (Workbench starts a new one) or restore it from a backup")
@@ -212,11 +221,20 @@ class RunStore:
         error.transient = "full" in text or "disk I/O" in text
         return error
 
+    def _read_only_error(self) -> RunStoreError:
+        return RunStoreError(f"the run database {self.path} is read-only: runs can be listed, shown and exported "
+                             f"but not recorded or removed",
+                             "make it and its folder writable, or use another database with --db / WORKBENCH_DB")
+
     def _migrate(self) -> None:
         version = self.db.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
             raise RunStoreError(f"{self.path} was written by a newer Workbench (schema {version})",
                                 "upgrade Workbench, or use another database with --db")
+        if version < SCHEMA_VERSION and self.read_only:
+            raise RunStoreError(f"the run database {self.path} is read-only and holds no run history this "
+                                f"Workbench can read (schema {version}); setting it up would write to it",
+                                "make it and its folder writable, or use another database with --db / WORKBENCH_DB")
         if version < SCHEMA_VERSION:
             with self.db:
                 self.db.executescript("BEGIN;" + SCHEMA + f"PRAGMA user_version={SCHEMA_VERSION};COMMIT;")
@@ -320,6 +338,21 @@ class RunStore:
             raise RunStoreError(f"run #{run_id} in {self.path} holds data this Workbench cannot read: "
                                 f"{first_line(exc)}", "upgrade Workbench to open this run") from None
         return record
+
+
+def _read_only(path: Path) -> bool:
+    """A history this process may not write (a read-only medium, another user's file or folder) is opened
+    read-only, so that it can still be listed, shown and exported. WAL mode writes beside the file (its -wal and
+    -shm), so the folder counts too. What does not exist yet is created: not read-only."""
+    return path.exists() and not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK))
+
+
+def _read_only_uri(path: Path) -> str:
+    """SQLite reads a WAL database read-only only through an existing -wal and -shm, which it cannot create in a
+    folder it may not write ('unable to open database file'). Without them no writer has the file open and every
+    commit is in the file itself: it is opened immutable (no -shm, no locks)."""
+    wal = all(Path(f"{path}{suffix}").exists() for suffix in ("-wal", "-shm"))
+    return path.resolve().as_uri() + ("?mode=ro" if wal else "?mode=ro&immutable=1")
 
 
 def _process_alive(pid: int) -> bool:

@@ -202,7 +202,7 @@ def run_recorded(request: RunRequest, *, sinks: tuple[Callable[[Event], None], .
     recorder = None
     if record:
         try:
-            recorder = RunRecorder(RunStore(db), out_dir=str(out_dir), on_error=note,
+            recorder = RunRecorder(RunStore(db, writing=True), out_dir=str(out_dir), on_error=note,
                                    on_notice=notices.append)
         except RunStoreError as exc:
             note(exc)

@@ -20,6 +20,7 @@ from ..ground.config import ConfigError, TrainConfig
 from ..ground.errors import WorkbenchError
 
 WHERE = ("process", "here")  # a fresh run process (the default), or the caller's own process (debugging, tests)
+MAX_PORT = 65535  # TCP's largest; 0 is no port at all (bind's "any"), which other nodes cannot be told
 
 
 class LaunchError(WorkbenchError):
@@ -68,6 +69,11 @@ def check_launch(launch: Launch, batch_size: int, device: str, cuda_devices: int
                           f"{launch.world_size} processes", f"use a multiple of {launch.world_size}, e.g. {nearest}")
     if launch.nnodes > 1 and launch.master_port is None:
         raise LaunchError("a multi-node run needs --master-addr and --master-port (the same on every node)")
+    if launch.master_port is not None and not 1 <= launch.master_port <= MAX_PORT:
+        # Before the probe: binding a number outside TCP's range raises OverflowError, not a refusal.
+        raise LaunchError(f"--master-port {launch.master_port} is not a TCP port (1…{MAX_PORT})",
+                          "choose a free port such as 29500 (the same on every node), or leave it out on a single "
+                          "machine (a free one is picked)")
     if launch.master_port is not None and launch.node_rank == 0 and _is_local(launch.master_addr):
         if not port_free(launch.master_addr, launch.master_port):
             raise LaunchError(f"port {launch.master_port} on {launch.master_addr} is already in use",
