@@ -59,9 +59,41 @@ def test_each_batch_size_is_a_short_real_run_of_the_same_settings(runs):
 def test_the_rule_is_the_fastest_on_the_cpu_and_the_largest_that_fits_on_cuda():
     points = [BatchPoint(16, 100.0, 10.0), BatchPoint(32, 300.0, 20.0), BatchPoint(64, 200.0, 40.0),
               BatchPoint(128, 900.0, 95.0, fits=False)]
-    assert suggest(points, cuda=False) == 32
-    assert suggest(points, cuda=True) == 64
-    assert suggest([BatchPoint(16, 1.0, 99.0, fits=False)], cuda=True) is None
+    assert suggest(points, cuda=False, train_size=60_000) == 32
+    assert suggest(points, cuda=True, train_size=60_000) == 64
+    assert suggest([BatchPoint(16, 1.0, 99.0, fits=False)], cuda=True, train_size=60_000) is None
+
+
+# The bundled sample's 4,000 training images, measured on a CPU: faster per sample the bigger the batch.
+SAMPLE_POINTS = [BatchPoint(size, speed, 100.0) for size, speed in [
+    (16, 9_000.0), (32, 15_000.0), (64, 21_000.0), (128, 26_000.0), (256, 29_000.0), (512, 30_500.0),
+    (1024, 31_000.0), (2048, 33_800.0)]]
+
+
+def test_the_suggestion_leaves_enough_optimizer_steps_an_epoch():
+    assert batch_finder.MIN_STEPS_PER_EPOCH == 50
+    # 4,000 images: 64 gives 62 steps an epoch, 128 only 31; the fastest, 2048, gives 1
+    assert suggest(SAMPLE_POINTS, cuda=False, train_size=4000) == 64
+    assert suggest(SAMPLE_POINTS, cuda=True, train_size=4000) == 64
+    assert suggest(SAMPLE_POINTS, cuda=False, train_size=4000, min_steps=0) == 2048  # the old rule
+    assert suggest(SAMPLE_POINTS, cuda=False, train_size=60_000) == 1024  # 58 steps; 2048 gives 29
+    # a split too small for 50 steps at any batch: the smallest batch, which gives the most
+    assert suggest(SAMPLE_POINTS, cuda=False, train_size=500) == 16
+    assert suggest([BatchPoint(16, 1.0, 1.0, fits=False), *SAMPLE_POINTS[1:]], cuda=True, train_size=500) == 32
+
+
+def test_the_finding_says_which_batch_the_floor_passed_over(monkeypatch):
+    speeds = {point.batch_size: point for point in SAMPLE_POINTS}
+    monkeypatch.setattr(batch_finder, "_measure", lambda config, stop, total_mib, steps=None:
+                        speeds[config.batch_size])
+    finding = find_batch_size(SMALL)  # the bundled sample
+    assert (finding.train_size, finding.min_steps_per_epoch) == (4000, 50)
+    assert finding.suggestion == 64 and finding.passed_over == 2048
+    assert finding.steps_per_epoch(64) == 62 and finding.steps_per_epoch(2048) == 1
+    assert "at least 50 optimizer steps an epoch" in finding.rule
+    assert BatchFinding.from_dict(finding.to_dict()) == finding  # it crosses the kernel's process as a dict
+    finding = find_batch_size(SMALL, largest=64)
+    assert finding.suggestion == 64 and finding.passed_over is None  # the fastest gives enough steps: nothing to say
 
 
 def test_on_cuda_the_suggestion_is_the_largest_batch_whose_peak_leaves_a_tenth_of_the_device_free(monkeypatch):
@@ -73,7 +105,7 @@ def test_on_cuda_the_suggestion_is_the_largest_batch_whose_peak_leaves_a_tenth_o
     points = [batch_finder._measure(SMALL.replace(batch_size=size), _never(), total) for size in peaks]
     assert [(point.batch_size, point.peak_memory_mib) for point in points] == list(peaks.items())
     assert [point.fits for point in points] == [True, True, False, False]
-    assert suggest(points, cuda=True) == 32  # not 128, the largest below 100 %
+    assert suggest(points, cuda=True, train_size=60_000) == 32  # not 128, the largest below 100 %
     peaks[32] = 900.0  # exactly 90 %: a tenth is still free
     assert batch_finder._measure(SMALL.replace(batch_size=32), _never(), total).fits
 

@@ -362,6 +362,25 @@ def test_bad_input_gives_one_error_line(bad_inputs, argv, words, capsys, monkeyp
         assert word in line, line
 
 
+@pytest.mark.parametrize("launch, words", [
+    (("--nnodes", "2", "--master-port", "70000"), ["--master-port 70000 is not a TCP port", "29500"]),
+    (("--nproc-per-node", "2", "--master-port", "-1"), ["--master-port -1 is not a TCP port"]),
+    (("--nproc-per-node", "2", "--master-port", "0"), ["--master-port 0 is not a TCP port"]),
+    (("--nproc-per-node", "0"), ["--nproc-per-node", "at least 1"]),
+    (("--nnodes", "2", "--node-rank", "2", "--master-port", "29500"), ["--node-rank 2 is outside 0…1"]),
+    (("--nnodes", "2", "--node-rank", "-1", "--master-port", "29500"), ["--node-rank -1 is outside 0…1"]),
+], ids=lambda v: " ".join(v) if isinstance(v, tuple) else None)
+def test_launch_numbers_out_of_range_give_one_error_line(launch, words, tmp_path, capsys):
+    """Regression: a master port outside 1…65535 ended in bind()'s OverflowError traceback."""
+    code, _, stderr = call(capsys, "train", "--max-steps", "2", "--device", "cpu", "--out", tmp_path / "out",
+                           "--db", tmp_path / "runs.sqlite", *launch)
+    assert code == cli.EXIT_USAGE
+    line = assert_one_error_line(stderr)
+    for word in words:
+        assert word in line, line
+    assert not (tmp_path / "out").exists() and not (tmp_path / "runs.sqlite").exists()
+
+
 def test_unwritable_out_creates_nothing(bad_inputs, tmp_path, capsys):
     before = sorted(tmp_path.rglob("*"))
     code, _, _ = call(capsys, "train", "--max-steps", "2", "--out", bad_inputs["under_file"], "--db",
@@ -470,6 +489,25 @@ def test_predict_with_a_text_file_as_checkpoint(tmp_path, samples_dir, capsys):
     code, _, stderr = call(capsys, "predict", fake, samples_dir / "digit_1.png")
     assert code == cli.EXIT_USAGE
     assert_one_error_line(stderr)
+
+
+def test_predict_with_weights_that_are_not_finite_is_one_error_line(tmp_path, samples_dir, capsys):
+    """Regression: it printed 'digit_1.png: 0 (nan%)'."""
+    import torch
+
+    from workbench.core.domain import checkpoint
+    from workbench.core.domain.model import SandwichNet
+    from workbench.core.ground.results import RunResults
+
+    model = SandwichNet(hidden_dim=16)
+    with torch.no_grad():
+        model.core_block.fc1.weight.fill_(float("nan"))
+    path = checkpoint.save(tmp_path / "checkpoint.pt", model, TrainConfig(hidden_dim=16), results=RunResults(),
+                           versions={}, classes=tuple("0123456789"))
+    code, out, stderr = call(capsys, "predict", path, samples_dir / "digit_1.png")
+    assert code == cli.EXIT_USAGE and out == ""
+    line = assert_one_error_line(stderr)
+    assert "not finite" in line and "diverged" in line and "lower learning rate" in line
 
 
 def test_train_with_missing_data_root_exits_with_usage_code(tmp_path, capsys):

@@ -10,17 +10,69 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QPushButton
 
-from workbench.core.ground.findings import BatchFinding, LrFinding, LrPoint
+from workbench.core.ground.findings import BatchFinding, BatchPoint, LrFinding, LrPoint
 
 from ..helpers import set_config
 
 
-def lr_finding(points: int, ended: str) -> LrFinding:
-    """A range test that found no suggestion after `points` measurements."""
-    return LrFinding(points=tuple(LrPoint(step=i, lr=1e-5 * 2 ** i, loss=2.3, smoothed=2.3)
+def lr_finding(points: int, ended: str, suggestion: float | None = None) -> LrFinding:
+    """A range test that found `suggestion` (none by default) after `points` measurements."""
+    return LrFinding(points=tuple(LrPoint(step=i, lr=1e-7 * 2 ** i, loss=2.3, smoothed=2.3)
                                   for i in range(1, points + 1)),
-                     suggestion=None, ended=ended, compiled=False, recompiles=0, recompile_reasons=(),
+                     suggestion=suggestion, ended=ended, compiled=False, recompiles=0, recompile_reasons=(),
                      rule="steepest descent of the smoothed loss", lr_min=1e-7, lr_max=10.0)
+
+
+@pytest.fixture
+def waiting_window(qtbot, tmp_path):
+    """A window whose kernel never says PyTorch is ready: the dialogs and the form without a measurement."""
+    from workbench.core.run.client import KernelClient
+    from workbench.ui.main_window import MainWindow
+
+    starting = KernelClient([sys.executable, "-c", "import time; time.sleep(600)"])
+    win = MainWindow(runs_dir=tmp_path / "runs", db=tmp_path / "runs.sqlite", prestart=False, kernel=starting)
+    qtbot.addWidget(win)
+    yield win
+    win.close()
+    starting.close()
+
+
+@pytest.mark.parametrize("suggestion, offered", [(2.3456e-6, "2.3e-06"), (1.04e-3, "0.001"), (0.0525, "0.052")])
+def test_use_puts_the_suggested_learning_rate_into_the_form_exactly(waiting_window, qtbot, suggestion, offered):
+    window = waiting_window
+    dialog = window.search.open_finder("lr")
+    dialog.show_finding(lr_finding(40, "the loss blew up", suggestion=suggestion))
+    assert dialog.use_button.text() == f"Use learning rate {offered}"
+    qtbot.mouseClick(dialog.use_button, Qt.LeftButton)
+    assert window.setup.config().lr == float(offered) and window.setup.fields["lr"].text() == offered
+    assert window.setup.problem_text() == ""
+    notes = [window.log.item(i).text() for i in range(window.log.count())]
+    assert any(f"Learning rate set to {offered} (the finder's suggestion)" in note for note in notes), notes
+
+
+def batch_finding(passed_over: int | None) -> BatchFinding:
+    """The bundled sample's 4,000 training images on a CPU: 2048 the fastest per sample, 64 the suggestion."""
+    return BatchFinding(device="cpu", points=(BatchPoint(16, 12_000.0, 300.0), BatchPoint(64, 31_000.0, 320.0),
+                                              BatchPoint(2048, 33_800.0, 900.0)),
+                        suggestion=64, passed_over=passed_over, train_size=4000, min_steps_per_epoch=50,
+                        rule="the fastest batch (samples/s) that gives at least 50 optimizer steps an epoch",
+                        memory_total_mib=None, ended="measured every batch size up to 2048")
+
+
+def test_the_batch_finding_says_what_the_faster_batch_would_cost(qtbot):
+    from workbench.ui.finder_dialogs import BatchFinderDialog
+    from workbench.ui.panels.plots import LIGHT
+
+    dialog = BatchFinderDialog(LIGHT)
+    qtbot.addWidget(dialog)
+    dialog.show_finding(batch_finding(passed_over=2048))
+    text = dialog.status.text()
+    assert text.startswith("Suggested batch size 64: 31,000 samples/s, peak memory 320 MiB (process RSS)")
+    assert ("2048 is 9% faster per sample but gives 1 step per epoch of the 4,000 training images (64 gives "
+            "62; the rule asks for at least 50): fewer optimizer steps learn less in the same epochs.") in text
+    assert dialog.use_button.text() == "Use batch size 64"
+    dialog.show_finding(batch_finding(passed_over=None))
+    assert "faster per sample" not in dialog.status.text()
 
 
 def test_the_range_test_draws_its_loss_live_and_the_suggestion_goes_into_the_form(window, qtbot):

@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 import pytest
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QLineEdit, QSpinBox, QWidget
 
 from workbench.core.ground.capabilities import Capabilities, DeviceInfo
@@ -69,7 +70,8 @@ def test_every_shown_setting_has_its_widget_and_only_those(panel):
             assert s.name not in panel.fields
 
 
-@pytest.mark.parametrize("declared", [s for s in SHOWN if s.kind in (int, float)], ids=lambda s: s.name)
+@pytest.mark.parametrize("declared", [s for s in SHOWN if s.kind in (int, float) and s.name != "lr"],
+                         ids=lambda s: s.name)
 def test_each_spin_box_spans_exactly_the_declared_range(panel, declared):
     spin = panel.fields[declared.name]
     assert isinstance(spin, (QSpinBox, QDoubleSpinBox))
@@ -83,6 +85,63 @@ def test_each_combo_offers_exactly_the_declared_choices(panel, declared):
     combo = panel.fields[declared.name]
     assert [combo.itemData(i) for i in range(combo.count())] == list(declared.choices)
     assert [combo.itemText(i) for i in range(combo.count())] == [declared.choice_label(v) for v in declared.choices]
+
+
+def _type_rate(panel, qtbot, text: str):
+    """Clear the learning rate and type `text` into it, key by key, as a user would."""
+    lr = panel.fields["lr"]
+    lr.setFocus()
+    lr.clear()
+    qtbot.keyClicks(lr, text)
+    return lr
+
+
+@pytest.mark.parametrize("typed, rate, shown", [
+    ("1e-5", 1e-5, "1e-05"), ("5e-6", 5e-6, "5e-06"), ("0.000005", 5e-6, "5e-06"), ("3e-4", 3e-4, "0.0003"),
+    ("0.1", 0.1, "0.1"), ("1.04e-03", 1.04e-3, "0.00104"), ("0.0012345678", 0.0012345678, "0.0012345678")])
+def test_the_learning_rate_reads_scientific_notation_and_plain_decimals(panel, qtbot, typed, rate, shown):
+    lr = _type_rate(panel, qtbot, typed)
+    assert panel.config().lr == rate and panel.problem_text() == ""
+    qtbot.keyClick(lr, Qt.Key_Return)
+    assert lr.text() == shown and panel.config().lr == rate  # shown compactly, the value unchanged
+
+
+@pytest.mark.parametrize("typed", ["1e-", "abc", "0,001", ""])
+def test_a_learning_rate_the_form_cannot_read_is_refused_visibly_and_kept(panel, qtbot, typed):
+    lr = _type_rate(panel, qtbot, typed)
+    qtbot.keyClick(lr, Qt.Key_Return)
+    assert panel.valid_config() is None and not panel.problem.isHidden()
+    assert panel.problem_text() == f"Learning rate: {typed!r} is not a number (allowed: > 0 and ≤ 100)"
+    assert lr.text() == typed  # not silently turned into a number
+    lr.clearFocus()
+    assert lr.text() == typed and panel.valid_config() is None
+    lr.stepUp()  # the arrows have no number to double
+    assert lr.text() == typed and lr.stepEnabled() == lr.StepEnabledFlag.StepNone
+
+
+def test_a_learning_rate_out_of_range_is_refused_by_the_core(panel, qtbot):
+    _type_rate(panel, qtbot, "200")
+    assert panel.problem_text() == "Learning rate: 200.0 is too large (allowed: up to 100)"
+    _type_rate(panel, qtbot, "-1e-3")
+    assert panel.problem_text().startswith("Learning rate: -0.001 must be greater than 0")
+
+
+def test_the_learning_rate_arrows_double_and_halve_it_within_its_range(panel, qtbot):
+    lr = panel.fields["lr"]
+    lr.setValue(0.004)
+    lr.stepUp()
+    assert panel.config().lr == 0.008 and lr.text() == "0.008"
+    lr.setFocus()
+    qtbot.keyClick(lr, Qt.Key_Down)
+    qtbot.keyClick(lr, Qt.Key_Down)
+    assert panel.config().lr == 0.002 and lr.text() == "0.002"
+    lr.setValue(1e-6)
+    lr.stepDown()
+    assert panel.config().lr == 5e-7 and lr.text() == "5e-07"  # below the LR finder's sweep, still a rate
+    lr.setValue(80.0)
+    lr.stepUp()
+    assert panel.config().lr == 100.0  # the declared top, not 160
+    assert not lr.stepEnabled() & lr.StepEnabledFlag.StepUpEnabled
 
 
 def test_switches_are_check_boxes_and_the_automatic_switch_a_combo(panel):
@@ -202,7 +261,7 @@ def test_mode_and_compile_options_only_apply_to_compiled_backends(panel):
 def test_an_invalid_value_is_explained_inline(panel, qtbot):
     with qtbot.waitSignal(panel.changed):
         panel.fields["lr"].setValue(0.0)
-    assert "lr" in panel.problem.text() and "greater than 0" in panel.problem.text()
+    assert panel.problem_text() == "Learning rate: 0.0 must be greater than 0 (allowed: > 0 and ≤ 100)"
     assert panel.valid_config() is None
     panel.fields["lr"].setValue(0.01)
     assert panel.problem.text() == "" and panel.valid_config().lr == 0.01
@@ -218,6 +277,21 @@ def test_the_reason_sits_right_under_the_field_it_is_about(panel):
     assert form.getWidgetPosition(problem)[0] == _row_of(form, lr) + 1  # (lr shares its row with Find…)
     panel.fields["lr"].setValue(0.01)
     assert problem.isHidden() and panel.problem_text() == ""
+
+
+@pytest.mark.parametrize("name, value, words", [
+    ("batch_size", 0, "Batch size: 0 is out of range (allowed: 1 to 1048576)"),
+    ("hidden_dim", 0, "Hidden size: 0 is out of range (allowed: 1 to 65536)")])
+def test_a_problem_names_the_setting_by_the_forms_label(panel, name, value, words):
+    panel.fields[name].setMinimum(0)  # the spin box stops at 1: reach the core's check all the same
+    panel.fields[name].setValue(value)
+    assert panel.problem_text() == words
+
+
+def test_a_choice_this_machine_cannot_run_is_explained_by_the_forms_label(panel):
+    panel.set_capabilities(CPU_ONLY)
+    _item_, tip = _item(_combo(panel, "backendCombo"), "cudagraphs")
+    assert tip.startswith("Backend: 'cudagraphs' needs a CUDA device")
 
 
 def test_a_process_count_problem_sits_under_the_process_count(panel):
@@ -339,6 +413,31 @@ def test_an_invalid_value_disables_train(window):
     assert not window.train_action.isEnabled()
     window.setup.lr.setValue(0.01)
     assert window.train_action.isEnabled()
+
+
+@pytest.fixture
+def waiting_window(qtbot, tmp_path):
+    """A window whose kernel never says PyTorch is ready: the form and its banner without a training process."""
+    from workbench.core.run.client import KernelClient
+    from workbench.ui.main_window import MainWindow
+
+    starting = KernelClient([sys.executable, "-c", "import time; time.sleep(600)"])
+    win = MainWindow(runs_dir=tmp_path / "runs", db=tmp_path / "runs.sqlite", prestart=False, kernel=starting)
+    qtbot.addWidget(win)
+    yield win
+    win.close()
+    starting.close()
+
+
+def test_an_unreadable_learning_rate_disables_train_and_the_banner_names_the_field(waiting_window, qtbot):
+    window = waiting_window
+    _type_rate(window.setup, qtbot, "1e-")
+    why = "Learning rate: '1e-' is not a number (allowed: > 0 and ≤ 100)"
+    assert not window.train_action.isEnabled() and window.train_action.toolTip() == f"Cannot train: {why}"
+    assert not window.training.train()
+    assert window.banner.label.text() == f"Cannot start: {why}"
+    qtbot.keyClicks(window.setup.fields["lr"], "5")
+    assert window.train_action.isEnabled() and window.setup.config().lr == 1e-5
 
 
 def test_a_dataset_that_needs_a_folder_fails_with_a_message(window, qtbot):

@@ -9,9 +9,9 @@ import math
 import pytest
 from PySide6.QtCore import Qt
 
-from workbench.core.ground.config import TrainConfig
+from workbench.core.ground.config import TrainConfig, setting_named
 from workbench.core.history.sweep_report import BEST, FRONT, OTHER
-from workbench.core.history.sweeps import Trial
+from workbench.core.history.sweeps import SEARCHABLE, Trial
 from workbench.core.run.sweep import SweepError, load_trials
 from workbench.ui.panels.plots import LIGHT
 
@@ -122,7 +122,7 @@ def test_errors_are_said_in_the_dialog(qtbot, tmp_path):
     assert not dialog.start_button.isEnabled()  # until the stored sweeps are read
     qtbot.waitUntil(dialog.start_button.isEnabled, timeout=30_000)
     assert not dialog.start()
-    assert dialog.status.text() == "Cannot start: lr: 0 must be greater than 0 (allowed: > 0 and ≤ 100)"
+    assert dialog.status.text() == "Cannot start: Learning rate: 0 must be greater than 0 (allowed: > 0 and ≤ 100)"
     dialog.cuda_devices = lambda: None
     assert not dialog.start() and "PyTorch is still starting" in dialog.status.text()
     dialog.base_config, dialog.cuda_devices = TrainConfig, lambda: 0
@@ -134,6 +134,20 @@ def test_errors_are_said_in_the_dialog(qtbot, tmp_path):
     assert dialog.status.text() == "The sweep stopped: cannot search nothing — choose among: " + ", ".join(
         dialog.parameter_boxes)
     assert dialog.start_button.isEnabled()
+    tasks.wait()
+
+
+def test_the_settings_to_search_are_named_as_the_setup_form_names_them(qtbot, tmp_path):
+    from workbench.ui.sweep_dialog import SweepDialog
+    from workbench.ui.tasks import Tasks
+
+    tasks = Tasks()
+    dialog = SweepDialog(tasks, LIGHT, TrainConfig, lambda: 0, db=tmp_path / "runs.sqlite")
+    qtbot.addWidget(dialog)
+    shown = {name: box.text() for name, box in dialog.parameter_boxes.items()}
+    assert (shown["lr"], shown["batch_size"], shown["hidden_dim"]) == ("Learning rate", "Batch size", "Hidden size")
+    assert shown == {name: setting_named(name).label for name in SEARCHABLE}
+    assert dialog.chosen_parameters() == ("lr", "batch_size", "hidden_dim")  # the sweep still gets the names
     tasks.wait()
 
 

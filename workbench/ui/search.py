@@ -10,7 +10,7 @@ from typing import Callable, NamedTuple
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QWidget
 
-from ..core.ground.config import TrainConfig, setup_label
+from ..core.ground.config import TrainConfig, label_of, setup_label
 from ..core.ground.errors import with_hint
 from ..core.run.service import ServiceClient
 from .feedback import Feedback
@@ -98,7 +98,7 @@ class Search(QObject):
     def _use_suggestion(self, kind: str, value: float) -> None:
         setting = FINDERS[kind].setting
         self.setup.set_value(setting, int(value) if setting == "batch_size" else value)
-        self.feedback.note("info", f"{setting} set to {value:g} (the finder's suggestion)")
+        self.feedback.note("info", f"{label_of(setting)} set to {value:g} (the finder's suggestion)")
 
     # -- sweeps -------------------------------------------------------------------------------------------------------
     def open_sweep(self):

@@ -18,13 +18,14 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QFormLayout, QGridLayout, QHBoxLayout, QLabel,
                                QPushButton, QSpinBox, QTabWidget, QVBoxLayout, QWidget)
 
-from ..core.ground.config import TrainConfig
-from ..core.ground.errors import WorkbenchError, first_line, with_hint
+from ..core.ground.config import TrainConfig, label_of
+from ..core.ground.errors import WorkbenchError, first_line
 from ..core.ground.events import EpochEnd, Event, RunStarted
 from ..core.ground.progress import format_duration
 from ..core.history.sweeps import SEARCHABLE, Progress, Trial, best_trial
 from ..core.run.sweep import SAMPLERS, SweepSettings, load_trials, run_sweep, sweep_names, sweep_parameters
 from .panels.plots import Theme
+from .panels.setup import form_text
 from .panels.sweep_views import ParallelView, ParetoView, TrialsTable, params_text
 from .tasks import Tasks
 
@@ -35,8 +36,9 @@ PARAMETER_COLUMNS = 4
 
 
 def error_text(exc: BaseException) -> str:
-    """A Workbench error with its hint; anything else as its type and first line (never a traceback)."""
-    return with_hint(exc) if isinstance(exc, WorkbenchError) else f"{type(exc).__name__}: {first_line(exc)}"
+    """A Workbench error as the Setup form says it (its setting by the form's label, its hint); anything else as
+    its type and first line (never a traceback)."""
+    return form_text(exc) if isinstance(exc, WorkbenchError) else f"{type(exc).__name__}: {first_line(exc)}"
 
 
 def best_text(trials: list[Trial]) -> str:
@@ -128,7 +130,7 @@ class SweepDialog(QDialog):
         self.parameter_boxes: dict[str, QCheckBox] = {}
         grid = QGridLayout()
         for index, name in enumerate(SEARCHABLE):
-            box = self.parameter_boxes[name] = QCheckBox(name)
+            box = self.parameter_boxes[name] = QCheckBox(label_of(name))  # the Setup form's words for it
             box.setChecked(name in DEFAULT_PARAMETERS)
             grid.addWidget(box, index // PARAMETER_COLUMNS, index % PARAMETER_COLUMNS)
         self.sampler = QComboBox()

@@ -65,17 +65,22 @@ _KEY = "workbench.setting"  # where a field's declaration lives in its dataclass
 
 
 class ConfigError(WorkbenchError):
-    """A config value that cannot run. `field` names the offending setting so a UI can point at it."""
+    """A config value that cannot run. `field` names the offending setting so a UI can point at it. Its text calls
+    the setting by that name, as the CLI and a config file do; `naming` says it with another (the setup form's
+    label: `label_of`)."""
 
     kind = "config"
 
     def __init__(self, field: str, message: str, allowed: str | None = None):
         self.field = field
+        self.message = message
         self.allowed = allowed
-        text = f"{field}: {message}"
-        if allowed:
-            text += f" (allowed: {allowed})"
-        super().__init__(text)
+        super().__init__(self.naming(field))
+
+    def naming(self, name: str) -> str:
+        """The error's text with the setting called `name`: 'Learning rate: 0 must be greater than 0 (allowed: …)'."""
+        text = f"{name}: {self.message}"
+        return f"{text} (allowed: {self.allowed})" if self.allowed else text
 
 
 def _choices(values) -> str:
@@ -155,7 +160,7 @@ class Setting:
                 raise ConfigError(self.name, f"{value} is out of range", self.allowed)
         elif self.kind is float:
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
-                raise ConfigError(self.name, f"{value!r} is not a number")
+                raise ConfigError(self.name, f"{value!r} is not a number", self.allowed)
             if self.low_open and value <= self.low:
                 raise ConfigError(self.name, f"{value} must be greater than {self.low:g}", self.allowed)
             if not self.low_open and value < self.low:
@@ -178,6 +183,15 @@ def setting_named(name: str) -> Setting:
         if declared.name == name:
             return declared
     raise KeyError(name)
+
+
+def label_of(name: str) -> str:
+    """The setup form's words for a setting ('Learning rate' for lr): how the window names it, in its errors too; a
+    name that is no setting ('config') as it is."""
+    try:
+        return setting_named(name).label
+    except KeyError:
+        return name
 
 
 @functools.cache
@@ -231,8 +245,7 @@ class TrainConfig:
         "examples per optimizer step (the global batch, split between processes)", TRAINING, label="Batch size",
         low=1, high=1 << 20, step=16))
     lr: float = field(default=4e-3, metadata=setting(
-        "learning rate", TRAINING, label="Learning rate", low=0.0, low_open=True, high=100.0, step=0.0005,
-        decimals=5))
+        "learning rate", TRAINING, label="Learning rate", low=0.0, low_open=True, high=100.0))
     optimizer: str = field(default="adamw", metadata=setting(
         "the optimizer", TRAINING, label="Optimizer", choices=OPTIMIZERS, choice_labels={"adamw": "AdamW",
                                                                                          "sgd": "SGD"}))

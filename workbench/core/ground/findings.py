@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .forecast import steps_per_epoch
 from .records import Record
 
 
@@ -48,6 +49,12 @@ class BatchFinding(Record):
     device: str
     points: tuple[BatchPoint, ...]
     suggestion: int | None
+    # The batch the device's rule alone would have suggested (the fastest on the CPU, the largest that fits on
+    # CUDA), passed over because it gives fewer than min_steps_per_epoch optimizer steps an epoch of train_size
+    # images; None when that batch is the suggestion. The window says what it would cost.
+    passed_over: int | None
+    train_size: int  # images in the training split
+    min_steps_per_epoch: int
     rule: str
     memory_total_mib: float | None  # the device's, on CUDA
     ended: str
@@ -55,3 +62,7 @@ class BatchFinding(Record):
     @property
     def stopped(self) -> bool:
         return self.ended == "stopped"
+
+    def steps_per_epoch(self, batch_size: int) -> int:
+        """Optimizer steps an epoch of the training split takes at `batch_size` (one process, as measured)."""
+        return steps_per_epoch(batch_size, self.train_size)

@@ -1,10 +1,13 @@
 """Setup dock: every setting of a run, turned into one validated TrainConfig.
 
 The form is built from TrainConfig's declarations (`settings()`): a combo box for a setting with choices, a spin
-box with the declared range for a number, a check box for a switch. Settings the form does not show keep the value
-of the config it was given. What this machine cannot run is disabled with the core's reason as tooltip (e.g. the
-cudagraphs backend without CUDA); anything else the core's validation rejects is explained right under the field it
-is about (`problem_text` for Train's tooltip and the status bar), and Train stays disabled.
+box with the declared range for a number (the learning rate's reads 1e-5 as typed: rate_box.py), a check box for a
+switch. Settings the form does not show keep the value of the config it was given. What this machine cannot run is
+disabled with the core's reason as tooltip (e.g. the cudagraphs backend without CUDA); anything else the core's
+validation rejects is explained right under the field it is about (`problem_text` for Train's tooltip and the
+status bar), and Train stays disabled. The window names a setting by its label there ("Learning rate: 0 must be
+greater than 0"): `form_text` turns the core's errors, which name it as the CLI and config files do (lr), into the
+form's words.
 
 A wheel turned over a combo or spin box scrolls the panel unless that box has focus: scrolling the form never
 changes a setting unnoticed.
@@ -21,11 +24,12 @@ from PySide6.QtWidgets import (QAbstractSpinBox, QCheckBox, QComboBox, QDoubleSp
                                QVBoxLayout, QWidget)
 
 from ...core.ground.capabilities import Capabilities
-from ...core.ground.config import GROUPS, ConfigError, Setting, TrainConfig, setting_named, settings
+from ...core.ground.config import GROUPS, ConfigError, Setting, TrainConfig, label_of, setting_named, settings
 from ...core.ground.datasets import CATALOGUE
-from ...core.ground.errors import WorkbenchError
+from ...core.ground.errors import WorkbenchError, with_hint
 from ...core.run.request import Launch, LaunchError, check_launch
 from .. import file_dialogs
+from .rate_box import RateBox
 
 BUILTIN_MODEL = "sandwich"
 EXAMPLE_MODEL_LABEL = "Planted graph break (example)"
@@ -37,6 +41,15 @@ SHORT_NAMES = {"hidden_dim": "hidden", "batch_size": "batch", "allow_eager_fallb
 # Choices the machine may be unable to run: their items are disabled with the core's reason
 MACHINE_CHECKED = ("backend", "mode", "amp")
 COMPILE_ONLY = ("fullgraph", "dynamic", "allow_eager_fallback", "compile_trace")  # meaningless with the eager backend
+RATES = ("lr",)  # numbers that span decades: typed and shown as 1e-05, stepped by factors (rate_box.py)
+
+
+def form_text(exc: BaseException) -> str:
+    """An error as the window says it: a ConfigError calls its setting by the form's label ("Learning rate: 0 must
+    be greater than 0", not "lr: …"), anything else is said with its hint."""
+    if isinstance(exc, ConfigError):
+        return exc.naming(label_of(exc.field))  # what it allows is in its text: a ConfigError has no hint
+    return with_hint(exc)
 
 
 def example_model_spec() -> str:
@@ -79,8 +92,8 @@ def _select(combo: QComboBox, value) -> None:
 
 
 def _spin(declared: Setting) -> QSpinBox | QDoubleSpinBox:
-    """A spin box over exactly the declared range (the core's validation explains a value it refuses, such as a
-    learning rate of 0 at the open end of its range)."""
+    """A spin box over exactly the declared range (the core's validation explains a value it refuses, such as one
+    at the open end of its range)."""
     if declared.kind is int and declared.high <= SPIN_INT_MAX:
         spin = QSpinBox()
     else:
@@ -103,6 +116,10 @@ def _widget(declared: Setting) -> QWidget:
         check = QCheckBox(declared.label)
         check.setObjectName(object_name(declared, "Check"))
         return check
+    if declared.name in RATES:
+        rate = RateBox(declared.high)
+        rate.setObjectName(object_name(declared, "Spin"))
+        return rate
     if declared.kind in (int, float):
         return _spin(declared)
     edit = QLineEdit()
@@ -300,6 +317,8 @@ class SetupPanel(QWidget):
         if isinstance(editor, QLineEdit):
             text = editor.text().strip()
             return text or None if declared.optional else text
+        if isinstance(editor, RateBox):
+            return editor.value()  # a number as typed, or text that TrainConfig refuses as none
         if declared.kind is int:
             return int(editor.value())
         return round(editor.value(), 8)
@@ -319,7 +338,7 @@ class SetupPanel(QWidget):
             self.problem.hide()
         except WorkbenchError as exc:
             self._place_problem(self._field_of(exc))
-            self.problem.setText(f"⚠ {exc}" + (f" — {exc.hint}" if exc.hint else ""))
+            self.problem.setText(f"⚠ {form_text(exc)}")
             self.problem.show()
         self.changed.emit()
 
@@ -392,13 +411,13 @@ class SetupPanel(QWidget):
             "optional: an existing torchvision layout (offline)")
 
     def _problem(self, field: str, **values) -> str | None:
-        """Why the core would refuse `field`'s value on this machine, in the core's own words; None if it would
-        not (a problem with another setting is that setting's to show)."""
+        """Why the core would refuse `field`'s value on this machine, in the core's own words (the setting called by
+        its label); None if it would not (a problem with another setting is that setting's to show)."""
         try:
             problem = self._caps.config_problem(TrainConfig(**values))
         except ConfigError as exc:
             problem = exc
-        return str(problem) if problem is not None and problem.field == field else None
+        return form_text(problem) if problem is not None and problem.field == field else None
 
     def _browse_data_root(self) -> None:
         edit: QLineEdit = self.fields["data_root"]
