@@ -69,6 +69,7 @@ class CompilePanel(QWidget):
         self.forecast.settingRequested.connect(self.settingRequested)
         self.notes = QListWidget()
         self.notes.setObjectName("compileWarnings")
+        self.notes.setAccessibleName("Compile warnings")
         self.notes.setWordWrap(True)
         self.tabs = QTabWidget()
         self.tabs.setObjectName("compileTabs")

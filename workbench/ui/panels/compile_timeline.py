@@ -86,6 +86,7 @@ class TimelineView(QWidget):
         super().__init__(parent)
         self.list = QTreeWidget()
         self.list.setObjectName("timelineList")
+        self.list.setAccessibleName("Compile events")
         self.list.setColumnCount(2)
         self.list.setHeaderLabels(["Step", "Event"])
         self.list.setRootIsDecorated(False)
@@ -97,6 +98,7 @@ class TimelineView(QWidget):
         self.list.itemSelectionChanged.connect(self._show_selected)
         self.detail = QPlainTextEdit()
         self.detail.setObjectName("timelineDetail")
+        self.detail.setAccessibleName("Compile event details")
         self.detail.setReadOnly(True)
         self.detail.setPlaceholderText("Select an event (or click a marker on the loss plot) for its details and "
                                        "the line of your code it came from.")

@@ -240,6 +240,7 @@ class EvaluatePanel(QWidget):
     def _gallery_view(self) -> QListView:
         view = QListView()
         view.setObjectName("evaluateGallery")
+        view.setAccessibleName("Images of the chosen cell")
         view.setModel(self.gallery_model)
         view.setViewMode(QListView.IconMode)
         view.setIconSize(QSize(THUMB, THUMB))

@@ -19,6 +19,7 @@ class LogPanel(QListWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setObjectName("logPanel")
+        self.setAccessibleName("Log")
         self.setWordWrap(True)
         self.setAlternatingRowColors(True)
 

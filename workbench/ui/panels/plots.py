@@ -270,6 +270,7 @@ class PlotsPanel(QWidget):
         self.smoothing_slider.setMinimumWidth(80)  # never squeezed away by a wide dock
         self.smoothing_slider.setTracking(False)  # re-smooth once, on release: a drag would redo whole buffers
         self.smoothing_slider.setObjectName("smoothingSlider")
+        self.smoothing_slider.setAccessibleName("Smoothing")
         self.smoothing_slider.setRange(0, SLIDER_STEPS - 1)
         self.smoothing_slider.setValue(round(self.weight * SLIDER_STEPS))
         self.smoothing_slider.setToolTip("Exponential moving average, debiased as in TensorBoard: 0 draws the raw "

@@ -167,6 +167,7 @@ class PredictPanel(QWidget):
 
         self.gallery = QListWidget()
         self.gallery.setObjectName("predictGallery")
+        self.gallery.setAccessibleName("Images predicted")
         self.gallery.setViewMode(QListWidget.IconMode)
         self.gallery.setIconSize(QSize(48, 48))
         self.gallery.setResizeMode(QListWidget.Adjust)

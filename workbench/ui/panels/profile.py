@@ -96,6 +96,7 @@ class ProfilePanel(QWidget):
         self.open_trace.clicked.connect(lambda: self._open_folder(self.report.trace if self.report else ""))
         self.request_steps = QSpinBox()
         self.request_steps.setObjectName("profileStepsRequest")
+        self.request_steps.setAccessibleName("Steps to profile now")
         self.request_steps.setRange(1, 1000)
         self.request_steps.setValue(REQUEST_STEPS)
         self.request_steps.setSuffix(" steps")

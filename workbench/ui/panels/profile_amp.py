@@ -138,13 +138,14 @@ class AmpTab(QWidget):
         self.skipped_count.setToolTip("A step whose gradients held inf or NaN: GradScaler skips optimizer.step() "
                                       "and halves the scale. A few early on are normal; many mean fp16 overflows")
         self.skipped_model = RowsModel(SKIPPED_COLUMNS, self)
-        self.skipped_table = table_view(self.skipped_model, "skippedTable")
+        self.skipped_table = table_view(self.skipped_model, "skippedTable", spoken="Skipped steps")
         self.skipped_table.sortByColumn(0, Qt.AscendingOrder)
         self.census_groups = QLabel()
         self.census_groups.setObjectName("censusGroups")
         self.census_groups.setWordWrap(True)  # long words must wrap, never widen the dock past the screen
         self.census_model = RowsModel(CENSUS_COLUMNS, self)
-        self.census_table = table_view(self.census_model, "censusTable")  # as the census sorts it: low, fp32, other
+        # as the census sorts it: low, fp32, other
+        self.census_table = table_view(self.census_model, "censusTable", spoken="Op census by precision")
         scale_box, skipped_box, census_box = QWidget(), QWidget(), QWidget()
         for box, widgets in ((scale_box, (self.scale_plot, self.scale_note)),
                              (skipped_box, (self.skipped_count, self.skipped_table)),

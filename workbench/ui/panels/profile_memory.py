@@ -123,7 +123,7 @@ class MemoryTab(QSplitter):
         self.caption.setTextFormat(Qt.PlainText)
         self.caption.setWordWrap(True)
         self.largest_model = RowsModel(LARGEST_COLUMNS, self)
-        self.largest_table = table_view(self.largest_model, "largestTable")
+        self.largest_table = table_view(self.largest_model, "largestTable", spoken="Largest allocations")
         self.open_snapshot = QPushButton("Open snapshot folder")
         self.open_snapshot.setObjectName("openSnapshotButton")
         self.open_snapshot.clicked.connect(lambda: open_folder(self.snapshot))

@@ -107,7 +107,8 @@ class RowsModel(QAbstractTableModel):
             self.endInsertRows()
 
 
-def table_view(model: QAbstractTableModel, name: str, proxy: QSortFilterProxyModel | None = None) -> QTableView:
+def table_view(model: QAbstractTableModel, name: str, proxy: QSortFilterProxyModel | None = None, *,
+               spoken: str) -> QTableView:
     """A read-only table sortable by its SORT_ROLE (numbers numerically), in the model's order until a header is
     clicked; whole rows selected."""
     if proxy is None:
@@ -116,6 +117,7 @@ def table_view(model: QAbstractTableModel, name: str, proxy: QSortFilterProxyMod
     proxy.setSourceModel(model)
     view = QTableView()
     view.setObjectName(name)
+    view.setAccessibleName(spoken)
     view.setTabKeyNavigation(False)  # Tab leaves the table; arrows move in it
     view.setModel(proxy)
     view.horizontalHeader().setSortIndicator(-1, Qt.AscendingOrder)  # the rows as they came (heaviest first)
@@ -270,14 +272,16 @@ class OpsTab(QWidget):
         super().__init__(parent)
         self.model = RowsModel(OPS_COLUMNS, self)
         self.proxy = OpsProxy(self)
-        self.view = table_view(self.model, "opsTable", self.proxy)
+        self.view = table_view(self.model, "opsTable", self.proxy, spoken="Operators")
         self.op_filter = QLineEdit()
         self.op_filter.setObjectName("opFilter")
+        self.op_filter.setAccessibleName("Filter operators by name")
         self.op_filter.setPlaceholderText("Filter ops by name (e.g. addmm)")
         self.op_filter.setClearButtonEnabled(True)
         self.op_filter.setToolTip("Show only the ops whose name holds this text (any case)")
         self.region_filter = QComboBox()
         self.region_filter.setObjectName("regionFilter")
+        self.region_filter.setAccessibleName("Region")
         self.region_filter.setToolTip("Show the ops of one region: a graph torch.compile built ('compiled 0/0'), "
                                       "the ops that ran eagerly, or the optimizer step")
         self.region_filter.setSizeAdjustPolicy(QComboBox.AdjustToContents)

@@ -143,6 +143,7 @@ class SetupPanel(QWidget):
         for declared in self.shown:
             editor, row = self._editor(declared)
             editor.setToolTip(declared.help)
+            editor.setAccessibleName(declared.label)  # a row's label names its container when a button shares it
             self.fields[declared.name] = editor
             if hasattr(self, declared.name):
                 raise TypeError(f"SetupPanel already has an attribute named {declared.name!r}")
@@ -193,15 +194,16 @@ class SetupPanel(QWidget):
             return device, device
         editor = _widget(declared)
         if declared.name == "data_root":
-            return editor, _with_button(editor, "…", "Choose the data folder", self._browse_data_root)
+            return editor, _with_button(editor, "…", "Choose the data folder", self._browse_data_root,
+                                        spoken="Choose the data folder")
         if declared.name == "lr":
             return editor, _with_button(editor, "Find…", "The learning-rate range test: a short run that suggests "
                                         "a learning rate (Ctrl+L)", lambda: self.finderRequested.emit("lr"),
-                                        "findLrButton")
+                                        "findLrButton", spoken="Find a learning rate")
         if declared.name == "batch_size":
             return editor, _with_button(editor, "Find…", "Samples/s for each batch size, and on CUDA the largest "
                                         "that fits (Ctrl+B)", lambda: self.finderRequested.emit("batch"),
-                                        "findBatchButton")
+                                        "findBatchButton", spoken="Find a batch size")
         return editor, editor
 
     def _connect(self, editor: QWidget) -> None:
@@ -444,10 +446,12 @@ class SetupPanel(QWidget):
             _select(model, BUILTIN_MODEL)
 
 
-def _with_button(editor: QWidget, text: str, tip: str, slot, name: str = "") -> QHBoxLayout:
-    """A form row: the editor, and a button beside it that acts on it."""
+def _with_button(editor: QWidget, text: str, tip: str, slot, name: str = "", *, spoken: str) -> QHBoxLayout:
+    """A form row: the editor, and a button beside it that acts on it; `spoken`: the button's name for a screen
+    reader (its text, "Find…" or "…", says what it does only beside its field)."""
     button = QPushButton(text)
     button.setToolTip(tip)
+    button.setAccessibleName(spoken)
     button.setObjectName(name)
     button.clicked.connect(slot)
     row = QHBoxLayout()
