@@ -113,7 +113,8 @@ class RunsPanel(QWidget):
                                     + VISIBLE_ROWS * self.table.verticalHeader().defaultSectionSize()
                                     + 2 * self.table.frameWidth())
         self.table.selectionModel().selectionChanged.connect(self._selection_changed)
-        self.table.doubleClicked.connect(lambda _index: self.open_selected())
+        # a double click, or Enter on the current run (Qt activates an item for both): the keyboard opens runs too
+        self.table.activated.connect(self._open_index)
         self.message = QLabel("Select two or more runs to compare their curves; double-click one to re-open it.")
         self.message.setObjectName("runsMessage")
         self.message.setWordWrap(True)
@@ -245,6 +246,11 @@ class RunsPanel(QWidget):
         else:
             self.tasks.drop(SLOT)  # a comparison still loading is no longer wanted
             self.compareRequested.emit([])
+
+    def _open_index(self, index) -> None:
+        """The run whose row was activated (Enter on the current row needs no selection first)."""
+        self.select_ids([int(self.proxy.index(index.row(), 0).data(SORT_ROLE))])
+        self.open_selected()
 
     def open_selected(self) -> None:
         ids = self.selected_ids()
