@@ -34,7 +34,7 @@ def test_the_in_app_run_refuses_a_config_the_form_cannot_hold_or_a_train_that_do
     from workbench.ui.heartbeat import Heartbeat
 
     heartbeat = Heartbeat(parent=window)
-    config = TrainConfig(epochs=1, hidden_dim=16, lr=0.0123456789)  # the form keeps 5 decimals of lr
+    config = TrainConfig(epochs=1, hidden_dim=16, device="cuda:7")  # the form offers no such device here
     window.setup.set_config(config)
     with pytest.raises(RuntimeError, match="cannot train this configuration"):
         _app_run(window, config, heartbeat)
