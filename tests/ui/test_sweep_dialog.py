@@ -200,3 +200,22 @@ def test_parallel_coordinates_scale_each_axis_its_own_way(qtbot):
     assert heights[0] == [0.0, 0.0, 0.0] and heights[1] == [1.0, 1.0, 1.0]
     assert heights[2] == pytest.approx([0.5, 0.5, 0.5])  # lr on a log scale, batch 64 the middle choice
     assert {n: line.opts["pen"].color().name() for n, line in view.lines.items()} == {0: FRONT, 1: BEST, 2: OTHER}
+
+
+def test_use_the_best_settings_puts_the_best_trials_settings_into_the_form(window, qtbot):
+    dialog = window.search.open_sweep()
+    assert not dialog.use_button.isEnabled()  # no trial yet
+    set_config(window, epochs=3, lr=0.004, batch_size=32)
+    # a pruned trial is never "the best", however accurate it was when it was cut
+    dialog._show([made_up(0, 0.90, lr=0.004, batch_size=32, dropout=0.2),
+                  made_up(1, 0.95, lr=0.0123, batch_size=64, dropout=0.35),
+                  made_up(2, 0.99, state="pruned", lr=0.5, batch_size=16, dropout=0.1)])
+    assert dialog.use_button.isEnabled()
+    qtbot.mouseClick(dialog.use_button, Qt.LeftButton)
+    config = window.setup.config()
+    assert (config.lr, config.batch_size, config.dropout) == (0.0123, 64, 0.35)  # dropout: not on the form, kept
+    assert config.epochs == 3  # what the sweep did not search stays as it was
+    lines = [window.log.item(row).text() for row in range(window.log.count())]
+    assert "the best trial's settings are in the form: " in lines[-1]
+    assert all(part in lines[-1] for part in ("Learning rate 0.0123", "Batch size 64", "Dropout 0.35"))
+    dialog.close()

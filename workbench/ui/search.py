@@ -11,13 +11,13 @@ from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QWidget
 
 from ..core.ground.config import TrainConfig, label_of, setup_label
-from ..core.ground.errors import with_hint
+from ..core.ground.errors import WorkbenchError, with_hint
 from ..core.run.service import ServiceClient
 from .feedback import Feedback
 from .finder_dialogs import BatchFinderDialog, FinderDialog, LrFinderDialog
 from .kernel import Kernel
 from .panels.plots import Theme
-from .panels.setup import SetupPanel
+from .panels.setup import SetupPanel, form_text
 from .tasks import Tasks
 
 
@@ -112,9 +112,22 @@ class Search(QObject):
                                             lambda: kernel.capabilities.cuda_devices if kernel.capabilities.known
                                             else None, self.db, self.runs_dir, self.window)
             self.sweep_dialog.trialEnded.connect(lambda _trial: self.trial_ended())
+            self.sweep_dialog.useSettings.connect(self._use_settings)
         self.sweep_dialog.show()
         self.sweep_dialog.raise_()
         return self.sweep_dialog
+
+    def _use_settings(self, params: dict) -> None:
+        """The best trial's settings into the form (those the form does not show, dropout or weight decay, too)."""
+        try:
+            config = self.setup.config().replace(**params)
+        except WorkbenchError as exc:
+            self.feedback.show("error", f"The best trial's settings do not fit the form: {form_text(exc)}")
+            return
+        self.setup.set_config(config)
+        changed = ", ".join(f"{label_of(name)} {value:g}" if isinstance(value, float) else f"{label_of(name)} {value}"
+                            for name, value in params.items())
+        self.feedback.note("info", f"the best trial's settings are in the form: {changed}")
 
     def stop_sweep(self) -> bool:
         """Closing the window: a running sweep stops (its stopped trial runs again when it is resumed)."""

@@ -59,6 +59,7 @@ class SweepDialog(QDialog):
     config (raising its ConfigError), `cuda_devices()` this machine's CUDA devices (None until PyTorch has said)."""
 
     trialEnded = Signal(object)  # the Trial that has just ended (its run is in the history now)
+    useSettings = Signal(dict)  # "Use the best settings": the best trial's sampled settings, for the Setup form
     sweepEnded = Signal(object)  # every trial of the sweep (a list), or the exception that stopped it
     _progressed = Signal(object)  # a Progress, emitted on the sweep's thread
     _heard = Signal(int, object)  # (trial number, RunStarted or EpochEnd), emitted on the sweep's thread
@@ -90,9 +91,15 @@ class SweepDialog(QDialog):
         self.stop_button = QPushButton("Stop")
         self.stop_button.setObjectName("sweepStop")
         self.stop_button.clicked.connect(self.stop)
+        self.use_button = QPushButton("Use the best settings")
+        self.use_button.setObjectName("sweepUseBest")
+        self.use_button.setToolTip("Put the best trial's settings into the Setup form")
+        self.use_button.setEnabled(False)
+        self.use_button.clicked.connect(self._use_best)
         buttons = QHBoxLayout()
         buttons.addWidget(self.start_button)
         buttons.addWidget(self.stop_button)
+        buttons.addWidget(self.use_button)
         buttons.addStretch(1)
         self.status = QLabel("")
         self.status.setObjectName("sweepStatus")
@@ -318,3 +325,9 @@ class SweepDialog(QDialog):
         self.parallel.show_trials(trials, parameters)
         self.pareto.show_trials(trials)
         self.best.setText(best_text(trials))
+        self.use_button.setEnabled(best_trial(trials) is not None)
+
+    def _use_best(self) -> None:
+        best = best_trial(self.trials)
+        if best is not None:
+            self.useSettings.emit(dict(best.params))
