@@ -52,3 +52,20 @@ def window(qtbot, tmp_path, one_torch_thread, kernel):
     yield win
     assert win.runner.shutdown()
     assert not win.runner.training, "a run outlived the test"
+
+
+@pytest.fixture
+def waiting_window(qtbot, tmp_path):
+    """A window whose kernel never says PyTorch is ready: the form, its banner and the dialogs without a training
+    process or a measurement."""
+    import sys
+
+    from workbench.core.run.client import KernelClient
+    from workbench.ui.main_window import MainWindow
+
+    starting = KernelClient([sys.executable, "-c", "import time; time.sleep(600)"])
+    win = MainWindow(runs_dir=tmp_path / "runs", db=tmp_path / "runs.sqlite", prestart=False, kernel=starting)
+    qtbot.addWidget(win)
+    yield win
+    win.close()
+    starting.close()

@@ -23,19 +23,6 @@ def lr_finding(points: int, ended: str, suggestion: float | None = None) -> LrFi
                      rule="steepest descent of the smoothed loss", lr_min=1e-7, lr_max=10.0)
 
 
-@pytest.fixture
-def waiting_window(qtbot, tmp_path):
-    """A window whose kernel never says PyTorch is ready: the dialogs and the form without a measurement."""
-    from workbench.core.run.client import KernelClient
-    from workbench.ui.main_window import MainWindow
-
-    starting = KernelClient([sys.executable, "-c", "import time; time.sleep(600)"])
-    win = MainWindow(runs_dir=tmp_path / "runs", db=tmp_path / "runs.sqlite", prestart=False, kernel=starting)
-    qtbot.addWidget(win)
-    yield win
-    win.close()
-    starting.close()
-
 
 @pytest.mark.parametrize("suggestion, offered", [(2.3456e-6, "2.3e-06"), (1.04e-3, "0.001"), (0.0525, "0.052")])
 def test_use_puts_the_suggested_learning_rate_into_the_form_exactly(waiting_window, qtbot, suggestion, offered):

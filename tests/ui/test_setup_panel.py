@@ -415,19 +415,6 @@ def test_an_invalid_value_disables_train(window):
     assert window.train_action.isEnabled()
 
 
-@pytest.fixture
-def waiting_window(qtbot, tmp_path):
-    """A window whose kernel never says PyTorch is ready: the form and its banner without a training process."""
-    from workbench.core.run.client import KernelClient
-    from workbench.ui.main_window import MainWindow
-
-    starting = KernelClient([sys.executable, "-c", "import time; time.sleep(600)"])
-    win = MainWindow(runs_dir=tmp_path / "runs", db=tmp_path / "runs.sqlite", prestart=False, kernel=starting)
-    qtbot.addWidget(win)
-    yield win
-    win.close()
-    starting.close()
-
 
 def test_an_unreadable_learning_rate_disables_train_and_the_banner_names_the_field(waiting_window, qtbot):
     window = waiting_window
