@@ -1,11 +1,11 @@
 """Live plots: loss, accuracy, throughput and memory against the optimizer step, with one linked x axis.
 
-Events only append to numpy buffers (amortised O(1), capacity doubles); a timer redraws the curves that changed,
-at most ~30 times a second and never spending more than about a tenth of the GUI thread on it (the interval
-stretches when a frame is slow to paint). pyqtgraph clips to the visible range and peak-downsamples, so a
-1,000,000-step run draws as fast as a short one. Pens are one pixel wide and there is no grid: in software
-rendering, wide pens cost ~2× and grid lines ~2× more per frame (measured), which training would pay for in GIL
-time.
+Events only append to numpy buffers (amortised O(1), capacity doubles); frames (plot_frames.py) draw the curves
+that changed, one plot an event-loop turn, each plot's ranges set before it paints, at most ~30 frames a second and
+about a tenth of the GUI thread. The step axis moves only when the run outgrows it (plot_items.py says why that and
+the ranges matter). pyqtgraph clips to the visible range and peak-downsamples, so a 1,000,000-step run draws as
+fast as a short one. Pens are one pixel wide and there is no grid: in software rendering, wide pens cost ~2× and
+grid lines ~2× more per frame (measured), which training would pay for in GIL time.
 
 Above the plots: the run's headline figures and the smoothing slider (TensorBoard's debiased moving average; each
 batch of events is smoothed in one vectorised call, and moving the slider re-smooths whole buffers). Legends sit in
@@ -15,12 +15,12 @@ a row under each plot, never over the data. Comparing runs, each overlaid run ge
 
 from __future__ import annotations
 
-import time
+import math
 from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QSignalBlocker, Qt, QTimer
+from PySide6.QtCore import QSignalBlocker, Qt
 from PySide6.QtWidgets import QGridLayout, QHBoxLayout, QLabel, QSlider, QTabWidget, QVBoxLayout, QWidget
 
 from ...core.ground.config import uses_cuda_graphs
@@ -28,10 +28,9 @@ from ...core.ground.events import CompileEvent, CompileFinished, EpochEnd, Event
 from ...core.history.curves import SMOOTHING, Curves, Smoother, smooth
 from .compile_timeline import TimelineMarkers
 from .headline import HeadlineBar
+from .plot_frames import Frames
+from .plot_items import FittingLegend, SpanViewBox, TimedPlot
 
-REDRAW_MS = 33  # fastest redraw interval (~30 Hz)
-FRAME_BUDGET = 0.1  # share of wall time the redraw may take; slower frames stretch the interval
-MAX_REDRAW_MS = 500
 MEMORY_LABELS = {"rss": "process RSS (CPU)", "allocated": "CUDA allocated", "reserved": "CUDA reserved",
                  "peak": "CUDA peak allocated"}
 # Under CUDA graphs the graph pool's memory counts as reserved, not allocated (pytorch/pytorch#121932): allocated
@@ -65,8 +64,9 @@ DARK = Theme(background="#1e1e1e", foreground="#d8d8d8", raw="#3b5670", line="#9
 
 def legend_below(item: pg.PlotItem) -> pg.LegendItem:
     """A legend in a row of the plot's own layout under the x axis, not addLegend()'s, which floats over the
-    data; plot(name=…) and removeItem() keep its entries as they would addLegend()'s."""
-    legend = pg.LegendItem(colCount=LEGEND_COLUMNS)
+    data; plot(name=…) and removeItem() keep its entries as they would addLegend()'s. Its columns and names fit
+    the plot's widget (plot_items.FittingLegend)."""
+    legend = FittingLegend(LEGEND_COLUMNS, item)
     item.layout.addItem(legend, 4, 1)
     item.legend = legend
     return legend
@@ -176,10 +176,11 @@ class _Smoothed:
         self.catch_up()
 
 
-def _make_plot(name: str, title: str, y_label: str, x_label: bool = True) -> pg.PlotWidget:
+def _make_plot(name: str, title: str, y_label: str, x_label: bool = True,
+               view: pg.ViewBox | None = None) -> TimedPlot:
     """A plot whose legend is a row of the plot's own layout under the x axis: it never covers a curve. The x axis
     is the step in every plot (they are linked): only the bottom row names it, so small screens keep the height."""
-    plot = pg.PlotWidget()
+    plot = TimedPlot(viewBox=view)
     plot.setObjectName(name)
     item = plot.getPlotItem()
     item.setTitle(title)
@@ -191,6 +192,15 @@ def _make_plot(name: str, title: str, y_label: str, x_label: bool = True) -> pg.
     item.setClipToView(True)
     item.setDownsampling(auto=True, mode="peak")
     return plot
+
+
+def _per_epoch(item: pg.PlotDataItem) -> pg.PlotDataItem:
+    """Validation points, one an epoch: too few to clip or downsample. Clipped, every change of either range
+    rebuilt their scatter (pyqtgraph's slowest setData), in frames that already re-ranged every curve."""
+    item.setClipToView(False)
+    item.setDownsampling(auto=False)
+    item.setDynamicRangeLimit(None)
+    return item
 
 
 def _overlay_name(label: str) -> str:
@@ -205,7 +215,8 @@ class PlotsPanel(QWidget):
         self.theme = LIGHT
         self.weight = SMOOTHING
         self.headline = HeadlineBar()
-        self.loss_plot = _make_plot("lossPlot", "Loss", "cross-entropy", x_label=False)
+        self.steps = SpanViewBox()  # the loss plot's view: it ranges the step axis every step plot shares
+        self.loss_plot = _make_plot("lossPlot", "Loss", "cross-entropy", x_label=False, view=self.steps)
         self.accuracy_plot = _make_plot("accuracyPlot", "Accuracy", "fraction right", x_label=False)
         self.throughput_plot = _make_plot("throughputPlot", "Throughput", "samples/s")
         self.memory_plot = _make_plot("memoryPlot", "Memory", "MiB")
@@ -214,7 +225,7 @@ class PlotsPanel(QWidget):
             plot.setXLink(self.loss_plot)
         # The system metrics share the memory plot's cell as a second tab: their axis is time, not steps (a compile
         # or a validation takes seconds without a step), and a fifth plot would squeeze the others.
-        self.system_plot = _make_plot("systemPlot", "System", "% CPU / GPU", x_label=False)
+        self.system_plot = _make_plot("systemPlot", "System", "% CPU / GPU", x_label=False, view=SpanViewBox())
         self.system_plot.getPlotItem().setLabel("bottom", "seconds")
         self.machine_tabs = QTabWidget()
         self.machine_tabs.setObjectName("machineTabs")
@@ -237,12 +248,11 @@ class PlotsPanel(QWidget):
 
         self.step_loss = _Series(self.loss_plot.plot(name="step"))
         self.smooth_loss = _Series(self.loss_plot.plot(name="smoothed"))
-        self.val_loss = _Series(self.loss_plot.plot(pen=None, symbol="o", symbolSize=9,
-                                                    name="val"))
+        self.val_loss = _Series(_per_epoch(self.loss_plot.plot(pen=None, symbol="o", symbolSize=9, name="val")))
         self.step_accuracy = _Series(self.accuracy_plot.plot(name="step"))
         self.smooth_accuracy = _Series(self.accuracy_plot.plot(name="smoothed"))
-        self.val_accuracy = _Series(self.accuracy_plot.plot(pen=None, symbol="o", symbolSize=9,
-                                                            name="val"))
+        self.val_accuracy = _Series(_per_epoch(self.accuracy_plot.plot(pen=None, symbol="o", symbolSize=9,
+                                                                        name="val")))
         self.throughput = _Series(self.throughput_plot.plot(name="samples/s"))
         self.smoothed = (_Smoothed(self.step_loss, self.smooth_loss, self.weight),
                          _Smoothed(self.step_accuracy, self.smooth_accuracy, self.weight))
@@ -254,16 +264,15 @@ class PlotsPanel(QWidget):
         self.compile_marker: pg.InfiniteLine | None = None
         self.timeline = TimelineMarkers(self.loss_plot)  # the compile timeline, on the shared step axis
         self._last_step = 0
+        self._end_step: int | None = None  # the live run's last step, as far as the step axis may grow
         self.overlays: list[tuple[pg.PlotWidget, pg.PlotDataItem]] = []
         self.overlay_markers: list[pg.InfiniteLine] = []  # each compared run's compile time
         self._overlaid: list[tuple[str, Curves]] = []  # what set_overlays was given: re-smoothed with the slider
         self.empty_text = self._empty_state()
         self._apply_theme()
 
-        self.timer = QTimer(self)
-        self.timer.setInterval(REDRAW_MS)
-        self.timer.timeout.connect(self.redraw)
-        self.timer.start()
+        self._behind: set[TimedPlot] = set()  # step plots yet to follow the step axis the loss plot grew
+        self.frames = Frames((*self.plots, self.system_plot), self._due, self._draw, self)
 
     def _smoothing_row(self) -> QHBoxLayout:
         self.smoothing_slider = QSlider(Qt.Horizontal)
@@ -318,6 +327,7 @@ class PlotsPanel(QWidget):
             self.compile_marker = None
         self.timeline.clear()
         self._last_step = 0
+        self._end_step = None
         self.headline.reset()
         # A zoom into the last run would hide the new one. The x axis is the loss plot's (the others follow it):
         # auto-ranging a follower's x too would let, say, the compile marker alone set the shared range and switch
@@ -325,6 +335,9 @@ class PlotsPanel(QWidget):
         self.loss_plot.getPlotItem().enableAutoRange()
         for plot in self.plots[1:]:
             plot.getPlotItem().enableAutoRange(axis="y")
+        self._range_steps(fresh=True)  # the linked plots follow at once
+        self._behind.clear()
+        self._range_seconds(fresh=True)
         self._show_hint(EMPTY_HINT)
 
     def add_events(self, batch: list[Event]) -> None:
@@ -342,6 +355,7 @@ class PlotsPanel(QWidget):
                 self._mark_compile(event.seconds)
             elif isinstance(event, RunStarted):
                 self.reset()
+                self._end_step = event.total_steps
                 self.cuda_graphs = uses_cuda_graphs(event.config)
                 self._show_hint(WAITING_HINT)
         for pair in self.smoothed:
@@ -427,21 +441,61 @@ class PlotsPanel(QWidget):
         self.empty_text.setVisible(text is not None)
 
     def redraw(self) -> None:
-        series = self._own_series()
-        if not any(s.dirty for s in series):
-            return
-        started = time.perf_counter()
-        for s in series:
-            s.redraw()
-        self.repaint()  # paint now, inside the measurement, rather than at some later event
-        seconds = time.perf_counter() - started
-        self.timer.setInterval(int(min(MAX_REDRAW_MS, max(REDRAW_MS, 1000 * seconds / FRAME_BUDGET))))
+        """Draw the curves that changed now, rather than at the next frame (a recorded run; tests)."""
+        self.frames.draw_all()
+
+    def _due(self) -> list[TimedPlot]:
+        """The plots whose curves changed or whose steps are behind the loss plot's, in drawing order."""
+        return [plot for plot, series in self._plot_series() if plot in self._behind or any(s.dirty for s in series)]
+
+    def _draw(self, plot: TimedPlot) -> None:
+        """One plot's turn: its curves take their new points, then its ranges are set before Qt paints it (a range
+        set while painting re-clips the curves and asks for another paint). The loss plot grows the step axis; the
+        others' links are held meanwhile and each follows in its own turn, so a longer axis, which re-clips and
+        re-ticks every plot, is drawn a plot a turn too."""
+        for series in dict(self._plot_series())[plot]:
+            series.redraw()
+        view = plot.getViewBox()
+        if plot is self.loss_plot:
+            followers = [p.getViewBox() for p in self.plots[1:]]
+            span = self.steps.span
+            for follower in followers:
+                follower.blockLink(True)
+            self._range_steps()
+            for follower in followers:
+                follower.blockLink(False)
+            if self.steps.span != span:
+                self._behind.update(self.plots[1:])
+        elif plot is self.system_plot:
+            self._range_seconds()
+        elif plot in self._behind:
+            self._behind.discard(plot)
+            view.linkedXChanged()
+        view.prepareForPaint()
+
+    def _range_steps(self, fresh: bool = False) -> None:
+        """The step axis covers the current run's steps and the compared runs', a live run's with headroom to grow
+        (plot_items.grown_span); `fresh` forgets the last span (a new run, other compared runs)."""
+        self.steps.cover([self.step_loss.buffer.view()[0], *(c.step for _, c in self._overlaid)], self._end_step,
+                         fresh)
+
+    def _range_seconds(self, fresh: bool = False) -> None:
+        """The system plot's time axis covers the run's samples, a live run's with headroom to grow."""
+        self.system_plot.getViewBox().cover([self.cpu_process.buffer.view()[0]],
+                                            None if self._end_step is None else math.inf, fresh)
+
+    def _plot_series(self) -> tuple[tuple[TimedPlot, tuple[_Series, ...]], ...]:
+        """The current run's series (not the overlays) by plot, in drawing order: the loss plot first, whose steps
+        the others follow."""
+        return ((self.loss_plot, (self.step_loss, self.smooth_loss, self.val_loss)),
+                (self.accuracy_plot, (self.step_accuracy, self.smooth_accuracy, self.val_accuracy)),
+                (self.throughput_plot, (self.throughput,)),
+                (self.memory_plot, tuple(self.memory.values())),
+                (self.system_plot, (self.cpu_process, self.cpu_machine, *self.gpu_util.values())))
 
     def _own_series(self) -> tuple[_Series, ...]:
         """The current run's series (not the overlays)."""
-        return (self.step_loss, self.smooth_loss, self.val_loss, self.step_accuracy, self.smooth_accuracy,
-                self.val_accuracy, self.throughput, *self.memory.values(), self.cpu_process, self.cpu_machine,
-                *self.gpu_util.values())
+        return tuple(s for _plot, series in self._plot_series() for s in series)
 
     # -- smoothing ----------------------------------------------------------------------------------------------
     def set_smoothing(self, weight: float) -> None:
@@ -471,8 +525,9 @@ class PlotsPanel(QWidget):
             pen = pg.mkPen(colour, width=1)
             self._overlay(self.loss_plot, curves.step, smooth(curves.loss, self.weight), pen, label)
             if len(curves.val_accuracy):
-                self._overlay(self.accuracy_plot, curves.val_step, curves.val_accuracy, pen, f"{label} (validation)",
-                              symbol="o", symbolSize=6, symbolBrush=colour, symbolPen=None)
+                _per_epoch(self._overlay(self.accuracy_plot, curves.val_step, curves.val_accuracy, pen,
+                                         f"{label} (validation)", symbol="o", symbolSize=6, symbolBrush=colour,
+                                         symbolPen=None))
             self._overlay(self.throughput_plot, curves.throughput_step, curves.throughput, pen, label)
             if curves.memory:
                 name = "peak" if "peak" in curves.memory else sorted(curves.memory)[0]
@@ -480,11 +535,14 @@ class PlotsPanel(QWidget):
             if curves.compile_seconds is not None:
                 self.overlay_markers.append(self._compile_line(
                     f"{_overlay_name(label)} compile {curves.compile_seconds:.1f} s", colour, 0.85 - 0.1 * i))
+        self._range_steps(fresh=True)
         self._dim(bool(runs))
 
-    def _overlay(self, plot: pg.PlotWidget, x: np.ndarray, y: np.ndarray, pen, label: str, **style) -> None:
+    def _overlay(self, plot: pg.PlotWidget, x: np.ndarray, y: np.ndarray, pen, label: str,
+                 **style) -> pg.PlotDataItem:
         item = plot.plot(x, y, pen=pen, name=label, **style)
         self.overlays.append((plot, item))
+        return item
 
     def _dim(self, dimmed: bool) -> None:
         """The current run fades behind the compared ones, so theirs are the colours that read."""

@@ -1,0 +1,146 @@
+"""The pyqtgraph pieces that keep the live plots to one paint a frame, and inside their area.
+
+`SpanViewBox`: a view whose x auto-range is the span of its data's x values (the loss plot's steps, which the
+other plots' x axes follow; the system plot's seconds), not the bounds of what it draws. pyqtgraph peak-downsamples
+a curve for the range it is drawn in, a bin's first x standing for the bin, so ranging on the drawn curve made each
+range depend on the last: at some lengths the downsampling factor flipped between two values on every paint (a
+range 2.0000 × 5 points a pixel wide, then 1.9993), each paint set a new range, the linked plots re-clipped their
+curves and asked for the next paint, and the window repainted at 100% CPU after the run had ended. A live span grows
+with headroom (`grown_span`), so the step axis moves a few dozen times a run instead of every frame: each move
+re-clips every curve and re-ticks every x axis.
+
+`FittingLegend`: as many entries a row as the plot's width holds. Four columns of compared runs' names are wider
+than a plot: the legend's minimum width widened the plot past its view (cut titles, axes and legends), and it
+stayed wider after the comparison ended, until the window was resized.
+
+`TimedPlot`: a plot widget that adds up how long it paints, so a frame's cost counts its paints (plot_frames.py).
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QTimer
+
+HEADROOM = 0.25  # a live span grows by a quarter of its length whenever the data outgrows it
+LEGEND_MARGIN = 16  # pixels of a plot's width the legend leaves to the layout's margins
+ENTRY_SPACING = 12  # pixels between a legend's columns, and after its last
+ELIDED_CHARACTERS = 12  # a name cut to fit a narrow plot keeps at least this many of its characters
+
+
+def grown_span(span: tuple[float, float] | None, first: float, last: float, end: float | None) -> tuple[float, float]:
+    """An x span from `first` to past `last`: `span` while it still holds them, else grown by HEADROOM of their
+    distance, up to `end` (a live run's last step, or infinity; None when no more data is coming, as for a recorded
+    run: the span is then exactly the data's)."""
+    if span is not None and span[0] == first and last <= span[1]:
+        return span
+    if end is None or end <= last:
+        return first, last
+    return first, min(end, last + HEADROOM * (last - first + 1))
+
+
+class SpanViewBox(pg.ViewBox):
+    """A view whose x auto-range is `span` once it has one; its y auto-range is pyqtgraph's."""
+
+    def __init__(self):
+        super().__init__()
+        self.span: tuple[float, float] | None = None
+
+    def cover(self, xs: list[np.ndarray], end: float | None, fresh: bool = False) -> None:
+        """Span the values of `xs` (each sorted), growing toward `end` (see grown_span); `fresh` forgets the last
+        span (another run, other compared runs)."""
+        xs = [x for x in xs if len(x)]
+        if not xs:
+            self.set_span(None)
+            return
+        first, last = min(float(x[0]) for x in xs), max(float(x[-1]) for x in xs)
+        self.set_span(grown_span(None if fresh else self.span, first, last, end))
+
+    def set_span(self, span: tuple[float, float] | None) -> None:
+        if span != self.span:
+            self.span = span
+            self.updateAutoRange()  # a no-op while the user's zoom holds the x axis
+
+    def childrenBounds(self, frac=None, orthoRange=(None, None), items=None):
+        bounds = super().childrenBounds(frac=frac, orthoRange=orthoRange, items=items)
+        if self.span is not None:
+            bounds[0] = list(self.span)
+        return bounds
+
+
+class FittingLegend(pg.LegendItem):
+    """A legend in `plot`'s layout, of up to `columns` entries a row: fewer when the widest entry would not fit the
+    plot's widget that many times over, and names cut in the middle (whole in their tooltip) when even one would
+    not. It fits again when the widget is resized or the y axis widens for longer labels, and after each change
+    the plot is fitted back into its widget, as a resize of the window did."""
+
+    def __init__(self, columns: int, plot: pg.PlotItem):
+        super().__init__(colCount=columns)
+        self.most_columns = columns
+        self.plot = plot
+        self.names: weakref.WeakKeyDictionary[pg.LabelItem, str] = weakref.WeakKeyDictionary()  # whole names
+        plot.getViewWidget().sigScaleChanged.connect(lambda _widget: self.fit())
+        # The plot's geometry changes inside a layout pass (a wider axis can widen it): fit after it, not within it.
+        plot.geometryChanged.connect(lambda: QTimer.singleShot(0, self.fit))
+
+    def addItem(self, item, name):
+        super().addItem(item, name)
+        self.names[self.items[-1][1]] = name
+        self.fit()
+
+    def removeItem(self, item):
+        super().removeItem(item)
+        self.fit()
+
+    def clear(self):
+        super().clear()
+        self.fit()
+
+    def fit(self) -> None:
+        view = self.plot.getViewWidget()
+        if view is None:  # a queued fit after the plot's widget has gone
+            return
+        if self.items:
+            room = view.width() - self.plot.getAxis("left").width() - LEGEND_MARGIN
+            for sample, label in self.items:
+                _elide(label, self.names[label], room - sample.width() - ENTRY_SPACING)
+            entry = max(sample.width() + label.minimumWidth() for sample, label in self.items) + ENTRY_SPACING
+            self.setColumnCount(max(1, min(self.most_columns, int(room // entry))))
+        QTimer.singleShot(0, self._fill_widget)
+
+    def _fill_widget(self) -> None:
+        """The plot back to its widget's size, once the layout has taken in the legend's: a plot's geometry stops at
+        its minimum, which a wider legend or axis raised, and does not shrink by itself when that falls again."""
+        view = self.plot.getViewWidget()
+        if view is not None:
+            self.plot.setGeometry(view.range)
+
+
+def _elide(label: pg.LabelItem, name: str, room: float) -> None:
+    """Show `name` whole if it fits `room` pixels, else its start and end around an ellipsis."""
+    keep = len(name)
+    text = name
+    while True:
+        if label.text != text:
+            label.setText(text)
+        if label.minimumWidth() <= room or keep <= ELIDED_CHARACTERS:
+            break
+        keep = max(ELIDED_CHARACTERS, min(keep - 1, int(keep * room / label.minimumWidth())))
+        text = name[:(keep + 1) // 2] + "…" + name[len(name) - keep // 2:]
+    label.setToolTip(name if text != name else "")
+
+
+class TimedPlot(pg.PlotWidget):
+    """A plot widget that adds up the seconds its paints take (`paint_seconds`)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.paint_seconds = 0.0
+
+    def paintEvent(self, event):
+        started = time.perf_counter()
+        super().paintEvent(event)
+        self.paint_seconds += time.perf_counter() - started
