@@ -85,6 +85,7 @@ def config_from_args(args: argparse.Namespace, **defaults):
     from ..core.ground.config import ConfigError, TrainConfig, settings
 
     values: dict = dict(defaults)
+    flags: dict[str, str] = {}  # the settings given as flags → their flag
     if args.config:
         try:
             text = Path(args.config).read_text(encoding="utf-8")
@@ -98,9 +99,14 @@ def config_from_args(args: argparse.Namespace, **defaults):
         value = getattr(args, declared.name, None)
         if value is None:  # not given: the file's value, else the default
             continue
+        flags[declared.name] = declared.flag
         if declared.kind is bool and declared.optional:  # --dynamic auto|true|false
             if value not in SWITCH_WORDS:
-                raise ConfigError(declared.name, f"unknown value {value!r}", ", ".join(SWITCH_WORDS))
+                raise ConfigError(declared.name, f"unknown value {value!r}", ", ".join(SWITCH_WORDS)).called(
+                    declared.flag)
             value = SWITCH_WORDS[value]
         values[declared.name] = value
-    return TrainConfig.from_dict(values)
+    try:
+        return TrainConfig.from_dict(values)
+    except ConfigError as exc:  # a flag's bad value is called by the flag the user typed, not the field's name
+        raise (exc.called(flags[exc.field]) if exc.field in flags else exc) from None

@@ -66,8 +66,8 @@ _KEY = "workbench.setting"  # where a field's declaration lives in its dataclass
 
 class ConfigError(WorkbenchError):
     """A config value that cannot run. `field` names the offending setting so a UI can point at it. Its text calls
-    the setting by that name, as the CLI and a config file do; `naming` says it with another (the setup form's
-    label: `label_of`)."""
+    the setting by that name, as a config file does; `naming` and `called` say it with another (the setup form's
+    label: `label_of`; the CLI's flag)."""
 
     kind = "config"
 
@@ -81,6 +81,12 @@ class ConfigError(WorkbenchError):
         """The error's text with the setting called `name`: 'Learning rate: 0 must be greater than 0 (allowed: …)'."""
         text = f"{name}: {self.message}"
         return f"{text} (allowed: {self.allowed})" if self.allowed else text
+
+    def called(self, name: str) -> ConfigError:
+        """The same error, its text calling the setting `name` (the CLI's flag: '--batch-size: 0 is out of …')."""
+        error = ConfigError(self.field, self.message, self.allowed)
+        error.args = (self.naming(name),)
+        return error
 
 
 def _choices(values) -> str:
