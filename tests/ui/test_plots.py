@@ -1,4 +1,5 @@
-"""The live plots, fed synthetic events (no training): legends, accuracy, smoothing, comparison, empty and dark."""
+"""The live plots, fed synthetic events (no training): legends, accuracy, smoothing, comparison, empty and dark,
+readable axes and markers, text alternatives (descriptions, tables) and a continued run's parent."""
 
 from __future__ import annotations
 
@@ -206,3 +207,215 @@ def test_system_samples_are_plotted_on_a_time_axis_with_each_gpu(panel):
     panel.reset()
     assert panel.point_counts()["system"] == 0 and panel.gpu_util == {}
     assert panel.system_plot.getPlotItem().titleLabel.text == "System"
+
+
+# -- readability: axes, ticks, markers, names ---------------------------------------------------------------------
+def _below_one() -> list:
+    """A run whose loss and accuracy stay under 1: pyqtgraph's SI prefixes wrote them in thousandths."""
+    return [_started(), *(Step(step=i, epoch=1, loss=0.9 / i, samples_per_s=1000.0, step_seconds=0.01,
+                               memory={"rss": 1.0}, accuracy=0.1 + i / 10) for i in range(1, 7)),
+            EpochEnd(epoch=1, train_loss=0.5, val_loss=0.3, val_accuracy=0.65, seconds=1.0)]
+
+
+def test_axes_show_the_values_themselves(panel):
+    """Before: 'fraction right (x0.001)' with ticks 100 … 700, and loss '(x0.001)'."""
+    panel.add_events(_below_one())
+    panel.redraw()
+    for plot in panel.all_plots:
+        for side in ("left", "bottom"):
+            axis = plot.getPlotItem().getAxis(side)
+            assert axis.autoSIPrefixScale == 1.0 and "x0.0" not in axis.labelString(), (plot.objectName(), side)
+    assert panel.accuracy_plot.getPlotItem().getAxis("left").labelText == "fraction right"
+
+
+def _step_ticks(plot) -> list[float]:
+    axis = plot.getPlotItem().getAxis("bottom")
+    low, high = plot.getViewBox().viewRange()[0]
+    return [value for _spacing, values in axis.tickValues(low, high, 300) for value in values]
+
+
+def test_the_step_axis_ticks_whole_steps_only(panel):
+    """Before: 0.2, 0.4 … on an empty plot, 1.5, 2.5 on a short run."""
+    for plot in panel.plots:
+        assert _step_ticks(plot) and all(value == int(value) for value in _step_ticks(plot)), plot.objectName()
+    panel.add_events([_started(), *_learning(3)])
+    panel.redraw()
+    for plot in panel.plots:
+        ticks = _step_ticks(plot)
+        assert ticks and all(value == int(value) for value in ticks), (plot.objectName(), ticks)
+    axis = panel.loss_plot.getPlotItem().getAxis("bottom")
+    assert axis.tickStrings([2_000_000.0], 1.0, 1_000_000.0) == ["2,000,000"]  # not 2e+06
+
+
+def test_the_last_validation_dot_is_whole_however_narrow_the_plot(qtbot):
+    """The step axis spans the steps exactly; the view's padding, a share of the range, left a dot at the last step
+    only ~w/12 pixels on a narrow plot: less than the dot's radius, and it was cut at the plot's edge."""
+    import pyqtgraph as pg
+    from PySide6.QtCore import QPointF
+
+    from workbench.ui.panels.plot_items import SpanViewBox
+
+    view = SpanViewBox()
+    plot = pg.PlotWidget(viewBox=view)
+    qtbot.addWidget(plot)
+    plot.resize(90, 120)
+    plot.show()
+    qtbot.waitExposed(plot)
+    plot.plot([1.0, 10.0], [0.5, 0.6], pen=None, symbol="o", symbolSize=9)
+    view.cover([np.array([1.0, 10.0])], None, fresh=True)
+    qtbot.waitUntil(lambda: view.width() > 0)
+    view.updateAutoRange()
+    right = view.mapViewToScene(QPointF(10.0, 0.6)).x()
+    assert view.sceneBoundingRect().right() - right >= 9 / 2 + 1, view.width()
+
+
+def _swatch(panel, points) -> str:
+    """The colour in the middle of a legend entry's swatch, as the legend paints it."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtGui import QImage, QPainter
+
+    legend = next(plot.getPlotItem().legend for plot in panel.plots if points.item in plot.getPlotItem().items)
+    sample = next(sample for sample, _label in legend.items if sample.item is points.item)
+    image = QImage(20, 20, QImage.Format_ARGB32)
+    image.fill(Qt.transparent)
+    painter = QPainter(image)
+    sample.paint(painter)
+    painter.end()
+    return image.pixelColor(10, 10).name()
+
+
+def test_the_val_swatch_has_the_colour_of_the_dots_in_both_themes(panel):
+    """Before: the swatch drew the scatter's own brush, which took the dots' colour only along with points:
+    pyqtgraph's default purple until the first validation, beside red dots."""
+    from workbench.ui.panels.plots import DARK, LIGHT
+
+    for theme in (LIGHT, DARK, LIGHT):
+        panel.set_dark(theme is DARK)
+        for points in (panel.val_loss, panel.val_accuracy):
+            assert _swatch(panel, points) == theme.marker
+    panel.add_events([_started(), *_learning(), EpochEnd(epoch=1, train_loss=1.0, val_loss=0.9, val_accuracy=0.7,
+                                                         seconds=1.0)])
+    panel.redraw()
+    panel.set_dark(True)
+    dots = panel.val_loss.item.scatter.points()[0].brush().color().name()
+    assert dots == _swatch(panel, panel.val_loss) == DARK.marker
+
+
+def _loss_legend(panel) -> list[str]:
+    legend = panel.loss_plot.getPlotItem().legend
+    return [legend.names[label] for _sample, label in legend.items]
+
+
+def test_comparing_runs_names_the_current_run_in_the_legends(panel):
+    """Before: the compared runs' entries were named ('#1 eager'), the current run's only 'step', 'smoothed',
+    'val': which run they were was anyone's guess."""
+    from workbench.ui.panels.plots import DIMMED
+
+    panel.add_events([_started(), *_learning(), EpochEnd(epoch=1, train_loss=1.0, val_loss=0.9, val_accuracy=0.7,
+                                                         seconds=1.0)])
+    assert _loss_legend(panel) == ["step", "smoothed", "val"]
+    panel.set_overlays([("#1 eager", _curves([2.0, 1.0]))])
+    assert _loss_legend(panel) == ["this run, step", "this run, smoothed", "this run, val", "#1 eager"]
+    panel.set_run_name("#3")
+    assert _loss_legend(panel) == ["#3 step", "#3 smoothed", "#3 val", "#1 eager"]
+    legend = panel.loss_plot.getPlotItem().legend  # the swatches are dimmed with the curves they stand for
+    assert [legend.sample(s.item).opacity() for s in (panel.step_loss, panel.val_loss)] == [DIMMED, DIMMED]
+    memory = panel.memory_plot.getPlotItem().legend
+    assert [memory.names[label] for _sample, label in memory.items] == ["#3 process RSS (CPU)", "#1 eager (rss)"]
+    panel.set_overlays([])
+    assert _loss_legend(panel) == ["step", "smoothed", "val"] and legend.sample(panel.val_loss.item).opacity() == 1
+
+
+# -- text alternatives ------------------------------------------------------------------------------------------------
+def test_each_plot_has_a_name_and_describes_its_latest_values(panel, qtbot):
+    assert [plot.accessibleName() for plot in panel.all_plots] == ["Loss plot", "Accuracy plot", "Throughput plot",
+                                                                     "Memory plot", "System plot"]
+    panel.frames.timer.stop()  # the test draws the frames
+    panel.add_events([_started(), *_learning(), EpochEnd(epoch=1, train_loss=1.0, val_loss=0.9, val_accuracy=0.7,
+                                                         seconds=1.0)])
+    panel.redraw()
+    smoothed = smooth(np.array([2.0 / i for i in range(1, 7)]), panel.weight)[-1]
+    assert panel.loss_plot.accessibleDescription() == (
+        f"Loss at step 6: per step 0.333; smoothed {smoothed:.3g}; validation 0.9 (cross-entropy)")
+    assert panel.throughput_plot.accessibleDescription() == "Throughput at step 6: samples/s 1,000 (samples/s)"
+    assert panel.system_plot.accessibleDescription() == "System: no points yet"
+    panel.add_events(_learning(8)[6:])  # events alone describe nothing: the frame that draws the plot does
+    assert "at step 6:" in panel.loss_plot.accessibleDescription()
+    panel.frames.timer.start(0)
+    qtbot.waitUntil(lambda: panel.loss_plot.accessibleDescription().startswith(
+        "Loss at step 8: per step 0.25;"), timeout=5000)
+    assert "validation 0.9 at step 6" in panel.loss_plot.accessibleDescription()
+    assert panel.accuracy_plot.accessibleDescription().startswith("Accuracy at step 8: per step 0.8;")
+
+
+def test_show_as_table_lists_the_plots_series_newest_first(panel, qtbot):
+    from PySide6.QtWidgets import QApplication, QPushButton
+
+    from .accessibility import audit
+
+    panel.add_events([_started(), *_learning(), EpochEnd(epoch=1, train_loss=1.0, val_loss=0.9, val_accuracy=0.7,
+                                                         seconds=1.0)])
+    panel.redraw()
+    menu = panel.findChild(QPushButton, "plotTableButton").menu()
+    assert [action.text() for action in menu.actions()] == ["Loss", "Accuracy", "Throughput", "Memory", "System"]
+    assert "Show as table…" in [a.text() for a in panel.loss_plot.getViewBox().menu.actions()]
+    menu.actions()[0].trigger()
+    table = panel.tables[panel.loss_plot]
+    qtbot.addWidget(table)
+    assert table.isVisible() and table.windowTitle() == "Loss as a table"
+    assert audit(panel.show_table(panel.accuracy_plot)) == ([], [])  # every control named, none alike
+    model = table.model
+    assert model.header() == ["step", "per step", "smoothed", "validation"]
+    rows = [[model.cell(row, column) for column in range(4)] for row in range(model.rowCount())]
+    assert [row[0] for row in rows] == ["6", "5", "4", "3", "2", "1"]  # newest first
+    assert rows[0][1] == "0.333333" and rows[0][3] == "0.9" and rows[1][3] == ""  # one validation, at step 6
+    table.copy()
+    assert QApplication.clipboard().text().splitlines()[:2] == ["step\tper step\tsmoothed\tvalidation",
+                                                                "\t".join(rows[0])]
+    panel.add_events(_learning(8)[6:])
+    panel.redraw()
+    table.limit.setCurrentIndex(0)  # the latest 100: all eight
+    assert model.rowCount() == 8 and model.cell(0, 0) == "8"
+    panel.set_overlays([("#1 eager", _curves([2.0, 1.0]))])
+    assert panel.show_table(panel.loss_plot) is table and model.header()[-1] == "#1 eager"
+
+
+def test_the_table_shows_the_latest_rows_of_a_long_run_only_when_asked_all(qtbot):
+    from workbench.ui.panels.plot_table import PlotTable
+
+    x = np.arange(1.0, 1_000_001)
+    series = [("step", x, x / 10), ("val", x[999::1000], np.ones(1000))]
+    table = PlotTable("Loss", "step", lambda: series)
+    qtbot.addWidget(table)
+    assert table.model.rowCount() == 1000 and table.model.cell(0, 0) == "1000000"
+    assert table.model.cell(999, 0) == "999001" and table.model.cell(0, 2) == "1"
+    table.limit.setCurrentIndex(table.limit.count() - 1)  # all
+    assert table.model.rowCount() == 1_000_000
+
+
+# -- a continued run ------------------------------------------------------------------------------------------------
+def test_a_continued_run_shows_its_parents_curves_before_its_own_steps(panel):
+    from workbench.ui.panels.plots import PARENT_OPACITY
+
+    from dataclasses import replace
+
+    parent = replace(_curves([2.0, 1.5, 1.0, 0.8]), accuracy=np.array([0.2, 0.4, 0.5, 0.6]))
+    panel.add_events([RunStarted(config=TrainConfig().to_dict(), device="cpu", device_name="cpu", versions={},
+                                 train_size=4000, val_size=1000, steps_per_epoch=4, total_steps=8, resumed_step=4),
+                      *_learning(8)[4:]])
+    panel.show_parent("#1", parent)
+    panel.redraw()
+    drawn = {plot: item for plot, item in panel.parent_items}
+    assert set(drawn) == {panel.loss_plot, panel.accuracy_plot}
+    loss = drawn[panel.loss_plot]
+    assert list(loss.getOriginalDataset()[0]) == [1, 2, 3, 4] and loss.opacity() == PARENT_OPACITY
+    assert loss.getOriginalDataset()[1] == pytest.approx(smooth(parent.loss, panel.weight))
+    assert _loss_legend(panel)[-1] == "#1 (continued from)"
+    low, high = panel.loss_plot.getViewBox().viewRange()[0]
+    assert low < 1 and high >= 8  # the parent's steps and the continuation's on one axis
+    assert drawn[panel.accuracy_plot].getOriginalDataset()[1] == pytest.approx(smooth(parent.accuracy,
+                                                                                       panel.weight))
+    panel.set_smoothing(0.9)
+    assert panel.parent_items[0][1].getOriginalDataset()[1] == pytest.approx(smooth(parent.loss, 0.9))
+    panel.reset()
+    assert panel.parent_items == [] and "#1 (continued from)" not in _loss_legend(panel)

@@ -335,10 +335,9 @@ def test_amp_tab_recommendation_census_skipped_steps_and_the_scale_curve(panel, 
     # Drawn by the timer, not per event: nothing yet, then everything at once.
     assert panel.timer.isActive() and panel.scale_curve.getOriginalDataset()[0] is None
     qtbot.waitUntil(lambda: panel.skipped_model.rowCount() == 3, timeout=2000)
-    x, y = panel.scale_curve.getOriginalDataset()  # a step function: each step's scale holds until the next step
-    assert list(x) == [1] + [step for step in range(2, 41) for _ in (0, 1)]
-    scales = [s.loss_scale for s in _steps()]
-    assert list(y) == [scale for scale in scales for _ in (0, 1)][:-1]
+    x, y = panel.scale_curve.getOriginalDataset()  # a step function: each scale holds until the next change
+    assert list(x) == [1, 2, 2, 9, 9, 40, 40]  # the steps that changed it, and the last
+    assert list(y) == [32768, 32768, 16384, 16384, 8192, 8192, 8192]
     axis = panel.scale_plot.getPlotItem().getAxis("left")
     assert axis.logMode  # a log axis: the scale halves and doubles
     assert [label for _, label in axis._tickLevels[0]] == ["8,192", "16,384", "32,768", "65,536"]  # powers of 2

@@ -1,7 +1,10 @@
 """The run the window trains: Train (or a run continued from a recorded one), Stop, Profile now, its events into
 the plots and panels as they come, and its end (the failure said, or the trained model opened for Predict).
 A Train pressed before PyTorch is ready waits for it, queued, not refused. The run itself is RunControl's: a
-kernel process of its own (run_control.py)."""
+kernel process of its own (run_control.py).
+
+The plots name the run as the Runs dock does ('#7'), and a continued run's plots show its parent's curves before
+its own steps, which go on from the parent's (the continuation's events hold only its own)."""
 
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from ..core.ground.events import Event, RunFailed, RunFinished, RunStarted
 from ..core.ground.progress import Progress, failure_line
 from ..core.ground.results_text import headline
 from ..core.history.curves import run_name
+from ..core.history.runs import RunStore
 from ..core.run.request import Launch, RunRequest, new_run_dir
 from .checkpoints import Checkpoints
 from .feedback import Feedback
@@ -24,10 +28,12 @@ from .kernel import Kernel
 from .panels.compile import CompilePanel
 from .panels.plots import PlotsPanel
 from .panels.profile import ProfilePanel
-from .panels.runs import RunsPanel
+from .panels.runs import LoadedRun, RunsPanel, load_run
 from .panels.setup import SetupPanel, form_text
 from .run_control import RunControl
 from .window_state import WindowState
+
+PARENT_SLOT = "continued-from"  # a continued run's parent's curves: apart from the Runs dock's, which a click drops
 
 
 class Training(QObject):
@@ -46,6 +52,8 @@ class Training(QObject):
         self.runs, self.checkpoints, self.window = runs, checkpoints, window
         self.runs_dir, self.db, self.config_for = runs_dir, db, config_for
         self.show_speed, self.started, self.changed = show_speed, started, changed
+        self._out_dir: str | None = None  # the started run's folder: its name in the history is looked up by it
+        self._continuing = None  # the RunRecord (without events) the started run continues, if it does
         runner.events.connect(self.on_events)
         runner.runFinished.connect(self.on_run_finished)
 
@@ -89,6 +97,7 @@ class Training(QObject):
             return False
         if not self.runner.start(request):
             return False
+        self._out_dir, self._continuing = request.out_dir, None
         self.state.stopping = False
         self.feedback.banner.hide()
         self.started()
@@ -112,6 +121,7 @@ class Training(QObject):
                 return False
         started = self.train(config.replace(resume=record.checkpoint, epochs=epochs, max_steps=None))
         if started:
+            self._continuing = record
             self.feedback.note("info", f"continuing {run_name(record.id)} until epoch {epochs}")
         return started
 
@@ -132,19 +142,43 @@ class Training(QObject):
 
     # -- the run's events ---------------------------------------------------------------------------------------
     def on_events(self, batch: list[Event]) -> None:
+        started = None
         for event in batch:
             if isinstance(event, RunStarted):
+                started = event
                 self.feedback.announce(f"Training started: {event.total_steps:,} steps on {event.device_name}")
                 self.state.split_sizes[(event.config.get("dataset"), event.config.get("data_root"))] = (
                     event.train_size, event.val_size)
                 self.profile.clear()
         self.plots.add_events(batch)
+        if started is not None:  # after the plots took it: RunStarted resets them
+            self._name_run(started)
         self.profile.add_events(batch)  # the headline's Progress, the status bar's too, takes the batch here
         self.compile_panel.add_events(batch)
         self.feedback.log.add_events(batch)
         self.feedback.settled()
         speed = self.progress.samples_per_s  # 0 from RunStarted until the first steady step
         self.show_speed(f"{speed:,.0f} samples/s" if speed else "")
+
+    def _name_run(self, started: RunStarted) -> None:
+        """The plots name the run ('#7': its history row is written before its RunStarted is sent), and a
+        continuation's plots get its parent's curves, read off the GUI thread (a run's events can be millions of
+        rows) and shown if the plots still show this run then."""
+        self.plots.set_run_name(self.runs.name_for_out_dir(self._out_dir) if self._out_dir else None)
+        parent, db = self._continuing, self.runs.db
+        if parent is None or not started.resumed_step:
+            return
+
+        def read() -> LoadedRun:
+            with RunStore(db, recover=False) as store:
+                return load_run(store, parent.id)
+
+        def show(run: LoadedRun) -> None:
+            if self.plots.started is started:
+                self.plots.show_parent(run_name(parent.id), run.curves)
+
+        self.runs.tasks.submit(PARENT_SLOT, read, show, lambda error: self.feedback.note(
+            "warning", f"the plots lack {run_name(parent.id)}'s curves, which this run continues: {error}"))
 
     def on_run_finished(self, result) -> None:
         """The terminal event itself already came, last in its batch, through on_events."""

@@ -9,6 +9,11 @@ curves and asked for the next paint, and the window repainted at 100% CPU after 
 with headroom (`grown_span`), so the step axis moves a few dozen times a run instead of every frame: each move
 re-clips every curve and re-ticks every x axis.
 
+The view keeps room past the span's ends for a marker (`MARKER_ROOM`): pyqtgraph's own padding is a share of the range
+(2% on a wide plot), which a validation dot drawn at the last step could overflow, cut at the plot's edge.
+
+`StepAxis`: the optimizer step is a whole number, so its axis ticks integers only.
+
 `FittingLegend`: as many entries a row as the plot's width holds. Four columns of compared runs' names are wider
 than a plot: the legend's minimum width widened the plot past its view (cut titles, axes and legends), and it
 stayed wider after the comparison ended, until the window was resized.
@@ -29,6 +34,7 @@ HEADROOM = 0.25  # a live span grows by a quarter of its length whenever the dat
 LEGEND_MARGIN = 16  # pixels of a plot's width the legend leaves to the layout's margins
 ENTRY_SPACING = 12  # pixels between a legend's columns, and after its last
 ELIDED_CHARACTERS = 12  # a name cut to fit a narrow plot keeps at least this many of its characters
+MARKER_ROOM = 8  # pixels a span keeps past its ends: a validation dot (9 px across) at the last step stays whole
 
 
 def grown_span(span: tuple[float, float] | None, first: float, last: float, end: float | None) -> tuple[float, float]:
@@ -70,6 +76,27 @@ class SpanViewBox(pg.ViewBox):
             bounds[0] = list(self.span)
         return bounds
 
+    def suggestPadding(self, axis):
+        """pyqtgraph's padding (a share of the range), at least MARKER_ROOM pixels on x: the span replaced the
+        bounds pyqtgraph widens by its markers' size. It depends on the view's width only, never on the range, so
+        it cannot feed back into the range."""
+        padding = super().suggestPadding(axis)
+        width = self.width()
+        if axis == 0 and width > 4 * MARKER_ROOM:  # range = span·(1 + 2p): p·w/(1 + 2p) pixels past each end
+            padding = max(padding, MARKER_ROOM / (width - 2 * MARKER_ROOM))
+        return padding
+
+
+class StepAxis(pg.AxisItem):
+    """The optimizer-step axis: ticks at whole steps only (pyqtgraph's put 0.2, 0.4 … on an empty plot and 1.5,
+    2.5 on a short run), written out in full ('1,000,000', not '1e+06')."""
+
+    def tickSpacing(self, minVal, maxVal, size):
+        return [level for level in super().tickSpacing(minVal, maxVal, size) if level[0] >= 1] or [(1.0, 0.0)]
+
+    def tickStrings(self, values, scale, spacing):
+        return [f"{value * scale:,.0f}" for value in values]
+
 
 class FittingLegend(pg.LegendItem):
     """A legend in `plot`'s layout, of up to `columns` entries a row: fewer when the widest entry would not fit the
@@ -93,6 +120,17 @@ class FittingLegend(pg.LegendItem):
 
     def removeItem(self, item):
         super().removeItem(item)
+        self.fit()
+
+    def sample(self, item) -> pg.ItemSample:
+        """The swatch of `item`'s entry."""
+        return next(sample for sample, _label in self.items if sample.item is item)
+
+    def rename(self, names: dict) -> None:
+        """Give the entries of these items (item → name) new names, then fit once."""
+        for sample, label in self.items:
+            if sample.item in names:
+                self.names[label] = names[sample.item]
         self.fit()
 
     def clear(self):

@@ -10,7 +10,13 @@ grid lines ~2× more per frame (measured), which training would pay for in GIL t
 Above the plots: the run's headline figures and the smoothing slider (TensorBoard's debiased moving average; each
 batch of events is smoothed in one vectorised call, and moving the slider re-smooths whole buffers). Legends sit in
 a row under each plot, never over the data. Comparing runs, each overlaid run gets a colour of a qualitative palette
-(Tableau 10) and the current run is dimmed.
+(Tableau 10) and the current run is dimmed, its legend entries named ('#3 step'). A continued run's parent's loss
+and accuracy are drawn faded before the continuation's own steps (training.py reads them).
+
+Axes read as the values themselves (no SI prefix) and the step axis ticks whole steps (plot_items.StepAxis). Each
+plot has a text alternative: its accessible description states its latest values, set at most twice a second after
+the frame that drew it (not per event), and "Show as table" (the Table button, a plot's context menu) lists its
+series (plot_table.py).
 """
 
 from __future__ import annotations
@@ -20,8 +26,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QSignalBlocker, Qt
-from PySide6.QtWidgets import QGridLayout, QHBoxLayout, QLabel, QSlider, QTabWidget, QVBoxLayout, QWidget
+from PySide6.QtCore import QSignalBlocker, Qt, QTimer
+from PySide6.QtWidgets import (QGridLayout, QHBoxLayout, QLabel, QMenu, QPushButton, QSlider, QTabWidget, QVBoxLayout,
+                               QWidget)
 
 from ...core.ground.config import uses_cuda_graphs
 from ...core.ground.events import CompileEvent, CompileFinished, EpochEnd, Event, RunStarted, Step, SystemSample
@@ -29,7 +36,8 @@ from ...core.history.curves import SMOOTHING, Curves, Smoother, smooth
 from .compile_timeline import TimelineMarkers
 from .headline import HeadlineBar
 from .plot_frames import Frames
-from .plot_items import FittingLegend, SpanViewBox, TimedPlot
+from .plot_items import FittingLegend, SpanViewBox, StepAxis, TimedPlot
+from .plot_table import PlotTable, Series, describe
 
 MEMORY_LABELS = {"rss": "process RSS (CPU)", "allocated": "CUDA allocated", "reserved": "CUDA reserved",
                  "peak": "CUDA peak allocated"}
@@ -40,6 +48,8 @@ CUDA_GRAPH_MEMORY_LABELS = {**MEMORY_LABELS, "allocated": "CUDA allocated (CUDA-
 PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f",
            "#bab0ac")
 DIMMED = 0.3  # opacity of the current run while finished runs are overlaid on it
+PARENT_OPACITY = 0.5  # a continued run's parent's curves, before the continuation's own
+DESCRIBE_MS = 500  # the plots' accessible descriptions follow their latest values at most twice a second
 SLIDER_STEPS = 1000  # the smoothing slider's resolution: weights 0, 0.001, … 0.999
 LEGEND_COLUMNS = 4
 EMPTY_HINT = "Press Train (Ctrl+R)"
@@ -176,18 +186,22 @@ class _Smoothed:
         self.catch_up()
 
 
-def _make_plot(name: str, title: str, y_label: str, x_label: bool = True,
-               view: pg.ViewBox | None = None) -> TimedPlot:
+def _make_plot(name: str, title: str, y_label: str, x_label: str | None = None, view: pg.ViewBox | None = None,
+               steps: bool = True) -> TimedPlot:
     """A plot whose legend is a row of the plot's own layout under the x axis: it never covers a curve. The x axis
-    is the step in every plot (they are linked): only the bottom row names it, so small screens keep the height."""
-    plot = TimedPlot(viewBox=view)
+    is the step in every plot but the system one (they are linked): only the bottom row names it, so small screens
+    keep the height. Axes show the values themselves: pyqtgraph's SI prefixes made accuracy "fraction right
+    (x0.001)" with ticks 100 … 700, a scale a reader misses."""
+    plot = TimedPlot(viewBox=view, axisItems={"bottom": StepAxis("bottom")} if steps else None)
     plot.setObjectName(name)
+    plot.setAccessibleName(f"{title} plot")
     item = plot.getPlotItem()
     item.setTitle(title)
     item.setLabel("left", y_label)
     if x_label:
-        item.setLabel("bottom", "step")
-    item.getAxis("bottom").enableAutoSIPrefix(False)  # "step (x0.001)" would read as a different axis
+        item.setLabel("bottom", x_label)
+    for side in ("left", "bottom"):
+        item.getAxis(side).enableAutoSIPrefix(False)
     legend_below(item)
     item.setClipToView(True)
     item.setDownsampling(auto=True, mode="peak")
@@ -203,6 +217,16 @@ def _per_epoch(item: pg.PlotDataItem) -> pg.PlotDataItem:
     return item
 
 
+def _mark(item: pg.PlotDataItem, colour: str) -> None:
+    """Validation points filled and outlined in `colour`, and their legend swatch with them: the swatch draws the
+    item's scatter, which takes the item's symbol colours only along with points, so before the first validation
+    (and after a theme change with none) it showed pyqtgraph's default purple beside red dots."""
+    item.setSymbolBrush(colour)
+    item.setSymbolPen(colour)
+    item.scatter.setBrush(colour)
+    item.scatter.setPen(colour)
+
+
 def _overlay_name(label: str) -> str:
     """'#3' of '#3 inductor · bf16': what a compile marker says when runs are compared."""
     return label.split(" ", 1)[0]
@@ -216,17 +240,20 @@ class PlotsPanel(QWidget):
         self.weight = SMOOTHING
         self.headline = HeadlineBar()
         self.steps = SpanViewBox()  # the loss plot's view: it ranges the step axis every step plot shares
-        self.loss_plot = _make_plot("lossPlot", "Loss", "cross-entropy", x_label=False, view=self.steps)
-        self.accuracy_plot = _make_plot("accuracyPlot", "Accuracy", "fraction right", x_label=False)
-        self.throughput_plot = _make_plot("throughputPlot", "Throughput", "samples/s")
-        self.memory_plot = _make_plot("memoryPlot", "Memory", "MiB")
+        self.loss_plot = _make_plot("lossPlot", "Loss", "cross-entropy", view=self.steps)
+        self.accuracy_plot = _make_plot("accuracyPlot", "Accuracy", "fraction right")
+        self.throughput_plot = _make_plot("throughputPlot", "Throughput", "samples/s", "step")
+        self.memory_plot = _make_plot("memoryPlot", "Memory", "MiB", "step")
         self.plots = (self.loss_plot, self.accuracy_plot, self.throughput_plot, self.memory_plot)
         for plot in self.plots[1:]:
             plot.setXLink(self.loss_plot)
         # The system metrics share the memory plot's cell as a second tab: their axis is time, not steps (a compile
         # or a validation takes seconds without a step), and a fifth plot would squeeze the others.
-        self.system_plot = _make_plot("systemPlot", "System", "% CPU / GPU", x_label=False, view=SpanViewBox())
-        self.system_plot.getPlotItem().setLabel("bottom", "seconds")
+        self.system_plot = _make_plot("systemPlot", "System", "% CPU / GPU", "seconds", SpanViewBox(), steps=False)
+        self.all_plots = (*self.plots, self.system_plot)
+        # Their names in words; the system plot's title gains its GPUs' readings later.
+        self.titles = {plot: plot.getPlotItem().titleLabel.text for plot in self.all_plots}
+        self.tables: dict[TimedPlot, PlotTable] = {}  # each plot's "Show as table", once opened
         self.machine_tabs = QTabWidget()
         self.machine_tabs.setObjectName("machineTabs")
         self.machine_tabs.setDocumentMode(True)
@@ -241,6 +268,7 @@ class PlotsPanel(QWidget):
         top = QHBoxLayout()  # one row: the figures, and the smoothing that shapes the curves under them
         top.addWidget(self.headline)
         top.addLayout(self._smoothing_row(), 1)
+        top.addWidget(self._table_button())
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(top)
@@ -268,11 +296,21 @@ class PlotsPanel(QWidget):
         self.overlays: list[tuple[pg.PlotWidget, pg.PlotDataItem]] = []
         self.overlay_markers: list[pg.InfiniteLine] = []  # each compared run's compile time
         self._overlaid: list[tuple[str, Curves]] = []  # what set_overlays was given: re-smoothed with the slider
+        self.started: RunStarted | None = None  # the live run's start, while the plots show it
+        self.run_name: str | None = None  # the current run's name in the history ('#3'), when it is known
+        self._parent: tuple[str, Curves] | None = None  # a continued run's parent: its name and curves
+        self.parent_items: list[tuple[TimedPlot, pg.PlotDataItem]] = []  # its curves, drawn before the run's own
         self.empty_text = self._empty_state()
         self._apply_theme()
 
         self._behind: set[TimedPlot] = set()  # step plots yet to follow the step axis the loss plot grew
-        self.frames = Frames((*self.plots, self.system_plot), self._due, self._draw, self)
+        self.frames = Frames(self.all_plots, self._due, self._draw, self)
+        self._undescribed: set[TimedPlot] = set()  # plots whose accessible description is behind their curves
+        self.describe_timer = QTimer(self)
+        self.describe_timer.setSingleShot(True)
+        self.describe_timer.setInterval(DESCRIBE_MS)
+        self.describe_timer.timeout.connect(self._describe)
+        self._describe_soon(*self.all_plots)
 
     def _smoothing_row(self) -> QHBoxLayout:
         self.smoothing_slider = QSlider(Qt.Horizontal)
@@ -292,6 +330,20 @@ class PlotsPanel(QWidget):
         row.addWidget(self.smoothing_slider, 1)
         row.addWidget(self.smoothing_value)
         return row
+
+    def _table_button(self) -> QPushButton:
+        """'Show as table': a plot's values as a table, the text alternative to reading its curves (a plot's own
+        context menu has it too; this button is the keyboard's way there)."""
+        button = QPushButton("Table")  # short: the row it shares with the figures fills a 1366-pixel screen
+        button.setObjectName("plotTableButton")
+        button.setAccessibleName("Show as table")
+        button.setToolTip("Show a plot's values as a table: to read them (a screen reader too) or copy them")
+        menu = QMenu(button)
+        for plot in self.all_plots:
+            menu.addAction(self.titles[plot], lambda plot=plot: self.show_table(plot))
+            plot.getViewBox().menu.addAction("Show as table…", lambda plot=plot: self.show_table(plot))
+        button.setMenu(menu)
+        return button
 
     def _empty_state(self) -> pg.TextItem:
         """A hint centred in the loss plot's data area, in its pixels rather than in data coordinates (the axes of
@@ -328,6 +380,11 @@ class PlotsPanel(QWidget):
         self.timeline.clear()
         self._last_step = 0
         self._end_step = None
+        self.started = None
+        self._parent = None
+        self._draw_parent()
+        self.run_name = None
+        self._label_own()
         self.headline.reset()
         # A zoom into the last run would hide the new one. The x axis is the loss plot's (the others follow it):
         # auto-ranging a follower's x too would let, say, the compile marker alone set the shared range and switch
@@ -339,6 +396,7 @@ class PlotsPanel(QWidget):
         self._behind.clear()
         self._range_seconds(fresh=True)
         self._show_hint(EMPTY_HINT)
+        self._describe_soon(*self.all_plots)
 
     def add_events(self, batch: list[Event]) -> None:
         for event in batch:
@@ -355,6 +413,7 @@ class PlotsPanel(QWidget):
                 self._mark_compile(event.seconds)
             elif isinstance(event, RunStarted):
                 self.reset()
+                self.started = event
                 self._end_step = event.total_steps
                 self.cuda_graphs = uses_cuda_graphs(event.config)
                 self._show_hint(WAITING_HINT)
@@ -419,8 +478,10 @@ class PlotsPanel(QWidget):
             label = (CUDA_GRAPH_MEMORY_LABELS if self.cuda_graphs else MEMORY_LABELS).get(name, name)
             colour = PALETTE[len(self.memory) % len(PALETTE)]
             series = _Series(self.memory_plot.plot(pen=pg.mkPen(colour, width=1), name=label))
-            series.item.setOpacity(DIMMED if self.overlays else 1.0)
             self.memory[name] = series
+            if self._overlaid:  # a new curve of the live run beside compared runs: dimmed and named as its others
+                self._dim(True)
+                self._label_own()
         return series
 
     def _mark_compile(self, seconds: float) -> None:
@@ -441,8 +502,10 @@ class PlotsPanel(QWidget):
         self.empty_text.setVisible(text is not None)
 
     def redraw(self) -> None:
-        """Draw the curves that changed now, rather than at the next frame (a recorded run; tests)."""
+        """Draw the curves that changed now, rather than at the next frame (a recorded run; tests), and describe
+        them."""
         self.frames.draw_all()
+        self._describe()
 
     def _due(self) -> list[TimedPlot]:
         """The plots whose curves changed or whose steps are behind the loss plot's, in drawing order."""
@@ -472,12 +535,14 @@ class PlotsPanel(QWidget):
             self._behind.discard(plot)
             view.linkedXChanged()
         view.prepareForPaint()
+        self._describe_soon(plot)
 
     def _range_steps(self, fresh: bool = False) -> None:
         """The step axis covers the current run's steps and the compared runs', a live run's with headroom to grow
-        (plot_items.grown_span); `fresh` forgets the last span (a new run, other compared runs)."""
-        self.steps.cover([self.step_loss.buffer.view()[0], *(c.step for _, c in self._overlaid)], self._end_step,
-                         fresh)
+        (plot_items.grown_span), and a continued run's parent's; `fresh` forgets the last span (a new run, other
+        compared runs)."""
+        recorded = [*self._overlaid, *([self._parent] if self._parent else [])]
+        self.steps.cover([self.step_loss.buffer.view()[0], *(c.step for _, c in recorded)], self._end_step, fresh)
 
     def _range_seconds(self, fresh: bool = False) -> None:
         """The system plot's time axis covers the run's samples, a live run's with headroom to grow."""
@@ -506,6 +571,7 @@ class PlotsPanel(QWidget):
             self.smoothing_slider.setValue(round(weight * SLIDER_STEPS))
         for pair in self.smoothed:
             pair.restart(weight)
+        self._draw_parent()
         if self._overlaid:
             self.set_overlays(self._overlaid)
 
@@ -537,6 +603,8 @@ class PlotsPanel(QWidget):
                     f"{_overlay_name(label)} compile {curves.compile_seconds:.1f} s", colour, 0.85 - 0.1 * i))
         self._range_steps(fresh=True)
         self._dim(bool(runs))
+        self._label_own()
+        self._describe_soon(*self.plots)
 
     def _overlay(self, plot: pg.PlotWidget, x: np.ndarray, y: np.ndarray, pen, label: str,
                  **style) -> pg.PlotDataItem:
@@ -547,11 +615,103 @@ class PlotsPanel(QWidget):
     def _dim(self, dimmed: bool) -> None:
         """The current run fades behind the compared ones, so theirs are the colours that read."""
         opacity = DIMMED if dimmed else 1.0
-        for series in self._own_series():
-            series.item.setOpacity(opacity)
+        for plot, series in self._plot_series():
+            for s in series:  # the legend's swatch too: it shows what the plot shows
+                s.item.setOpacity(opacity)
+                plot.getPlotItem().legend.sample(s.item).setOpacity(opacity)
         if self.compile_marker is not None:
             self.compile_marker.setOpacity(opacity)
         self.timeline.set_opacity(opacity)
+
+    def set_run_name(self, name: str | None) -> None:
+        """The current run's name ('#3', as the Runs dock calls it; None: not known). Comparing runs, its legend
+        entries carry it, as the compared runs' do."""
+        self.run_name = name
+        self._label_own()
+        self._describe_soon(*self.plots)
+
+    def _own_name(self, plot: TimedPlot, series: _Series) -> str:
+        """A current-run series' legend name: 'step' alone; '#3 step' (or 'this run, step', unnamed) beside
+        compared runs, whose entries would otherwise read as the only named ones."""
+        compared = self._overlaid and plot is not self.system_plot  # the system plot shows no compared run
+        prefix = f"{self.run_name} " if self.run_name else "this run, "
+        return prefix + series.item.name() if compared else series.item.name()
+
+    def _label_own(self) -> None:
+        for plot, series in self._plot_series():
+            plot.getPlotItem().legend.rename({s.item: self._own_name(plot, s) for s in series})
+
+    # -- a continued run -----------------------------------------------------------------------------------------
+    def show_parent(self, label: str, curves: Curves) -> None:
+        """A continued run's parent (`label`, its curves), faded before the continuation's steps: its loss and
+        accuracy, smoothed, on the same step axis (a continuation's steps go on from its checkpoint's). The next
+        run, or a recorded one shown, takes it away."""
+        self._parent = (label, curves)
+        self._draw_parent()
+        self._range_steps(fresh=True)
+        self._describe_soon(self.loss_plot, self.accuracy_plot)
+
+    def _draw_parent(self) -> None:
+        """(Re)draw the parent's curves: with the smoothing's weight and the theme's line colour."""
+        for plot, item in self.parent_items:
+            plot.removeItem(item)
+        self.parent_items.clear()
+        if self._parent is None:
+            return
+        label, curves = self._parent
+        has_accuracy = np.isfinite(curves.accuracy)
+        for plot, x, y in ((self.loss_plot, curves.step, curves.loss),
+                           (self.accuracy_plot, curves.step[has_accuracy], curves.accuracy[has_accuracy])):
+            if len(x):
+                item = plot.plot(x, smooth(y, self.weight), pen=pg.mkPen(self.theme.line, width=1),
+                                 name=f"{label} (continued from)")
+                item.setOpacity(PARENT_OPACITY)
+                self.parent_items.append((plot, item))
+
+    # -- text alternatives -----------------------------------------------------------------------------------------
+    def table_series(self, plot: TimedPlot) -> list[Series]:
+        """The plot's series as its legend names them: the current run's, a continued run's parent's, the compared
+        runs'. Views of the buffers, not copies: read them at once (the next run reuses the buffers)."""
+        own = [(self._own_name(plot, s), *s.buffer.view()) for s in dict(self._plot_series())[plot]]
+        others = [(item.name(), *item.getOriginalDataset()) for shown, item in (*self.parent_items, *self.overlays)
+                  if shown is plot]
+        return [(name, x, y) for name, x, y in own + others if x is not None and len(x)]
+
+    def show_table(self, plot: TimedPlot) -> PlotTable:
+        """The plot's values as a table (its text alternative): opened, or brought up to date and raised."""
+        table = self.tables.get(plot)
+        if table is None:
+            table = self.tables[plot] = PlotTable(self.titles[plot], self._x_name(plot),
+                                                  lambda: self.table_series(plot), self)
+        else:
+            table.refresh()
+        table.show()
+        table.raise_()
+        table.activateWindow()
+        return table
+
+    def description(self, plot: TimedPlot) -> str:
+        """What the plot shows now, in words: its latest values (plot_table.describe)."""
+        return describe(self.titles[plot], self._x_name(plot), plot.getPlotItem().getAxis("left").labelText,
+                        self.table_series(plot))
+
+    def _x_name(self, plot: TimedPlot) -> str:
+        return "seconds" if plot is self.system_plot else "step"
+
+    def _describe_soon(self, *plots: TimedPlot) -> None:
+        """Describe these plots at the describe timer's next turn: a frame draws a plot up to 30 times a second,
+        its description follows at most DESCRIBE_MS later, whatever the rate of the events."""
+        self._undescribed.update(plots)
+        if not self.describe_timer.isActive():
+            self.describe_timer.start()
+
+    def _describe(self) -> None:
+        """Each plot drawn since the last time states its latest values as its accessible description, which a
+        screen reader reads with the plot's name ('Loss plot')."""
+        self.describe_timer.stop()
+        for plot in self._undescribed:
+            plot.setAccessibleDescription(self.description(plot))
+        self._undescribed.clear()
 
     # -- appearance ---------------------------------------------------------------------------------------------
     def set_dark(self, dark: bool) -> None:
@@ -561,15 +721,16 @@ class PlotsPanel(QWidget):
 
     def _apply_theme(self) -> None:
         theme = self.theme
-        for plot in (*self.plots, self.system_plot):
+        for plot in self.all_plots:
             style_plot(plot, theme)
         for raw, line, points in ((self.step_loss, self.smooth_loss, self.val_loss),
                                   (self.step_accuracy, self.smooth_accuracy, self.val_accuracy)):
             raw.item.setPen(pg.mkPen(theme.raw, width=1))
             line.item.setPen(pg.mkPen(theme.line, width=1))
-            points.item.setSymbolBrush(theme.marker)
+            _mark(points.item, theme.marker)
         self.throughput.item.setPen(pg.mkPen(theme.line, width=1))
         self.empty_text.setColor(theme.hint)
+        self._draw_parent()
 
     # -- queries used by tests and the status bar ---------------------------------------------------------------
     def point_counts(self) -> dict[str, int]:

@@ -4,6 +4,13 @@ Its top line is the device's recommendation (or why the tab is empty). Below: th
 function (the scale holds between changes, and a re-opened run keeps only the steps where it changed) with the
 skipped steps marked, the skipped steps' table, and the dtype census of one forward and loss.
 
+The scale curve keeps only the steps where the scale changed, and the last step, live as re-opened: the same line,
+with a point a change (GradScaler doubles it every 2,000 clean steps, halves it on an overflow) instead of a point a
+step. So few points need neither clipping nor downsampling, and the plot auto-ranges on its data. It once
+auto-ranged on a peak-downsampled curve of every step, whose bins' first steps moved the range's end, which changed
+the downsampling factor, which moved the range back: at some run lengths it repainted for ever (as the live plots
+once did; plot_items.py).
+
 Steps and skipped steps arrive during training at up to hundreds a second: `append` only buffers them, and the
 panel's timer calls `redraw` to draw what changed.
 """
@@ -106,7 +113,8 @@ class AmpTab(QWidget):
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self.report: AmpReport | None = None
-        self.scale = SeriesBuffer(256)  # (step, loss scale) of the Steps that carried one
+        self.scale = SeriesBuffer(256)  # (step, loss scale) where the scale changed
+        self.scale_until = 0  # the last step that carried a scale: the curve holds its last scale until there
         self.skips = SeriesBuffer(64)  # (step, scale) of the skipped steps
         self._pending_skips: list[dict] = []
         self._scale_dirty = False
@@ -120,8 +128,6 @@ class AmpTab(QWidget):
                                        "loss of the run's model under autocast)")
         self.scale_plot = make_plot("lossScalePlot", "loss scale", "step")
         self.scale_plot.getPlotItem().setLogMode(y=True)
-        self.scale_plot.getPlotItem().setClipToView(True)  # a long fp16 run: a point per step
-        self.scale_plot.getPlotItem().setDownsampling(auto=True, mode="peak")
         self.scale_plot.setToolTip("fp16's GradScaler multiplies the loss by this scale so small gradients do not "
                                    "underflow; it halves on an overflow (red: a skipped step) and doubles after a "
                                    "run of clean steps")
@@ -171,7 +177,9 @@ class AmpTab(QWidget):
             self.last_step = max(self.last_step, event.step)
             if event.loss_scale is None:
                 return False
-            self.scale.append(event.step, event.loss_scale)
+            if not self.scale.size or self.scale.y[self.scale.size - 1] != event.loss_scale:
+                self.scale.append(event.step, event.loss_scale)
+            self.scale_until = event.step
         self._scale_dirty = True
         return True
 
@@ -181,16 +189,24 @@ class AmpTab(QWidget):
             self.skipped_model.append_rows(self._pending_skips)
             self._pending_skips = []
         if self._scale_dirty:
-            self.scale_curve.setData(*held(*self.scale.view()))
+            self.scale_curve.setData(*held(*self._scale_points()))
             self.skip_points.setData(*self.skips.view())
             set_ticks(self.scale_plot.getPlotItem().getAxis("left"),
                       scale_ticks(np.concatenate([self.scale.view()[1], self.skips.view()[1]])))
             self._scale_dirty = False
         self._show_state()
 
+    def _scale_points(self) -> tuple[np.ndarray, np.ndarray]:
+        """The changes of scale, and the last scale again at the last step (where the line ends)."""
+        x, y = self.scale.view()
+        if not len(x) or x[-1] == self.scale_until:
+            return x, y
+        return np.append(x, self.scale_until), np.append(y, y[-1])
+
     def clear(self) -> None:
         self.report = None
         self.scale.clear()
+        self.scale_until = 0
         self.skips.clear()
         self._pending_skips = []
         self._scale_dirty = False
