@@ -13,7 +13,8 @@ profile_memory (after an inductor run that profiled 20 steps: the Profile panel'
 amp (after an fp16 run with a planted overflow, an initial loss scale of 2^40: the AMP tab's skipped steps),
 export (after a short run: File → Export model… as ONNX, the dialog with its parity table; the dialog alone),
 lr_finder / batch_finder (a finder's dialog after its measurement), sweep (Run → Sweep…: 12 TPE trials over lr,
-batch size, hidden size and backend; the Pareto tab).
+batch size, hidden size and backend; the Pareto tab), runs (the Runs dock raised over a history of six runs, written
+as training and a sweep leave them: a continued run and two sweep trials among them).
 The window opens at the size it picks for the screen (fit to the available area), with settings and history in a
 temporary folder, so nothing of the user's is read or changed.
 """
@@ -40,10 +41,41 @@ from workbench.ui.panels.setup import example_model_spec  # noqa: E402
 
 SHOTS = ("readme", "training", "compiling", "reason", "explain", "evaluate", "dataset", "timeline", "fixit",
          "whatif", "system", "profile", "profile_timeline", "profile_memory", "amp", "export", "export_aoti",
-         "lr_finder", "batch_finder", "sweep")
+         "lr_finder", "batch_finder", "sweep", "runs")
 FINDER_SHOTS = {"lr_finder": "lr", "batch_finder": "batch"}
 PROFILE_TABS = {"profile": "Ops", "profile_timeline": "Timeline", "profile_memory": "Memory", "amp": "AMP"}
 README_SHOT = Path(__file__).resolve().parents[1] / "docs" / "screenshot.png"
+
+
+def record_history() -> None:
+    """The runs shot's history, as training and a sweep would leave it, without training: three runs, one that
+    continues the first from its checkpoint, and two trials of the sweep "lr-search" (its Optuna study names their
+    folders, as run/sweep.py does)."""
+    import optuna
+
+    from workbench.core.history.runs import RunStore
+    from workbench.core.run.sweep import storage_url
+
+    def record(store: RunStore, name: str, accuracy: float, rate: float, **changes) -> tuple[int, str]:
+        folder = TEMP / "data" / "runs" / name
+        run_id = store.start_run(TrainConfig(**changes).to_dict(), out_dir=str(folder))
+        store.append_events(run_id, 0, [], {"status": "finished", "best_val_accuracy": accuracy,
+                                            "samples_per_s": rate, "checkpoint": str(folder / "checkpoint.pt")})
+        return run_id, str(folder)
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(study_name="lr-search", storage=storage_url(None), direction="maximize")
+    with RunStore() as store:
+        first, folder = record(store, "first", 0.923, 13497.0, epochs=2)
+        record(store, "inductor", 0.931, 9120.0, epochs=2, backend="inductor")
+        record(store, "continued", 0.951, 13210.0, epochs=4, resume=str(Path(folder) / "checkpoint.pt"))
+        for number, lr in enumerate((0.004, 0.0012)):
+            run_id, folder = record(store, f"trial-{number}", 0.93 - number / 50, 12000.0, epochs=2, lr=lr)
+            trial = study.ask()
+            trial.set_user_attr("out_dir", folder)
+            trial.set_user_attr("run_id", run_id)
+            study.tell(trial, 0.93 - number / 50)
+        record(store, "fp16", 0.918, 14020.0, epochs=1, amp="fp16")
 
 
 def main() -> int:
@@ -53,6 +85,8 @@ def main() -> int:
     parser.add_argument("--at-step", type=int, default=600, help="training: grab once this step has been shown")
     args = parser.parse_args()
     app = create_app(sys.argv[:1])
+    if args.shot == "runs":
+        record_history()
     window = MainWindow()
     window.show()
     done: list[bool] = []
@@ -182,6 +216,9 @@ def main() -> int:
         dialog = window.search.open_sweep()
         dialog.sweepEnded.connect(ended)
         when_ready(lambda: QTimer.singleShot(1000, start))  # after the stored sweeps' names are read
+    elif args.shot == "runs":
+        window.docks["runs"].raise_()
+        when_ready(lambda: QTimer.singleShot(1000, grab))  # after the sweeps are read for the Runs table
     elif args.shot == "dataset":
         window.data_insight.datasetPreviewed.connect(lambda _answer: grab())
         when_ready(window.docks["dataset"].raise_)

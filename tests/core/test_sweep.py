@@ -171,3 +171,42 @@ def test_the_report_names_the_best_trial_against_the_defaults_and_draws_the_fron
     assert "reached 91.40%: the best is +2.0 points." in page
     assert page.count("<svg") == 4 and "pruned after" not in page
     assert json.dumps(trials[0].to_dict())  # a trial travels as JSON (the window's worker thread, the report)
+
+
+def test_the_runs_a_sweep_trained_are_named_by_their_trials(tmp_path, monkeypatch):
+    """Which runs of the history are trials, read from the studies' file without Optuna (the Runs table marks
+    them): a trial names its run's folder from its start, and its run's id once it ended."""
+    from workbench.core.history.sweeps import TrialOf, trials_of_runs
+
+    db = tmp_path / "runs.sqlite"
+    finishes = fake_start_run([[0.9], [0.8]], [])
+
+    def start_run(request, emit, stop):  # a run recorded in the history, as a real trial's run is
+        with RunStore(db) as store:
+            store.start_run(request.config.to_dict(), out_dir=request.out_dir)
+        return finishes(request, emit, stop)
+
+    monkeypatch.setattr(sweep, "start_run", start_run)
+    assert trials_of_runs(db, {}) == {}  # no sweep yet: no studies' file, nothing to mark
+    with RunStore(db) as store:
+        own = store.start_run(BASE.to_dict(), out_dir=str(tmp_path / "own"))  # a run of the user's own
+    trials = run_sweep(BASE, SweepSettings("lr search", ("lr",), "random", trials=2), epochs=1, cuda_devices=0,
+                       db=db, runs_dir=tmp_path / "runs")
+    with RunStore(db) as store:
+        out_dirs = {record.id: record.out_dir for record in store.list()}
+    assert [t.run_id for t in trials] == [2, 3]
+    assert trials_of_runs(db, out_dirs) == {2: TrialOf("lr search", 0), 3: TrialOf("lr search", 1)}
+    assert own not in trials_of_runs(db, out_dirs) and str(TrialOf("lr search", 1)) == "trial 1 of sweep lr search"
+    # A run that took a removed trial run's id (another folder) is not that trial.
+    assert trials_of_runs(db, {2: str(tmp_path / "elsewhere")}) == {}
+
+
+def test_a_studies_file_that_is_not_optunas_marks_no_runs(tmp_path):
+    import sqlite3
+    from contextlib import closing
+
+    from workbench.core.history.sweeps import STUDIES_FILE, trials_of_runs
+
+    with closing(sqlite3.connect(tmp_path / STUDIES_FILE)) as other:
+        other.execute("CREATE TABLE studies (id INTEGER)")
+    assert trials_of_runs(tmp_path / "runs.sqlite", {1: str(tmp_path / "run")}) == {}

@@ -34,3 +34,16 @@ def test_a_continued_run_plots_its_parents_curves_before_its_own_steps(window, q
     low, high = plots.loss_plot.getViewBox().viewRange()[0]
     assert low < 1 and high >= 32
     assert "#1 (continued from)" in plots.loss_plot.accessibleDescription()
+
+    # Opened again from the history (another run shown first): named, with its parent's curves again.
+    child_id = window.runs.id_for_out_dir(window.state.last_run_dir)
+    window.runs.refresh()
+    assert window.runs.parent_of(child_id) == run_id
+    with qtbot.waitSignal(window.runs.openRequested, timeout=30_000):
+        window.runs.load_runs([run_id], lambda runs: window.runs.openRequested.emit(runs[0]))
+    assert plots.run_name == "#1" and not plots.parent_items  # a run that continues none
+    window.runs.load_runs([child_id], lambda runs: window.runs.openRequested.emit(runs[0]))
+    qtbot.waitUntil(lambda: bool(plots.parent_items), timeout=30_000)
+    assert plots.run_name == "#2"
+    x, _ = dict(plots.parent_items)[plots.loss_plot].getOriginalDataset()
+    assert list(x) == list(range(1, 17))

@@ -12,7 +12,7 @@ EVIL = "<b>bold</b><img src=x>"
 
 
 def test_a_run_failure_in_the_banner_is_shown_literally(qtbot):
-    from workbench.ui.main_window import Banner
+    from workbench.ui.feedback import Banner
 
     banner = Banner()
     qtbot.addWidget(banner)

@@ -349,14 +349,14 @@ def test_each_plot_has_a_name_and_describes_its_latest_values(panel, qtbot):
 
 
 def test_show_as_table_lists_the_plots_series_newest_first(panel, qtbot):
-    from PySide6.QtWidgets import QApplication, QPushButton
+    from PySide6.QtWidgets import QApplication, QToolButton
 
     from .accessibility import audit
 
     panel.add_events([_started(), *_learning(), EpochEnd(epoch=1, train_loss=1.0, val_loss=0.9, val_accuracy=0.7,
                                                          seconds=1.0)])
     panel.redraw()
-    menu = panel.findChild(QPushButton, "plotTableButton").menu()
+    menu = panel.findChild(QToolButton, "plotTableButton").menu()
     assert [action.text() for action in menu.actions()] == ["Loss", "Accuracy", "Throughput", "Memory", "System"]
     assert "Show as table…" in [a.text() for a in panel.loss_plot.getViewBox().menu.actions()]
     menu.actions()[0].trigger()

@@ -375,3 +375,27 @@ def test_a_continued_run_is_marked_with_the_run_it_continues(panel, tmp_path):
     panel.table.sortByColumn(0, Qt.AscendingOrder)
     assert _shown(panel, "Run") == ["#1", "#2 ↳ #1", "#3"]
     assert panel.proxy.index(1, 0).data(Qt.ToolTipRole) == "#2 continues #1 from its checkpoint"
+
+
+def test_a_sweeps_trials_are_marked_with_their_sweep(panel, qtbot, tmp_path):
+    """Read off the GUI thread (the studies are another file, which a running sweep writes to)."""
+    import optuna
+
+    from workbench.core.history.runs import RunStore
+    from workbench.core.run.sweep import storage_url
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(study_name="lr search", storage=storage_url(tmp_path / "runs.sqlite"))
+    with RunStore(tmp_path / "runs.sqlite") as store:
+        _record(store)  # a run of its own
+        for number in range(2):  # as run/sweep.py leaves a trial: its run's folder, then its id
+            folder = str((tmp_path / f"trial-{number}").resolve())
+            trial = study.ask()
+            trial.set_user_attr("out_dir", folder)
+            trial.set_user_attr("run_id", _record(store, out_dir=folder))
+            study.tell(trial, 0.9)
+    panel.refresh()
+    panel.table.sortByColumn(0, Qt.AscendingOrder)
+    qtbot.waitUntil(lambda: _shown(panel, "Run") == ["#1", "#2 · trial 0 of sweep lr search",
+                                                     "#3 · trial 1 of sweep lr search"])
+    assert panel.proxy.index(2, 0).data(Qt.ToolTipRole).startswith("#3 was trial 1 of sweep lr search")

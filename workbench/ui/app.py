@@ -15,6 +15,8 @@ def create_app(argv: list[str] | None = None):
     app.setOrganizationName(appinfo.DISPLAY_NAME)
     app.setApplicationVersion(appinfo.version())
     app.setDesktopFileName(appinfo.APP_ID)  # Wayland/X11 match the window to the installed .desktop entry
+    from .focus_style import install
+    install(app)  # the desktop's style, with a focus ring every Tab stop shows (and no stylesheet)
     return app
 
 
@@ -23,7 +25,7 @@ def run_app() -> int:
     interrupted = _close_on_interrupt()
     from .main_window import MainWindow
 
-    window = MainWindow()  # sized to the screen the first time, then as the user left it
+    window = MainWindow(staged=True)  # paints at once, then builds; sized to the screen, then as the user left it
     window.show()
     interrupted.window = window
     if interrupted.requested:  # Ctrl+C while the window was being built

@@ -12,43 +12,24 @@ back, the kernel's state in the status bar, the actions' enabled states, and the
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Callable
 
 from PySide6.QtCore import QRect, QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
-from PySide6.QtWidgets import (QDockWidget, QLabel, QMainWindow, QPushButton, QScrollArea, QStyle,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QApplication, QDockWidget, QLabel, QMainWindow, QPushButton, QScrollArea, QStyle,
+                               QTabBar, QVBoxLayout, QWidget)
 
 from ..core.ground import appinfo, figures
 from ..core.ground.capabilities import Capabilities
 from ..core.ground.config import TrainConfig
 from ..core.ground.errors import WorkbenchError
 from ..core.ground.progress import Progress
-from ..core.run.client import KernelClient
 from .about import app_icon, show_about
-from .checkpoints import Checkpoints
-from .commands import PALETTE_SHORTCUT, SHORTCUTS_SHORTCUT, CommandPalette, ShortcutsDialog, add_dock_navigation
-from .compile_insight import CompileInsight
-from .data_insight import DataInsight
-from .exports import Exports
-from .feedback import Banner, Feedback
-from .garbage import collect_on_gui_thread
-from .kernel import Kernel
-from .panels.compile import CompilePanel
-from .panels.dataset import DatasetPanel
-from .panels.evaluate import EvaluatePanel
-from .panels.log import LogPanel
-from .panels.plots import DARK, LIGHT, PlotsPanel, style_plot
-from .panels.predict import PredictPanel
-from .panels.profile import ProfilePanel
-from .panels.runs import RunsPanel
-from .panels.setup import SetupPanel, form_text
-from .recorded_runs import RecordedRuns
-from .run_control import RunControl
-from .search import Search
 from .settings import migrate_settings, open_settings, written_by_newer
-from .tasks import Tasks
-from .training import Training
 from .window_state import WindowState
+
+if TYPE_CHECKING:
+    from ..core.run.client import KernelClient
 
 DEFAULT_SIZE = (1400, 880)
 FRAME_ALLOWANCE = 32  # the window manager's title bar, which availableGeometry() does not leave out
@@ -66,20 +47,57 @@ def scrolled(widget: QWidget, min_width: int = 0) -> QScrollArea:
     return scroll
 
 
+def _dock_of(widget: QWidget | None) -> QDockWidget | None:
+    """The dock `widget` is in, if any."""
+    while widget is not None and not isinstance(widget, QDockWidget):
+        widget = widget.parentWidget()
+    return widget
+
+
+def _starting_text() -> QLabel:
+    """What a staged window shows until its panels are built."""
+    label = QLabel("Starting Workbench: building the panels; PyTorch starts next…")
+    label.setObjectName("startingText")
+    label.setAlignment(Qt.AlignCenter)
+    return label
+
+
 class MainWindow(QMainWindow):
 
     def __init__(self, runs_dir: Path | None = None, db: Path | None = None, *, prestart: bool = True,
-                 kernel: KernelClient | None = None):
+                 kernel: KernelClient | None = None, staged: bool = False):
+        """`staged` (the app's own window): the window paints at once, saying what it is waiting for, and builds
+        its panels and starts its kernels only once it has painted. Built in one go, a window was mapped but
+        blank for seconds (the panels took ~1 s to build, and the kernels starting beside it importing torch took
+        the CPU the window needed to paint). Tests build in one go: the window is whole when constructed."""
         super().__init__()
-        collect_on_gui_thread()  # before any thread of this window can free a Qt object
         self.setWindowTitle(appinfo.DISPLAY_NAME)
         self.setWindowIcon(app_icon())
         self.setObjectName("mainWindow")
         self.runs_dir, self.db = runs_dir, db
         self.state = WindowState()
+        self.docks: dict[str, QDockWidget] = {}  # none until built
         self.docks_to_size = False  # a first window sizes its docks when shown (fit_to_screen)
         settings = open_settings()
         migrate_settings(settings)
+        self._build_later: Callable[[], None] | None = None
+        if staged:
+            self.setCentralWidget(_starting_text())
+            self._restore_geometry(settings)
+            self._build_later = lambda: self._build(settings, prestart, kernel)
+        else:
+            self._build(settings, prestart, kernel)
+
+    def _build(self, settings: QSettings, prestart: bool, kernel: KernelClient | None) -> None:
+        """The panels, the features that drive them and the kernels (a shared `kernel` client, or a new one).
+        Their modules (pyqtgraph's among them) are imported here, not at the top: a staged window paints first.
+        The kernels start first: their torch import (seconds) runs beside the panels' building."""
+        from .garbage import collect_on_gui_thread
+        from .kernel import Kernel
+        from .run_control import RunControl
+        from .tasks import Tasks
+
+        collect_on_gui_thread()  # before any thread of this window can free a Qt object
         self.tasks = Tasks(self)
         self.kernel = Kernel(self.tasks, kernel, self)
         self.kernel.stateChanged.connect(self._kernel_state)
@@ -87,6 +105,17 @@ class MainWindow(QMainWindow):
         self.kernel.notice.connect(lambda text: self.log.add("warning", text))
         self.runner = RunControl(self.tasks, self, prestart=prestart)
         self.runner.notice.connect(lambda text: self.log.add("warning", text))
+
+        from .feedback import Banner
+        from .panels.compile import CompilePanel
+        from .panels.dataset import DatasetPanel
+        from .panels.evaluate import EvaluatePanel
+        from .panels.log import LogPanel
+        from .panels.plots import PlotsPanel
+        from .panels.predict import PredictPanel
+        from .panels.profile import ProfilePanel
+        from .panels.runs import RunsPanel
+        from .panels.setup import SetupPanel
 
         self.plots, self.banner = PlotsPanel(), Banner()
         central = QWidget()
@@ -97,7 +126,7 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(central)
         self.setup, self.compile_panel, self.profile = SetupPanel(), CompilePanel(), ProfilePanel()
         self.predict, self.evaluation, self.dataset = PredictPanel(self.tasks), EvaluatePanel(), DatasetPanel()
-        self.log, self.runs = LogPanel(), RunsPanel(self.tasks, db)
+        self.log, self.runs = LogPanel(), RunsPanel(self.tasks, self.db)
         self._build_features()
         self.docks = {
             "setup": self._dock("Setup", scrolled(self.setup, min_width=330), Qt.LeftDockWidgetArea),
@@ -109,8 +138,12 @@ class MainWindow(QMainWindow):
             "log": self._dock("Log", self.log, Qt.BottomDockWidgetArea),
             "runs": self._dock("Runs", self.runs, Qt.BottomDockWidgetArea),
         }
+        # The right docks (Compile, Evaluate, Profile…: the dense panels) take the window's full height; the Log and
+        # Runs run under the plots and the form. At 1366×768 under the Log the matrix showed 4 of its 10 rows.
+        self.setCorner(Qt.BottomRightCorner, Qt.RightDockWidgetArea)
         self.tabifyDockWidget(self.docks["log"], self.docks["runs"])
         self.docks["log"].raise_()
+        self.docks["runs"].visibilityChanged.connect(self._fit_runs_dock)
         for name in ("profile", "predict", "evaluate", "dataset"):
             self.tabifyDockWidget(self.docks["compile"], self.docks[name])
         self.docks["dataset"].visibilityChanged.connect(self.data_insight.dataset_visible)
@@ -128,10 +161,39 @@ class MainWindow(QMainWindow):
             self._capabilities(self.kernel.capabilities)
         else:
             self._kernel_state(self.kernel.state, "")
+        if self.isVisible():  # a staged window, built after its first paint: size its docks once laid out
+            QTimer.singleShot(0, self, self._size_docks)
+
+    def focusNextPrevChild(self, next: bool) -> bool:
+        """Tab and Shift+Tab pass over the widgets of docks behind another dock's tab: Qt moves such a dock off the
+        window but keeps it "visible", so the focus landed where nobody could see it (16 stops). The docks' tabs
+        stay Tab stops, and Alt+1…8 raise a dock."""
+        for _ in range(len(self.findChildren(QWidget))):  # each widget at most once: never round and round
+            if not super().focusNextPrevChild(next):
+                return False
+            dock = _dock_of(QApplication.focusWidget())
+            if dock is None or not dock.visibleRegion().isEmpty():
+                return True
+        return True
+
+    def paintEvent(self, event) -> None:
+        super().paintEvent(event)
+        if self._build_later is not None:  # a staged window's first paint: build once it is on the screen
+            build, self._build_later = self._build_later, None
+            QTimer.singleShot(0, self, lambda: self.isVisible() and build())  # not when closed meanwhile
 
     # -- construction -------------------------------------------------------------------------------------------
     def _build_features(self) -> None:
         """Each feature with what it drives, and the panels' requests to them."""
+        from .checkpoints import Checkpoints
+        from .compile_insight import CompileInsight
+        from .data_insight import DataInsight
+        from .exports import Exports
+        from .feedback import Feedback
+        from .recorded_runs import RecordedRuns
+        from .search import Search
+        from .training import Training
+
         self.feedback = Feedback(self.banner, self.log, lambda text: self.state_label.setText(text),
                                  lambda: self.state_label.setText(self.training.status_text()))
         self.checkpoints = Checkpoints(self.kernel, self.state, self.feedback, self.predict, self,
@@ -188,6 +250,8 @@ class MainWindow(QMainWindow):
         return action
 
     def _build_actions(self) -> None:
+        from .commands import PALETTE_SHORTCUT, SHORTCUTS_SHORTCUT, CommandPalette, ShortcutsDialog, add_dock_navigation
+
         self.train_action = self._action("Train", lambda: self.training.train(), "Ctrl+R", QStyle.SP_MediaPlay,
                                          "trainAction")
         self.train_tooltip = self.train_action.toolTip()
@@ -277,6 +341,8 @@ class MainWindow(QMainWindow):
     def apply_colour_scheme(self, scheme: Qt.ColorScheme) -> None:
         """Follow the desktop's light or dark scheme (Qt ≥ 6.5): the widgets follow the palette by themselves;
         the plots and the banner pick their colours here."""
+        from .panels.plots import DARK, LIGHT, style_plot
+
         dark = scheme == Qt.ColorScheme.Dark
         self.plots.set_dark(dark)
         self.profile.set_dark(dark)
@@ -314,6 +380,8 @@ class MainWindow(QMainWindow):
 
     def _config_for(self, action: str) -> TrainConfig | None:
         """The form's config, or None with the reason shown (the actions are disabled then, but shortcuts race)."""
+        from .panels.setup import form_text
+
         try:
             return self.setup.config()
         except WorkbenchError as exc:
@@ -361,15 +429,19 @@ class MainWindow(QMainWindow):
         except (TypeError, ValueError):
             pass  # a hand-edited value: keep one process
         self.layout().activate()  # else a window not yet shown takes a stale minimum size (measured: 918 px tall)
-        geometry = settings.value("geometry")
-        if geometry is None or not self.restoreGeometry(geometry):
-            self.fit_to_screen()
+        self._restore_geometry(settings)
         state = settings.value("windowState")
         if state is not None and self.restoreState(state):
             self.docks_to_size = False  # the user's own layout
         last_run = settings.value("last_run_dir")
         if last_run:
             QTimer.singleShot(0, self, lambda: self.recorded_runs.reopen_last(Path(str(last_run))))
+
+    def _restore_geometry(self, settings: QSettings) -> None:
+        """Where and how large the user left the window, else fit to the screen."""
+        geometry = settings.value("geometry")
+        if geometry is None or not self.restoreGeometry(geometry):
+            self.fit_to_screen()
 
     def fit_to_screen(self, screen: QRect | None = None) -> None:
         """The first window: DEFAULT_SIZE where the screen's available area (`screen`, by default this window's
@@ -384,11 +456,49 @@ class MainWindow(QMainWindow):
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
-        if self.docks_to_size:
+        self._size_docks()
+
+    def _size_docks(self) -> None:
+        """A first window's docks take their shares of it, once it is shown and they exist."""
+        if self.docks_to_size and self.docks:
             self.docks_to_size = False
-            self.resizeDocks([self.docks["log"]], [int(self.height() * BOTTOM_SHARE)], Qt.Vertical)
+            bottom = int(self.height() * BOTTOM_SHARE)
+            if self._in_front(self.docks["runs"]):
+                bottom = max(bottom, self._runs_height())
+            self.resizeDocks([self.docks["log"]], [bottom], Qt.Vertical)
             side = int(self.width() * SIDE_SHARE)
-            self.resizeDocks([self.docks["setup"], self.docks["compile"]], [side, side], Qt.Horizontal)
+            tabs = self._dock_tabs(self.docks["compile"])
+            right = max(side, sum(tabs.tabSizeHint(i).width() for i in range(tabs.count())))  # not "Comp… Pro…"
+            # What the right tabs need beyond their share comes from the Setup form's (down to its minimum).
+            self.resizeDocks([self.docks["setup"], self.docks["compile"]], [2 * side - right, right], Qt.Horizontal)
+
+    def _fit_runs_dock(self, visible: bool) -> None:
+        """The Runs dock brought to the front grows to show its five runs (RunsPanel.sizeHint): its share at start
+        (the Log's in front) left a 1366×768 window's 2, and that share keeps the plots their height until then.
+        Measured once laid out: raised as the window opens, its height is not yet the one it will get."""
+        if visible:
+            QTimer.singleShot(0, self, self._grow_runs_dock)
+
+    def _grow_runs_dock(self) -> None:
+        dock = self.docks["runs"]
+        if self._in_front(dock) and dock.height() < dock.sizeHint().height():
+            self.resizeDocks([dock], [self._runs_height()], Qt.Vertical)
+
+    def _runs_height(self) -> int:
+        """The Runs dock's group's height for its five runs (resizeDocks sizes a tabbed group with its tab bar)."""
+        return self.docks["runs"].sizeHint().height() + self._dock_tabs(self.docks["runs"]).sizeHint().height()
+
+    def _in_front(self, dock: QDockWidget) -> bool:
+        """`dock`'s tab is its group's current one (a tabbed dock behind another is still "visible" to Qt)."""
+        tabs = self._dock_tabs(dock)
+        return tabs.tabText(tabs.currentIndex()) == dock.windowTitle()
+
+    def _dock_tabs(self, dock: QDockWidget) -> QTabBar:
+        """The tab bar of `dock`'s tabified group: the dock areas' own tab bar with a tab for each of the group's
+        docks (tabifying one dock at a time leaves Qt an unused "Compile, Profile" bar as well)."""
+        tabs = len(self.tabifiedDockWidgets(dock)) + 1
+        return next(bar for bar in self.findChildren(QTabBar, options=Qt.FindDirectChildrenOnly)
+                    if bar.count() == tabs and dock.windowTitle() in (bar.tabText(i) for i in range(tabs)))
 
     def _save_settings(self) -> None:
         settings = open_settings()
@@ -408,6 +518,9 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event) -> None:
         """Closing during a run or a sweep stops it cleanly first (the checkpoint of what was trained is still
         written; the sweep's stopped trial runs again when it is resumed)."""
+        if not self.docks:  # closed before it was built: nothing started, nothing to save
+            event.accept()
+            return
         self._save_settings()
         sweeping = self.search.stop_sweep()  # tasks.wait() below waits for it
         if self.runner.training or sweeping:

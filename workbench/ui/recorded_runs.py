@@ -10,7 +10,7 @@ from typing import Callable
 from PySide6.QtCore import QObject
 
 from ..core.ground.events import CompileEvent, SystemSample
-from ..core.history.curves import differing_settings, run_label
+from ..core.history.curves import differing_settings, run_label, run_name
 from .checkpoints import Checkpoints
 from .feedback import Feedback
 from .panels.compile import CompilePanel
@@ -41,6 +41,20 @@ class RecordedRuns(QObject):
         self.state.last_run_dir = out_dir
         self.runs.load_runs([run_id], lambda runs: self.show(runs[0]))
 
+    def _show_parent_of(self, run_id: int) -> None:
+        """A continuation shown from the history gets its parent's curves before its own steps, as it had while
+        it trained (read like any run: off the GUI thread, and dropped if another run is opened meanwhile)."""
+        parent = self.runs.parent_of(run_id)
+        if parent is None:
+            return
+        shown = self.plots.shown_at
+
+        def show(runs: list[LoadedRun]) -> None:
+            if self.plots.shown_at == shown and not self.training():
+                self.plots.show_parent(run_name(parent), runs[0].curves)
+
+        self.runs.load_runs([parent], show)
+
     def compare(self, runs: list[LoadedRun]) -> None:
         keys = differing_settings([run.record.config for run in runs])
         labels = [run_label(run.record.id, run.record.config, keys) for run in runs]
@@ -61,7 +75,9 @@ class RecordedRuns(QObject):
         self.compile_panel.add_events(list(run.panel_events))
         self.profile.clear()
         self.profile.add_events(list(run.panel_events))
+        self.plots.set_run_name(run_name(record.id))
         self.plots.redraw()
+        self._show_parent_of(record.id)
         self.feedback.busy(f"Run #{record.id} ({record.status})")
         rate = run.curves.samples_per_s
         self.show_speed(f"{rate:,.0f} samples/s" if rate else "")

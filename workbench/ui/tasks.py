@@ -83,6 +83,10 @@ class Tasks(QObject):
     def busy(self, slot: str) -> bool:
         return bool(self._running.get(slot))
 
+    def idle(self) -> bool:
+        """No slot has a task whose outcome is still to come (the window at rest, as the accessibility walk needs)."""
+        return not any(self._running.values())
+
     def drop(self, slot: str) -> None:
         """Whatever the slot's task returns is no longer wanted (the job itself runs to its end)."""
         self._current.pop(slot, None)

@@ -1,12 +1,21 @@
-"""A sweep's trials as the views and the report see them, and which of them make the Pareto front. Torch-free and
-Optuna-free: the window draws them, the report renders them, run/sweep.py fills them from its study.
+"""A sweep's trials as the views and the report see them, and which of them make the Pareto front; and which runs
+of the history a sweep's trials trained. Torch-free and Optuna-free: the window draws them, the report renders
+them, run/sweep.py fills them from its study.
 """
 
 from __future__ import annotations
 
+import json
 import math
+import sqlite3
+from contextlib import closing
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import NamedTuple
+
+from .runs import BUSY_TIMEOUT_S, default_db_path
+
+STUDIES_FILE = "sweeps.sqlite"  # run/sweep.py's Optuna studies, beside the run history's database
 
 
 class Param(NamedTuple):
@@ -115,3 +124,60 @@ def axis_ends(name: str) -> tuple[str, str]:
     param = SEARCHABLE[name]
     low, high = (param.choices[0], param.choices[-1]) if param.choices else (param.low, param.high)
     return f"{low:g}" if isinstance(low, float) else str(low), f"{high:g}" if isinstance(high, float) else str(high)
+
+
+@dataclass(frozen=True)
+class TrialOf:
+    """The sweep trial that trained a run: how the Runs table names the run."""
+
+    sweep: str
+    number: int  # Optuna's trial number, as the Sweep dialog's Trial column shows it (0: the base settings)
+
+    def __str__(self) -> str:
+        return f"trial {self.number} of sweep {self.sweep}"
+
+
+# Optuna's RDB storage keeps a trial's user attributes as JSON beside its number and its study's name.
+TRIAL_ATTRIBUTES = """SELECT studies.study_name, trials.number, attrs.key, attrs.value_json
+FROM trial_user_attributes AS attrs JOIN trials ON attrs.trial_id = trials.trial_id
+JOIN studies ON trials.study_id = studies.study_id WHERE attrs.key IN ('out_dir', 'run_id')"""
+
+
+def studies_path(db: str | Path | None = None) -> Path:
+    """The sweeps' Optuna studies file: beside the run history's database (`db`, else the default one)."""
+    return Path(db or default_db_path()).resolve().with_name(STUDIES_FILE)
+
+
+def trials_of_runs(db: str | Path | None, out_dirs: dict[int, str | None]) -> dict[int, TrialOf]:
+    """Run id → the sweep trial that trained it, for the runs given (id → the folder it recorded). A trial names
+    its run's folder from its start (`out_dir`, so a trial still running is found) and its id once it ended
+    (`run_id`, all older trials have); the folder wins, so a run that took a removed run's id is not taken for
+    its trial. Read with sqlite3 from the studies' file, read-only: listing runs must not import Optuna (seconds
+    of the GUI thread) nor write to a file a sweep is writing. No file, or tables not Optuna's: no trials (a
+    mark on a run, never a reason the history cannot be listed)."""
+    path = studies_path(db)
+    if not path.is_file():
+        return {}
+    try:
+        with closing(sqlite3.connect(path.as_uri() + "?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)) as studies:
+            rows = studies.execute(TRIAL_ATTRIBUTES).fetchall()
+    except sqlite3.DatabaseError:
+        return {}
+    attributes: dict[TrialOf, dict[str, object]] = {}
+    for sweep, number, key, value in rows:
+        try:
+            attributes.setdefault(TrialOf(sweep, number), {})[key] = json.loads(value)
+        except (TypeError, ValueError):
+            continue  # a value this code did not write
+    by_folder = {_folder(folder): run_id for run_id, folder in out_dirs.items() if folder}
+    found = {}
+    for trial, attrs in attributes.items():
+        folder = attrs.get("out_dir")
+        run_id = by_folder.get(_folder(folder)) if isinstance(folder, str) else attrs.get("run_id")
+        if isinstance(run_id, int) and run_id in out_dirs:
+            found[run_id] = trial
+    return found
+
+
+def _folder(path: str) -> str:
+    return str(Path(path).resolve())

@@ -24,14 +24,13 @@ import optuna
 from ..ground.config import ConfigError, TrainConfig
 from ..ground.errors import WorkbenchError
 from ..ground.events import EpochEnd, Event, RunFailed
-from ..history.runs import RunStore, default_db_path
-from ..history.sweeps import OBJECTIVES, SEARCHABLE, Param, Progress, Trial, best_trial
+from ..history.runs import RunStore
+from ..history.sweeps import OBJECTIVES, SEARCHABLE, Param, Progress, Trial, best_trial, studies_path
 from .launch import start_run
 from .request import Launch, RunRequest, new_run_dir
 
 SAMPLERS = ("tpe", "random", "grid")
 STATES = {"COMPLETE": "complete", "PRUNED": "pruned", "FAIL": "failed"}  # Optuna's, as Trial.state says them
-STUDIES_FILE = "sweeps.sqlite"  # beside the run history's database
 
 
 class SweepError(WorkbenchError):
@@ -59,7 +58,7 @@ class SweepSettings:
 
 def storage_url(db: str | Path | None) -> str:
     """The studies' SQLite file, beside the run history's (its folder made when missing)."""
-    path = Path(db or default_db_path()).resolve().with_name(STUDIES_FILE)
+    path = studies_path(db)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

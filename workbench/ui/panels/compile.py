@@ -16,7 +16,7 @@ import time
 
 from PySide6.QtCore import Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
-from PySide6.QtWidgets import (QFormLayout, QGridLayout, QGroupBox, QHBoxLayout, QLabel, QListWidget, QPushButton,
+from PySide6.QtWidgets import (QFormLayout, QFrame, QGridLayout, QHBoxLayout, QLabel, QListWidget, QPushButton,
                                QScrollArea, QTabWidget, QVBoxLayout, QWidget)
 
 from ...core.ground.config import ConfigError, TrainConfig
@@ -24,7 +24,7 @@ from ...core.ground.events import (CompileEvent, CompileFinished, CompileReport,
                                    Notice, RunFinished, RunStarted, is_terminal)
 from ...core.ground.forecast import ForecastCheck, forecast_recompiles
 from ...core.ground.answers import FullgraphCheck
-from .compile_cards import BreakDialog, CardList
+from .compile_cards import BreakDialog, CardList, text_label
 from .compile_timeline import TimelineView
 
 class CompilePanel(QWidget):
@@ -286,7 +286,7 @@ class ForecastView(QScrollArea):
         self._layout.addWidget(self.heading)
         self._layout.addStretch(1)
         self.setWidget(self._body)
-        self.entries: list[QGroupBox] = []
+        self.entries: list[ForecastEntry] = []
         self.show((), None, "")
 
     def show(self, forecasts, config: TrainConfig | None, context: str) -> None:
@@ -315,30 +315,41 @@ class ForecastView(QScrollArea):
             self._layout.insertWidget(self._layout.count() - 1, entry)
             self.entries.append(entry)
 
-    def _entry(self, check: ForecastCheck, config: TrainConfig | None) -> QGroupBox:
+    def _entry(self, check: ForecastCheck, config: TrainConfig | None) -> ForecastEntry:
         forecast = check.forecast  # None: a recompile nobody predicted
         verdict = VERDICT_MARKS.get(check.verdict, "")
         title = forecast.when if forecast else "a recompile"
-        box = QGroupBox(f"{verdict} — {title}" if verdict else title)
-        box.setObjectName("forecastEntry")
-        layout = QVBoxLayout(box)
+        box = ForecastEntry(f"{verdict} — {title}" if verdict else title)
         lines = [forecast.text if forecast else "", *(f"Dynamo: {reason}" for reason in check.observed)]
         if forecast and forecast.fix:
             lines.append(("By design: " if forecast.expected else "Fix: ") + forecast.fix)
         for line in filter(None, lines):
-            label = QLabel(line)
-            label.setTextFormat(Qt.PlainText)
-            label.setWordWrap(True)
-            label.setTextInteractionFlags(Qt.TextSelectableByMouse)
-            layout.addWidget(label)
+            box.layout().addWidget(text_label(line))
         if config is not None and forecast and not forecast.expected and "dynamic=True" in forecast.fix \
                 and config.dynamic is not True:
             button = QPushButton("Use dynamic shapes: on")
             button.setObjectName("forecastApply")
             button.setToolTip("Sets Dynamic shapes to on in the Setup form")
             button.clicked.connect(lambda: self.settingRequested.emit("dynamic", True))
-            layout.addWidget(button)
+            box.layout().addWidget(button)
         return box
+
+
+class ForecastEntry(QFrame):
+    """One recompile of the What-if tab: a frame with a wrapped bold title rather than a group box, whose title
+    never wraps (a long one widened the tab past the dock, cut with no scroll bar); its lines wrap anywhere
+    (Dynamo's guard texts are long identifiers)."""
+
+    def __init__(self, title: str, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setObjectName("forecastEntry")
+        self.setFrameShape(QFrame.StyledPanel)
+        self.heading = text_label(title, "forecastTitle")
+        self.heading.setStyleSheet("font-weight: bold;")
+        QVBoxLayout(self).addWidget(self.heading)
+
+    def title(self) -> str:
+        return self.heading.text()
 
 
 def _backend_text(backend: str, mode: str) -> str:

@@ -7,26 +7,92 @@ PyTorch (nothing of the user's to change), *Copy bug report*: a self-contained r
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QFontDatabase, QGuiApplication
+from PySide6.QtCore import QCoreApplication, QEvent, QPoint, QSize, Qt, Signal
+from PySide6.QtGui import QFontDatabase, QGuiApplication, QPalette, QTextOption
 from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QFrame, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton,
-                               QScrollArea, QSizePolicy, QVBoxLayout, QWidget)
+                               QScrollArea, QSizePolicy, QTextEdit, QVBoxLayout, QWidget)
 
 from ...core.ground.events import GraphBreak
 from ...core.ground.fixit import FixItCard, bug_report, fixit_cards, parse_break
 from ...core.ground.answers import FullgraphCheck
 
+REVEAL_MARGIN = 8  # pixels of the card shown below a Check with fullgraph answer
 
-def _label(text: str, name: str = "", mono: bool = False) -> QLabel:
-    label = QLabel(text)
-    label.setTextFormat(Qt.PlainText)  # break texts quote user code: never rich text
-    label.setWordWrap(True)
-    # A long identifier (torch._dynamo.config.capture_scalar_outputs) must not set the card's width: it wraps
-    # where it can and the rest is cut, rather than the whole card being cut at the dock's edge.
-    label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
-    label.setTextInteractionFlags(Qt.TextSelectableByMouse)
+
+class WrappedText(QTextEdit):
+    """Read-only plain text that reads like a word-wrapped QLabel, except that a word longer than the line (a code
+    identifier such as torch._dynamo.config.capture_scalar_outputs) breaks where the line ends: a QLabel wraps
+    only between words and cuts the rest at its edge. Selectable; what is copied is the text as it is (no soft
+    hyphens or zero-width spaces inserted to make it break). As tall as its text at the width it is given.
+    Screen readers read the text as a label's, or under `title` (a text that starts empty)."""
+
+    def __init__(self, text: str = "", parent: QWidget | None = None, *, title: str = ""):
+        super().__init__(parent)
+        self._heights: dict[int, int] = {}  # width → height of the text there, until the text or font changes
+        self.title = title
+        self.setReadOnly(True)
+        self.setFrameShape(QFrame.NoFrame)
+        self.setFocusPolicy(Qt.NoFocus)  # text, not a control: Tab passes it by, as it passes a label
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self.setWordWrapMode(QTextOption.WrapAtWordBoundaryOrAnywhere)
+        self.document().setDocumentMargin(0)
+        palette = self.palette()
+        palette.setColor(QPalette.Base, Qt.transparent)  # on the card's background, as a label is
+        self.setPalette(palette)
+        policy = QSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)  # the width never comes from the text
+        policy.setHeightForWidth(True)
+        self.setSizePolicy(policy)
+        self.setText(text)
+
+    def text(self) -> str:
+        return self.toPlainText()
+
+    def setText(self, text: str) -> None:
+        """Plain text: break texts quote user code, never rich text."""
+        self.setPlainText(text)
+        if self.title:
+            self.setAccessibleName(self.title)
+            self.setAccessibleDescription(text)
+        else:
+            self.setAccessibleName(text)
+        self._heights.clear()
+        self.updateGeometry()
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        self._heights.clear()  # a font from a style sheet changes the height of the same text
+
+    def hasHeightForWidth(self) -> bool:
+        return True
+
+    def heightForWidth(self, width: int) -> int:
+        if width not in self._heights:
+            document = self.document().clone()
+            document.setDefaultFont(self.font())
+            document.setTextWidth(max(1, width - 2 * self.frameWidth()))
+            self._heights[width] = math.ceil(document.size().height()) + 2 * self.frameWidth()
+        return self._heights[width]
+
+    def sizeHint(self) -> QSize:
+        width = self.width() if self.width() > 1 else super().sizeHint().width()
+        return QSize(width, self.heightForWidth(width))
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(0, self.fontMetrics().lineSpacing())  # the height comes from heightForWidth
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        if event.size().width() != event.oldSize().width():
+            self.updateGeometry()  # the size hint follows the width: layouts must not keep an older one
+
+
+def text_label(text: str, name: str = "", mono: bool = False, title: str = "") -> WrappedText:
+    """A card's text (`name`: its object name; `mono`: a source line, in the fixed-width font)."""
+    label = WrappedText(text, title=title)
     if name:
         label.setObjectName(name)
     if mono:
@@ -70,38 +136,43 @@ class CardWidget(QFrame):
         self.setFrameShape(QFrame.StyledPanel)
         self.card, self.context = card, context
         layout = QVBoxLayout(self)
-        self.heading = _label(f"{card.type}  ×{card.count}" if card.count > 1 else card.type, "cardType")
+        self.heading = text_label(f"{card.type}  ×{card.count}" if card.count > 1 else card.type, "cardType")
         self.heading.setStyleSheet("font-weight: bold;")
         layout.addWidget(self.heading)
         if card.explanation:
-            layout.addWidget(_label(card.explanation, "cardExplanation"))
+            layout.addWidget(text_label(card.explanation, "cardExplanation"))
         for hint in card.hints:
-            layout.addWidget(_label(f"Hint: {hint}", "cardHint"))
+            layout.addWidget(text_label(f"Hint: {hint}", "cardHint"))
         for frame in card.frames:
             where = f"{Path(frame.file).name}:{frame.line}"
-            line = _label(f"{where}   {frame.source}" if frame.source else where, "cardSource", mono=True)
+            line = text_label(f"{where}   {frame.source}" if frame.source else where, "cardSource", mono=True)
             line.setToolTip(f"{frame.file}:{frame.line} in {frame.function}")
             layout.addWidget(line)
         if card.recipe:
-            layout.addWidget(_label("How to fix it:"))
+            layout.addWidget(QLabel("How to fix it:"))
             layout.addWidget(_code(card.recipe, "cardRecipe"))
         if card.link:
             link = QLabel(f'<a href="{card.link}">Dynamo\'s page for this break type</a>')
             link.setObjectName("cardLink")
             link.setOpenExternalLinks(True)
             layout.addWidget(link)
+        # Two rows at most, so that the buttons never make the card wider than a narrow dock (the bug report on its
+        # own row); a Check with fullgraph answer is put under them (CardList.show_fullgraph).
         buttons = QHBoxLayout()
         buttons.addWidget(_button("Check with fullgraph", "cardFullgraph", self.fullgraphRequested.emit,
                                   "Compile the model with fullgraph=True in the kernel: after a fix, does it compile "
                                   "as one graph? (Explain's trace is reset; no training.)"))
         buttons.addWidget(_button("Full stack…", "cardStack", self.stackRequested.emit,
                                   "The whole user stack of the first break of this type, and Dynamo's full text"))
-        if card.inside_pytorch:
-            buttons.addWidget(_button("Copy bug report", "cardBugReport", self.copy_bug_report,
-                                      "This break is inside PyTorch: copy a self-contained report (versions, the "
-                                      "break, a repro skeleton) for github.com/pytorch/pytorch/issues"))
         buttons.addStretch(1)
         layout.addLayout(buttons)
+        if card.inside_pytorch:
+            report = QHBoxLayout()
+            report.addWidget(_button("Copy bug report", "cardBugReport", self.copy_bug_report,
+                                     "This break is inside PyTorch: copy a self-contained report (versions, the "
+                                     "break, a repro skeleton) for github.com/pytorch/pytorch/issues"))
+            report.addStretch(1)
+            layout.addLayout(report)
 
     def copy_bug_report(self) -> None:
         QGuiApplication.clipboard().setText(bug_report(self.card, self.context.get("versions", {}),
@@ -122,9 +193,10 @@ class CardList(QScrollArea):
         self.setFrameShape(QFrame.NoFrame)
         self.context: dict = {}  # versions and config, for a bug report
         self.cards: list[CardWidget] = []
-        self.fullgraph_result = _label("", "fullgraphResult")
+        self.asking: CardWidget | None = None  # the card whose Check with fullgraph was pressed last
+        self.fullgraph_result = text_label("", "fullgraphResult", title="Check with fullgraph")
         self.fullgraph_result.hide()
-        self.empty = _label("No graph breaks: the model compiles as one graph.", "fixitEmpty")
+        self.empty = text_label("No graph breaks: the model compiles as one graph.", "fixitEmpty")
         self._body = QWidget()
         self._layout = QVBoxLayout(self._body)
         self._layout.addWidget(self.fullgraph_result)
@@ -135,14 +207,15 @@ class CardList(QScrollArea):
 
     def show_breaks(self, breaks: tuple[GraphBreak, ...], known: bool = False) -> None:
         """`known`: a report was read (no breaks means none), rather than nothing having been traced yet."""
+        self._place_result(None)  # out of the card it may be in, before that card goes
         for card in self.cards:
             self._layout.removeWidget(card)
             card.deleteLater()
-        self.cards = []
+        self.cards, self.asking = [], None
         types = [parse_break(b.reason).type for b in breaks]
         for card in fixit_cards(breaks):
             widget = CardWidget(card, self.context)
-            widget.fullgraphRequested.connect(self.fullgraphRequested)
+            widget.fullgraphRequested.connect(lambda asking=widget: self._check_asked(asking))
             first = types.index(card.type) if card.type in types else 0
             widget.stackRequested.connect(lambda index=first: self.stackRequested.emit(index))
             self._layout.insertWidget(self._layout.count() - 1, widget)
@@ -163,10 +236,37 @@ class CardList(QScrollArea):
         """The check itself could not be made (the kernel died, the model could not be built)."""
         self._fullgraph_line(f"Check with fullgraph failed: {error}", ok=False)
 
+    def _check_asked(self, card: CardWidget) -> None:
+        self.asking = card
+        self.fullgraphRequested.emit()
+
     def _fullgraph_line(self, text: str, *, ok: bool) -> None:
-        self.fullgraph_result.setText(text)
-        self.fullgraph_result.setStyleSheet("color: #2ca02c;" if ok else "color: #b00020;")
-        self.fullgraph_result.show()
+        """The answer under the buttons of the card that asked (the first card's when the check came from
+        elsewhere): where the user looks, and nothing above the button moves. The view scrolls to keep it in
+        sight."""
+        result = self.fullgraph_result
+        self._place_result(self.asking if self.asking in self.cards else next(iter(self.cards), None))
+        result.setText(text)
+        result.setStyleSheet("color: #2ca02c;" if ok else "color: #b00020;")
+        result.show()
+        self._reveal(result)
+
+    def _place_result(self, card: CardWidget | None) -> None:
+        """The fullgraph answer at the end of `card`, or above the cards (None)."""
+        result = self.fullgraph_result
+        result.parentWidget().layout().removeWidget(result)
+        if card is None:
+            self._layout.insertWidget(0, result)
+        else:
+            card.layout().addWidget(result)
+
+    def _reveal(self, widget: QWidget) -> None:
+        """Scroll so that `widget`'s last line is in view, its card and the list laid out first (else the view
+        scrolls to where the list ended before the widget was shown). Not ensureWidgetVisible: for a text widget
+        that reveals only its cursor, on the first line."""
+        QCoreApplication.sendPostedEvents(None, QEvent.LayoutRequest)
+        bottom = widget.mapTo(self.widget(), QPoint(0, widget.height()))
+        self.ensureVisible(bottom.x(), bottom.y(), 0, REVEAL_MARGIN)
 
     def clear_fullgraph(self) -> None:
         self.fullgraph_result.hide()

@@ -16,8 +16,8 @@ import numpy as np
 from PySide6.QtCore import QAbstractListModel, QModelIndex, QSize, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QListView, QPushButton,
-                               QSplitter, QTableView, QTableWidget, QTableWidgetItem, QTabWidget, QVBoxLayout,
-                               QWidget)
+                               QSizePolicy, QSplitter, QTableView, QTableWidget, QTableWidgetItem, QTabWidget,
+                               QVBoxLayout, QWidget)
 
 from ...core.ground import pixels
 from ...core.ground.answers import EvaluationView
@@ -32,6 +32,9 @@ SORT_ROLE = Qt.UserRole + 2  # the per-class table sorts numbers, not their text
 SCORE_COLUMNS = ("Class", "Precision", "Recall", "F1", "Support")
 DIAGONAL, OFF_DIAGONAL = (31, 119, 180), (214, 39, 40)
 STRETCHED_CLASSES = 20  # up to this many classes the heatmap fills its space; beyond, cells fit their counts
+FITTED_CLASSES = 10  # up to this many (MNIST, Fashion-MNIST, CIFAR-10) every row and column stays in view
+CELL_PADDING = 4  # pixels of a fitted row beyond its text's height
+NARROWEST_COLUMN = 24  # pixels: ten columns fit a 1366-px screen's dock
 
 
 @dataclass(frozen=True)
@@ -184,7 +187,7 @@ class EvaluatePanel(QWidget):
         self.scores_model.setHorizontalHeaderLabels(list(SCORE_COLUMNS))
         self.scores_model.setSortRole(SORT_ROLE)
         self.scores = self._scores_table()
-        self.mistakes_button = QPushButton("Most confident mistakes")
+        self.mistakes_button = QPushButton("Confident mistakes")
         self.mistakes_button.setObjectName("evaluateMistakes")
         self.mistakes_button.setToolTip("The wrong answers the model gave with the highest confidence")
         self.mistakes_button.clicked.connect(self.show_mistakes)
@@ -222,6 +225,10 @@ class EvaluatePanel(QWidget):
         table.setSelectionMode(QAbstractItemView.SingleSelection)
         table.currentCellChanged.connect(lambda row, column, *_: self.show_cell(row, column))
         table.cellClicked.connect(self.show_cell)  # the current cell again, after another gallery
+        row = table.fontMetrics().height() + CELL_PADDING
+        table.verticalHeader().setMinimumSectionSize(row)
+        table.verticalHeader().setDefaultSectionSize(row)
+        table.horizontalHeader().setMinimumSectionSize(NARROWEST_COLUMN)
         return table
 
     def _scores_table(self) -> QTableView:
@@ -266,7 +273,11 @@ class EvaluatePanel(QWidget):
         tabs = QTabWidget()
         tabs.addTab(matrix, "Confusion matrix")
         tabs.addTab(self.scores, "Per class")
+        # Beside the gallery (a wide dock) half the width; above it (a narrow one) the height its rows need, the
+        # gallery the rest.
+        tabs.setSizePolicy(_stretch(tabs, horizontal=1, vertical=0))
         gallery = QWidget()
+        gallery.setSizePolicy(_stretch(gallery, horizontal=1, vertical=1))
         side = QVBoxLayout(gallery)
         side.setContentsMargins(0, 0, 0, 0)
         side.addWidget(self.gallery_title)
@@ -331,7 +342,7 @@ class EvaluatePanel(QWidget):
         self.button.setEnabled(True)
         self._fill_confusion(evaluation)
         self._fill_scores(evaluation)
-        self.mistakes_button.setText(f"Most confident mistakes ({len(evaluation.mistakes)})")
+        self.mistakes_button.setText(f"Confident mistakes ({len(evaluation.mistakes)})")  # two fit a narrow dock
         self.label_errors_button.setText(f"Likely label errors ({len(evaluation.label_errors)})")
         self.content.setVisible(True)
         self.show_mistakes()
@@ -392,6 +403,7 @@ class EvaluatePanel(QWidget):
         fit = QHeaderView.Stretch if k <= STRETCHED_CLASSES else QHeaderView.ResizeToContents
         table.horizontalHeader().setSectionResizeMode(fit)
         table.verticalHeader().setSectionResizeMode(fit)
+        table.setMinimumHeight(self._fitted_height(min(k, FITTED_CLASSES)))
         rows = ev.confusion.sum(axis=1)
         for true in range(k):
             for predicted in range(k):
@@ -401,6 +413,13 @@ class EvaluatePanel(QWidget):
                                                           self.cell_text(true, predicted)))
         table.setCurrentCell(-1, -1)
         table.blockSignals(False)
+
+    def _fitted_height(self, rows: int) -> int:
+        """The matrix's height with `rows` rows of the fitted height in view: never squeezed below it (at
+        1366×768 the matrix showed 4 of MNIST's 10 rows and scrolled)."""
+        table = self.confusion
+        return (table.horizontalHeader().sizeHint().height() + rows * table.verticalHeader().minimumSectionSize()
+                + 2 * table.frameWidth())
 
     @staticmethod
     def _cell(count: int, share: float, diagonal: bool, tooltip: str) -> QTableWidgetItem:
@@ -421,6 +440,13 @@ class EvaluatePanel(QWidget):
             support = int(ev.scores["support"][c])
             model.appendRow([_number_item(name, c), *(_number_item(f"{r:.1%}", float(r)) for r in rates),
                              _number_item(f"{support:,}", support)])
+
+
+def _stretch(widget: QWidget, *, horizontal: int, vertical: int) -> QSizePolicy:
+    policy = widget.sizePolicy()
+    policy.setHorizontalStretch(horizontal)
+    policy.setVerticalStretch(vertical)
+    return policy
 
 
 def _number_item(text: str, value) -> QStandardItem:

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QSignalBlocker, Qt, QTimer
-from PySide6.QtWidgets import (QGridLayout, QHBoxLayout, QLabel, QMenu, QPushButton, QSlider, QTabWidget, QVBoxLayout,
-                               QWidget)
+from PySide6.QtWidgets import (QGridLayout, QHBoxLayout, QLabel, QMenu, QSlider, QStyle, QTabWidget, QToolButton,
+                               QVBoxLayout, QWidget)
 
 from ...core.ground.config import uses_cuda_graphs
 from ...core.ground.events import CompileEvent, CompileFinished, EpochEnd, Event, RunStarted, Step, SystemSample
@@ -297,6 +297,7 @@ class PlotsPanel(QWidget):
         self.overlay_markers: list[pg.InfiniteLine] = []  # each compared run's compile time
         self._overlaid: list[tuple[str, Curves]] = []  # what set_overlays was given: re-smoothed with the slider
         self.started: RunStarted | None = None  # the live run's start, while the plots show it
+        self.shown_at = 0  # counts what the plots have shown (each reset): a late answer for an earlier one is dropped
         self.run_name: str | None = None  # the current run's name in the history ('#3'), when it is known
         self._parent: tuple[str, Curves] | None = None  # a continued run's parent: its name and curves
         self.parent_items: list[tuple[TimedPlot, pg.PlotDataItem]] = []  # its curves, drawn before the run's own
@@ -331,10 +332,13 @@ class PlotsPanel(QWidget):
         row.addWidget(self.smoothing_value)
         return row
 
-    def _table_button(self) -> QPushButton:
+    def _table_button(self) -> QToolButton:
         """'Show as table': a plot's values as a table, the text alternative to reading its curves (a plot's own
-        context menu has it too; this button is the keyboard's way there)."""
-        button = QPushButton("Table")  # short: the row it shares with the figures fills a 1366-pixel screen
+        context menu has it too; this button is the keyboard's way there). An icon, not a word: the row it shares
+        with the figures sets the plots' least width, and at 1366 pixels a word took what the docks' tabs needed."""
+        button = QToolButton()
+        button.setIcon(button.style().standardIcon(QStyle.SP_FileDialogDetailedView))
+        button.setPopupMode(QToolButton.InstantPopup)
         button.setObjectName("plotTableButton")
         button.setAccessibleName("Show as table")
         button.setToolTip("Show a plot's values as a table: to read them (a screen reader too) or copy them")
@@ -381,6 +385,7 @@ class PlotsPanel(QWidget):
         self._last_step = 0
         self._end_step = None
         self.started = None
+        self.shown_at += 1
         self._parent = None
         self._draw_parent()
         self.run_name = None

@@ -1,6 +1,6 @@
 """Profile panel: where the time and the memory go, over the steady steps torch.profiler watched.
 
-A header line (which steps, on what, how big the trace is, and a button to its folder) above four tabs:
+A header (which steps, on what, how big the trace is) with a button to its folder above four tabs:
 *Ops* (the op table, sortable by number, filtered by name and by compiled region, with each region's share of the
 self time), *Timeline* (the profiled steps as bars, one row per CPU thread and GPU stream, nested by depth),
 *Memory* (the categories stacked over time, the peak, and the largest allocations with their stacks) and *AMP*
@@ -33,7 +33,7 @@ REDRAW_MS = 250  # Steps and skipped steps are drawn at most ~4 times a second
 EMPTY_TEXT = ("No profile yet: set <b>Profile steps</b> in the Setup panel (or run <code>workbench profile</code>), "
               "then train.")
 REQUEST_STEPS = 20  # Profile now's default window
-PROBLEM_CHARS = 80  # the header stays one line: a longer problem is cut, whole in the tooltip
+PROBLEM_CHARS = 80  # the header stays short: a longer problem is cut, whole in the tooltip
 
 
 def format_bytes(n: float) -> str:
@@ -90,7 +90,9 @@ class ProfilePanel(QWidget):
         self.header = QLabel()
         self.header.setObjectName("profileHeader")
         self.header.setTextFormat(Qt.RichText)
-        self.header.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)  # one line, clipped, never widening
+        # A row of its own, wrapped: beside the buttons a 1366-px screen's dock left it ~60 px ("No profi").
+        self.header.setWordWrap(True)
+        self.header.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)  # never widens the dock
         self.open_trace = QPushButton("Open trace folder")
         self.open_trace.setObjectName("openTraceButton")
         self.open_trace.clicked.connect(lambda: self._open_folder(self.report.trace if self.report else ""))
@@ -105,10 +107,10 @@ class ProfilePanel(QWidget):
         self.profile_now.clicked.connect(lambda: self.profileRequested.emit(self.request_steps.value()))
         self.set_running(False)
         top = QHBoxLayout()
-        top.addWidget(self.header, 1)
         top.addWidget(self.request_steps)
         top.addWidget(self.profile_now)
         top.addWidget(self.open_trace)
+        top.addStretch(1)
 
         self.ops_tab = OpsTab()
         self.timeline_tab = TimelineTab()
@@ -128,6 +130,7 @@ class ProfilePanel(QWidget):
             self.tabs.setTabToolTip(self.tabs.addTab(widget, title), tip)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
+        layout.addWidget(self.header)
         layout.addLayout(top)
         layout.addWidget(self.tabs, 1)
 

@@ -1,5 +1,6 @@
 """Runs dock: the run history as a sortable table. Select two or more runs to overlay their curves; double-click
-(or Open) a run to bring back its curves, compile report and model; export runs as CSV or for TensorBoard."""
+(or Open) a run to bring back its curves, compile report and model; export runs as CSV or for TensorBoard. A run
+that continues another reads "#2 ↳ #1"; one a sweep trained, "#12 · trial 3 of sweep NAME"."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
-from PySide6.QtCore import QItemSelectionModel, QSortFilterProxyModel, Qt, Signal
+from PySide6.QtCore import QItemSelectionModel, QSize, QSortFilterProxyModel, Qt, Signal
 from PySide6.QtGui import QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QMenu, QMessageBox, QPushButton,
                                QTableView, QVBoxLayout, QWidget)
@@ -22,6 +23,7 @@ from ...core.ground.events import (AmpReport, AmpSkipped, CompileEvent, CompileF
                                    Notice, ProfileReport, RunFinished, RunStarted, SystemSample)
 from ...core.history.runs import RunRecord, RunStore
 from ...core.history.runs_export import export_csv, export_tensorboard
+from ...core.history.sweeps import TrialOf, trials_of_runs
 from .. import file_dialogs
 from ..tasks import Tasks
 
@@ -30,7 +32,10 @@ COLUMNS = ("Run", "When (UTC)", "Dataset", "Model", "Backend · mode · AMP", "E
 SORT_ROLE = Qt.UserRole + 1
 SLOT = "runs"
 EXPORT_SLOT = "runs-export"  # apart from SLOT: a click on a run must not drop an export under way
-VISIBLE_ROWS = 2  # the table is never squeezed below this many runs (the window sizes the dock for more)
+TRIALS_SLOT = "runs-trials"  # which runs sweeps trained: read after each listing
+VISIBLE_ROWS = 2  # the table is never squeezed below this many runs
+SHOWN_ROWS = 5  # the panel asks for this many (sizeHint): the window sizes the dock for it
+ROW_PADDING = 6  # pixels of a row beyond its text: the style's default rows were 30 px, 2 runs in a 1366×768 dock
 CACHED_RUNS = 8  # ended runs kept ready to compare or re-open
 # What the panels show of a recorded run besides its curves: the Compile panel and the plots' compile timeline,
 # RunFinished for its payback, the system samples for the System plot, the profile and AMP for the Profile panel.
@@ -90,6 +95,7 @@ class RunsPanel(QWidget):
         self.db = db
         self.store: RunStore | None = None  # the run list (cheap queries, GUI thread)
         self._loaded: OrderedDict[int, LoadedRun] = OrderedDict()  # the last CACHED_RUNS ended runs used
+        self.parents: dict[int, int] = {}  # run id → the listed run it continues (continued_from)
         self.model = QStandardItemModel(0, len(COLUMNS), self)
         self.model.setHorizontalHeaderLabels(list(COLUMNS))
         for column, figure in (("Samples/s", figures.SAMPLES_PER_S), ("Best val", figures.BEST_VAL_ACCURACY)):
@@ -107,11 +113,12 @@ class RunsPanel(QWidget):
         self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.ExtendedSelection)
         self.table.verticalHeader().hide()
+        rows = self.table.verticalHeader()
+        rows.setMinimumSectionSize(1)
+        rows.setDefaultSectionSize(self.table.fontMetrics().height() + ROW_PADDING)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
         self.table.horizontalHeader().setStretchLastSection(True)
-        self.table.setMinimumHeight(self.table.horizontalHeader().sizeHint().height()
-                                    + VISIBLE_ROWS * self.table.verticalHeader().defaultSectionSize()
-                                    + 2 * self.table.frameWidth())
+        self.table.setMinimumHeight(self._table_height(VISIBLE_ROWS))
         self.table.selectionModel().selectionChanged.connect(self._selection_changed)
         # a double click, or Enter on the current run (Qt activates an item for both): the keyboard opens runs too
         self.table.activated.connect(self._open_index)
@@ -142,9 +149,24 @@ class RunsPanel(QWidget):
         buttons.addWidget(remove_button)
         buttons.addWidget(export_button)
         buttons.addWidget(self.message, 1)  # beside the buttons: the table keeps the dock's height
+        # Under the table, not beside it: the table keeps the dock's width (~1000 px in a 1366-px window; its
+        # columns take ~950).
         layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self.table, 1)
         layout.addLayout(buttons)
+
+    def _table_height(self, rows: int) -> int:
+        """The table's height with `rows` runs in view, its header, and its horizontal scroll bar (the columns
+        fill a 1366-px window's dock, and a sweep's trials' names widen them)."""
+        table = self.table
+        return (table.horizontalHeader().sizeHint().height() + rows * table.verticalHeader().defaultSectionSize()
+                + table.horizontalScrollBar().sizeHint().height() + 2 * table.frameWidth())
+
+    def sizeHint(self) -> QSize:
+        """SHOWN_ROWS runs in view: what the window sizes the Runs dock by (a user scrolls a longer history)."""
+        hint = super().sizeHint()
+        return QSize(hint.width(), hint.height() - self.table.sizeHint().height() + self._table_height(SHOWN_ROWS))
 
     # -- data -------------------------------------------------------------------------------------------------
     def _open_store(self) -> RunStore | None:
@@ -165,7 +187,7 @@ class RunsPanel(QWidget):
             self.message.setText(f"Run history unavailable: {exc}")
             return
         self.model.removeRows(0, self.model.rowCount())
-        parents = continued_from(records)
+        parents = self.parents = continued_from(records)
         for r in records:
             c = r.config
             name = _item(run_name(r.id) + (f" ↳ {run_name(parents[r.id])}" if r.id in parents else ""), r.id)
@@ -185,6 +207,25 @@ class RunsPanel(QWidget):
                 _item(f"{r.samples_per_s:,.0f}" if r.samples_per_s else "—", r.samples_per_s or -1.0),
                 _item(r.status),
             ])
+        self._read_trials({r.id: r.out_dir for r in records})
+
+    def _read_trials(self, out_dirs: dict[int, str | None]) -> None:
+        """Mark the runs sweeps trained, once read on a pool thread: the studies are another file, which a sweep
+        may be writing (its lock would hold the GUI thread). Only the latest listing's answer is shown."""
+        self.tasks.submit(TRIALS_SLOT, lambda: trials_of_runs(self.db, out_dirs), self._show_trials,
+                          lambda error: self.message.setText(f"Could not read which runs sweeps trained: {error}"))
+
+    def _show_trials(self, trials: dict[int, TrialOf]) -> None:
+        for row in range(self.model.rowCount()):
+            item = self.model.item(row, 0)
+            trial = trials.get(item.data(SORT_ROLE))
+            if trial is not None:
+                item.setText(f"{item.text()} · {trial}")
+                item.setToolTip(f"{run_name(item.data(SORT_ROLE))} was {trial}: Run → Sweep… shows its trials")
+
+    def parent_of(self, run_id: int) -> int | None:
+        """The listed run that `run_id` continues (None when it continues none of them)."""
+        return self.parents.get(run_id)
 
     def id_for_out_dir(self, out_dir) -> int | None:
         """The newest run that wrote into `out_dir`; None when the history has no such run or cannot be read."""
