@@ -11,12 +11,12 @@ tab, a check box's label) to the same ring. Everything else is the base style's.
 from __future__ import annotations
 
 import shiboken6
-from PySide6.QtCore import QEvent, QRectF, Qt
+from PySide6.QtCore import QEvent, QRect, QRectF, Qt
 from PySide6.QtGui import QColor, QPainter, QPalette, QPen, QRegion
 from PySide6.QtWidgets import QApplication, QFocusFrame, QProxyStyle, QStyle, QStyleOptionFocusRect, QWidget
 
 RING = 2  # logical pixels: twice that many device pixels at 2× scale
-MARGIN = 1  # the ring straddles the widget's edge: visible where a neighbour or the window's edge clips it
+OUTSIDE = 1  # of them beyond the focused widget's edge
 RADIUS = 3
 MIN_CONTRAST = 3.0  # WCAG 2.1 (1.4.11): a focus indicator needs 3:1 against what surrounds it
 
@@ -57,46 +57,50 @@ def draw_ring(painter: QPainter, rect, colour: QColor) -> None:
 
 
 class FocusRing(QFocusFrame):
-    """The focus frame, masked to its ring: the widget under it keeps its drops, and its repaints (a plot's, many
-    a second while training) do not repaint the frame."""
+    """The focus frame, masked to its ring and painting the ring itself: the widget under it keeps its drops, and
+    its repaints (a plot's, many a second while training) do not repaint the frame. Qt sizes it the style's
+    focus-frame margin beyond the widget; the ring straddles the widget's edge, OUTSIDE pixels beyond it, so it
+    shows where a neighbour or the dock's edge clips what lies outside (a scroll area filling its dock)."""
 
     def __init__(self):
         super().__init__()
         self.setObjectName("focusRing")
 
+    def ring(self) -> QRect:
+        inset = self.style().pixelMetric(QStyle.PM_FocusFrameHMargin) - OUTSIDE
+        return self.rect().adjusted(inset, inset, -inset, -inset)
+
     def event(self, event) -> bool:
         handled = super().event(event)
         if event.type() == QEvent.Resize:  # QFocusFrame follows its widget's geometry by resizing itself
-            self.setMask(QRegion(self.rect()) - QRegion(self.rect().adjusted(RING, RING, -RING, -RING)))
+            ring = self.ring()
+            self.setMask(QRegion(ring) - QRegion(ring.adjusted(RING, RING, -RING, -RING)))
         return handled
+
+    def paintEvent(self, _event) -> None:
+        palette = (self.widget() or self).palette()
+        draw_ring(QPainter(self), self.ring(), ring_colour(palette, palette.color(QPalette.Window)))
 
 
 class FocusRingStyle(QProxyStyle):
-    """The application's style with a visible focus ring; one QFocusFrame moves to whichever widget has focus."""
+    """The application's style, with a visible focus ring; one FocusRing moves to whichever widget has focus.
+
+    No pixelMetric override: Qt asks a style's pixelMetric hundreds of thousands of times a minute (layouts, item
+    views, pyqtgraph's widgets), and a Python override took half the GUI thread while training (measured: 889,000
+    calls, 4.9 s of 20 s). styleHint and drawPrimitive are asked a few hundred times a second (about 1%)."""
 
     def __init__(self, base: str = ""):
         super().__init__(base)  # by name: a fresh base, not the application's current style, which setStyle deletes
         self._frame: FocusRing | None = None
         QApplication.instance().focusChanged.connect(self._follow_focus)
 
-    def pixelMetric(self, metric, option=None, widget=None) -> int:
-        if metric in (QStyle.PM_FocusFrameHMargin, QStyle.PM_FocusFrameVMargin):
-            return MARGIN
-        return super().pixelMetric(metric, option, widget)
-
     def styleHint(self, hint, option=None, widget=None, returnData=None) -> int:
         if hint == QStyle.SH_FocusFrame_AboveWidget:
-            return 1  # above: the inner half of the ring is drawn over the widget's own border
+            return 1  # above the widget: not under a plot's or a view's own painting
         if hint == QStyle.SH_FocusFrame_Mask:
-            return 0  # FocusRing masks itself: Qt's own mask is MARGIN wide, and PySide hands a Python style the
-            # hint's answer as a bare QStyleHintReturn, whose region it cannot set
+            return 0  # FocusRing masks itself: PySide hands a Python style the hint's answer as a bare
+            # QStyleHintReturn, whose region it cannot set
         return super().styleHint(hint, option, widget, returnData)
-
-    def drawControl(self, element, option, painter, widget=None) -> None:
-        if element == QStyle.CE_FocusFrame:
-            draw_ring(painter, option.rect, ring_colour(option.palette, option.palette.color(QPalette.Window)))
-            return
-        super().drawControl(element, option, painter, widget)
 
     def drawPrimitive(self, element, option, painter, widget=None) -> None:
         if element == QStyle.PE_FrameFocusRect and isinstance(option, QStyleOptionFocusRect):
