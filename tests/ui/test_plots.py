@@ -419,3 +419,26 @@ def test_a_continued_run_shows_its_parents_curves_before_its_own_steps(panel):
     assert panel.parent_items[0][1].getOriginalDataset()[1] == pytest.approx(smooth(parent.loss, 0.9))
     panel.reset()
     assert panel.parent_items == [] and "#1 (continued from)" not in _loss_legend(panel)
+
+
+def test_the_compile_markers_label_is_whole_inside_the_throughput_plot(panel, qtbot):
+    """The marker sits at step 1, the plot's left edge: a label centred on it lost its first half, and with wider
+    tick labels than the loss plot's the throughput plot's steps began past step 1."""
+    from PySide6.QtWidgets import QApplication
+
+    from workbench.core.ground.events import CompileFinished
+
+    panel.resize(900, 600)
+    panel.show()
+    qtbot.waitExposed(panel)
+    panel.add_events([_started(), CompileFinished("inductor", "default", 1.1), *_learning(200)])
+    panel.redraw()
+    for _ in range(20):  # the layout's passes after the frames: axes widen, linked views realign
+        QApplication.processEvents()
+    steps = [plot.getViewBox().viewRange()[0] for plot in panel.plots]
+    assert all(span == pytest.approx(steps[0]) for span in steps), steps  # the linked step axes: the same steps
+    label = panel.compile_marker.label
+    view = panel.throughput_plot.getViewBox()
+    assert label.toPlainText() == "compile step: 1.1 s"
+    shown = label.mapRectToScene(label.boundingRect())
+    assert view.sceneBoundingRect().contains(shown), (shown, view.sceneBoundingRect())

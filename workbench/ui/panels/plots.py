@@ -186,6 +186,9 @@ class _Smoothed:
         self.catch_up()
 
 
+TICK_TEXT_WIDTH = 44  # pixels for a left axis's tick labels: "100000" (samples/s), "0.0001" (a loss)
+
+
 def _make_plot(name: str, title: str, y_label: str, x_label: str | None = None, view: pg.ViewBox | None = None,
                steps: bool = True) -> TimedPlot:
     """A plot whose legend is a row of the plot's own layout under the x axis: it never covers a curve. The x axis
@@ -202,6 +205,9 @@ def _make_plot(name: str, title: str, y_label: str, x_label: str | None = None, 
         item.setLabel("bottom", x_label)
     for side in ("left", "bottom"):
         item.getAxis(side).enableAutoSIPrefix(False)
+    # One width for every left axis: linked x axes line up on screen, so a plot whose tick labels were wider
+    # ("15000" beside "2") started its steps further right, and the compile marker at step 1 fell off its edge.
+    item.getAxis("left").setStyle(autoExpandTextSpace=False, tickTextWidth=TICK_TEXT_WIDTH)
     legend_below(item)
     item.setClipToView(True)
     item.setDownsampling(auto=True, mode="peak")
@@ -494,9 +500,11 @@ class PlotsPanel(QWidget):
         self.compile_marker.setOpacity(DIMMED if self.overlays else 1.0)
 
     def _compile_line(self, label: str, colour: str, height: float) -> pg.InfiniteLine:
-        """A dashed line at step 1 (the step that compiled), labelled at `height` (0…1 of the plot)."""
+        """A dashed line at step 1 (the step that compiled), labelled at `height` (0…1 of the plot). The label
+        starts at the line (anchored by its left edge): centred on it, at the plot's left edge, its first half was
+        cut off ("mpile step: 1.1 s")."""
         line = pg.InfiniteLine(pos=1, angle=90, pen=pg.mkPen(colour, style=Qt.DashLine), label=label,
-                               labelOpts={"position": height, "color": colour})
+                               labelOpts={"position": height, "color": colour, "anchors": [(0, 0), (0, 1)]})
         self.throughput_plot.addItem(line)
         return line
 
