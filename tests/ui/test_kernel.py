@@ -52,8 +52,13 @@ def test_a_kernel_killed_while_predicting_fails_that_prediction_only(qtbot, tmp_
                                                                       samples_dir):
     window = _own_window(qtbot, tmp_path)
     assert not isinstance(load(window, qtbot, trained_checkpoint), Exception)
-    os.kill(window.kernel.client.pid, signal.SIGKILL)
-    drop_files(window.predict.drop, [samples_dir / "digit_7.png"])  # sent to the kernel that is going down
+    # The kernel is frozen, the prediction sent to it, then it is killed: killed first, it could be restarted
+    # (a fork: ~0.1 s) before the dropped image was decoded, and the prediction then rightly succeeded there.
+    pid = window.kernel.client.pid
+    os.kill(pid, signal.SIGSTOP)
+    drop_files(window.predict.drop, [samples_dir / "digit_7.png"])
+    qtbot.waitUntil(lambda: bool(window.kernel.client._running), timeout=60_000)  # sent, unanswered
+    os.kill(pid, signal.SIGKILL)
     qtbot.waitUntil(lambda: bool(window.predict.entries) and not window.predict.busy, timeout=60_000)
     entry = window.predict.entries[0]
     assert entry.prediction is None and "signal 9" in entry.error
