@@ -442,3 +442,15 @@ def test_the_compile_markers_label_is_whole_inside_the_throughput_plot(panel, qt
     assert label.toPlainText() == "compile step: 1.1 s"
     shown = label.mapRectToScene(label.boundingRect())
     assert view.sceneBoundingRect().contains(shown), (shown, view.sceneBoundingRect())
+
+
+def test_every_chart_of_the_window_shows_the_values_themselves(waiting_window):
+    """The dataset's class counts, Predict's probabilities, the profile's charts: no SI prefix on any axis, as on
+    the live plots."""
+    import pyqtgraph as pg
+
+    charts = waiting_window.findChildren(pg.PlotWidget)
+    assert len(charts) >= 8
+    prefixed = [(chart.objectName() or type(chart).__name__, side) for chart in charts for side in ("left", "bottom")
+                if chart.getPlotItem().getAxis(side).autoSIPrefix]
+    assert prefixed == []

@@ -83,12 +83,14 @@ def legend_below(item: pg.PlotItem) -> pg.LegendItem:
 
 
 def style_plot(plot: pg.PlotWidget, theme: Theme) -> None:
-    """A plot's background, axes, title and legend in the theme's colours (every chart of the window uses it)."""
+    """A plot's background, axes, title and legend in the theme's colours (every chart of the window uses it), its
+    axes showing the values themselves: pyqtgraph's SI prefixes ("(x0.001)" in a label) are a scale readers miss."""
     plot.setBackground(theme.background)
     item = plot.getPlotItem()
     for side in ("left", "bottom"):
         item.getAxis(side).setPen(theme.foreground)
         item.getAxis(side).setTextPen(theme.foreground)
+        item.getAxis(side).enableAutoSIPrefix(False)
     item.setTitle(item.titleLabel.text, color=theme.foreground)
     if item.legend is not None:
         item.legend.setLabelTextColor(theme.foreground)  # for entries to come; those there are re-rendered:
