@@ -399,3 +399,8 @@ def test_a_sweeps_trials_are_marked_with_their_sweep(panel, qtbot, tmp_path):
     qtbot.waitUntil(lambda: _shown(panel, "Run") == ["#1", "#2 · trial 0 of sweep lr search",
                                                      "#3 · trial 1 of sweep lr search"])
     assert panel.proxy.index(2, 0).data(Qt.ToolTipRole).startswith("#3 was trial 1 of sweep lr search")
+    # A trial's name does not widen the Run column past its cap (it pushed Status off a 1366-px screen): cut, whole
+    # in the tooltip; a plain name is not cut.
+    metrics = panel.table.fontMetrics()
+    assert panel.table.columnWidth(0) < metrics.horizontalAdvance("#3 · trial 1 of sweep lr search")
+    assert panel.table.columnWidth(0) > metrics.horizontalAdvance("#3 · trial 1")

@@ -35,6 +35,7 @@ EXPORT_SLOT = "runs-export"  # apart from SLOT: a click on a run must not drop a
 TRIALS_SLOT = "runs-trials"  # which runs sweeps trained: read after each listing
 VISIBLE_ROWS = 2  # the table is never squeezed below this many runs
 SHOWN_ROWS = 5  # the panel asks for this many (sizeHint): the window sizes the dock for it
+RUN_COLUMN_CHARACTERS = 18  # the Run column's widest: "#12 · trial 3 of s…" (the whole name in its tooltip)
 ROW_PADDING = 6  # pixels of a row beyond its text: the style's default rows were 30 px, 2 runs in a 1366×768 dock
 CACHED_RUNS = 8  # ended runs kept ready to compare or re-open
 # What the panels show of a recorded run besides its curves: the Compile panel and the plots' compile timeline,
@@ -117,6 +118,7 @@ class RunsPanel(QWidget):
         rows.setMinimumSectionSize(1)
         rows.setDefaultSectionSize(self.table.fontMetrics().height() + ROW_PADDING)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
+        self.table.horizontalHeader().setSectionResizeMode(0, QHeaderView.Interactive)  # sized by _fit_run_column
         self.table.horizontalHeader().setStretchLastSection(True)
         self.table.setMinimumHeight(self._table_height(VISIBLE_ROWS))
         self.table.selectionModel().selectionChanged.connect(self._selection_changed)
@@ -207,7 +209,15 @@ class RunsPanel(QWidget):
                 _item(f"{r.samples_per_s:,.0f}" if r.samples_per_s else "—", r.samples_per_s or -1.0),
                 _item(r.status),
             ])
+        self._fit_run_column()
         self._read_trials({r.id: r.out_dir for r in records})
+
+    def _fit_run_column(self) -> None:
+        """The Run column as wide as its names, up to RUN_COLUMN_CHARACTERS: a sweep trial's "#12 · trial 3 of sweep
+        NAME" pushed the Status column off a 1366-pixel screen. A cut name is whole in its tooltip."""
+        self.table.resizeColumnToContents(0)
+        widest = self.table.fontMetrics().averageCharWidth() * RUN_COLUMN_CHARACTERS
+        self.table.setColumnWidth(0, min(self.table.columnWidth(0), widest))
 
     def _read_trials(self, out_dirs: dict[int, str | None]) -> None:
         """Mark the runs sweeps trained, once read on a pool thread: the studies are another file, which a sweep
@@ -222,6 +232,7 @@ class RunsPanel(QWidget):
             if trial is not None:
                 item.setText(f"{item.text()} · {trial}")
                 item.setToolTip(f"{run_name(item.data(SORT_ROLE))} was {trial}: Run → Sweep… shows its trials")
+        self._fit_run_column()
 
     def parent_of(self, run_id: int) -> int | None:
         """The listed run that `run_id` continues (None when it continues none of them)."""
