@@ -53,7 +53,7 @@ def test_a_kernel_killed_while_predicting_fails_that_prediction_only(qtbot, tmp_
     window = _own_window(qtbot, tmp_path)
     assert not isinstance(load(window, qtbot, trained_checkpoint), Exception)
     # The kernel is frozen, the prediction sent to it, then it is killed: killed first, it could be restarted
-    # (a fork: ~0.1 s) before the dropped image was decoded, and the prediction then rightly succeeded there.
+    # (forked by the fork server) before the dropped image was decoded, and the prediction rightly succeeded there.
     pid = window.kernel.client.pid
     os.kill(pid, signal.SIGSTOP)
     drop_files(window.predict.drop, [samples_dir / "digit_7.png"])

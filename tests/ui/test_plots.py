@@ -287,7 +287,7 @@ def _swatch(panel, points) -> str:
 def test_the_val_swatch_has_the_colour_of_the_dots_in_both_themes(panel):
     """Before: the swatch drew the scatter's own brush, which took the dots' colour only along with points:
     pyqtgraph's default purple until the first validation, beside red dots."""
-    from workbench.ui.panels.plots import DARK, LIGHT
+    from workbench.ui.panels.plot_style import DARK, LIGHT
 
     for theme in (LIGHT, DARK, LIGHT):
         panel.set_dark(theme is DARK)

@@ -13,7 +13,7 @@ from workbench.core.ground.config import TrainConfig, setting_named
 from workbench.core.history.sweep_report import BEST, FRONT, OTHER
 from workbench.core.history.sweeps import SEARCHABLE, Trial
 from workbench.core.run.sweep import SweepError, load_trials
-from workbench.ui.panels.plots import LIGHT
+from workbench.ui.panels.plot_style import LIGHT
 
 from ..helpers import set_config
 

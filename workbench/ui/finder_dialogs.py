@@ -16,7 +16,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QDialog, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
-from .panels.plots import Theme, legend_below, style_plot
+from .panels.plot_style import Theme, legend_below, style_plot
 
 
 class FinderDialog(QDialog):

@@ -341,7 +341,7 @@ class MainWindow(QMainWindow):
     def apply_colour_scheme(self, scheme: Qt.ColorScheme) -> None:
         """Follow the desktop's light or dark scheme (Qt ≥ 6.5): the widgets follow the palette by themselves;
         the plots and the banner pick their colours here."""
-        from .panels.plots import DARK, LIGHT, style_plot
+        from .panels.plot_style import DARK, LIGHT, style_plot
 
         dark = scheme == Qt.ColorScheme.Dark
         self.plots.set_dark(dark)

@@ -16,7 +16,7 @@ from ..core.run.service import ServiceClient
 from .feedback import Feedback
 from .finder_dialogs import BatchFinderDialog, FinderDialog, LrFinderDialog
 from .kernel import Kernel
-from .panels.plots import Theme
+from .panels.plot_style import Theme
 from .panels.setup import SetupPanel, form_text
 from .tasks import Tasks
 

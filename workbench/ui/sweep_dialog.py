@@ -24,7 +24,7 @@ from ..core.ground.events import EpochEnd, Event, RunStarted
 from ..core.ground.progress import format_duration
 from ..core.history.sweeps import SEARCHABLE, Progress, Trial, best_trial
 from ..core.run.sweep import SAMPLERS, SweepSettings, load_trials, run_sweep, sweep_names, sweep_parameters
-from .panels.plots import Theme
+from .panels.plot_style import Theme
 from .panels.setup import form_text
 from .panels.sweep_views import ParallelView, ParetoView, TrialsTable, params_text
 from .tasks import Tasks

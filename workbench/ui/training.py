@@ -20,7 +20,6 @@ from ..core.ground.events import Event, RunFailed, RunFinished, RunStarted
 from ..core.ground.progress import Progress, failure_line
 from ..core.ground.results_text import headline
 from ..core.history.curves import run_name
-from ..core.history.runs import RunStore
 from ..core.run.request import Launch, RunRequest, new_run_dir
 from .checkpoints import Checkpoints
 from .feedback import Feedback
@@ -28,7 +27,7 @@ from .kernel import Kernel
 from .panels.compile import CompilePanel
 from .panels.plots import PlotsPanel
 from .panels.profile import ProfilePanel
-from .panels.runs import LoadedRun, RunsPanel, load_run
+from .panels.runs import LoadedRun, RunsPanel
 from .panels.setup import SetupPanel, form_text
 from .run_control import RunControl
 from .window_state import WindowState
@@ -165,20 +164,17 @@ class Training(QObject):
         continuation's plots get its parent's curves, read off the GUI thread (a run's events can be millions of
         rows) and shown if the plots still show this run then."""
         self.plots.set_run_name(self.runs.name_for_out_dir(self._out_dir) if self._out_dir else None)
-        parent, db = self._continuing, self.runs.db
+        parent = self._continuing
         if parent is None or not started.resumed_step:
             return
 
-        def read() -> LoadedRun:
-            with RunStore(db, recover=False) as store:
-                return load_run(store, parent.id)
+        shown = self.plots.shown_at  # the plots reset for this run: a later reset means they show another
 
-        def show(run: LoadedRun) -> None:
-            if self.plots.started is started:
-                self.plots.show_parent(run_name(parent.id), run.curves)
+        def show(runs: list[LoadedRun]) -> None:
+            if self.plots.shown_at == shown:
+                self.plots.show_parent(run_name(parent.id), runs[0].curves)
 
-        self.runs.tasks.submit(PARENT_SLOT, read, show, lambda error: self.feedback.note(
-            "warning", f"the plots lack {run_name(parent.id)}'s curves, which this run continues: {error}"))
+        self.runs.load_runs([parent.id], show, slot=PARENT_SLOT)
 
     def on_run_finished(self, result) -> None:
         """The terminal event itself already came, last in its batch, through on_events."""

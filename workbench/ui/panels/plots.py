@@ -22,7 +22,6 @@ series (plot_table.py).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
@@ -32,11 +31,13 @@ from PySide6.QtWidgets import (QGridLayout, QHBoxLayout, QLabel, QMenu, QSlider,
 
 from ...core.ground.config import uses_cuda_graphs
 from ...core.ground.events import CompileEvent, CompileFinished, EpochEnd, Event, RunStarted, Step, SystemSample
-from ...core.history.curves import SMOOTHING, Curves, Smoother, smooth
+from ...core.history.curves import SMOOTHING, Curves, smooth
 from .compile_timeline import TimelineMarkers
 from .headline import HeadlineBar
 from .plot_frames import Frames
-from .plot_items import FittingLegend, SpanViewBox, StepAxis, TimedPlot
+from .plot_items import SpanViewBox, TimedPlot
+from .plot_series import CurveSeries, SmoothedSeries
+from .plot_style import DARK, LIGHT, make_plot, mark, per_epoch, style_plot
 from .plot_table import PlotTable, Series, describe
 
 MEMORY_LABELS = {"rss": "process RSS (CPU)", "allocated": "CUDA allocated", "reserved": "CUDA reserved",
@@ -51,188 +52,8 @@ DIMMED = 0.3  # opacity of the current run while finished runs are overlaid on i
 PARENT_OPACITY = 0.5  # a continued run's parent's curves, before the continuation's own
 DESCRIBE_MS = 500  # the plots' accessible descriptions follow their latest values at most twice a second
 SLIDER_STEPS = 1000  # the smoothing slider's resolution: weights 0, 0.001, … 0.999
-LEGEND_COLUMNS = 4
 EMPTY_HINT = "Press Train (Ctrl+R)"
 WAITING_HINT = "Waiting for the first step…"
-
-
-@dataclass(frozen=True)
-class Theme:
-    background: str
-    foreground: str
-    raw: str  # per-step values under their smoothed line
-    line: str  # smoothed lines and throughput
-    marker: str  # validation points and the compile marker
-    hint: str  # the empty-state text
-
-
-LIGHT = Theme(background="#ffffff", foreground="#202020", raw="#c6dbef", line="#08306b", marker="#d62728",
-              hint="#808080")
-DARK = Theme(background="#1e1e1e", foreground="#d8d8d8", raw="#3b5670", line="#9ecae1", marker="#ff6b6b",
-             hint="#9a9a9a")
-
-
-def legend_below(item: pg.PlotItem) -> pg.LegendItem:
-    """A legend in a row of the plot's own layout under the x axis, not addLegend()'s, which floats over the
-    data; plot(name=…) and removeItem() keep its entries as they would addLegend()'s. Its columns and names fit
-    the plot's widget (plot_items.FittingLegend)."""
-    legend = FittingLegend(LEGEND_COLUMNS, item)
-    item.layout.addItem(legend, 4, 1)
-    item.legend = legend
-    return legend
-
-
-def style_plot(plot: pg.PlotWidget, theme: Theme) -> None:
-    """A plot's background, axes, title and legend in the theme's colours (every chart of the window uses it), its
-    axes showing the values themselves: pyqtgraph's SI prefixes ("(x0.001)" in a label) are a scale readers miss."""
-    plot.setBackground(theme.background)
-    item = plot.getPlotItem()
-    for side in ("left", "bottom"):
-        item.getAxis(side).setPen(theme.foreground)
-        item.getAxis(side).setTextPen(theme.foreground)
-        item.getAxis(side).enableAutoSIPrefix(False)
-    item.setTitle(item.titleLabel.text, color=theme.foreground)
-    if item.legend is not None:
-        item.legend.setLabelTextColor(theme.foreground)  # for entries to come; those there are re-rendered:
-        for _sample, label in item.legend.items:
-            label.setText(label.text, color=theme.foreground)
-
-
-class SeriesBuffer:
-    """x/y float arrays that grow by doubling; `view()` returns the filled part without copying."""
-
-    def __init__(self, capacity: int = 1024):
-        self.x = np.empty(capacity, dtype=np.float64)
-        self.y = np.empty(capacity, dtype=np.float64)
-        self.size = 0
-
-    def append(self, x: float, y: float) -> None:
-        self._room_for(self.size + 1)
-        self.x[self.size] = x
-        self.y[self.size] = y
-        self.size += 1
-
-    def extend(self, x: np.ndarray, y: np.ndarray) -> None:
-        end = self.size + len(x)
-        self._room_for(end)
-        self.x[self.size:end] = x
-        self.y[self.size:end] = y
-        self.size = end
-
-    def _room_for(self, size: int) -> None:
-        if size > len(self.x):
-            capacity = max(size, 2 * len(self.x))
-            self.x, self.y = np.resize(self.x, capacity), np.resize(self.y, capacity)
-
-    def set(self, x: np.ndarray, y: np.ndarray) -> None:
-        """Replace the contents with whole arrays (a recorded run), keeping room to grow."""
-        self.clear()
-        self.extend(x, y)
-
-    def view(self) -> tuple[np.ndarray, np.ndarray]:
-        return self.x[: self.size], self.y[: self.size]
-
-    def clear(self) -> None:
-        self.size = 0
-
-
-class _Series:
-    """A buffer bound to a plot item; redrawn only when it has new points."""
-
-    def __init__(self, item: pg.PlotDataItem):
-        self.item = item
-        self.buffer = SeriesBuffer()
-        self.dirty = False
-
-    def append(self, x: float, y: float) -> None:
-        self.buffer.append(x, y)
-        self.dirty = True
-
-    def extend(self, x: np.ndarray, y: np.ndarray) -> None:
-        self.buffer.extend(x, y)
-        self.dirty = True
-
-    def set(self, x: np.ndarray, y: np.ndarray) -> None:
-        self.buffer.set(x, y)
-        self.dirty = True
-
-    def redraw(self) -> None:
-        if self.dirty:
-            self.item.setData(*self.buffer.view())
-            self.dirty = False
-
-    def clear(self) -> None:
-        self.buffer.clear()
-        self.item.setData([], [])
-        self.dirty = False
-
-
-class _Smoothed:
-    """Per-step values and their smoothed line. The line catches up with the raw points a batch at a time (one
-    vectorised call per batch, however many steps it holds) and is rebuilt whole when the weight changes."""
-
-    def __init__(self, raw: _Series, line: _Series, weight: float):
-        self.raw, self.line = raw, line
-        self.smoother = Smoother(weight)
-
-    def catch_up(self) -> None:
-        x, y = self.raw.buffer.view()
-        done = self.line.buffer.size
-        if done < len(y):
-            self.line.extend(x[done:], self.smoother.extend(y[done:]))
-
-    def restart(self, weight: float) -> None:
-        """Smooth the whole buffer again (a new weight, or new contents)."""
-        self.smoother = Smoother(weight)
-        self.line.clear()
-        self.catch_up()
-
-
-TICK_TEXT_WIDTH = 44  # pixels for a left axis's tick labels: "100000" (samples/s), "0.0001" (a loss)
-
-
-def _make_plot(name: str, title: str, y_label: str, x_label: str | None = None, view: pg.ViewBox | None = None,
-               steps: bool = True) -> TimedPlot:
-    """A plot whose legend is a row of the plot's own layout under the x axis: it never covers a curve. The x axis
-    is the step in every plot but the system one (they are linked): only the bottom row names it, so small screens
-    keep the height. Axes show the values themselves: pyqtgraph's SI prefixes made accuracy "fraction right
-    (x0.001)" with ticks 100 … 700, a scale a reader misses."""
-    plot = TimedPlot(viewBox=view, axisItems={"bottom": StepAxis("bottom")} if steps else None)
-    plot.setObjectName(name)
-    plot.setAccessibleName(f"{title} plot")
-    item = plot.getPlotItem()
-    item.setTitle(title)
-    item.setLabel("left", y_label)
-    if x_label:
-        item.setLabel("bottom", x_label)
-    for side in ("left", "bottom"):
-        item.getAxis(side).enableAutoSIPrefix(False)
-    # One width for every left axis: linked x axes line up on screen, so a plot whose tick labels were wider
-    # ("15000" beside "2") started its steps further right, and the compile marker at step 1 fell off its edge.
-    item.getAxis("left").setStyle(autoExpandTextSpace=False, tickTextWidth=TICK_TEXT_WIDTH)
-    legend_below(item)
-    item.setClipToView(True)
-    item.setDownsampling(auto=True, mode="peak")
-    return plot
-
-
-def _per_epoch(item: pg.PlotDataItem) -> pg.PlotDataItem:
-    """Validation points, one an epoch: too few to clip or downsample. Clipped, every change of either range
-    rebuilt their scatter (pyqtgraph's slowest setData), in frames that already re-ranged every curve."""
-    item.setClipToView(False)
-    item.setDownsampling(auto=False)
-    item.setDynamicRangeLimit(None)
-    return item
-
-
-def _mark(item: pg.PlotDataItem, colour: str) -> None:
-    """Validation points filled and outlined in `colour`, and their legend swatch with them: the swatch draws the
-    item's scatter, which takes the item's symbol colours only along with points, so before the first validation
-    (and after a theme change with none) it showed pyqtgraph's default purple beside red dots."""
-    item.setSymbolBrush(colour)
-    item.setSymbolPen(colour)
-    item.scatter.setBrush(colour)
-    item.scatter.setPen(colour)
 
 
 def _overlay_name(label: str) -> str:
@@ -248,16 +69,16 @@ class PlotsPanel(QWidget):
         self.weight = SMOOTHING
         self.headline = HeadlineBar()
         self.steps = SpanViewBox()  # the loss plot's view: it ranges the step axis every step plot shares
-        self.loss_plot = _make_plot("lossPlot", "Loss", "cross-entropy", view=self.steps)
-        self.accuracy_plot = _make_plot("accuracyPlot", "Accuracy", "fraction right")
-        self.throughput_plot = _make_plot("throughputPlot", "Throughput", "samples/s", "step")
-        self.memory_plot = _make_plot("memoryPlot", "Memory", "MiB", "step")
+        self.loss_plot = make_plot("lossPlot", "Loss", "cross-entropy", view=self.steps)
+        self.accuracy_plot = make_plot("accuracyPlot", "Accuracy", "fraction right")
+        self.throughput_plot = make_plot("throughputPlot", "Throughput", "samples/s", "step")
+        self.memory_plot = make_plot("memoryPlot", "Memory", "MiB", "step")
         self.plots = (self.loss_plot, self.accuracy_plot, self.throughput_plot, self.memory_plot)
         for plot in self.plots[1:]:
             plot.setXLink(self.loss_plot)
         # The system metrics share the memory plot's cell as a second tab: their axis is time, not steps (a compile
         # or a validation takes seconds without a step), and a fifth plot would squeeze the others.
-        self.system_plot = _make_plot("systemPlot", "System", "% CPU / GPU", "seconds", SpanViewBox(), steps=False)
+        self.system_plot = make_plot("systemPlot", "System", "% CPU / GPU", "seconds", SpanViewBox(), steps=False)
         self.all_plots = (*self.plots, self.system_plot)
         # Their names in words; the system plot's title gains its GPUs' readings later.
         self.titles = {plot: plot.getPlotItem().titleLabel.text for plot in self.all_plots}
@@ -282,20 +103,20 @@ class PlotsPanel(QWidget):
         layout.addLayout(top)
         layout.addLayout(grid, 1)
 
-        self.step_loss = _Series(self.loss_plot.plot(name="step"))
-        self.smooth_loss = _Series(self.loss_plot.plot(name="smoothed"))
-        self.val_loss = _Series(_per_epoch(self.loss_plot.plot(pen=None, symbol="o", symbolSize=9, name="val")))
-        self.step_accuracy = _Series(self.accuracy_plot.plot(name="step"))
-        self.smooth_accuracy = _Series(self.accuracy_plot.plot(name="smoothed"))
-        self.val_accuracy = _Series(_per_epoch(self.accuracy_plot.plot(pen=None, symbol="o", symbolSize=9,
+        self.step_loss = CurveSeries(self.loss_plot.plot(name="step"))
+        self.smooth_loss = CurveSeries(self.loss_plot.plot(name="smoothed"))
+        self.val_loss = CurveSeries(per_epoch(self.loss_plot.plot(pen=None, symbol="o", symbolSize=9, name="val")))
+        self.step_accuracy = CurveSeries(self.accuracy_plot.plot(name="step"))
+        self.smooth_accuracy = CurveSeries(self.accuracy_plot.plot(name="smoothed"))
+        self.val_accuracy = CurveSeries(per_epoch(self.accuracy_plot.plot(pen=None, symbol="o", symbolSize=9,
                                                                         name="val")))
-        self.throughput = _Series(self.throughput_plot.plot(name="samples/s"))
-        self.smoothed = (_Smoothed(self.step_loss, self.smooth_loss, self.weight),
-                         _Smoothed(self.step_accuracy, self.smooth_accuracy, self.weight))
-        self.memory: dict[str, _Series] = {}
-        self.cpu_process = _Series(self.system_plot.plot(pen=pg.mkPen(PALETTE[0], width=1), name="CPU, this run"))
-        self.cpu_machine = _Series(self.system_plot.plot(pen=pg.mkPen(PALETTE[1], width=1), name="CPU, machine"))
-        self.gpu_util: dict[str, _Series] = {}
+        self.throughput = CurveSeries(self.throughput_plot.plot(name="samples/s"))
+        self.smoothed = (SmoothedSeries(self.step_loss, self.smooth_loss, self.weight),
+                         SmoothedSeries(self.step_accuracy, self.smooth_accuracy, self.weight))
+        self.memory: dict[str, CurveSeries] = {}
+        self.cpu_process = CurveSeries(self.system_plot.plot(pen=pg.mkPen(PALETTE[0], width=1), name="CPU, this run"))
+        self.cpu_machine = CurveSeries(self.system_plot.plot(pen=pg.mkPen(PALETTE[1], width=1), name="CPU, machine"))
+        self.gpu_util: dict[str, CurveSeries] = {}
         self.cuda_graphs = False  # the live run replays CUDA graphs: memory legends say where its pool is
         self.compile_marker: pg.InfiniteLine | None = None
         self.timeline = TimelineMarkers(self.loss_plot)  # the compile timeline, on the shared step axis
@@ -304,7 +125,6 @@ class PlotsPanel(QWidget):
         self.overlays: list[tuple[pg.PlotWidget, pg.PlotDataItem]] = []
         self.overlay_markers: list[pg.InfiniteLine] = []  # each compared run's compile time
         self._overlaid: list[tuple[str, Curves]] = []  # what set_overlays was given: re-smoothed with the slider
-        self.started: RunStarted | None = None  # the live run's start, while the plots show it
         self.shown_at = 0  # counts what the plots have shown (each reset): a late answer for an earlier one is dropped
         self.run_name: str | None = None  # the current run's name in the history ('#3'), when it is known
         self._parent: tuple[str, Curves] | None = None  # a continued run's parent: its name and curves
@@ -392,7 +212,6 @@ class PlotsPanel(QWidget):
         self.timeline.clear()
         self._last_step = 0
         self._end_step = None
-        self.started = None
         self.shown_at += 1
         self._parent = None
         self._draw_parent()
@@ -426,7 +245,6 @@ class PlotsPanel(QWidget):
                 self._mark_compile(event.seconds)
             elif isinstance(event, RunStarted):
                 self.reset()
-                self.started = event
                 self._end_step = event.total_steps
                 self.cuda_graphs = uses_cuda_graphs(event.config)
                 self._show_hint(WAITING_HINT)
@@ -477,7 +295,7 @@ class PlotsPanel(QWidget):
             series = self.gpu_util.get(name)
             if series is None:
                 colour = PALETTE[(2 + len(self.gpu_util)) % len(PALETTE)]
-                series = self.gpu_util[name] = _Series(self.system_plot.plot(pen=pg.mkPen(colour, width=1),
+                series = self.gpu_util[name] = CurveSeries(self.system_plot.plot(pen=pg.mkPen(colour, width=1),
                                                                              name=f"GPU {name}"))
             series.append(sample.seconds, reading["util"])
         if sample.gpu:
@@ -485,12 +303,12 @@ class PlotsPanel(QWidget):
                 f"{name} {r['power_w']:.0f} W, {r['temp_c']:.0f} °C, {r['memory_mib']:,.0f} MiB"
                 for name, r in sample.gpu.items()))
 
-    def _memory_series(self, name: str) -> _Series:
+    def _memory_series(self, name: str) -> CurveSeries:
         series = self.memory.get(name)
         if series is None:
             label = (CUDA_GRAPH_MEMORY_LABELS if self.cuda_graphs else MEMORY_LABELS).get(name, name)
             colour = PALETTE[len(self.memory) % len(PALETTE)]
-            series = _Series(self.memory_plot.plot(pen=pg.mkPen(colour, width=1), name=label))
+            series = CurveSeries(self.memory_plot.plot(pen=pg.mkPen(colour, width=1), name=label))
             self.memory[name] = series
             if self._overlaid:  # a new curve of the live run beside compared runs: dimmed and named as its others
                 self._dim(True)
@@ -564,7 +382,7 @@ class PlotsPanel(QWidget):
         self.system_plot.getViewBox().cover([self.cpu_process.buffer.view()[0]],
                                             None if self._end_step is None else math.inf, fresh)
 
-    def _plot_series(self) -> tuple[tuple[TimedPlot, tuple[_Series, ...]], ...]:
+    def _plot_series(self) -> tuple[tuple[TimedPlot, tuple[CurveSeries, ...]], ...]:
         """The current run's series (not the overlays) by plot, in drawing order: the loss plot first, whose steps
         the others follow."""
         return ((self.loss_plot, (self.step_loss, self.smooth_loss, self.val_loss)),
@@ -573,7 +391,7 @@ class PlotsPanel(QWidget):
                 (self.memory_plot, tuple(self.memory.values())),
                 (self.system_plot, (self.cpu_process, self.cpu_machine, *self.gpu_util.values())))
 
-    def _own_series(self) -> tuple[_Series, ...]:
+    def _own_series(self) -> tuple[CurveSeries, ...]:
         """The current run's series (not the overlays)."""
         return tuple(s for _plot, series in self._plot_series() for s in series)
 
@@ -606,7 +424,7 @@ class PlotsPanel(QWidget):
             pen = pg.mkPen(colour, width=1)
             self._overlay(self.loss_plot, curves.step, smooth(curves.loss, self.weight), pen, label)
             if len(curves.val_accuracy):
-                _per_epoch(self._overlay(self.accuracy_plot, curves.val_step, curves.val_accuracy, pen,
+                per_epoch(self._overlay(self.accuracy_plot, curves.val_step, curves.val_accuracy, pen,
                                          f"{label} (validation)", symbol="o", symbolSize=6, symbolBrush=colour,
                                          symbolPen=None))
             self._overlay(self.throughput_plot, curves.throughput_step, curves.throughput, pen, label)
@@ -645,7 +463,7 @@ class PlotsPanel(QWidget):
         self._label_own()
         self._describe_soon(*self.plots)
 
-    def _own_name(self, plot: TimedPlot, series: _Series) -> str:
+    def _own_name(self, plot: TimedPlot, series: CurveSeries) -> str:
         """A current-run series' legend name: 'step' alone; '#3 step' (or 'this run, step', unnamed) beside
         compared runs, whose entries would otherwise read as the only named ones."""
         compared = self._overlaid and plot is not self.system_plot  # the system plot shows no compared run
@@ -742,7 +560,7 @@ class PlotsPanel(QWidget):
                                   (self.step_accuracy, self.smooth_accuracy, self.val_accuracy)):
             raw.item.setPen(pg.mkPen(theme.raw, width=1))
             line.item.setPen(pg.mkPen(theme.line, width=1))
-            _mark(points.item, theme.marker)
+            mark(points.item, theme.marker)
         self.throughput.item.setPen(pg.mkPen(theme.line, width=1))
         self.empty_text.setColor(theme.hint)
         self._draw_parent()

@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (QHBoxLayout, QLabel, QPushButton, QSizePolicy, QS
                                QWidget)
 
 from ...core.ground.events import AmpReport, AmpSkipped, Event, ProfileReport, Step
-from .plots import DARK, LIGHT, style_plot
+from .plot_style import DARK, LIGHT, style_plot
 from .profile_amp import AmpTab
 from .profile_memory import MemoryTab
 from .profile_ops import WARNING, OpsTab

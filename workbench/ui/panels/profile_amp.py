@@ -25,7 +25,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QSplitter, QTableView, QVBoxLayout, QWidget
 
 from ...core.ground.events import AmpReport, AmpSkipped, Step
-from .plots import SeriesBuffer
+from .plot_series import SeriesBuffer
 from .profile_ops import (Column, RowsModel, count_column, fit_columns, make_plot, number, set_ticks, table_view,
                           text_column)
 

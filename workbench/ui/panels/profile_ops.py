@@ -17,7 +17,7 @@ from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QTableView,
                                QVBoxLayout, QWidget)
 
-from .plots import legend_below
+from .plot_style import legend_below
 
 SORT_ROLE = Qt.UserRole + 1  # what a column sorts by: numbers as numbers
 WARNING = "#b00020"

@@ -15,7 +15,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
-from .plots import LIGHT, Theme
+from .plot_style import LIGHT, Theme
 from .profile_ops import format_ms, make_plot, number, set_ticks
 
 # A bar's kind: (brush, pen, legend words). Compiled regions get the one strong colour.

@@ -262,10 +262,11 @@ class RunsPanel(QWidget):
                 self.table.selectionModel().select(
                     self.proxy.index(row, 0), QItemSelectionModel.Select | QItemSelectionModel.Rows)
 
-    def load_runs(self, ids: list[int], deliver: Callable[[list[LoadedRun]], None]) -> None:
+    def load_runs(self, ids: list[int], deliver: Callable[[list[LoadedRun]], None], slot: str = SLOT) -> None:
         """Hand `deliver` the runs' curves. A run's events can be millions of rows, so they are read and turned
         into curves on a pool thread (with its own connection); the last few ended runs are kept; only the latest
-        request is delivered (one task slot), so quick clicks never show an older selection."""
+        request of a task slot is delivered, so quick clicks never show an older selection (a caller whose request
+        a click must not drop, as a live continuation's parent curves, asks in a slot of its own)."""
         cached = {run_id: self._loaded[run_id] for run_id in ids if run_id in self._loaded}
         missing = [run_id for run_id in ids if run_id not in cached]
 
@@ -285,9 +286,9 @@ class RunsPanel(QWidget):
             deliver(runs)
 
         if missing:
-            self.tasks.submit(SLOT, read, done, lambda error: self.message.setText(f"Could not read the runs: {error}"))
+            self.tasks.submit(slot, read, done, lambda error: self.message.setText(f"Could not read the runs: {error}"))
         else:
-            self.tasks.drop(SLOT)  # an older request still reading is no longer wanted
+            self.tasks.drop(slot)  # an older request still reading is no longer wanted
             done([])
 
     # -- actions ----------------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QHeaderView, QLabel, QTab
 from ...core.history.curves import run_name
 from ...core.history.sweep_report import BEST, FRONT, OTHER, X_OBJECTIVES
 from ...core.history.sweeps import Trial, axis_ends, axis_position, best_trial, pareto_front
-from .plots import Theme, style_plot
+from .plot_style import Theme, style_plot
 
 ACCURACY_AXIS = "val accuracy"
 FIGURES = {"val_accuracy": "val accuracy", **X_OBJECTIVES}  # the table's measured columns
