@@ -125,3 +125,25 @@ def one_torch_thread(monkeypatch):
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     yield
     torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="session")
+def ssh_server(tmp_path_factory):
+    """A real sshd on 127.0.0.1 with throw-away keys, for the whole test run (tests/sshd.py); skipped without
+    OpenSSH's server (`make test` installs it where it can)."""
+    from .sshd import SSHD, start_sshd
+
+    if SSHD is None:
+        pytest.skip("OpenSSH's sshd is not installed (apt-get install openssh-server)")
+    server = start_sshd(tmp_path_factory.mktemp("sshd"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def remote(ssh_server, monkeypatch):
+    """The sshd's host as a Remote, reached with its own key and known_hosts (WORKBENCH_SSH)."""
+    from workbench.core.run.ssh import Remote
+
+    monkeypatch.setenv("WORKBENCH_SSH", ssh_server.ssh_command)
+    return Remote.parse(ssh_server.address, ssh_server.remote_python)

@@ -30,7 +30,7 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
         speed = f"{r.samples_per_s:,.0f}" if r.samples_per_s else "—"
         dataset, epochs = str(c.get("dataset", "—")), str(c.get("epochs", "—"))
         print(f"{r.id:>4}  {r.created[:19].replace('T', ' '):<19}  {dataset[:13]:<13} {setup[:34]:<34} "
-              f"{epochs[:6]:>6} {best:>8} {speed:>10}  {r.status}")
+              f"{epochs[:6]:>6} {best:>8} {speed:>10}  {r.status}" + (f" on {r.elsewhere}" if r.elsewhere else ""))
     return 0
 
 
@@ -43,7 +43,8 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
         record = store.get(args.run_id, with_events=True)
         resume = record.config.get("resume")
         parent = store.id_for_out_dir(Path(resume).parent) if resume else None
-    print(f"run {record.id} · {record.status} · started {record.created}")
+    where = f" on {record.elsewhere} (its files are there)" if record.elsewhere else ""
+    print(f"run {record.id} · {record.status}{where} · started {record.created}")
     print("config:      " + json.dumps(record.config, sort_keys=True, default=str))
     print("environment: " + json.dumps(record.environment, sort_keys=True, default=str))
     metrics = {k: getattr(record, k) for k in ("steps", "best_val_accuracy", "samples_per_s", "compile_seconds",

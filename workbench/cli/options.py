@@ -31,6 +31,16 @@ def add_train_options(parser: argparse.ArgumentParser) -> None:
     ddp.add_argument("--node-rank", type=int, default=0, help="this machine's index, 0 … nnodes-1")
     ddp.add_argument("--master-addr", default="127.0.0.1", help="address of node 0 (multi-node runs)")
     ddp.add_argument("--master-port", type=int, default=None, help="a free port on node 0, 1 … 65535 (default: picked)")
+    add_remote_options(parser)
+
+
+def add_remote_options(parser: argparse.ArgumentParser) -> None:
+    """Where the kernels run when not here: a host reached over SSH (your ~/.ssh/config, agent and known_hosts)."""
+    group = parser.add_argument_group("another machine, over SSH")
+    group.add_argument("--host", default=None, metavar="[USER@]HOST[:PORT]",
+                       help="run there; the progress streams here and the run is recorded here with its host")
+    group.add_argument("--remote-python", default="python3", metavar="COMMAND",
+                       help="the host's Python that has workbench installed (default: python3)")
 
 
 def add_db_option(parser: argparse.ArgumentParser, inherited: bool = False) -> None:

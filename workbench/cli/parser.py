@@ -10,7 +10,8 @@ from ..core.ground.export_formats import EXPORT_FORMATS
 from .bench import cmd_bench
 from .history import cmd_report, cmd_runs_export, cmd_runs_list, cmd_runs_rm, cmd_runs_show
 from .models import cmd_evaluate, cmd_explain, cmd_export, cmd_predict
-from .options import add_config_options, add_db_option, add_train_options, positive_int
+from .options import add_config_options, add_db_option, add_remote_options, add_train_options, positive_int
+from .remote import cmd_attach
 from .search import cmd_batch_find, cmd_lr_find, cmd_sweep
 from .train import PROFILE_STEPS, cmd_profile, cmd_train
 
@@ -21,11 +22,22 @@ def build_parser() -> argparse.ArgumentParser:
         "A desktop training workbench for PyTorch. Without arguments it opens the app; the subcommands run "
         "the same engine headless."))
     parser.add_argument("--version", action="version", version=f"workbench {appinfo.version()}")
+    add_remote_options(parser)  # no subcommand: the window, its kernels on that host
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     train = sub.add_parser("train", help="train the network and write checkpoint, metrics and events")
     add_train_options(train)
     train.set_defaults(handler=cmd_train)
+
+    attach = sub.add_parser("attach", help="follow a run on another machine again (every event it missed, then "
+                                           "live); without RUN: the newest one training, or the list")
+    attach.add_argument("host", metavar="[USER@]HOST[:PORT]")
+    attach.add_argument("run", nargs="?", default=None, help="the run's name on the host (`workbench attach HOST` "
+                                                             "lists them)")
+    attach.add_argument("--remote-python", default="python3", metavar="COMMAND",
+                        help="the host's Python that has workbench installed (default: python3)")
+    add_db_option(attach)
+    attach.set_defaults(handler=cmd_attach)
 
     profile = sub.add_parser("profile", help=(
         f"a short run that profiles --profile-steps steady steps (default {PROFILE_STEPS}): op table, memory, "

@@ -68,6 +68,10 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
 
 def _train(args: argparse.Namespace, config) -> int:
+    if args.host is not None:  # the host checks the settings against its devices; nothing here imports torch
+        from .remote import train_remote
+
+        return train_remote(args, config)
     from ..core.domain.devices import cuda_device_count
     from ..core.run.launch import start_run
     from ..core.run.request import Launch, RunRequest

@@ -101,6 +101,12 @@ class RunRecord:
     checkpoint: str | None
     events: list[Event] = field(default_factory=list)
     updated: str = ""  # when the row was last written: an ended run's end
+    host: str = ""  # the machine that trained it: this one's name, or a remote host as the user named it
+
+    @property
+    def elsewhere(self) -> str:
+        """The host it trained on when that is not this computer (its files are there), else ""."""
+        return self.host if self.host and self.host != socket.gethostname() else ""
 
     @property
     def results(self) -> RunResults | None:
@@ -160,7 +166,7 @@ def _record(row: sqlite3.Row) -> RunRecord:
         samples_per_s=number("samples_per_s", float, None), compile_seconds=number("compile_seconds", float, None),
         peak_memory_mib=number("peak_memory_mib", float, None), backend_used=text("backend_used", None),
         failure=mapping("failure", optional=True), out_dir=text("out_dir", None),
-        checkpoint=text("checkpoint", None), updated=text("updated", ""))
+        checkpoint=text("checkpoint", None), updated=text("updated", ""), host=text("host", ""))
     if problems:
         record.status = "damaged"
         record.failure = {"kind": "damaged", "message": "this run's row cannot be read in full: " + "; ".join(problems),
@@ -249,13 +255,15 @@ class RunStore:
         self.close()
 
     # -- writing ----------------------------------------------------------------------------------------------
-    def start_run(self, config: dict, out_dir: str | None = None) -> int:
+    def start_run(self, config: dict, out_dir: str | None = None, host: str | None = None) -> int:
+        """A new row for a run that has started; `host`: where it trains, when not here (a remote run recorded in
+        this computer's history: its files are on that host)."""
         now = _now()
         try:
             cursor = self.db.execute(
                 "INSERT INTO runs (created, updated, status, host, pid, config, dataset, backend, mode, amp, epochs,"
                 " out_dir) VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (now, now, socket.gethostname(), os.getpid(), json.dumps(config), config["dataset"],
+                (now, now, host or socket.gethostname(), os.getpid(), json.dumps(config), config["dataset"],
                  config["backend"], config["mode"], config["amp"], config["epochs"], out_dir))
         except sqlite3.DatabaseError as exc:
             raise self._error(exc) from None
@@ -383,9 +391,10 @@ class RunRecorder:
     """
 
     def __init__(self, store: RunStore, *, out_dir: str | None = None, on_error=None, on_notice=None,
-                 interval: float = RECORD_INTERVAL):
+                 interval: float = RECORD_INTERVAL, host: str | None = None):
         self.store = store
         self.out_dir = out_dir
+        self.host = host
         self.on_error = on_error
         self.on_notice = on_notice
         self.interval = interval
@@ -439,7 +448,7 @@ class RunRecorder:
                                              "record", "the run's own files (events.jsonl) keep every event"))
 
     def _start(self) -> None:
-        self.run_id = self.store.start_run(self._started.config, self.out_dir)
+        self.run_id = self.store.start_run(self._started.config, self.out_dir, self.host)
 
     def flush(self, last: Event | None = None) -> bool:
         """Commit what is buffered (the run's row first, if it is not written yet); True when nothing is left."""

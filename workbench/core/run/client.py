@@ -34,8 +34,10 @@ class _Pending(NamedTuple):
 
 class KernelClient:
     def __init__(self, command: Sequence[str] | None = None, *, on_state: Callable[[str, str], None] | None = None,
-                 start: bool = True):
+                 start: bool = True, spawn: Callable[[], ChildProcess] | None = None):
+        """`spawn`: how a kernel is started, when not as a local child (a RemoteKernel on another host)."""
         self.command = command
+        self.spawn = spawn or (lambda: ChildProcess(command, name="the PyTorch kernel"))
         self._listeners: list[Callable[[str, str], None]] = [on_state] if on_state else []
         self.state = "idle"
         self.detail = ""
@@ -121,7 +123,7 @@ class KernelClient:
         while not self._closed.is_set():
             self._set_state("starting", "")
             try:
-                process = ChildProcess(self.command, name="the PyTorch kernel")
+                process = self.spawn()
             except WorkbenchError as exc:
                 self._down(str(exc), restart=False)
                 return

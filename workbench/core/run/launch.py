@@ -2,7 +2,8 @@
 
 Where it trains follows from the request's launch alone: several processes → torchrun (node 0 streams rank 0's
 events; another node supervises its own ranks), else a fresh run kernel (a pre-started one when given), else —
-`where="here"`, for debugging and measuring — this very process. This module imports no torch: the window calls it,
+`where="here"`, for debugging and measuring — this very process. A run for another host goes there whole (its
+supervisor on the host calls start_run again, with the same request). This module imports no torch: the window calls it,
 and only the in-process branch (which the window never asks for) loads the engine.
 """
 
@@ -14,14 +15,18 @@ import time
 from ..ground.events import Emit, RunFailed, RunFinished
 from ..ground.results import RunResults
 from .process import ChildProcess, start_distributed, supervise_node
+from .remote import RemoteRun
 from .request import RunRequest
 
 
 def start_run(request: RunRequest, emit: Emit, stop: threading.Event | None = None, *,
-              process: ChildProcess | None = None) -> RunFinished | RunFailed:
+              process: ChildProcess | RemoteRun | None = None) -> RunFinished | RunFailed:
     """Train `request`; every event goes to `emit` (the terminal one last), and that terminal event is returned.
-    `stop` ends the run after its current step. `process`: the kernel (or torchrun) started ahead of time for it."""
+    `stop` ends the run after its current step. `process`: the kernel (or torchrun) started ahead of time for it,
+    or a RemoteRun: the run then trains on that host, launched there as it would be here."""
     stop = stop or threading.Event()
+    if isinstance(process, RemoteRun):
+        return process.run(request, emit, stop)
     launch = request.launch
     if launch.distributed and launch.node_rank != 0:
         return _other_node(request, stop)

@@ -1,0 +1,272 @@
+"""Kernels and runs on another host, through a real OpenSSH server on 127.0.0.1 (tests/sshd.py).
+
+What a user on a laptop talking to a GPU box relies on: the first contact says which step failed and why; the
+service kernel answers over SSH as it does here; a run trains to its end there, streams here, is recorded in both
+histories, can be stopped, and survives its SSH client being killed (re-attached with every step exactly once);
+files come back whole; nothing listens beyond loopback on either end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+from workbench.core.ground.config import TrainConfig
+from workbench.core.ground.events import Notice, RunFailed, RunFinished, RunStarted, Step
+from workbench.core.history.runs import RunStore
+from workbench.core.run.client import KernelClient
+from workbench.core.run.launch import start_run
+from workbench.core.run.protocol import PROTOCOL_VERSION
+from workbench.core.run.remote import RemoteKernel, RemoteRun, fetch, host_runs
+from workbench.core.run.request import RunRequest
+from workbench.core.run.service import ServiceClient
+from workbench.core.run.ssh import Remote, RemoteError
+
+from ..helpers import descendants, of
+
+
+def request(tmp_path: Path, **settings) -> RunRequest:
+    return RunRequest(TrainConfig(**{"epochs": 1, **settings}), out_dir="", db=str(tmp_path / "local.sqlite"))
+
+
+def host_log_steps(remote_out_dir: str) -> list[int]:
+    lines = (Path(remote_out_dir) / "events.jsonl").read_text().splitlines()
+    return [json.loads(line)["step"] for line in lines if json.loads(line)["type"] == "Step"]
+
+
+# -- first contact ---------------------------------------------------------------------------------------------
+def test_the_first_contact_names_the_hosts_workbench_and_protocol(remote, ssh_server):
+    hello = remote.hello()
+    assert hello.protocol == PROTOCOL_VERSION
+    assert hello.data_dir == str(ssh_server.host_data)  # the host's own folders, not this side's
+
+
+@pytest.mark.parametrize("text", ["", "user@", "-oProxyCommand=x", "host:99999", "a b"])
+def test_an_address_that_is_not_a_host_is_refused_before_anything_runs(text):
+    with pytest.raises(RemoteError) as caught:
+        Remote.parse(text)
+    assert caught.value.step == "address"
+
+
+def test_a_changed_host_key_is_refused_and_says_so(remote, ssh_server, monkeypatch, tmp_path):
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / "other")], check=True)
+    kind, key = (tmp_path / "other.pub").read_text().split()[:2]
+    known = tmp_path / "known_hosts"
+    known.write_text(f"[127.0.0.1]:{ssh_server.port} {kind} {key}\n")
+    monkeypatch.setenv("WORKBENCH_SSH", ssh_server.ssh_command.replace(str(ssh_server.folder / "known_hosts"),
+                                                                       str(known)))
+    with pytest.raises(RemoteError) as caught:
+        remote.hello()
+    assert caught.value.step == "host key" and "has changed" in str(caught.value)
+    assert "ssh-keygen -R" in caught.value.hint
+
+
+def test_an_unknown_host_key_is_refused_never_accepted(remote, ssh_server, monkeypatch, tmp_path):
+    known = tmp_path / "known_hosts"
+    known.write_text("")
+    monkeypatch.setenv("WORKBENCH_SSH", ssh_server.ssh_command.replace(str(ssh_server.folder / "known_hosts"),
+                                                                       str(known)))
+    with pytest.raises(RemoteError) as caught:
+        remote.hello()
+    assert caught.value.step == "host key" and "not known" in str(caught.value)
+    assert known.read_text() == ""  # nothing was added behind the user's back
+
+
+def test_a_host_without_workbench_says_how_to_install_it(remote, tmp_path):
+    bare = tmp_path / "bare-python"  # a Python that cannot import workbench
+    bare.write_text(f"#!/bin/sh\ncd /\nexec env -u PYTHONPATH {os.path.realpath('/usr/bin/python3')} -I \"$@\"\n")
+    bare.chmod(0o755)
+    with pytest.raises(RemoteError) as caught:
+        Remote.parse(str(remote), str(bare)).hello()
+    assert caught.value.step == "remote start"
+    assert "workbench is not installed" in str(caught.value) and "pip install" in caught.value.hint
+
+
+def test_a_missing_remote_python_is_named(remote):
+    with pytest.raises(RemoteError) as caught:
+        Remote.parse(str(remote), "/no/such/python").hello()
+    assert caught.value.step == "remote start" and "/no/such/python was not found" in str(caught.value)
+
+
+def test_a_host_on_another_protocol_is_refused_with_both_versions(remote, tmp_path):
+    old = tmp_path / "old-python"  # answers the first contact as a protocol-1 Workbench would
+    old.write_text("#!/bin/sh\necho '{\"workbench\": \"0.0.9\", \"protocol\": 1, \"python\": \"/usr/bin/python3\", "
+                   "\"python_version\": \"3.10\", \"hostname\": \"old\", \"data_dir\": \"/tmp\"}'\n")
+    old.chmod(0o755)
+    with pytest.raises(RemoteError) as caught:
+        Remote.parse(str(remote), str(old)).hello()
+    assert caught.value.step == "version"
+    assert f"runs workbench 0.0.9 (protocol 1), this window needs protocol {PROTOCOL_VERSION}" in str(caught.value)
+
+
+def test_an_unreachable_port_fails_fast_as_a_connection_step(remote, ssh_server):
+    closed = Remote.parse(f"127.0.0.1:{_closed_port()}", ssh_server.remote_python)
+    with pytest.raises(RemoteError) as caught:
+        closed.hello()
+    assert caught.value.step == "connection" and "refused" in str(caught.value).lower()
+
+
+def test_a_name_that_does_not_resolve_is_said(remote):
+    with pytest.raises(RemoteError) as caught:
+        Remote.parse("no-such-host.invalid").hello()
+    assert caught.value.step == "name resolution"
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]  # closed again when the probe is
+
+
+# -- the service kernel over SSH -------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def remote_service(ssh_server):
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("WORKBENCH_SSH", ssh_server.ssh_command)
+        remote = Remote.parse(ssh_server.address, ssh_server.remote_python)
+        client = KernelClient(spawn=lambda: RemoteKernel(remote))
+        yield ServiceClient(client), client
+        client.close()
+
+
+def test_the_service_kernel_answers_over_ssh(remote_service, trained_run):
+    service, client = remote_service
+    capabilities = service.capabilities().result(120)
+    assert capabilities.devices and client.ready
+    blank = __import__("numpy").zeros((28, 28), dtype="uint8")
+    predictions = service.predict(trained_run.checkpoint, [blank]).result(60)
+    assert len(predictions.probabilities) == 1 and abs(sum(predictions.probabilities[0]) - 1) < 1e-3
+
+
+def test_a_remote_kernel_that_dies_is_started_again(remote_service):
+    service, client = remote_service
+    service.capabilities().result(120)
+    first = client._process.process.pid
+    states: queue.Queue[str] = queue.Queue()
+    client.listen(lambda state, detail: states.put(state))
+    os.killpg(first, signal.SIGKILL)  # its SSH client: the session is gone
+    assert next(state for state in iter(lambda: states.get(timeout=60), None) if state != "ready") == "crashed"
+    assert next(state for state in iter(lambda: states.get(timeout=120), None) if state == "ready")
+    assert service.capabilities().result(120).devices  # answered by the next kernel
+    assert client._process.process.pid != first
+
+
+# -- runs on the host ------------------------------------------------------------------------------------------
+def test_a_run_trains_there_and_is_recorded_on_both_sides(remote, tmp_path, ssh_server):
+    events: list = []
+    run = RemoteRun(remote, db=str(tmp_path / "local.sqlite"))
+    result = start_run(request(tmp_path), events.append, process=run)
+    assert isinstance(result, RunFinished) and not result.stopped, result
+    assert result.results.checkpoint.startswith(str(ssh_server.host_data))  # the file is on the host
+    steps = [event.step for event in of(events, Step)]
+    assert steps == list(range(1, result.steps + 1)) == host_log_steps(run.started.out_dir)
+    with RunStore(tmp_path / "local.sqlite") as store:
+        [local] = store.list()
+    assert local.host == str(remote) and local.status == "finished" and local.out_dir == run.started.out_dir
+    with RunStore(ssh_server.host_data / "runs.sqlite") as store:
+        assert any(record.out_dir == run.started.out_dir for record in store.list())
+    copied = fetch(remote, result.results.checkpoint, tmp_path / "back" / "checkpoint.pt")
+    assert copied.read_bytes() == Path(result.results.checkpoint).read_bytes()
+
+
+def test_a_run_is_stopped_from_here(remote, tmp_path):
+    stop = threading.Event()
+
+    def emit(event):
+        if isinstance(event, Step) and event.step == 5:
+            stop.set()
+
+    result = RemoteRun(remote, db=str(tmp_path / "local.sqlite")).run(request(tmp_path, epochs=50), emit, stop)
+    assert isinstance(result, RunFinished) and result.stopped and result.steps < 50 * 125
+
+
+def test_killing_the_ssh_client_mid_run_loses_no_step_and_repeats_none(remote, tmp_path):
+    run = RemoteRun(remote, db=str(tmp_path / "local.sqlite"))
+    events: list = []
+    killed: list[int] = []
+
+    def emit(event):
+        events.append(event)
+        if isinstance(event, Step) and event.step == 20 and not killed:
+            killed.append(run._session.process.pid)
+            os.killpg(killed[0], signal.SIGKILL)  # the laptop's network drops
+
+    result = run.run(request(tmp_path, epochs=3), emit, threading.Event())
+    assert killed and isinstance(result, RunFinished), result
+    notices = [event.message for event in of(events, Notice)]
+    assert any("lost the connection" in text for text in notices)
+    assert any("reconnected" in text for text in notices)
+    steps = [event.step for event in of(events, Step)]
+    assert steps == list(range(1, result.steps + 1)) == host_log_steps(run.started.out_dir)
+    assert len(of(events, RunStarted)) == 1
+    with RunStore(tmp_path / "local.sqlite") as store:
+        [local] = store.list()
+        assert [e.step for e in of(store.get(local.id, with_events=True).events, Step)] == steps
+
+
+def test_a_finished_run_is_listed_and_attached_again_with_every_event(remote, tmp_path):
+    first: list = []
+    run = RemoteRun(remote, db=str(tmp_path / "local.sqlite"))
+    run.run(request(tmp_path), first.append, threading.Event())
+    [info] = [info for info in host_runs(remote) if info.key == run.started.key]
+    assert info.status == "finished" and info.events == len(first) - 1  # the local "training on" notice
+    again: list = []
+    result = RemoteRun(remote, db=str(tmp_path / "local.sqlite")).attach(run.started.key, again.append,
+                                                                        threading.Event())
+    assert isinstance(result, RunFinished)
+    assert [type(e) for e in again] == [type(e) for e in first[1:]]
+    with RunStore(tmp_path / "local.sqlite") as store:
+        assert len(store.list()) == 1  # attaching again replaced this side's record, not doubled it
+
+
+def test_attaching_to_a_run_the_host_does_not_have_is_a_clear_failure(remote, tmp_path):
+    result = RemoteRun(remote, db=str(tmp_path / "local.sqlite")).attach("no-such-run", lambda e: None,
+                                                                        threading.Event())
+    assert isinstance(result, RunFailed) and "no run 'no-such-run'" in result.message
+
+
+def test_nothing_listens_beyond_loopback_during_a_remote_run(remote, tmp_path, ssh_server):
+    seen: list[list[str]] = []
+
+    def emit(event):
+        if isinstance(event, Step) and event.step == 10:
+            ours = {os.getpid(), ssh_server.process.pid, *descendants(os.getpid()),
+                    *descendants(ssh_server.process.pid)}
+            seen.append(listening_addresses(ours))
+
+    result = RemoteRun(remote, db=str(tmp_path / "local.sqlite")).run(request(tmp_path), emit, threading.Event())
+    assert isinstance(result, RunFinished) and seen
+    assert seen[0] and all(address in ("127.0.0.1", "::1") for address in seen[0]), seen[0]
+
+
+def listening_addresses(pids: set[int]) -> list[str]:
+    """The local address of every listening TCP socket that one of `pids` holds (both ends of the test's SSH are
+    on this machine: sshd and what it started, this process and its children), from /proc/net/tcp{,6}."""
+    import ipaddress
+
+    inodes = set()
+    for pid in pids:
+        try:
+            links = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
+        except OSError:
+            continue
+        inodes |= {link[len("socket:["):-1] for link in links if link.startswith("socket:[")}
+    found = []
+    for name, size in (("tcp", 4), ("tcp6", 16)):
+        for line in Path(f"/proc/net/{name}").read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] != "0A" or fields[9] not in inodes:  # 0A: LISTEN
+                continue
+            raw = bytes.fromhex(fields[1].split(":")[0])
+            words = b"".join(raw[i:i + 4][::-1] for i in range(0, size, 4))
+            found.append(str(ipaddress.ip_address(words)))
+    return found

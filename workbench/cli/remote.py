@@ -1,0 +1,119 @@
+"""`workbench train --host HOST` and `workbench attach HOST [RUN]`: runs on another machine, followed from this one.
+
+The run trains on the host under a supervisor of its own (core/run/remote.py), so this terminal can close, sleep or
+lose the network: the run goes on, and `attach` follows it again with every event it missed. Torch-free here: the
+host's kernel has PyTorch, this side only reads events.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import signal
+import sys
+import threading
+
+from ..core.ground.events import RunFailed
+from ..core.ground.progress import failure_line
+from ..core.ground.results_text import finished_lines
+from ..core.run.remote import RemoteRun, fetch, host_runs
+from ..core.run.request import Launch, RunRequest
+from ..core.run.ssh import Remote
+from .common import EXIT_INTERRUPTED, EXIT_RUN_FAILED, EXIT_USAGE, fail
+from .progress import ProgressBar
+
+
+def connect(address: str, python: str) -> Remote:
+    """The host after its first contact (version and protocol checked), said in one line on stderr."""
+    remote = Remote.parse(address, python)
+    hello = remote.hello()
+    print(f"connected to {remote} ({hello.hostname}): workbench {hello.workbench}, Python {hello.python_version}",
+          file=sys.stderr)
+    return remote
+
+
+def train_remote(args: argparse.Namespace, config) -> int:
+    """The run on the host; `--out` (optional) is where its folder is copied back here at the end."""
+    remote = connect(args.host, args.remote_python)
+    launch = Launch(args.nproc_per_node, args.nnodes, args.node_rank, args.master_addr, args.master_port)
+    request = RunRequest(config, out_dir="", db=args.db, launch=launch)  # the host gives it a folder of its own
+    run = RemoteRun(remote, db=args.db)
+    return follow(run, lambda bar, stop: run.run(request, bar.update, stop), args.out, ctrl_c_stops=True)
+
+
+def cmd_attach(args: argparse.Namespace) -> int:
+    """Follow a run on the host again: RUN, or the newest one still training; without one, list them."""
+    remote = connect(args.host, args.remote_python)
+    runs = host_runs(remote)
+    key = args.run or next((info.key for info in reversed(runs) if info.status == "running"), None)
+    if key is None:
+        if not runs:
+            print(f"{remote} has no runs started from another machine")
+            return 0
+        for info in runs:
+            print(f"{info.key}  {info.status:<9} {info.events:>6} events  {info.dataset}, {info.epochs} epoch(s)  "
+                  f"{info.out_dir}")
+        print(f"none is training: `workbench attach {remote} RUN` replays one")
+        return 0
+    run = RemoteRun(remote, db=args.db)
+    return follow(run, lambda bar, stop: run.attach(key, bar.update, stop), None, ctrl_c_stops=False)
+
+
+def follow(run: RemoteRun, start, copy_to: str | None, *, ctrl_c_stops: bool) -> int:
+    """Drive `start(bar, stop)` with a progress bar. The terminal closing (SIGHUP) leaves the run training on the
+    host; Ctrl+C stops it after its step when `ctrl_c_stops` (train), else — and a second time — leaves it
+    running (attach); SIGTERM stops it."""
+    bar = ProgressBar(sys.stderr)
+    stop = threading.Event()
+    with _signals(run, stop, ctrl_c_stops):
+        result = start(bar, stop)
+    bar.close()
+    if isinstance(result, RunFailed) and result.kind == "detached":
+        print(f"{result.message} — {result.hint}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    if isinstance(result, RunFailed):
+        code = EXIT_USAGE if result.kind in ("config", "data", "io", "remote") else EXIT_RUN_FAILED
+        return fail(failure_line(result), code=code)
+    for line in finished_lines(result):
+        print(line)
+    print(f"the run's files are on {run.remote}: {run.started.out_dir}")
+    if copy_to:
+        copied = fetch(run.remote, run.started.out_dir, copy_to, _CopyProgress())
+        print(f"\ncopied them to {copied}", file=sys.stderr)
+    return EXIT_INTERRUPTED if result.stopped else 0
+
+
+@contextlib.contextmanager
+def _signals(run: RemoteRun, stop: threading.Event, ctrl_c_stops: bool):
+    def handle(signum, frame) -> None:
+        if signum == signal.SIGTERM or (signum == signal.SIGINT and ctrl_c_stops and not stop.is_set()):
+            stop.set()
+            print("\nstopping after this step (Ctrl+C again leaves it running on the host)…", file=sys.stderr)
+        else:
+            run.terminate()  # stop following; the host goes on
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    names = ("SIGINT", "SIGTERM", "SIGHUP")
+    previous = {getattr(signal, name): signal.signal(getattr(signal, name), handle)
+                for name in names if hasattr(signal, name)}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+class _CopyProgress:
+    """One line on stderr, rewritten at each whole percent (a copy arrives in many small reads)."""
+
+    def __init__(self):
+        self.shown = -1
+
+    def __call__(self, done: int, total: int) -> None:
+        percent = 100 * done // max(total, 1)
+        if percent != self.shown:
+            self.shown = percent
+            print(f"\rcopying {done / 2**20:.1f} of {total / 2**20:.1f} MiB ({percent} %)", end="", file=sys.stderr,
+                  flush=True)

@@ -1,0 +1,309 @@
+"""Kernels and runs on another machine, seen from this one. Torch-free: the window and the CLI use it.
+
+- `RemoteKernel`: a service kernel on the host, bridged over one SSH session. To the KernelClient it is a
+  ChildProcess like any other (the same messages; a dropped session is a crash, and the client starts another).
+- `RemoteRun`: a run on the host under a supervisor of its own there, so it trains on when this side goes (the
+  laptop sleeps, the Wi-Fi drops, the window closes). Its events stream here as a local run's do; a session that
+  drops is re-attached from the first event not yet seen (no gap, no duplicate); every event is recorded in this
+  computer's run history with the host's name (the host keeps its own record too).
+- `host_runs`, `fetch`: the host's runs, and a file or folder copied back with progress.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import shutil
+import tarfile
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Callable
+
+from ..ground.atomic import commit, temp_beside
+from ..ground.events import Event, Notice, RunFailed, from_dict, is_terminal
+from ..ground.errors import first_line
+from ..history.runs import RunRecorder, RunStore, RunStoreError
+from .process import ChildError, ChildProcess
+from .protocol import RUN_JOB_ID, Lines
+from .remote_wire import RunInfo, RunStart
+from .request import RunRequest
+from .ssh import Remote, RemoteError, Session
+
+RECONNECT_S = 120.0  # how long a dropped run is re-attached for before this side gives up (the run goes on there)
+RECONNECT_DELAYS = (1.0, 2.0, 4.0, 8.0, 15.0)  # between attempts, the last repeated
+START_TIMEOUT_S = 60.0  # from ssh's start to the host's answer that the run is started
+
+
+class RemoteKernel(ChildProcess):
+    """A service kernel on `remote`, reached over one SSH session instead of a loopback listener (no token: SSH has
+    authenticated the session, and the socketpair is this process's alone)."""
+
+    def __init__(self, remote: Remote):
+        self.name = f"the PyTorch kernel on {remote.name}"
+        self.remote = remote
+        self.ranks = 1
+        self.temp_dir = None
+        self.requests = queue.SimpleQueue()
+        self.ready = False
+        self.terminated = False
+        try:
+            self.session = remote.open("kernel")
+        except RemoteError as exc:
+            raise ChildError(with_step(exc)) from None
+        self.process, self.stderr = self.session.process, self.session.stderr
+        self.conn, self.lines = self.session.conn, self.session.lines
+
+    def _exit_text(self, when: str) -> str:
+        return with_step(self.session.failure(when))
+
+
+def with_step(error: RemoteError) -> str:
+    return f"{error} ({error.step} failed)" + (f"; {error.hint}" if error.hint else "")
+
+
+class RemoteRun:
+    """One run on `remote`, driven as ChildProcess.run drives a local one (start_run calls `run`)."""
+
+    ranks = 1  # the window asks a run for a profile through rank 0's parent: here, the host's supervisor
+
+    def __init__(self, remote: Remote, *, db: str | None = None):
+        self.remote = remote
+        self.db = db  # this computer's run history (None: the default)
+        self.requests: queue.SimpleQueue[dict] = queue.SimpleQueue()
+        self.started: RunStart | None = None
+        self.received = 0  # events seen from the host's log: where a re-attach resumes
+        self._session: Session | None = None
+        self._detached = threading.Event()
+
+    def request(self, message: dict) -> None:
+        """A control message ({"profile": 20}) for the run, sent at the next poll of `run`'s thread."""
+        self.requests.put(message)
+
+    def detach(self) -> None:
+        """Leave the run training on the host and stop following it (the window closes, leaving it running)."""
+        self._detached.set()
+
+    def terminate(self) -> None:
+        """Stop following the run at once (its session is closed); the run itself goes on on the host."""
+        self.detach()
+        session = self._session
+        if session is not None:
+            session.conn.close()
+
+    def run(self, request: RunRequest, emit: Callable[[Event], None], stop: threading.Event) -> Event:
+        """Start the request on the host and follow it to its end."""
+        try:
+            session = self.remote.open("start", first_line=request.to_json())
+            self.started = self._header(session)
+        except RemoteError as exc:
+            failed = RunFailed(kind="remote", message=f"{exc} ({exc.step} failed)", hint=exc.hint)
+            emit(failed)
+            return failed
+        emit(Notice("info", f"training on {self.remote} ({self.started.hostname}) as run {self.started.key}; its "
+                            f"files are there, in {self.started.out_dir}"))
+        return self.follow(session, emit, stop)
+
+    def attach(self, key: str, emit: Callable[[Event], None], stop: threading.Event) -> Event:
+        """Follow the host's run `key` from its first event (this computer's record of it is written afresh)."""
+        try:
+            session = self.remote.open("attach", key, "0")
+            self.started = self._header(session)
+        except RemoteError as exc:
+            failed = RunFailed(kind="remote", message=f"{exc} ({exc.step} failed)", hint=exc.hint)
+            emit(failed)
+            return failed
+        return self.follow(session, emit, stop, replace=True)
+
+    def _header(self, session: Session) -> RunStart:
+        message = session.read(START_TIMEOUT_S, "while starting the run")
+        if message is None:
+            session.close()
+            raise RemoteError("remote start", f"{self.remote} did not start the run within {START_TIMEOUT_S:.0f} s")
+        if "error" in message:
+            session.close()
+            raise RemoteError("remote start", str(message["error"]))
+        try:
+            return RunStart.from_dict(message)
+        except ValueError as exc:
+            session.close()
+            raise RemoteError("version", f"{self.remote} answered in a way this Workbench cannot read: {exc}") from None
+
+    def follow(self, session: Session, emit: Callable[[Event], None], stop: threading.Event, *,
+               replace: bool = False) -> Event:
+        """Pass the run's events to `emit` (and this computer's history) until its terminal event; a session that
+        drops is re-attached from the first event not yet seen."""
+        recorder = self._recorder(emit, replace)
+        cancel_sent = False
+        self._session = session
+        try:
+            while True:
+                if stop.is_set() and not cancel_sent:
+                    cancel_sent = session.send({"cancel": RUN_JOB_ID})
+                while not self.requests.empty():
+                    session.send(self.requests.get())
+                try:
+                    message = session.read(0.1, "during the run")
+                except RemoteError as exc:
+                    session.close()
+                    if self._detached.is_set():
+                        return self._left(recorder)
+                    session = self._reattach(exc, emit, stop)
+                    if session is None:
+                        return self._left(recorder, lost=exc, emit=emit)
+                    self._session, cancel_sent = session, False
+                    continue
+                if message is None or "event" not in message:
+                    continue
+                event = from_dict(message["event"])
+                self.received += 1
+                if recorder is not None:
+                    recorder(event)
+                emit(event)
+                if is_terminal(event):
+                    return event
+        finally:
+            session.close()
+            self._session = None
+            if recorder is not None:
+                recorder.store.close()
+
+    def _reattach(self, lost: RemoteError, emit: Callable[[Event], None], stop: threading.Event) -> Session | None:
+        """Sessions to the run again, until one answers or RECONNECT_S has passed (None: given up)."""
+        emit(Notice("warning", f"lost the connection to {self.remote} ({lost}); the run goes on there: "
+                               "reconnecting…"))
+        deadline = time.monotonic() + RECONNECT_S
+        for attempt in range(1000):
+            if self._detached.is_set() or time.monotonic() > deadline:
+                return None
+            try:
+                session = self.remote.open("attach", self.started.key, str(self.received))
+                self._header(session)
+            except RemoteError:
+                delay = RECONNECT_DELAYS[min(attempt, len(RECONNECT_DELAYS) - 1)]
+                self._detached.wait(min(delay, max(0.0, deadline - time.monotonic())))
+                continue
+            emit(Notice("info", f"reconnected to {self.remote}: following the run again from event "
+                                f"{self.received + 1}"))
+            return session
+        return None
+
+    def _left(self, recorder: RunRecorder | None, lost: RemoteError | None = None,
+              emit: Callable[[Event], None] | None = None) -> RunFailed:
+        """This side stops following a run that goes on on the host: its record here stays "running" until it is
+        attached again (which writes it afresh)."""
+        if recorder is not None:
+            recorder.flush()
+        key = self.started.key if self.started else "?"
+        how = "left running" if lost is None else f"lost the connection for {RECONNECT_S:.0f} s ({lost})"
+        failed = RunFailed(kind="detached", message=f"{how}: the run goes on on {self.remote}",
+                           hint=f"attach to it again with Kernel → Connect to…, or `workbench attach {self.remote} "
+                                f"{key}`")
+        if emit is not None:
+            emit(failed)
+        return failed
+
+    def _recorder(self, emit: Callable[[Event], None], replace: bool) -> RunRecorder | None:
+        """This computer's record of the run, with the host's name; attaching again replaces the earlier one."""
+        def note(exc: RunStoreError) -> None:
+            emit(Notice("warning", f"this run is not recorded in this computer's run history: {exc}", exc.hint))
+
+        try:
+            store = RunStore(self.db, writing=True)
+            if replace:
+                known = store.id_for_out_dir(self.started.out_dir)
+                if known is not None and store.get(known).host == str(self.remote):
+                    store.delete(known)
+            return RunRecorder(store, out_dir=self.started.out_dir, host=str(self.remote), on_error=note,
+                               on_notice=emit)
+        except RunStoreError as exc:
+            note(exc)
+            return None
+
+
+def host_runs(remote: Remote) -> list[RunInfo]:
+    """The host's detached runs (running and finished), oldest first."""
+    session = remote.open("runs")
+    try:
+        message = session.read(START_TIMEOUT_S, "while listing the runs")
+    finally:
+        session.close()
+    if not message or not isinstance(message.get("runs"), list):
+        raise RemoteError("version", f"{remote} did not list its runs")
+    try:
+        return [RunInfo.from_dict(item) for item in message["runs"]]
+    except ValueError as exc:
+        raise RemoteError("version", f"{remote} listed its runs in a way this Workbench cannot read: {exc}") from None
+
+
+def fetch(remote: Remote, source: str, target: str | Path,
+          progress: Callable[[int, int], None] | None = None) -> Path:
+    """Copy the host's file or folder `source` to `target` here, over the same kind of session, with
+    `progress(bytes done, bytes in all)`. Atomic: a copy cut short leaves `target` as it was."""
+    target = Path(target)
+    session = remote.open("fetch", first_line=source)
+    try:
+        header = session.read(START_TIMEOUT_S, "while starting the copy")
+        if header is None or "error" in header:
+            raise RemoteError("session", (header or {}).get("error") or f"{remote} did not start the copy")
+        size = int(header.get("size", 0))
+        reader = _Bytes(session.lines, size, progress)
+        if header.get("kind") == "tar":
+            return _unpack(reader, target)
+        fd, tmp = temp_beside(target)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                reader.copy_to(out)
+            commit(tmp, target)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        return target
+    except (OSError, EOFError) as exc:
+        raise RemoteError("session", f"copying {source} from {remote} failed: {first_line(exc)}") from None
+    finally:
+        session.close()
+
+
+class _Bytes:
+    """The raw bytes after a session's header line (some may already sit in its reader's buffer), as a file."""
+
+    def __init__(self, lines: Lines, size: int, progress: Callable[[int, int], None] | None):
+        self.lines, self.size, self.progress, self.done = lines, size, progress, 0
+
+    def read(self, n: int = -1) -> bytes:
+        if self.lines.buffer:
+            data = bytes(self.lines.buffer[:n] if n > 0 else self.lines.buffer)
+            del self.lines.buffer[:len(data)]
+        else:
+            self.lines.conn.settimeout(None)
+            data = self.lines.conn.recv(n if n > 0 else 1 << 20)
+        self.done += len(data)
+        if self.progress is not None and data:
+            self.progress(min(self.done, self.size), self.size)
+        return data
+
+    def copy_to(self, out) -> None:
+        while self.done < self.size:
+            data = self.read(min(1 << 20, self.size - self.done))
+            if not data:
+                raise EOFError(f"the copy ended after {self.done} of {self.size} bytes")
+            out.write(data)
+
+
+def _unpack(reader: _Bytes, target: Path) -> Path:
+    """A folder's tar stream unpacked beside `target`, then put in its place (an existing one is replaced)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        with tarfile.open(fileobj=reader, mode="r|") as tar:
+            tar.extractall(staging, filter="data")  # no absolute paths, no links out of the folder
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return target
+

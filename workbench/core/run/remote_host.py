@@ -1,0 +1,371 @@
+"""The far end of a remote kernel: what `ssh HOST python3 -m workbench.core.run.remote_host …` runs. Torch-free.
+
+The window (or the CLI) on another machine reaches this host only through the SSH session's stdin and stdout, so
+nothing here listens on any network interface and no secret travels on a command line (SSH has authenticated the
+session; the kernels behind it are reached as they are locally, on a token-checked loopback socket):
+
+    hello                  one JSON line: this host's Workbench version, protocol, Python — the first contact
+    kernel                 a service kernel, its protocol bridged to stdin/stdout (ends with the session)
+    start                  a run (its RunRequest as the first stdin line), detached from the session: it trains on
+                           when the connection drops; then streams it as `attach` does
+    attach KEY [FROM]      a run's events from the FROM-th on (those the caller has not seen), then live until its
+                           terminal event; stdin's control lines (cancel, profile) go to the run
+    runs                   the runs this host has trained for remote callers, running and finished (JSON)
+    fetch                  a file or folder (its path as the first stdin line) as a size line and its bytes
+
+A detached run is a supervisor process (`supervise KEY`, its own session) driving a run kernel as the CLI does. Its
+folder under the data folder's `remote-runs/` holds the request, the event log (one JSON line per event, appended
+and flushed as they come: what an attach replays), the supervisor's pid and a control file that attaches append to.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import socket
+import subprocess
+import sys
+import tarfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from ..ground import paths
+from ..ground.events import RunFailed, from_dict, is_terminal, to_json
+from .protocol import PROTOCOL_VERSION, RUN_JOB_ID, event_line
+from .remote_wire import Hello, RunInfo, RunStart
+from .request import RunRequest, new_run_dir
+
+POLL_S = 0.05  # how often an attach looks for new events, and a supervisor for control lines
+LOG = "events.jsonl"
+CONTROL = "control.jsonl"
+
+
+def runs_root() -> Path:
+    return paths.data_dir() / "remote-runs"
+
+
+def hello() -> Hello:
+    from ..ground.appinfo import version
+
+    return Hello(version(), PROTOCOL_VERSION, sys.executable, sys.version.split()[0], socket.gethostname(),
+                 str(paths.data_dir()))
+
+
+# -- the service kernel, bridged ---------------------------------------------------------------------------------
+def serve_kernel(out: BinaryIO) -> int:
+    """A service kernel started here as the window starts one locally; its messages copied both ways between it
+    and this session (the kernel's own stdout goes to stderr: a stray print never corrupts the protocol)."""
+    from .process import ChildError, ChildProcess
+
+    write_line(out, {"hello": "ssh", "pid": os.getpid(), "protocol": PROTOCOL_VERSION})
+    child = ChildProcess(name="the PyTorch kernel")
+    try:
+        child.connect()
+    except ChildError as exc:
+        write_line(out, {"error": {"kind": "crashed", "message": str(exc), "hint": ""}})
+        child.close()
+        return 1
+    write_line(out, {"ready": True})
+    conn = child.conn
+
+    def inbound() -> None:  # the caller's messages to the kernel; its EOF is the kernel's (it then exits)
+        with open(0, "rb", buffering=0, closefd=False) as stdin:
+            for chunk in iter(lambda: stdin.read(65536), b""):
+                try:
+                    conn.sendall(chunk)
+                except OSError:
+                    return
+        try:
+            conn.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+
+    threading.Thread(target=inbound, name="workbench-bridge-in", daemon=True).start()
+    try:
+        if child.lines.buffer:  # what the kernel sent after "ready", read by the handshake
+            out.write(bytes(child.lines.buffer))
+        conn.settimeout(None)
+        for chunk in iter(lambda: conn.recv(65536), b""):
+            out.write(chunk)
+    except OSError:
+        pass
+    finally:
+        child.close()
+    return 0
+
+
+# -- detached runs -----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RunFolder:
+    """One detached run's folder on this host."""
+
+    key: str
+
+    @property
+    def path(self) -> Path:
+        return runs_root() / self.key
+
+    @property
+    def log(self) -> Path:
+        return self.path / LOG
+
+    def request(self) -> RunRequest:
+        return RunRequest.from_json((self.path / "request.json").read_text())
+
+    def pid(self) -> int | None:
+        try:
+            return int((self.path / "pid").read_text())
+        except (OSError, ValueError):
+            return None
+
+    def supervised(self) -> bool:
+        """Whether its supervisor still runs (an ended or killed one leaves its pid file behind)."""
+        pid = self.pid()
+        if pid is None:
+            return False
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        try:  # a pid reused by another program is not our supervisor
+            return b"remote_host" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            return True
+
+
+def start_run(stdin: BinaryIO, out: BinaryIO) -> int:
+    """The run whose request is stdin's first line, in a fresh folder here, under a supervisor that outlives this
+    session; then its events, as `attach`."""
+    request = RunRequest.from_json(stdin.readline().decode())
+    folder = _new_folder()
+    out_dir = new_run_dir()  # this host's runs folder: the caller's paths mean nothing here
+    request = request.replace(out_dir=str(out_dir), db=None, record=True)
+    (folder.path / "request.json").write_text(request.to_json())
+    with open(folder.path / "supervisor.log", "ab") as log:
+        process = subprocess.Popen([sys.executable, "-m", "workbench.core.run.remote_host", "supervise", folder.key],
+                                   stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+                                   close_fds=True)
+    (folder.path / "pid").write_text(str(process.pid))
+    write_line(out, RunStart(folder.key, str(out_dir), socket.gethostname()).to_dict())
+    return attach(folder, 0, stdin, out)
+
+
+def _new_folder() -> RunFolder:
+    root = runs_root()
+    root.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    for n in range(1, 1000):
+        key = stamp if n == 1 else f"{stamp}-{n}"
+        try:
+            (root / key).mkdir(mode=0o700)
+            return RunFolder(key)
+        except FileExistsError:
+            continue
+    raise OSError(f"no free run folder under {root}")
+
+
+def supervise(key: str) -> int:
+    """Train the folder's request as the CLI does, every event appended to the folder's log (flushed: an attach
+    reads it as it grows); cancel and profile lines appended to its control file act on the run."""
+    from .launch import start_run as train
+    from .process import ChildProcess, start_distributed
+
+    folder = RunFolder(key)
+    request = folder.request()
+    stop = threading.Event()
+    process = start_distributed(request) if request.launch.distributed else ChildProcess()
+    threading.Thread(target=_follow_control, args=(folder, process, stop), daemon=True,
+                     name="workbench-control").start()
+    with open(folder.log, "a", encoding="utf-8") as log:
+        def emit(event) -> None:
+            log.write(to_json(event) + "\n")
+            log.flush()
+
+        train(request, emit, stop, process=process)
+    return 0
+
+
+def _follow_control(folder: RunFolder, process, stop: threading.Event) -> None:
+    path, seen = folder.path / CONTROL, 0
+    while True:
+        try:
+            with open(path, "rb") as control:
+                control.seek(seen)
+                data = control.read()
+        except FileNotFoundError:
+            data = b""
+        whole = data[:data.rfind(b"\n") + 1]
+        seen += len(whole)
+        for line in whole.splitlines():
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(message, dict):
+                continue
+            if message.get("cancel") == RUN_JOB_ID:
+                stop.set()
+            elif isinstance(message.get("profile"), int) and message["profile"] > 0:
+                process.request({"profile": message["profile"]})
+        time.sleep(POLL_S)
+
+
+def attach(folder: RunFolder, start: int, stdin: BinaryIO, out: BinaryIO) -> int:
+    """The run's events from the `start`-th on, then live, each as the kernel protocol's event message; ends after
+    the terminal event (or when the caller goes). A supervisor that died without one (killed, the host rebooted)
+    ends the stream with a RunFailed that says so."""
+    gone = threading.Event()
+    threading.Thread(target=_forward_control, args=(folder, stdin, gone), daemon=True,
+                     name="workbench-control").start()
+    index = 0
+    with open(folder.log, "a+b") as log:  # created if the supervisor has not written yet
+        log.seek(0)
+        partial = b""
+        while not gone.is_set():
+            chunk = log.read()
+            if not chunk and not folder.supervised():
+                chunk = log.read()  # what it wrote before it ended
+                if not chunk:
+                    _lost_supervisor(folder, out)
+                    return 1
+            if not chunk:
+                time.sleep(POLL_S)
+                continue
+            lines = (partial + chunk).split(b"\n")
+            partial = lines.pop()
+            for line in lines:
+                if index >= start:
+                    out.write((event_line(RUN_JOB_ID, line.decode()) + "\n").encode())
+                index += 1
+                if _terminal(line):
+                    return 0
+    return 0
+
+
+def _terminal(line: bytes) -> bool:
+    """Whether an event line is a run's last (a cheap look first: every line of the log passes here)."""
+    if not line.startswith((b'{"type":"RunFinished"', b'{"type":"RunFailed"')):
+        return False
+    try:
+        return is_terminal(from_dict(json.loads(line)))
+    except ValueError:
+        return False
+
+
+def _lost_supervisor(folder: RunFolder, out: BinaryIO) -> None:
+    failed = RunFailed(kind="crashed", message=f"the run on {socket.gethostname()} ended without finishing: its "
+                                               f"supervisor (pid {folder.pid()}) is gone",
+                       hint=f"its log is {folder.path / 'supervisor.log'}")
+    write_line(out, json.loads(event_line(RUN_JOB_ID, to_json(failed))))
+
+
+def _forward_control(folder: RunFolder, stdin: BinaryIO, gone: threading.Event) -> None:
+    """The caller's control lines (cancel, profile) appended to the run's control file; its EOF ends the attach."""
+    for line in iter(stdin.readline, b""):
+        try:
+            message = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(message, dict) and ("cancel" in message or "profile" in message):
+            with open(folder.path / CONTROL, "ab") as control:
+                control.write(json.dumps(message).encode() + b"\n")
+    gone.set()
+
+
+def list_runs() -> list[RunInfo]:
+    root = runs_root()
+    found = []
+    for path in sorted(root.iterdir()) if root.is_dir() else ():
+        folder = RunFolder(path.name)
+        try:
+            request = folder.request()
+        except (OSError, ValueError, KeyError):
+            continue
+        events, last = _count(folder.log)
+        status = last if last else ("running" if folder.supervised() else "lost")
+        found.append(RunInfo(folder.key, status, events, request.out_dir, request.config.dataset,
+                             request.config.epochs))
+    return found
+
+
+def _count(log: Path) -> tuple[int, str]:
+    """How many events the log holds, and how the run ended ("" while it runs)."""
+    try:
+        data = log.read_bytes()
+    except OSError:
+        return 0, ""
+    lines = data.split(b"\n")[:-1]
+    end = ""
+    if lines and _terminal(lines[-1]):
+        last = json.loads(lines[-1])
+        end = "failed" if last.get("type") == "RunFailed" else ("stopped" if last.get("stopped") else "finished")
+    return len(lines), end
+
+
+# -- files back --------------------------------------------------------------------------------------------------
+def send_file(stdin: BinaryIO, out: BinaryIO) -> int:
+    """The file or folder named by stdin's first line: a header line (its size, and "tar" for a folder), then its
+    bytes (a folder as an uncompressed tar stream)."""
+    path = Path(stdin.readline().decode().strip()).expanduser()
+    if path.is_file():
+        write_line(out, {"size": path.stat().st_size, "kind": "file"})
+        with open(path, "rb") as source:
+            for chunk in iter(lambda: source.read(1 << 20), b""):
+                out.write(chunk)
+        return 0
+    if path.is_dir():
+        size = sum(item.stat().st_size for item in path.rglob("*") if item.is_file())
+        write_line(out, {"size": size, "kind": "tar"})
+        with tarfile.open(fileobj=out, mode="w|") as tar:
+            tar.add(path, arcname=".")
+        return 0
+    write_line(out, {"error": f"{path} does not exist on {socket.gethostname()}"})
+    return 1
+
+
+def write_line(out: BinaryIO, message: dict) -> None:
+    out.write((json.dumps(message) + "\n").encode())
+
+
+def main(argv: list[str]) -> int:
+    """Stdout is kept for the protocol alone: whatever else prints goes to stderr."""
+    out = io.FileIO(os.dup(1), "wb")
+    os.dup2(2, 1)
+    stdin = io.FileIO(0, "rb", closefd=False)
+    command, args = (argv[0] if argv else ""), argv[1:]
+    try:
+        if command == "hello":
+            write_line(out, hello().to_dict())
+            return 0
+        if command == "kernel":
+            return serve_kernel(out)
+        if command == "start":
+            return start_run(io.BufferedReader(stdin), out)
+        if command == "attach":
+            folder = RunFolder(Path(args[0]).name)
+            if not (folder.path / "request.json").is_file():
+                write_line(out, {"error": f"no run {args[0]!r} on {socket.gethostname()}"})
+                return 1
+            write_line(out, RunStart(folder.key, folder.request().out_dir, socket.gethostname()).to_dict())
+            return attach(folder, int(args[1]) if len(args) > 1 else 0, io.BufferedReader(stdin), out)
+        if command == "runs":
+            write_line(out, {"runs": [run.to_dict() for run in list_runs()]})
+            return 0
+        if command == "fetch":
+            return send_file(io.BufferedReader(stdin), out)
+        if command == "supervise":
+            return supervise(args[0])
+    except BrokenPipeError:  # the caller went away: the run (if any) goes on under its supervisor
+        return 0
+    print(f"unknown command {command!r}: one of hello, kernel, start, attach, runs, fetch", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,42 @@
+"""What a remote host's `remote_host` program answers on the SSH session, as typed records (the same ground rule as
+a service job's answers: read field by field on arrival, never by string key). Torch-free."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..ground.records import Record
+
+
+@dataclass(frozen=True)
+class Hello(Record):
+    """The first contact: which Workbench and protocol the host runs, and with which Python."""
+
+    workbench: str
+    protocol: int
+    python: str
+    python_version: str
+    hostname: str
+    data_dir: str
+
+
+@dataclass(frozen=True)
+class RunStart(Record):
+    """A detached run's name on its host (`key`), its output folder there, and the host's own name."""
+
+    key: str
+    out_dir: str
+    hostname: str
+
+
+@dataclass(frozen=True)
+class RunInfo(Record):
+    """One of a host's detached runs: how it stands ("running", "finished", "stopped", "failed", or "lost": its
+    supervisor ended without a terminal event) and how many events its log holds."""
+
+    key: str
+    status: str
+    events: int
+    out_dir: str
+    dataset: str
+    epochs: int
