@@ -7,6 +7,10 @@ import os
 import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .core.run.ssh import Remote
 
 HEADLESS_HINT = ("use the headless commands (`workbench train`, `workbench evaluate`, `workbench --help`) or run "
                  "the app on a virtual screen: xvfb-run -a workbench")
@@ -88,7 +92,8 @@ def missing_library_message(error: str) -> str:
     return f"Qt's xcb platform plugin cannot load because {library} is missing ({hint})"
 
 
-def launch_gui() -> int:
+def launch_gui(remote: Remote | None = None) -> int:
+    """The window (connecting to `remote` once built: `workbench --host`), or one line saying why it cannot open."""
     problem = display_problem() or xcb_problem()
     if problem:
         print(f"workbench: cannot open the window: {problem}; {HEADLESS_HINT}", file=sys.stderr)
@@ -98,4 +103,4 @@ def launch_gui() -> int:
     except ImportError as exc:
         print(f"workbench: cannot start the app: {exc}; {HEADLESS_HINT}", file=sys.stderr)
         return 2
-    return run_app()
+    return run_app(remote)

@@ -26,7 +26,7 @@ from workbench.core.run.launch import start_run
 from workbench.core.run.protocol import PROTOCOL_VERSION
 from workbench.core.run.remote import RemoteKernel, RemoteRun, fetch, host_runs
 from workbench.core.run.request import RunRequest
-from workbench.core.run.service import ServiceClient
+from workbench.core.run.remote_service import RemoteService
 from workbench.core.run.ssh import Remote, RemoteError
 
 from ..helpers import descendants, of
@@ -134,7 +134,7 @@ def remote_service(ssh_server):
         patch.setenv("WORKBENCH_SSH", ssh_server.ssh_command)
         remote = Remote.parse(ssh_server.address, ssh_server.remote_python)
         client = KernelClient(spawn=lambda: RemoteKernel(remote))
-        yield ServiceClient(client), client
+        yield RemoteService(client, remote), client
         client.close()
 
 
@@ -145,6 +145,39 @@ def test_the_service_kernel_answers_over_ssh(remote_service, trained_run):
     blank = __import__("numpy").zeros((28, 28), dtype="uint8")
     predictions = service.predict(trained_run.checkpoint, [blank]).result(60)
     assert len(predictions.probabilities) == 1 and abs(sum(predictions.probabilities[0]) - 1) < 1e-3
+
+
+def transfers(ssh_server) -> list[Path]:
+    folder = ssh_server.host_data / "transfers"
+    return sorted(folder.iterdir()) if folder.is_dir() else []
+
+
+def test_a_checkpoint_this_computer_has_is_copied_to_the_host_once(remote_service, trained_run, ssh_server,
+                                                                   tmp_path):
+    service, _ = remote_service
+    mine = tmp_path / "mine.pt"
+    mine.write_bytes(trained_run.checkpoint.read_bytes())
+    before = transfers(ssh_server)
+    blank = __import__("numpy").zeros((28, 28), dtype="uint8")
+    for _ in range(2):
+        service.predict(mine, [blank]).result(60)
+    [copied] = [folder for folder in transfers(ssh_server) if folder not in before]
+    assert (copied / "mine.pt").read_bytes() == mine.read_bytes()
+
+
+def test_exports_and_reports_are_written_there_and_copied_back_here(remote_service, trained_run, ssh_server,
+                                                                     tmp_path):
+    service, _ = remote_service
+    progress: list[tuple[int, int]] = []
+    service.progress = lambda done, total: progress.append((done, total))
+    written = service.export_checkpoint(trained_run.checkpoint, tmp_path / "mine" / "model.pt").result(120)
+    assert [Path(path).name for path in written.paths] == ["model.pt", "model.safetensors"]
+    assert all(Path(path).parent == tmp_path / "mine" and Path(path).is_file() for path in written.paths)
+    assert any(path.name == "model.pt" for folder in transfers(ssh_server) for path in folder.iterdir())
+    assert progress and progress[-1][0] == progress[-1][1]
+    report = service.write_report([trained_run.run_id], tmp_path / "report.html", db=trained_run.db).result(300)
+    assert [Path(path).name for path in report.paths] == ["report.html", "report.json"]
+    assert "<html" in (tmp_path / "report.html").read_text()[:500].lower()
 
 
 def test_a_remote_kernel_that_dies_is_started_again(remote_service):
@@ -187,6 +220,29 @@ def test_a_run_is_stopped_from_here(remote, tmp_path):
 
     result = RemoteRun(remote, db=str(tmp_path / "local.sqlite")).run(request(tmp_path, epochs=50), emit, stop)
     assert isinstance(result, RunFinished) and result.stopped and result.steps < 50 * 125
+
+
+@pytest.mark.parametrize("leave", ["detach", "terminate"])
+def test_leaving_a_run_from_another_thread_stops_following_and_it_trains_on(remote, tmp_path, leave):
+    """The window closes leaving the run there: `detach` (at the next poll) or `terminate` (the session hung up
+    under the reader) ends the follow as "detached", with no error, and the host's run goes on to its end."""
+    run = RemoteRun(remote, db=str(tmp_path / "local.sqlite"))
+    left: list[threading.Thread] = []
+
+    def emit(event):
+        if isinstance(event, Step) and event.step == 5 and not left:
+            left.append(threading.Thread(target=getattr(run, leave)))
+            left[0].start()
+
+    result = run.run(request(tmp_path), emit, threading.Event())
+    left[0].join()
+    assert isinstance(result, RunFailed) and result.kind == "detached", result
+    with RunStore(tmp_path / "local.sqlite") as store:
+        [local] = store.list()
+    assert local.status == "running" and local.host == str(remote)  # until attached again
+    again = RemoteRun(remote, db=str(tmp_path / "local.sqlite")).attach(run.started.key, lambda e: None,
+                                                                       threading.Event())
+    assert isinstance(again, RunFinished) and not again.stopped  # it trained on to its end, unstopped
 
 
 def test_killing_the_ssh_client_mid_run_loses_no_step_and_repeats_none(remote, tmp_path):

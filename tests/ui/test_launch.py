@@ -59,6 +59,22 @@ def test_a_missing_xcb_library_does_not_block_a_wayland_session(monkeypatch, tmp
     assert gui_launch.xcb_problem(plugin) is None  # Qt tries its wayland plugin first
 
 
+def test_workbench_host_opens_the_window_connecting_to_that_host(monkeypatch, capsys):
+    from workbench.cli import main
+    from workbench.core.run.ssh import Remote
+
+    opened: list = []
+    monkeypatch.setattr("workbench.ui.app.run_app", lambda remote=None: opened.append(remote) or 0)
+    monkeypatch.setenv("QT_QPA_PLATFORM", "offscreen")
+    assert main([]) == 0 and opened == [None]  # `workbench`: the window, on this computer
+    assert main(["--host", "me@gpu-box:2222", "--remote-python", "/opt/py/bin/python"]) == 0
+    assert opened[-1] == Remote.parse("me@gpu-box:2222", "/opt/py/bin/python")
+    assert main(["--host", "not a host!"]) == 2  # refused before any window opens
+    assert len(opened) == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert "'not a host!' is not a host" in line
+
+
 def test_offscreen_needs_no_display(monkeypatch):
     monkeypatch.setenv("QT_QPA_PLATFORM", "offscreen")
     monkeypatch.delenv("DISPLAY", raising=False)

@@ -34,18 +34,27 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         torchrun_main(argv[1:])
         return 0
-    parser = build_parser()
-    if not argv:
-        from ..gui_launch import launch_gui
-
-        return launch_gui()
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(argv)
     from ..core.ground.errors import WorkbenchError
 
     try:
+        if args.command is None:  # `workbench`, or options only (`workbench --host HOST`): the window
+            return _open_window(args)
         return int(args.handler(args) or 0)
     except WorkbenchError as exc:
         return fail(str(exc), exc.hint)
     except KeyboardInterrupt:
         print("\nworkbench: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+
+
+def _open_window(args) -> int:
+    """The app's window; with --host, connecting to that host at once (an address that cannot be one is refused
+    here, before the window opens)."""
+    from ..gui_launch import launch_gui
+
+    if args.host is None:
+        return launch_gui()
+    from ..core.run.ssh import Remote
+
+    return launch_gui(Remote.parse(args.host, args.remote_python))

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..core.run.ssh import Remote
 
 
 def create_app(argv: list[str] | None = None):
@@ -20,12 +24,15 @@ def create_app(argv: list[str] | None = None):
     return app
 
 
-def run_app() -> int:
+def run_app(remote: Remote | None = None) -> int:
+    """The app's window, until it closes. `remote` (`workbench --host HOST [--remote-python P]`): the window opens
+    connecting to that host (its kernels and runs move there once it answers; a failure is said in the Connect
+    dialog, where the address can be corrected)."""
     app = create_app()
     interrupted = _close_on_interrupt()
     from .main_window import MainWindow
 
-    window = MainWindow(staged=True)  # paints at once, then builds; sized to the screen, then as the user left it
+    window = MainWindow(staged=True, remote=remote)  # paints at once, then builds; sized to the screen, then as left
     window.show()
     interrupted.window = window
     if interrupted.requested:  # Ctrl+C while the window was being built

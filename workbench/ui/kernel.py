@@ -6,6 +6,9 @@ thread, in a task slot of its own; `kernel.cancel(slot)` asks the slot's job to 
 what they measured until then). `kernel.on_gui_thread(callback)` is how a job's partial results (the finders'
 points, heard on the client's reader thread) reach a widget. The window learns what this machine can run from the
 kernel's capabilities, asked again after every restart.
+
+`kernel.move_to(remote)` moves the service kernel to another host (Kernel → Connect to…) or back here (None): the
+window's features keep this object and reach the new kernel through it, as after a restart.
 """
 
 from __future__ import annotations
@@ -17,10 +20,14 @@ from PySide6.QtCore import QObject, Signal, Slot
 
 from ..core.ground.capabilities import Capabilities
 from ..core.run.client import KernelClient
+from ..core.run.remote import RemoteKernel
+from ..core.run.remote_service import RemoteService
 from ..core.run.service import ServiceClient
+from ..core.run.ssh import Remote
 from .tasks import Tasks
 
 CAPABILITIES_SLOT = "asking what this machine can run"
+CLOSING_SLOT = "closing a kernel"  # a kernel left for another is closed off the GUI thread (up to seconds)
 
 
 class Kernel(QObject):
@@ -32,18 +39,39 @@ class Kernel(QObject):
     def __init__(self, tasks: Tasks, client: KernelClient | None = None, parent: QObject | None = None):
         super().__init__(parent)
         self.tasks = tasks
-        self.owned = client is None  # a client handed in (tests share one) outlives this window
-        self.client = client or KernelClient(start=False)
-        self.service = ServiceClient(self.client)
-        self.capabilities = Capabilities.unknown()
+        self.shared = client  # a client handed in (tests share one) outlives this window: "This computer" again
         self.stateChanged.connect(self._on_state)  # emitted on the client's thread: queued to this one
         self._relay.connect(lambda callback, value: callback(value))
-        self._asked: dict[str, Future] = {}  # slot → its latest job, for cancel()
         self._listener = self.stateChanged.emit
-        self.client.listen(self._listener)
-        self.client.start()
+        self._use(client or KernelClient(start=False), owned=client is None)
         if self.client.ready:
             self._on_state("ready", "")
+
+    def _use(self, client: KernelClient, *, owned: bool, remote: Remote | None = None) -> None:
+        """Serve the window's jobs from `client` (started here if it is not yet; on `remote`, files named here are
+        copied there and back); its capabilities are asked when it says it is ready."""
+        self.client, self.owned = client, owned
+        self.service = ServiceClient(client) if remote is None else RemoteService(client, remote)
+        self.capabilities = Capabilities.unknown()
+        self._asked: dict[str, Future] = {}  # slot → its latest job, for cancel()
+        client.listen(self._listener)
+        client.start()
+
+    def move_to(self, remote: Remote | None) -> None:
+        """The service kernel runs on `remote` from now on (None: on this computer again; the shared client if
+        one was handed in). The kernel left behind is closed (not a shared one), and whatever it was still doing
+        fails; an answer it gives meanwhile (its capabilities) is no longer wanted."""
+        if remote is None:
+            client, owned = (self.shared, False) if self.shared is not None else (KernelClient(start=False), True)
+        else:
+            client, owned = KernelClient(spawn=lambda: RemoteKernel(remote), start=False), True
+        old, old_owned = self.client, self.owned
+        old.unlisten(self._listener)
+        self.tasks.drop(CAPABILITIES_SLOT)
+        self._use(client, owned=owned, remote=remote)
+        self.stateChanged.emit(client.state, client.detail)  # said at once (starting; a shared one: ready, asked)
+        if old_owned:
+            self.tasks.submit(CLOSING_SLOT, old.close, lambda _done: None, self._no_close)
 
     @property
     def state(self) -> str:
@@ -77,6 +105,9 @@ class Kernel(QObject):
 
     def _no_capabilities(self, error: BaseException) -> None:
         self.notice.emit(f"could not ask the kernel what this machine can run: {error}")
+
+    def _no_close(self, error: BaseException) -> None:
+        self.notice.emit(f"could not close the PyTorch kernel left behind: {error}")
 
     def close(self) -> None:
         self.client.unlisten(self._listener)

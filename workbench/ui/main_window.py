@@ -3,10 +3,11 @@
 This process never imports torch. The window builds itself and wires its features, it does not own them: runs are
 RunControl's (run_control.py), the open checkpoint and model consent Checkpoints' (checkpoints.py), exports and
 reports Exports' (exports.py), Explain / fullgraph / What-if CompileInsight's (compile_insight.py), Evaluate and
-the dataset preview DataInsight's (data_insight.py), the finders and sweeps Search's (search.py). What the window
-knows is plain data in WindowState (window_state.py); each feature speaks to the user through Feedback (banner,
-Log, status line). Here: the training run's own flow (Train, Stop, Continue, its events), recorded runs brought
-back, the kernel's state in the status bar, the actions' enabled states, and the window's settings.
+the dataset preview DataInsight's (data_insight.py), the finders and sweeps Search's (search.py), where the kernels
+run (this computer or a host over SSH) Hosts' (hosts.py). What the window knows is plain data in WindowState
+(window_state.py); each feature speaks to the user through Feedback (banner, Log, status line). Here: the training
+run's own flow (Train, Stop, Continue, its events), recorded runs brought back, the kernel's state in the status bar,
+the actions' enabled states, and the window's settings.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from .window_state import WindowState
 
 if TYPE_CHECKING:
     from ..core.run.client import KernelClient
+    from ..core.run.ssh import Remote
 
 DEFAULT_SIZE = (1400, 880)
 FRAME_ALLOWANCE = 32  # the window manager's title bar, which availableGeometry() does not leave out
@@ -65,11 +67,13 @@ def _starting_text() -> QLabel:
 class MainWindow(QMainWindow):
 
     def __init__(self, runs_dir: Path | None = None, db: Path | None = None, *, prestart: bool = True,
-                 kernel: KernelClient | None = None, staged: bool = False):
+                 kernel: KernelClient | None = None, staged: bool = False, remote: Remote | None = None):
         """`staged` (the app's own window): the window paints at once, saying what it is waiting for, and builds
         its panels and starts its kernels only once it has painted. Built in one go, a window was mapped but
         blank for seconds (the panels took ~1 s to build, and the kernels starting beside it importing torch took
-        the CPU the window needed to paint). Tests build in one go: the window is whole when constructed."""
+        the CPU the window needed to paint). Tests build in one go: the window is whole when constructed.
+        `remote` (`workbench --host`): once built, the window connects to that host (Kernel → Connect to…, its
+        dialog open and connecting, so that a failure is said there and the address can be corrected)."""
         super().__init__()
         self.setWindowTitle(appinfo.DISPLAY_NAME)
         self.setWindowIcon(app_icon())
@@ -84,11 +88,11 @@ class MainWindow(QMainWindow):
         if staged:
             self.setCentralWidget(_starting_text())
             self._restore_geometry(settings)
-            self._build_later = lambda: self._build(settings, prestart, kernel)
+            self._build_later = lambda: self._build(settings, prestart, kernel, remote)
         else:
-            self._build(settings, prestart, kernel)
+            self._build(settings, prestart, kernel, remote)
 
-    def _build(self, settings: QSettings, prestart: bool, kernel: KernelClient | None) -> None:
+    def _build(self, settings: QSettings, prestart: bool, kernel: KernelClient | None, remote: Remote | None) -> None:
         """The panels, the features that drive them and the kernels (a shared `kernel` client, or a new one).
         Their modules (pyqtgraph's among them) are imported here, not at the top: a staged window paints first.
         The kernels start first: their torch import (seconds) runs beside the panels' building."""
@@ -163,6 +167,8 @@ class MainWindow(QMainWindow):
             self._kernel_state(self.kernel.state, "")
         if self.isVisible():  # a staged window, built after its first paint: size its docks once laid out
             QTimer.singleShot(0, self, self._size_docks)
+        if remote is not None:
+            self.hosts.open_connect(remote)
 
     def focusNextPrevChild(self, next: bool) -> bool:
         """Tab and Shift+Tab pass over the widgets of docks behind another dock's tab: Qt moves such a dock off the
@@ -190,6 +196,7 @@ class MainWindow(QMainWindow):
         from .data_insight import DataInsight
         from .exports import Exports
         from .feedback import Feedback
+        from .hosts import Hosts
         from .recorded_runs import RecordedRuns
         from .search import Search
         from .training import Training
@@ -215,6 +222,8 @@ class MainWindow(QMainWindow):
                                  self.runs, self.checkpoints, self, runs_dir=self.runs_dir, db=self.db,
                                  config_for=self._config_for, show_speed=lambda text: self.speed_label.setText(text),
                                  started=self._save_settings, changed=self._update_actions)
+        self.hosts = Hosts(self.kernel, self.runner, self.training, self.tasks, self.state, self.feedback,
+                           self.predict, self, moved=self._moved)
         self.recorded_runs = RecordedRuns(self.state, self.feedback, self.runs, self.plots, panels, self.checkpoints,
                                           training=lambda: self.runner.training,
                                           show_speed=lambda text: self.speed_label.setText(text))
@@ -274,6 +283,12 @@ class MainWindow(QMainWindow):
         self.batch_finder_action = self._action("Find batch size…", lambda: self.search.open_finder("batch"),
                                                 "Ctrl+B", None, "batchFinderAction")
         self.sweep_action = self._action("Sweep…", self.search.open_sweep, "Ctrl+Shift+W", None, "sweepAction")
+        self.sweep_tooltip = self.sweep_action.toolTip()
+        self.connect_action = self._action("Connect to…", lambda: self.hosts.open_connect(), "Ctrl+Shift+K", None,
+                                           "connectAction")
+        self.host_runs_action = self._action("Runs on this host…", lambda: self.hosts.list_runs(), None, None,
+                                             "hostRunsAction")
+        self.local_action = self._action("This computer", self.hosts.go_local, None, None, "thisComputerAction")
         quit_action = self._action("Quit", self.close, QKeySequence.Quit)
         about = self._action("About Workbench", lambda: show_about(self, self.kernel.capabilities), None, None,
                              "aboutAction")
@@ -302,6 +317,9 @@ class MainWindow(QMainWindow):
         for action in (self.train_action, self.stop_action, self.explain_action, self.evaluate_action,
                        self.lr_finder_action, self.batch_finder_action, self.sweep_action):
             run_menu.addAction(action)
+        kernel_menu = menu.addMenu("&Kernel")
+        for action in (self.connect_action, self.host_runs_action, self.local_action):
+            kernel_menu.addAction(action)
         view_menu = menu.addMenu("&View")
         for dock in self.docks.values():
             view_menu.addAction(dock.toggleViewAction())
@@ -320,6 +338,10 @@ class MainWindow(QMainWindow):
         self.device_label.setObjectName("statusDevice")
         self.kernel_label = QLabel("")
         self.kernel_label.setObjectName("statusKernel")
+        self.host_label = QLabel("")
+        self.host_label.setObjectName("statusHost")
+        self.host_label.setTextFormat(Qt.PlainText)  # the host as the user typed it
+        self.host_label.hide()  # on this computer: nothing extra
         self.state_label = QLabel("Idle")
         self.state_label.setObjectName("statusState")
         self.state_label.setTextFormat(Qt.PlainText)  # a form problem quotes the user's values
@@ -335,7 +357,7 @@ class MainWindow(QMainWindow):
         bar.addWidget(self.state_label)
         bar.addWidget(self.problem_button)  # right after the problem it shows
         bar.addWidget(QWidget(), 1)
-        for widget in (self.speed_label, self.device_label, self.kernel_label):
+        for widget in (self.speed_label, self.device_label, self.kernel_label, self.host_label):
             bar.addPermanentWidget(widget)
 
     def apply_colour_scheme(self, scheme: Qt.ColorScheme) -> None:
@@ -359,8 +381,10 @@ class MainWindow(QMainWindow):
                                           "restarted; the window and your runs are unaffected.")
             self.feedback.note("warning", f"PyTorch kernel stopped: {detail}; restarting it")
         elif state == "failed":
+            again = ("connect again (Kernel → Connect to…) or use This computer" if self.hosts.remote is not None
+                     else "restart Workbench")
             self.feedback.show("error", f"The PyTorch kernel keeps failing: {detail}. Explain, Predict and exports "
-                                        "need it; restart Workbench.")
+                                        f"need it; {again}.")
             self.feedback.note("error", f"PyTorch kernel down: {detail}")
         self._update_actions()
 
@@ -370,9 +394,21 @@ class MainWindow(QMainWindow):
         self.device_label.setText(caps.device_label())
         self.kernel_label.setText(f"torch {caps.torch_version}")
         if first:
-            self.log.add("info", f"Workbench ready on {caps.device_label()} · torch {caps.torch_version}")
+            host = self.hosts.host_text()
+            where = f" of {host}" if host else ""
+            self.log.add("info", f"Workbench ready on {caps.device_label()}{where} · torch {caps.torch_version}")
         self.training.kernel_ready()
         self._update_actions()
+
+    def _moved(self) -> None:
+        """The kernels have moved (Kernel → Connect to… / This computer): the status bar and the title say where,
+        the device is said again once the new kernel has answered."""
+        host = self.hosts.host_text()
+        self.host_label.setText(f"on {host}" if host else "")
+        self.host_label.setVisible(bool(host))
+        self.setWindowTitle(f"{appinfo.DISPLAY_NAME} — {host}" if host else appinfo.DISPLAY_NAME)
+        self.device_label.setText("")
+        self._kernel_state(self.kernel.state, "")
 
     @property
     def progress(self) -> Progress:
@@ -416,6 +452,12 @@ class MainWindow(QMainWindow):
         self.export_model_action.setEnabled(has_model and not busy)
         self.report_action.setEnabled(not busy and (self.state.last_run_dir is not None
                                                     or bool(self.runs.selected_ids())))
+        connected = self.hosts.remote is not None
+        self.host_runs_action.setEnabled(connected)
+        self.local_action.setEnabled(connected)
+        self.sweep_action.setEnabled(not connected)  # a sweep's trials train on this computer
+        self.sweep_action.setToolTip("Sweeps train on this computer: choose Kernel → This computer to sweep"
+                                     if connected else self.sweep_tooltip)
 
     def _restore_settings(self, settings: QSettings) -> None:
         text = settings.value("config")
@@ -521,11 +563,17 @@ class MainWindow(QMainWindow):
         if not self.docks:  # closed before it was built: nothing started, nothing to save
             event.accept()
             return
+        leave = False  # a run on a host: left training there, or stopped, as the user answers
+        if self.runner.training and self.runner.remote is not None and not self.runner.closing:
+            leave = self.hosts.ask_to_close()
+            if leave is None:
+                event.ignore()
+                return
         self._save_settings()
         sweeping = self.search.stop_sweep()  # tasks.wait() below waits for it
         if self.runner.training or sweeping:
             self.hide()  # the run stops within a step (longer while compiling); no frozen window meanwhile
-        if not self.runner.shutdown():
+        if not self.runner.shutdown(leave=leave):
             QTimer.singleShot(0, self.close)  # still compiling: try again, never kill the thread mid-step
             event.ignore()
             return

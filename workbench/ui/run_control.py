@@ -9,12 +9,18 @@ hears between steps.
 
 A spare run kernel is started ahead of each run (after start-up and after every run), so Train does not wait
 ~2–4 s for a fresh interpreter to import PyTorch. A spare that cannot be started is only a notice.
+
+Connected to another host (`set_remote`), a run trains there under a supervisor of its own (a RemoteRun: no spare
+here), and the window can follow one of the host's runs from its first event (`attach`); closing the window can
+leave such a run training there (`shutdown(leave=True)`: no cancel is sent).
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
+from typing import Callable
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
@@ -22,7 +28,9 @@ from ..core.ground.errors import WorkbenchError, first_line
 from ..core.ground.events import Event, RunFailed, RunFinished, Step
 from ..core.run.launch import start_run
 from ..core.run.process import ChildProcess, start_distributed
+from ..core.run.remote import RemoteRun
 from ..core.run.request import RunRequest
+from ..core.run.ssh import Remote
 from .tasks import Tasks
 
 FORWARD_INTERVAL = 1 / 30  # seconds between batches of events sent to the GUI
@@ -60,7 +68,8 @@ class RunControl(QObject):
         self.tasks = tasks
         self.prestart = prestart
         self.spare: ChildProcess | None = None
-        self.process: ChildProcess | None = None  # the running run's kernel (or torchrun)
+        self.process: ChildProcess | RemoteRun | None = None  # the running run's kernel (or torchrun, or host)
+        self.remote: Remote | None = None  # the host runs train on; None: this computer
         self.stop_flag: threading.Event | None = None
         self.closing = False
         QTimer.singleShot(0, self, self._prestart)  # once the owner has connected `notice` (and is idle)
@@ -70,7 +79,7 @@ class RunControl(QObject):
         return self.tasks.busy(SLOT)
 
     def _prestart(self) -> None:
-        if self.prestart and self.spare is None and not self.closing and not self.training:
+        if self.prestart and self.spare is None and self.remote is None and not self.closing and not self.training:
             try:
                 self.spare = ChildProcess()
             except Exception as exc:  # OSError too (sockets, temp files): never worth more than a notice
@@ -96,28 +105,55 @@ class RunControl(QObject):
             self.spare.close()
             self.spare = None
 
+    def set_remote(self, remote: Remote | None) -> bool:
+        """Runs train on `remote` from now on (None: on this computer, with a spare kernel again); False, and
+        nothing changed, while a run is alive (it stays where it started)."""
+        if self.training:
+            return False
+        self.remote = remote
+        if remote is None:
+            self._prestart()
+        else:
+            self._drop_spare()
+        return True
+
     def start(self, request: RunRequest) -> bool:
         """Start a run; False while one is alive (one at a time)."""
         if self.training or self.closing:
             return False
-        stop = threading.Event()
         try:
-            if request.launch.distributed:
-                process = start_distributed(request)
-            else:
-                process, self.spare = (self.spare or ChildProcess()), None
+            process = self._process_for(request)
         except WorkbenchError as exc:  # no process could be started: the run ends here, as a failure
-            process = None
             failure = RunFailed(kind=exc.kind, message=str(exc), hint=exc.hint)
+            return self._submit(None, lambda forward, _stop: _failed(forward, failure))
+        return self._submit(process, lambda forward, stop: start_run(request, forward, stop, process=process))
+
+    def attach(self, key: str, db: str | Path | None = None) -> bool:
+        """Follow the host's run `key` as a run of this window: its events from the first (the plots show what
+        it has done so far, then live), recorded in the history `db`. False when not connected or one is alive."""
+        if self.remote is None or self.training or self.closing:
+            return False
+        process = RemoteRun(self.remote, db=None if db is None else str(db))
+        return self._submit(process, lambda forward, stop: process.attach(key, forward, stop))
+
+    def _process_for(self, request: RunRequest) -> ChildProcess | RemoteRun:
+        if self.remote is not None:
+            return RemoteRun(self.remote, db=request.db)
+        if request.launch.distributed:
+            return start_distributed(request)
+        process, self.spare = (self.spare or ChildProcess()), None
+        return process
+
+    def _submit(self, process: ChildProcess | RemoteRun | None,
+                job: Callable[[EventForwarder, threading.Event], RunFinished | RunFailed]) -> bool:
+        """`job(forward, stop)` in the run slot: its events forwarded to the GUI thread, and whatever happens,
+        a terminal event last."""
+        stop = threading.Event()
         forward = EventForwarder(self.events.emit)
 
         def run():
-            if process is None:
-                forward(failure)
-                forward.flush()
-                return failure
             try:
-                return start_run(request, forward, stop, process=process)
+                return job(forward, stop)
             except Exception as exc:  # whatever happens, the window hears that the run ended
                 result = RunFailed(kind="internal", message=f"{type(exc).__name__}: {first_line(exc)}",
                                    hint="this looks like a bug in Workbench; the log has details")
@@ -132,6 +168,12 @@ class RunControl(QObject):
     def stop(self) -> None:
         if self.stop_flag is not None:
             self.stop_flag.set()
+
+    @property
+    def host_out_dir(self) -> str | None:
+        """The running run's folder on its host, once the host has started it; None for a run on this computer."""
+        started = self.process.started if isinstance(self.process, RemoteRun) else None
+        return started.out_dir if started is not None else None
 
     @property
     def profilable(self) -> bool:
@@ -157,17 +199,27 @@ class RunControl(QObject):
         self.runFinished.emit(result)  # first: whatever happens next, the window hears that the run ended
         self._prestart()  # the next run starts warm
 
-    def shutdown(self, grace_ms: int = 10_000) -> bool:
+    def shutdown(self, grace_ms: int = 10_000, *, leave: bool = False) -> bool:
         """Stop the run and wait for it; a kernel that does not stop within `grace_ms` (it may be compiling) is
-        terminated with its process group. True when no run thread or process is left."""
+        terminated with its process group. `leave`: a run on a host is left training there instead (this side
+        stops following it; no cancel is sent). True when no run thread or process is left."""
         self.closing = True
         self._drop_spare()
         if not self.training:
             return True
-        self.stop()
+        if leave and isinstance(self.process, RemoteRun):
+            self.process.terminate()
+        else:
+            self.stop()
         if not self.tasks.wait(grace_ms):
             if self.process is not None:
                 self.process.terminate()  # the run then ends as RunFailed("crashed"), and its thread returns
             if not self.tasks.wait(grace_ms):
                 return False
         return True
+
+
+def _failed(forward: EventForwarder, failure: RunFailed) -> RunFailed:
+    """A run that could not start: its failure is its only event."""
+    forward(failure)
+    return failure

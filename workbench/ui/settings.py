@@ -25,3 +25,35 @@ def migrate_settings(settings: QSettings) -> None:
     if int(settings.value("settings_version", 0) or 0) < 2:
         settings.remove("in_process")  # version 1 could train in the window's own process
     settings.setValue("settings_version", SETTINGS_VERSION)
+
+
+RECENT_HOSTS = "recent_hosts"  # an array of (host, python), most recent first: Kernel → Connect to…'s choices
+MAX_RECENT_HOSTS = 10
+
+
+def recent_hosts(settings: QSettings) -> list[tuple[str, str]]:
+    """The hosts connected to before, most recent first, each with the remote Python that worked there (a
+    hand-edited entry without a host is skipped)."""
+    hosts = []
+    for index in range(settings.beginReadArray(RECENT_HOSTS)):
+        settings.setArrayIndex(index)
+        host, python = str(settings.value("host", "") or ""), str(settings.value("python", "") or "")
+        if host.strip():
+            hosts.append((host.strip(), python.strip() or "python3"))
+    settings.endArray()
+    return hosts
+
+
+def remember_host(settings: QSettings, host: str, python: str) -> None:
+    """`host` becomes the most recent (once: an earlier entry of it goes), with the Python that reached it."""
+    if written_by_newer(settings):
+        return
+    hosts = [(host, python)] + [entry for entry in recent_hosts(settings) if entry[0] != host]
+    settings.remove(RECENT_HOSTS)  # a shorter array must not keep the longer one's tail
+    settings.beginWriteArray(RECENT_HOSTS, min(len(hosts), MAX_RECENT_HOSTS))
+    for index, (name, remote_python) in enumerate(hosts[:MAX_RECENT_HOSTS]):
+        settings.setArrayIndex(index)
+        settings.setValue("host", name)
+        settings.setValue("python", remote_python)
+    settings.endArray()
+    settings.sync()

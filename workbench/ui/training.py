@@ -96,13 +96,24 @@ class Training(QObject):
             return False
         if not self.runner.start(request):
             return False
-        self._out_dir, self._continuing = request.out_dir, None
+        self.started()
+        self._begun(request.out_dir, "Starting…")
+        return True
+
+    def attach(self, key: str) -> bool:
+        """Follow the connected host's run `key` from its first event, as a run of this window (Kernel → Runs on
+        this host…); False while a run is alive."""
+        if not self.runner.attach(key, self.db):
+            return False
+        self._begun(None, "Attaching…")
+        return True
+
+    def _begun(self, out_dir: str | None, status: str) -> None:
+        self._out_dir, self._continuing = out_dir, None
         self.state.stopping = False
         self.feedback.banner.hide()
-        self.started()
-        self.feedback.busy("Starting…")
+        self.feedback.busy(status)
         self.changed()
-        return True
 
     def continue_run(self, record, epochs: int | None = None) -> bool:
         """Runs dock's Continue training: the run goes on from its checkpoint until epoch `epochs` (asked for when
@@ -163,7 +174,8 @@ class Training(QObject):
         """The plots name the run ('#7': its history row is written before its RunStarted is sent), and a
         continuation's plots get its parent's curves, read off the GUI thread (a run's events can be millions of
         rows) and shown if the plots still show this run then."""
-        self.plots.set_run_name(self.runs.name_for_out_dir(self._out_dir) if self._out_dir else None)
+        out_dir = self.runner.host_out_dir or self._out_dir  # a run on a host is recorded with its folder there
+        self.plots.set_run_name(self.runs.name_for_out_dir(out_dir) if out_dir else None)
         parent = self._continuing
         if parent is None or not started.resumed_step:
             return

@@ -130,7 +130,8 @@ def evaluate_view(request: requests.EvaluateView) -> answers.EvaluationView:
 def export_checkpoint(request: requests.ExportCheckpoint) -> answers.Written:
     """Write a checkpoint elsewhere through the same atomic save (and its .safetensors twin)."""
     written = checkpoint.export(_checkpoint(request.source, request.trust_model_code), request.target)
-    return answers.Written((str(written),))
+    twin = written.with_suffix(".safetensors")
+    return answers.Written((str(written), *((str(twin),) if twin.is_file() else ())))
 
 
 def export_model(request: requests.ExportModel) -> answers.ParityTable:

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import shutil
@@ -90,7 +91,7 @@ class RemoteRun:
         self.detach()
         session = self._session
         if session is not None:
-            session.conn.close()
+            session.hang_up()
 
     def run(self, request: RunRequest, emit: Callable[[Event], None], stop: threading.Event) -> Event:
         """Start the request on the host and follow it to its end."""
@@ -139,6 +140,8 @@ class RemoteRun:
         self._session = session
         try:
             while True:
+                if self._detached.is_set():
+                    return self._left(recorder)
                 if stop.is_set() and not cancel_sent:
                     cancel_sent = session.send({"cancel": RUN_JOB_ID})
                 while not self.requests.empty():
@@ -224,11 +227,7 @@ class RemoteRun:
 
 def host_runs(remote: Remote) -> list[RunInfo]:
     """The host's detached runs (running and finished), oldest first."""
-    session = remote.open("runs")
-    try:
-        message = session.read(START_TIMEOUT_S, "while listing the runs")
-    finally:
-        session.close()
+    message = _ask(remote, "runs", when="while listing the runs")
     if not message or not isinstance(message.get("runs"), list):
         raise RemoteError("version", f"{remote} did not list its runs")
     try:
@@ -262,6 +261,46 @@ def fetch(remote: Remote, source: str, target: str | Path,
         return target
     except (OSError, EOFError) as exc:
         raise RemoteError("session", f"copying {source} from {remote} failed: {first_line(exc)}") from None
+    finally:
+        session.close()
+
+
+def send(remote: Remote, source: str | Path, progress: Callable[[int, int], None] | None = None) -> str:
+    """Copy this computer's file `source` to a new transfer folder on the host; the path it has there."""
+    source = Path(source)
+    size = source.stat().st_size
+    session = remote.open("receive", first_line=json.dumps({"name": source.name, "size": size}))
+    try:
+        with open(source, "rb") as data:
+            done = 0
+            for chunk in iter(lambda: data.read(1 << 20), b""):
+                session.conn.sendall(chunk)
+                done += len(chunk)
+                if progress is not None:
+                    progress(done, size)
+        answer = session.read(START_TIMEOUT_S, "while copying")
+    except OSError as exc:
+        raise RemoteError("session", f"copying {source} to {remote} failed: {first_line(exc)}") from None
+    finally:
+        session.close()
+    if not answer or not isinstance(answer.get("path"), str):
+        raise RemoteError("session", f"copying {source} to {remote} failed: {(answer or {}).get('error', 'no answer')}")
+    return answer["path"]
+
+
+def staging(remote: Remote) -> str:
+    """A new empty folder on the host for a job's output, which is then copied back here."""
+    answer = _ask(remote, "staging", when="while making a folder")
+    if not answer or not isinstance(answer.get("path"), str):
+        raise RemoteError("session", f"{remote} did not make a folder for the copy")
+    return answer["path"]
+
+
+def _ask(remote: Remote, *args: str, when: str) -> dict | None:
+    """The host's one-line answer to the remote_host command `args` (None: none within START_TIMEOUT_S)."""
+    session = remote.open(*args)
+    try:
+        return session.read(START_TIMEOUT_S, when)
     finally:
         session.close()
 

@@ -12,6 +12,8 @@ session; the kernels behind it are reached as they are locally, on a token-check
                            terminal event; stdin's control lines (cancel, profile) go to the run
     runs                   the runs this host has trained for remote callers, running and finished (JSON)
     fetch                  a file or folder (its path as the first stdin line) as a size line and its bytes
+    receive                a file from the caller (a line {"name", "size"}, then its bytes) into a transfer folder
+                           of its own; answers the path it was written to
 
 A detached run is a supervisor process (`supervise KEY`, its own session) driving a run kernel as the CLI does. Its
 folder under the data folder's `remote-runs/` holds the request, the event log (one JSON line per event, appended
@@ -27,6 +29,7 @@ import socket
 import subprocess
 import sys
 import tarfile
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -329,6 +332,32 @@ def send_file(stdin: BinaryIO, out: BinaryIO) -> int:
     return 1
 
 
+def receive_file(stdin: BinaryIO, out: BinaryIO) -> int:
+    """A file sent by the caller (a checkpoint a local job needs here, a copy of its run history), written into a
+    new folder of its own under the data folder's `transfers/`; answers {"path": …} once it is whole."""
+    header = json.loads(stdin.readline())
+    name, size = Path(str(header["name"])).name or "file", int(header["size"])
+    target = Path(staging_folder()) / name
+    with open(target, "wb") as sink:
+        left = size
+        while left:
+            chunk = stdin.read(min(left, 1 << 20))
+            if not chunk:
+                write_line(out, {"error": f"the copy ended after {size - left} of {size} bytes"})
+                return 1
+            sink.write(chunk)
+            left -= len(chunk)
+    write_line(out, {"path": str(target)})
+    return 0
+
+
+def staging_folder() -> str:
+    """A new empty folder under the data folder's `transfers/`, where a job writes what is then copied back."""
+    root = paths.data_dir() / "transfers"
+    root.mkdir(parents=True, exist_ok=True)
+    return tempfile.mkdtemp(dir=root)
+
+
 def write_line(out: BinaryIO, message: dict) -> None:
     out.write((json.dumps(message) + "\n").encode())
 
@@ -359,11 +388,17 @@ def main(argv: list[str]) -> int:
             return 0
         if command == "fetch":
             return send_file(io.BufferedReader(stdin), out)
+        if command == "receive":
+            return receive_file(io.BufferedReader(stdin), out)
+        if command == "staging":
+            write_line(out, {"path": staging_folder()})
+            return 0
         if command == "supervise":
             return supervise(args[0])
     except BrokenPipeError:  # the caller went away: the run (if any) goes on under its supervisor
         return 0
-    print(f"unknown command {command!r}: one of hello, kernel, start, attach, runs, fetch", file=sys.stderr)
+    print(f"unknown command {command!r}: one of hello, kernel, start, attach, runs, fetch, receive, "
+          "staging", file=sys.stderr)
     return 2
 
 

@@ -94,7 +94,7 @@ class Remote:
         which step failed and what to do (within `timeout` seconds, whatever the network does)."""
         session = self.open("hello")
         try:
-            message = session.read(timeout, "first contact")
+            message = session.read(timeout, "during first contact")
             if message is None:
                 raise RemoteError("connection", f"{self} did not answer within {timeout:.0f} s",
                                   "check the host name and that it is up (`ssh HOST` in a terminal)")
@@ -143,7 +143,7 @@ class Session:
         """The next message; None on timeout; a RemoteError (explained from ssh's words) when the session ended."""
         try:
             return self.lines.read(timeout)
-        except (EOFError, ValueError):
+        except (EOFError, ValueError, OSError):  # OSError: the session was ended from another thread (`hang_up`)
             raise self.failure(when) from None
 
     def send(self, message: dict) -> bool:
@@ -166,6 +166,14 @@ class Session:
             return ""
         self.stderr.seek(0)
         return self.stderr.read().decode(errors="replace")
+
+    def hang_up(self) -> None:
+        """End the session from another thread: its reader wakes up at once and hears that it ended (the socket
+        is shut down, not closed under it: a closed descriptor may be reused while the reader still waits on it)."""
+        try:
+            self.conn.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # ended already
 
     def close(self) -> None:
         """End the session (the remote side sees EOF: a service kernel exits, a detached run trains on)."""
@@ -218,5 +226,5 @@ def explain(remote: Remote, code: int | None, said: str, when: str) -> RemoteErr
                            "try `ssh -o BatchMode=yes HOST true` in a terminal")
     how = "was cut" if code is None or code < 0 else f"ended (code {code})"
     return RemoteError("session", f"the session on {remote} {how} {when}" + (f": {last}" if last else ""),
-                       "reconnect; a run goes on on the host and can be attached again")
+                       "connect again; a run on the host trains on there and can be attached again")
 
