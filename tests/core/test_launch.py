@@ -51,6 +51,14 @@ def test_build_refuses_a_cuda_device_this_machine_does_not_have(tmp_path):
     assert built.config.device == "cuda:1"
 
 
+def test_build_gives_a_run_a_folder_of_its_own_here_unless_it_trains_elsewhere(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert RunRequest.build(SMALL, cuda_devices=0, out_dir="").out_dir == ""  # the host gives it one there
+    assert list(tmp_path.iterdir()) == []  # and none was made here
+    given = RunRequest.build(SMALL, cuda_devices=0, out_dir=tmp_path / "mine")
+    assert given.out_dir == str((tmp_path / "mine").resolve())
+
+
 def test_build_refuses_a_global_batch_that_does_not_split_evenly(tmp_path):
     with pytest.raises(LaunchError, match="the batch size 65 is the global batch and must split evenly over 2 "
                                           "processes") as info:

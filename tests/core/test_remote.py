@@ -28,6 +28,7 @@ from workbench.core.run.remote import RemoteKernel, RemoteRun, fetch, host_runs
 from workbench.core.run.request import RunRequest
 from workbench.core.run.remote_service import RemoteService
 from workbench.core.run.ssh import Remote, RemoteError
+from workbench.core.run.sweep import SweepSettings, load_trials, run_sweep
 
 from ..helpers import descendants, of
 
@@ -288,6 +289,23 @@ def test_attaching_to_a_run_the_host_does_not_have_is_a_clear_failure(remote, tm
     result = RemoteRun(remote, db=str(tmp_path / "local.sqlite")).attach("no-such-run", lambda e: None,
                                                                         threading.Event())
     assert isinstance(result, RunFailed) and "no run 'no-such-run'" in result.message
+
+
+def test_a_sweeps_trials_train_there_and_the_study_stays_here(remote, tmp_path, ssh_server):
+    db = tmp_path / "local.sqlite"
+    base = TrainConfig(hidden_dim=64, batch_size=250)  # big batches: few steps per trial
+    trials = run_sweep(base, SweepSettings("there", ("lr",), "random", trials=2), epochs=1, cuda_devices=0, db=db,
+                       runs_dir=tmp_path / "runs", remote=remote)
+    assert [trial.state for trial in trials] == ["complete", "complete"]
+    assert not (tmp_path / "runs").exists()  # no empty folder here for a run that trains there
+    with RunStore(db) as store:
+        records = [store.get(trial.run_id) for trial in trials]
+    assert all(record.host == str(remote) and record.status == "finished" for record in records)
+    assert all(Path(record.out_dir).is_relative_to(ssh_server.host_data) for record in records)
+    assert [record.config["lr"] for record in records] == [trial.params["lr"] for trial in trials]
+    assert load_trials("there", db) == trials and (tmp_path / "sweeps.sqlite").is_file()  # the study is here
+    on_host = {info.out_dir for info in host_runs(remote)}
+    assert {record.out_dir for record in records} <= on_host
 
 
 def test_nothing_listens_beyond_loopback_during_a_remote_run(remote, tmp_path, ssh_server):

@@ -53,7 +53,7 @@ def fake_start_run(accuracies: list[list[float]], seen_stops: list[bool]):
     """start_run for trials without processes: trial k reports accuracies[k] epoch by epoch, until stopped."""
     runs = iter(accuracies)
 
-    def start_run(request, emit, stop):
+    def start_run(request, emit, stop, process=None):
         epochs = next(runs)
         for epoch, accuracy in enumerate(epochs, 1):
             emit(EpochEnd(epoch=epoch, train_loss=0.5, val_loss=0.5, val_accuracy=accuracy, seconds=1.0))
@@ -114,7 +114,7 @@ def test_failed_and_unrunnable_trials_are_failed_and_retried(tmp_path, monkeypat
     answers = iter([RunFailed(kind="diverged", message="loss is nan")])
     finishes = fake_start_run([[0.5]], [])
 
-    def start_run(request, emit, stop):
+    def start_run(request, emit, stop, process=None):
         return next(answers, None) or finishes(request, emit, stop)
 
     monkeypatch.setattr(sweep, "start_run", start_run)
@@ -181,7 +181,7 @@ def test_the_runs_a_sweep_trained_are_named_by_their_trials(tmp_path, monkeypatc
     db = tmp_path / "runs.sqlite"
     finishes = fake_start_run([[0.9], [0.8]], [])
 
-    def start_run(request, emit, stop):  # a run recorded in the history, as a real trial's run is
+    def start_run(request, emit, stop, process=None):  # a run recorded in the history, as a real trial's run is
         with RunStore(db) as store:
             store.start_run(request.config.to_dict(), out_dir=request.out_dir)
         return finishes(request, emit, stop)

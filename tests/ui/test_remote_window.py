@@ -195,12 +195,14 @@ def test_connecting_moves_the_kernel_to_the_host(connected, host):
     log = [window.log.item(row).text() for row in range(window.log.count())]
     assert any(f"of {where}" in line for line in log), log
     assert window.host_runs_action.isEnabled() and window.local_action.isEnabled()
-    assert not window.sweep_action.isEnabled()  # a sweep would train here
+    assert window.sweep_action.isEnabled()
+    assert window.search.open_sweep().remote() == host  # its trials train there
+    window.search.sweep_dialog.close()
 
 
-def test_a_run_trains_on_the_host_and_is_recorded_here(connected, qtbot, host, ssh_server, tmp_path):
+def test_a_run_trains_on_the_host_and_is_recorded_here(connected, qtbot, host, ssh_server, tmp_path, monkeypatch):
     window = connected
-    set_config(window, epochs=1)
+    set_config(window, epochs=1, profile_steps=3)
     with qtbot.waitSignal(window.training.runFinished, timeout=REMOTE_S) as finished:
         window.train_action.trigger()
     result = finished.args[0]
@@ -221,6 +223,15 @@ def test_a_run_trains_on_the_host_and_is_recorded_here(connected, qtbot, host, s
     assert isinstance(written.args[0], Written) and Path(written.args[0].paths[0]) == target, written.args[0]
     assert target.stat().st_size > 0 and target.with_suffix(".safetensors").is_file()
     window.findChild(QMessageBox, "writtenMessage").close()
+    # Its profile's trace is on the host: Open trace folder copies it here first, then shows that folder.
+    trace = Path(window.profile.report.trace)
+    assert trace.is_relative_to(ssh_server.host_data)
+    opened: list = []
+    monkeypatch.setattr("workbench.ui.panels.profile.QDesktopServices.openUrl", opened.append)
+    window.profile.open_trace.click()
+    qtbot.waitUntil(lambda: bool(opened), timeout=REMOTE_S)
+    here = window.runs_dir / "hosts" / host.name / trace.parent.name / trace.name
+    assert Path(opened[0].toLocalFile()) == here.parent and here.read_bytes() == trace.read_bytes()
 
 
 def test_attaching_to_a_finished_host_run_replays_each_step_once(connected, qtbot, host, ssh_server):
@@ -258,7 +269,7 @@ def test_this_computer_brings_the_kernels_back_and_connect_remembers_the_host(co
     qtbot.waitUntil(lambda: window.kernel.capabilities.known, timeout=REMOTE_S)
     assert not window.findChild(object, "statusHost").isVisible() and window.windowTitle() == appinfo.DISPLAY_NAME
     assert not window.local_action.isEnabled() and not window.host_runs_action.isEnabled()
-    assert window.sweep_action.isEnabled()
+    assert window.search.remote() is None
     assert window.state.model is None and window.predict.model is None  # the host's model is not here
     # Back again, by keyboard, and the host is then the dialog's first choice, with its Python.
     window.activateWindow()  # the offscreen platform leaves no window active once a dialog has closed

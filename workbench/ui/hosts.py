@@ -9,12 +9,14 @@ after connecting to a host that has some). Nothing moves while a run trains: a r
 
 from __future__ import annotations
 
+from pathlib import Path, PurePosixPath
 from typing import Callable
 
 from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QMessageBox, QWidget
 
-from ..core.run.remote import host_runs
+from ..core.ground.errors import with_hint
+from ..core.run.remote import fetch, host_runs
 from ..core.run.remote_wire import Hello, RunInfo
 from ..core.run.ssh import Remote
 from .connect_dialog import ConnectDialog
@@ -28,15 +30,20 @@ from .training import Training
 from .window_state import WindowState
 
 HOST_RUNS_SLOT = "listing a host's runs"
+COPY_SLOT = "copying a file from a host"
 
 
 class Hosts(QObject):
     def __init__(self, kernel: Kernel, runner: RunControl, training: Training, tasks: Tasks, state: WindowState,
-                 feedback: Feedback, predict: PredictPanel, window: QWidget, *, moved: Callable[[], None]):
-        """`moved()`: the kernels have moved (the window says where, and what can be done there)."""
+                 feedback: Feedback, predict: PredictPanel, window: QWidget, *, moved: Callable[[], None],
+                 sweeping: Callable[[], bool], runs_dir: Path):
+        """`moved()`: the kernels have moved (the window says where, and what can be done there); `sweeping()`:
+        a sweep's trials are training (they too stay where they started); `runs_dir`: where a file of a run on a
+        host is copied to when asked for."""
         super().__init__(window)
         self.kernel, self.runner, self.training, self.tasks = kernel, runner, training, tasks
         self.state, self.feedback, self.predict, self.window, self.moved = state, feedback, predict, window, moved
+        self.sweeping, self.runs_dir = sweeping, runs_dir
         self.remote: Remote | None = None
         self.hello: Hello | None = None
         self.connect_dialog: ConnectDialog | None = None  # the latest, for tests and scripts
@@ -80,9 +87,10 @@ class Hosts(QObject):
         return True
 
     def _may_move(self, action: str) -> bool:
-        if not self.runner.training:
+        what = "a run" if self.runner.training else "a sweep" if self.sweeping() else None
+        if what is None:
             return True
-        self.feedback.show("warning", f"Cannot {action} while a run is training: it stays where it started. "
+        self.feedback.show("warning", f"Cannot {action} while {what} is training: it stays where it started. "
                                       "Stop it, or wait until it has ended.")
         return False
 
@@ -133,6 +141,29 @@ class Hosts(QObject):
             return True
         self.feedback.show("warning", f"Cannot attach to {info.key} while a run is training.")
         return False
+
+    # -- files of a run there ---------------------------------------------------------------------------------------
+    def local_copy(self, path: str, then: Callable[[str], None]) -> None:
+        """`then(path here)` for a file the latest run wrote (a profile's trace or memory snapshot): a run on a
+        host wrote it there, so it is copied first, into this computer's runs folder (hosts/HOST/FOLDER/NAME)."""
+        remote = self.runner.run_remote
+        if remote is None:
+            then(path)
+            return
+        there = PurePosixPath(path)
+        target = self.runs_dir / "hosts" / remote.name / there.parent.name / there.name
+
+        def copied(here: Path) -> None:
+            self.feedback.settled()
+            self.feedback.note("info", f"copied {there.name} from {remote} to {here}")
+            then(str(here))
+
+        def failed(error: BaseException) -> None:
+            self.feedback.settled()
+            self.feedback.show("error", f"Could not copy {there.name} from {remote}: {with_hint(error)}")
+
+        self.feedback.busy(f"Copying {there.name} from {remote}…")
+        self.tasks.submit(COPY_SLOT, lambda: fetch(remote, path, target), copied, failed)
 
     # -- closing ------------------------------------------------------------------------------------------------
     def ask_to_close(self) -> bool | None:

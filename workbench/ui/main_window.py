@@ -20,7 +20,7 @@ from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (QApplication, QDockWidget, QLabel, QMainWindow, QPushButton, QScrollArea, QStyle,
                                QTabBar, QVBoxLayout, QWidget)
 
-from ..core.ground import appinfo, figures
+from ..core.ground import appinfo, figures, paths
 from ..core.ground.capabilities import Capabilities
 from ..core.ground.config import TrainConfig
 from ..core.ground.errors import WorkbenchError
@@ -216,14 +216,16 @@ class MainWindow(QMainWindow):
             training=lambda: self.runner.training, changed=self._update_actions)
         self.search = Search(self.kernel, self.tasks, self.feedback, self.setup, lambda: self.plots.theme, self,
                              config_for=self._config_for, db=self.db, runs_dir=self.runs_dir,
-                             trial_ended=self.runs.refresh)
+                             trial_ended=self.runs.refresh, remote=lambda: self.runner.remote)
         panels = (self.profile, self.compile_panel)
         self.training = Training(self.runner, self.kernel, self.state, self.feedback, self.setup, self.plots, panels,
                                  self.runs, self.checkpoints, self, runs_dir=self.runs_dir, db=self.db,
                                  config_for=self._config_for, show_speed=lambda text: self.speed_label.setText(text),
                                  started=self._save_settings, changed=self._update_actions)
         self.hosts = Hosts(self.kernel, self.runner, self.training, self.tasks, self.state, self.feedback,
-                           self.predict, self, moved=self._moved)
+                           self.predict, self, moved=self._moved, sweeping=lambda: self.search.sweeping,
+                           runs_dir=self.runs_dir or paths.runs_dir())
+        self.profile.locate = self.hosts.local_copy
         self.recorded_runs = RecordedRuns(self.state, self.feedback, self.runs, self.plots, panels, self.checkpoints,
                                           training=lambda: self.runner.training,
                                           show_speed=lambda text: self.speed_label.setText(text))
@@ -283,7 +285,6 @@ class MainWindow(QMainWindow):
         self.batch_finder_action = self._action("Find batch size…", lambda: self.search.open_finder("batch"),
                                                 "Ctrl+B", None, "batchFinderAction")
         self.sweep_action = self._action("Sweep…", self.search.open_sweep, "Ctrl+Shift+W", None, "sweepAction")
-        self.sweep_tooltip = self.sweep_action.toolTip()
         self.connect_action = self._action("Connect to…", lambda: self.hosts.open_connect(), "Ctrl+Shift+K", None,
                                            "connectAction")
         self.host_runs_action = self._action("Runs on this host…", lambda: self.hosts.list_runs(), None, None,
@@ -455,9 +456,6 @@ class MainWindow(QMainWindow):
         connected = self.hosts.remote is not None
         self.host_runs_action.setEnabled(connected)
         self.local_action.setEnabled(connected)
-        self.sweep_action.setEnabled(not connected)  # a sweep's trials train on this computer
-        self.sweep_action.setToolTip("Sweeps train on this computer: choose Kernel → This computer to sweep"
-                                     if connected else self.sweep_tooltip)
 
     def _restore_settings(self, settings: QSettings) -> None:
         text = settings.value("config")

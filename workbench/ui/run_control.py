@@ -70,6 +70,7 @@ class RunControl(QObject):
         self.spare: ChildProcess | None = None
         self.process: ChildProcess | RemoteRun | None = None  # the running run's kernel (or torchrun, or host)
         self.remote: Remote | None = None  # the host runs train on; None: this computer
+        self.run_remote: Remote | None = None  # where the latest run trained (its files are there), kept after it
         self.stop_flag: threading.Event | None = None
         self.closing = False
         QTimer.singleShot(0, self, self._prestart)  # once the owner has connected `notice` (and is idle)
@@ -163,6 +164,7 @@ class RunControl(QObject):
                 forward.flush()
 
         self.process, self.stop_flag = process, stop
+        self.run_remote = process.remote if isinstance(process, RemoteRun) else None
         return self.tasks.submit(SLOT, run, self._finished, self._crashed, exclusive=True)
 
     def stop(self) -> None:

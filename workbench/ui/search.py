@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QWidget
 from ..core.ground.config import TrainConfig, label_of, setup_label
 from ..core.ground.errors import WorkbenchError, with_hint
 from ..core.run.service import ServiceClient
+from ..core.run.ssh import Remote
 from .feedback import Feedback
 from .finder_dialogs import BatchFinderDialog, FinderDialog, LrFinderDialog
 from .kernel import Kernel
@@ -39,13 +40,15 @@ class Search(QObject):
 
     def __init__(self, kernel: Kernel, tasks: Tasks, feedback: Feedback, setup: SetupPanel, theme: Callable[[], Theme],
                  window: QWidget, *, config_for: Callable[[str], TrainConfig | None],
-                 db: Path | None, runs_dir: Path | None, trial_ended: Callable[[], None]):
+                 db: Path | None, runs_dir: Path | None, trial_ended: Callable[[], None],
+                 remote: Callable[[], Remote | None]):
         """`theme()`: the plots' colours now (light or dark); `config_for(action)`: the form's config, or None with
-        the reason shown; `trial_ended()`: a sweep's trial is a new run in the history."""
+        the reason shown; `trial_ended()`: a sweep's trial is a new run in the history; `remote()`: the host the
+        kernels run on (a sweep's trials train there), None for this computer."""
         super().__init__(window)
         self.kernel, self.tasks, self.feedback, self.setup, self.theme = kernel, tasks, feedback, setup, theme
         self.window, self.config_for = window, config_for
-        self.db, self.runs_dir, self.trial_ended = db, runs_dir, trial_ended
+        self.db, self.runs_dir, self.trial_ended, self.remote = db, runs_dir, trial_ended, remote
         self.finder_dialogs: dict[str, FinderDialog] = {}  # Run → Find …'s, each made on first use
         self.sweep_dialog = None  # Run → Sweep…'s SweepDialog, made on first use (a sweep outlives its closing)
         setup.finderRequested.connect(self.open_finder)
@@ -110,7 +113,7 @@ class Search(QObject):
             kernel = self.kernel
             self.sweep_dialog = SweepDialog(self.tasks, self.theme(), self.setup.config,
                                             lambda: kernel.capabilities.cuda_devices if kernel.capabilities.known
-                                            else None, self.db, self.runs_dir, self.window)
+                                            else None, self.db, self.runs_dir, self.window, remote=self.remote)
             self.sweep_dialog.trialEnded.connect(lambda _trial: self.trial_ended())
             self.sweep_dialog.useSettings.connect(self._use_settings)
         self.sweep_dialog.show()
@@ -128,6 +131,10 @@ class Search(QObject):
         changed = ", ".join(f"{label_of(name)} {value:g}" if isinstance(value, float) else f"{label_of(name)} {value}"
                             for name, value in params.items())
         self.feedback.note("info", f"the best trial's settings are in the form: {changed}")
+
+    @property
+    def sweeping(self) -> bool:
+        return self.sweep_dialog is not None and self.sweep_dialog.running
 
     def stop_sweep(self) -> bool:
         """Closing the window: a running sweep stops (its stopped trial runs again when it is resumed)."""

@@ -23,6 +23,7 @@ from ..core.ground.errors import WorkbenchError, first_line
 from ..core.ground.events import EpochEnd, Event, RunStarted
 from ..core.ground.progress import format_duration
 from ..core.history.sweeps import SEARCHABLE, Progress, Trial, best_trial
+from ..core.run.ssh import Remote
 from ..core.run.sweep import SAMPLERS, SweepSettings, load_trials, run_sweep, sweep_names, sweep_parameters
 from .panels.plot_style import Theme
 from .panels.setup import form_text
@@ -56,7 +57,8 @@ def best_text(trials: list[Trial]) -> str:
 
 class SweepDialog(QDialog):
     """The sweep's inputs, Start/Resume and Stop, its progress and its trials. `base_config()` is the Setup form's
-    config (raising its ConfigError), `cuda_devices()` this machine's CUDA devices (None until PyTorch has said)."""
+    config (raising its ConfigError), `cuda_devices()` the kernel's machine's CUDA devices (None until PyTorch has
+    said), `remote()` the host the trials train on (None: this computer; the study stays here either way)."""
 
     trialEnded = Signal(object)  # the Trial that has just ended (its run is in the history now)
     useSettings = Signal(dict)  # "Use the best settings": the best trial's sampled settings, for the Setup form
@@ -66,12 +68,12 @@ class SweepDialog(QDialog):
 
     def __init__(self, tasks: Tasks, theme: Theme, base_config: Callable[[], TrainConfig],
                  cuda_devices: Callable[[], int | None], db: Path | None = None, runs_dir: Path | None = None,
-                 parent: QWidget | None = None):
+                 parent: QWidget | None = None, remote: Callable[[], Remote | None] = lambda: None):
         super().__init__(parent)
         self.setObjectName("sweepDialog")
         self.setWindowTitle("Sweep")
         self.tasks, self.base_config, self.cuda_devices = tasks, base_config, cuda_devices
-        self.db, self.runs_dir = db, runs_dir
+        self.db, self.runs_dir, self.remote = db, runs_dir, remote
         self.known: set[str] | None = None  # the stored sweeps' names, once read
         self.stop_flag = threading.Event()
         self.progress: Progress | None = None  # after the running sweep's latest trial
@@ -242,12 +244,12 @@ class SweepDialog(QDialog):
         except WorkbenchError as exc:
             return self._refuse(f"Cannot start: {error_text(exc)}")
         settings = SweepSettings(name, self.chosen_parameters(), self.sampler.currentText(), self.trial_count.value())
-        epochs, stop = self.epochs.value(), threading.Event()
+        epochs, stop, remote = self.epochs.value(), threading.Event(), self.remote()
 
         def sweep() -> list[Trial]:
             return run_sweep(base, settings, epochs=epochs, cuda_devices=cuda_devices, db=self.db,
                              runs_dir=self.runs_dir, on_progress=self._progressed.emit, on_event=self._forward,
-                             stop=stop)
+                             stop=stop, remote=remote)
 
         self.stop_flag, self.progress, self.epoch_text, self.sweep_name = stop, None, "", name
         self.tasks.drop("sweep-load")

@@ -72,9 +72,11 @@ class Training(QObject):
 
     # -- starting and stopping ----------------------------------------------------------------------------------
     def run_request(self, config: TrainConfig | None = None) -> RunRequest:
-        """The form as a run (or `config`): built and checked against this machine once, here."""
+        """The form as a run (or `config`): built and checked against the kernel's machine once, here (a run on a
+        host gets its folder there)."""
+        out_dir = "" if self.runner.remote is not None else new_run_dir(self.runs_dir)
         return RunRequest.build(config or self.setup.config(), cuda_devices=self.kernel.capabilities.cuda_devices,
-                                out_dir=new_run_dir(self.runs_dir), db=self.db,
+                                out_dir=out_dir, db=self.db,
                                 launch=Launch(nproc_per_node=self.setup.processes()))
 
     def train(self, config: TrainConfig | None = None) -> bool:

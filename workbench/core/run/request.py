@@ -128,7 +128,8 @@ class RunRequest:
     @classmethod
     def build(cls, config: TrainConfig, *, cuda_devices: int, out_dir: str | Path | None = None,
               db: str | Path | None = None, record: bool = True, launch: Launch | None = None) -> "RunRequest":
-        """The one place a run is checked against the machine before anything starts."""
+        """The one place a run is checked against the machine before anything starts. `out_dir` "": the run's
+        folder is chosen where it trains (a run on another host gets one there; none is made here)."""
         launch = launch or Launch()
         config.check_runnable(cuda_devices > 0)
         if config.device.startswith("cuda:") and int(config.device.partition(":")[2]) >= cuda_devices:
@@ -136,8 +137,8 @@ class RunRequest:
                                         f"CUDA device(s)", ", ".join(["auto", "cpu", *(f"cuda:{i}" for i in
                                                                                     range(cuda_devices))]))
         check_launch(launch, config.batch_size, config.device, cuda_devices)
-        folder = Path(out_dir).resolve() if out_dir is not None else new_run_dir()
-        return cls(config=config, out_dir=str(folder), db=str(db) if db is not None else None, record=record,
+        folder = "" if out_dir == "" else str(Path(out_dir).resolve() if out_dir is not None else new_run_dir())
+        return cls(config=config, out_dir=folder, db=str(db) if db is not None else None, record=record,
                    launch=launch)
 
     def replace(self, **changes: Any) -> "RunRequest":

@@ -7,7 +7,8 @@ new random or TPE sweep is the base settings themselves (when the search space h
 held against the defaults.
 
 A trial is judged by its best validation accuracy; its samples/s, compile seconds and peak memory are kept beside
-it for the Pareto front (history/sweeps.py). Torch-free: the trials train in their own processes.
+it for the Pareto front (history/sweeps.py). Torch-free: the trials train in their own processes (here, or on a
+host over SSH: the study and the history stay on this computer).
 """
 
 from __future__ import annotations
@@ -23,11 +24,13 @@ import optuna
 
 from ..ground.config import ConfigError, TrainConfig
 from ..ground.errors import WorkbenchError
-from ..ground.events import EpochEnd, Event, RunFailed
+from ..ground.events import EpochEnd, Event, RunFailed, RunStarted
 from ..history.runs import RunStore
 from ..history.sweeps import OBJECTIVES, SEARCHABLE, Param, Progress, Trial, best_trial, studies_path
 from .launch import start_run
+from .remote import RemoteRun
 from .request import Launch, RunRequest, new_run_dir
+from .ssh import Remote
 
 SAMPLERS = ("tpe", "random", "grid")
 STATES = {"COMPLETE": "complete", "PRUNED": "pruned", "FAIL": "failed"}  # Optuna's, as Trial.state says them
@@ -71,10 +74,10 @@ def run_sweep(base: TrainConfig, settings: SweepSettings, *, epochs: int, cuda_d
               db: str | Path | None = None, runs_dir: str | Path | None = None,
               on_progress: Callable[[Progress], None] = lambda progress: None,
               on_event: Callable[[int, Event], None] = lambda number, event: None,
-              stop: threading.Event | None = None) -> list[Trial]:
+              stop: threading.Event | None = None, remote: Remote | None = None) -> list[Trial]:
     """Run the sweep `settings.name` (resumed when its study exists) until it holds `settings.trials` finished
     trials or `stop` is set; each trial trains `base` with its sampled settings for `epochs` epochs. Returns every
-    trial of the study."""
+    trial of the study. `remote`: the trials train on that host (the study, and the trials' records, stay here)."""
     settings.check()
     stop = stop or threading.Event()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -88,7 +91,7 @@ def run_sweep(base: TrainConfig, settings: SweepSettings, *, epochs: int, cuda_d
             break
         trial = study.ask(distributions)
         started = time.monotonic()
-        result = _run_trial(trial, base, epochs, cuda_devices, db, runs_dir, on_event, stop)
+        result = _run_trial(trial, base, epochs, cuda_devices, db, runs_dir, on_event, stop, remote)
         durations.append(time.monotonic() - started)
         left = settings.trials - len(finished) - (result.state in ("complete", "pruned"))
         trials = trials_of(study)
@@ -145,17 +148,20 @@ def _sampler(settings: SweepSettings) -> optuna.samplers.BaseSampler:
 
 
 def _run_trial(trial: optuna.Trial, base: TrainConfig, epochs: int, cuda_devices: int, db, runs_dir,
-               on_event: Callable[[int, Event], None], sweep_stop: threading.Event) -> Trial:
-    """Train one trial's settings as a recorded run; report each epoch's validation accuracy to the pruner and stop
-    the run when it says so. The trial is told COMPLETE, PRUNED or FAIL."""
+               on_event: Callable[[int, Event], None], sweep_stop: threading.Event,
+               remote: Remote | None = None) -> Trial:
+    """Train one trial's settings as a recorded run (on `remote`, if given); report each epoch's validation
+    accuracy to the pruner and stop the run when it says so. The trial is told COMPLETE, PRUNED or FAIL."""
     TrialState = optuna.trial.TrialState
     try:
         config = base.replace(epochs=epochs, resume=None, **trial.params)
-        request = RunRequest.build(config, cuda_devices=cuda_devices, out_dir=new_run_dir(runs_dir), db=db,
-                                   launch=Launch())
+        request = RunRequest.build(config, cuda_devices=cuda_devices, out_dir="" if remote else new_run_dir(runs_dir),
+                                   db=db, launch=Launch())
     except ConfigError as exc:
         return _told(trial, TrialState.FAIL, note=f"not runnable here: {exc}")
-    trial.set_user_attr("out_dir", request.out_dir)
+    process = RemoteRun(remote, db=request.db) if remote is not None else None
+    if process is None:
+        trial.set_user_attr("out_dir", request.out_dir)  # a remote run's folder is known once the host started it
     stop = threading.Event()
     pruned_at: list[int] = []
     best = -math.inf
@@ -163,6 +169,8 @@ def _run_trial(trial: optuna.Trial, base: TrainConfig, epochs: int, cuda_devices
 
     def emit(event: Event) -> None:
         nonlocal best, epochs_done
+        if isinstance(event, RunStarted) and process is not None:
+            trial.set_user_attr("out_dir", process.started.out_dir)
         on_event(trial.number, event)
         if sweep_stop.is_set():
             stop.set()
@@ -174,8 +182,8 @@ def _run_trial(trial: optuna.Trial, base: TrainConfig, epochs: int, cuda_devices
                 pruned_at.append(event.epoch)
                 stop.set()
 
-    result = start_run(request, emit, stop)
-    run_id = _run_id(request)
+    result = start_run(request, emit, stop, process=process)
+    run_id = _run_id(request.db, process.started.out_dir if process and process.started else request.out_dir)
     if isinstance(result, RunFailed):
         return _told(trial, TrialState.FAIL, note=f"{result.kind}: {result.message}", run_id=run_id)
     results = result.results
@@ -203,9 +211,9 @@ def _told(trial: optuna.Trial, state, note: str = "", **attrs) -> Trial:
     return _trial(trial.study.trials[trial.number])
 
 
-def _run_id(request: RunRequest) -> int | None:
-    with RunStore(request.db, recover=False) as store:
-        return store.id_for_out_dir(request.out_dir)
+def _run_id(db: str | None, out_dir: str) -> int | None:
+    with RunStore(db, recover=False) as store:
+        return store.id_for_out_dir(out_dir)
 
 
 def trials_of(study: optuna.Study) -> list[Trial]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import html
 from pathlib import Path
+from typing import Callable
 
 from PySide6.QtCore import Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
@@ -86,6 +87,8 @@ class ProfilePanel(QWidget):
         self.setObjectName("profilePanel")
         self.theme = LIGHT
         self.report: ProfileReport | None = None
+        # locate(path, then): `then` gets the file's path on this computer (the window copies a host's file back)
+        self.locate: Callable[[str, Callable[[str], None]], None] = lambda path, then: then(path)
 
         self.header = QLabel()
         self.header.setObjectName("profileHeader")
@@ -230,5 +233,7 @@ class ProfilePanel(QWidget):
         self.timeline_tab.set_theme(self.theme)
 
     def _open_folder(self, path: str) -> None:
+        """Show the folder of the trace or snapshot `path`, once `locate` has found it on this computer (a run on
+        another host wrote it there: it is copied here first)."""
         if path:
-            QDesktopServices.openUrl(QUrl.fromLocalFile(str(Path(path).parent)))
+            self.locate(path, lambda here: QDesktopServices.openUrl(QUrl.fromLocalFile(str(Path(here).parent))))
