@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import re
 import signal
 import subprocess
 import threading
@@ -23,9 +24,10 @@ from workbench.core.ground.events import Notice, RunFailed, RunFinished, RunStar
 from workbench.core.history.runs import RunStore
 from workbench.core.run.client import KernelClient
 from workbench.core.run.launch import start_run
-from workbench.core.run.protocol import PROTOCOL_VERSION
+from workbench.core.run.process import ChildProcess
+from workbench.core.run.protocol import PROTOCOL_VERSION, TOKEN_ENV
 from workbench.core.run.remote import RemoteKernel, RemoteRun, fetch, host_runs
-from workbench.core.run.request import RunRequest
+from workbench.core.run.request import Launch, RunRequest
 from workbench.core.run.remote_service import RemoteService
 from workbench.core.run.ssh import Remote, RemoteError
 from workbench.core.run.sweep import SweepSettings, load_trials, run_sweep
@@ -291,6 +293,19 @@ def test_attaching_to_a_run_the_host_does_not_have_is_a_clear_failure(remote, tm
     assert isinstance(result, RunFailed) and "no run 'no-such-run'" in result.message
 
 
+@pytest.mark.slow
+def test_a_torchrun_launch_trains_there_with_every_process(remote, tmp_path):
+    """`--nproc-per-node 2` on the host: its supervisor starts torchrun there, as `workbench train` does here."""
+    events: list = []
+    launched = RunRequest(TrainConfig(epochs=1, max_steps=12, batch_size=64, device="cpu"), out_dir="",
+                          db=str(tmp_path / "local.sqlite"), launch=Launch(nproc_per_node=2))
+    result = RemoteRun(remote, db=launched.db).run(launched, events.append, threading.Event())
+    assert isinstance(result, RunFinished) and result.steps == 12, result
+    [started] = of(events, RunStarted)
+    assert started.world_size == 2
+    assert [event.step for event in of(events, Step)] == list(range(1, 13))
+
+
 def test_a_sweeps_trials_train_there_and_the_study_stays_here(remote, tmp_path, ssh_server):
     db = tmp_path / "local.sqlite"
     base = TrainConfig(hidden_dim=64, batch_size=250)  # big batches: few steps per trial
@@ -308,18 +323,38 @@ def test_a_sweeps_trials_train_there_and_the_study_stays_here(remote, tmp_path, 
     assert {record.out_dir for record in records} <= on_host
 
 
-def test_nothing_listens_beyond_loopback_during_a_remote_run(remote, tmp_path, ssh_server):
+def test_nothing_listens_beyond_loopback_and_no_secret_is_on_a_command_line(remote, tmp_path, ssh_server):
+    """Mid-run, on both ends: every listening socket of ours is on loopback, and no process's command line (what
+    `ps` shows every user) holds a kernel's connection secret: a 32-hex-digit token, which travels in the
+    environment (a forked kernel's is not even in its /proc/PID/environ, so the shape is what is looked for)."""
     seen: list[list[str]] = []
+    command_lines: list[str] = []
 
     def emit(event):
         if isinstance(event, Step) and event.step == 10:
             ours = {os.getpid(), ssh_server.process.pid, *descendants(os.getpid()),
                     *descendants(ssh_server.process.pid)}
             seen.append(listening_addresses(ours))
+            command_lines.extend(every_command_line())
 
     result = RemoteRun(remote, db=str(tmp_path / "local.sqlite")).run(request(tmp_path), emit, threading.Event())
     assert isinstance(result, RunFinished) and seen
     assert seen[0] and all(address in ("127.0.0.1", "::1") for address in seen[0]), seen[0]
+    assert any("remote_host" in line and "supervise" in line for line in command_lines)  # the host's end, seen
+    token = re.compile(r"\b[0-9a-f]{32}\b")
+    assert token.fullmatch(ChildProcess.new_token())  # the shape of a real one
+    assert not [line for line in command_lines if token.search(line) or TOKEN_ENV in line]
+
+
+def every_command_line() -> list[str]:
+    lines = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                lines.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+            except OSError:
+                continue  # ended meanwhile
+    return lines
 
 
 def listening_addresses(pids: set[int]) -> list[str]:

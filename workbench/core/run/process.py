@@ -62,7 +62,7 @@ class ChildProcess:
         """`own_temp_dir`: a temp folder for torchrun (see torchrun.py), removed by close()."""
         self.name = name  # how messages call it: "the training process", "the PyTorch kernel"
         self.ranks = ranks  # > 1: torchrun and its ranks; a failure is explained from torchrun's summary
-        self.token = secrets.token_hex(16)
+        self.token = self.new_token()
         self.temp_dir: str | None = None
         self.requests: queue.SimpleQueue[dict] = queue.SimpleQueue()  # control messages for `run` to send
         with ExitStack() as opened:  # a failure on the way closes what was opened before it
@@ -90,6 +90,11 @@ class ChildProcess:
         self.lines: Lines | None = None
         self.ready = False
         self.terminated = False  # ended by us: torchrun's failure summary (if any) is then not the story
+
+    @staticmethod
+    def new_token() -> str:
+        """The secret a child proves itself with; it travels in the child's environment, never on a command line."""
+        return secrets.token_hex(16)
 
     # -- connection -------------------------------------------------------------------------------------------
     def connect(self, timeout: float = CONNECT_TIMEOUT_S, stop: threading.Event | None = None) -> None:
