@@ -89,3 +89,14 @@ def test_a_new_run_starts_from_scratch():
                                            (3725, "1:02:05"), (-3, "0:00")])
 def test_format_duration(seconds, text):
     assert format_duration(seconds) == text
+
+
+def test_a_copys_progress_is_said_once_per_whole_percent_and_whole_at_the_end():
+    from workbench.core.ground.progress import CopyProgress
+
+    said: list[tuple[str, bool]] = []
+    progress = CopyProgress(lambda text, whole: said.append((text, whole)))
+    for done in range(0, 2_000_001, 1000):  # 2 MB in 1 kB reads: 2,001 calls
+        progress(done, 2_000_000)
+    assert len(said) == 101 and said[0] == ("copying 0.0 of 2.0 MB (0 %)", False)
+    assert said[-1] == ("copying 2.0 of 2.0 MB (100 %)", True) and not any(whole for _, whole in said[:-1])

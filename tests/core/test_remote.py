@@ -15,6 +15,7 @@ import re
 import signal
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -26,7 +27,7 @@ from workbench.core.run.client import KernelClient
 from workbench.core.run.launch import start_run
 from workbench.core.run.process import ChildProcess
 from workbench.core.run.protocol import PROTOCOL_VERSION, TOKEN_ENV
-from workbench.core.run.remote import RemoteKernel, RemoteRun, fetch, host_runs
+from workbench.core.run.remote import RemoteKernel, RemoteRun, RemoteSpare, fetch, host_runs
 from workbench.core.run.request import Launch, RunRequest
 from workbench.core.run.remote_service import RemoteService
 from workbench.core.run.ssh import Remote, RemoteError
@@ -214,6 +215,45 @@ def test_a_run_trains_there_and_is_recorded_on_both_sides(remote, tmp_path, ssh_
     assert copied.read_bytes() == Path(result.results.checkpoint).read_bytes()
 
 
+def test_a_run_starts_in_the_spare_kernel_and_an_unclaimed_spare_ends_there(remote, tmp_path, ssh_server):
+    spare = RemoteSpare(remote)
+    held = ssh_server.host_data / "remote-runs" / spare.key
+    assert held.is_dir() and spare.key not in {info.key for info in host_runs(remote)}  # not a run (yet)
+    run = RemoteRun(remote, db=str(tmp_path / "local.sqlite"), spare=spare)
+    result = run.run(request(tmp_path), lambda event: None, threading.Event())
+    assert isinstance(result, RunFinished) and run.started.key == spare.key  # trained in the spare's kernel
+    assert spare.session.stderr.closed  # let go of once claimed
+    assert {info.key: info.status for info in host_runs(remote)}[spare.key] == "finished"
+    # Unclaimed: closed by the window, or its holder on the host killed: its supervisor and kernel end, and its
+    # folder goes.
+    for end in ("close", "kill the holder"):
+        unused = RemoteSpare(remote)
+        folder = ssh_server.host_data / "remote-runs" / unused.key
+        supervisor = int((folder / "pid").read_text())
+        if end == "close":
+            unused.close()
+        else:
+            os.kill(int((folder / "spare").read_text()), signal.SIGKILL)
+        wait_for(lambda: not folder.exists() and not alive(supervisor), f"the spare to end ({end})")
+        unused.close()
+
+
+def wait_for(condition, what: str, timeout_s: float = 60) -> None:
+    """Poll a condition on the host's side (another process: nothing here can be waited on)."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"waited {timeout_s:.0f} s for {what}"
+        time.sleep(0.05)
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"  # a zombie has ended
+
+
 def test_a_run_is_stopped_from_here(remote, tmp_path):
     stop = threading.Event()
 
@@ -299,7 +339,8 @@ def test_a_torchrun_launch_trains_there_with_every_process(remote, tmp_path):
     events: list = []
     launched = RunRequest(TrainConfig(epochs=1, max_steps=12, batch_size=64, device="cpu"), out_dir="",
                           db=str(tmp_path / "local.sqlite"), launch=Launch(nproc_per_node=2))
-    result = RemoteRun(remote, db=launched.db).run(launched, events.append, threading.Event())
+    run = RemoteRun(remote, db=launched.db, spare=RemoteSpare(remote))  # a spare's single kernel is not used
+    result = run.run(launched, events.append, threading.Event())
     assert isinstance(result, RunFinished) and result.steps == 12, result
     [started] = of(events, RunStarted)
     assert started.world_size == 2

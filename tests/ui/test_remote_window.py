@@ -20,11 +20,12 @@ from workbench.core.ground.answers import Written
 from workbench.core.ground.events import RunFinished, Step
 from workbench.core.history.curves import run_name
 from workbench.core.history.runs import RunStore
-from workbench.core.run.remote import host_runs
+from workbench.core.run.remote import RemoteSpare, host_runs
 from workbench.core.run.remote_service import RemoteService
 from workbench.core.run.ssh import Remote
 from workbench.ui.connect_dialog import CONNECT_SLOT
 from workbench.ui.kernel import Kernel
+from workbench.ui.panels.runs import COLUMNS
 from workbench.ui.run_control import RunControl
 from workbench.ui.settings import open_settings, recent_hosts
 
@@ -61,7 +62,7 @@ def connected(shared, host, kernel, qtbot):
     window = shared.get("window")
     if window is None:
         folder = shared["folder"]
-        window = shared["window"] = MainWindow(runs_dir=folder / "runs", db=folder / "runs.sqlite", prestart=False,
+        window = shared["window"] = MainWindow(runs_dir=folder / "runs", db=folder / "runs.sqlite", prestart=True,
                                                kernel=kernel, remote=host)
         window.resize(1400, 880)
         window.show()
@@ -171,14 +172,22 @@ def test_an_answer_of_the_kernel_left_behind_is_not_taken_for_the_new_ones(qtbot
         moving.close()
 
 
-def test_no_spare_kernel_waits_here_while_runs_train_on_a_host(qtbot):
+def test_the_spare_run_kernel_moves_with_the_runs(qtbot, host):
+    """Runs start warm wherever they train: the spare kernel started ahead is here, then on the host (held by an
+    SSH session), then here again; the one left behind is closed."""
+    from workbench.core.run.process import ChildProcess
     from workbench.ui.tasks import Tasks
 
     runner = RunControl(Tasks(), prestart=True)
-    qtbot.waitUntil(lambda: runner.spare is not None)
+    qtbot.waitUntil(lambda: isinstance(runner.spare, ChildProcess))
+    here = runner.spare
     try:
-        assert runner.set_remote(Remote.parse("gpu-box")) and runner.spare is None
-        assert runner.set_remote(None) and runner.spare is not None  # the next run here starts warm again
+        assert runner.set_remote(host)
+        qtbot.waitUntil(lambda: isinstance(runner.spare, RemoteSpare), timeout=REMOTE_S)
+        assert here.stderr.closed  # closed
+        there = runner.spare
+        assert runner.set_remote(None) and isinstance(runner.spare, ChildProcess)  # the next run here starts warm
+        assert there.session.stderr.closed  # its session closed: the host ends the unclaimed spare
     finally:
         runner.shutdown()
 
@@ -203,10 +212,14 @@ def test_connecting_moves_the_kernel_to_the_host(connected, host):
 def test_a_run_trains_on_the_host_and_is_recorded_here(connected, qtbot, host, ssh_server, tmp_path, monkeypatch):
     window = connected
     set_config(window, epochs=1, profile_steps=3)
+    qtbot.waitUntil(lambda: isinstance(window.runner.spare, RemoteSpare), timeout=REMOTE_S)
+    spare = window.runner.spare.key
     with qtbot.waitSignal(window.training.runFinished, timeout=REMOTE_S) as finished:
         window.train_action.trigger()
     result = finished.args[0]
     assert isinstance(result, RunFinished) and not result.stopped, result
+    [key] = [run.key for run in host_runs(host) if run.out_dir == str(Path(result.results.checkpoint).parent)]
+    assert key == spare  # it trained in the kernel started ahead there
     assert Path(result.results.checkpoint).is_relative_to(ssh_server.host_data)  # its files are on the host
     window.plots.redraw()
     assert window.plots.point_counts()["loss"] == result.steps
@@ -214,12 +227,19 @@ def test_a_run_trains_on_the_host_and_is_recorded_here(connected, qtbot, host, s
         [record] = [run for run in store.list() if run.out_dir == str(Path(result.results.checkpoint).parent)]
     assert record.host == str(host) and record.status == "finished"
     assert window.plots.run_name == run_name(record.id)  # named as the Runs dock names it
+    window.runs.refresh()
+    status = COLUMNS.index("Status")
+    qtbot.waitUntil(lambda: f"finished on {host}" in [window.runs.model.item(row, status).text()
+                                                      for row in range(window.runs.model.rowCount())])
     qtbot.waitUntil(lambda: window.predict.model is not None, timeout=REMOTE_S)  # opened by the host's kernel
     # Exported to a file chosen here: written on the host, copied back (the window's jobs go through RemoteService).
     assert isinstance(window.kernel.service, RemoteService)
     target = tmp_path / "here" / "exported.pt"
+    copying: list[tuple[str, bool]] = []
+    window.kernel.copying.connect(lambda text, whole: copying.append((text, whole)))
     with qtbot.waitSignal(window.exports.exportFinished, timeout=REMOTE_S) as written:
         assert window.exports.export_checkpoint(target)
+    assert copying and copying[-1][1] and copying[-1][0].endswith("(100 %)")  # said in the status line as it came
     assert isinstance(written.args[0], Written) and Path(written.args[0].paths[0]) == target, written.args[0]
     assert target.stat().st_size > 0 and target.with_suffix(".safetensors").is_file()
     window.findChild(QMessageBox, "writtenMessage").close()

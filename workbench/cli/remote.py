@@ -14,7 +14,7 @@ import sys
 import threading
 
 from ..core.ground.events import RunFailed
-from ..core.ground.progress import failure_line
+from ..core.ground.progress import CopyProgress, failure_line
 from ..core.ground.results_text import finished_lines
 from ..core.run.remote import RemoteRun, fetch, host_runs
 from ..core.run.request import Launch, RunRequest
@@ -78,7 +78,8 @@ def follow(run: RemoteRun, start, copy_to: str | None, *, ctrl_c_stops: bool) ->
         print(line)
     print(f"the run's files are on {run.remote}: {run.started.out_dir}")
     if copy_to:
-        copied = fetch(run.remote, run.started.out_dir, copy_to, _CopyProgress())
+        copied = fetch(run.remote, run.started.out_dir, copy_to,
+                       CopyProgress(lambda text, _whole: print(f"\r{text}", end="", file=sys.stderr, flush=True)))
         print(f"\ncopied them to {copied}", file=sys.stderr)
     return EXIT_INTERRUPTED if result.stopped else 0
 
@@ -103,17 +104,3 @@ def _signals(run: RemoteRun, stop: threading.Event, ctrl_c_stops: bool):
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
-
-
-class _CopyProgress:
-    """One line on stderr, rewritten at each whole percent (a copy arrives in many small reads)."""
-
-    def __init__(self):
-        self.shown = -1
-
-    def __call__(self, done: int, total: int) -> None:
-        percent = 100 * done // max(total, 1)
-        if percent != self.shown:
-            self.shown = percent
-            print(f"\rcopying {done / 2**20:.1f} of {total / 2**20:.1f} MiB ({percent} %)", end="", file=sys.stderr,
-                  flush=True)

@@ -16,6 +16,7 @@ from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QMessageBox, QWidget
 
 from ..core.ground.errors import with_hint
+from ..core.ground.progress import CopyProgress
 from ..core.run.remote import fetch, host_runs
 from ..core.run.remote_wire import Hello, RunInfo
 from ..core.run.ssh import Remote
@@ -163,7 +164,8 @@ class Hosts(QObject):
             self.feedback.show("error", f"Could not copy {there.name} from {remote}: {with_hint(error)}")
 
         self.feedback.busy(f"Copying {there.name} from {remote}…")
-        self.tasks.submit(COPY_SLOT, lambda: fetch(remote, path, target), copied, failed)
+        progress = CopyProgress(self.kernel.copying.emit)
+        self.tasks.submit(COPY_SLOT, lambda: fetch(remote, path, target, progress), copied, failed)
 
     # -- closing ------------------------------------------------------------------------------------------------
     def ask_to_close(self) -> bool | None:

@@ -19,6 +19,7 @@ from typing import Any, Callable
 from PySide6.QtCore import QObject, Signal, Slot
 
 from ..core.ground.capabilities import Capabilities
+from ..core.ground.progress import CopyProgress
 from ..core.run.client import KernelClient
 from ..core.run.remote import RemoteKernel
 from ..core.run.remote_service import RemoteService
@@ -34,6 +35,8 @@ class Kernel(QObject):
     stateChanged = Signal(str, str)  # "starting" | "ready" | "crashed" | "failed" | "closed", and how
     capabilitiesChanged = Signal(object)  # a Capabilities, once the kernel has answered
     notice = Signal(str)
+    copying = Signal(str, bool)  # a file copied to or from the host: "copying 0.4 of 1.2 MB (33 %)", and whether
+    # it is whole (emitted on the copy's thread)
     _relay = Signal(object, object)  # (callback, value): from the client's reader thread to this one
 
     def __init__(self, tasks: Tasks, client: KernelClient | None = None, parent: QObject | None = None):
@@ -51,7 +54,8 @@ class Kernel(QObject):
         """Serve the window's jobs from `client` (started here if it is not yet; on `remote`, files named here are
         copied there and back); its capabilities are asked when it says it is ready."""
         self.client, self.owned = client, owned
-        self.service = ServiceClient(client) if remote is None else RemoteService(client, remote)
+        self.service = (ServiceClient(client) if remote is None else
+                        RemoteService(client, remote, progress=CopyProgress(self.copying.emit)))
         self.capabilities = Capabilities.unknown()
         self._asked: dict[str, Future] = {}  # slot → its latest job, for cancel()
         client.listen(self._listener)

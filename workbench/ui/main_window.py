@@ -226,6 +226,7 @@ class MainWindow(QMainWindow):
                            self.predict, self, moved=self._moved, sweeping=lambda: self.search.sweeping,
                            runs_dir=self.runs_dir or paths.runs_dir())
         self.profile.locate = self.hosts.local_copy
+        self.kernel.copying.connect(self._copying)
         self.recorded_runs = RecordedRuns(self.state, self.feedback, self.runs, self.plots, panels, self.checkpoints,
                                           training=lambda: self.runner.training,
                                           show_speed=lambda text: self.speed_label.setText(text))
@@ -400,6 +401,13 @@ class MainWindow(QMainWindow):
             self.log.add("info", f"Workbench ready on {caps.device_label()}{where} · torch {caps.torch_version}")
         self.training.kernel_ready()
         self._update_actions()
+
+    def _copying(self, text: str, whole: bool) -> None:
+        """A file on its way to or from the host, in the status line; a whole one leaves it to the job's own."""
+        if whole:
+            self.feedback.settled()
+        else:
+            self.feedback.busy(f"{text[:1].upper()}{text[1:]} · {self.hosts.host_text()}")
 
     def _moved(self) -> None:
         """The kernels have moved (Kernel → Connect to… / This computer): the status bar and the title say where,

@@ -10,9 +10,10 @@ hears between steps.
 A spare run kernel is started ahead of each run (after start-up and after every run), so Train does not wait
 ~2–4 s for a fresh interpreter to import PyTorch. A spare that cannot be started is only a notice.
 
-Connected to another host (`set_remote`), a run trains there under a supervisor of its own (a RemoteRun: no spare
-here), and the window can follow one of the host's runs from its first event (`attach`); closing the window can
-leave such a run training there (`shutdown(leave=True)`: no cancel is sent).
+Connected to another host (`set_remote`), a run trains there under a supervisor of its own (a RemoteRun; the spare
+is there too: a supervisor started ahead with its kernel, held by an SSH session), and the window can follow one
+of the host's runs from its first event (`attach`); closing the window can leave such a run training there
+(`shutdown(leave=True)`: no cancel is sent).
 """
 
 from __future__ import annotations
@@ -28,13 +29,14 @@ from ..core.ground.errors import WorkbenchError, first_line
 from ..core.ground.events import Event, RunFailed, RunFinished, Step
 from ..core.run.launch import start_run
 from ..core.run.process import ChildProcess, start_distributed
-from ..core.run.remote import RemoteRun
+from ..core.run.remote import RemoteRun, RemoteSpare
 from ..core.run.request import RunRequest
 from ..core.run.ssh import Remote
 from .tasks import Tasks
 
 FORWARD_INTERVAL = 1 / 30  # seconds between batches of events sent to the GUI
 SLOT = "run"
+SPARE_SLOT = "starting a run kernel on the host"
 
 
 class EventForwarder:
@@ -67,7 +69,7 @@ class RunControl(QObject):
         super().__init__(parent)
         self.tasks = tasks
         self.prestart = prestart
-        self.spare: ChildProcess | None = None
+        self.spare: ChildProcess | RemoteSpare | None = None  # a run kernel started ahead, here or on the host
         self.process: ChildProcess | RemoteRun | None = None  # the running run's kernel (or torchrun, or host)
         self.remote: Remote | None = None  # the host runs train on; None: this computer
         self.run_remote: Remote | None = None  # where the latest run trained (its files are there), kept after it
@@ -80,17 +82,36 @@ class RunControl(QObject):
         return self.tasks.busy(SLOT)
 
     def _prestart(self) -> None:
-        if self.prestart and self.spare is None and self.remote is None and not self.closing and not self.training:
-            try:
-                self.spare = ChildProcess()
-            except Exception as exc:  # OSError too (sockets, temp files): never worth more than a notice
-                self.notice.emit(f"could not pre-start a training process ({type(exc).__name__}: "
-                                 f"{first_line(exc)}); each run starts its own")
+        if not self.prestart or self.spare is not None or self.closing or self.training:
+            return
+        if self.remote is not None:
+            self._prestart_there(self.remote)
+            return
+        try:
+            self.spare = ChildProcess()
+        except Exception as exc:  # OSError too (sockets, temp files): never worth more than a notice
+            self.notice.emit(f"could not pre-start a training process ({type(exc).__name__}: "
+                             f"{first_line(exc)}); each run starts its own")
+
+    def _prestart_there(self, remote: Remote) -> None:
+        """A spare run kernel on the host, asked for off the GUI thread (an SSH session takes a moment); kept if
+        nothing has changed meanwhile (same host, no run started, not closing)."""
+        def made(spare: RemoteSpare) -> None:
+            if self.remote == remote and self.spare is None and not self.closing and not self.training:
+                self.spare = spare
+            else:
+                spare.close()
+
+        def failed(error: BaseException) -> None:
+            self.notice.emit(f"could not pre-start a training process on {remote} ({first_line(error)}); each run "
+                             "there starts its own")
+
+        self.tasks.submit(SPARE_SLOT, lambda: RemoteSpare(remote), made, failed, exclusive=True)
 
     def settle_spare(self) -> None:
         """Wait until the spare kernel has imported PyTorch (a benchmark must not time anything against that
         import); one that fails to start is dropped, and the next run starts its own."""
-        if self.spare is not None:
+        if isinstance(self.spare, ChildProcess):
             try:
                 self.spare.connect()
             except WorkbenchError:
@@ -112,10 +133,8 @@ class RunControl(QObject):
         if self.training:
             return False
         self.remote = remote
-        if remote is None:
-            self._prestart()
-        else:
-            self._drop_spare()
+        self._drop_spare()
+        self._prestart()
         return True
 
     def start(self, request: RunRequest) -> bool:
@@ -139,7 +158,8 @@ class RunControl(QObject):
 
     def _process_for(self, request: RunRequest) -> ChildProcess | RemoteRun:
         if self.remote is not None:
-            return RemoteRun(self.remote, db=request.db)
+            spare, self.spare = self.spare, None
+            return RemoteRun(self.remote, db=request.db, spare=spare if isinstance(spare, RemoteSpare) else None)
         if request.launch.distributed:
             return start_distributed(request)
         process, self.spare = (self.spare or ChildProcess()), None

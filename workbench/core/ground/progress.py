@@ -7,6 +7,7 @@ pessimistic.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from .events import CompileFinished, CompileStarted, EpochEnd, Event, RunFailed, RunFinished, RunStarted, Step
 
@@ -87,3 +88,19 @@ class Progress:
             return text + (f" · ETA {format_duration(eta)}" if eta is not None else "")
         return {"idle": "Idle", "starting": "Starting…", "compiling": "Compiling…", "finished": "Finished",
                 "stopped": "Stopped", "failed": "Failed"}[self.state]
+
+
+class CopyProgress:
+    """A file copy's progress (bytes done of all) as one short text and whether the copy is whole, told to `say`
+    only when its whole percent changes: a copy arrives in many small reads, and the CLI's line or the window's
+    status line must not be rewritten for each."""
+
+    def __init__(self, say: Callable[[str, bool], None]):
+        self.say = say
+        self.shown = -1
+
+    def __call__(self, done: int, total: int) -> None:
+        percent = 100 * done // max(total, 1)
+        if percent != self.shown:
+            self.shown = percent
+            self.say(f"copying {done / 1e6:.1f} of {total / 1e6:.1f} MB ({percent} %)", done >= total)

@@ -24,11 +24,12 @@ from typing import Callable
 
 from ..ground.atomic import commit, temp_beside
 from ..ground.events import Event, Notice, RunFailed, from_dict, is_terminal
+from ..ground.records import R
 from ..ground.errors import first_line
 from ..history.runs import RunRecorder, RunStore, RunStoreError
 from .process import ChildError, ChildProcess
 from .protocol import RUN_JOB_ID, Lines
-from .remote_wire import RunInfo, RunStart
+from .remote_wire import HostPath, RunInfo, RunStart, SpareRun
 from .request import RunRequest
 from .ssh import Remote, RemoteError, Session
 
@@ -69,9 +70,11 @@ class RemoteRun:
 
     ranks = 1  # the window asks a run for a profile through rank 0's parent: here, the host's supervisor
 
-    def __init__(self, remote: Remote, *, db: str | None = None):
+    def __init__(self, remote: Remote, *, db: str | None = None, spare: RemoteSpare | None = None):
+        """`spare`: a run kernel started ahead there, which `run` trains in (and then lets go of)."""
         self.remote = remote
         self.db = db  # this computer's run history (None: the default)
+        self.spare = spare
         self.requests: queue.SimpleQueue[dict] = queue.SimpleQueue()
         self.started: RunStart | None = None
         self.received = 0  # events seen from the host's log: where a re-attach resumes
@@ -94,14 +97,18 @@ class RemoteRun:
             session.hang_up()
 
     def run(self, request: RunRequest, emit: Callable[[Event], None], stop: threading.Event) -> Event:
-        """Start the request on the host and follow it to its end."""
+        """Start the request on the host (in the spare's kernel, if given) and follow it to its end."""
+        spare, self.spare = self.spare, None
         try:
-            session = self.remote.open("start", first_line=request.to_json())
+            session = self.remote.open("start", *([spare.key] if spare else []), first_line=request.to_json())
             self.started = self._header(session)
         except RemoteError as exc:
             failed = RunFailed(kind="remote", message=f"{exc} ({exc.step} failed)", hint=exc.hint)
             emit(failed)
             return failed
+        finally:
+            if spare is not None:  # claimed by now, or of no use: an unclaimed one ends there
+                spare.close()
         emit(Notice("info", f"training on {self.remote} ({self.started.hostname}) as run {self.started.key}; its "
                             f"files are there, in {self.started.out_dir}"))
         return self.follow(session, emit, stop)
@@ -283,17 +290,44 @@ def send(remote: Remote, source: str | Path, progress: Callable[[int, int], None
         raise RemoteError("session", f"copying {source} to {remote} failed: {first_line(exc)}") from None
     finally:
         session.close()
-    if not answer or not isinstance(answer.get("path"), str):
-        raise RemoteError("session", f"copying {source} to {remote} failed: {(answer or {}).get('error', 'no answer')}")
-    return answer["path"]
+    return _answer(HostPath, answer, f"copying {source} to {remote} failed").path
 
 
 def staging(remote: Remote) -> str:
     """A new empty folder on the host for a job's output, which is then copied back here."""
     answer = _ask(remote, "staging", when="while making a folder")
-    if not answer or not isinstance(answer.get("path"), str):
-        raise RemoteError("session", f"{remote} did not make a folder for the copy")
-    return answer["path"]
+    return _answer(HostPath, answer, f"{remote} did not make a folder for the copy").path
+
+
+class RemoteSpare:
+    """A run kernel started ahead on the host (`remote_host spare`): the next RemoteRun there trains in it, so its
+    first step comes as soon as it would here (no PyTorch import in between). Held by its session: closing it
+    ends a spare that no run has claimed."""
+
+    def __init__(self, remote: Remote):
+        self.remote = remote
+        self.session = remote.open("spare")
+        try:
+            answer = self.session.read(START_TIMEOUT_S, "while starting a spare run kernel")
+            self.key = _answer(SpareRun, answer, f"{remote} did not start a spare run kernel").key
+        except BaseException:
+            self.session.close()
+            raise
+
+    def close(self) -> None:
+        self.session.close()
+
+
+def _answer(record: type[R], message: dict | None, failure: str) -> R:
+    """The host's answer as `record`; a RemoteError (`failure`: the host's own words, or that it did not
+    answer) otherwise."""
+    if message is not None and "error" in message:
+        raise RemoteError("session", f"{failure}: {message['error']}")
+    try:
+        return record.from_dict(message)
+    except ValueError:
+        raise RemoteError("session", f"{failure}: " + ("no answer" if message is None else
+                                                      f"an answer this Workbench cannot read ({message!r:.200})"))
 
 
 def _ask(remote: Remote, *args: str, when: str) -> dict | None:

@@ -6,14 +6,18 @@ session; the kernels behind it are reached as they are locally, on a token-check
 
     hello                  one JSON line: this host's Workbench version, protocol, Python — the first contact
     kernel                 a service kernel, its protocol bridged to stdin/stdout (ends with the session)
-    start                  a run (its RunRequest as the first stdin line), detached from the session: it trains on
-                           when the connection drops; then streams it as `attach` does
+    spare                  a run kernel started ahead (PyTorch imported while the user sets up the next run), held
+                           as long as the session: its key answered; ended, and its folder removed, unless claimed
+    start [SPARE]          a run (its RunRequest as the first stdin line), detached from the session: it trains on
+                           when the connection drops; then streams it as `attach` does. SPARE: in that spare's
+                           kernel (a fresh one if it is gone)
     attach KEY [FROM]      a run's events from the FROM-th on (those the caller has not seen), then live until its
                            terminal event; stdin's control lines (cancel, profile) go to the run
     runs                   the runs this host has trained for remote callers, running and finished (JSON)
     fetch                  a file or folder (its path as the first stdin line) as a size line and its bytes
     receive                a file from the caller (a line {"name", "size"}, then its bytes) into a transfer folder
                            of its own; answers the path it was written to
+    staging                a new empty folder for a job's output (answers its path)
 
 A detached run is a supervisor process (`supervise KEY`, its own session) driving a run kernel as the CLI does. Its
 folder under the data folder's `remote-runs/` holds the request, the event log (one JSON line per event, appended
@@ -25,6 +29,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -37,14 +42,20 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ..ground import paths
+from ..ground.atomic import write_text_atomic
 from ..ground.events import RunFailed, from_dict, is_terminal, to_json
 from .protocol import PROTOCOL_VERSION, RUN_JOB_ID, event_line
-from .remote_wire import Hello, RunInfo, RunStart
+from .remote_wire import Hello, HostPath, RunInfo, RunStart, SpareRun
 from .request import RunRequest, new_run_dir
 
 POLL_S = 0.05  # how often an attach looks for new events, and a supervisor for control lines
 LOG = "events.jsonl"
 CONTROL = "control.jsonl"
+REQUEST = "request.json"
+# A spare's folder holds SPARE (its holder's pid) until one side renames it, atomically, and so owns what comes next:
+# `start` to CLAIMED (the spare trains its request), the holder or the supervisor to ABANDONED (it ends unused).
+SPARE, CLAIMED, ABANDONED = "spare", "claimed", "abandoned"
+CLAIM_WAIT_S = 60.0  # a claimed spare whose request has not come by then was claimed by a `start` that died
 
 
 def runs_root() -> Path:
@@ -117,7 +128,15 @@ class RunFolder:
         return self.path / LOG
 
     def request(self) -> RunRequest:
-        return RunRequest.from_json((self.path / "request.json").read_text())
+        return RunRequest.from_json((self.path / REQUEST).read_text())
+
+    def claim(self, mark: str) -> bool:
+        """Rename the spare's mark to `mark` (CLAIMED or ABANDONED): True for the one side that did it first."""
+        try:
+            os.rename(self.path / SPARE, self.path / mark)
+            return True
+        except OSError:
+            return False
 
     def pid(self) -> int | None:
         try:
@@ -142,21 +161,57 @@ class RunFolder:
             return True
 
 
-def start_run(stdin: BinaryIO, out: BinaryIO) -> int:
-    """The run whose request is stdin's first line, in a fresh folder here, under a supervisor that outlives this
-    session; then its events, as `attach`."""
+def start_run(stdin: BinaryIO, out: BinaryIO, spare: str | None = None) -> int:
+    """The run whose request is stdin's first line, under a supervisor that outlives this session: the spare's
+    (`spare`, claimed: its kernel has imported PyTorch already), else a fresh one in a new folder; then its events,
+    as `attach`."""
     request = RunRequest.from_json(stdin.readline().decode())
-    folder = _new_folder()
+    folder = _claimed(spare) if spare else None
     out_dir = new_run_dir()  # this host's runs folder: the caller's paths mean nothing here
     request = request.replace(out_dir=str(out_dir), db=None, record=True)
-    (folder.path / "request.json").write_text(request.to_json())
+    if folder is not None:
+        write_text_atomic(folder.path / REQUEST, request.to_json())  # its supervisor polls for it: whole or absent
+    else:
+        folder = _new_folder()
+        (folder.path / REQUEST).write_text(request.to_json())
+        _supervise_detached(folder)
+    write_line(out, RunStart(folder.key, str(out_dir), socket.gethostname()).to_dict())
+    return attach(folder, 0, stdin, out)
+
+
+def _supervise_detached(folder: RunFolder) -> subprocess.Popen:
+    """The folder's supervisor, in a session of its own: it outlives this one (and the SSH connection)."""
     with open(folder.path / "supervisor.log", "ab") as log:
         process = subprocess.Popen([sys.executable, "-m", "workbench.core.run.remote_host", "supervise", folder.key],
                                    stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
                                    close_fds=True)
     (folder.path / "pid").write_text(str(process.pid))
-    write_line(out, RunStart(folder.key, str(out_dir), socket.gethostname()).to_dict())
-    return attach(folder, 0, stdin, out)
+    return process
+
+
+def _claimed(key: str) -> RunFolder | None:
+    """The spare `key`, claimed for a run; None when it cannot be (ended meanwhile, or its supervisor is gone)."""
+    folder = RunFolder(Path(key).name)
+    if not folder.claim(CLAIMED):
+        return None
+    if not folder.supervised():
+        shutil.rmtree(folder.path, ignore_errors=True)
+        return None
+    return folder
+
+
+def hold_spare(stdin: BinaryIO, out: BinaryIO) -> int:
+    """A supervisor started ahead with its run kernel (the window's next run on this host starts warm, as a run
+    on the window's own computer does), held while this session lasts: at its end, a spare not claimed by a
+    `start` is abandoned (its supervisor then ends, and removes its folder)."""
+    folder = _new_folder()
+    (folder.path / SPARE).write_text(str(os.getpid()))
+    _supervise_detached(folder)
+    write_line(out, SpareRun(folder.key).to_dict())
+    for _ in iter(lambda: stdin.read(65536), b""):  # until the caller closes the session (or it drops)
+        pass
+    folder.claim(ABANDONED)
+    return 0
 
 
 def _new_folder() -> RunFolder:
@@ -180,9 +235,21 @@ def supervise(key: str) -> int:
     from .process import ChildProcess, start_distributed
 
     folder = RunFolder(key)
+    spare = None
+    if not (folder.path / REQUEST).exists():  # a spare: its kernel imports PyTorch while it waits for a request
+        spare = ChildProcess()
+        if not _requested(folder):
+            spare.close()
+            shutil.rmtree(folder.path, ignore_errors=True)
+            return 0
     request = folder.request()
     stop = threading.Event()
-    process = start_distributed(request) if request.launch.distributed else ChildProcess()
+    if request.launch.distributed:
+        if spare is not None:
+            spare.close()
+        process = start_distributed(request)
+    else:
+        process = spare or ChildProcess()
     threading.Thread(target=_follow_control, args=(folder, process, stop), daemon=True,
                      name="workbench-control").start()
     with open(folder.log, "a", encoding="utf-8") as log:
@@ -192,6 +259,30 @@ def supervise(key: str) -> int:
 
         train(request, emit, stop, process=process)
     return 0
+
+
+def _requested(folder: RunFolder) -> bool:
+    """Wait for a spare's request: True once claimed and written; False when abandoned (its holder said so, or
+    ended without saying: killed), or claimed by a `start` that never wrote its request."""
+    claimed_at = None
+    while True:
+        if (folder.path / REQUEST).exists():
+            return True
+        if (folder.path / ABANDONED).exists():
+            return False
+        if (folder.path / CLAIMED).exists():
+            claimed_at = claimed_at or time.monotonic()
+            if time.monotonic() - claimed_at > CLAIM_WAIT_S:
+                return False
+        try:
+            holder = int((folder.path / SPARE).read_text())
+            os.kill(holder, 0)
+        except ProcessLookupError:
+            if folder.claim(ABANDONED):
+                return False
+        except (OSError, ValueError):
+            pass  # claimed (the request follows) or being written
+        time.sleep(POLL_S)
 
 
 def _follow_control(folder: RunFolder, process, stop: threading.Event) -> None:
@@ -242,12 +333,17 @@ def attach(folder: RunFolder, start: int, stdin: BinaryIO, out: BinaryIO) -> int
                 continue
             lines = (partial + chunk).split(b"\n")
             partial = lines.pop()
+            batch, ended = [], False
             for line in lines:
                 if index >= start:
-                    out.write((event_line(RUN_JOB_ID, line.decode()) + "\n").encode())
+                    batch.append((event_line(RUN_JOB_ID, line.decode()) + "\n").encode())
                 index += 1
                 if _terminal(line):
-                    return 0
+                    ended = True
+                    break
+            out.write(b"".join(batch))  # one write per poll, not per event: SSH sends (and encrypts) a packet each
+            if ended:
+                return 0
     return 0
 
 
@@ -347,7 +443,7 @@ def receive_file(stdin: BinaryIO, out: BinaryIO) -> int:
                 return 1
             sink.write(chunk)
             left -= len(chunk)
-    write_line(out, {"path": str(target)})
+    write_line(out, HostPath(str(target)).to_dict())
     return 0
 
 
@@ -362,9 +458,26 @@ def write_line(out: BinaryIO, message: dict) -> None:
     out.write((json.dumps(message) + "\n").encode())
 
 
+class WholeWrites:
+    """The session's stdout, unbuffered, each write whole (a pipe takes part of a large write when a signal comes
+    in the middle: the rest is written, not dropped)."""
+
+    def __init__(self, fd: int):
+        self.file = io.FileIO(fd, "wb")
+
+    def write(self, data: bytes) -> int:
+        view = memoryview(data)
+        while view:
+            view = view[self.file.write(view) or 0:]
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+
 def main(argv: list[str]) -> int:
     """Stdout is kept for the protocol alone: whatever else prints goes to stderr."""
-    out = io.FileIO(os.dup(1), "wb")
+    out = WholeWrites(os.dup(1))
     os.dup2(2, 1)
     stdin = io.FileIO(0, "rb", closefd=False)
     command, args = (argv[0] if argv else ""), argv[1:]
@@ -375,10 +488,12 @@ def main(argv: list[str]) -> int:
         if command == "kernel":
             return serve_kernel(out)
         if command == "start":
-            return start_run(io.BufferedReader(stdin), out)
+            return start_run(io.BufferedReader(stdin), out, args[0] if args else None)
+        if command == "spare":
+            return hold_spare(stdin, out)
         if command == "attach":
             folder = RunFolder(Path(args[0]).name)
-            if not (folder.path / "request.json").is_file():
+            if not (folder.path / REQUEST).is_file():
                 write_line(out, {"error": f"no run {args[0]!r} on {socket.gethostname()}"})
                 return 1
             write_line(out, RunStart(folder.key, folder.request().out_dir, socket.gethostname()).to_dict())
@@ -391,13 +506,13 @@ def main(argv: list[str]) -> int:
         if command == "receive":
             return receive_file(io.BufferedReader(stdin), out)
         if command == "staging":
-            write_line(out, {"path": staging_folder()})
+            write_line(out, HostPath(staging_folder()).to_dict())
             return 0
         if command == "supervise":
             return supervise(args[0])
     except BrokenPipeError:  # the caller went away: the run (if any) goes on under its supervisor
         return 0
-    print(f"unknown command {command!r}: one of hello, kernel, start, attach, runs, fetch, receive, "
+    print(f"unknown command {command!r}: one of hello, kernel, spare, start, attach, runs, fetch, receive, "
           "staging", file=sys.stderr)
     return 2
 

@@ -30,6 +30,20 @@ class RunStart(Record):
 
 
 @dataclass(frozen=True)
+class SpareRun(Record):
+    """A run kernel started ahead on the host (`spare`): the folder `key` that the next `start KEY` trains in."""
+
+    key: str
+
+
+@dataclass(frozen=True)
+class HostPath(Record):
+    """A path on the host: where a received file was written, or a new folder for a job's output."""
+
+    path: str
+
+
+@dataclass(frozen=True)
 class RunInfo(Record):
     """One of a host's detached runs: how it stands ("running", "finished", "stopped", "failed", or "lost": its
     supervisor ended without a terminal event) and how many events its log holds."""

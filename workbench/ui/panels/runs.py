@@ -85,6 +85,15 @@ def _item(text: str, sort_value=None) -> QStandardItem:
     return item
 
 
+def _status_item(record) -> QStandardItem:
+    """How the run stands, and where it trained when that was another host (its files are there)."""
+    where = record.elsewhere
+    item = _item(f"{record.status} on {where}" if where else record.status)
+    if where:
+        item.setToolTip(f"Trained on {where}: its files are there, in {record.out_dir}")
+    return item
+
+
 class RunsPanel(QWidget):
     compareRequested = Signal(list)  # LoadedRuns: 0 or 1 clears the overlay
     openRequested = Signal(object)  # a LoadedRun
@@ -207,7 +216,7 @@ class RunsPanel(QWidget):
                 _item(f"{r.best_val_accuracy:.2%}" if r.best_val_accuracy is not None else "—",
                       r.best_val_accuracy or -1.0),
                 _item(f"{r.samples_per_s:,.0f}" if r.samples_per_s else "—", r.samples_per_s or -1.0),
-                _item(r.status),
+                _status_item(r),
             ])
         self._fit_run_column()
         self._read_trials({r.id: r.out_dir for r in records})
