@@ -15,6 +15,10 @@ export (after a short run: File → Export model… as ONNX, the dialog with its
 lr_finder / batch_finder (a finder's dialog after its measurement), sweep (Run → Sweep…: 12 TPE trials over lr,
 batch size, hidden size and backend; the Pareto tab), runs (the Runs dock raised over a history of six runs, written
 as training and a sweep leave them: a continued run and two sweep trials among them).
+Over SSH (an sshd on 127.0.0.1 with throw-away keys, as the tests start it; `openssh-server` installed): connect
+(Kernel → Connect to… after a host name that does not resolve: the step that failed, in words), remote (a run
+training on the host, mid-run: the host in the title and the status bar), host_runs (Kernel → Runs on this host…
+once a run there has finished), reattached (that run followed again from its first event: its curves, complete).
 The window opens at the size it picks for the screen (fit to the available area), with settings and history in a
 temporary folder, so nothing of the user's is read or changed.
 """
@@ -41,7 +45,8 @@ from workbench.ui.panels.setup import example_model_spec  # noqa: E402
 
 SHOTS = ("readme", "training", "compiling", "reason", "explain", "evaluate", "dataset", "timeline", "fixit",
          "whatif", "system", "profile", "profile_timeline", "profile_memory", "amp", "export", "export_aoti",
-         "lr_finder", "batch_finder", "sweep", "runs")
+         "lr_finder", "batch_finder", "sweep", "runs", "connect", "remote", "host_runs", "reattached")
+REMOTE_SHOTS = ("remote", "host_runs", "reattached")  # the window connected to the loopback sshd
 FINDER_SHOTS = {"lr_finder": "lr", "batch_finder": "batch"}
 PROFILE_TABS = {"profile": "Ops", "profile_timeline": "Timeline", "profile_memory": "Memory", "amp": "AMP"}
 README_SHOT = Path(__file__).resolve().parents[1] / "docs" / "screenshot.png"
@@ -78,6 +83,38 @@ def record_history() -> None:
         record(store, "fp16", 0.918, 14020.0, epochs=1, amp="fp16")
 
 
+def start_host():
+    """The loopback sshd (the tests' own, tests/sshd.py) as a Remote; WORKBENCH_SSH reaches it."""
+    import atexit
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests.sshd import start_sshd
+    from workbench.core.run.ssh import Remote
+
+    server = start_sshd(TEMP / "sshd")
+    atexit.register(server.stop)
+    os.environ["WORKBENCH_SSH"] = server.ssh_command
+    return Remote.parse(server.address, server.remote_python)
+
+
+def train_on(host) -> None:
+    """A finished run on the host (3 epochs), as the window would leave one."""
+    import threading
+
+    from workbench.core.run.remote import RemoteRun
+    from workbench.core.run.request import RunRequest
+
+    RemoteRun(host).run(RunRequest(TrainConfig(epochs=3), out_dir=""), lambda event: None, threading.Event())
+
+
+def when_connected(window, start) -> None:
+    """`start` once the window's kernels are on its host and ready there."""
+    if window.hosts.remote is not None and window.kernel.capabilities.known:
+        QTimer.singleShot(300, start)
+    else:
+        QTimer.singleShot(100, lambda: when_connected(window, start))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("shot", choices=SHOTS)
@@ -87,7 +124,10 @@ def main() -> int:
     app = create_app(sys.argv[:1])
     if args.shot == "runs":
         record_history()
-    window = MainWindow()
+    host = start_host() if args.shot in REMOTE_SHOTS else None
+    if args.shot in ("host_runs", "reattached"):
+        train_on(host)
+    window = MainWindow(remote=host)
     window.show()
     done: list[bool] = []
 
@@ -95,7 +135,8 @@ def main() -> int:
         if not done:
             done.append(True)
             window.plots.redraw()
-            QTimer.singleShot(delay_ms, lambda: (window.grab().save(str(args.out)), window.close()))
+            QTimer.singleShot(delay_ms, lambda: (window.grab().save(str(args.out)), window.runner.shutdown(),
+                                                 window.close()))
 
     def when_ready(start) -> None:
         """`start` once PyTorch is ready in the kernel (the form knows the machine by then)."""
@@ -219,6 +260,44 @@ def main() -> int:
     elif args.shot == "runs":
         window.docks["runs"].raise_()
         when_ready(lambda: QTimer.singleShot(1000, grab))  # after the sweeps are read for the Runs table
+    elif args.shot == "connect":
+        from workbench.core.run.ssh import Remote
+        from workbench.ui.connect_dialog import CONNECT_SLOT
+
+        def failed() -> None:
+            if window.tasks.busy(CONNECT_SLOT):
+                QTimer.singleShot(100, failed)
+                return
+            done.append(True)
+            QTimer.singleShot(300, lambda: (dialog.grab().save(str(args.out)), dialog.reject(), window.close()))
+
+        dialog = window.hosts.open_connect(Remote.parse("me@gpu-box.invalid"))
+        QTimer.singleShot(200, failed)
+    elif args.shot == "remote":
+        window.setup.set_config(TrainConfig(epochs=40))
+        window.runner.events.connect(lambda batch: any(isinstance(e, Step) and e.step >= args.at_step
+                                                       for e in batch) and grab())
+        when_connected(window, window.training.train)
+    elif args.shot == "host_runs":
+        def listed() -> None:
+            dialog = window.hosts.runs_dialog
+            if dialog is None or not dialog.isVisible():
+                QTimer.singleShot(100, listed)
+                return
+            done.append(True)
+            QTimer.singleShot(300, lambda: (dialog.grab().save(str(args.out)), dialog.reject(), window.close()))
+
+        when_connected(window, listed)  # the dialog opens by itself: the host has a run
+    elif args.shot == "reattached":
+        def attach() -> None:
+            dialog = window.hosts.runs_dialog
+            if dialog is None or not dialog.isVisible():
+                QTimer.singleShot(100, attach)
+                return
+            dialog.attach()
+
+        window.training.runFinished.connect(lambda _result: grab(600))
+        when_connected(window, attach)
     elif args.shot == "dataset":
         window.data_insight.datasetPreviewed.connect(lambda _answer: grab())
         when_ready(window.docks["dataset"].raise_)

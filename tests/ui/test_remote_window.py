@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt, QTimer
-from PySide6.QtWidgets import QApplication, QMessageBox
+from PySide6.QtWidgets import QApplication, QLabel, QMessageBox
 
 from workbench.core.ground import appinfo
 from workbench.core.ground.answers import Written
@@ -271,6 +271,7 @@ def test_attaching_to_a_finished_host_run_replays_each_step_once(connected, qtbo
                     timeout=REMOTE_S)
     dialog = window.hosts.runs_dialog
     assert dialog.table.item(0, 0).text() == finished[-1].key and dialog.table.item(0, 1).text() == "finished"
+    assert "Attach follows one in this window" in dialog.findChild(QLabel, "hostRunsIntro").text()
     with qtbot.waitSignal(window.training.runFinished, timeout=REMOTE_S) as ended:
         qtbot.keyClick(dialog.table, Qt.Key_Return)  # Enter attaches to the selected (newest) run
     assert isinstance(ended.args[0], RunFinished)

@@ -52,8 +52,13 @@ class HostRunsDialog(QDialog):
         buttons.accepted.connect(self.attach)
         buttons.rejected.connect(self.reject)
         layout = QVBoxLayout(self)
-        if not self.runs:
-            layout.addWidget(QLabel(f"{host} has no runs started from another computer."))
+        intro = QLabel(f"{host} has no runs started from another computer." if not self.runs else
+                       f"The runs {host} has trained for remote windows. Attach follows one in this window: what it "
+                       "has done so far, then live (a finished one, whole).")
+        intro.setObjectName("hostRunsIntro")
+        intro.setTextFormat(Qt.PlainText)
+        intro.setWordWrap(True)
+        layout.addWidget(intro)
         layout.addWidget(self.table)
         layout.addWidget(buttons)
         if self.runs:
