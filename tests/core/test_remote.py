@@ -69,7 +69,8 @@ def test_a_changed_host_key_is_refused_and_says_so(remote, ssh_server, monkeypat
     with pytest.raises(RemoteError) as caught:
         remote.hello()
     assert caught.value.step == "host key" and "has changed" in str(caught.value)
-    assert "ssh-keygen -R" in caught.value.hint
+    assert f"ssh-keygen -R '[127.0.0.1]:{ssh_server.port}'" in caught.value.hint  # as known_hosts names it
+    assert f"`ssh -p {ssh_server.port} " in caught.value.hint  # ssh takes no host:port
 
 
 def test_an_unknown_host_key_is_refused_never_accepted(remote, ssh_server, monkeypatch, tmp_path):
@@ -81,6 +82,19 @@ def test_an_unknown_host_key_is_refused_never_accepted(remote, ssh_server, monke
         remote.hello()
     assert caught.value.step == "host key" and "not known" in str(caught.value)
     assert known.read_text() == ""  # nothing was added behind the user's back
+    assert f"`ssh -p {ssh_server.port} {remote.user}@127.0.0.1`" in caught.value.hint
+
+
+def test_a_key_the_host_does_not_take_is_an_authentication_step_never_a_prompt(remote, ssh_server, monkeypatch,
+                                                                               tmp_path):
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / "stranger")], check=True)
+    monkeypatch.setenv("WORKBENCH_SSH", ssh_server.ssh_command.replace(str(ssh_server.folder / "user_key"),
+                                                                       str(tmp_path / "stranger")))
+    with pytest.raises(RemoteError) as caught:
+        remote.hello()  # BatchMode: no password prompt to wait on
+    assert caught.value.step == "authentication" and "could not log in" in str(caught.value)
+    assert "ssh-add" in caught.value.hint
+    assert f"`ssh -o BatchMode=yes -p {ssh_server.port} {remote.user}@127.0.0.1 true`" in caught.value.hint
 
 
 def test_a_host_without_workbench_says_how_to_install_it(remote, tmp_path):

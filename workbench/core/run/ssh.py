@@ -70,6 +70,17 @@ class Remote:
         name = f"[{self.name}]" if ":" in self.name else self.name
         return (f"{self.user}@" if self.user else "") + name + (f":{self.port}" if self.port else "")
 
+    def terminal_command(self, *words: str) -> str:
+        """How the user reaches it with ssh in a terminal (ssh takes no `host:port`: the port is its -p), with
+        `words` before the host (options) — e.g. `ssh -o BatchMode=yes -p 2222 me@gpu-box`."""
+        return " ".join(["ssh", *words, *(["-p", str(self.port)] if self.port else []),
+                         (f"{self.user}@" if self.user else "") + self.name])
+
+    @property
+    def known_hosts_name(self) -> str:
+        """Its name in known_hosts (and for `ssh-keygen -R`): `[name]:port` when the port is not 22."""
+        return f"[{self.name}]:{self.port}" if self.port and self.port != 22 else self.name
+
     # -- the command ------------------------------------------------------------------------------------------
     def ssh_command(self, *args: str) -> list[str]:
         """ssh running `remote_host ARGS…` with the remote Python; every word quoted for the remote shell."""
@@ -199,16 +210,18 @@ def explain(remote: Remote, code: int | None, said: str, when: str) -> RemoteErr
     if "remote host identification has changed" in text:
         return RemoteError("host key", f"{remote.name}'s host key has changed since you last connected: refused "
                                        "(someone may be intercepting the connection, or the machine was reinstalled)",
-                           f"if you know why it changed, remove the old key with `ssh-keygen -R {remote.name}` and "
-                           f"connect once with `ssh {remote}` in a terminal to check the new one")
+                           f"if you know why it changed, remove the old key with "
+                           f"`ssh-keygen -R '{remote.known_hosts_name}'` and connect once with "
+                           f"`{remote.terminal_command()}` in a terminal to check the new one")
     if "host key verification failed" in text or "no matching host key" in text:
         return RemoteError("host key", f"{remote.name}'s host key is not known on this computer: refused",
-                           f"connect once with `ssh {remote}` in a terminal, check the fingerprint it shows and "
-                           "answer yes; Workbench never accepts an unknown key by itself")
+                           f"connect once with `{remote.terminal_command()}` in a terminal, check the fingerprint it "
+                           "shows and answer yes; Workbench never accepts an unknown key by itself")
     if "permission denied" in text or "too many authentication failures" in text:
         return RemoteError("authentication", f"SSH could not log in to {remote}: {last}",
                            "Workbench never asks for a password: add your key to the agent (`ssh-add`) or name it "
-                           "in ~/.ssh/config (IdentityFile), and check that `ssh -o BatchMode=yes HOST true` works")
+                           "in ~/.ssh/config (IdentityFile), and check that "
+                           f"`{remote.terminal_command('-o', 'BatchMode=yes')} true` works")
     for symptom in ("connection refused", "timed out", "no route to host", "network is unreachable",
                     "connection closed by", "connection reset"):
         if symptom in text and code == 255:
@@ -223,7 +236,7 @@ def explain(remote: Remote, code: int | None, said: str, when: str) -> RemoteErr
                            "in Connect to…)")
     if code == 255:
         return RemoteError("connection", f"the SSH connection to {remote} failed {when}: {last or 'no message'}",
-                           "try `ssh -o BatchMode=yes HOST true` in a terminal")
+                           f"try `{remote.terminal_command('-o', 'BatchMode=yes')} true` in a terminal")
     how = "was cut" if code is None or code < 0 else f"ended (code {code})"
     return RemoteError("session", f"the session on {remote} {how} {when}" + (f": {last}" if last else ""),
                        "connect again; a run on the host trains on there and can be attached again")
