@@ -102,6 +102,11 @@ class RunRecord:
     events: list[Event] = field(default_factory=list)
     updated: str = ""  # when the row was last written: an ended run's end
     host: str = ""  # the machine that trained it: this one's name, or a remote host as the user named it
+    name: str = ""  # the user's name for it ("" : none given; the list shows "#ID")
+    notes: str = ""  # the user's Markdown note
+    tags: tuple[str, ...] = ()  # the user's tags, in the order given, each once
+    archived: bool = False  # hidden from the list unless archived runs are shown
+    disk_bytes: int | None = None  # what its folder holds on disk (None: not measured, or not on this computer)
 
     @property
     def elsewhere(self) -> str:
