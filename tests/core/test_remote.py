@@ -364,9 +364,9 @@ def test_a_torchrun_launch_trains_there_with_every_process(remote, tmp_path):
 def test_a_sweeps_trials_train_there_and_the_study_stays_here(remote, tmp_path, ssh_server):
     db = tmp_path / "local.sqlite"
     base = TrainConfig(hidden_dim=64, batch_size=250)  # big batches: few steps per trial
-    trials = run_sweep(base, SweepSettings("there", ("lr",), "random", trials=2), epochs=1, cuda_devices=0, db=db,
+    trials = run_sweep(base, SweepSettings("there", ("lr",), "random", trials=1), epochs=1, cuda_devices=0, db=db,
                        runs_dir=tmp_path / "runs", remote=remote)
-    assert [trial.state for trial in trials] == ["complete", "complete"]
+    assert [trial.state for trial in trials] == ["complete"]
     assert not (tmp_path / "runs").exists()  # no empty folder here for a run that trains there
     with RunStore(db) as store:
         records = [store.get(trial.run_id) for trial in trials]
