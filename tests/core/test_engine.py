@@ -15,7 +15,7 @@ from workbench.core.ground.config import TrainConfig
 from workbench.core.engine import TrainedModel, Trainer
 from ..helpers import SMALL, StopAfter, of, run, shape, steps
 from workbench.core.ground.events import (CompileEvent, CompileFinished, CompileReport, CompileStarted, EpochEnd,
-                                          Notice, RunFailed, RunFinished, Step, is_terminal)
+                                          Notice, RunFailed, RunFinished, RunStarted, Step, is_terminal)
 
 def saving_to(out_dir: Path, handed: list | None = None):
     """A save_checkpoint like the recorder's: checkpoint.pt in `out_dir`. What the engine hands over goes to
@@ -51,6 +51,21 @@ def test_eager_run_event_sequence():
     end = of(events, EpochEnd)[0]
     assert 0.0 <= end.val_accuracy <= 1.0 and end.val_loss > 0 and end.train_loss > 0
     assert result.results.val_accuracy == end.val_accuracy
+
+
+def test_the_run_its_steps_and_its_epochs_say_when_they_happened(trained_run):
+    """Unix times: the run's start, each step's end (on the CPU its own, so a step ends its step_seconds after the
+    one before it at the earliest, also inside one read-back block), each epoch's end (its validation's too)."""
+    [started] = of(list(trained_run.events), RunStarted)
+    taken, ends = steps(list(trained_run.events)), of(list(trained_run.events), EpochEnd)
+    assert started.wall is not None and all(s.wall is not None for s in taken) and len(ends) == 2
+    assert started.wall < taken[0].wall
+    for before, after in zip(taken, taken[1:]):
+        assert after.wall - before.wall >= after.step_seconds - 1e-6, (before, after)  # 1e-6: a Unix time's float
+    for end in ends:
+        last = max(s.wall for s in taken if s.epoch == end.epoch)
+        assert last <= end.wall
+        assert end.wall - started.wall == pytest.approx(end.seconds, abs=0.5)  # the same start, on either clock
 
 
 def test_cpu_memory_reading_is_rss():

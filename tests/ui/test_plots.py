@@ -381,11 +381,11 @@ def test_show_as_table_lists_the_plots_series_newest_first(panel, qtbot):
 
 
 def test_the_table_shows_the_latest_rows_of_a_long_run_only_when_asked_all(qtbot):
-    from workbench.ui.panels.plot_table import PlotTable
+    from workbench.ui.panels.plot_table import PlotTable, XScale
 
     x = np.arange(1.0, 1_000_001)
     series = [("step", x, x / 10), ("val", x[999::1000], np.ones(1000))]
-    table = PlotTable("Loss", "step", lambda: series)
+    table = PlotTable("Loss", lambda: XScale("step"), lambda: series)
     qtbot.addWidget(table)
     assert table.model.rowCount() == 1000 and table.model.cell(0, 0) == "1000000"
     assert table.model.cell(999, 0) == "999001" and table.model.cell(0, 2) == "1"

@@ -1,6 +1,7 @@
 """Runs from the history, back in the window: one re-opened (its curves, compile report, profile and model), the
-last one this window trained at the next launch, and several overlaid to compare. The Runs dock lists them and
-reads them off the GUI thread (panels/runs.py); this is what the window does with them."""
+last one this window trained at the next launch, and several overlaid to compare (runs that differ only by their
+seed as one group: a mean line with a band). The Runs dock lists them and reads them off the GUI thread
+(panels/runs.py); this is what the window does with them."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from PySide6.QtCore import QObject
 
 from ..core.ground.events import CompileEvent, SystemSample
 from ..core.history.curves import differing_settings, run_label, run_name
+from ..core.history.groups import seed_groups
 from .checkpoints import Checkpoints
 from .feedback import Feedback
 from .panels.compile import CompilePanel
@@ -56,11 +58,20 @@ class RecordedRuns(QObject):
         self.runs.load_runs([parent], show)
 
     def compare(self, runs: list[LoadedRun]) -> None:
-        keys = differing_settings([run.record.config for run in runs])
-        labels = [run_label(run.record.id, run.record.config, keys) for run in runs]
-        self.plots.set_overlays([(label, run.curves) for label, run in zip(labels, runs)])
+        """Overlay these runs: those that form seed groups (history.groups.seed_groups) as one mean line with a
+        band each, the others as their own curves, labelled by the settings that differ between what is shown."""
+        by_id = {run.record.id: run for run in runs}
+        groups = seed_groups([run.record for run in runs])
+        grouped = {run_id for group in groups for run_id in group.run_ids}
+        singles = [run for run in runs if run.record.id not in grouped]
+        shown = [run.record.config for run in singles] + [by_id[group.run_ids[0]].record.config for group in groups]
+        keys = differing_settings(shown)
+        labels = [run_label(run.record.id, run.record.config, keys) for run in singles]
+        self.plots.set_overlays([(label, run.curves) for label, run in zip(labels, singles)])
+        self.plots.set_group_overlays([(group.label, [by_id[run_id].curves for run_id in group.run_ids])
+                                       for group in groups])
         if runs:
-            self.feedback.note("info", "comparing " + ", ".join(labels))
+            self.feedback.note("info", "comparing " + ", ".join(labels + [group.label for group in groups]))
 
     def show(self, run: LoadedRun) -> None:
         """Bring a recorded run back: its curves, compile report and (if its checkpoint exists) its model."""
@@ -69,6 +80,7 @@ class RecordedRuns(QObject):
             return
         record = run.record
         self.plots.set_overlays([])
+        self.plots.set_group_overlays([])
         self.plots.show_curves(run.curves, run.compile_seconds, record.config)
         self.plots.add_events([e for e in run.panel_events if isinstance(e, (CompileEvent, SystemSample))])
         self.compile_panel.clear()

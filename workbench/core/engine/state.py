@@ -121,6 +121,7 @@ class ReadBack:
     losses: list[float]
     accuracies: list[float]
     step_seconds: list[float]
+    walls: list[float]  # Unix time each step ended (its Step's wall)
     seconds: float  # the block's, from its clock's start to the read-back
     riders: dict[int, list[float]] = field(default_factory=dict)  # by the instrument's index in RunState.instruments
     loss_scales: list[float] | None = None  # fp16: the scale after each step (the AMP health instrument's reading)

@@ -213,7 +213,7 @@ class Trainer:
         emit(RunStarted(config=config.to_dict(), device=str(device), device_name=devices.device_name(device),
                         versions=devices.versions(), train_size=len(train_split), val_size=len(val_split),
                         steps_per_epoch=len(batches), total_steps=total_steps, world_size=world,
-                        resumed_step=start))
+                        resumed_step=start, wall=time.time() - (time.perf_counter() - started)))
         notice = cudagraph_thread_notice(config)
         if notice is not None:
             emit(notice)
@@ -389,12 +389,16 @@ class Trainer:
             step_seconds = [b - a for a, b in zip([block_start] + ends[:-1], ends)]
         else:  # queued asynchronously: only the block as a whole was timed
             step_seconds = [seconds / n] * n
+        # Each step's end in Unix time: the block's start moved from the perf_counter clock to time.time()'s at the
+        # read-back, plus the step times so far (the CPU's exact ends; CUDA's block spread evenly).
+        walls = list(itertools.accumulate(step_seconds, initial=block_start + time.time() - measured_at))[1:]
         # Every process's share of every step is the same size (the shards and the epoch drop the remainder): the
         # mean count over that share is the global fraction.
         share = run.config.batch_size // self.dist.world_size
-        return ReadBack(kind=block.kind, first_step=run.totals.steps - n + 1, losses=values[:n],
+        back = ReadBack(kind=block.kind, first_step=run.totals.steps - n + 1, losses=values[:n],
                         accuracies=[count / share for count in values[n:2 * n]], step_seconds=step_seconds,
-                        seconds=seconds, riders={i: values[a:b] for i, (a, b) in spans.items()}), stop_agreed
+                        walls=walls, seconds=seconds, riders={i: values[a:b] for i, (a, b) in spans.items()})
+        return back, stop_agreed
 
     def _account(self, run: RunState, back: ReadBack, epoch: int) -> None:
         """The block's figures: divergence, the steady throughput (only steady steps count), peak memory, the
@@ -421,7 +425,7 @@ class Trainer:
                           step_seconds=back.step_seconds[i], memory=memory, compiling=back.kind == "compiling",
                           warmup=back.kind in ("recording", "warmup"), accuracy=back.accuracies[i],
                           loss_scale=back.loss_scales[i] if back.loss_scales else None,
-                          profiled=back.kind == "profiling"))
+                          profiled=back.kind == "profiling", wall=back.walls[i]))
 
     @staticmethod
     def _drain(run: RunState) -> None:
@@ -455,7 +459,7 @@ class Trainer:
         totals.last_epoch = {"train_loss": train_loss, "val_loss": val_loss, "val_accuracy": val_accuracy}
         run.emit(EpochEnd(epoch=epoch, train_loss=train_loss, val_loss=val_loss, val_accuracy=val_accuracy,
                           seconds=time.perf_counter() - run.started, val_seconds=val_seconds,
-                          val_samples=len(run.val_split)))
+                          val_samples=len(run.val_split), wall=time.time()))
         totals.epochs_ended += 1
 
     def _with_fallback(self, run: RunState, action):

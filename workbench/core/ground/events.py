@@ -29,6 +29,9 @@ class RunStarted:
     total_steps: int
     world_size: int = 1  # processes training together (data parallel); batch sizes are global
     resumed_step: int = 0  # a continued run (config resume): the steps its checkpoint had; its first is this + 1
+    # Unix time (time.time()) the run started, the moment EpochEnd.seconds counts from: the origin of a "time since
+    # start" axis. None in runs recorded before events carried wall times.
+    wall: float | None = None
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,10 @@ class Step:
     # fp16 only: the GradScaler's scale after this step's update (a skipped step halves it); None without a scaler.
     loss_scale: float | None = None
     profiled: bool = False  # inside the profiler's window (domain.profiler): slower, kept off the steady figures
+    # Unix time (time.time()) this step ended, as the engine read it back: on the CPU the step's own end, on CUDA
+    # the block's read-back spread evenly over its steps (as step_seconds is). None in runs recorded before steps
+    # carried it: a time axis then falls back to the steps' step_seconds.
+    wall: float | None = None
 
     @property
     def steady(self) -> bool:
@@ -88,6 +95,7 @@ class EpochEnd:
     seconds: float  # since the run started
     val_seconds: float = 0.0  # how long validation took (eval throughput = val_samples / val_seconds)
     val_samples: int = 0
+    wall: float | None = None  # Unix time (time.time()) the epoch ended (its validation too); None in older runs
 
 
 @dataclass(frozen=True)

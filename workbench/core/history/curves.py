@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..ground.events import CompileFinished, EpochEnd, Event, RunFinished, Step
+from ..ground.events import CompileFinished, EpochEnd, Event, RunFinished, RunStarted, Step
 from ..ground.figures import steady_rate
 
 SMOOTHING = 0.6  # TensorBoard's default weight of the smoothed lines
@@ -30,10 +30,18 @@ class Curves:
     val_accuracy: np.ndarray = field(default_factory=lambda: np.empty(0))  # aligned with `val_step`
     compile_seconds: float | None = None  # every compile phase together; None: nothing was compiled
     samples_per_s: float | None = None  # figures.SAMPLES_PER_S: the run's own, else from its steady steps
+    # When each step ended, for the time axes (history.x_axis): Unix time (NaN where not recorded: runs from before
+    # steps carried it) and the step's own seconds (what "time since start" adds up when there is no wall time).
+    wall: np.ndarray | None = None  # aligned with `step`
+    step_seconds: np.ndarray | None = None  # aligned with `step`
+    started: float | None = None  # Unix time the run started (RunStarted.wall); None: not recorded
+    steps_per_epoch: int = 0  # RunStarted's, for the epoch axis; 0: not known
 
     def __post_init__(self):
-        if self.accuracy is None:  # runs recorded before steps carried accuracy, and hand-built curves
-            self.accuracy = np.full(len(self.step), np.nan)
+        # Runs recorded before steps carried accuracy or their wall time, and hand-built curves: NaN, "not known".
+        for name in ("accuracy", "wall", "step_seconds"):
+            if getattr(self, name) is None:
+                setattr(self, name, np.full(len(self.step), np.nan))
 
 
 def curves_from_events(events: list[Event]) -> Curves:
@@ -45,6 +53,7 @@ def curves_from_events(events: list[Event]) -> Curves:
         last_step_of_epoch[s.epoch] = s.step
     epochs = [e for e in events if isinstance(e, EpochEnd)]
     compiles = [e.seconds for e in events if isinstance(e, CompileFinished)]
+    started = next((e for e in events if isinstance(e, RunStarted)), None)
     return Curves(
         step=np.array([s.step for s in steps], dtype=np.float64),
         loss=np.array([s.loss for s in steps], dtype=np.float64),
@@ -57,6 +66,10 @@ def curves_from_events(events: list[Event]) -> Curves:
         val_accuracy=np.array([e.val_accuracy for e in epochs], dtype=np.float64),
         compile_seconds=sum(compiles) if compiles else None,
         samples_per_s=_samples_per_s(events, steady),
+        wall=np.array([np.nan if s.wall is None else s.wall for s in steps], dtype=np.float64),
+        step_seconds=np.array([s.step_seconds for s in steps], dtype=np.float64),
+        started=started.wall if started is not None else None,
+        steps_per_epoch=started.steps_per_epoch if started is not None else 0,
     )
 
 

@@ -64,7 +64,7 @@ def make_plot(name: str, title: str, y_label: str, x_label: str | None = None, v
     is the step in every plot but the system one (they are linked): only the bottom row names it, so small screens
     keep the height. Axes show the values themselves: pyqtgraph's SI prefixes made accuracy "fraction right
     (x0.001)" with ticks 100 … 700, a scale a reader misses."""
-    plot = TimedPlot(viewBox=view, axisItems={"bottom": StepAxis("bottom")} if steps else None)
+    plot = TimedPlot(viewBox=view, axisItems={"bottom": x_axis_item("step")} if steps else None)
     plot.setObjectName(name)
     plot.setAccessibleName(f"{title} plot")
     item = plot.getPlotItem()
@@ -81,6 +81,24 @@ def make_plot(name: str, title: str, y_label: str, x_label: str | None = None, v
     item.setClipToView(True)
     item.setDownsampling(auto=True, mode="peak")
     return plot
+
+
+def x_axis_item(kind: str) -> pg.AxisItem:
+    """A step plot's bottom axis for the x axis `kind` (history.x_axis): whole steps, the date and time of day for
+    the wall time, plain numbers for the epoch and the seconds since start."""
+    if kind == "step":
+        return StepAxis("bottom")
+    return pg.DateAxisItem("bottom") if kind == "wall" else pg.AxisItem("bottom")
+
+
+def set_x_axis_item(plot: pg.PlotWidget, kind: str, label: str | None, theme: Theme) -> None:
+    """Give a step plot the bottom axis of `kind`, labelled `label` (None: unlabelled, as the top row is), in the
+    theme's colours."""
+    item = plot.getPlotItem()
+    item.setAxisItems({"bottom": x_axis_item(kind)})
+    if label:
+        item.setLabel("bottom", label)
+    style_plot(plot, theme)
 
 
 def per_epoch(item: pg.PlotDataItem) -> pg.PlotDataItem:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Callable
 
 import numpy as np
@@ -42,20 +44,38 @@ def full_name(name: str) -> str:
     return name
 
 
-def _where(x_name: str, x: float) -> str:
-    """'step 600', '12.5 seconds'."""
-    return f"step {spoken(x)}" if x_name == "step" else f"{spoken(x)} {x_name}"
+@dataclass(frozen=True)
+class XScale:
+    """What a plot's x values are: their name (the table's first column), the unit a description says after a
+    value ('12.5 seconds'; none: the name before it, 'step 600'), and whether they are Unix times (shown as the
+    date and time)."""
+
+    name: str
+    unit: str = ""
+    dates: bool = False
+
+    def where(self, x: float) -> str:
+        """'step 600', 'epoch 1.5', '12.5 seconds', '2025-03-01 14:03:22'."""
+        if self.dates:
+            return datetime.fromtimestamp(float(x)).strftime("%Y-%m-%d %H:%M:%S")
+        return f"{spoken(x)} {self.unit}" if self.unit else f"{self.name} {spoken(x)}"
+
+    def cell(self, x: float) -> str:
+        """An x as the table shows and copies it: a date and time to the millisecond, else `plain`."""
+        if self.dates and math.isfinite(x):
+            return datetime.fromtimestamp(float(x)).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+        return plain(x)
 
 
-def describe(title: str, x_name: str, unit: str, series: list[Series]) -> str:
+def describe(title: str, x: XScale, unit: str, series: list[Series]) -> str:
     """'Loss at step 600: per step 0.213; smoothed 0.23; validation 0.339 at step 500 (cross-entropy)': each
     series' last value, and where it was when that is not the latest x of the plot."""
     if not series:
         return f"{title}: no points yet"
-    latest = max(float(x[-1]) for _name, x, _y in series)
+    latest = max(float(xs[-1]) for _name, xs, _y in series)
     parts = [f"{full_name(name)} {spoken(y[-1])}"
-             + ("" if float(x[-1]) == latest else f" at {_where(x_name, x[-1])}") for name, x, y in series]
-    return f"{title} at {_where(x_name, latest)}: " + "; ".join(parts) + f" ({unit})"
+             + ("" if float(xs[-1]) == latest else f" at {x.where(xs[-1])}") for name, xs, y in series]
+    return f"{title} at {x.where(latest)}: " + "; ".join(parts) + f" ({unit})"
 
 
 def plain(value: float) -> str:
@@ -84,15 +104,17 @@ def values_at(x: np.ndarray, y: np.ndarray, at: np.ndarray) -> np.ndarray:
 class SeriesModel(QAbstractTableModel):
     """Rows of x and each series' value at it; built whole once per `set_series`, read cell by cell by the view."""
 
-    def __init__(self, x_name: str, parent=None):
+    def __init__(self, x: XScale, parent=None):
         super().__init__(parent)
-        self.x_name = x_name
+        self.x_scale = x
         self.names: list[str] = []
         self.x = np.empty(0)
         self.values = np.empty((0, 0))
 
-    def set_series(self, series: list[Series], limit: int | None) -> None:
+    def set_series(self, series: list[Series], limit: int | None, x: XScale) -> None:
+        """The rows of these series, whose x values are `x`."""
         self.beginResetModel()
+        self.x_scale = x
         self.names = [full_name(name) for name, _x, _y in series]
         self.x = latest_rows(series, limit)
         self.values = np.column_stack([values_at(x, y, self.x) for _name, x, y in series]) if series else \
@@ -118,10 +140,10 @@ class SeriesModel(QAbstractTableModel):
         return None
 
     def header(self) -> list[str]:
-        return [self.x_name, *self.names]
+        return [self.x_scale.name, *self.names]
 
     def cell(self, row: int, column: int) -> str:
-        return plain(float(self.x[row] if column == 0 else self.values[row, column - 1]))
+        return self.x_scale.cell(float(self.x[row])) if column == 0 else plain(float(self.values[row, column - 1]))
 
     def text(self, rows: list[int]) -> str:
         """These rows, tab-separated under the header: what Copy puts on the clipboard (a spreadsheet pastes it
@@ -132,14 +154,16 @@ class SeriesModel(QAbstractTableModel):
 
 
 class PlotTable(QDialog):
-    """The table of one plot: `read()` gives its series now (at opening and on Refresh)."""
+    """The table of one plot: `read()` gives its series now and `x()` what their x values are (at opening and on
+    Refresh: the plot's x axis can change meanwhile)."""
 
-    def __init__(self, title: str, x_name: str, read: Callable[[], list[Series]], parent: QWidget | None = None):
+    def __init__(self, title: str, x: Callable[[], XScale], read: Callable[[], list[Series]],
+                 parent: QWidget | None = None):
         super().__init__(parent)
-        self.read = read
+        self.title, self.x, self.read = title, x, read
         self.setWindowTitle(f"{title} as a table")
         self.setObjectName(f"{title.lower()}Table")
-        self.model = SeriesModel(x_name, self)
+        self.model = SeriesModel(x(), self)
         self.limit = QComboBox()
         self.limit.setAccessibleName(f"Rows of the {title} table")  # names apart from another plot's table's
         for text, limit in ROW_LIMITS:
@@ -147,7 +171,6 @@ class PlotTable(QDialog):
         self.limit.setCurrentIndex(DEFAULT_LIMIT)
         self.limit.currentIndexChanged.connect(lambda _index: self.refresh())
         self.table = QTableView()
-        self.table.setAccessibleName(f"{title}: {x_name} and the value of each series, newest first")
         self.table.setModel(self.model)
         self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
         self.table.setTabKeyNavigation(False)  # Tab leaves the table for the buttons
@@ -175,7 +198,9 @@ class PlotTable(QDialog):
         self.refresh()
 
     def refresh(self) -> None:
-        self.model.set_series(self.read(), self.limit.currentData())
+        x = self.x()
+        self.model.set_series(self.read(), self.limit.currentData(), x)
+        self.table.setAccessibleName(f"{self.title}: {x.name} and the value of each series, newest first")
         self.table.resizeColumnsToContents()
         rows = self.model.rowCount()
         self.note.setText("no points yet" if not rows else f"{rows:,} rows, newest first")

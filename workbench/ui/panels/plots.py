@@ -1,4 +1,5 @@
-"""Live plots: loss, accuracy, throughput and memory against the optimizer step, with one linked x axis.
+"""Live plots: loss, accuracy, throughput and memory against the optimizer step (or the epoch, the wall time, the
+time since start: the X axis choice), with one linked x axis.
 
 Events only append to numpy buffers (amortised O(1), capacity doubles); frames (plot_frames.py) draw the curves
 that changed, one plot an event-loop turn, each plot's ranges set before it paints, at most ~30 frames a second and
@@ -7,11 +8,14 @@ the ranges matter). pyqtgraph clips to the visible range and peak-downsamples, s
 fast as a short one. Pens are one pixel wide and there is no grid: in software rendering, wide pens cost ~2× and
 grid lines ~2× more per frame (measured), which training would pay for in GIL time.
 
-Above the plots: the run's headline figures and the smoothing slider (TensorBoard's debiased moving average; each
-batch of events is smoothed in one vectorised call, and moving the slider re-smooths whole buffers). Legends sit in
-a row under each plot, never over the data. Comparing runs, each overlaid run gets a colour of a qualitative palette
-(Tableau 10) and the current run is dimmed, its legend entries named ('#3 step'). A continued run's parent's loss
-and accuracy are drawn faded before the continuation's own steps (training.py reads them).
+Above the plots: the run's headline figures, the smoothing slider (TensorBoard's debiased moving average; each
+batch of events is smoothed in one vectorised call, and moving the slider re-smooths whole buffers) and the X axis.
+The curves keep their steps; on another axis each is drawn placed by its run's step times (history.x_axis,
+plot_series.StepTimes), caught up a batch at a time and placed anew when the axis changes; the System plot stays in
+seconds. Legends sit in a row under each plot, never over the data. Comparing runs, each overlaid run gets a colour
+of a qualitative palette (Tableau 10) and the current run is dimmed, its legend entries named ('#3 step'); runs that
+differ only by their seed come as a group, one mean line with a band (plot_bands.py). A continued run's parent's
+loss and accuracy are drawn faded before the continuation's own steps (training.py reads them).
 
 Axes read as the values themselves (no SI prefix) and the step axis ticks whole steps (plot_items.StepAxis). Each
 plot has a text alternative: its accessible description states its latest values, set at most twice a second after
@@ -22,23 +26,27 @@ series (plot_table.py).
 from __future__ import annotations
 
 import math
+from typing import Sequence
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QSignalBlocker, Qt, QTimer
-from PySide6.QtWidgets import (QGridLayout, QHBoxLayout, QLabel, QMenu, QSlider, QStyle, QTabWidget, QToolButton,
-                               QVBoxLayout, QWidget)
+from PySide6.QtCore import QSignalBlocker, Qt, QTimer, Signal
+from PySide6.QtWidgets import (QComboBox, QGridLayout, QHBoxLayout, QLabel, QMenu, QSlider, QStyle, QTabWidget,
+                               QToolButton, QVBoxLayout, QWidget)
 
 from ...core.ground.config import uses_cuda_graphs
 from ...core.ground.events import CompileEvent, CompileFinished, EpochEnd, Event, RunStarted, Step, SystemSample
 from ...core.history.curves import SMOOTHING, Curves, smooth
+from ...core.history.groups import band
+from ...core.history.x_axis import X_AXES, Clock, axis_label, clock_of, has_wall, mean_x, x_axis
 from .compile_timeline import TimelineMarkers
 from .headline import HeadlineBar
 from .plot_frames import Frames
+from .plot_bands import GroupBand, check_spread, draw_band
 from .plot_items import SpanViewBox, TimedPlot
-from .plot_series import CurveSeries, SmoothedSeries
-from .plot_style import DARK, LIGHT, make_plot, mark, per_epoch, style_plot
-from .plot_table import PlotTable, Series, describe
+from .plot_series import CurveSeries, Place, SmoothedSeries, StepTimes
+from .plot_style import DARK, LIGHT, make_plot, mark, per_epoch, set_x_axis_item, style_plot
+from .plot_table import PlotTable, Series, XScale, describe
 
 MEMORY_LABELS = {"rss": "process RSS (CPU)", "allocated": "CUDA allocated", "reserved": "CUDA reserved",
                  "peak": "CUDA peak allocated"}
@@ -54,6 +62,7 @@ DESCRIBE_MS = 500  # the plots' accessible descriptions follow their latest valu
 SLIDER_STEPS = 1000  # the smoothing slider's resolution: weights 0, 0.001, … 0.999
 EMPTY_HINT = "Press Train (Ctrl+R)"
 WAITING_HINT = "Waiting for the first step…"
+SYSTEM_X = XScale("seconds", unit="seconds")  # the system plot's x: seconds since the run started, sampled
 
 
 def _overlay_name(label: str) -> str:
@@ -62,11 +71,14 @@ def _overlay_name(label: str) -> str:
 
 
 class PlotsPanel(QWidget):
+    xAxisChanged = Signal(str)  # the step plots' x axis, a kind of history.x_axis.X_AXES: chosen, or set
+
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         pg.setConfigOptions(antialias=False)
         self.theme = LIGHT
         self.weight = SMOOTHING
+        self.x_axis = "step"  # what the step plots' x is (history.x_axis)
         self.headline = HeadlineBar()
         self.steps = SpanViewBox()  # the loss plot's view: it ranges the step axis every step plot shares
         self.loss_plot = make_plot("lossPlot", "Loss", "cross-entropy", view=self.steps)
@@ -74,6 +86,7 @@ class PlotsPanel(QWidget):
         self.throughput_plot = make_plot("throughputPlot", "Throughput", "samples/s", "step")
         self.memory_plot = make_plot("memoryPlot", "Memory", "MiB", "step")
         self.plots = (self.loss_plot, self.accuracy_plot, self.throughput_plot, self.memory_plot)
+        self.x_labelled = (self.throughput_plot, self.memory_plot)  # the bottom row names the x axis
         for plot in self.plots[1:]:
             plot.setXLink(self.loss_plot)
         # The system metrics share the memory plot's cell as a second tab: their axis is time, not steps (a compile
@@ -96,7 +109,7 @@ class PlotsPanel(QWidget):
             grid.addWidget(self.machine_tabs if plot is self.memory_plot else plot, i // 2, i % 2)
         top = QHBoxLayout()  # one row: the figures, and the smoothing that shapes the curves under them
         top.addWidget(self.headline)
-        top.addLayout(self._smoothing_row(), 1)
+        top.addLayout(self._controls(), 1)
         top.addWidget(self._table_button())
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -120,11 +133,16 @@ class PlotsPanel(QWidget):
         self.cuda_graphs = False  # the live run replays CUDA graphs: memory legends say where its pool is
         self.compile_marker: pg.InfiniteLine | None = None
         self.timeline = TimelineMarkers(self.loss_plot)  # the compile timeline, on the shared step axis
+        self.times = StepTimes()  # when the current run's steps ended: their x on the epoch and time axes
+        self._first_step = 1  # the current run's (a continuation's is after its checkpoint's): its compile marker's
         self._last_step = 0
         self._end_step: int | None = None  # the live run's last step, as far as the step axis may grow
         self.overlays: list[tuple[pg.PlotWidget, pg.PlotDataItem]] = []
         self.overlay_markers: list[pg.InfiniteLine] = []  # each compared run's compile time
         self._overlaid: list[tuple[str, Curves]] = []  # what set_overlays was given: re-smoothed with the slider
+        self._grouped: list[tuple[str, list[Curves]]] = []  # what set_group_overlays was given
+        self._spread = "minmax"
+        self.group_bands: list[tuple[TimedPlot, GroupBand]] = []  # their bands (their mean lines are in overlays)
         self.shown_at = 0  # counts what the plots have shown (each reset): a late answer for an earlier one is dropped
         self.run_name: str | None = None  # the current run's name in the history ('#3'), when it is known
         self._parent: tuple[str, Curves] | None = None  # a continued run's parent: its name and curves
@@ -141,7 +159,23 @@ class PlotsPanel(QWidget):
         self.describe_timer.timeout.connect(self._describe)
         self._describe_soon(*self.all_plots)
 
-    def _smoothing_row(self) -> QHBoxLayout:
+    def _controls(self) -> QGridLayout:
+        """The smoothing, and the x axis under it: side by side they widened the header row (the plots' least
+        width) past what a 1366-pixel screen leaves them; one above the other they take the figures' height."""
+        grid = QGridLayout()
+        grid.setContentsMargins(6, 0, 6, 0)
+        grid.setVerticalSpacing(0)
+        grid.addWidget(QLabel("Smoothing"), 0, 0)
+        grid.addWidget(self._smoothing_slider(), 0, 1)
+        grid.addWidget(self.smoothing_value, 0, 2)
+        label = QLabel("X axis")
+        grid.addWidget(label, 1, 0)
+        grid.addWidget(self._x_axis_box(), 1, 1, 1, 2, Qt.AlignLeft)
+        label.setBuddy(self.x_axis_box)
+        grid.setColumnStretch(1, 1)
+        return grid
+
+    def _smoothing_slider(self) -> QSlider:
         self.smoothing_slider = QSlider(Qt.Horizontal)
         self.smoothing_slider.setMinimumWidth(80)  # never squeezed away by a wide dock
         self.smoothing_slider.setTracking(False)  # re-smooth once, on release: a drag would redo whole buffers
@@ -153,12 +187,21 @@ class PlotsPanel(QWidget):
                                          "values; the first point is always the raw one")
         self.smoothing_value = QLabel(f"{self.weight:.3f}")
         self.smoothing_slider.valueChanged.connect(lambda value: self.set_smoothing(value / SLIDER_STEPS))
-        row = QHBoxLayout()
-        row.setContentsMargins(6, 0, 6, 0)
-        row.addWidget(QLabel("Smoothing"))
-        row.addWidget(self.smoothing_slider, 1)
-        row.addWidget(self.smoothing_value)
-        return row
+        return self.smoothing_slider
+
+    def _x_axis_box(self) -> QComboBox:
+        """The step plots' x axis: step, epoch, wall time or time since start, each choice's meaning its tooltip."""
+        self.x_axis_box = QComboBox()
+        self.x_axis_box.setObjectName("xAxisBox")
+        self.x_axis_box.setAccessibleName("X axis")
+        for i, axis in enumerate(X_AXES):
+            self.x_axis_box.addItem(axis.name, axis.kind)
+            self.x_axis_box.setItemData(i, axis.meaning[0].upper() + axis.meaning[1:], Qt.ToolTipRole)
+        self.x_axis_box.setToolTip("What the loss, accuracy, throughput and memory plots have along x (the System "
+                                   "plot is always in seconds):\n"
+                                   + "\n".join(f"{axis.name}: {axis.meaning}" for axis in X_AXES))
+        self.x_axis_box.currentIndexChanged.connect(lambda index: self.set_x_axis(self.x_axis_box.itemData(index)))
+        return self.x_axis_box
 
     def _table_button(self) -> QToolButton:
         """'Show as table': a plot's values as a table, the text alternative to reading its curves (a plot's own
@@ -210,6 +253,8 @@ class PlotsPanel(QWidget):
             self.throughput_plot.removeItem(self.compile_marker)
             self.compile_marker = None
         self.timeline.clear()
+        self.times.clear()
+        self._first_step = 1
         self._last_step = 0
         self._end_step = None
         self.shown_at += 1
@@ -236,6 +281,7 @@ class PlotsPanel(QWidget):
                 self._add_step(event)
             elif isinstance(event, CompileEvent):
                 self.timeline.add([event])
+                self._place_markers()  # at its step's x, or hidden until that step has one
             elif isinstance(event, SystemSample):
                 self._add_system(event)
             elif isinstance(event, EpochEnd):
@@ -245,13 +291,16 @@ class PlotsPanel(QWidget):
                 self._mark_compile(event.seconds)
             elif isinstance(event, RunStarted):
                 self.reset()
+                self.times.start(event)
+                self._first_step = event.resumed_step + 1
                 self._end_step = event.total_steps
                 self.cuda_graphs = uses_cuda_graphs(event.config)
                 self._show_hint(WAITING_HINT)
+                self._label_x()
         for pair in self.smoothed:
             pair.catch_up()
         if self.step_loss.buffer.size:
-            self._show_hint(None)
+            self._axis_hint()
         self.headline.add_events(batch)
 
     def show_curves(self, curves: Curves, compile_seconds: float | None = None, config: dict | None = None) -> None:
@@ -259,6 +308,8 @@ class PlotsPanel(QWidget):
         memory curves are labelled as a live run's are)."""
         self.reset()
         self.cuda_graphs = uses_cuda_graphs(config or {})
+        self.times.set(curves)
+        self._first_step = int(curves.step[0]) if len(curves.step) else 1
         self.step_loss.set(curves.step, curves.loss)
         self.val_loss.set(curves.val_step, curves.val_loss)
         has_accuracy = np.isfinite(curves.accuracy)
@@ -273,11 +324,14 @@ class PlotsPanel(QWidget):
             self._mark_compile(compile_seconds)
         self._last_step = int(curves.step[-1]) if len(curves.step) else 0
         self._show_hint(None if len(curves.step) else "This run took no steps")
+        self._axis_hint()
+        self._label_x()
         self.headline.show_run(curves, compile_seconds)
         self._dim(bool(self.overlays))
 
     def _add_step(self, step: Step) -> None:
         self._last_step = step.step
+        self.times.add(step)  # first: the step's points are placed by its time
         self.step_loss.append(step.step, step.loss)
         if step.accuracy is not None:
             self.step_accuracy.append(step.step, step.accuracy)
@@ -309,8 +363,9 @@ class PlotsPanel(QWidget):
             label = (CUDA_GRAPH_MEMORY_LABELS if self.cuda_graphs else MEMORY_LABELS).get(name, name)
             colour = PALETTE[len(self.memory) % len(PALETTE)]
             series = CurveSeries(self.memory_plot.plot(pen=pg.mkPen(colour, width=1), name=label))
+            series.set_place(self._placer())
             self.memory[name] = series
-            if self._overlaid:  # a new curve of the live run beside compared runs: dimmed and named as its others
+            if self._comparing:  # a new curve of the live run beside compared runs: dimmed and named as its others
                 self._dim(True)
                 self._label_own()
         return series
@@ -318,12 +373,13 @@ class PlotsPanel(QWidget):
     def _mark_compile(self, seconds: float) -> None:
         self.compile_marker = self._compile_line(f"compile step: {seconds:.1f} s", self.theme.marker, 0.9)
         self.compile_marker.setOpacity(DIMMED if self.overlays else 1.0)
+        self._place_markers()
 
-    def _compile_line(self, label: str, colour: str, height: float) -> pg.InfiniteLine:
-        """A dashed line at step 1 (the step that compiled), labelled at `height` (0…1 of the plot). The label
-        starts at the line (anchored by its left edge): centred on it, at the plot's left edge, its first half was
-        cut off ("mpile step: 1.1 s")."""
-        line = pg.InfiniteLine(pos=1, angle=90, pen=pg.mkPen(colour, style=Qt.DashLine), label=label,
+    def _compile_line(self, label: str, colour: str, height: float, x: float = 1.0) -> pg.InfiniteLine:
+        """A dashed line at `x` (the step that compiled, a run's first), labelled at `height` (0…1 of the plot).
+        The label starts at the line (anchored by its left edge): centred on it, at the plot's left edge, its first
+        half was cut off ("mpile step: 1.1 s")."""
+        line = pg.InfiniteLine(pos=x, angle=90, pen=pg.mkPen(colour, style=Qt.DashLine), label=label,
                                labelOpts={"position": height, "color": colour, "anchors": [(0, 0), (0, 1)]})
         self.throughput_plot.addItem(line)
         return line
@@ -333,6 +389,20 @@ class PlotsPanel(QWidget):
         if text is not None:
             self.empty_text.setText(text, self.theme.hint)
         self.empty_text.setVisible(text is not None)
+
+    def _place_markers(self) -> None:
+        """The current run's compile marker and compile timeline at their steps' x on the chosen axis; a marker
+        whose step has no x there yet (its Step has not come; no wall times) is hidden meanwhile."""
+        clock = self.times.clock()
+        markers = [(self._first_step, self.compile_marker)] if self.compile_marker is not None else []
+        markers += list(self.timeline.lines.items())
+        if not markers:
+            return
+        xs = clock.x(self.x_axis, np.array([step for step, _line in markers], dtype=np.float64))
+        for x, (_step, line) in zip(xs, markers):
+            line.setVisible(bool(np.isfinite(x)))
+            if np.isfinite(x) and line.value() != x:
+                line.setValue(float(x))
 
     def redraw(self) -> None:
         """Draw the curves that changed now, rather than at the next frame (a recorded run; tests), and describe
@@ -353,6 +423,7 @@ class PlotsPanel(QWidget):
             series.redraw()
         view = plot.getViewBox()
         if plot is self.loss_plot:
+            self._place_markers()
             followers = [p.getViewBox() for p in self.plots[1:]]
             span = self.steps.span
             for follower in followers:
@@ -373,9 +444,18 @@ class PlotsPanel(QWidget):
     def _range_steps(self, fresh: bool = False) -> None:
         """The step axis covers the current run's steps and the compared runs', a live run's with headroom to grow
         (plot_items.grown_span), and a continued run's parent's; `fresh` forgets the last span (a new run, other
-        compared runs)."""
-        recorded = [*self._overlaid, *([self._parent] if self._parent else [])]
-        self.steps.cover([self.step_loss.buffer.view()[0], *(c.step for _, c in recorded)], self._end_step, fresh)
+        compared runs, another x axis)."""
+        recorded = [item.getOriginalDataset()[0] for plot, item in (*self.overlays, *self.parent_items)
+                    if plot is self.loss_plot]
+        self.steps.cover([self.step_loss.view()[0], *(x for x in recorded if x is not None)], self._x_end(), fresh)
+
+    def _x_end(self) -> float | None:
+        """How far a live run's x axis may grow: its last step's x (on a time axis, not known before that step has
+        come: no end); None when no more steps are coming (see plot_items.grown_span)."""
+        if self._end_step is None:
+            return None
+        end = float(self.times.clock().x(self.x_axis, np.array([self._end_step], dtype=np.float64))[0])
+        return end if math.isfinite(end) else math.inf
 
     def _range_seconds(self, fresh: bool = False) -> None:
         """The system plot's time axis covers the run's samples, a live run's with headroom to grow."""
@@ -405,45 +485,162 @@ class PlotsPanel(QWidget):
         for pair in self.smoothed:
             pair.restart(weight)
         self._draw_parent()
-        if self._overlaid:
-            self.set_overlays(self._overlaid)
+        if self._comparing:
+            self._draw_compared()
+
+    # -- the x axis -------------------------------------------------------------------------------------------------
+    def set_x_axis(self, kind: str) -> None:
+        """Put `kind` (history.x_axis: "step", "epoch", "wall", "elapsed") along the step plots' x: the current
+        run's curves and markers, the compared runs' and a continued run's parent's; the System plot keeps its
+        seconds. An unknown kind is refused (a WorkbenchError saying the kinds)."""
+        x_axis(kind)
+        with QSignalBlocker(self.x_axis_box):  # called from code: the box shows it, without a second pass
+            self.x_axis_box.setCurrentIndex(self.x_axis_box.findData(kind))
+        if kind == self.x_axis:
+            return
+        self.x_axis = kind
+        for plot in self.plots:
+            set_x_axis_item(plot, kind, None, self.theme)
+        self._label_x()
+        self._place_own()
+        self._place_markers()
+        self._draw_parent()
+        if self._comparing:
+            self._draw_compared()
+        self._axis_hint()
+        self._range_steps(fresh=True)
+        self._behind.update(self.plots[1:])
+        for table in self.tables.values():
+            if table.isVisible():
+                table.refresh()
+        self._describe_soon(*self.plots)
+        self.xAxisChanged.emit(kind)
+
+    def _placer(self) -> Place | None:
+        """How the current run's points are placed on the x axis: by its step times; None on the step axis, where
+        they are drawn as they are."""
+        kind = self.x_axis
+        return None if kind == "step" else lambda steps, values: self.times.clock().place(kind, steps, values)
+
+    def _place_own(self) -> None:
+        """The current run's step curves placed anew (another axis; a continuation's parent arrived)."""
+        place = self._placer()
+        for plot, series in self._plot_series():
+            if plot is not self.system_plot:
+                for s in series:
+                    s.set_place(place)
+
+    def _label_x(self) -> None:
+        """The bottom row's x label."""
+        for plot in self.x_labelled:
+            plot.getPlotItem().setLabel("bottom", self._x_label())
+
+    def _x_label(self) -> str:
+        """The x axis's label, saying whether a time since start adds up step times (for a run recorded before
+        steps kept their wall time, among those shown)."""
+        shown = [*([self.times.clock().wall] if self.step_loss.buffer.size else []),
+                 *(curves.wall for curves in self._recorded())]
+        return axis_label(self.x_axis, self.x_axis == "elapsed" and not all(has_wall(wall) for wall in shown))
+
+    def _axis_hint(self) -> None:
+        """A run with points but none on this axis (no wall times: recorded before steps kept them) says so."""
+        if self.step_loss.buffer.size:
+            known = self.times.clock().knows(self.x_axis)
+            self._show_hint(None if known else f"This run has no {x_axis(self.x_axis).name}: it was recorded "
+                                               "before Workbench kept it. Choose another X axis.")
+
+    def _recorded(self) -> list[Curves]:
+        """Every recorded run drawn beside the current one: compared, in seed groups, a continued run's parent."""
+        return [*(curves for _label, curves in self._overlaid), *(c for _label, group in self._grouped for c in group),
+                *([self._parent[1]] if self._parent else [])]
 
     # -- comparing finished runs ------------------------------------------------------------------------------
-    def set_overlays(self, runs: list[tuple[str, Curves]]) -> None:
+    @property
+    def _comparing(self) -> bool:
+        return bool(self._overlaid or self._grouped)
+
+    def set_overlays(self, runs: Sequence[tuple[str, Curves]]) -> None:
         """Overlay finished runs (label, curves), each in its own colour, the current run dimmed under them; an
-        empty list removes the overlay and restores the current run."""
-        for plot, item in self.overlays:
+        empty list removes them (seed groups, set_group_overlays, stay) and restores the current run if none is
+        left."""
+        self._overlaid = list(runs)
+        self._draw_compared()
+
+    def set_group_overlays(self, groups: Sequence[tuple[str, Sequence[Curves]]], spread: str = "minmax") -> None:
+        """Overlay seed groups (label, the members' curves), each as one mean line with a translucent band on the
+        loss and accuracy plots, in the overlay colours after the single runs'; `spread`: "minmax" shades from the
+        lowest member to the highest, "std" one standard deviation either side of the mean. An empty list removes
+        them."""
+        check_spread(spread)
+        self._grouped, self._spread = [(label, list(members)) for label, members in groups], spread
+        self._draw_compared()
+
+    def _draw_compared(self) -> None:
+        """(Re)draw the compared runs and seed groups: on the x axis, smoothed with the slider's weight."""
+        for plot, item in (*self.overlays, *((plot, item) for plot, drawn in self.group_bands
+                                             for item in drawn.band_items)):
             plot.removeItem(item)
         for marker in self.overlay_markers:
             self.throughput_plot.removeItem(marker)
         self.overlays.clear()
+        self.group_bands.clear()
         self.overlay_markers.clear()
-        self._overlaid = list(runs)
-        for i, (label, curves) in enumerate(runs):
-            colour = PALETTE[i % len(PALETTE)]
-            pen = pg.mkPen(colour, width=1)
-            self._overlay(self.loss_plot, curves.step, smooth(curves.loss, self.weight), pen, label)
-            if len(curves.val_accuracy):
-                per_epoch(self._overlay(self.accuracy_plot, curves.val_step, curves.val_accuracy, pen,
-                                         f"{label} (validation)", symbol="o", symbolSize=6, symbolBrush=colour,
-                                         symbolPen=None))
-            self._overlay(self.throughput_plot, curves.throughput_step, curves.throughput, pen, label)
-            if curves.memory:
-                name = "peak" if "peak" in curves.memory else sorted(curves.memory)[0]
-                self._overlay(self.memory_plot, curves.step, curves.memory[name], pen, f"{label} ({name})")
-            if curves.compile_seconds is not None:
-                self.overlay_markers.append(self._compile_line(
-                    f"{_overlay_name(label)} compile {curves.compile_seconds:.1f} s", colour, 0.85 - 0.1 * i))
+        for i, (label, curves) in enumerate(self._overlaid):
+            self._draw_run(i, label, curves)
+        for i, (label, members) in enumerate(self._grouped, len(self._overlaid)):
+            self._draw_group(PALETTE[i % len(PALETTE)], label, members)
         self._range_steps(fresh=True)
-        self._dim(bool(runs))
+        self._dim(self._comparing)
         self._label_own()
+        self._label_x()
         self._describe_soon(*self.plots)
 
-    def _overlay(self, plot: pg.PlotWidget, x: np.ndarray, y: np.ndarray, pen, label: str,
+    def _draw_run(self, i: int, label: str, curves: Curves) -> None:
+        """One compared run: its smoothed loss, validation accuracy, throughput, a memory curve and its compile
+        marker; named '(no wall time)' where it has no x on the axis."""
+        colour = PALETTE[i % len(PALETTE)]
+        pen = pg.mkPen(colour, width=1)
+        clock = clock_of(curves)
+        if not clock.knows(self.x_axis):
+            label = f"{label} (no {x_axis(self.x_axis).name})"
+        self._overlay(self.loss_plot, clock, curves.step, smooth(curves.loss, self.weight), pen, label)
+        if len(curves.val_accuracy):
+            per_epoch(self._overlay(self.accuracy_plot, clock, curves.val_step, curves.val_accuracy, pen,
+                                    f"{label} (validation)", symbol="o", symbolSize=6, symbolBrush=colour,
+                                    symbolPen=None))
+        self._overlay(self.throughput_plot, clock, curves.throughput_step, curves.throughput, pen, label)
+        if curves.memory:
+            name = "peak" if "peak" in curves.memory else sorted(curves.memory)[0]
+            self._overlay(self.memory_plot, clock, curves.step, curves.memory[name], pen, f"{label} ({name})")
+        first = clock.x(self.x_axis, curves.step[:1])
+        if curves.compile_seconds is not None and len(first) and math.isfinite(first[0]):
+            self.overlay_markers.append(self._compile_line(
+                f"{_overlay_name(label)} compile {curves.compile_seconds:.1f} s", colour, 0.85 - 0.1 * i,
+                float(first[0])))
+
+    def _overlay(self, plot: pg.PlotWidget, clock: Clock, steps: np.ndarray, values: np.ndarray, pen, label: str,
                  **style) -> pg.PlotDataItem:
-        item = plot.plot(x, y, pen=pen, name=label, **style)
+        item = plot.plot(*clock.place(self.x_axis, steps, values), pen=pen, name=label, **style)
         self.overlays.append((plot, item))
         return item
+
+    def _draw_group(self, colour: str, label: str, members: list[Curves]) -> None:
+        """One seed group on the loss and accuracy plots: the mean of its members' smoothed curves on the steps
+        they share (history.groups.band) with its band (plot_bands). On a time axis a step is at the members' mean
+        time for it; a group whose members have no x on the axis is named so, as a compared run is."""
+        clocks = [clock_of(curves) for curves in members]
+        for plot, values in ((self.loss_plot, lambda c: c.loss), (self.accuracy_plot, lambda c: c.accuracy)):
+            spread = band([(curves.step, smooth(values(curves), self.weight)) for curves in members])
+            if not len(spread.steps):  # no step every member has a value at (accuracy: older runs have none)
+                continue
+            x = mean_x(clocks, self.x_axis, spread.steps)  # the members share their steps: all placed, or none
+            if not np.isfinite(x).all():
+                self.overlays.append((plot, plot.plot([], [], pen=pg.mkPen(colour, width=2),
+                                                      name=f"{label} (no {x_axis(self.x_axis).name})")))
+                continue
+            drawn = draw_band(plot, x, spread, self._spread, colour, label)
+            self.overlays.append((plot, drawn.mean))
+            self.group_bands.append((plot, drawn))
 
     def _dim(self, dimmed: bool) -> None:
         """The current run fades behind the compared ones, so theirs are the colours that read."""
@@ -466,7 +663,7 @@ class PlotsPanel(QWidget):
     def _own_name(self, plot: TimedPlot, series: CurveSeries) -> str:
         """A current-run series' legend name: 'step' alone; '#3 step' (or 'this run, step', unnamed) beside
         compared runs, whose entries would otherwise read as the only named ones."""
-        compared = self._overlaid and plot is not self.system_plot  # the system plot shows no compared run
+        compared = self._comparing and plot is not self.system_plot  # the system plot shows no compared run
         prefix = f"{self.run_name} " if self.run_name else "this run, "
         return prefix + series.item.name() if compared else series.item.name()
 
@@ -478,9 +675,15 @@ class PlotsPanel(QWidget):
     def show_parent(self, label: str, curves: Curves) -> None:
         """A continued run's parent (`label`, its curves), faded before the continuation's steps: its loss and
         accuracy, smoothed, on the same step axis (a continuation's steps go on from its checkpoint's). The next
-        run, or a recorded one shown, takes it away."""
+        run, or a recorded one shown, takes it away. On the time since start the continuation goes on from where
+        the parent ended."""
         self._parent = (label, curves)
+        end = clock_of(curves).last("elapsed")
+        self.times.shift = end if math.isfinite(end) else 0.0
+        self._place_own()
+        self._place_markers()
         self._draw_parent()
+        self._label_x()
         self._range_steps(fresh=True)
         self._describe_soon(self.loss_plot, self.accuracy_plot)
 
@@ -492,29 +695,33 @@ class PlotsPanel(QWidget):
         if self._parent is None:
             return
         label, curves = self._parent
+        clock = clock_of(curves)
         has_accuracy = np.isfinite(curves.accuracy)
-        for plot, x, y in ((self.loss_plot, curves.step, curves.loss),
-                           (self.accuracy_plot, curves.step[has_accuracy], curves.accuracy[has_accuracy])):
+        for plot, steps, y in ((self.loss_plot, curves.step, curves.loss),
+                               (self.accuracy_plot, curves.step[has_accuracy], curves.accuracy[has_accuracy])):
+            x, y = clock.place(self.x_axis, steps, smooth(y, self.weight))
             if len(x):
-                item = plot.plot(x, smooth(y, self.weight), pen=pg.mkPen(self.theme.line, width=1),
-                                 name=f"{label} (continued from)")
+                item = plot.plot(x, y, pen=pg.mkPen(self.theme.line, width=1), name=f"{label} (continued from)")
                 item.setOpacity(PARENT_OPACITY)
                 self.parent_items.append((plot, item))
 
     # -- text alternatives -----------------------------------------------------------------------------------------
     def table_series(self, plot: TimedPlot) -> list[Series]:
-        """The plot's series as its legend names them: the current run's, a continued run's parent's, the compared
-        runs'. Views of the buffers, not copies: read them at once (the next run reuses the buffers)."""
-        own = [(self._own_name(plot, s), *s.buffer.view()) for s in dict(self._plot_series())[plot]]
+        """The plot's series as its legend names them, on its x axis: the current run's, a continued run's
+        parent's, the compared runs' and seed groups' (with their bands' edges). Views of the buffers, not copies:
+        read them at once (the next run reuses the buffers)."""
+        own = [(self._own_name(plot, s), *s.view()) for s in dict(self._plot_series())[plot]]
         others = [(item.name(), *item.getOriginalDataset()) for shown, item in (*self.parent_items, *self.overlays)
                   if shown is plot]
-        return [(name, x, y) for name, x, y in own + others if x is not None and len(x)]
+        edges = [(name, *item.getOriginalDataset()) for shown, drawn in self.group_bands if shown is plot
+                 for name, item in drawn.edges]
+        return [(name, x, y) for name, x, y in own + others + edges if x is not None and len(x)]
 
     def show_table(self, plot: TimedPlot) -> PlotTable:
         """The plot's values as a table (its text alternative): opened, or brought up to date and raised."""
         table = self.tables.get(plot)
         if table is None:
-            table = self.tables[plot] = PlotTable(self.titles[plot], self._x_name(plot),
+            table = self.tables[plot] = PlotTable(self.titles[plot], lambda: self._x_scale(plot),
                                                   lambda: self.table_series(plot), self)
         else:
             table.refresh()
@@ -525,11 +732,16 @@ class PlotsPanel(QWidget):
 
     def description(self, plot: TimedPlot) -> str:
         """What the plot shows now, in words: its latest values (plot_table.describe)."""
-        return describe(self.titles[plot], self._x_name(plot), plot.getPlotItem().getAxis("left").labelText,
+        return describe(self.titles[plot], self._x_scale(plot), plot.getPlotItem().getAxis("left").labelText,
                         self.table_series(plot))
 
-    def _x_name(self, plot: TimedPlot) -> str:
-        return "seconds" if plot is self.system_plot else "step"
+    def _x_scale(self, plot: TimedPlot) -> XScale:
+        """What the plot's x values are: seconds on the System plot, the chosen x axis on the others (named as
+        their label names it)."""
+        if plot is self.system_plot:
+            return SYSTEM_X
+        return XScale(self._x_label(), unit="seconds since start" if self.x_axis == "elapsed" else "",
+                      dates=self.x_axis == "wall")
 
     def _describe_soon(self, *plots: TimedPlot) -> None:
         """Describe these plots at the describe timer's next turn: a frame draws a plot up to 30 times a second,
