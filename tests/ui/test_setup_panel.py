@@ -443,6 +443,7 @@ def test_settings_persist_across_launches(qtbot, tmp_path, kernel):
     qtbot.addWidget(first)
     first.setup.set_config(TrainConfig(epochs=7, batch_size=48, backend="aot_eager", amp="bf16", seed=3))
     first.setup.set_processes(2)
+    first.plots.set_x_axis("elapsed")
     first.close()
     settings = open_settings()
     assert int(settings.value("settings_version")) == SETTINGS_VERSION
@@ -452,6 +453,7 @@ def test_settings_persist_across_launches(qtbot, tmp_path, kernel):
     assert (config.epochs, config.batch_size, config.backend, config.amp, config.seed) == (7, 48, "aot_eager",
                                                                                            "bf16", 3)
     assert second.setup.processes() == 2
+    assert second.plots.x_axis == "elapsed"  # the plots' x axis too
     second.close()
 
 

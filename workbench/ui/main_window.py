@@ -25,6 +25,7 @@ from ..core.ground.capabilities import Capabilities
 from ..core.ground.config import TrainConfig
 from ..core.ground.errors import WorkbenchError
 from ..core.ground.progress import Progress
+from ..core.history.x_axis import AXES
 from .about import app_icon, show_about
 from .settings import migrate_settings, open_settings, written_by_newer
 from .window_state import WindowState
@@ -476,6 +477,9 @@ class MainWindow(QMainWindow):
             self.setup.set_processes(int(settings.value("processes", 1) or 1))
         except (TypeError, ValueError):
             pass  # a hand-edited value: keep one process
+        axis = str(settings.value("x_axis", "") or "")
+        if axis in AXES:  # else (none yet, or hand-edited): steps
+            self.plots.set_x_axis(axis)
         self.layout().activate()  # else a window not yet shown takes a stale minimum size (measured: 918 px tall)
         self._restore_geometry(settings)
         state = settings.value("windowState")
@@ -557,6 +561,7 @@ class MainWindow(QMainWindow):
         except WorkbenchError:
             pass  # an invalid form is not saved over the last good settings
         settings.setValue("processes", self.setup.processes())
+        settings.setValue("x_axis", self.plots.x_axis)
         settings.setValue("geometry", self.saveGeometry())
         if self.state.last_run_dir is not None:
             settings.setValue("last_run_dir", str(self.state.last_run_dir))
