@@ -1,6 +1,7 @@
 """Shared fixtures for every test folder.
 
-- Every test gets its own WORKBENCH_DATA_DIR / WORKBENCH_CACHE_DIR, so no test reads or writes the user's folders.
+- Every test gets its own WORKBENCH_DATA_DIR / WORKBENCH_CACHE_DIR and XDG_DATA_HOME (the desktop trash a deleted
+  run's folder goes to), so no test reads or writes the user's folders.
 - Tests marked `cuda` are skipped when no CUDA device is usable.
 """
 
@@ -17,6 +18,7 @@ from .helpers import MNIST_TEST_DIR, PLANTED_BREAK, SAMPLES_DIR, TrainedRun
 def _isolated_workbench_dirs(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path_factory.mktemp("wb-data")))
     monkeypatch.setenv("WORKBENCH_CACHE_DIR", str(tmp_path_factory.mktemp("wb-cache")))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("xdg-data")))
 
 
 def _cuda_available() -> bool:

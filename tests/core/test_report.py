@@ -309,7 +309,8 @@ def _evil_record(base: RunRecord) -> RunRecord:
         RunFailed(kind="data", message=f"cannot read {EVIL}", hint=f"fix {EVIL}"),
     ]
     return dataclasses.replace(base, id=77, status="failed", config=config, failure=None, checkpoint=None,
-                               environment={**base.environment, "device_name": EVIL}, events=events)
+                               environment={**base.environment, "device_name": EVIL}, events=events,
+                               name=f"name {EVIL}", notes=f"# notes\n{EVIL}", tags=(f"tag{EVIL}",))
 
 
 def test_user_text_is_always_escaped(store, runs):
@@ -317,10 +318,31 @@ def test_user_text_is_always_escaped(store, runs):
     text, data = build_report([base, _evil_record(base)], {})
     assert "<script" not in text.lower()
     escaped = "&lt;script&gt;alert(1)&lt;/script&gt;"
-    for where in ("<section id=config>", "<section id=compile>", "<section id=failures>", "<section id=curves>"):
+    for where in ("<section id=runs>", "<section id=config>", "<section id=compile>", "<section id=failures>",
+                  "<section id=curves>"):
         section = text[text.index(where):]
         assert escaped in section[:section.index("</section>")], where
     assert _run(data, 77)["config"]["data_root"] == EVIL  # the JSON keeps the raw text
+    assert (_run(data, 77)["name"], _run(data, 77)["notes"]) == (f"name {EVIL}", f"# notes\n{EVIL}")
+    assert f"<title>Workbench report — run #{base.id}, run #77 (name &lt;script&gt;" in text
+
+
+def test_a_runs_name_tags_and_notes_are_shown_where_it_is_named(store, runs):
+    base = store.get(runs.eager, with_events=True)
+    named = dataclasses.replace(base, name="warm-up", tags=("baseline", "amp"), notes="lr too high\n\n- next: 3e-3")
+    other = store.get(runs.aot, with_events=True)
+    text, data = build_report([named, other], {})
+    runs_section = text[text.index("<section id=runs>"):text.index("</section>")]
+    assert "<th>Tags</th>" in runs_section and "<td>baseline, amp</td>" in runs_section
+    assert "<h3>Notes</h3>" in runs_section and "<pre>lr too high\n\n- next: 3e-3</pre>" in runs_section
+    assert runs_section.count("— warm-up") == 2  # the run's row and its note's heading; not the other run
+    legend = text[text.index("<div class=legend>"):]
+    assert "#%d eager — warm-up</span>" % named.id in legend[:legend.index("</div>")]
+    comparison = text[text.index("<section id=comparison>"):]
+    assert "— warm-up" in comparison[:comparison.index("</section>")]
+    assert f"<title>Workbench report — run #{named.id} (warm-up), run #{other.id}</title>" in text
+    assert (_run(data, named.id)["name"], _run(data, named.id)["tags"]) == ("warm-up", ["baseline", "amp"])
+    assert (_run(data, other.id)["name"], _run(data, other.id)["tags"], _run(data, other.id)["notes"]) == ("", [], "")
 
 
 # -- errors -----------------------------------------------------------------------------------------------------

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -16,6 +18,7 @@ import pytest
 from workbench.core.run import recorder as run_files
 from workbench.core.history import runs
 from workbench.core.ground.config import TrainConfig
+from workbench.core.ground.errors import WorkbenchError
 from workbench.core.ground.events import EpochEnd, Notice, RunFailed, RunFinished, RunStarted, Step, from_json
 from workbench.core.ground.results import RunResults
 from workbench.core.run.recorder import run_recorded
@@ -371,3 +374,165 @@ def test_newer_schema_is_refused(tmp_path):
     sqlite3.connect(db).execute(f"PRAGMA user_version={runs.SCHEMA_VERSION + 1}")
     with pytest.raises(RunStoreError, match="newer Workbench"):
         RunStore(db)
+
+
+# -- schema 2: the user's words about a run, its size on disk ---------------------------------------------------
+V1_HISTORY = Path(__file__).parents[1] / "data" / "history-v1.sqlite"  # written by the previous release
+
+
+def _raw(db: Path, sql: str) -> list[tuple]:
+    with contextlib.closing(sqlite3.connect(db)) as raw:
+        return raw.execute(sql).fetchall()
+
+
+def test_a_history_of_the_previous_release_is_migrated_and_keeps_its_runs(tmp_path):
+    db = tmp_path / "runs.sqlite"
+    shutil.copy(V1_HISTORY, db)
+    rows, events = _raw(db, "SELECT * FROM runs ORDER BY id"), _raw(db, "SELECT * FROM events ORDER BY run_id, seq")
+    assert _raw(db, "PRAGMA user_version") == [(1,)] and len(rows) == 2
+    with RunStore(db) as store:
+        records = store.list()
+        assert [(r.id, r.status, r.name, r.notes, r.tags, r.archived, r.disk_bytes) for r in records] == [
+            (1, "finished", "", "", (), False, None), (2, "finished", "", "", (), False, None)]
+        assert [len(store.get(r.id, with_events=True).events) for r in records] == [35, 38]
+        store.rename(1, "seed 0")
+    assert _raw(db, "PRAGMA user_version") == [(runs.SCHEMA_VERSION,)] == [(2,)]
+    width = len(rows[0])  # every column it had keeps its value, every event its data
+    assert [row[:width] for row in _raw(db, "SELECT * FROM runs ORDER BY id")] == rows
+    assert _raw(db, "SELECT * FROM events ORDER BY run_id, seq") == events
+    with RunStore(db) as store:
+        assert store.get(1).name == "seed 0"
+
+
+def test_a_read_only_history_of_the_previous_release_is_read_as_it_is(tmp_path, monkeypatch):
+    db = tmp_path / "runs.sqlite"
+    shutil.copy(V1_HISTORY, db)
+    before = db.read_bytes()
+    read_only_medium(monkeypatch, tmp_path)
+    with RunStore(db) as store:
+        assert store.read_only
+        assert [(r.id, r.status, r.name, r.tags) for r in store.list()] == [(1, "finished", "", ()),
+                                                                            (2, "finished", "", ())]
+        assert len(store.get(2, with_events=True).events) == 38
+        with pytest.raises(RunStoreError, match="is read-only"):
+            store.rename(1, "x")
+    assert db.read_bytes() == before
+
+
+def test_listing_reads_no_events_and_finding_a_folders_run_uses_an_index(tmp_path):
+    """What keeps `workbench runs` fast at thousands of runs (measured in scripts/, not timed here)."""
+    store = RunStore(tmp_path / "runs.sqlite")
+    run_id = store.start_run(SMALL.to_dict(), str(tmp_path / "out"))
+    store.append_events(run_id, 0, [_started(), *map(_step, range(1, 50))])
+    statements: list[str] = []
+    store.db.set_trace_callback(statements.append)
+    [record] = store.list()
+    assert record.events == [] and statements and not any("events" in s for s in statements)
+    plan = store.db.execute("EXPLAIN QUERY PLAN SELECT id FROM runs WHERE out_dir = ? ORDER BY id DESC LIMIT 1",
+                            ("x",)).fetchall()
+    assert "runs_by_out_dir" in str([tuple(row) for row in plan])
+    plan = store.db.execute("EXPLAIN QUERY PLAN SELECT id, pid FROM runs WHERE status = 'running' AND host = ?",
+                            ("x",)).fetchall()
+    assert "runs_by_status" in str([tuple(row) for row in plan])
+
+
+@pytest.fixture
+def store(tmp_path):
+    with RunStore(tmp_path / "runs.sqlite") as store:
+        for _ in range(3):
+            store.start_run(SMALL.to_dict())
+        yield store
+
+
+def test_name_notes_and_tags_are_kept_and_the_runs_end_is_not_touched(store):
+    updated = store.get(1).updated
+    store.rename(1, "  warm-up  ")
+    store.set_notes(1, "# lr too high\n\n- diverged at step 40\n\n")
+    assert store.set_tags(1, [" baseline", "amp", "baseline ", "ablation"]) == ("baseline", "amp", "ablation")
+    with RunStore(store.path) as again:
+        record = again.get(1)
+    assert (record.name, record.notes, record.tags) == ("warm-up", "# lr too high\n\n- diverged at step 40",
+                                                        ("baseline", "amp", "ablation"))
+    assert record.updated == updated and store.get(2).name == "" and store.get(2).tags == ()
+    store.rename(1, "")
+    assert store.get(1).name == ""
+
+
+def test_tags_are_added_after_and_removed_in_place(store):
+    store.set_tags(2, ["a", "b"])
+    assert store.add_tags(2, ["c", "a", "d"]) == ("a", "b", "c", "d")
+    assert store.remove_tags(2, ["b", "never-had"]) == ("a", "c", "d")
+    assert store.add_tags(2, "e") == ("a", "c", "d", "e")  # one tag, not its letters
+    assert store.get(2).tags == ("a", "c", "d", "e")
+
+
+@pytest.mark.parametrize("tags, words", [(["two words"], "has a space in it: a tag is one word"),
+                                         (["tab\there"], "has a space in it"),
+                                         (["x" * 41], "is 41 characters long"),
+                                         (["ok", "  "], "a tag cannot be empty")])
+def test_a_bad_tag_is_a_clear_error_and_changes_nothing(store, tags, words):
+    store.set_tags(1, ["kept"])
+    with pytest.raises(WorkbenchError, match=words):
+        store.set_tags(1, tags)
+    with pytest.raises(WorkbenchError, match=words):
+        store.add_tags(1, tags)
+    assert store.get(1).tags == ("kept",)
+    assert store.set_tags(1, ["x" * 40]) == ("x" * 40,)  # the longest allowed
+
+
+def test_a_name_is_one_line(store):
+    with pytest.raises(WorkbenchError, match="one line"):
+        store.rename(1, "first\nsecond")
+
+
+def test_archiving_several_runs_and_an_unknown_one_changes_none(store):
+    store.set_archived([1, 3], True)
+    assert [r.archived for r in store.list()] == [True, False, True]
+    with pytest.raises(RunStoreError, match="no run with id 9"):
+        store.set_archived([2, 9], True)
+    assert [r.archived for r in store.list()] == [True, False, True]
+    store.set_archived([1], False)
+    assert [r.archived for r in store.list()] == [False, False, True]
+
+
+@pytest.mark.parametrize("change", [lambda s: s.rename(9, "x"), lambda s: s.set_notes(9, "x"),
+                                    lambda s: s.set_tags(9, ["x"]), lambda s: s.add_tags(9, ["x"]),
+                                    lambda s: s.remove_tags(9, ["x"]), lambda s: s.set_disk_bytes(9, 1),
+                                    lambda s: s.measure_disk(9)],
+                         ids=["rename", "notes", "set_tags", "add_tags", "remove_tags", "disk", "measure"])
+def test_an_unknown_run_is_the_clear_error(store, change):
+    with pytest.raises(RunStoreError, match="no run with id 9 ") as info:
+        change(store)
+    assert info.value.hint == "recent ids: 3, 2, 1"
+
+
+def test_measuring_a_runs_folder_keeps_its_size(store, tmp_path):
+    folder = tmp_path / "run"
+    (folder / "profile").mkdir(parents=True)
+    (folder / "checkpoint.pt").write_bytes(b"x" * 1000)
+    (folder / "profile" / "trace.json").write_bytes(b"y" * 234)
+    here = store.start_run(SMALL.to_dict(), str(folder))
+    there = store.start_run(SMALL.to_dict(), str(folder), host="gpu-box")  # the same path, on another computer
+    gone = store.start_run(SMALL.to_dict(), str(tmp_path / "gone"))
+    assert [store.measure_disk(i) for i in (here, there, gone, 1)] == [1234, None, None, None]
+    assert [store.get(i).disk_bytes for i in (here, there, gone)] == [1234, None, None]
+
+
+def test_a_run_that_ends_records_its_folders_size(tmp_path):
+    store = RunStore(tmp_path / "runs.sqlite")
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "checkpoint.pt").write_bytes(b"x" * 4321)
+    finished = RunFinished(steps=1, epochs=1, seconds=1.0, stopped=False, results=RunResults())
+    for host, size in ((None, 4321), ("gpu-box", None)):  # a remote run's folder is on its host: not measured
+        recorder = RunRecorder(store, out_dir=str(folder), host=host, interval=3600)
+        for event in (_started(), _step(1), finished):
+            recorder(event)
+        assert store.get(recorder.run_id).disk_bytes == size
+
+
+def test_a_real_runs_size_is_its_folders(tmp_path):
+    recorded(SMALL.replace(max_steps=3), tmp_path / "out", db=tmp_path / "runs.sqlite")
+    [record] = RunStore(tmp_path / "runs.sqlite").list()
+    checkpoint = (tmp_path / "out" / "checkpoint.pt").stat().st_size
+    assert checkpoint < record.disk_bytes <= sum(p.stat().st_size for p in (tmp_path / "out").rglob("*"))

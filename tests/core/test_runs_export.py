@@ -72,7 +72,8 @@ def test_csv_is_tidy_and_holds_every_recorded_value(store, tmp_path):
     rows = export_csv(store, None, out)
     table = read_csv(out)
     assert len(table) == rows
-    assert list(table[0])[:6] == ["run_id", "run", "status", "created", "config.dataset", "config.data_root"]
+    assert list(table[0])[:9] == ["run_id", "run", "name", "tags", "notes", "status", "created", "config.dataset",
+                                  "config.data_root"]
     assert list(table[0])[-3:] == ["metric", "step", "value"]
     assert values(table, 1, "train/loss") == {i: 2.0 / i + 0.1 for i in range(1, 7)}  # exact, not rounded
     assert values(table, 1, "train/accuracy") == {i: 0.1 * i for i in range(2, 7)}  # step 1 had none
@@ -90,6 +91,18 @@ def test_csv_is_tidy_and_holds_every_recorded_value(store, tmp_path):
     assert (first["config.backend"], first["config.amp"], first["config.lr"]) == ("eager", "off", "0.01")
     assert (failed["config.backend"], failed["config.amp"], failed["config.lr"]) == ("aot_eager", "bf16", "0.001")
     assert first["config.max_steps"] == ""  # None
+
+
+def test_csv_has_each_runs_name_tags_and_notes(store, tmp_path):
+    store.rename(1, "warm-up, first")
+    store.set_tags(1, ["baseline", "amp"])
+    store.set_notes(1, 'lr "too" high\nsee #2')
+    export_csv(store, None, tmp_path / "runs.csv")
+    table = read_csv(tmp_path / "runs.csv")
+    first, failed = (next(r for r in table if r["run_id"] == str(i)) for i in (1, 2))
+    assert (first["name"], first["tags"], first["notes"]) == ("warm-up, first", "baseline amp", 'lr "too" high\nsee #2')
+    assert (failed["name"], failed["tags"], failed["notes"]) == ("", "", "")
+    assert all(r["name"] == "warm-up, first" for r in table if r["run_id"] == "1")  # on each of its rows
 
 
 def test_csv_of_chosen_runs_only(store, tmp_path):

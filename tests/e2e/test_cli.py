@@ -191,6 +191,29 @@ def test_unset_flags_keep_the_defaults_and_the_file():
     assert cli.config_from_args(args, fullgraph=True, dynamic=False) == TrainConfig()
 
 
+def test_from_a_run_takes_its_settings_then_the_config_file_then_the_flags(tmp_path, capsys):
+    from workbench.cli.train import run_settings
+
+    db, folder = tmp_path / "runs.sqlite", tmp_path / "run"
+    folder.mkdir()
+    with RunStore(db) as store:
+        earlier = TrainConfig(hidden_dim=64, lr=0.01, seed=3, epochs=2, resume="/old/checkpoint.pt")
+        store.start_run(earlier.to_dict(), str(folder))
+        store.start_run(earlier.to_dict())
+        store.db.execute("UPDATE runs SET config = '{garbage' WHERE id = 2")
+    config_file = tmp_path / "config.json"
+    config_file.write_text('{"lr": 0.02, "epochs": 4}', encoding="utf-8")
+    args = cli.build_parser().parse_args(["train", "--config", str(config_file), "--epochs", "5"])
+    for run in ("1", "#1", str(folder)):  # a new run: not a continuation of the one it came from
+        assert cli.config_from_args(args, **run_settings(run, str(db))) == TrainConfig(hidden_dim=64, seed=3,
+                                                                                         lr=0.02, epochs=5)
+    for argv, words in ((["--from", "2"], "--from 2: the settings of run #2 cannot be read (this run's row"),
+                        (["--from", "1", "--resume", "1"], "--from and --resume do not go together")):
+        code, _, err = call(capsys, "train", *argv, "--db", db, "--out", tmp_path / "never")
+        assert code == cli.EXIT_USAGE and words in assert_one_error_line(err)
+    assert not (tmp_path / "never").exists()
+
+
 def test_ctrl_c_stops_after_the_step_and_keeps_the_checkpoint(tmp_path, start_train):
     proc, _ = start_train("--epochs", "100000", "--out", str(tmp_path / "run"))
     wait_for_epoch(proc)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import json
+import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +14,13 @@ from workbench.core.history.runs import RunStore
 
 from ..core.test_runs_export import read_csv, record_history
 from ..helpers import assert_one_error_line, call, read_only_medium
+
+
+@pytest.fixture(autouse=True)
+def home_trash(tmp_path, monkeypatch) -> Path:
+    """This test's own desktop trash: `runs rm` moves run folders there (never into the user's)."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    return tmp_path / "xdg" / "Trash"
 
 
 @pytest.fixture
@@ -44,9 +54,14 @@ def test_runs_show_prints_config_summary_and_compile_report(db, capsys):
     assert "\nsystem: CPU " in eager and "% of a core (machine " in eager and "peak RSS" in eager
 
 
-def test_runs_rm_removes_and_unknown_ids_fail_cleanly(db, capsys):
-    code, out, _ = call(capsys, "runs", "rm", "1", "--db", db)
-    assert code == 0 and "removed run 1" in out
+def test_runs_rm_removes_and_unknown_ids_fail_cleanly(db, capsys, tmp_path, home_trash):
+    files = sorted(p.name for p in (tmp_path / "eager").iterdir())
+    code, out, _ = call(capsys, "runs", "rm", "1", "--yes", "--db", db)
+    assert code == 0 and f"removed run 1\nmoved {tmp_path / 'eager'} (" in out
+    assert f") to the trash: {home_trash / 'files' / 'eager'}\n" in out
+    assert not (tmp_path / "eager").exists() and sorted(p.name for p in (home_trash / "files" / "eager").iterdir()) \
+        == files == ["checkpoint.pt", "checkpoint.safetensors", "events.jsonl", "metrics.json"]
+    assert "\nfreed " in out and (tmp_path / "aot_eager" / "checkpoint.pt").is_file()
     code, out, _ = call(capsys, "runs", "--db", db)
     assert len(out.strip().splitlines()) == 2
     code, _, err = call(capsys, "runs", "show", "1", "--db", db)
@@ -58,7 +73,7 @@ def test_db_given_before_the_action_is_the_one_used(db, capsys):
     code, out, err = call(capsys, "runs", "--db", db, "show", "2")
     assert code == 0, err
     assert out.startswith("run 2 · finished")
-    code, out, err = call(capsys, "runs", "--db", db, "rm", "1")
+    code, out, err = call(capsys, "runs", "--db", db, "rm", "1", "--yes")
     assert code == 0, err
     with RunStore(db) as store:
         assert [r.id for r in store.list()] == [2]
@@ -176,3 +191,92 @@ def test_a_damaged_history_row_is_shown_as_damaged_and_the_report_still_covers_e
     code, out, err = call(capsys, "report", "1", "2", "--db", db, "--out", tmp_path / "both.html")
     assert code == 0, err
     assert (tmp_path / "both.html").is_file() and (tmp_path / "both.json").is_file()
+
+
+# -- the user's words about runs, archiving, removing, a new run from an old one ----------------------------------
+@pytest.fixture
+def history(tmp_path) -> Path:
+    """Two runs written straight into a history (no training): #1 finished, #2 failed."""
+    path = tmp_path / "history.sqlite"
+    record_history(path)
+    return path
+
+
+def test_runs_are_named_noted_tagged_and_archived_from_the_command_line(history, capsys, monkeypatch):
+    assert call(capsys, "runs", "rename", "1", "warm", "up", "--db", history)[1] == "run 1 is now called 'warm up'\n"
+    code, out, _ = call(capsys, "runs", "tag", "1", "baseline", "amp", "baseline", "--db", history)
+    assert code == 0 and out == "run 1's tags: baseline, amp\n"
+    assert call(capsys, "runs", "untag", "1", "amp", "--db", history)[1] == "run 1's tags: baseline\n"
+    monkeypatch.setattr(sys, "stdin", io.StringIO("# too high\n\n- lr 0.01 <b>\n"))
+    assert call(capsys, "runs", "note", "1", "-", "--db", history)[1] == "run 1's note: 3 lines\n"
+    code, out, _ = call(capsys, "runs", "archive", "2", "--db", history)
+    assert code == 0 and "archived 2" in out
+
+    code, out, _ = call(capsys, "runs", "--db", history)
+    lines = out.strip().splitlines()
+    assert code == 0 and len(lines) == 3 and lines[0].split()[:3] == ["id", "name", "when"]
+    assert lines[1].split()[:3] == ["1", "warm", "up"] and lines[1].endswith("finished  [baseline]")
+    assert lines[2] == "1 archived run not shown (--all shows them)"
+    code, out, _ = call(capsys, "runs", "--all", "--db", history)
+    assert out.strip().splitlines()[2].endswith("failed · archived")
+    code, out, _ = call(capsys, "runs", "show", "1", "--db", history)
+    assert out.startswith("run 1 · finished") and "\nname:        warm up\ntags:        baseline\n" \
+        "notes:\n  # too high\n\n  - lr 0.01 <b>\nconfig: " in out
+    call(capsys, "runs", "unarchive", "2", "--db", history)
+    assert len(call(capsys, "runs", "--db", history)[1].strip().splitlines()) == 3
+
+    code, _, err = call(capsys, "runs", "tag", "1", "two words", "--db", history)
+    assert code == 2 and "a tag is one word" in assert_one_error_line(err)
+    code, _, err = call(capsys, "runs", "archive", "1", "7", "--db", history)
+    assert code == 2 and "no run with id 7" in assert_one_error_line(err)
+    with RunStore(history) as store:
+        assert [(r.tags, r.archived) for r in store.list()] == [(("baseline",), False), ((), False)]
+
+
+def _answering(monkeypatch, answer: str) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO(answer))
+
+
+def test_runs_rm_asks_before_it_acts(history, tmp_path, capsys, monkeypatch, home_trash):
+    folder = tmp_path / "run1"
+    folder.mkdir()
+    (folder / "checkpoint.pt").write_bytes(b"x" * 2500)
+    with RunStore(history) as store:
+        store.db.execute("UPDATE runs SET out_dir = ? WHERE id = 1", (str(folder),))
+    for answer in ("n\n", "\n", "whatever\n"):  # anything but yes is no
+        _answering(monkeypatch, answer)
+        code, out, _ = call(capsys, "runs", "rm", "1", "2", "--db", history)
+        assert code == 0 and out == (f"run 1: its folder {folder} (2.5 kB) goes to the trash\n"
+                                     "remove 2 runs from the history? [y/N] nothing was removed\n")
+    _answering(monkeypatch, "")  # nobody to ask (stdin closed)
+    code, _, err = call(capsys, "runs", "rm", "1", "--db", history)
+    assert code == 2 and "give --yes to remove without asking" in assert_one_error_line(err)
+    assert folder.is_dir() and len(RunStore(history).list()) == 2
+
+    _answering(monkeypatch, "y\n")
+    code, out, _ = call(capsys, "runs", "rm", "1", "2", "--db", history)
+    assert code == 0 and out.endswith(f"[y/N] removed run 1\nremoved run 2\nmoved {folder} (2.5 kB) to the trash: "
+                                      f"{home_trash / 'files' / 'run1'}\nfreed 2.5 kB (once the trash is emptied)\n")
+    assert not folder.exists() and RunStore(history).list() == []
+
+
+def test_runs_rm_refuses_a_running_run(history, capsys):
+    with RunStore(history) as store:
+        store.start_run(store.get(1).config)  # this process: alive, so it stays "running"
+    code, out, err = call(capsys, "runs", "rm", "3", "--yes", "--db", history)
+    assert code == 2 and "run 3 was not removed: it is still running: stop it first" in assert_one_error_line(err)
+    assert [r.id for r in RunStore(history).list()] == [1, 2, 3]
+
+
+def test_train_from_a_run_takes_its_settings_and_the_options_given(history, tmp_path, capsys):
+    code, _, err = call(capsys, "train", "--from", "1", "--lr", "0.003", "--max-steps", "3", "--out",
+                        tmp_path / "again", "--db", history)
+    assert code == 0, err
+    with RunStore(history) as store:
+        first, new = store.get(1).config, store.list()[-1]
+    assert new.id == 3 and new.out_dir == str(tmp_path / "again") and new.status == "finished"
+    assert new.config == {**first, "lr": 0.003, "max_steps": 3}  # hidden_dim 16, 2 epochs: run 1's, not defaults
+    for bad, words in (("99", "no run with id 99"), (tmp_path / "nowhere", "--from .*nowhere: no such run")):
+        code, _, err = call(capsys, "train", "--from", bad, "--db", history, "--out", tmp_path / "never")
+        assert code == 2 and re.search(words, assert_one_error_line(err))
+    assert not (tmp_path / "never").exists()

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from ..core.ground.events import RunFinished
 from ..core.ground.results_text import finished_lines
-from .common import _store, fail
+from .common import EXIT_USAGE, _store, fail
 from .models import format_report
+
+NAME_WIDTH = 24  # the list's name column at most (a longer name is cut, with "…"; `runs show` has it whole)
 
 
 def cmd_runs_list(args: argparse.Namespace) -> int:
@@ -20,18 +23,33 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
     if not records:
         print(f"no runs recorded yet in {store.path}")
         return 0
-    header = f"{'id':>4}  {'when (UTC)':<19}  {'dataset':<13} {'backend · mode · AMP':<34} {'epochs':>6} " \
-             f"{'best val':>8} {'samples/s':>10}  status"
-    print(header)
-    for r in records:
+    shown = records if args.all else [r for r in records if not r.archived]
+    hidden = len(records) - len(shown)
+    hidden_line = f"{hidden} archived run{'s' if hidden != 1 else ''} not shown (--all shows them)"
+    if not shown:
+        print(f"no runs to show: {hidden_line}")
+        return 0
+    width = min(max(len(r.name) for r in shown), NAME_WIDTH)
+    name_head = f"{'name':<{width}}  " if width else ""
+    print(f"{'id':>4}  {name_head}{'when (UTC)':<19}  {'dataset':<13} {'backend · mode · AMP':<34} {'epochs':>6} "
+          f"{'best val':>8} {'samples/s':>10}  status")
+    for r in shown:
         c = r.config  # a damaged row's config may be empty or hold anything: shown as text, never trusted
         setup = setup_label(c) if c else "—"
         best = f"{r.best_val_accuracy:.2%}" if r.best_val_accuracy is not None else "—"
         speed = f"{r.samples_per_s:,.0f}" if r.samples_per_s else "—"
         dataset, epochs = str(c.get("dataset", "—")), str(c.get("epochs", "—"))
-        print(f"{r.id:>4}  {r.created[:19].replace('T', ' '):<19}  {dataset[:13]:<13} {setup[:34]:<34} "
-              f"{epochs[:6]:>6} {best:>8} {speed:>10}  {r.status}" + (f" on {r.elsewhere}" if r.elsewhere else ""))
+        name = f"{_cut(r.name, width):<{width}}  " if width else ""
+        print(f"{r.id:>4}  {name}{r.created[:19].replace('T', ' '):<19}  {dataset[:13]:<13} {setup[:34]:<34} "
+              f"{epochs[:6]:>6} {best:>8} {speed:>10}  {r.status}" + (f" on {r.elsewhere}" if r.elsewhere else "")
+              + (" · archived" if r.archived else "") + (f"  [{', '.join(r.tags)}]" if r.tags else ""))
+    if hidden:
+        print(hidden_line)
     return 0
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 1] + "…"
 
 
 def cmd_runs_show(args: argparse.Namespace) -> int:
@@ -44,7 +62,14 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
         resume = record.config.get("resume")
         parent = store.id_for_out_dir(Path(resume).parent) if resume else None
     where = f" on {record.elsewhere} (its files are there)" if record.elsewhere else ""
-    print(f"run {record.id} · {record.status}{where} · started {record.created}")
+    print(f"run {record.id} · {record.status}{where} · started {record.created}"
+          + (" · archived" if record.archived else ""))
+    if record.name:
+        print(f"name:        {record.name}")
+    if record.tags:
+        print(f"tags:        {', '.join(record.tags)}")
+    if record.notes:
+        print("notes:\n" + "\n".join(f"  {line}".rstrip() for line in record.notes.splitlines()))
     print("config:      " + json.dumps(record.config, sort_keys=True, default=str))
     print("environment: " + json.dumps(record.environment, sort_keys=True, default=str))
     metrics = {k: getattr(record, k) for k in ("steps", "best_val_accuracy", "samples_per_s", "compile_seconds",
@@ -65,10 +90,94 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
 
 
 def cmd_runs_rm(args: argparse.Namespace) -> int:
+    """Each run out of the history and its folder into the trash, after a y/N question (unless --yes) that says
+    which folders go (and which stay, and why)."""
+    from ..core.history.removal import delete_runs, plan_removal
+    from ..core.history.trash import size_text
+
     with _store(args) as store:
+        store.check_writable()
         for run_id in args.run_ids:
-            store.delete(run_id)
-            print(f"removed run {run_id}")
+            store.get(run_id)  # an unknown id is one error line, before anything is asked or done
+        plans = plan_removal(store, args.run_ids)
+        going = [plan for plan in plans if not plan.refused]
+        for plan in plans:
+            if plan.folder:
+                print(f"run {plan.run_id}: its folder {plan.folder} ({size_text(plan.bytes)}) goes to the trash")
+            elif plan.along is not None:
+                print(f"run {plan.run_id}: its folder goes to the trash with run {plan.along}'s")
+            elif plan.kept:
+                print(f"run {plan.run_id}: its folder stays: {plan.kept}")
+        if going and not args.yes:
+            answer = _ask(f"remove {_runs(len(going))} from the history? [y/N] ")
+            if answer is None:
+                return fail("nothing was removed: there is no one to answer the question",
+                            "give --yes to remove without asking")
+            if answer not in ("y", "yes"):
+                print("nothing was removed")
+                return 0
+        removal = delete_runs(store, args.run_ids)  # (what it skips, it says why)
+    for run_id in removal.removed:
+        print(f"removed run {run_id}")
+    for item in removal.trashed:
+        print(f"moved {item.original} ({size_text(item.bytes)}) to the trash: {item.trashed}")
+    if removal.trashed:
+        print(f"freed {size_text(removal.bytes_freed)} (once the trash is emptied)")
+    for run_id, why in removal.skipped:
+        fail(f"run {run_id} was not removed: {why}")
+    return EXIT_USAGE if removal.skipped else 0
+
+
+def _ask(question: str) -> str | None:
+    """The answer (lower case, trimmed) to a question on the terminal; None when there is no one to ask (stdin
+    closed or not a terminal with nothing to read)."""
+    print(question, end="", flush=True)
+    line = sys.stdin.readline()
+    if not line:
+        print()
+        return None
+    return line.strip().lower()
+
+
+def _runs(n: int) -> str:
+    return f"{n} run{'s' if n != 1 else ''}"
+
+
+def cmd_runs_rename(args: argparse.Namespace) -> int:
+    name = " ".join(args.name).strip()
+    with _store(args) as store:
+        store.rename(args.run_id, name)
+    print(f"run {args.run_id} is now called {name!r}" if name else f"run {args.run_id} has no name now")
+    return 0
+
+
+def cmd_runs_note(args: argparse.Namespace) -> int:
+    """`runs note N TEXT`; `-` reads the note from stdin (a file, a heredoc); an empty note takes it away."""
+    text = sys.stdin.read() if args.text == ["-"] else " ".join(args.text)
+    with _store(args) as store:
+        store.set_notes(args.run_id, text)
+    lines = len(text.strip().splitlines())
+    print(f"run {args.run_id}'s note: {lines} line{'s' if lines != 1 else ''}" if lines
+          else f"run {args.run_id} has no note now")
+    return 0
+
+
+def cmd_runs_tag(args: argparse.Namespace) -> int:
+    """`runs tag N TAG…` adds tags, `runs untag N TAG…` takes them away (args.adding says which)."""
+    with _store(args) as store:
+        change = store.add_tags if args.adding else store.remove_tags
+        tags = change(args.run_id, args.tags)
+    print(f"run {args.run_id}'s tags: {', '.join(tags)}" if tags else f"run {args.run_id} has no tags now")
+    return 0
+
+
+def cmd_runs_archive(args: argparse.Namespace) -> int:
+    """`runs archive N…` hides runs from the list (`runs --all` shows them), `runs unarchive N…` shows them again
+    (args.archived says which). Nothing is deleted."""
+    with _store(args) as store:
+        store.set_archived(args.run_ids, args.archived)
+    ids = ", ".join(map(str, dict.fromkeys(args.run_ids)))
+    print(f"archived {ids} (`workbench runs --all` lists them)" if args.archived else f"unarchived {ids}")
     return 0
 
 

@@ -8,7 +8,8 @@ from ..core.ground import appinfo
 from ..core.ground.config import MATMUL_PRECISIONS
 from ..core.ground.export_formats import EXPORT_FORMATS
 from .bench import cmd_bench
-from .history import cmd_report, cmd_runs_export, cmd_runs_list, cmd_runs_rm, cmd_runs_show
+from .history import (cmd_report, cmd_runs_archive, cmd_runs_export, cmd_runs_list, cmd_runs_note, cmd_runs_rename,
+                      cmd_runs_rm, cmd_runs_show, cmd_runs_tag)
 from .models import cmd_evaluate, cmd_explain, cmd_export, cmd_predict
 from .options import add_config_options, add_db_option, add_remote_options, add_train_options, positive_int
 from .remote import cmd_attach
@@ -27,6 +28,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     train = sub.add_parser("train", help="train the network and write checkpoint, metrics and events")
     add_train_options(train)
+    train.add_argument("--from", dest="from_run", metavar="RUN", default=None,
+                       help="a new run with the settings of RUN (its id in the history, its folder or its "
+                            "checkpoint), changed by the options given here")
     train.set_defaults(handler=cmd_train)
 
     attach = sub.add_parser("attach", help="follow a run on another machine again (every event it missed, then "
@@ -145,16 +149,44 @@ def build_parser() -> argparse.ArgumentParser:
                         help="import the checkpoint's model file (a checkpoint of your own network names one)")
     export.set_defaults(handler=cmd_export)
 
-    runs = sub.add_parser("runs", help="the run history: list, show, remove or export runs")
+    runs = sub.add_parser("runs", help="the run history: list, show, name, tag, archive, remove or export runs")
     add_db_option(runs)
+    runs.add_argument("--all", action="store_true", help="list archived runs too")
     runs.set_defaults(handler=cmd_runs_list)
     runs_sub = runs.add_subparsers(dest="runs_command", metavar="ACTION")
-    show = runs_sub.add_parser("show", help="one run: config, environment, metrics, compile report")
+    show = runs_sub.add_parser("show", help="one run: name, tags, notes, config, environment, metrics, compile "
+                                            "report")
     show.add_argument("run_id", type=int)
     add_db_option(show, inherited=True)
     show.set_defaults(handler=cmd_runs_show)
-    remove = runs_sub.add_parser("rm", help="remove runs from the history (their files stay on disk)")
-    remove.add_argument("run_ids", type=int, nargs="+")
+    rename = runs_sub.add_parser("rename", help="name a run (an empty name takes its name away)")
+    rename.add_argument("run_id", type=int)
+    rename.add_argument("name", nargs="+")
+    add_db_option(rename, inherited=True)
+    rename.set_defaults(handler=cmd_runs_rename)
+    note = runs_sub.add_parser("note", help="a run's note (Markdown; replaces the one it has; - reads it from stdin)")
+    note.add_argument("run_id", type=int)
+    note.add_argument("text", nargs="+")
+    add_db_option(note, inherited=True)
+    note.set_defaults(handler=cmd_runs_note)
+    for action, adding, words in (("tag", True, "add tags to a run (one word each)"),
+                                  ("untag", False, "take tags away from a run")):
+        tag = runs_sub.add_parser(action, help=words)
+        tag.add_argument("run_id", type=int)
+        tag.add_argument("tags", nargs="+", metavar="TAG")
+        add_db_option(tag, inherited=True)
+        tag.set_defaults(handler=cmd_runs_tag, adding=adding)
+    for action, archived, words in (("archive", True, "hide runs from the list (`runs --all` shows them); "
+                                                      "nothing is deleted"),
+                                    ("unarchive", False, "list archived runs again")):
+        archive = runs_sub.add_parser(action, help=words)
+        archive.add_argument("run_ids", type=int, nargs="+", metavar="RUN_ID")
+        add_db_option(archive, inherited=True)
+        archive.set_defaults(handler=cmd_runs_archive, archived=archived)
+    remove = runs_sub.add_parser("rm", help="remove runs from the history and move their folders to the trash "
+                                            "(asks first)")
+    remove.add_argument("run_ids", type=int, nargs="+", metavar="RUN_ID")
+    remove.add_argument("--yes", "-y", action="store_true", help="do not ask")
     add_db_option(remove, inherited=True)
     remove.set_defaults(handler=cmd_runs_rm)
     export_runs = runs_sub.add_parser("export", help="runs as a tidy CSV (config, metrics, per-step curves) and/or "

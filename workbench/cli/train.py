@@ -22,10 +22,40 @@ PROFILE_EPOCHS = 100_000  # `workbench profile` ends at its step count (max step
 
 # -- train ------------------------------------------------------------------------------------------------------
 def cmd_train(args: argparse.Namespace) -> int:
+    if args.from_run is not None and args.resume is not None:
+        return fail("--from and --resume do not go together", "--from starts a new run with a run's settings; "
+                                                              "--resume continues that run")
+    if args.from_run is not None:
+        return _train(args, config_from_args(args, **run_settings(args.from_run, args.db)))
     if args.resume is None:
         return _train(args, config_from_args(args))
     path = resume_checkpoint(args.resume, args.db)
     return _train(args, config_from_args(args, **checkpoint_config(path)).replace(resume=str(path)))
+
+
+def run_settings(what: str, db: str | None) -> dict:
+    """`--from RUN`: the settings of a run (its id in the history, 3 or #3; its folder; or its checkpoint, as
+    --resume takes them), for a new run of its own: not a continuation of the one it was (`resume` is left out).
+    The options given on the command line change them (config_from_args)."""
+    from ..core.ground.errors import WorkbenchError
+    from ..core.history.runs import RunStore
+
+    path, number = Path(what).expanduser(), what.lstrip("#")
+    if number.isdigit() or path.is_dir():
+        with RunStore(db) as store:
+            run_id = int(number) if number.isdigit() else store.id_for_out_dir(path)
+            record = store.get(run_id) if run_id is not None else None
+        if record is not None and not record.config:
+            raise WorkbenchError(f"--from {what}: the settings of run #{record.id} cannot be read "
+                                 f"({record.failure['message'] if record.failure else 'none were recorded'})")
+        config = record.config if record is not None else checkpoint_config((path / "checkpoint.pt").resolve(),
+                                                                             "--from")
+    elif path.is_file():
+        config = checkpoint_config(path.resolve(), "--from")
+    else:
+        raise WorkbenchError(f"--from {what}: no such run", "give a run's id (`workbench runs` lists them), its "
+                                                            "folder or its checkpoint")
+    return {**config, "resume": None}
 
 
 def resume_checkpoint(what: str, db: str | None) -> Path:
@@ -43,15 +73,17 @@ def resume_checkpoint(what: str, db: str | None) -> Path:
     return (path / "checkpoint.pt" if path.is_dir() else path).resolve()
 
 
-def checkpoint_config(path: Path) -> dict:
-    """The settings of the run a checkpoint continues: the defaults a continued run's flags change."""
+def checkpoint_config(path: Path, flag: str = "resume") -> dict:
+    """The settings of the run a checkpoint continues (or, `flag` "--from", starts anew): the defaults the flags
+    change."""
     from ..core.domain import checkpoint
     from ..core.ground.config import ConfigError
 
     try:
         return checkpoint.load(path, trust_model_code=True).config.to_dict()
     except checkpoint.CheckpointError as exc:
-        raise ConfigError("resume", f"cannot continue from {path}: {exc}") from None
+        doing = "continue from" if flag == "resume" else "read the settings of"
+        raise ConfigError(flag, f"cannot {doing} {path}: {exc}") from None
 
 
 def cmd_profile(args: argparse.Namespace) -> int:

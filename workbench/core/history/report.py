@@ -71,5 +71,6 @@ def build_report(records: list[RunRecord], evaluations: dict[int, Evaluation | N
         section_comparison(comparison) if comparison else "",
         section_failures(runs),
     ]
-    title = "Workbench report — " + ", ".join(f"run #{r.record.id}" for r in runs)
+    title = "Workbench report — " + ", ".join(f"run #{r.record.id}" + (f" ({r.record.name})" if r.record.name else "")
+                                              for r in runs)
     return page(title, sections), report_json(runs, evaluations, reasons, comparison, generated)

@@ -66,6 +66,12 @@ def prepare_runs(records: list[RunRecord]) -> list[RunFacts]:
     return [_facts(record, differing, PALETTE[i % len(PALETTE)]) for i, record in enumerate(records)]
 
 
+def _label(record: RunRecord, differing: list[str]) -> str:
+    """'#3 inductor · bf16', and the name its user gave it: '#3 inductor · bf16 — warm-up'."""
+    label = run_label(record.id, record.config, differing)
+    return f"{label} — {record.name}" if record.name else label
+
+
 def _facts(record: RunRecord, differing: list[str], color: str) -> RunFacts:
     events = record.events
     steps = [e for e in events if isinstance(e, Step)]
@@ -73,7 +79,7 @@ def _facts(record: RunRecord, differing: list[str], color: str) -> RunFacts:
     failure = record.failure or next((dataclasses.asdict(e) for e in reversed(events)
                                       if isinstance(e, RunFailed)), None)
     results = record.results or RunResults()
-    return RunFacts(record=record, label=run_label(record.id, record.config, differing), color=color, steps=steps,
+    return RunFacts(record=record, label=_label(record, differing), color=color, steps=steps,
                     epochs=epochs, curves=curves_from_events(events), compile=last_compile_report(events),
                     failure=failure, notices=[e for e in events if isinstance(e, Notice)],
                     figures=_figures(record, steps, epochs, results.system),

@@ -35,6 +35,9 @@ def _run_json(run: RunFacts, evaluation: Evaluation | None, reason: str) -> dict
     return {
         "id": record.id,
         "label": run.label,
+        "name": record.name,
+        "tags": list(record.tags),
+        "notes": record.notes,
         "created": record.created,
         "status": record.status,
         "config": record.config,

@@ -31,10 +31,18 @@ MEMORY_KEYS = ("allocated", "reserved", "peak", "rss")  # the usual order; any o
 
 def section_runs(runs: list[RunFacts], generated: datetime) -> str:
     rows = [[run_cell(r), esc(r.record.created), esc(r.record.status), esc(r.record.config.get("dataset")),
-             esc(r.record.environment.get("device_name") or r.record.environment.get("device"))] for r in runs]
+             esc(r.record.environment.get("device_name") or r.record.environment.get("device")),
+             esc(", ".join(r.record.tags)) if r.record.tags else ""] for r in runs]
     return (f"<p class=muted>Generated {esc(generated.isoformat(timespec='seconds'))} · "
             f"{len(runs)} run{'s' if len(runs) != 1 else ''}</p>"
-            + section("runs", _table(["Run", "Started", "Status", "Dataset", "Device"], rows)))
+            + section("runs", _table(["Run", "Started", "Status", "Dataset", "Device", "Tags"], rows) + _notes(runs)))
+
+
+def _notes(runs: list[RunFacts]) -> str:
+    """Each run's note as its user wrote it: Markdown shown as text (escaped, never rendered: no markup of theirs
+    reaches the page)."""
+    notes = [f"<h4>{run_cell(r)}</h4><pre>{esc(r.record.notes)}</pre>" for r in runs if r.record.notes]
+    return "<h3>Notes</h3>" + "".join(notes) if notes else ""
 
 
 def section_config(runs: list[RunFacts]) -> str:

@@ -5,6 +5,10 @@ run can be re-opened, compared or turned into a report later. Events are written
 commit every RECORD_INTERVAL seconds), so recording costs a sliver of training time. WAL keeps the file readable
 after a crash or SIGKILL; a run whose process is gone while it still says "running" is marked "interrupted" the
 next time the database is opened.
+
+Beside what a run records, a row keeps what its user says about it (a name, a Markdown note, tags, an archive flag)
+and the size of its folder on disk. Those came with schema 2: a schema 1 history (the previous release's) gains
+their columns when it is first opened for writing, and is read as it is (with none of them set) when it cannot be.
 """
 
 from __future__ import annotations
@@ -17,14 +21,16 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Sequence
 
 from ..ground import paths
 from ..ground.errors import WorkbenchError, first_line
 from ..ground.events import (EpochEnd, Event, Notice, RunFailed, RunFinished, RunStarted, Step, from_dict, is_terminal,
                              to_dict, to_json)
 from ..ground.results import RunResults
+from .trash import folder_bytes
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 RECORD_INTERVAL = 0.5  # seconds between commits of buffered events
 BUSY_TIMEOUT_S = 5.0  # wait this long for another process's write lock before giving up
 MAX_PENDING_EVENTS = 200_000  # events a recorder keeps in memory while the database cannot take them
@@ -32,6 +38,7 @@ MAX_PENDING_BYTES = 64 * 2**20  # ... and their JSON's size
 MAX_RETRY_DELAY_S = 5.0  # while behind, retry at least this often
 FINAL_RETRY_S = 30.0  # how long the terminal event is retried while the problem looks passing
 ENDED = ("finished", "stopped", "failed")  # statuses written by the run's own end
+MAX_TAG_CHARS = 40
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -56,7 +63,12 @@ CREATE TABLE IF NOT EXISTS runs (
     backend_used TEXT,
     failure TEXT,                      -- RunFailed as JSON
     out_dir TEXT,
-    checkpoint TEXT
+    checkpoint TEXT,
+    name TEXT NOT NULL DEFAULT '',
+    notes TEXT NOT NULL DEFAULT '',    -- Markdown
+    tags TEXT NOT NULL DEFAULT '[]',   -- a JSON list of words
+    archived INTEGER NOT NULL DEFAULT 0,
+    disk_bytes INTEGER                 -- the size of its folder (NULL: not measured, or not on this computer)
 );
 CREATE TABLE IF NOT EXISTS events (
     run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
@@ -66,6 +78,23 @@ CREATE TABLE IF NOT EXISTS events (
     PRIMARY KEY (run_id, seq)
 ) WITHOUT ROWID;
 """
+# Every open looks for runs still "running" (mark_interrupted); the window looks a run up by its folder after each
+# run, and a removal compares every run's folder: with thousands of runs neither should read the whole table.
+INDEXES = """
+CREATE INDEX IF NOT EXISTS runs_by_status ON runs (status);
+CREATE INDEX IF NOT EXISTS runs_by_out_dir ON runs (out_dir);
+"""
+# What brings a history of schema N to N + 1, in place: its rows keep their ids, their events and their values.
+MIGRATIONS = {
+    1: """
+ALTER TABLE runs ADD COLUMN name TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN notes TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN tags TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE runs ADD COLUMN archived INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN disk_bytes INTEGER;
+""",
+}
+READABLE_VERSIONS = (1, 2)  # schemas whose runs table this version reads as it is (read-only: not migrated)
 
 
 class RunStoreError(WorkbenchError):
@@ -112,6 +141,14 @@ class RunRecord:
     def elsewhere(self) -> str:
         """The host it trained on when that is not this computer (its files are there), else ""."""
         return self.host if self.host and self.host != socket.gethostname() else ""
+
+    @property
+    def folder(self) -> Path | None:
+        """Its output folder when that is on this computer and still there, else None."""
+        if not self.out_dir or self.elsewhere:
+            return None
+        folder = Path(self.out_dir)
+        return folder if folder.is_dir() else None
 
     @property
     def results(self) -> RunResults | None:
@@ -164,6 +201,21 @@ def _record(row: sqlite3.Row) -> RunRecord:
         problems.append(f"{column} is {value!r:.30}, not text")
         return default if default is not None else str(value)
 
+    def words(column: str) -> tuple[str, ...]:
+        try:
+            value = json.loads(row[column]) if isinstance(row[column], str) else None
+        except (ValueError, RecursionError):
+            value = None
+        if isinstance(value, list) and all(isinstance(item, str) for item in value):
+            return tuple(value)
+        problems.append(f"{column} is not a JSON list of words")
+        return ()
+
+    # A schema 1 history opened read-only has none of the user's columns: its runs have none of them set.
+    users = (dict(name=text("name", ""), notes=text("notes", ""), tags=words("tags"),
+                  archived=bool(number("archived", int, 0)), disk_bytes=number("disk_bytes", int, None))
+             if "name" in row.keys() else {})
+
     record = RunRecord(
         id=row["id"], created=text("created", ""), status=text("status", ""), config=mapping("config"),
         environment=mapping("environment") if row["environment"] is not None else {},
@@ -171,7 +223,7 @@ def _record(row: sqlite3.Row) -> RunRecord:
         samples_per_s=number("samples_per_s", float, None), compile_seconds=number("compile_seconds", float, None),
         peak_memory_mib=number("peak_memory_mib", float, None), backend_used=text("backend_used", None),
         failure=mapping("failure", optional=True), out_dir=text("out_dir", None),
-        checkpoint=text("checkpoint", None), updated=text("updated", ""), host=text("host", ""))
+        checkpoint=text("checkpoint", None), updated=text("updated", ""), host=text("host", ""), **users)
     if problems:
         record.status = "damaged"
         record.failure = {"kind": "damaged", "message": "this run's row cannot be read in full: " + "; ".join(problems),
@@ -238,17 +290,26 @@ class RunStore:
                              "make it and its folder writable, or use another database with --db / WORKBENCH_DB")
 
     def _migrate(self) -> None:
+        """A new history gets the whole schema; an older one the migrations from its version on, in one
+        transaction (a migration cut short leaves the history as it was). A read-only one cannot be changed: it
+        is read as it is when this version can read its schema."""
         version = self.db.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
             raise RunStoreError(f"{self.path} was written by a newer Workbench (schema {version})",
                                 "upgrade Workbench, or use another database with --db")
-        if version < SCHEMA_VERSION and self.read_only:
+        if version == SCHEMA_VERSION or (self.read_only and version in READABLE_VERSIONS):
+            return
+        if self.read_only:
             raise RunStoreError(f"the run database {self.path} is read-only and holds no run history this "
                                 f"Workbench can read (schema {version}); setting it up would write to it",
                                 "make it and its folder writable, or use another database with --db / WORKBENCH_DB")
-        if version < SCHEMA_VERSION:
-            with self.db:
-                self.db.executescript("BEGIN;" + SCHEMA + f"PRAGMA user_version={SCHEMA_VERSION};COMMIT;")
+        with self.db:
+            self.db.execute("BEGIN IMMEDIATE")
+            version = self.db.execute("PRAGMA user_version").fetchone()[0]  # another process may have just done it
+            script = SCHEMA if version == 0 else "".join(MIGRATIONS[v] for v in range(version, SCHEMA_VERSION))
+            for statement in (script + INDEXES).split(";"):  # (no statement holds a semicolon of its own)
+                self.db.execute(statement)
+            self.db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
     def close(self) -> None:
         self.db.close()
@@ -307,14 +368,128 @@ class RunStore:
         return dead
 
     def delete(self, run_id: int) -> None:
+        """Forget the run's row and events (its files stay: removal.delete_runs moves them to the trash too)."""
         self.get(run_id)  # unknown id → clear error
         try:
             with self.db:
                 self.db.execute("BEGIN")
-                self.db.execute("DELETE FROM events WHERE run_id = ?", (run_id,))
-                self.db.execute("DELETE FROM runs WHERE id = ?", (run_id,))
+                self._delete(run_id)
         except sqlite3.DatabaseError as exc:
             raise self._error(exc) from None
+
+    def _delete(self, run_id: int) -> None:
+        self.db.execute("DELETE FROM events WHERE run_id = ?", (run_id,))
+        self.db.execute("DELETE FROM runs WHERE id = ?", (run_id,))
+
+    def forget(self, run_id: int) -> "StoredRun":
+        """Delete the run's row and events and return them exactly as they were stored, for `put_back` (Undo)."""
+        try:
+            with self.db:
+                self.db.execute("BEGIN IMMEDIATE")
+                row = self.db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+                if row is None:
+                    self.get(run_id)  # the clear error
+                events = tuple(tuple(r) for r in self.db.execute(
+                    "SELECT seq, type, data FROM events WHERE run_id = ? ORDER BY seq", (run_id,)))
+                self._delete(run_id)
+        except sqlite3.DatabaseError as exc:
+            raise self._error(exc) from None
+        return StoredRun(row=dict(zip(row.keys(), row)), events=events)
+
+    def put_back(self, stored: "StoredRun") -> None:
+        """Write a forgotten run again: the same id, row and events."""
+        columns = ", ".join(stored.row)
+        try:
+            with self.db:
+                self.db.execute("BEGIN IMMEDIATE")
+                self.db.execute(f"INSERT INTO runs ({columns}) VALUES ({', '.join('?' * len(stored.row))})",
+                                tuple(stored.row.values()))
+                self.db.executemany("INSERT INTO events (run_id, seq, type, data) VALUES (?, ?, ?, ?)",
+                                    [(stored.run_id, *event) for event in stored.events])
+        except sqlite3.IntegrityError:
+            raise RunStoreError(f"cannot put run #{stored.run_id} back into {self.path}: a run with that id is "
+                                "there already") from None
+        except sqlite3.DatabaseError as exc:
+            raise self._error(exc) from None
+
+    def check_writable(self) -> None:
+        """Refuse now, before anything else is done, what a read-only history would refuse later."""
+        if self.read_only:
+            raise self._read_only_error()
+
+    # -- what the user says about a run -----------------------------------------------------------------------
+    # None of these touch `updated`: it keeps the run's end (RunRecord.duration_s).
+    def rename(self, run_id: int, name: str) -> None:
+        """Name the run ("" takes its name away: it is "#ID" again)."""
+        name = name.strip()
+        if "\n" in name or "\r" in name:
+            raise WorkbenchError("a run's name is one line", "put the rest in its notes")
+        self._set(run_id, "name", name)
+
+    def set_notes(self, run_id: int, text: str) -> None:
+        """The run's note (Markdown), as written; trailing blank lines and spaces are left out."""
+        self._set(run_id, "notes", text.rstrip())
+
+    def set_tags(self, run_id: int, tags: Sequence[str]) -> tuple[str, ...]:
+        """Replace the run's tags (see `clean_tags`); returns them."""
+        tags = clean_tags(tags)
+        self._set(run_id, "tags", json.dumps(list(tags)))
+        return tags
+
+    def add_tags(self, run_id: int, tags: Sequence[str]) -> tuple[str, ...]:
+        """Add tags after the run's own (those it has already stay where they are); returns them all."""
+        added = clean_tags(tags)
+        return self._change_tags(run_id, lambda have: (*have, *added))
+
+    def remove_tags(self, run_id: int, tags: Sequence[str]) -> tuple[str, ...]:
+        """Take tags away (one it does not have is no error); returns the ones left."""
+        gone = {tag.strip() for tag in tags}
+        return self._change_tags(run_id, lambda have: tuple(tag for tag in have if tag not in gone))
+
+    def _change_tags(self, run_id: int, change) -> tuple[str, ...]:
+        """Read, change and write a run's tags in one transaction: another process's change in between is kept."""
+        try:
+            with self.db:
+                self.db.execute("BEGIN IMMEDIATE")
+                tags = self.set_tags(run_id, change(self.get(run_id).tags))
+        except sqlite3.DatabaseError as exc:
+            raise self._error(exc) from None
+        return tags
+
+    def set_archived(self, run_ids: Sequence[int], archived: bool) -> None:
+        """Archive runs (hidden from the list unless archived runs are shown), or bring them back. Every id must be
+        a run's: one that is not changes none of them."""
+        ids = list(dict.fromkeys(run_ids))
+        try:
+            with self.db:
+                self.db.execute("BEGIN IMMEDIATE")
+                for run_id in ids:
+                    self._set(run_id, "archived", int(archived))
+        except sqlite3.DatabaseError as exc:
+            raise self._error(exc) from None
+
+    def set_disk_bytes(self, run_id: int, n: int | None) -> None:
+        self._set(run_id, "disk_bytes", n)
+
+    def measure_disk(self, run_id: int) -> int | None:
+        """Measure what the run's folder holds now and keep it (not in a read-only history); None when its folder is
+        not on this computer or no longer there. For runs recorded before sizes were (RunRecorder measures a run's
+        folder when it ends)."""
+        folder = self.get(run_id).folder
+        n = folder_bytes(folder) if folder is not None else None
+        if not self.read_only:
+            self.set_disk_bytes(run_id, n)
+        return n
+
+    def _set(self, run_id: int, column: str, value) -> None:
+        """One column of one run; an unknown id is the clear error `get` gives."""
+        self.check_writable()  # (a schema 1 history read as it is has no such column to complain about)
+        try:
+            changed = self.db.execute(f"UPDATE runs SET {column} = ? WHERE id = ?", (value, run_id)).rowcount
+        except sqlite3.DatabaseError as exc:
+            raise self._error(exc) from None
+        if not changed:
+            self.get(run_id)
 
     # -- reading ----------------------------------------------------------------------------------------------
     def list(self) -> list[RunRecord]:
@@ -351,6 +526,38 @@ class RunStore:
             raise RunStoreError(f"run #{run_id} in {self.path} holds data this Workbench cannot read: "
                                 f"{first_line(exc)}", "upgrade Workbench to open this run") from None
         return record
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """A run's row and events exactly as the history stored them (RunStore.forget → put_back: Undo)."""
+
+    row: dict  # column → value
+    events: tuple[tuple[int, str, str], ...]  # (seq, type, data)
+
+    @property
+    def run_id(self) -> int:
+        return self.row["id"]
+
+
+def clean_tags(tags: Sequence[str]) -> tuple[str, ...]:
+    """Tags as the history keeps them: trimmed, each once, in the order given. A tag is one word (no spaces) of
+    at most MAX_TAG_CHARS characters, so that a list, a query (`tag:baseline`) and the command line can hold it."""
+    if isinstance(tags, str):  # one tag, not its letters
+        tags = [tags]
+    cleaned = []
+    for tag in tags:
+        tag = tag.strip()
+        if not tag:
+            raise WorkbenchError("a tag cannot be empty")
+        if any(c.isspace() for c in tag):
+            raise WorkbenchError(f"the tag {tag!r} has a space in it: a tag is one word",
+                                 "join its words with - or _, or give them as separate tags")
+        if len(tag) > MAX_TAG_CHARS:
+            raise WorkbenchError(f"the tag {tag[:MAX_TAG_CHARS]}… is {len(tag)} characters long",
+                                 f"a tag has at most {MAX_TAG_CHARS}: put longer words in the run's notes")
+        cleaned.append(tag)
+    return tuple(dict.fromkeys(cleaned))
 
 
 def _read_only(path: Path) -> bool:
@@ -416,6 +623,7 @@ class RunRecorder:
         self.done = False  # the terminal event was handled: later events are not this run's record
         self.failed = False  # the run's end could not be recorded
         self.reported = False  # on_error was told
+        self.disk_bytes: int | None = None  # its folder's size when it ended (a folder on this computer only)
         self._started: RunStarted | None = None
 
     def __call__(self, event: Event, line: str | None = None) -> None:
@@ -467,6 +675,8 @@ class RunRecorder:
                 self._start()
             if self.pending:
                 summary = _summary(self.pending, last)
+                if self.done and self.disk_bytes is not None:
+                    summary["disk_bytes"] = self.disk_bytes
                 self.store.append_events(self.run_id, self.seq, self.pending, summary, self.lines)
                 self.seq += len(self.pending)
                 self.pending, self.lines, self.pending_bytes = [], [], 0
@@ -500,7 +710,11 @@ class RunRecorder:
                                           f"{self.store.path}{dropped}"))
 
     def _finish(self, last: Event) -> None:
-        """The run ended: its end has to land. Retry a passing problem for up to FINAL_RETRY_S."""
+        """The run ended: its end has to land, with its folder's size. Retry a passing problem for up to
+        FINAL_RETRY_S."""
+        if self.out_dir and self.host is None and Path(self.out_dir).is_dir():  # (a remote run's is on its host)
+            # The checkpoint is written; the event log is still in its temp file there, all but this last line.
+            self.disk_bytes = folder_bytes(self.out_dir)
         deadline = time.monotonic() + FINAL_RETRY_S
         delay = 0.05
         while not self.flush(last):

@@ -2,9 +2,10 @@
 
 The CSV is long ("tidy"): one row per observation — a run, a metric, a step, a value:
 
-    run_id, run, status, created, config.<setting>…, metric, step, value
+    run_id, run, name, tags, notes, status, created, config.<setting>…, metric, step, value
 
-`run` is the run's name everywhere else ("#3"), `created` its start (UTC, ISO 8601).
+`run` is the run's name everywhere else ("#3"), `name`, `tags` (space-separated: a tag is one word) and `notes`
+what its user said about it, `created` its start (UTC, ISO 8601).
 `config.<setting>` repeats the run's config on each of its rows (every setting any exported run has, in
 TrainConfig's order; empty where a run has none or it is None), so a table groups or filters by any setting
 without a join. `metric` is what the live plots draw, per optimizer step: train/loss, train/accuracy,
@@ -41,7 +42,7 @@ from .runs import RunRecord, RunStore
 
 TENSORBOARD_HINT = "TensorBoard export needs the tensorboard package: pip install 'workbench[tensorboard]'"
 EVENT_FILE = "events.out.tfevents.workbench"  # TensorBoard reads any file with "tfevents" in its name
-FIXED_COLUMNS = ("run_id", "run", "status", "created")
+FIXED_COLUMNS = ("run_id", "run", "name", "tags", "notes", "status", "created")
 FINAL = ("steps", "best_val_accuracy", "samples_per_s", "compile_seconds", "peak_memory_mib")  # RunRecord fields
 
 
@@ -60,8 +61,8 @@ def export_csv(store: RunStore, run_ids: Sequence[int] | None, out: str | Path) 
         writer = csv.writer(fh)
         writer.writerow([*FIXED_COLUMNS, *(f"config.{key}" for key in settings), "metric", "step", "value"])
         for record in records:
-            run = [record.id, run_name(record.id), record.status, record.created,
-                   *(record.config.get(key) for key in settings)]  # csv writes None as ""
+            run = [record.id, run_name(record.id), record.name, " ".join(record.tags), record.notes, record.status,
+                   record.created, *(record.config.get(key) for key in settings)]  # csv writes None as ""
             for metric, step, value in _observations(store, record):
                 writer.writerow([*run, metric, "" if step is None else step, value])
                 rows += 1
