@@ -280,3 +280,28 @@ def test_train_from_a_run_takes_its_settings_and_the_options_given(history, tmp_
         code, _, err = call(capsys, "train", "--from", bad, "--db", history, "--out", tmp_path / "never")
         assert code == 2 and re.search(words, assert_one_error_line(err))
     assert not (tmp_path / "never").exists()
+
+
+def test_runs_where_lists_only_the_runs_that_match_and_a_query_it_cannot_read_is_one_line(history, capsys):
+    call(capsys, "runs", "tag", "1", "baseline", "--db", history)
+    code, out, _ = call(capsys, "runs", "--where", "tag:baseline status=finished", "--db", history)
+    lines = out.strip().splitlines()
+    assert code == 0 and [line.split()[0] for line in lines[1:-1]] == ["1"]
+    assert lines[-1] == "1 of 2 runs match 'tag:baseline status=finished'"
+    code, out, _ = call(capsys, "runs", "--where", "status=failed", "--db", history)
+    assert [line.split()[0] for line in out.strip().splitlines()[1:-1]] == ["2"]
+    assert call(capsys, "runs", "--where", "acc>0.99", "--db", history)[1] == \
+        "no run matches 'acc>0.99' (2 in the history)\n"
+    code, _, err = call(capsys, "runs", "--where", "bakend=inductor", "--db", history)
+    line = assert_one_error_line(err)
+    assert code == 2 and "unknown field 'bakend'" in line and "did you mean backend?" in line
+
+
+def test_runs_diff_shows_only_what_differs_with_the_setting_that_explains_it(history, capsys):
+    code, out, _ = call(capsys, "runs", "diff", "1", "2", "--db", history)
+    assert code == 0 and out.startswith("settings:\n")
+    assert "status" in out and "finished" in out and "failed" in out
+    settings_rows = out.split("\n\n")[0].splitlines()[2:]
+    assert all(row.split()[0] != "seed" for row in settings_rows)  # equal settings are left out
+    code, _, err = call(capsys, "runs", "diff", "1", "--db", history)
+    assert code == 2 and "two" in assert_one_error_line(err)

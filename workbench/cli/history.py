@@ -17,15 +17,21 @@ NAME_WIDTH = 24  # the list's name column at most (a longer name is cut, with "â
 
 def cmd_runs_list(args: argparse.Namespace) -> int:
     from ..core.ground.config import setup_label
+    from ..core.history.query import parse_query
 
+    query = parse_query(args.where or "")  # a query it cannot read: one line saying what and where, before reading
     with _store(args) as store:
         records = store.list()
     if not records:
         print(f"no runs recorded yet in {store.path}")
         return 0
-    shown = records if args.all else [r for r in records if not r.archived]
-    hidden = len(records) - len(shown)
+    matching = [r for r in records if query.matches(r)]
+    shown = matching if args.all else [r for r in matching if not r.archived]
+    hidden = len(matching) - len(shown)
     hidden_line = f"{hidden} archived run{'s' if hidden != 1 else ''} not shown (--all shows them)"
+    if not matching:
+        print(f"no run matches {args.where!r} ({len(records)} in the history)")
+        return 0
     if not shown:
         print(f"no runs to show: {hidden_line}")
         return 0
@@ -45,6 +51,33 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
               + (" Â· archived" if r.archived else "") + (f"  [{', '.join(r.tags)}]" if r.tags else ""))
     if hidden:
         print(hidden_line)
+    if not query.empty:
+        print(f"{len(matching)} of {len(records)} runs match {args.where!r}")
+    return 0
+
+
+def cmd_runs_diff(args: argparse.Namespace) -> int:
+    """Only what differs between the runs: settings, environment, behaviour (each with what explains it)."""
+    from ..core.history.curves import run_name
+    from ..core.history.diff import diff_runs
+
+    with _store(args) as store:
+        records = [store.get(run_id, with_events=True) for run_id in dict.fromkeys(args.run_ids)]
+    diff = diff_runs(records)
+    names = [record.name or run_name(record.id) for record in records]
+    if not diff.rows:
+        print(f"{' and '.join(names)} do not differ in settings, environment or behaviour")
+        return 0
+    field_width = max(len(row.field) for row in diff.rows)
+    widths = [max(len(name), *(len(row.values[i]) for row in diff.rows)) for i, name in enumerate(names)]
+    section = None
+    for row in diff.rows:
+        if row.section != section:
+            section = row.section
+            print(f"\n{section}:" if section != diff.rows[0].section else f"{section}:")
+            print(("  " + " " * field_width + "  " + "  ".join(f"{n:<{w}}" for n, w in zip(names, widths))).rstrip())
+        cells = "  ".join(f"{value:<{w}}" for value, w in zip(row.values, widths))
+        print(f"  {row.field:<{field_width}}  {cells}".rstrip() + (f"   ({row.note})" if row.note else ""))
     return 0
 
 

@@ -8,8 +8,8 @@ from ..core.ground import appinfo
 from ..core.ground.config import MATMUL_PRECISIONS
 from ..core.ground.export_formats import EXPORT_FORMATS
 from .bench import cmd_bench
-from .history import (cmd_report, cmd_runs_archive, cmd_runs_export, cmd_runs_list, cmd_runs_note, cmd_runs_rename,
-                      cmd_runs_rm, cmd_runs_show, cmd_runs_tag)
+from .history import (cmd_report, cmd_runs_archive, cmd_runs_diff, cmd_runs_export, cmd_runs_list, cmd_runs_note,
+                      cmd_runs_rename, cmd_runs_rm, cmd_runs_show, cmd_runs_tag)
 from .models import cmd_evaluate, cmd_explain, cmd_export, cmd_predict
 from .options import add_config_options, add_db_option, add_remote_options, add_train_options, positive_int
 from .remote import cmd_attach
@@ -152,6 +152,10 @@ def build_parser() -> argparse.ArgumentParser:
     runs = sub.add_parser("runs", help="the run history: list, show, name, tag, archive, remove or export runs")
     add_db_option(runs)
     runs.add_argument("--all", action="store_true", help="list archived runs too")
+    runs.add_argument("--where", metavar="QUERY", default=None,
+                      help='only the runs that match, e.g. "backend=inductor acc>0.95 tag:baseline lr<=1e-3" '
+                           '(settings, figures: acc sps compile memory steps duration, status, tag:X, words in '
+                           'the name or notes; - negates a term)')
     runs.set_defaults(handler=cmd_runs_list)
     runs_sub = runs.add_subparsers(dest="runs_command", metavar="ACTION")
     show = runs_sub.add_parser("show", help="one run: name, tags, notes, config, environment, metrics, compile "
@@ -189,6 +193,10 @@ def build_parser() -> argparse.ArgumentParser:
     remove.add_argument("--yes", "-y", action="store_true", help="do not ask")
     add_db_option(remove, inherited=True)
     remove.set_defaults(handler=cmd_runs_rm)
+    diff = runs_sub.add_parser("diff", help="only what differs between runs: settings, environment, behaviour")
+    diff.add_argument("run_ids", type=int, nargs="+", metavar="RUN_ID", help="two or more runs")
+    add_db_option(diff, inherited=True)
+    diff.set_defaults(handler=cmd_runs_diff)
     export_runs = runs_sub.add_parser("export", help="runs as a tidy CSV (config, metrics, per-step curves) and/or "
                                                      "TensorBoard event files")
     export_runs.add_argument("run_ids", type=int, nargs="*", metavar="RUN_ID", help="the runs (default: all)")
