@@ -24,12 +24,10 @@ import optuna
 
 from ..ground.config import ConfigError, TrainConfig
 from ..ground.errors import WorkbenchError
-from ..ground.events import EpochEnd, Event, RunFailed, RunStarted
-from ..history.runs import RunStore
+from ..ground.events import EpochEnd, Event, RunFailed
 from ..history.sweeps import OBJECTIVES, SEARCHABLE, Param, Progress, Trial, best_trial, studies_path
 from .launch import start_run
-from .remote import RemoteRun
-from .request import Launch, RunRequest, new_run_dir
+from .queued import train_recorded
 from .ssh import Remote
 
 SAMPLERS = ("tpe", "random", "grid")
@@ -153,41 +151,33 @@ def _run_trial(trial: optuna.Trial, base: TrainConfig, epochs: int, cuda_devices
     """Train one trial's settings as a recorded run (on `remote`, if given); report each epoch's validation
     accuracy to the pruner and stop the run when it says so. The trial is told COMPLETE, PRUNED or FAIL."""
     TrialState = optuna.trial.TrialState
-    try:
-        config = base.replace(epochs=epochs, resume=None, **trial.params)
-        request = RunRequest.build(config, cuda_devices=cuda_devices, out_dir="" if remote else new_run_dir(runs_dir),
-                                   db=db, launch=Launch())
-    except ConfigError as exc:
-        return _told(trial, TrialState.FAIL, note=f"not runnable here: {exc}")
-    process = RemoteRun(remote, db=request.db) if remote is not None else None
-    if process is None:
-        trial.set_user_attr("out_dir", request.out_dir)  # a remote run's folder is known once the host started it
     stop = threading.Event()
     pruned_at: list[int] = []
-    best = -math.inf
     epochs_done = 0
 
     def emit(event: Event) -> None:
-        nonlocal best, epochs_done
-        if isinstance(event, RunStarted) and process is not None:
-            trial.set_user_attr("out_dir", process.started.out_dir)
+        nonlocal epochs_done
         on_event(trial.number, event)
         if sweep_stop.is_set():
             stop.set()
         if isinstance(event, EpochEnd):
             epochs_done = event.epoch
-            best = max(best, event.val_accuracy)
             trial.report(event.val_accuracy, event.epoch)
             if trial.should_prune() and event.epoch < epochs:
                 pruned_at.append(event.epoch)
                 stop.set()
 
-    result = start_run(request, emit, stop, process=process)
-    run_id = _run_id(request.db, process.started.out_dir if process and process.started else request.out_dir)
+    try:
+        config = base.replace(epochs=epochs, resume=None, **trial.params)
+        ran = train_recorded(config, emit, stop, cuda_devices=cuda_devices, db=db, runs_dir=runs_dir, remote=remote,
+                             on_folder=lambda folder: trial.set_user_attr("out_dir", folder), start=start_run)
+    except ConfigError as exc:
+        return _told(trial, TrialState.FAIL, note=f"not runnable here: {exc}")
+    result, run_id = ran.outcome, ran.run_id
     if isinstance(result, RunFailed):
         return _told(trial, TrialState.FAIL, note=f"{result.kind}: {result.message}", run_id=run_id)
     results = result.results
-    figures = {"val_accuracy": best if best > -math.inf else None, "samples_per_s": results.samples_per_s,
+    figures = {"val_accuracy": ran.best_val_accuracy, "samples_per_s": results.samples_per_s,
                "compile_seconds": results.compile_seconds, "peak_memory_mib": results.peak_memory_mib}
     if pruned_at:
         return _told(trial, TrialState.PRUNED, note=f"pruned after epoch {pruned_at[0]}: below the median",
@@ -209,11 +199,6 @@ def _told(trial: optuna.Trial, state, note: str = "", **attrs) -> Trial:
         if "Study.stop" not in str(exc):
             raise
     return _trial(trial.study.trials[trial.number])
-
-
-def _run_id(db: str | None, out_dir: str) -> int | None:
-    with RunStore(db, recover=False) as store:
-        return store.id_for_out_dir(out_dir)
 
 
 def trials_of(study: optuna.Study) -> list[Trial]:

@@ -12,6 +12,10 @@ form's words.
 A wheel turned over a combo or spin box scrolls the panel unless that box has focus: scrolling the form never
 changes a setting unnoticed.
 
+*New run from this…* puts a run's settings into the form with `set_derived`: a note above the form says so ("Derived
+from #12 (edited: Learning rate, Epochs)"), naming the settings changed since, until the form gets its settings
+from anywhere else (`set_config`) or the note is cleared (`clear_derived`).
+
 Torch-free: the window never imports torch. What the machine can do arrives as `Capabilities` from the kernel
 (`set_capabilities`); until then `Capabilities.unknown()` stands in.
 """
@@ -166,7 +170,16 @@ class SetupPanel(QWidget):
                                        "is the global batch, split between them")
         self.processes_spin.valueChanged.connect(self._processes_changed)
 
+        self.derived_note = QLabel()
+        self.derived_note.setObjectName("derivedNote")
+        self.derived_note.setTextFormat(Qt.PlainText)  # a run's name is the user's text: never rich text
+        self.derived_note.setWordWrap(True)
+        self.derived_note.setStyleSheet("font-style: italic;")
+        self.derived_note.hide()
+        self._derived: tuple[TrainConfig, str] | None = None  # (the run's settings, its label) the form derives from
+
         self._layout = QVBoxLayout(self)
+        self._layout.addWidget(self.derived_note)
         for group in GROUPS:
             if rows[group]:
                 self._layout.addWidget(_group(group, rows[group]))
@@ -245,6 +258,45 @@ class SetupPanel(QWidget):
 
     # -- config in and out --------------------------------------------------------------------------------------
     def set_config(self, config: TrainConfig) -> None:
+        """The form shows `config`; it no longer derives from a run (set_derived)."""
+        self._load(config, None)
+
+    def set_derived(self, config: TrainConfig, label: str) -> None:
+        """A run's settings into the form (as set_config), which says above it that it derives from `label` ("#12")
+        and which settings have been edited since."""
+        self._load(config, label)
+
+    def clear_derived(self) -> None:
+        """The form keeps its settings but no longer says where they came from."""
+        self._derived = None
+        self._show_derived()
+
+    @property
+    def derived_from(self) -> str | None:
+        """The label of the run the form derives from; None when it does not."""
+        return self._derived[1] if self._derived is not None else None
+
+    def edited_settings(self) -> list[str]:
+        """The form's settings that differ from the run's it derives from, in the form's order ([] when it does
+        not derive from one)."""
+        if self._derived is None:
+            return []
+        origin = self._derived[0]
+        return [declared.name for declared in self.shown if self._read(declared) != getattr(origin, declared.name)]
+
+    def _show_derived(self) -> None:
+        if self._derived is None:
+            self.derived_note.setText("")
+            self.derived_note.hide()
+            return
+        edited = ", ".join(label_of(name) for name in self.edited_settings())
+        text = f"Derived from {self._derived[1]}" + (f" (edited: {edited})" if edited else "")
+        self.derived_note.setText(text)
+        self.derived_note.setAccessibleName(text)
+        self.derived_note.show()
+
+    def _load(self, config: TrainConfig, derived_from: str | None) -> None:
+        self._derived = (config, derived_from) if derived_from is not None else None
         self._loading = True
         try:
             for declared in self.shown:
@@ -334,6 +386,7 @@ class SetupPanel(QWidget):
         if self._loading:
             return
         self._update_availability()
+        self._show_derived()
         try:
             self.config()
             self.problem.setText("")

@@ -1,0 +1,230 @@
+"""Repeat with seeds…: one run's settings trained once per seed through the dialog's buttons, the progress line, each
+seed's result as it ends, the group's mean ± spread once two runs have finished, Stop, and what it refuses.
+
+The queue is the core's own (run_seeds); only its runs are made up (the start_run it calls is replaced, as
+tests/core/test_seeds.py does): each records itself in the history as a real run does, and a run can be held mid-way
+until the test lets it go."""
+
+from __future__ import annotations
+
+import re
+import threading
+
+import pytest
+from PySide6.QtCore import Qt
+
+from workbench.core.ground.config import TrainConfig
+from workbench.core.ground.events import EpochEnd, RunFinished, RunStarted
+from workbench.core.ground.results import RunResults
+from workbench.core.history.runs import RunRecorder, RunStore
+from workbench.core.run import seeds
+from workbench.core.run.seeds import SeedProgress, SeedRun
+
+CONFIG = TrainConfig(hidden_dim=16, epochs=2, seed=0)
+ACCURACY = {0: 0.90, 1: 0.91, 2: 0.95, 5: 0.80, 6: 0.82, 7: 0.84}  # each seed's best epoch
+HELD = 30  # seconds a held run waits for the test at most (a failed test must not hang the suite)
+
+
+class Runs:
+    """start_run for the seeds' runs: each records its events in the history (RunRecorder, as the run kernel does)
+    and reaches ACCURACY[seed] at its last epoch; the run of `hold` waits after its first epoch until `go` is set."""
+
+    def __init__(self, db, hold: int | None = None):
+        self.db, self.hold = db, hold
+        self.held, self.go = threading.Event(), threading.Event()
+
+    def __call__(self, request, emit, stop, process=None):
+        config = request.config
+        with RunStore(self.db) as store:
+            recorder = RunRecorder(store, out_dir=request.out_dir, interval=0)
+
+            def both(event):
+                recorder(event)
+                emit(event)
+                return event
+
+            both(RunStarted(config=config.to_dict(), device="cpu", device_name="CPU", versions={}, train_size=8,
+                            val_size=2, steps_per_epoch=1, total_steps=config.epochs))
+            best = ACCURACY[config.seed]
+            for epoch in range(1, config.epochs + 1):
+                both(EpochEnd(epoch=epoch, train_loss=0.5, val_loss=0.5,
+                              val_accuracy=best if epoch == config.epochs else best - 0.1, seconds=1.0))
+                if config.seed == self.hold and epoch == 1:
+                    self.held.set()
+                    self.go.wait(HELD)
+                if stop.is_set():
+                    return both(RunFinished(steps=epoch, epochs=epoch, seconds=1.0, stopped=True))
+            return both(RunFinished(steps=config.epochs, epochs=config.epochs, seconds=1.0, stopped=False,
+                                    results=RunResults(best_val_accuracy=best, samples_per_s=1000.0 + config.seed)))
+
+
+@pytest.fixture
+def db(tmp_path):
+    return tmp_path / "runs.sqlite"
+
+
+@pytest.fixture
+def dialog(qtbot, tmp_path, db):
+    from workbench.ui.seeds_dialog import SeedsDialog
+    from workbench.ui.tasks import Tasks
+
+    tasks = Tasks()
+    busy = {"reason": ""}
+    widget = SeedsDialog(tasks, lambda: 0, db, tmp_path / "runs", busy=lambda: busy["reason"])
+    widget.busy_reason = busy
+    qtbot.addWidget(widget)
+    widget.show()
+    yield widget
+    widget.stop()
+    tasks.wait()
+
+
+@pytest.fixture
+def make_runs(dialog, db, monkeypatch):
+    """The seeds' runs, made up (the one of a held seed let go at the end, should the test fail while it waits)."""
+    made: list[Runs] = []
+
+    def make(hold: int | None = None) -> Runs:
+        made.append(Runs(db, hold))
+        monkeypatch.setattr(seeds, "start_run", made[-1])
+        return made[-1]
+
+    yield make
+    for held in made:
+        held.go.set()
+
+
+def recorded(db, config: TrainConfig, best: float, rate: float = 1000.0, status: str = "finished"):
+    """A run of the history, written directly (its figures are all the dialog reads)."""
+    with RunStore(db) as store:
+        run_id = store.start_run(config.to_dict())
+        store.append_events(run_id, 0, [], {"status": status, "best_val_accuracy": best, "samples_per_s": rate})
+        return store.get(run_id)
+
+
+def test_seeds_run_one_after_another_with_progress_results_and_the_groups_spread(dialog, qtbot, db, make_runs):
+    original = recorded(db, CONFIG, 0.90)  # #1: seed 0, the run repeated
+    runs = make_runs(hold=2)
+    assert dialog.set_run(original)
+    assert dialog.about.text().startswith("#1's settings: eager · off · lr 0.004, batch 32, 2 epochs · seed 0")
+    assert dialog.counted.text() == "seeds 0, 1, 2"  # three seeds from the run's own
+    qtbot.waitUntil(lambda: dialog.history.text() == "The history has finished seed 0 with these settings: #1.")
+    assert dialog.spread.text() == ""  # one run is no spread
+    ended = []
+    dialog.runEnded.connect(ended.append)
+    qtbot.mouseClick(dialog.start_button, Qt.LeftButton)
+    assert dialog.running and not dialog.start_button.isEnabled() and dialog.stop_button.isEnabled()
+    assert not dialog.count.isEnabled() and not dialog.listed.isEnabled()  # nothing changes while it runs
+    qtbot.waitUntil(runs.held.is_set)  # seed 0 left out (the history has it): seed 1 ran, seed 2 is held
+    qtbot.waitUntil(lambda: bool(re.fullmatch(r"Run 2 of 2 · seed 2 · epoch 1/2 · ETA \d+:\d\d", dialog.status.text())))
+    assert [(run.seed, run.run_id, run.status) for run in ended] == [(1, 2, "finished")]
+    assert not dialog.set_run(original)  # another run's settings wait until these seeds have ended
+    assert dialog.status.text() == "Seeds are running: stop them before choosing another run."
+    assert [dialog.table.item(0, column).text() for column in range(6)] == ["1", "#2", "finished", "91.00%",
+                                                                            "1,001", ""]
+    qtbot.waitUntil(lambda: dialog.spread.text() != "")  # two finished runs now: #1 and #2
+    assert dialog.spread.text() == ("Seeds 0, 1 (2 finished runs): val accuracy 90.50% ± 0.71% (90.00%–91.00%, "
+                                    "2 runs) · samples/s 1,000 ± 1 (1,000–1,001, 2 runs)")
+    with qtbot.waitSignal(dialog.seedsEnded, timeout=30_000) as done:
+        runs.go.set()
+    assert [run.seed for run in done.args[0]] == [1, 2] and ended[-1] == done.args[0][-1]
+    assert dialog.status.text() == "Done: 2 of 2 seeds finished."
+    assert dialog.table.rowCount() == 2 and dialog.table.item(1, 3).text() == "95.00%"
+    qtbot.waitUntil(lambda: "#3" in dialog.history.text())
+    assert dialog.history.text() == "The history has finished seeds 0, 1, 2 with these settings: #1, #2, #3."
+    assert dialog.spread.text().startswith("Seeds 0, 1, 2 (3 finished runs): val accuracy 92.00% ± 2.65% ")
+    assert dialog.start_button.isEnabled() and not dialog.stop_button.isEnabled()
+
+
+def test_stop_ends_the_running_seed_and_starts_no_other(dialog, qtbot, db, make_runs):
+    runs = make_runs(hold=6)
+    dialog.set_run(recorded(db, CONFIG, 0.90))
+    qtbot.keyClicks(dialog.listed, "5, 6, 7")  # typing a list chooses it
+    assert dialog.by_list.isChecked() and dialog.chosen_seeds() == (5, 6, 7)
+    dialog.skip_done.setChecked(False)
+    assert dialog.start()
+    qtbot.waitUntil(runs.held.is_set)
+    qtbot.mouseClick(dialog.stop_button, Qt.LeftButton)
+    assert dialog.status.text() == "Stopping after this step…" and not dialog.stop_button.isEnabled()
+    dialog._heard.emit(6, EpochEnd(epoch=2, train_loss=0.5, val_loss=0.5, val_accuracy=0.8, seconds=1.0))
+    dialog._progressed.emit(SeedProgress(done=1, total=3, last=None, eta_seconds=1.0))
+    assert dialog.status.text() == "Stopping after this step…"  # what is still heard does not hide that it stops
+    with qtbot.waitSignal(dialog.seedsEnded, timeout=30_000) as done:
+        runs.go.set()
+    assert [(run.seed, run.status) for run in done.args[0]] == [(5, "finished"), (6, "stopped")]  # 7 never began
+    assert dialog.status.text() == "Stopped: 1 of 3 seeds finished."
+    assert [dialog.table.item(1, column).text() for column in (0, 2, 5)] == ["6", "stopped",
+                                                                             "stopped before it ended"]
+    assert not dialog.stop()  # nothing running any more
+
+
+def test_seeds_the_history_has_finished_are_left_out_and_with_none_left_nothing_runs(dialog, qtbot, db, make_runs):
+    make_runs()
+    for seed in (1, 2):
+        recorded(db, CONFIG.replace(seed=seed), 0.9)
+    dialog.set_run(recorded(db, CONFIG, 0.9))
+    assert dialog.skip_done.isChecked()  # by default
+    with qtbot.waitSignal(dialog.seedsEnded, timeout=30_000) as done:
+        assert dialog.start()
+    assert done.args[0] == [] and dialog.table.rowCount() == 0
+    assert dialog.status.text() == "Nothing to run: the history has finished every one of these seeds with these " \
+                                   "settings."
+
+
+def test_nothing_starts_while_the_window_trains_or_with_seeds_it_cannot_read(dialog, qtbot, db, monkeypatch):
+    started = []
+    monkeypatch.setattr(seeds, "start_run", lambda *args, **kwargs: started.append(args))
+    assert not dialog.start_button.isEnabled() and not dialog.start()  # no run chosen yet
+    dialog.set_run(recorded(db, CONFIG, 0.90))
+    dialog.busy_reason["reason"] = "a run is training (stop it, or wait for it to end)"
+    assert not dialog.start() and not dialog.running
+    assert dialog.status.text() == "Cannot start: a run is training (stop it, or wait for it to end)"
+    dialog.busy_reason["reason"] = ""
+    dialog.cuda_devices = lambda: None
+    assert not dialog.start() and "PyTorch is still starting" in dialog.status.text()
+    dialog.cuda_devices = lambda: 0
+    dialog.by_list.setChecked(True)
+    dialog.listed.setText("0, x")
+    assert not dialog.start()
+    assert dialog.status.text() == "Cannot start: 'x' is not a seed — write whole numbers separated by commas, e.g. " \
+                                   "0, 1, 2"
+    assert started == [] and dialog.start_button.isEnabled()
+
+
+def test_a_run_whose_settings_another_seed_cannot_repeat_is_refused_and_the_chosen_one_kept(dialog, qtbot, db):
+    plain = recorded(db, CONFIG, 0.90)
+    dialog.set_run(plain)
+    continued = recorded(db, CONFIG.replace(resume="/runs/1/checkpoint.pt"), 0.93)
+    assert not dialog.set_run(continued)
+    assert dialog.status.text() == ("Cannot repeat #2: these settings continue another run, which keeps that run's "
+                                    "seed — repeat the run it continues with seeds instead")
+    assert dialog.config == CONFIG and dialog.about.text().startswith("#1's settings")
+
+
+def test_a_seed_the_history_has_finished_with_other_settings_is_not_these_settings(dialog, qtbot, db):
+    recorded(db, CONFIG.replace(seed=1, lr=0.01), 0.5)  # another learning rate: another group
+    recorded(db, CONFIG.replace(seed=2), 0.5, status="failed")  # no sample of seed 2
+    dialog.set_run(recorded(db, CONFIG.replace(seed=0, epochs=3), 0.9))  # #3: three epochs
+    qtbot.waitUntil(lambda: dialog.history.text() != "")
+    assert dialog.history.text() == "The history has finished seed 0 with these settings: #3."
+    dialog.set_run(recorded(db, CONFIG.replace(seed=4), 0.9, status="stopped"))
+    qtbot.waitUntil(lambda: dialog.history.text() == "The history has no finished run of these settings yet.")
+
+
+def test_every_control_is_named_for_a_screen_reader(dialog):
+    from .accessibility import audit
+
+    assert audit(dialog) == ([], [])
+
+
+def test_a_seed_run_is_shown_with_what_it_measured_or_a_dash(dialog):
+    dialog._add_result(SeedRun(3, None, "failed", None, None, "diverged: loss is nan"))
+    assert [dialog.table.item(0, column).text() for column in range(6)] == ["3", "—", "failed", "—", "—",
+                                                                            "diverged: loss is nan"]
+
+
+def test_the_counted_seeds_are_spelled_out_beside_their_number():
+    from workbench.ui.seeds_dialog import counted_text
+
+    assert counted_text(4, 1) == "seed 4" and counted_text(3, 5) == "seeds 3, 4, 5, 6, 7"
+    assert counted_text(3, 100) == "seeds 3–102"
