@@ -345,6 +345,21 @@ def test_a_runs_name_tags_and_notes_are_shown_where_it_is_named(store, runs):
     assert (_run(data, other.id)["name"], _run(data, other.id)["tags"], _run(data, other.id)["notes"]) == ("", [], "")
 
 
+def test_runs_that_differ_only_by_seed_are_one_group_with_its_mean_and_spread(store, runs):
+    base = store.get(runs.eager, with_events=True)
+    seeds = [dataclasses.replace(base, id=base.id + 100 * k, config={**base.config, "seed": k},
+                                 best_val_accuracy=accuracy, samples_per_s=speed)
+             for k, (accuracy, speed) in enumerate(((0.90, 1000.0), (0.92, 1200.0), (0.97, 1100.0)))]
+    other = store.get(runs.aot, with_events=True)  # another backend: not in the group
+    text, _ = build_report([*seeds, other], {})
+    runs_section = text[text.index("<section id=runs>"):text.index("</section>")]
+    groups = runs_section[runs_section.index("<h3>Seed groups</h3>"):]
+    assert groups.count("<tr>") == 2  # a header and one group: the other backend's run is alone
+    assert "93.00% ± 3.61% (90.00%–97.00%, 3 runs)" in groups and "1,100 ± 100 (1,000–1,200, 3 runs)" in groups
+    alone, _ = build_report([seeds[0], other], {})
+    assert "Seed groups" not in alone
+
+
 # -- errors -----------------------------------------------------------------------------------------------------
 def test_unknown_run_id_raises_a_clear_error(store, runs, tmp_path):
     with pytest.raises(WorkbenchError, match="no run with id 424242"):

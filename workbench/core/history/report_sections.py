@@ -16,6 +16,7 @@ import numpy as np
 
 from ..ground.config import TrainConfig, uses_cuda_graphs
 from .curves import differing_settings
+from .groups import Spread, group_figures, seed_groups
 from .html import esc
 from .html import table as _table
 from ..ground.results_text import gpu_text
@@ -35,7 +36,29 @@ def section_runs(runs: list[RunFacts], generated: datetime) -> str:
              esc(", ".join(r.record.tags)) if r.record.tags else ""] for r in runs]
     return (f"<p class=muted>Generated {esc(generated.isoformat(timespec='seconds'))} · "
             f"{len(runs)} run{'s' if len(runs) != 1 else ''}</p>"
-            + section("runs", _table(["Run", "Started", "Status", "Dataset", "Device", "Tags"], rows) + _notes(runs)))
+            + section("runs", _table(["Run", "Started", "Status", "Dataset", "Device", "Tags"], rows) + _notes(runs)
+                      + _seed_groups(runs)))
+
+
+def _seed_groups(runs: list[RunFacts]) -> str:
+    """Runs among these that differ only by seed, as one group each: the headline figures as mean ± spread (one
+    seed's figure says little about the settings; the spread says how much the seed moves it)."""
+    records = {r.record.id: r.record for r in runs}
+    rows = []
+    for group in seed_groups(list(records.values())):
+        figures = group_figures([records[run_id] for run_id in group.run_ids])
+
+        def cell(value: Spread | None, fmt) -> str:
+            return esc(value.text(fmt)) if value is not None else "—"
+
+        rows.append([esc(group.label), cell(figures.best_val_accuracy, pct),
+                     cell(figures.samples_per_s, lambda v: num(v, ",.0f")),
+                     cell(figures.compile_seconds, lambda v: num(v, ".1f") + " s"),
+                     cell(figures.peak_memory_mib, mib)])
+    if not rows:
+        return ""
+    return ("<h3>Seed groups</h3><p class=muted>Runs whose settings differ only by seed: mean ± standard deviation "
+            "(range, runs).</p>" + _table(["Group", "Best val accuracy", "Samples/s", "Compile", "Peak memory"], rows))
 
 
 def _notes(runs: list[RunFacts]) -> str:
