@@ -217,7 +217,9 @@ class MainWindow(QMainWindow):
             training=lambda: self.runner.training, changed=self._update_actions)
         self.search = Search(self.kernel, self.tasks, self.feedback, self.setup, lambda: self.plots.theme, self,
                              config_for=self._config_for, db=self.db, runs_dir=self.runs_dir,
-                             trial_ended=self.runs.refresh, remote=lambda: self.runner.remote)
+                             trial_ended=self.runs.refresh, remote=lambda: self.runner.remote,
+                             busy=lambda: "a run is training: wait for it to end, or stop it" if self.runner.training
+                             else "")
         panels = (self.profile, self.compile_panel)
         self.training = Training(self.runner, self.kernel, self.state, self.feedback, self.setup, self.plots, panels,
                                  self.runs, self.checkpoints, self, runs_dir=self.runs_dir, db=self.db,

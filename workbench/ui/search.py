@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QWidget
 from ..core.ground.config import TrainConfig, label_of, setup_label
 from ..core.ground.errors import WorkbenchError, with_hint
 from ..core.run.service import ServiceClient
+from ..core.history.runs import RunRecord
 from ..core.run.ssh import Remote
 from .feedback import Feedback
 from .finder_dialogs import BatchFinderDialog, FinderDialog, LrFinderDialog
@@ -41,16 +42,18 @@ class Search(QObject):
     def __init__(self, kernel: Kernel, tasks: Tasks, feedback: Feedback, setup: SetupPanel, theme: Callable[[], Theme],
                  window: QWidget, *, config_for: Callable[[str], TrainConfig | None],
                  db: Path | None, runs_dir: Path | None, trial_ended: Callable[[], None],
-                 remote: Callable[[], Remote | None]):
+                 remote: Callable[[], Remote | None], busy: Callable[[], str]):
         """`theme()`: the plots' colours now (light or dark); `config_for(action)`: the form's config, or None with
         the reason shown; `trial_ended()`: a sweep's trial is a new run in the history; `remote()`: the host the
-        kernels run on (a sweep's trials train there), None for this computer."""
+        kernels run on (a sweep's trials train there), None for this computer; `busy()`: why queued runs cannot
+        start now ("" when they can)."""
         super().__init__(window)
         self.kernel, self.tasks, self.feedback, self.setup, self.theme = kernel, tasks, feedback, setup, theme
         self.window, self.config_for = window, config_for
-        self.db, self.runs_dir, self.trial_ended, self.remote = db, runs_dir, trial_ended, remote
+        self.db, self.runs_dir, self.trial_ended, self.remote, self.busy = db, runs_dir, trial_ended, remote, busy
         self.finder_dialogs: dict[str, FinderDialog] = {}  # Run → Find …'s, each made on first use
         self.sweep_dialog = None  # Run → Sweep…'s SweepDialog, made on first use (a sweep outlives its closing)
+        self.seeds_dialog = None  # Repeat with seeds…'s SeedsDialog, made on first use (as the sweep's)
         setup.finderRequested.connect(self.open_finder)
 
     # -- the finders ------------------------------------------------------------------------------------------------
@@ -132,10 +135,30 @@ class Search(QObject):
                             for name, value in params.items())
         self.feedback.note("info", f"the best trial's settings are in the form: {changed}")
 
+    # -- seeds --------------------------------------------------------------------------------------------------------
+    def open_seeds(self, record: RunRecord):
+        """Runs dock → Repeat with seeds…: one dialog per window, for `record`'s settings; each seed's run that ends is
+        a run in the Runs dock."""
+        from .seeds_dialog import SeedsDialog
+
+        if self.seeds_dialog is None:
+            kernel = self.kernel
+            self.seeds_dialog = SeedsDialog(self.tasks, lambda: kernel.capabilities.cuda_devices
+                                            if kernel.capabilities.known else None, self.db, self.runs_dir,
+                                            self.window, remote=self.remote, busy=self.busy)
+            self.seeds_dialog.runEnded.connect(lambda _run: self.trial_ended())
+        self.seeds_dialog.set_run(record)  # refused while seeds run: the dialog says so
+        self.seeds_dialog.show()
+        self.seeds_dialog.raise_()
+        return self.seeds_dialog
+
     @property
     def sweeping(self) -> bool:
-        return self.sweep_dialog is not None and self.sweep_dialog.running
+        """A sweep's trials or the seeds' runs are training."""
+        return any(dialog is not None and dialog.running for dialog in (self.sweep_dialog, self.seeds_dialog))
 
     def stop_sweep(self) -> bool:
-        """Closing the window: a running sweep stops (its stopped trial runs again when it is resumed)."""
-        return self.sweep_dialog is not None and self.sweep_dialog.stop()
+        """Closing the window: a running sweep stops (its stopped trial runs again when it is resumed), and so do
+        the seeds' runs; whether one was running."""
+        stopped = [dialog.stop() for dialog in (self.sweep_dialog, self.seeds_dialog) if dialog is not None]
+        return any(stopped)
