@@ -8,6 +8,7 @@ from PySide6.QtWidgets import QInputDialog, QPushButton
 from workbench.core.ground.events import RunFinished
 
 from ..helpers import set_config
+from .runs_history import listed
 
 
 def test_continue_training_goes_on_from_the_selected_runs_checkpoint(window, qtbot, monkeypatch):
@@ -15,6 +16,7 @@ def test_continue_training_goes_on_from_the_selected_runs_checkpoint(window, qtb
     with qtbot.waitSignal(window.training.runFinished, timeout=60_000):
         window.training.train()
     run_id = window.runs.id_for_out_dir(window.state.last_run_dir)
+    qtbot.waitUntil(lambda: window.runs.model.row_of(run_id) is not None)  # listed off the GUI thread
     window.runs.select_ids([run_id])
     asked = []
     monkeypatch.setattr(QInputDialog, "getInt", lambda *args: asked.append(args[3]) or (2, True))
@@ -27,5 +29,5 @@ def test_continue_training_goes_on_from_the_selected_runs_checkpoint(window, qtb
     x, _ = window.plots.step_loss.item.getData()
     assert x[0] == 17 and x[-1] == 32  # the steps go on from the checkpoint's
     assert window.setup.config().resume is None  # the form is untouched: the next Train starts afresh
-    window.runs.refresh()
+    listed(window.runs, qtbot)
     assert window.runs.proxy.rowCount() == 2

@@ -7,6 +7,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QInputDialog, QPushButton
 
 from ..helpers import set_config
+from .runs_history import listed
 
 
 def test_a_continued_run_plots_its_parents_curves_before_its_own_steps(window, qtbot, monkeypatch):
@@ -17,6 +18,7 @@ def test_a_continued_run_plots_its_parents_curves_before_its_own_steps(window, q
         window.training.train()
     assert window.plots.run_name == "#1"
     run_id = window.runs.id_for_out_dir(window.state.last_run_dir)
+    qtbot.waitUntil(lambda: window.runs.model.row_of(run_id) is not None)  # listed off the GUI thread
     window.runs.select_ids([run_id])
     monkeypatch.setattr(QInputDialog, "getInt", lambda *args: (2, True))
     with qtbot.waitSignal(window.training.runFinished, timeout=60_000):
@@ -37,7 +39,7 @@ def test_a_continued_run_plots_its_parents_curves_before_its_own_steps(window, q
 
     # Opened again from the history (another run shown first): named, with its parent's curves again.
     child_id = window.runs.id_for_out_dir(window.state.last_run_dir)
-    window.runs.refresh()
+    listed(window.runs, qtbot)
     assert window.runs.parent_of(child_id) == run_id
     with qtbot.waitSignal(window.runs.openRequested, timeout=30_000):
         window.runs.load_runs([run_id], lambda runs: window.runs.openRequested.emit(runs[0]))

@@ -229,7 +229,7 @@ def test_a_run_trains_on_the_host_and_is_recorded_here(connected, qtbot, host, s
     assert window.plots.run_name == run_name(record.id)  # named as the Runs dock names it
     window.runs.refresh()
     status = COLUMNS.index("Status")
-    qtbot.waitUntil(lambda: f"finished on {host}" in [window.runs.model.item(row, status).text()
+    qtbot.waitUntil(lambda: f"finished on {host}" in [window.runs.model.index(row, status).data()
                                                       for row in range(window.runs.model.rowCount())])
     qtbot.waitUntil(lambda: window.predict.model is not None, timeout=REMOTE_S)  # opened by the host's kernel
     # Exported to a file chosen here: written on the host, copied back (the window's jobs go through RemoteService).

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QMessageBox
 
 from workbench.core.ground.answers import Written
 from workbench.core.ground.events import RunFinished
 
 from ..helpers import set_config
+from .runs_history import listed, open_panel, record, shown
 
 
 def _train(window, qtbot, **changes):
@@ -66,6 +66,7 @@ def two_runs(_two_runs_folder, qtbot, kernel, one_torch_thread, tmp_path):
 @pytest.mark.slow
 def test_runs_are_listed_compared_and_reopened(two_runs, window, qtbot):
     runs = window.runs
+    listed(runs, qtbot)
     assert runs.proxy.rowCount() == 2
     statuses = {runs.proxy.index(r, _column(window, "Status")).data() for r in range(2)}
     assert statuses == {"finished"}
@@ -93,7 +94,7 @@ def test_runs_are_listed_compared_and_reopened(two_runs, window, qtbot):
     assert window.predict.model is not None
 
 
-def test_table_sorts_numerically(window, tmp_path):
+def test_table_sorts_numerically(window, qtbot, tmp_path):
     from workbench.core.ground.config import TrainConfig
     from workbench.core.history.runs import RunStore
 
@@ -102,22 +103,11 @@ def test_table_sorts_numerically(window, tmp_path):
             run_id = store.start_run(TrainConfig().to_dict())
             store.append_events(run_id, 0, [], {"samples_per_s": speed, "status": "finished"})
     runs = window.runs
-    runs.refresh()
+    listed(runs, qtbot)
     column = _column(window, "Samples/s")
     runs.table.sortByColumn(column, Qt.AscendingOrder)
-    shown = [float(runs.proxy.index(r, column).data().replace(",", "")) for r in range(runs.proxy.rowCount())]
-    assert shown == [950.0, 9_000.0, 10_500.0]
-
-
-def test_remove_asks_then_removes(window, qtbot, monkeypatch):
-    _train(window, qtbot, epochs=1, max_steps=10, hidden_dim=16)
-    window.runs.select_ids([1])
-    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.No)
-    window.runs.remove_selected()
-    assert window.runs.proxy.rowCount() == 1
-    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.Yes)
-    window.runs.remove_selected()
-    assert window.runs.proxy.rowCount() == 0
+    speeds = [float(runs.proxy.index(r, column).data().replace(",", "")) for r in range(runs.proxy.rowCount())]
+    assert speeds == [950.0, 9_000.0, 10_500.0]
 
 
 def test_an_unreadable_run_database_is_reported_and_training_still_works(qtbot, tmp_path, kernel):
@@ -157,6 +147,7 @@ def test_export_report_writes_html_for_the_last_run(window, qtbot, tmp_path):
 
 
 def test_export_report_writes_html_for_selected_runs(two_runs, window, qtbot, tmp_path):
+    listed(window.runs, qtbot)
     window.runs.table.selectAll()
     assert window.exports.report_run_ids() == [1, 2]
     with qtbot.waitSignal(window.exports.reportFinished, timeout=60_000):
@@ -177,13 +168,13 @@ def test_opened_runs_are_kept_as_curves_and_only_the_last_few(window, qtbot, tmp
             run_id = store.start_run(TrainConfig().to_dict())
             store.append_events(run_id, 0, steps, {"status": "finished"})
     runs = window.runs
-    runs.refresh()
+    listed(runs, qtbot)
     with qtbot.waitSignal(runs.compareRequested, timeout=30_000) as compared:
         runs.table.selectAll()
     loaded = compared.args[0]
     assert len(loaded) == CACHED_RUNS + 2 and all(len(run.curves.step) == 5 for run in loaded)
-    assert len(runs._loaded) == CACHED_RUNS  # bounded, and curves rather than every event
-    assert all(run.record.events == [] for run in runs._loaded.values())
+    assert len(runs.loader.cache) == CACHED_RUNS  # bounded, and curves rather than every event
+    assert all(run.record.events == [] for run in runs.loader.cache.values())
 
 
 def test_overlay_legend_entries_survive_a_new_run_starting(window):
@@ -202,61 +193,36 @@ def test_overlay_legend_entries_survive_a_new_run_starting(window):
 # -- columns, on a panel of its own (no kernel, no training) -----------------------------------------------------
 @pytest.fixture
 def panel(qtbot, tmp_path):
-    from workbench.ui.panels.runs import RunsPanel
-    from workbench.ui.tasks import Tasks
-
-    widget = RunsPanel(Tasks(), db=tmp_path / "runs.sqlite")
-    qtbot.addWidget(widget)
-    yield widget
-    widget.close_store()
+    yield from open_panel(qtbot, tmp_path)
 
 
-def _record(store, *, seconds=None, status="finished", out_dir=None, **changes) -> int:
-    """A run in the history as training would leave it; `seconds` from its start to its end."""
-    from workbench.core.ground.config import TrainConfig
-
-    run_id = store.start_run(TrainConfig(**changes).to_dict(), out_dir=out_dir)
-    store.append_events(run_id, 0, [], {"status": status})
-    if seconds is not None:
-        store.db.execute("UPDATE runs SET created = '2026-01-02T03:00:00+00:00', updated = ? WHERE id = ?",
-                         (f"2026-01-02T03:{seconds // 60:02d}:{seconds % 60:02d}+00:00", run_id))
-    return run_id
-
-
-def _shown(panel, name) -> list[str]:
-    from workbench.ui.panels.runs import COLUMNS
-
-    column = COLUMNS.index(name)
-    return [panel.proxy.index(row, column).data() for row in range(panel.proxy.rowCount())]
-
-
-def test_runs_are_named_as_everywhere_else_and_show_their_model(panel, tmp_path):
+def test_runs_are_named_as_everywhere_else_and_show_their_model(panel, qtbot, tmp_path):
     from workbench.core.history.curves import run_label, run_name
     from workbench.core.history.runs import RunStore
 
     with RunStore(tmp_path / "runs.sqlite") as store:
-        _record(store)
-        _record(store, model="/home/me/models/net.py:TinyNet")
-    panel.refresh()
+        record(store)
+        record(store, model="/home/me/models/net.py:TinyNet")
+    listed(panel, qtbot)
     panel.table.sortByColumn(0, Qt.AscendingOrder)
-    assert _shown(panel, "Run") == [run_name(1), run_name(2)] == ["#1", "#2"]
+    assert shown(panel, "Run") == [run_name(1), run_name(2)] == ["#1", "#2"]
     assert run_label(2, {"backend": "eager", "amp": "off"}, []).startswith("#2 ")
-    assert _shown(panel, "Model") == ["Sandwich", "net.py:TinyNet"]
+    assert shown(panel, "Model") == ["Sandwich", "net.py:TinyNet"]
 
 
-def test_duration_shows_how_long_a_run_took_and_sorts_numerically(panel, tmp_path):
+def test_duration_shows_how_long_a_run_took_and_sorts_numerically(panel, qtbot, tmp_path):
     from workbench.core.history.runs import RunStore
     from workbench.ui.panels.runs import COLUMNS
 
     with RunStore(tmp_path / "runs.sqlite") as store:
         for seconds in (70, 9, 600):  # as text "10:00" < "1:10": only a numeric sort puts 1:10 first
-            _record(store, seconds=seconds)
-        _record(store, seconds=30, status="running")  # still going: no duration yet
-    panel.refresh()
+            record(store, seconds=seconds)
+        record(store, seconds=30, status="running")  # still going: no duration yet
+    listed(panel, qtbot)
     panel.table.sortByColumn(COLUMNS.index("Duration"), Qt.AscendingOrder)
-    assert _shown(panel, "Duration") == ["—", "0:09", "1:10", "10:00"]
+    assert shown(panel, "Duration") == ["—", "0:09", "1:10", "10:00"]
     panel.table.sortByColumn(COLUMNS.index("Duration"), Qt.DescendingOrder)
-    assert _shown(panel, "Run") == ["#3", "#1", "#2", "#4"]
+    assert shown(panel, "Run") == ["#3", "#1", "#2", "#4"]
 
 
 def test_a_run_is_named_by_its_output_folder(panel, tmp_path):
@@ -264,8 +230,8 @@ def test_a_run_is_named_by_its_output_folder(panel, tmp_path):
 
     with RunStore(tmp_path / "runs.sqlite") as store:
         for _ in range(6):
-            _record(store)
-        _record(store, out_dir=str((tmp_path / "out").resolve()))
+            record(store)
+        record(store, out_dir=str((tmp_path / "out").resolve()))
     assert panel.name_for_out_dir(tmp_path / "out") == "#7"
     assert panel.name_for_out_dir(tmp_path / "elsewhere") is None
 
@@ -299,7 +265,7 @@ def test_export_runs_as_csv_writes_the_selected_runs(panel, qtbot, monkeypatch, 
     from ..core.test_runs_export import read_csv, record_history, values
 
     record_history(tmp_path / "runs.sqlite")
-    panel.refresh()
+    listed(panel, qtbot)
     panel.select_ids([2])
     message = _export(panel, qtbot, monkeypatch, "exportCsvAction", "save_file", tmp_path / "chosen.csv")
     assert message == f"Exported run #2 to {tmp_path / 'chosen.csv'}"
@@ -313,7 +279,7 @@ def test_export_runs_for_tensorboard_writes_every_run_when_none_is_selected(pane
     from ..core.test_runs_export import record_history
 
     record_history(tmp_path / "runs.sqlite")
-    panel.refresh()
+    listed(panel, qtbot)
     message = _export(panel, qtbot, monkeypatch, "exportTbAction", "choose_folder", tmp_path / "tb")
     assert message == f"Exported every run to {tmp_path / 'tb'}"
     assert sorted(p.name for p in (tmp_path / "tb").iterdir()) == ["run-1-eager-off", "run-2-aot_eager-bf16"]
@@ -340,8 +306,8 @@ def test_tab_leaves_the_runs_table_and_selects_nothing(panel, qtbot, tmp_path):
 
     with RunStore(tmp_path / "runs.sqlite") as store:
         for seed in (1, 2):
-            _record(store, seed=seed)
-    panel.refresh()
+            record(store, seed=seed)
+    listed(panel, qtbot)
     holder, after = QWidget(), QLineEdit()
     layout = QVBoxLayout(holder)
     layout.addWidget(panel)
@@ -361,7 +327,7 @@ def test_tab_leaves_the_runs_table_and_selects_nothing(panel, qtbot, tmp_path):
     assert left and not selected
 
 
-def test_a_continued_run_is_marked_with_the_run_it_continues(panel, tmp_path):
+def test_a_continued_run_is_marked_with_the_run_it_continues(panel, qtbot, tmp_path):
     from workbench.core.ground.config import TrainConfig
     from workbench.core.history.runs import RunStore
 
@@ -369,11 +335,11 @@ def test_a_continued_run_is_marked_with_the_run_it_continues(panel, tmp_path):
     with RunStore(tmp_path / "runs.sqlite") as store:
         first = store.start_run(TrainConfig().to_dict(), out_dir=str(checkpoint.parent))
         store.append_events(first, 0, [], {"status": "stopped", "checkpoint": str(checkpoint)})
-        _record(store, resume=str(checkpoint), epochs=4)
-        _record(store)  # a run of its own
-    panel.refresh()
+        record(store, resume=str(checkpoint), epochs=4)
+        record(store)  # a run of its own
+    listed(panel, qtbot)
     panel.table.sortByColumn(0, Qt.AscendingOrder)
-    assert _shown(panel, "Run") == ["#1", "#2 ↳ #1", "#3"]
+    assert shown(panel, "Run") == ["#1", "#2 ↳ #1", "#3"]
     assert panel.proxy.index(1, 0).data(Qt.ToolTipRole) == "#2 continues #1 from its checkpoint"
 
 
@@ -387,16 +353,16 @@ def test_a_sweeps_trials_are_marked_with_their_sweep(panel, qtbot, tmp_path):
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(study_name="lr search", storage=storage_url(tmp_path / "runs.sqlite"))
     with RunStore(tmp_path / "runs.sqlite") as store:
-        _record(store)  # a run of its own
+        record(store)  # a run of its own
         for number in range(2):  # as run/sweep.py leaves a trial: its run's folder, then its id
             folder = str((tmp_path / f"trial-{number}").resolve())
             trial = study.ask()
             trial.set_user_attr("out_dir", folder)
-            trial.set_user_attr("run_id", _record(store, out_dir=folder))
+            trial.set_user_attr("run_id", record(store, out_dir=folder))
             study.tell(trial, 0.9)
-    panel.refresh()
+    listed(panel, qtbot)
     panel.table.sortByColumn(0, Qt.AscendingOrder)
-    qtbot.waitUntil(lambda: _shown(panel, "Run") == ["#1", "#2 · trial 0 of sweep lr search",
+    qtbot.waitUntil(lambda: shown(panel, "Run") == ["#1", "#2 · trial 0 of sweep lr search",
                                                      "#3 · trial 1 of sweep lr search"])
     assert panel.proxy.index(2, 0).data(Qt.ToolTipRole).startswith("#3 was trial 1 of sweep lr search")
     # A trial's name does not widen the Run column past its cap (it pushed Status off a 1366-px screen): cut, whole

@@ -16,6 +16,7 @@ from workbench.core.ground.events import RunFinished
 from workbench.core.ground.requests import EvaluateView, PreviewDataset
 
 from ..helpers import set_config
+from .runs_history import listed
 
 
 def ask_kernel(window, asked: list) -> None:
@@ -164,7 +165,7 @@ def test_evaluate_takes_the_run_selected_in_the_runs_dock(window, qtbot, trained
     with RunStore(window.db) as store:
         run_id = store.start_run(TrainConfig().to_dict(), out_dir=str(trained_checkpoint.parent))
         store.append_events(run_id, 0, [], {"status": "finished", "checkpoint": str(trained_checkpoint)})
-    window.runs.refresh()
+    listed(window.runs, qtbot)
     window.runs.select_ids([run_id])
     asked = []
     ask_kernel(window, asked)

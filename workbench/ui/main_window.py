@@ -25,7 +25,6 @@ from ..core.ground.capabilities import Capabilities
 from ..core.ground.config import TrainConfig
 from ..core.ground.errors import WorkbenchError
 from ..core.ground.progress import Progress
-from ..core.history.x_axis import AXES
 from .about import app_icon, show_about
 from .settings import migrate_settings, open_settings, written_by_newer
 from .window_state import WindowState
@@ -479,6 +478,8 @@ class MainWindow(QMainWindow):
             self.setup.set_processes(int(settings.value("processes", 1) or 1))
         except (TypeError, ValueError):
             pass  # a hand-edited value: keep one process
+        from ..core.history.x_axis import AXES  # here, not at the top: a staged window paints before numpy loads
+
         axis = str(settings.value("x_axis", "") or "")
         if axis in AXES:  # else (none yet, or hand-edited): steps
             self.plots.set_x_axis(axis)

@@ -1,151 +1,134 @@
-"""Runs dock: the run history as a sortable table. Select two or more runs to overlay their curves; double-click
-(or Open) a run to bring back its curves, compile report and model; export runs as CSV or for TensorBoard. A run
-that continues another reads "#2 ↳ #1"; one a sweep trained, "#12 · trial 3 of sweep NAME"."""
+"""Runs dock: the run history as a table to filter, sort and act on. Select two or more runs to overlay their curves
+(Compare brings a seed group whole); double-click (or Open) a run to bring back its curves, compile report and model;
+name, tag, note, archive, delete (Undo while the window is open), diff, clone and repeat runs; export runs as CSV or
+for TensorBoard. A run that continues another reads "#2 ↳ #1"; one a sweep trained, "#12 · trial 3 of sweep NAME".
+
+The parts live beside this module: the rows (runs_model.py) and their view (runs_table.py), the query box
+(runs_query.py), the selected run's details (runs_details.py), the actions and their shortcuts (runs_actions.py),
+the edits (runs_edits.py), the deletion's question and Undo bar (runs_removal.py), the writes to the history
+(runs_writer.py) and the recorded runs read back (runs_loading.py). Nothing here reads or writes the history on the
+GUI thread but opening it and looking one run up by its folder (a single indexed row): the listing, the sizes of the
+folders, the runs' events and every change are jobs of other threads.
+"""
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Callable
 
-from PySide6.QtCore import QItemSelectionModel, QSize, QSortFilterProxyModel, Qt, Signal
-from PySide6.QtGui import QStandardItem, QStandardItemModel
-from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QMenu, QMessageBox, QPushButton,
-                               QTableView, QVBoxLayout, QWidget)
+from PySide6.QtCore import QItemSelectionModel, QSize, Qt, Signal
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QMenu, QPushButton, QSplitter, QVBoxLayout, QWidget
 
-from ...core.ground import figures
-from ...core.ground.config import setup_label
-from ...core.history.curves import Curves, curves_from_events, model_name, run_name, scale_changes
 from ...core.ground.errors import WorkbenchError, with_hint
-from ...core.ground.progress import format_duration
-from ...core.ground.events import (AmpReport, AmpSkipped, CompileEvent, CompileFinished, CompileReport, Event,
-                                   Notice, ProfileReport, RunFinished, RunStarted, SystemSample)
+from ...core.history.curves import run_name
+from ...core.history.diff import diff_runs
 from ...core.history.runs import RunRecord, RunStore
 from ...core.history.runs_export import export_csv, export_tensorboard
 from ...core.history.sweeps import TrialOf, trials_of_runs
 from .. import file_dialogs
+from ..diff_dialog import DiffDialog
 from ..tasks import Tasks
+from .runs_actions import RunActions
+from .runs_details import DetailsPane
+from .runs_edits import RunEdits
+from .runs_loading import CACHED_RUNS, LoadedRun, RunLoader, load_run
+from .runs_model import (COLUMNS, LIST_SLOT, SORT_ROLE, Listing, RunsTableModel, distinct_names, measure_folders,
+                         read_listing)
+from .runs_query import QueryBar
+from .runs_removal import RunDeletion, UndoBar
+from .runs_table import RunsTable
+from .runs_writer import RunsWriter
 
-COLUMNS = ("Run", "When (UTC)", "Dataset", "Model", "Backend · mode · AMP", "Epochs", "Duration", "Best val",
-           "Samples/s", "Status")
-SORT_ROLE = Qt.UserRole + 1
+# What the rest of the window (and its tests) read from here: the model's names too.
+__all__ = ["CACHED_RUNS", "COLUMNS", "SORT_ROLE", "VISIBLE_ROWS", "LoadedRun", "RunsPanel", "load_run"]
+
 SLOT = "runs"
 EXPORT_SLOT = "runs-export"  # apart from SLOT: a click on a run must not drop an export under way
 TRIALS_SLOT = "runs-trials"  # which runs sweeps trained: read after each listing
+DISK_SLOT = "runs-disk"  # the sizes of folders not measured yet
+DIFF_SLOT = "runs-diff"
 VISIBLE_ROWS = 2  # the table is never squeezed below this many runs
 SHOWN_ROWS = 5  # the panel asks for this many (sizeHint): the window sizes the dock for it
-RUN_COLUMN_CHARACTERS = 18  # the Run column's widest: "#12 · trial 3 of s…" (the whole name in its tooltip)
-ROW_PADDING = 6  # pixels of a row beyond its text: the style's default rows were 30 px, 2 runs in a 1366×768 dock
-CACHED_RUNS = 8  # ended runs kept ready to compare or re-open
-# What the panels show of a recorded run besides its curves: the Compile panel and the plots' compile timeline,
-# RunFinished for its payback, the system samples for the System plot, the profile and AMP for the Profile panel.
-PANEL_EVENTS = (RunStarted, CompileFinished, CompileReport, CompileEvent, SystemSample, ProfileReport, AmpReport,
-                AmpSkipped, Notice, RunFinished)
+DETAILS_WIDTH = 320  # the details pane's width when first shown
 
 
-@dataclass(frozen=True)
-class LoadedRun:
-    """A recorded run as the plots and the Compile panel show it: its curves, built once off the GUI thread, not
-    its (possibly millions of) events."""
-
-    record: RunRecord  # without its events
-    curves: Curves
-    panel_events: tuple[Event, ...]
-
-    @property
-    def compile_seconds(self) -> float | None:
-        return next((e.seconds for e in self.panel_events if isinstance(e, CompileFinished)), None)
-
-
-def load_run(store: RunStore, run_id: int) -> LoadedRun:
-    record = store.get(run_id, with_events=True)
-    return LoadedRun(replace(record, events=[]), curves_from_events(record.events),
-                     tuple(e for e in record.events if isinstance(e, PANEL_EVENTS)) + scale_changes(record.events))
-
-
-
-def continued_from(records: list[RunRecord]) -> dict[int, int]:
-    """Run id → the id of the run it continues (its config resumes from that run's checkpoint), for the runs in
-    `records` whose parent is among them too."""
-    by_checkpoint = {str(Path(r.checkpoint).resolve()): r.id for r in records if r.checkpoint}
-    found = {}
-    for r in records:
-        resume = r.config.get("resume")
-        parent = by_checkpoint.get(str(Path(resume).resolve())) if resume else None
-        if parent is not None and parent != r.id:
-            found[r.id] = parent
-    return found
-
-
-def _item(text: str, sort_value=None) -> QStandardItem:
-    item = QStandardItem(text)
-    item.setEditable(False)
-    item.setData(sort_value if sort_value is not None else text, SORT_ROLE)
-    return item
-
-
-def _status_item(record) -> QStandardItem:
-    """How the run stands, and where it trained when that was another host (its files are there)."""
-    where = record.elsewhere
-    item = _item(f"{record.status} on {where}" if where else record.status)
-    if where:
-        item.setToolTip(f"Trained on {where}: its files are there, in {record.out_dir}")
-    return item
+def _button(text: str, name: str, tip: str, slot) -> QPushButton:
+    button = QPushButton(text)
+    button.setObjectName(name)
+    button.setToolTip(tip)
+    button.clicked.connect(slot)
+    return button
 
 
 class RunsPanel(QWidget):
     compareRequested = Signal(list)  # LoadedRuns: 0 or 1 clears the overlay
     openRequested = Signal(object)  # a LoadedRun
     continueRequested = Signal(object)  # a RunRecord (without events) to continue training
+    cloneRequested = Signal(object)  # a RunRecord (without events) whose settings a new run starts from
+    repeatRequested = Signal(object)  # a RunRecord (without events) to train again with other seeds
+    refreshed = Signal()  # a new listing of the history is shown
 
     def __init__(self, tasks: Tasks, db=None, parent: QWidget | None = None):
         super().__init__(parent)
         self.tasks = tasks
         self.db = db
-        self.store: RunStore | None = None  # the run list (cheap queries, GUI thread)
-        self._loaded: OrderedDict[int, LoadedRun] = OrderedDict()  # the last CACHED_RUNS ended runs used
-        self.parents: dict[int, int] = {}  # run id → the listed run it continues (continued_from)
-        self.model = QStandardItemModel(0, len(COLUMNS), self)
-        self.model.setHorizontalHeaderLabels(list(COLUMNS))
-        for column, figure in (("Samples/s", figures.SAMPLES_PER_S), ("Best val", figures.BEST_VAL_ACCURACY)):
-            self.model.setHeaderData(COLUMNS.index(column), Qt.Horizontal, figure.method, Qt.ToolTipRole)
-        self.proxy = QSortFilterProxyModel(self)
-        self.proxy.setSourceModel(self.model)
-        self.proxy.setSortRole(SORT_ROLE)
-        self.table = QTableView()
-        self.table.setObjectName("runsTable")
-        self.table.setAccessibleName("Runs")
-        self.table.setTabKeyNavigation(False)  # Tab leaves the table (arrows move in it): focus is never trapped
-        self.table.setModel(self.proxy)
-        self.table.setSortingEnabled(True)
-        self.table.sortByColumn(0, Qt.DescendingOrder)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.ExtendedSelection)
-        self.table.verticalHeader().hide()
-        rows = self.table.verticalHeader()
-        rows.setMinimumSectionSize(1)
-        rows.setDefaultSectionSize(self.table.fontMetrics().height() + ROW_PADDING)
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
-        self.table.horizontalHeader().setSectionResizeMode(0, QHeaderView.Interactive)  # sized by _fit_run_column
-        self.table.horizontalHeader().setStretchLastSection(True)
-        self.table.setMinimumHeight(self._table_height(VISIBLE_ROWS))
+        self.store: RunStore | None = None  # opened on the GUI thread; looks runs up by their folder
+        self.writer = RunsWriter(tasks, db)
+        self.loader = RunLoader(tasks, db, lambda error: self.message.setText(f"Could not read the runs: {error}"))
+        self._measured: set[int] = set()  # runs whose folder was measured in this session
+        self._compared: tuple[int, ...] = ()  # the selection last acted on (a listing selects it again)
+        self.diff_dialog: DiffDialog | None = None
+        # The splitter is the dock's first child, so Alt+N (go to the dock) focuses the table; the query box is the
+        # second, so Tab goes from it to the table (the table joins the focus chain as it joins the splitter).
+        self.splitter = QSplitter(Qt.Horizontal, self)
+        self.query_bar = QueryBar(self)
+        self.query_bar.queryChanged.connect(lambda _query: self._filter())
+        self.query_bar.archivedToggled.connect(lambda _shown: self._filter())
+        self.model = RunsTableModel(self)
+        self.table = RunsTable(self.model)
+        self.table.setMinimumHeight(self.table.height_for(VISIBLE_ROWS))
         self.table.selectionModel().selectionChanged.connect(self._selection_changed)
+        self.table.settled.connect(self._selection_changed)
         # a double click, or Enter on the current run (Qt activates an item for both): the keyboard opens runs too
         self.table.activated.connect(self._open_index)
+        self.details = DetailsPane()
+        self.details.nameEdited.connect(lambda run_id, text: self._edited(run_id, "Name", text))
+        self.details.tagsEdited.connect(lambda run_id, text: self._edited(run_id, "Tags", text))
+        self.details.notesEdited.connect(lambda run_id, text: self.edits.noted(run_id, text))
+        self.splitter.addWidget(self.table)
+        self.splitter.addWidget(self.details)
+        self.splitter.setStretchFactor(0, 1)
+        self.splitter.setChildrenCollapsible(False)
+        self.details.hide()
+        self.undo_bar = UndoBar()
+        self.actions = RunActions(self.table, {
+            "open": self.open_selected, "compare": self.compare_selected, "continue": self.continue_selected,
+            "diff": self.diff_selected, "rename": lambda: self.edit_selected("Name"),
+            "tags": lambda: self.edit_selected("Tags"), "archive": self.archive_selected,
+            "delete": self.delete_selected, "clone": lambda: self._emit_single(self.cloneRequested),
+            "repeat": lambda: self._emit_single(self.repeatRequested)})
+        self.model.edited.connect(self._edited)
         self.message = QLabel("Select two or more runs to compare their curves; double-click one to re-open it.")
         self.message.setObjectName("runsMessage")
         self.message.setWordWrap(True)
-        open_button = QPushButton("Open run")
-        open_button.clicked.connect(self.open_selected)
-        continue_button = QPushButton("Continue training…")
-        continue_button.setObjectName("continueButton")
-        continue_button.setToolTip("Train the selected run further from its checkpoint: the same steps, losses and "
-                                   "weights as if it had never stopped")
-        continue_button.clicked.connect(self.continue_selected)
-        remove_button = QPushButton("Remove…")
-        remove_button.setToolTip("Remove the selected runs from the history (their files stay on disk)")
-        remove_button.clicked.connect(self.remove_selected)
+        self.edits = RunEdits(self.model, self.writer, tasks, say=self.message.setText, shown=self._shown_changed,
+                              relist=self.refresh)
+        self.deletion = RunDeletion(self, tasks, self.writer, db, self.undo_bar, say=self.message.setText,
+                                    deleted=self.loader.forget, relist=self.refresh)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addWidget(self.query_bar)
+        layout.addWidget(self.splitter, 1)
+        layout.addWidget(self.undo_bar)
+        # Under the table, not beside it: the table keeps the dock's width (~1000 px in a 1366-px window).
+        layout.addLayout(self._build_buttons())
+        self._selection_changed()
+
+    def _build_buttons(self) -> QHBoxLayout:
+        self.details_button = QPushButton("Details")
+        self.details_button.setObjectName("runsDetailsButton")
+        self.details_button.setToolTip("Show or hide the selected run's name, tags and note beside the table")
+        self.details_button.setCheckable(True)
+        self.details_button.toggled.connect(self._details_toggled)
         export_button = QPushButton("Export runs…")
         export_button.setObjectName("exportRunsButton")
         export_button.setToolTip("The selected runs (all when none is selected): config, metrics and per-step "
@@ -155,31 +138,28 @@ class RunsPanel(QWidget):
         export_menu.addAction("For TensorBoard…", self.choose_export_tensorboard).setObjectName("exportTbAction")
         export_button.setMenu(export_menu)
         buttons = QHBoxLayout()
-        buttons.addWidget(open_button)
-        buttons.addWidget(continue_button)
-        buttons.addWidget(remove_button)
-        buttons.addWidget(export_button)
+        for button in (
+                _button("Open run", "openRunButton", "Bring the selected run back (Enter)", self.open_selected),
+                _button("Continue training…", "continueButton", "Train the selected run further from its "
+                        "checkpoint: the same steps, losses and weights as if it had never stopped",
+                        self.continue_selected),
+                _button("Compare", "compareButton", "Overlay the selected runs' curves; a run of a seed group "
+                        "brings its whole group (Ctrl+Shift+C)", self.compare_selected),
+                _button("Diff…", "diffButton", "What differs between the selected runs (Ctrl+D)", self.diff_selected),
+                _button("Delete…", "deleteRunsButton", "Delete the selected runs and move their folders to the "
+                        "trash (Delete; asks first, Undo brings them back)", self.delete_selected),
+                export_button, self.details_button):
+            buttons.addWidget(button)
         buttons.addWidget(self.message, 1)  # beside the buttons: the table keeps the dock's height
-        # Under the table, not beside it: the table keeps the dock's width (~1000 px in a 1366-px window; its
-        # columns take ~950).
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(4, 4, 4, 4)
-        layout.addWidget(self.table, 1)
-        layout.addLayout(buttons)
-
-    def _table_height(self, rows: int) -> int:
-        """The table's height with `rows` runs in view, its header, and its horizontal scroll bar (the columns
-        fill a 1366-px window's dock, and a sweep's trials' names widen them)."""
-        table = self.table
-        return (table.horizontalHeader().sizeHint().height() + rows * table.verticalHeader().defaultSectionSize()
-                + table.horizontalScrollBar().sizeHint().height() + 2 * table.frameWidth())
+        return buttons
 
     def sizeHint(self) -> QSize:
         """SHOWN_ROWS runs in view: what the window sizes the Runs dock by (a user scrolls a longer history)."""
         hint = super().sizeHint()
-        return QSize(hint.width(), hint.height() - self.table.sizeHint().height() + self._table_height(SHOWN_ROWS))
+        return QSize(hint.width(), hint.height() - self.splitter.sizeHint().height()
+                     + self.table.height_for(SHOWN_ROWS))
 
-    # -- data -------------------------------------------------------------------------------------------------
+    # -- the listing ----------------------------------------------------------------------------------------------
     def _open_store(self) -> RunStore | None:
         if self.store is None:
             try:
@@ -189,44 +169,41 @@ class RunsPanel(QWidget):
         return self.store
 
     def refresh(self) -> None:
-        store = self._open_store()
-        if store is None:
+        """List the history again, read on a pool thread (`refreshed` once it is shown)."""
+        if self._open_store() is None:
             return
-        try:
-            records = store.list()
-        except WorkbenchError as exc:
-            self.message.setText(f"Run history unavailable: {exc}")
-            return
-        self.model.removeRows(0, self.model.rowCount())
-        parents = self.parents = continued_from(records)
-        for r in records:
-            c = r.config
-            name = _item(run_name(r.id) + (f" ↳ {run_name(parents[r.id])}" if r.id in parents else ""), r.id)
-            if r.id in parents:
-                name.setToolTip(f"{run_name(r.id)} continues {run_name(parents[r.id])} from its checkpoint")
-            self.model.appendRow([
-                name,
-                _item(r.created[:19].replace("T", " ")),
-                _item(c["dataset"]),
-                _item(model_name(c.get("model", "sandwich"))),
-                _item(setup_label(c)),
-                _item(str(c["epochs"]), c["epochs"]),
-                _item(format_duration(r.duration_s) if r.duration_s is not None else "—",  # "—": running or unknown
-                      r.duration_s if r.duration_s is not None else -1.0),
-                _item(f"{r.best_val_accuracy:.2%}" if r.best_val_accuracy is not None else "—",
-                      r.best_val_accuracy or -1.0),
-                _item(f"{r.samples_per_s:,.0f}" if r.samples_per_s else "—", r.samples_per_s or -1.0),
-                _status_item(r),
-            ])
-        self._fit_run_column()
-        self._read_trials({r.id: r.out_dir for r in records})
+        self.tasks.submit(LIST_SLOT, lambda: read_listing(self.db), self._show_listing,
+                          lambda error: self.message.setText(f"Run history unavailable: {with_hint(error)}"))
 
-    def _fit_run_column(self) -> None:
-        """The Run column as wide as its names, up to RUN_COLUMN_CHARACTERS: a sweep trial's "#12 · trial 3 of sweep
-        NAME" pushed the Status column off a 1366-pixel screen. A cut name is whole in its tooltip."""
-        self.table.resizeColumnToContents(0)
-        widest = self.table.fontMetrics().averageCharWidth() * RUN_COLUMN_CHARACTERS
-        self.table.setColumnWidth(0, min(self.table.columnWidth(0), widest))
+    def _show_listing(self, listing: Listing) -> None:
+        self.model.set_listing(listing)
+        self.query_bar.set_records(listing.records)
+        self._count()
+        self.table.fit_columns()
+        self._measure_disks(listing.records)
+        self._read_trials({r.id: r.out_dir for r in listing.records})
+        self.refreshed.emit()
+
+    def _filter(self) -> None:
+        self.model.set_filter(self.query_bar.query, self.query_bar.archived.isChecked())
+        self._count()
+
+    def _count(self) -> None:
+        self.query_bar.set_count(self.model.rowCount(), self.model.total, self.model.archived_hidden)
+
+    @property
+    def query_text(self) -> str:
+        """The query in the box (the window keeps it across launches)."""
+        return self.query_bar.query_text
+
+    def set_query_text(self, text: str) -> None:
+        self.query_bar.set_query_text(text)
+
+    @property
+    def proxy(self) -> RunsTableModel:
+        """The rows as the table shows them, filtered and sorted (it was a sort proxy before the table's model
+        sorted and filtered itself; callers read rows through it)."""
+        return self.model
 
     def _read_trials(self, out_dirs: dict[int, str | None]) -> None:
         """Mark the runs sweeps trained, once read on a pool thread: the studies are another file, which a sweep
@@ -235,17 +212,29 @@ class RunsPanel(QWidget):
                           lambda error: self.message.setText(f"Could not read which runs sweeps trained: {error}"))
 
     def _show_trials(self, trials: dict[int, TrialOf]) -> None:
-        for row in range(self.model.rowCount()):
-            item = self.model.item(row, 0)
-            trial = trials.get(item.data(SORT_ROLE))
-            if trial is not None:
-                item.setText(f"{item.text()} · {trial}")
-                item.setToolTip(f"{run_name(item.data(SORT_ROLE))} was {trial}: Run → Sweep… shows its trials")
-        self._fit_run_column()
+        self.model.set_trials(trials)
+        self.table.fit_columns()
 
+    def _measure_disks(self, records) -> None:
+        """The Disk column of runs recorded before sizes were (or whose size could not be taken as they ended):
+        their folders measured on a pool thread, and the sizes kept in the history."""
+        wanted = {r.id: r.out_dir for r in records
+                  if r.disk_bytes is None and r.out_dir and not r.elsewhere and r.id not in self._measured}
+        if not wanted:
+            return
+
+        def measured(sizes: dict[int, int | None]) -> None:
+            self._measured.update(sizes)
+            self.model.set_disk(sizes)
+
+        self.model.measuring |= set(wanted)
+        self.tasks.submit(DISK_SLOT, lambda: measure_folders(self.db, wanted), measured,
+                          lambda error: self.message.setText(f"Could not measure the runs' folders: {error}"))
+
+    # -- what other parts of the window ask -----------------------------------------------------------------------
     def parent_of(self, run_id: int) -> int | None:
         """The listed run that `run_id` continues (None when it continues none of them)."""
-        return self.parents.get(run_id)
+        return self.model.listing.parents.get(run_id)
 
     def id_for_out_dir(self, out_dir) -> int | None:
         """The newest run that wrote into `out_dir`; None when the history has no such run or cannot be read."""
@@ -261,57 +250,57 @@ class RunsPanel(QWidget):
         return run_name(run_id) if run_id is not None else None
 
     def selected_ids(self) -> list[int]:
-        rows = {index.row() for index in self.table.selectionModel().selectedRows()}
-        return sorted(int(self.proxy.index(row, 0).data(SORT_ROLE)) for row in rows)
+        return self.table.selected_ids()
+
+    def selected_records(self) -> list[RunRecord]:
+        return [self.model.record(run_id) for run_id in self.selected_ids()]
 
     def select_ids(self, ids: list[int]) -> None:
-        self.table.clearSelection()
-        for row in range(self.proxy.rowCount()):
-            if int(self.proxy.index(row, 0).data(SORT_ROLE)) in ids:
-                self.table.selectionModel().select(
-                    self.proxy.index(row, 0), QItemSelectionModel.Select | QItemSelectionModel.Rows)
+        self.table.select_ids(ids)
+
+    def hidden_columns(self) -> list[str]:
+        """The columns the user has hidden (the header's menu), to keep across launches."""
+        return self.table.hidden_columns()
+
+    def set_hidden_columns(self, titles: list[str]) -> None:
+        self.table.set_hidden_columns(titles)
 
     def load_runs(self, ids: list[int], deliver: Callable[[list[LoadedRun]], None], slot: str = SLOT) -> None:
-        """Hand `deliver` the runs' curves. A run's events can be millions of rows, so they are read and turned
-        into curves on a pool thread (with its own connection); the last few ended runs are kept; only the latest
-        request of a task slot is delivered, so quick clicks never show an older selection (a caller whose request
-        a click must not drop, as a live continuation's parent curves, asks in a slot of its own)."""
-        cached = {run_id: self._loaded[run_id] for run_id in ids if run_id in self._loaded}
-        missing = [run_id for run_id in ids if run_id not in cached]
+        """Hand `deliver` the runs' curves, read off the GUI thread (runs_loading.py); a caller whose request a
+        click must not drop, as a live continuation's parent curves, asks in a task slot of its own."""
+        self.loader.load(ids, deliver, slot)
 
-        def read() -> list[LoadedRun]:
-            with RunStore(self.db, recover=False) as store:
-                return [load_run(store, run_id) for run_id in missing]
-
-        def done(result) -> None:
-            fresh = {run.record.id: run for run in result}
-            runs = [fresh.get(run_id) or cached[run_id] for run_id in ids]
-            for run in runs:
-                if run.record.status != "running":  # ended: final, worth keeping
-                    self._loaded[run.record.id] = run
-                    self._loaded.move_to_end(run.record.id)
-            while len(self._loaded) > CACHED_RUNS:
-                self._loaded.popitem(last=False)
-            deliver(runs)
-
-        if missing:
-            self.tasks.submit(slot, read, done, lambda error: self.message.setText(f"Could not read the runs: {error}"))
-        else:
-            self.tasks.drop(slot)  # an older request still reading is no longer wanted
-            done([])
-
-    # -- actions ----------------------------------------------------------------------------------------------
+    # -- the selection ------------------------------------------------------------------------------------------
     def _selection_changed(self, *_args) -> None:
-        ids = self.selected_ids()
+        if self.table.restoring:
+            return
+        records = self.selected_records()
+        self.actions.update(len(records), all(r.archived for r in records))
+        self._show_details()
+        ids = tuple(r.id for r in records)
+        if ids == self._compared:
+            return
+        self._compared = ids
         if len(ids) >= 2:
-            self.load_runs(ids, self.compareRequested.emit)
+            self.load_runs(list(ids), self.compareRequested.emit)
         else:
             self.tasks.drop(SLOT)  # a comparison still loading is no longer wanted
             self.compareRequested.emit([])
 
+    def _show_details(self) -> None:
+        records = self.selected_records()
+        self.details.show_record(records[0] if len(records) == 1 else None, len(records))
+
+    def _details_toggled(self, shown: bool) -> None:
+        """The details pane beside the table, or not (the Details button)."""
+        self.details.setVisible(shown)
+        if shown and self.splitter.sizes()[1] == 0:
+            self.splitter.setSizes([max(self.splitter.width() - DETAILS_WIDTH, 1), DETAILS_WIDTH])
+
+    # -- actions ------------------------------------------------------------------------------------------------
     def _open_index(self, index) -> None:
         """The run whose row was activated (Enter on the current row needs no selection first)."""
-        self.select_ids([int(self.proxy.index(index.row(), 0).data(SORT_ROLE))])
+        self.select_ids([self.model.rows[index.row()].id])
         self.open_selected()
 
     def open_selected(self) -> None:
@@ -319,39 +308,100 @@ class RunsPanel(QWidget):
         if len(ids) == 1:
             self.load_runs(ids, lambda records: self.openRequested.emit(records[0]))
 
-    def continue_selected(self) -> None:
-        ids = self.selected_ids()
-        store = self._open_store()
-        if len(ids) != 1 or store is None:
-            self.message.setText("Select one run to continue training it.")
+    def compare_selected(self) -> None:
+        """Overlay the selected runs, each with the rest of its seed group."""
+        ids = set(self.selected_ids())
+        ids.update(*(self.model.group_of[run_id].run_ids for run_id in list(ids) if run_id in self.model.group_of))
+        if len(ids) < 2:
+            self.message.setText("Select two or more runs (or a run of a seed group) to compare them.")
             return
-        try:
-            record = store.get(ids[0])
-        except WorkbenchError as exc:
-            self.message.setText(f"Could not read run {run_name(ids[0])}: {exc}")
+        self.load_runs(sorted(ids), self.compareRequested.emit)
+
+    def _single(self, what: str) -> RunRecord | None:
+        records = self.selected_records()
+        if len(records) != 1:
+            self.message.setText(f"Select one run to {what}.")
+            return None
+        return records[0]
+
+    def continue_selected(self) -> None:
+        record = self._single("continue training it")
+        if record is None:
             return
         if not record.checkpoint:
             self.message.setText(f"Run {run_name(record.id)} has no checkpoint to continue from.")
             return
         self.continueRequested.emit(record)
 
-    def remove_selected(self) -> None:
-        ids = self.selected_ids()
-        store = self._open_store()
-        if not ids or store is None:
-            return
-        answer = QMessageBox.question(self, "Remove runs", f"Remove {len(ids)} run(s) from the history? Their "
-                                      "files (checkpoints, events.jsonl) stay on disk.")
-        if answer != QMessageBox.Yes:
-            return
-        try:
-            for run_id in ids:
-                store.delete(run_id)
-                self._loaded.pop(run_id, None)
-        except WorkbenchError as exc:
-            self.message.setText(str(exc))
-        self.refresh()
+    def _emit_single(self, signal) -> None:
+        """A request about one run (New run from this…, Repeat with seeds…), with its record."""
+        record = self._single("start a run from its settings")
+        if record is not None:
+            signal.emit(record)
 
+    def edit_selected(self, title: str) -> None:
+        """Edit the selected run's name or tags in place (F2 edits the tags when they are the current cell)."""
+        ids = self.selected_ids()
+        if len(ids) != 1:
+            return
+        row, current = self.model.row_of(ids[0]), self.table.currentIndex()
+        if title == "Name" and current.row() == row and COLUMNS[current.column()] == "Tags":
+            title = "Tags"
+        column = COLUMNS.index(title)
+        self.table.setColumnHidden(column, False)
+        cell = self.model.index(row, column)
+        # (the view's setCurrentIndex would read the Ctrl of Ctrl+T as a Ctrl+click, and deselect the run)
+        self.table.selectionModel().setCurrentIndex(cell, QItemSelectionModel.NoUpdate)
+        self.table.edit(cell)
+
+    # -- changes to runs ----------------------------------------------------------------------------------------
+    def _edited(self, run_id: int, title: str, text: str) -> None:
+        if not self.edits.edited(run_id, title, text):
+            self.details.revert_tags()
+
+    def _shown_changed(self) -> None:
+        self._count()
+        self._show_details()
+
+    def flush_edits(self) -> None:
+        """Write what is being typed in the details (the window is closing) and wait for every write asked."""
+        self.details.flush()
+        self.writer.drain()
+
+    def archive_selected(self) -> None:
+        """Archive the selected runs, or bring them back when every one of them is archived."""
+        records = self.selected_records()
+        if records:
+            self.edits.archive(records)
+
+    def delete_selected(self) -> None:
+        """Ask, then delete the selected runs (Undo in the bar that follows)."""
+        ids = self.selected_ids()
+        if ids and self._open_store() is not None:
+            self.deletion.delete(ids)
+
+    def diff_selected(self) -> None:
+        """Open the diff of the selected runs, read with their events on a pool thread."""
+        records = self.selected_records()
+        if len(records) < 2:
+            self.message.setText("Select two or more runs to see what differs between them.")
+            return
+        ids, names = [r.id for r in records], distinct_names(records)
+
+        def read():
+            with RunStore(self.db, recover=False) as store:
+                return diff_runs([store.get(run_id, with_events=True) for run_id in ids])
+
+        def show(diff) -> None:
+            if self.diff_dialog is not None:
+                self.diff_dialog.close()
+            self.diff_dialog = DiffDialog(diff, names, self)
+            self.diff_dialog.show()
+
+        self.tasks.submit(DIFF_SLOT, read, show,
+                          lambda error: self.message.setText(f"Could not diff the runs: {with_hint(error)}"))
+
+    # -- export -------------------------------------------------------------------------------------------------
     def choose_export_csv(self) -> None:
         path = file_dialogs.save_file(self, "export", "Export runs as CSV", "runs.csv", "CSV files (*.csv)")
         if path:
@@ -380,6 +430,8 @@ class RunsPanel(QWidget):
                           lambda error: self.message.setText(f"Could not export the runs: {with_hint(error)}"))
 
     def close_store(self) -> None:
+        """Finish the writes asked, and close the history."""
+        self.writer.close()
         if self.store is not None:
             self.store.close()
             self.store = None
