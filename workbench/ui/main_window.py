@@ -242,6 +242,8 @@ class MainWindow(QMainWindow):
         self.profile.profileRequested.connect(self.training.profile_now)
         self.runs.table.selectionModel().selectionChanged.connect(lambda *_: self._update_actions())
         self.runs.continueRequested.connect(self.training.continue_run)
+        self.runs.cloneRequested.connect(self._new_run_from)
+        self.runs.repeatRequested.connect(self.search.open_seeds)
 
     def _dock(self, title: str, widget: QWidget, area) -> QDockWidget:
         dock = QDockWidget(title, self)
@@ -404,6 +406,21 @@ class MainWindow(QMainWindow):
         self.training.kernel_ready()
         self._update_actions()
 
+    def _new_run_from(self, record) -> None:
+        """Runs dock → New run from this…: the run's settings in the form, which says it derives from the run
+        until they are edited away; Train then starts a new run (not a continuation)."""
+        from ..core.history.curves import run_name
+
+        try:
+            config = TrainConfig.from_dict({**record.config, "resume": None})
+        except WorkbenchError as exc:
+            self.feedback.show("error", f"{run_name(record.id)}'s settings cannot be used here: {exc}")
+            return
+        label = run_name(record.id) + (f" ({record.name})" if record.name else "")
+        self.setup.set_derived(config, label)
+        self.docks["setup"].raise_()
+        self.feedback.note("info", f"the settings of {label} are in the form: edit them, then Train")
+
     def _copying(self, text: str, whole: bool) -> None:
         """A file on its way to or from the host, in the status line; a whole one leaves it to the job's own."""
         if whole:
@@ -483,6 +500,10 @@ class MainWindow(QMainWindow):
         axis = str(settings.value("x_axis", "") or "")
         if axis in AXES:  # else (none yet, or hand-edited): steps
             self.plots.set_x_axis(axis)
+        self.runs.set_query_text(str(settings.value("runs_query", "") or ""))
+        if settings.contains("runs_hidden_columns"):  # else: none saved yet (the dock's own defaults)
+            hidden = str(settings.value("runs_hidden_columns") or "")
+            self.runs.set_hidden_columns([title for title in hidden.split(",") if title])
         self.layout().activate()  # else a window not yet shown takes a stale minimum size (measured: 918 px tall)
         self._restore_geometry(settings)
         state = settings.value("windowState")
@@ -565,6 +586,8 @@ class MainWindow(QMainWindow):
             pass  # an invalid form is not saved over the last good settings
         settings.setValue("processes", self.setup.processes())
         settings.setValue("x_axis", self.plots.x_axis)
+        settings.setValue("runs_query", self.runs.query_text)
+        settings.setValue("runs_hidden_columns", ",".join(self.runs.hidden_columns()))  # "": none hidden
         settings.setValue("geometry", self.saveGeometry())
         if self.state.last_run_dir is not None:
             settings.setValue("last_run_dir", str(self.state.last_run_dir))
@@ -583,6 +606,7 @@ class MainWindow(QMainWindow):
             if leave is None:
                 event.ignore()
                 return
+        self.runs.flush_edits()  # a name, tags or a note still being typed are written before anything closes
         self._save_settings()
         sweeping = self.search.stop_sweep()  # tasks.wait() below waits for it
         if self.runner.training or sweeping:
