@@ -7,7 +7,8 @@ Step per optimizer step with loss, accuracy, throughput and memory, an EpochEnd 
 50 steps, RunFinished with its results), in one transaction per run. Most runs have 2–8 epochs of 125 steps (the
 bundled sample's 4,000 images at batch 32); `--long` of them run `--long-steps` steps. Settings vary as a user's
 do: backend, AMP, learning rate, hidden size, batch size, and repeated seeds (groups of 3); a few runs failed or
-were stopped; a tenth are archived, some are named, tagged and noted. Deterministic (`--seed`).
+were stopped; a tenth are archived, some are named, tagged and noted; events carry wall times (the last three
+months). Deterministic (`--seed`).
 """
 
 from __future__ import annotations
@@ -72,6 +73,14 @@ def _write_run(store: RunStore, rng: random.Random, index: int, long: bool, long
     steps = config.epochs * STEPS_PER_EPOCH
     run_id = store.start_run(config.to_dict(), out_dir=f"/nonexistent/runs/synthetic-{index:05d}")
     events = _events(rng, config, steps)
+    if rng.random() < 0.2:
+        store.rename(run_id, f"{config.backend} {config.amp} lr {config.lr:g}")
+    if rng.random() < 0.3:
+        store.set_tags(run_id, rng.sample(TAGS, rng.randint(1, 3)))
+    if rng.random() < 0.1:
+        store.set_notes(run_id, f"# run {index}\n\nlr {config.lr:g} looked {'high' if config.lr > 4e-3 else 'fine'}")
+    if rng.random() < 0.1:
+        store.set_archived([run_id], True)
     end = events[-1]
     summary = {"status": "failed" if isinstance(end, RunFailed) else
                ("stopped" if end.stopped else "finished"), "steps": sum(isinstance(e, Step) for e in events)}
@@ -84,7 +93,8 @@ def _write_run(store: RunStore, rng: random.Random, index: int, long: bool, long
 
 def _events(rng: random.Random, config: TrainConfig, steps: int) -> list:
     speed = {"eager": 24_000.0, "inductor": 31_000.0, "aot_eager": 20_000.0}[config.backend] * rng.uniform(0.8, 1.1)
-    events: list = [RunStarted(config=config.to_dict(), device="cpu", device_name="CPU (x86_64, 2 cores)",
+    wall = time.time() - rng.uniform(0, 90 * 86_400)  # some time in the last three months
+    events: list = [RunStarted(wall=wall, config=config.to_dict(), device="cpu", device_name="CPU (x86_64, 2 cores)",
                                versions={"torch": "2.14.1", "python": "3.11"}, train_size=4000, val_size=1000,
                                steps_per_epoch=STEPS_PER_EPOCH, total_steps=steps)]
     fails = rng.random() < 0.03
@@ -98,14 +108,16 @@ def _events(rng: random.Random, config: TrainConfig, steps: int) -> list:
         accuracy = min(0.99, 0.1 + 0.88 * (1 - math.exp(-8 * progress)) + rng.gauss(0, 0.01))
         step_seconds = config.batch_size / speed
         seconds += step_seconds
-        events.append(Step(step=step, epoch=(step - 1) // STEPS_PER_EPOCH + 1, loss=loss, samples_per_s=speed,
-                           step_seconds=step_seconds, memory={"rss": 510.0 + rng.random() * 20}, accuracy=accuracy,
+        events.append(Step(wall=wall + seconds, step=step, epoch=(step - 1) // STEPS_PER_EPOCH + 1, loss=loss,
+                           samples_per_s=speed, step_seconds=step_seconds, memory={"rss": 510.0 + rng.random() * 20},
+                           accuracy=accuracy,
                            compiling=step == 1 and config.backend != "eager"))
         if step % 50 == 0:
             events.append(SystemSample(seconds=seconds, cpu_process=95.0, cpu_machine=52.0, rss_mib=520.0))
         if step % STEPS_PER_EPOCH == 0:
-            events.append(EpochEnd(epoch=step // STEPS_PER_EPOCH, train_loss=loss, val_loss=loss * 1.1,
-                                   val_accuracy=accuracy - 0.01, seconds=seconds, val_samples=1000))
+            events.append(EpochEnd(wall=wall + seconds, epoch=step // STEPS_PER_EPOCH, train_loss=loss,
+                                   val_loss=loss * 1.1, val_accuracy=accuracy - 0.01, seconds=seconds,
+                                   val_samples=1000))
     if fails:
         events.append(RunFailed(kind="diverged", message=f"the loss became nan at step {last}",
                                 hint="lower the learning rate"))

@@ -1,0 +1,165 @@
+"""The run history at scale: the Runs dock and `workbench runs` over 2,000 runs (scripts/fill_history.py).
+
+Method: a history of `--runs` synthetic runs (50 of 20,000 steps; made once, or given with --db) is opened in the
+real window (offscreen). Each action is repeated `--repeats` times and its median printed, with the longest stall
+of the GUI thread while it ran: a 10 ms PreciseTimer heartbeat on the GUI thread, whose largest delay beyond its
+interval is what a user would feel as a frozen window.
+- open: the dock lists the history (refresh → the listing shown), as at start-up;
+- filter: a query typed into the search box (`backend=inductor acc>0.9 -tag:bug`) → the table shows its matches;
+- sort: the table sorted by Disk, then by When (each a click on a header);
+- overlay: 20 of the long runs selected and compared → their curves drawn on the plots (read off the GUI thread).
+`workbench runs` is timed as a shell runs it (a new interpreter each time). The history's size on disk is its file
+(and its -wal) after the fill.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--db", type=Path, default=None, help="a filled history (default: fill one now)")
+    parser.add_argument("--runs", type=int, default=2000)
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="workbench-scale-"))
+    for name in ("WORKBENCH_DATA_DIR", "WORKBENCH_CACHE_DIR", "XDG_CONFIG_HOME", "XDG_DATA_HOME"):
+        os.environ[name] = str(tmp / name.lower())
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    db = args.db or tmp / "history.sqlite"
+    if args.db is None:
+        subprocess.run([sys.executable, str(ROOT / "scripts" / "fill_history.py"), str(db), "--runs",
+                        str(args.runs)], check=True)
+    size = sum(path.stat().st_size for path in db.parent.glob(db.name + "*"))
+    print(__doc__.split("Method: ", 1)[1].strip(), "\n")
+    print(f"history: {db} ({size / 1e6:,.0f} MB on disk)")
+    _cli(db, args.repeats)
+    _window(db, args.repeats)
+    return 0
+
+
+def _cli(db: Path, repeats: int) -> None:
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "workbench", "runs", "--db", str(db)], check=True,
+                       stdout=subprocess.DEVNULL)
+        times.append(time.perf_counter() - started)
+    print(f"workbench runs: {statistics.median(times):.2f} s (median of {repeats}; "
+          f"{min(times):.2f}–{max(times):.2f})")
+
+
+class Heartbeat:
+    """The GUI thread's longest delay beyond a 10 ms timer's interval while `measure` runs."""
+
+    def __init__(self):
+        from PySide6.QtCore import Qt, QTimer
+
+        self.timer = QTimer()
+        self.timer.setTimerType(Qt.PreciseTimer)
+        self.timer.setInterval(10)
+        self.timer.timeout.connect(self._beat)
+        self.last = 0.0
+        self.worst = 0.0
+
+    def _beat(self) -> None:
+        now = time.perf_counter()
+        self.worst = max(self.worst, now - self.last - 0.010)
+        self.last = now
+
+    def start(self) -> None:
+        self.worst, self.last = 0.0, time.perf_counter()
+        self.timer.start()
+
+    def stop(self) -> float:
+        self.timer.stop()
+        self._beat()
+        return max(0.0, self.worst)
+
+
+def _window(db: Path, repeats: int) -> None:
+    from workbench.core.history.runs import RunStore
+    from workbench.ui.app import create_app
+    from workbench.ui.main_window import MainWindow
+    from workbench.ui.panels.runs import COLUMNS
+
+    app = create_app([])
+    window = MainWindow(runs_dir=db.parent / "runs", db=db, prestart=False)
+    window.resize(1400, 880)
+    window.show()
+    _wait(app, lambda: window.kernel.capabilities.known, 180)
+    window.docks["runs"].raise_()
+    with RunStore(db) as store:
+        long_ids = [r.id for r in store.list() if r.steps >= 10_000][:20]
+    beat = Heartbeat()
+    rows: dict[str, list[tuple[float, float]]] = {}
+
+    def measure(name: str, act, done) -> None:
+        beat.start()
+        started = time.perf_counter()
+        act()
+        _wait(app, done, 300)
+        rows.setdefault(name, []).append((time.perf_counter() - started, beat.stop()))
+        _settle(app)
+
+    runs = window.runs
+    for _ in range(repeats):
+        listed: list = []
+        runs.refreshed.connect(lambda: listed.append(1))
+        measure("open (list 2,000 runs)", runs.refresh, lambda: bool(listed))
+        runs.refreshed.disconnect()
+        runs.set_query_text("")
+        _settle(app)
+        measure("filter (a 3-term query)", lambda: runs.set_query_text("backend=inductor acc>0.9 -tag:bug"),
+                lambda: runs.query_text and runs.model.rowCount() < 1000)
+        runs.set_query_text("")
+        _settle(app)
+        for column in ("Disk", "When (UTC)"):
+            if column in COLUMNS:
+                measure(f"sort by {column}", lambda c=column: runs.table.sortByColumn(COLUMNS.index(c), 1),
+                        lambda: True)
+        window.plots.set_overlays([])
+        window.plots.set_group_overlays([])
+        _settle(app)
+        runs.select_ids(long_ids)
+        measure(f"overlay {len(long_ids)} runs of 20,000 steps", runs.compare_selected,
+                lambda: len(window.plots.overlays) >= len(long_ids) or bool(window.plots.group_bands))
+    print(f"\n{'':42}{'median':>10}{'GUI stall (longest, median)':>30}")
+    for name, values in rows.items():
+        took = statistics.median(v[0] for v in values)
+        stall = statistics.median(v[1] for v in values)
+        print(f"{name:42}{took * 1000:8.0f} ms{stall * 1000:24.0f} ms")
+    window.close()
+
+
+def _wait(app, condition, timeout_s: float) -> None:
+    from PySide6.QtCore import QEventLoop
+
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"waited {timeout_s:.0f} s")
+        app.processEvents(QEventLoop.AllEvents, 5)
+        time.sleep(0.002)  # not a busy loop: the listing and loading threads need the other core
+
+
+def _settle(app, seconds: float = 0.3) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        app.processEvents()
+        time.sleep(0.01)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
