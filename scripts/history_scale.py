@@ -89,6 +89,8 @@ class Heartbeat:
 
 
 def _window(db: Path, repeats: int) -> None:
+    from PySide6.QtCore import Qt
+
     from workbench.core.history.runs import RunStore
     from workbench.ui.app import create_app
     from workbench.ui.main_window import MainWindow
@@ -127,8 +129,8 @@ def _window(db: Path, repeats: int) -> None:
         _settle(app)
         for column in ("Disk", "When (UTC)"):
             if column in COLUMNS:
-                measure(f"sort by {column}", lambda c=column: runs.table.sortByColumn(COLUMNS.index(c), 1),
-                        lambda: True)
+                measure(f"sort by {column}",
+                        lambda c=column: runs.table.sortByColumn(COLUMNS.index(c), Qt.DescendingOrder), lambda: True)
         window.plots.set_overlays([])
         window.plots.set_group_overlays([])
         _settle(app)

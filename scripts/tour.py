@@ -19,6 +19,9 @@ Over SSH (an sshd on 127.0.0.1 with throw-away keys, as the tests start it; `ope
 (Kernel → Connect to… after a host name that does not resolve: the step that failed, in words), remote (a run
 training on the host, mid-run: the host in the title and the status bar), host_runs (Kernel → Runs on this host…
 once a run there has finished), reattached (that run followed again from its first event: its curves, complete).
+Managing runs (a synthetic history of nine runs, three seeds each of three settings, from scripts/fill_history.py):
+manage (names, tags and the selected run's note in the Runs dock's details), seed_band (a seed group compared: its
+mean line and min–max band), diff (the Diff dialog of two runs that differ in backend and AMP).
 The window opens at the size it picks for the screen (fit to the available area), with settings and history in a
 temporary folder, so nothing of the user's is read or changed.
 """
@@ -45,7 +48,9 @@ from workbench.ui.panels.setup import example_model_spec  # noqa: E402
 
 SHOTS = ("readme", "training", "compiling", "reason", "explain", "evaluate", "dataset", "timeline", "fixit",
          "whatif", "system", "profile", "profile_timeline", "profile_memory", "amp", "export", "export_aoti",
-         "lr_finder", "batch_finder", "sweep", "runs", "connect", "remote", "host_runs", "reattached")
+         "lr_finder", "batch_finder", "sweep", "runs", "connect", "remote", "host_runs", "reattached", "manage",
+         "seed_band", "diff")
+MANAGE_SHOTS = ("manage", "seed_band", "diff")  # over a synthetic history (fill_history.py)
 REMOTE_SHOTS = ("remote", "host_runs", "reattached")  # the window connected to the loopback sshd
 FINDER_SHOTS = {"lr_finder": "lr", "batch_finder": "batch"}
 PROFILE_TABS = {"profile": "Ops", "profile_timeline": "Timeline", "profile_memory": "Memory", "amp": "AMP"}
@@ -81,6 +86,16 @@ def record_history() -> None:
             trial.set_user_attr("run_id", run_id)
             study.tell(trial, 0.93 - number / 50)
         record(store, "fp16", 0.918, 14020.0, epochs=1, amp="fp16")
+
+
+def fill_synthetic() -> None:
+    """Nine runs as scripts/fill_history.py writes them (three settings, three seeds each), into this tour's history."""
+    import subprocess
+
+    from workbench.core.history.runs import default_db_path
+
+    subprocess.run([sys.executable, str(Path(__file__).with_name("fill_history.py")), str(default_db_path()),
+                    "--runs", "9", "--long", "0", "--seed", "3"], check=True, stdout=subprocess.DEVNULL)
 
 
 def start_host():
@@ -124,6 +139,8 @@ def main() -> int:
     app = create_app(sys.argv[:1])
     if args.shot == "runs":
         record_history()
+    if args.shot in MANAGE_SHOTS:
+        fill_synthetic()
     host = start_host() if args.shot in REMOTE_SHOTS else None
     if args.shot in ("host_runs", "reattached"):
         train_on(host)
@@ -260,6 +277,40 @@ def main() -> int:
     elif args.shot == "runs":
         window.docks["runs"].raise_()
         when_ready(lambda: QTimer.singleShot(1000, grab))  # after the sweeps are read for the Runs table
+    elif args.shot in MANAGE_SHOTS:
+        runs = window.runs
+        window.docks["runs"].raise_()
+        window.resizeDocks([window.docks["runs"]], [330], Qt.Vertical)
+
+        def chosen() -> None:
+            records = {r.id: r for r in runs.model.rows}
+            if args.shot == "manage":
+                runs.select_ids([next(i for i, r in records.items() if r.notes and r.tags)])
+                runs.details_button.setChecked(True)
+                grab(600)
+            elif args.shot == "seed_band":
+                runs.select_ids([min(records)])  # one run of a seed group: Compare takes the whole group
+                window.plots.set_x_axis("epoch")
+                runs.compare_selected()
+                QTimer.singleShot(2500, grab)
+            else:
+                first = records[min(records)]
+                differs = sorted(records.values(), key=lambda r: -((r.config["backend"] != first.config["backend"])
+                                                                   + (r.config["amp"] != first.config["amp"])))
+                other = differs[0]  # backend and AMP both differ, if any run's do
+                runs.select_ids([first.id, other.id])
+                runs.diff_selected()
+
+                def shown() -> None:
+                    if runs.diff_dialog is None or not runs.diff_dialog.isVisible():
+                        QTimer.singleShot(100, shown)
+                        return
+                    done.append(True)
+                    QTimer.singleShot(400, lambda: (runs.diff_dialog.grab().save(str(args.out)), window.close()))
+
+                shown()
+
+        when_ready(lambda: QTimer.singleShot(1500, chosen))  # after the listing
     elif args.shot == "connect":
         from workbench.core.run.ssh import Remote
         from workbench.ui.connect_dialog import CONNECT_SLOT

@@ -122,6 +122,26 @@ def test_compared_runs_get_distinct_colours_their_compile_markers_and_dim_the_cu
     assert panel.overlays == [] and panel.overlay_markers == []
 
 
+def test_many_compared_runs_are_drawn_a_few_per_turn_and_a_newer_comparison_wins(panel, qtbot):
+    """Twenty long runs drawn in one go froze the window (1.4 s): they are drawn DRAWN_AT_ONCE per event-loop turn."""
+    from PySide6.QtWidgets import QApplication
+
+    from workbench.ui.panels.plots import DRAWN_AT_ONCE
+
+    def compared() -> int:
+        return sum(plot is panel.loss_plot for plot, _item in panel.overlays)
+
+    panel.add_events([_started(), *_learning()])
+    panel.set_overlays([(f"#{i}", _curves([2.0, 1.0])) for i in range(2 * DRAWN_AT_ONCE + 1)])
+    assert compared() == DRAWN_AT_ONCE  # the rest follow on the next turns
+    qtbot.waitUntil(lambda: compared() == 2 * DRAWN_AT_ONCE + 1)
+    panel.set_overlays([(f"#{i}", _curves([2.0, 1.0])) for i in range(2 * DRAWN_AT_ONCE)])
+    panel.set_overlays([("#a", _curves([2.0, 1.0])), ("#b", _curves([2.0, 1.0]))])  # before the first has ended
+    for _turn in range(3):  # the turns in which the replaced drawing's next pieces would have been drawn
+        QApplication.processEvents()
+    assert compared() == 2
+
+
 def test_legends_sit_outside_the_data(panel, qtbot):
     panel.resize(800, 1200)
     panel.show()
