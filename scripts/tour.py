@@ -280,7 +280,8 @@ def main() -> int:
     elif args.shot in MANAGE_SHOTS:
         runs = window.runs
         window.docks["runs"].raise_()
-        window.resizeDocks([window.docks["runs"]], [330], Qt.Vertical)
+        if args.shot != "seed_band":  # the band needs the plots' height
+            window.resizeDocks([window.docks["runs"]], [330], Qt.Vertical)
 
         def chosen() -> None:
             records = {r.id: r for r in runs.model.rows}
@@ -289,10 +290,18 @@ def main() -> int:
                 runs.details_button.setChecked(True)
                 grab(600)
             elif args.shot == "seed_band":
-                runs.select_ids([min(records)])  # one run of a seed group: Compare takes the whole group
-                window.plots.set_x_axis("epoch")
+                runs.select_ids([max(records)])  # one run of a seed group: Compare takes the whole group
+                window.docks["log"].raise_()  # the plots take the window's height
+                window.resizeDocks([window.docks["log"]], [90], Qt.Vertical)
                 runs.compare_selected()
-                QTimer.singleShot(2500, grab)
+
+                def banded() -> None:
+                    if window.plots.group_bands:
+                        grab(800)
+                    else:
+                        QTimer.singleShot(100, banded)
+
+                banded()
             else:
                 first = records[min(records)]
                 differs = sorted(records.values(), key=lambda r: -((r.config["backend"] != first.config["backend"])
