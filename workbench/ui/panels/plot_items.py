@@ -112,15 +112,19 @@ class FittingLegend(pg.LegendItem):
         plot.getViewWidget().sigScaleChanged.connect(lambda _widget: self.fit())
         # The plot's geometry changes inside a layout pass (a wider axis can widen it): fit after it, not within it.
         plot.geometryChanged.connect(lambda: QTimer.singleShot(0, self.fit))
+        # Entries added or removed fit once, at the next turn of the event loop: fitting after each of the 80
+        # entries of 20 compared runs (each fit elides every entry) held the GUI thread for a noticeable time.
+        self.fit_soon = QTimer(self, singleShot=True, interval=0)
+        self.fit_soon.timeout.connect(self.fit)
 
     def addItem(self, item, name):
         super().addItem(item, name)
         self.names[self.items[-1][1]] = name
-        self.fit()
+        self.fit_soon.start()
 
     def removeItem(self, item):
         super().removeItem(item)
-        self.fit()
+        self.fit_soon.start()
 
     def sample(self, item) -> pg.ItemSample:
         """The swatch of `item`'s entry."""
