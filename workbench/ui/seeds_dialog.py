@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import Callable
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (QButtonGroup, QCheckBox, QDialog, QGridLayout, QHBoxLayout, QHeaderView, QLabel,
+from PySide6.QtWidgets import (QButtonGroup, QCheckBox, QGridLayout, QHBoxLayout, QHeaderView, QLabel,
                                QLineEdit, QPushButton, QRadioButton, QSpinBox, QTableWidget, QTableWidgetItem,
                                QVBoxLayout, QWidget)
 
 from ..core.ground.config import TrainConfig, setup_label
 from ..core.ground.errors import WorkbenchError
-from ..core.ground.events import EpochEnd, Event, RunStarted
+from ..core.ground.events import Event, RunStarted
 from ..core.ground.progress import format_duration
 from ..core.history.curves import run_name
 from ..core.history.groups import SEEDS_SHOWN, group_figures
@@ -31,6 +31,7 @@ from ..core.run.seeds import (DEFAULT_COUNT, SeedProgress, SeedRun, check_repeat
                               parse_seeds, run_seeds, seeds_done)
 from ..core.run.ssh import Remote
 from .sweep_dialog import error_text
+from .queued_dialog import QueuedRunsDialog
 from .tasks import Tasks
 
 SLOT = "seeds"
@@ -73,28 +74,28 @@ def spread_text(runs: list[RunRecord]) -> str:
             + " · ".join(part for part in parts if part))
 
 
-class SeedsDialog(QDialog):
+class SeedsDialog(QueuedRunsDialog):
     """Which seeds, Start and Stop, the progress, each seed's result and the group's figures, for the settings of
     the run given to `set_run`. `cuda_devices()`: the kernel's machine's CUDA devices (None until PyTorch has said);
     `remote()`: the host the seeds train on (None: this computer; their records stay here either way); `busy()`: why
     nothing may start now ("" when it may: no run or sweep is training)."""
 
+    slot = SLOT
+
     runEnded = Signal(object)  # the SeedRun that has just ended (its run is in the history now)
     seedsEnded = Signal(object)  # every SeedRun the queue trained (a list), or the exception that stopped it
     _progressed = Signal(object)  # a SeedProgress, emitted on the queue's thread
-    _heard = Signal(int, object)  # (seed, RunStarted or EpochEnd), emitted on the queue's thread
 
     def __init__(self, tasks: Tasks, cuda_devices: Callable[[], int | None], db: Path | None = None,
                  runs_dir: Path | None = None, parent: QWidget | None = None,
                  remote: Callable[[], Remote | None] = lambda: None, busy: Callable[[], str] = lambda: ""):
-        super().__init__(parent)
+        super().__init__(tasks, parent)
         self.setObjectName("seedsDialog")
         self.setWindowTitle("Repeat with seeds")
-        self.tasks, self.cuda_devices, self.db, self.runs_dir = tasks, cuda_devices, db, runs_dir
+        self.cuda_devices, self.db, self.runs_dir = cuda_devices, db, runs_dir
         self.remote, self.busy = remote, busy
         self.config: TrainConfig | None = None  # the settings repeated (the chosen run's)
         self.run_label = ""  # the chosen run's name ("#12")
-        self.stop_flag = threading.Event()
         self.progress: SeedProgress | None = None  # the running queue's latest
         self.seed: int | None = None  # the running run's
         self.epoch_text = ""  # where the running run is
@@ -145,7 +146,6 @@ class SeedsDialog(QDialog):
         layout.addWidget(self.table, 1)
         self.resize(640, 480)
         self._progressed.connect(self._on_progress)
-        self._heard.connect(self._on_heard)
         self._update_inputs()
 
     @staticmethod
@@ -192,10 +192,6 @@ class SeedsDialog(QDialog):
         return grid
 
     # -- inputs ---------------------------------------------------------------------------------------------------
-    @property
-    def running(self) -> bool:
-        return self.tasks.busy(SLOT)
-
     def chosen_seeds(self) -> tuple[int, ...]:
         """The seeds the inputs name (a SeedsError says what is wrong with them)."""
         if self.by_count.isChecked():
@@ -281,23 +277,8 @@ class SeedsDialog(QDialog):
         self._update_inputs()
         return True
 
-    def _refuse(self, text: str) -> bool:
-        self.status.setText(text)
-        return False
 
-    def stop(self) -> bool:
-        """End the running seed after its current step and start no other; whether seeds are still running (they
-        end shortly)."""
-        if self.running and not self.stop_flag.is_set():
-            self.stop_flag.set()
-            self.status.setText("Stopping after this step…")
-            self._update_inputs()
-        return self.running
 
-    def _forward(self, seed: int, event: Event) -> None:
-        """On the queue's thread: a run's start and epoch ends cross to the GUI thread; its steps do not."""
-        if isinstance(event, (RunStarted, EpochEnd)):
-            self._heard.emit(seed, event)
 
     def _on_heard(self, seed: int, event: Event) -> None:
         self.seed = seed

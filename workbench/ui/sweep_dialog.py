@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Callable
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QFormLayout, QGridLayout, QHBoxLayout, QLabel,
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QGridLayout, QHBoxLayout, QLabel,
                                QPushButton, QSpinBox, QTabWidget, QVBoxLayout, QWidget)
 
 from ..core.ground.config import TrainConfig, label_of
 from ..core.ground.errors import WorkbenchError, first_line
-from ..core.ground.events import EpochEnd, Event, RunStarted
+from ..core.ground.events import Event, RunStarted
 from ..core.ground.progress import format_duration
 from ..core.history.sweeps import SEARCHABLE, Progress, Trial, best_trial
 from ..core.run.ssh import Remote
@@ -28,6 +28,7 @@ from ..core.run.sweep import SAMPLERS, SweepSettings, load_trials, run_sweep, sw
 from .panels.plot_style import Theme
 from .panels.setup import form_text
 from .panels.sweep_views import ParallelView, ParetoView, TrialsTable, params_text
+from .queued_dialog import QueuedRunsDialog
 from .tasks import Tasks
 
 SLOT = "sweep"
@@ -55,27 +56,27 @@ def best_text(trials: list[Trial]) -> str:
     return text
 
 
-class SweepDialog(QDialog):
+class SweepDialog(QueuedRunsDialog):
     """The sweep's inputs, Start/Resume and Stop, its progress and its trials. `base_config()` is the Setup form's
     config (raising its ConfigError), `cuda_devices()` the kernel's machine's CUDA devices (None until PyTorch has
     said), `remote()` the host the trials train on (None: this computer; the study stays here either way)."""
+
+    slot = SLOT
 
     trialEnded = Signal(object)  # the Trial that has just ended (its run is in the history now)
     useSettings = Signal(dict)  # "Use the best settings": the best trial's sampled settings, for the Setup form
     sweepEnded = Signal(object)  # every trial of the sweep (a list), or the exception that stopped it
     _progressed = Signal(object)  # a Progress, emitted on the sweep's thread
-    _heard = Signal(int, object)  # (trial number, RunStarted or EpochEnd), emitted on the sweep's thread
 
     def __init__(self, tasks: Tasks, theme: Theme, base_config: Callable[[], TrainConfig],
                  cuda_devices: Callable[[], int | None], db: Path | None = None, runs_dir: Path | None = None,
                  parent: QWidget | None = None, remote: Callable[[], Remote | None] = lambda: None):
-        super().__init__(parent)
+        super().__init__(tasks, parent)
         self.setObjectName("sweepDialog")
         self.setWindowTitle("Sweep")
-        self.tasks, self.base_config, self.cuda_devices = tasks, base_config, cuda_devices
+        self.base_config, self.cuda_devices = base_config, cuda_devices
         self.db, self.runs_dir, self.remote = db, runs_dir, remote
         self.known: set[str] | None = None  # the stored sweeps' names, once read
-        self.stop_flag = threading.Event()
         self.progress: Progress | None = None  # after the running sweep's latest trial
         self.epoch_text = ""  # where the running trial is
         self.planned_epochs = 0  # the running trial's
@@ -125,7 +126,6 @@ class SweepDialog(QDialog):
         layout.addWidget(self.tabs, 1)
         self.resize(940, 680)
         self._progressed.connect(self._on_progress)
-        self._heard.connect(self._on_heard)
         self._update_inputs()
         self._load_names()
 
@@ -163,10 +163,6 @@ class SweepDialog(QDialog):
         return form
 
     # -- inputs ---------------------------------------------------------------------------------------------------
-    @property
-    def running(self) -> bool:
-        return self.tasks.busy(SLOT)
-
     def chosen_parameters(self) -> tuple[str, ...]:
         return tuple(name for name, box in self.parameter_boxes.items() if box.isChecked())
 
@@ -258,23 +254,8 @@ class SweepDialog(QDialog):
         self._update_inputs()
         return True
 
-    def _refuse(self, text: str) -> bool:
-        self.status.setText(text)
-        return False
 
-    def stop(self) -> bool:
-        """Stop after the running trial's current step (that trial runs again on resume); whether a sweep is still
-        running (it ends shortly)."""
-        if self.running and not self.stop_flag.is_set():
-            self.stop_flag.set()
-            self.status.setText("Stopping after this step…")
-            self._update_inputs()
-        return self.running
 
-    def _forward(self, number: int, event: Event) -> None:
-        """On the sweep's thread: a trial's start and epoch ends cross to the GUI thread; its steps do not."""
-        if isinstance(event, (RunStarted, EpochEnd)):
-            self._heard.emit(number, event)
 
     def _on_heard(self, number: int, event: Event) -> None:
         if isinstance(event, RunStarted):
