@@ -11,8 +11,9 @@ import pytest
 
 from workbench.core.ground.events import Notice, RunFailed, RunFinished, RunStarted, Step
 from workbench.core.ground.results import RunResults
-from workbench.core.history import runs
-from workbench.core.history.runs import RunRecorder, RunStore
+from workbench.core.history import recording, runs
+from workbench.core.history.recording import RunRecorder
+from workbench.core.history.runs import RunStore
 from workbench.core.run.recorder import run_recorded
 from workbench.core.run.request import RunRequest
 
@@ -24,8 +25,8 @@ CHECKPOINT = "/runs/out/checkpoint.pt"
 @pytest.fixture(autouse=True)
 def fast(monkeypatch):
     monkeypatch.setattr(runs, "BUSY_TIMEOUT_S", 0.05)
-    monkeypatch.setattr(runs, "MAX_RETRY_DELAY_S", 0.05)
-    monkeypatch.setattr(runs, "FINAL_RETRY_S", 20.0)  # bounded: a test that hangs fails in 20 s, not forever
+    monkeypatch.setattr(recording, "MAX_RETRY_DELAY_S", 0.05)
+    monkeypatch.setattr(recording, "FINAL_RETRY_S", 20.0)  # bounded: a test that hangs fails in 20 s, not forever
 
 
 class Lock:
@@ -111,7 +112,7 @@ class Clock:
 
 def test_a_lock_released_mid_run_is_caught_up_while_the_run_goes_on_not_only_at_its_end(tmp_path, monkeypatch):
     clock = Clock()
-    monkeypatch.setattr(runs, "time", clock)  # no race with the retry delay: time passes only when told
+    monkeypatch.setattr(recording, "time", clock)  # no race with the retry delay: time passes only when told
     db, lock, notices, errors = _history(tmp_path)
     recorder = _recorder(db, notices, errors)
     seen = {}
@@ -167,7 +168,7 @@ def test_a_lock_held_at_the_start_still_records_the_run(tmp_path):
 
 
 def test_a_lock_held_through_the_whole_run_and_past_its_end_is_one_clear_error(tmp_path, monkeypatch):
-    monkeypatch.setattr(runs, "FINAL_RETRY_S", 0.3)
+    monkeypatch.setattr(recording, "FINAL_RETRY_S", 0.3)
     db, lock, notices, errors = _history(tmp_path)
     lock.take()
     try:
@@ -207,7 +208,7 @@ def test_a_full_disk_mid_run_is_caught_up_when_space_returns(tmp_path):
 
 
 def test_the_buffer_is_bounded_and_says_what_it_left_out(tmp_path, monkeypatch):
-    monkeypatch.setattr(runs, "MAX_PENDING_EVENTS", 10)
+    monkeypatch.setattr(recording, "MAX_PENDING_EVENTS", 10)
     db, lock, notices, errors = _history(tmp_path)
     recorder = _recorder(db, notices, errors)
     events = _drive(recorder, 40, {5: lock.take, 35: lock.release})

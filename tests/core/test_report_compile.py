@@ -25,7 +25,8 @@ from workbench.core.ground.results import CompileTrace, RunResults
 from workbench.core.history.report import build_report, write_report_files
 from workbench.core.history.report_compile import KIND_STYLE, cache_summary
 from workbench.core.history.report_page import SECTIONS
-from workbench.core.history.runs import RunRecorder, RunStore
+from workbench.core.history.recording import RunRecorder
+from workbench.core.history.runs import RunStore
 from workbench.core.history.svgchart import (CHART_H, CHART_W, MARGIN_B, MARGIN_L, MARGIN_R, Series, StepMark,
                                              line_chart)
 

@@ -23,7 +23,8 @@ from workbench.core.ground.events import EpochEnd, Notice, RunFailed, RunFinishe
 from workbench.core.ground.results import RunResults
 from workbench.core.run.recorder import run_recorded
 from workbench.core.run.request import RunRequest
-from workbench.core.history.runs import RunRecorder, RunStore, RunStoreError
+from workbench.core.history.recording import RunRecorder
+from workbench.core.history.runs import RunStore, RunStoreError
 
 from ..helpers import SMALL, read_only_medium
 
@@ -93,7 +94,8 @@ def test_failed_and_stopped_runs_keep_their_status(tmp_path):
 
 KILLED_WRITER = """
 import sys, time
-from workbench.core.history.runs import RunRecorder, RunStore
+from workbench.core.history.recording import RunRecorder
+from workbench.core.history.runs import RunStore
 from workbench.core.ground.events import RunStarted, Step
 store = RunStore(sys.argv[1])
 recorder = RunRecorder(store, interval=0)

@@ -15,7 +15,8 @@ from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.errors import WorkbenchError
 from workbench.core.ground.events import EpochEnd, RunFailed, RunFinished, Step
 from workbench.core.ground.results import RunResults
-from workbench.core.history.runs import RunRecorder, RunStore
+from workbench.core.history.recording import RunRecorder
+from workbench.core.history.runs import RunStore
 from workbench.core.history.runs_export import (TENSORBOARD_HINT, RunsExportError, export_csv, export_tensorboard,
                                                 tensorboard_name)
 

@@ -16,7 +16,8 @@ from PySide6.QtCore import Qt
 from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.events import EpochEnd, RunFinished, RunStarted
 from workbench.core.ground.results import RunResults
-from workbench.core.history.runs import RunRecorder, RunStore
+from workbench.core.history.recording import RunRecorder
+from workbench.core.history.runs import RunStore
 from workbench.core.run import seeds
 from workbench.core.run.seeds import SeedProgress, SeedRun
 

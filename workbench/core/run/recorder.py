@@ -181,7 +181,8 @@ def run_recorded(request: RunRequest, *, sinks: tuple[Callable[[Event], None], .
     put in place at its end: a Notice says so, before the terminal event. A rank other than 0 of a multi-process
     run trains only: rank 0 keeps the files and the record. `capture_prints` (a kernel, whose terminal the user
     may not see): what the model prints becomes Notices in the run's events (output.py)."""
-    from ..history.runs import RunRecorder, RunStore, RunStoreError
+    from ..history.recording import RunRecorder
+    from ..history.runs import RunStore, RunStoreError
 
     config, db, record = request.config, request.db, request.record
     # The history and the checkpoint keep the model file as an absolute path: a relative one is another file

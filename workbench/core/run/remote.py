@@ -26,7 +26,8 @@ from ..ground.atomic import commit, temp_beside
 from ..ground.events import Event, Notice, RunFailed, from_dict, is_terminal
 from ..ground.records import R
 from ..ground.errors import first_line
-from ..history.runs import RunRecorder, RunStore, RunStoreError
+from ..history.recording import RunRecorder
+from ..history.runs import RunStore, RunStoreError
 from .process import ChildError, ChildProcess
 from .protocol import RUN_JOB_ID, Lines
 from .remote_wire import HostPath, RunInfo, RunStart, SpareRun
