@@ -266,6 +266,9 @@ def test_attaching_to_a_finished_host_run_replays_each_step_once(connected, qtbo
     steps_there = _steps_in_host_log(ssh_server, key)
     heard: list[Step] = []
     window.runner.events.connect(lambda batch: heard.extend(e for e in batch if isinstance(e, Step)))
+    if window.hosts.runs_dialog is not None and window.hosts.runs_dialog.isVisible():
+        window.hosts.runs_dialog.reject()  # the one that opened by itself on connecting: it lists older runs
+    window.hosts.runs_dialog = None
     window.host_runs_action.trigger()
     qtbot.waitUntil(lambda: window.hosts.runs_dialog is not None and window.hosts.runs_dialog.isVisible(),
                     timeout=REMOTE_S)

@@ -48,6 +48,7 @@ from .protocol import PROTOCOL_VERSION, RUN_JOB_ID, event_line
 from .remote_wire import Hello, HostPath, RunInfo, RunStart, SpareRun
 from .request import RunRequest, new_run_dir
 
+LOST_GRACE_S = 2.0  # a supervisor that looks gone: how long its log may still grow before the run is called lost
 POLL_S = 0.05  # how often an attach looks for new events, and a supervisor for control lines
 LOG = "events.jsonl"
 CONTROL = "control.jsonl"
@@ -324,7 +325,7 @@ def attach(folder: RunFolder, start: int, stdin: BinaryIO, out: BinaryIO) -> int
         while not gone.is_set():
             chunk = log.read()
             if not chunk and not folder.supervised():
-                chunk = log.read()  # what it wrote before it ended
+                chunk = _last_words(log)
                 if not chunk:
                     _lost_supervisor(folder, out)
                     return 1
@@ -355,6 +356,17 @@ def _terminal(line: bytes) -> bool:
         return is_terminal(from_dict(json.loads(line)))
     except ValueError:
         return False
+
+
+def _last_words(log: BinaryIO) -> bytes:
+    """What the log gains within LOST_GRACE_S of its supervisor looking gone: under load, the supervisor's last
+    lines were seen to land after it already looked gone (a full-suite run lost a finished run's RunFinished)."""
+    deadline = time.monotonic() + LOST_GRACE_S
+    while True:
+        chunk = log.read()
+        if chunk or time.monotonic() > deadline:
+            return chunk
+        time.sleep(POLL_S)
 
 
 def _lost_supervisor(folder: RunFolder, out: BinaryIO) -> None:
