@@ -103,13 +103,14 @@ def test_the_slider_re_smooths_the_live_and_the_compared_curves(panel):
     assert panel.smooth_loss.buffer.view()[1] == pytest.approx(smooth(panel.step_loss.buffer.view()[1], 0.9))
 
 
-def test_compared_runs_get_distinct_colours_their_compile_markers_and_dim_the_current_run(panel):
+def test_compared_runs_get_distinct_colours_their_compile_markers_and_dim_the_current_run(panel, qtbot):
     from workbench.ui.panels.plots import DIMMED, PALETTE
 
     assert len(set(PALETTE)) == len(PALETTE) >= 8
     panel.add_events([_started(), CompileFinished("inductor", "default", 9.0), *_learning()])
     runs = [(f"#{i} lr=0.{i}", _curves([2.0, 1.0], compile_seconds=10.0 + i)) for i in range(3)]
     panel.set_overlays(runs)
+    qtbot.waitUntil(lambda: len(panel.overlay_markers) == 3)  # drawn DRAWN_AT_ONCE per event-loop turn
     colours = {item.opts["pen"].color().name() for plot, item in panel.overlays if plot is panel.loss_plot}
     assert len(colours) == 3
     assert [m.label.format for m in panel.overlay_markers] == ["#0 compile 10.0 s", "#1 compile 11.0 s",

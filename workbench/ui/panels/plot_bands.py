@@ -15,6 +15,7 @@ import pyqtgraph as pg
 
 from ...core.ground.errors import WorkbenchError
 from ...core.history.groups import Band
+from .plot_items import thin
 
 # By spread: what the legend says of the band, and its edges' names (after the group's label) in a table.
 SPREADS = {"minmax": "mean and min–max", "std": "mean ± 1σ"}
@@ -56,11 +57,12 @@ def draw_band(plot: pg.PlotWidget, x: np.ndarray, band: Band, spread: str, colou
         edge = pg.PlotDataItem(x, y, pen=pg.mkPen(colour, width=1))  # no name: no legend entry
         edge.setOpacity(EDGE_OPACITY)
         plot.addItem(edge)
+        thin(edge)  # before the fill is built from its path
         edges.append((f"{label} {name}", edge))
     fill_colour = pg.mkColor(colour)
     fill_colour.setAlpha(BAND_ALPHA)
     fill = pg.FillBetweenItem(edges[0][1], edges[1][1], brush=fill_colour)
     fill.setZValue(BAND_Z)
     plot.addItem(fill)
-    mean = plot.plot(x, band.mean, pen=pg.mkPen(colour, width=2), name=group_legend(label, band.members, spread))
+    mean = thin(plot.plot(x, band.mean, pen=pg.mkPen(colour, width=2), name=group_legend(label, band.members, spread)))
     return GroupBand(mean, tuple(edges), fill)

@@ -43,7 +43,7 @@ from .compile_timeline import TimelineMarkers
 from .headline import HeadlineBar
 from .plot_frames import Frames
 from .plot_bands import GroupBand, check_spread, draw_band
-from .plot_items import SpanViewBox, TimedPlot
+from .plot_items import SpanViewBox, TimedPlot, thin
 from .plot_series import CurveSeries, Place, SmoothedSeries, StepTimes
 from .plot_style import DARK, LIGHT, make_plot, mark, per_epoch, set_x_axis_item, style_plot
 from .plot_table import PlotTable, Series, XScale, describe
@@ -56,7 +56,7 @@ CUDA_GRAPH_MEMORY_LABELS = {**MEMORY_LABELS, "allocated": "CUDA allocated (CUDA-
 # Tableau 10: distinct hues that stay apart on a white and on a dark background.
 PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f",
            "#bab0ac")
-DRAWN_AT_ONCE = 4  # compared runs (or seed groups) drawn per turn of the event loop: the window stays responsive
+DRAWN_AT_ONCE = 2  # compared runs (or seed groups) drawn per turn of the event loop: the window stays responsive
 DIMMED = 0.3  # opacity of the current run while finished runs are overlaid on it
 PARENT_OPACITY = 0.5  # a continued run's parent's curves, before the continuation's own
 DESCRIBE_MS = 500  # the plots' accessible descriptions follow their latest values at most twice a second
@@ -602,7 +602,7 @@ class PlotsPanel(QWidget):
         for piece in pieces[:DRAWN_AT_ONCE]:
             piece()
         if len(pieces) > DRAWN_AT_ONCE:
-            QTimer.singleShot(0, self, lambda: self._draw_pieces(drawing, pieces[DRAWN_AT_ONCE:]))
+            QTimer.singleShot(1, self, lambda: self._draw_pieces(drawing, pieces[DRAWN_AT_ONCE:]))
             return
         self._range_steps(fresh=True)
         self._dim(self._comparing)
@@ -635,7 +635,7 @@ class PlotsPanel(QWidget):
 
     def _overlay(self, plot: pg.PlotWidget, clock: Clock, steps: np.ndarray, values: np.ndarray, pen, label: str,
                  **style) -> pg.PlotDataItem:
-        item = plot.plot(*clock.place(self.x_axis, steps, values), pen=pen, name=label, **style)
+        item = thin(plot.plot(*clock.place(self.x_axis, steps, values), pen=pen, name=label, **style))
         self.overlays.append((plot, item))
         return item
 
@@ -716,7 +716,8 @@ class PlotsPanel(QWidget):
                                (self.accuracy_plot, curves.step[has_accuracy], curves.accuracy[has_accuracy])):
             x, y = clock.place(self.x_axis, steps, smooth(y, self.weight))
             if len(x):
-                item = plot.plot(x, y, pen=pg.mkPen(self.theme.line, width=1), name=f"{label} (continued from)")
+                item = thin(plot.plot(x, y, pen=pg.mkPen(self.theme.line, width=1),
+                                      name=f"{label} (continued from)"))
                 item.setOpacity(PARENT_OPACITY)
                 self.parent_items.append((plot, item))
 
