@@ -32,6 +32,9 @@ def test_every_part_a_run_had_gets_its_lines_in_order():
     assert lines[1:] == [
         "payback: paid for itself at step 25 (compiled steps are 1.25× as fast as eager) (eager 10.00 ms/step, "
         "compiled 8.00 ms/step, compile 0.1 s)",
+        "payback, cold launch: pays off at step 25 (compile 0.1 s, measured in this run)",
+        "payback, next launch (warm): not measured yet: the next run with these settings starts warm from this run's "
+        "compile cache and measures it",
         "recompile forecast: confirmed: forward recompiles for validation",
         "recompile forecast: not predicted: forward: 0/2: size mismatch",
         "compile trace: /runs/r/compile-trace (install tlparse)",

@@ -173,14 +173,16 @@ def test_every_flag_reaches_the_config():
             "--optimizer", "sgd", "--lr-schedule", "constant", "--weight-decay", "0.1", "--seed", "9",
             "--max-steps", "4", "--backend", "inductor", "--mode", "max-autotune", "--dynamic", "true",
             "--fullgraph", "--allow-eager-fallback", "--compile-trace", "--amp", "bf16", "--matmul-precision", "medium",
-            "--profile-steps", "20", "--loss-scale", "1024", "--resume", "/runs/one/checkpoint.pt"]
+            "--profile-steps", "20", "--loss-scale", "1024", "--resume", "/runs/one/checkpoint.pt",
+            "--on-recompile", "fail", "--eager-first-call", "--recompile-limit", "8", "--warm-from", "3"]
     config = cli.config_from_args(cli.build_parser().parse_args(argv))
     assert config == TrainConfig(dataset="kmnist", data_root="/data", model="net.py:Net", device="cpu",
                                  hidden_dim=64, dropout=0.5, epochs=3, batch_size=48, lr=0.01, optimizer="sgd",
                                  lr_schedule="constant", weight_decay=0.1, seed=9, max_steps=4, backend="inductor",
                                  mode="max-autotune", dynamic=True, fullgraph=True, allow_eager_fallback=True,
                                  compile_trace=True, amp="bf16", matmul_precision="medium", profile_steps=20,
-                                 loss_scale=1024.0, resume="/runs/one/checkpoint.pt")
+                                 loss_scale=1024.0, resume="/runs/one/checkpoint.pt", on_recompile="fail",
+                                 eager_first_call=True, recompile_limit=8, warm_from=3)
     changed = {s.name for s in settings() if getattr(config, s.name) != s.default}
     assert changed == {s.name for s in settings()}, "a setting this test does not set: add its flag above"
 

@@ -159,7 +159,8 @@ def test_set_config_and_config_round_trip_every_shown_setting(panel):
                          backend="inductor", mode="max-autotune", dynamic=False, fullgraph=True,
                          allow_eager_fallback=True, compile_trace=True, amp="fp16", matmul_precision="high",
                          profile_steps=30, loss_scale=1024.0, resume="/runs/one/checkpoint.pt",
-                         dropout=0.5, weight_decay=0.3, lr_schedule="constant", max_steps=9)  # not shown: kept
+                         dropout=0.5, weight_decay=0.3, lr_schedule="constant", max_steps=9, on_recompile="fail",
+                         eager_first_call=True, recompile_limit=8, warm_from=3)  # not shown: kept
     assert all(getattr(config, s.name) != s.default for s in settings()), "set every setting here"
     panel.set_config(config)
     assert panel.config() == config

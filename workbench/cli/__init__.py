@@ -2,7 +2,8 @@
 
 Every failure a user can cause ends in one line on stderr and a non-zero exit code, never a traceback. The
 parser is parser.py; the commands are grouped by what they work on: train.py (train, profile), search.py (the
-finders and sweeps), models.py (evaluate, predict, export, explain), history.py (runs and reports), bench.py.
+finders and sweeps), models.py (evaluate, predict, export, explain), numerics.py (eager against compiled),
+history.py (runs and reports), bench.py.
 """
 
 from __future__ import annotations

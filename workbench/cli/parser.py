@@ -11,6 +11,7 @@ from .bench import cmd_bench
 from .history import (cmd_report, cmd_runs_archive, cmd_runs_diff, cmd_runs_export, cmd_runs_list, cmd_runs_note,
                       cmd_runs_rename, cmd_runs_rm, cmd_runs_show, cmd_runs_tag)
 from .models import cmd_evaluate, cmd_explain, cmd_export, cmd_predict
+from .numerics import cmd_numerics
 from .options import add_config_options, add_db_option, add_remote_options, add_train_options, positive_int
 from .remote import cmd_attach
 from .search import cmd_batch_find, cmd_lr_find, cmd_sweep
@@ -105,6 +106,14 @@ def build_parser() -> argparse.ArgumentParser:
     explain = sub.add_parser("explain", help="what torch.compile does with the network: graphs, breaks, ops")
     add_config_options(explain)
     explain.set_defaults(handler=cmd_explain)
+
+    numerics = sub.add_parser("numerics", help=(
+        "one batch forward and backward, eager against compiled from the same weights: each layer's and op's "
+        "largest difference against its tolerance, and the first that exceeds it, with its source line (--amp: "
+        "also against fp32); exit 3 when one does"))
+    add_config_options(numerics)
+    numerics.add_argument("--json", metavar="FILE", help="also write the report (every row) as JSON")
+    numerics.set_defaults(handler=cmd_numerics)
 
     bench = sub.add_parser("bench", help="every backend, mode and precision side by side, with reference rows")
     bench.add_argument("--device", default="auto")

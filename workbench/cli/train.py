@@ -86,6 +86,21 @@ def checkpoint_config(path: Path, flag: str = "resume") -> dict:
         raise ConfigError(flag, f"cannot {doing} {path}: {exc}") from None
 
 
+def check_warm_from(run_id: int, db: str | None) -> None:
+    """`--warm-from N`: refused before anything starts (and before a failed run is recorded) when run N has no
+    compile cache to load; whether its cache fits this run's settings is checked where the run builds its model."""
+    from ..core.history.runs import RunStore
+    from ..core.history.warm_starts import WarmStartError, warm_source
+
+    with RunStore(db, recover=False) as store:
+        try:
+            warm_source(store, run_id)
+        except WarmStartError as exc:  # said with the flag the user typed, as config_from_args says a bad value
+            called = exc.called("--warm-from")
+            called.hint = exc.hint
+            raise called from None
+
+
 def cmd_profile(args: argparse.Namespace) -> int:
     """`train` with the profiler on, ending soon after the window unless --max-steps or --epochs say otherwise."""
     if args.resume is not None:
@@ -104,6 +119,8 @@ def _train(args: argparse.Namespace, config) -> int:
         from .remote import train_remote
 
         return train_remote(args, config)
+    if config.warm_from:
+        check_warm_from(config.warm_from, args.db)
     from ..core.domain.devices import cuda_device_count
     from ..core.run.launch import start_run
     from ..core.run.request import Launch, RunRequest

@@ -6,7 +6,8 @@ inference graphs, the FX-graph and AOTAutograd cache hits and misses, and each g
 CUDA-graph skips come from Inductor's cudagraphs logger (CUDAGRAPH_LOGGER). `CompileTracer` is a logging handler on
 both: it turns records into `CompileEvent`s as they arrive, stamped with the step the engine says it is on, and the
 engine emits them at its next read-back. With a trace folder it also writes the raw structured records, in
-TORCH_TRACE's format, for tlparse.
+TORCH_TRACE's format, for tlparse and for the code view (ground.inductor_code), and has Inductor record its
+provenance: which FX nodes and which of the user's lines each generated kernel came from.
 
 The parsing is plain functions over (metadata, payload), so recorded records (a CUDA-graph skip recorded on a GPU
 machine, say) are explained the same way on any machine.
@@ -24,14 +25,20 @@ import subprocess
 import threading
 from pathlib import Path
 
+from ..ground.compile_stages import GraphCompileTime, graph_compile_times
 from ..ground.events import CompileEvent, Frame
+from ..ground.inductor_code import TRACE_FILE
 
 TRACE_LOGGER = "torch.__trace"
 # Every CUDA-graph skip, at compile time or at run time (a mutation found on the first replay), goes through
 # inductor's log_cudagraph_skip_and_bump_counter, which warns on this logger; the structured trace has only some.
 CUDAGRAPH_LOGGER = "torch._inductor.cudagraph_utils.__cudagraphs"
 CUDAGRAPH_SKIP_PREFIX = "skipping cudagraphs"
-TRACE_FILE = "dedicated_log_torch_trace_rank_0.log"  # the name TORCH_TRACE gives a single process's log
+# With a trace recorded, Inductor's provenance (torch ≥ 2.9: kernel → FX nodes → user lines, logged beside its output
+# code) and, on the CPU, a profiler record per C++ kernel (GPU kernels have one anyway): the profile's kernel times
+# then line up with the code view's kernels. Both are in the FX-graph cache's key (the provenance level since torch
+# 2.14's FxGraphHashDetails), so a graph cached without them is compiled again rather than served without them.
+TRACED_INDUCTOR = {"trace.provenance_tracking_level": 1, "cpp.enable_kernel_profile": True}
 TLPARSE_HINT = "install tlparse (pip install tlparse) to render the compile trace as HTML"
 _TORCH_DIR = os.sep + "torch" + os.sep
 _WORKBENCH_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
@@ -209,6 +216,7 @@ class CompileTracer(logging.Handler):
         self._pending: collections.deque[CompileEvent] = collections.deque()
         self._seen: set[tuple] = set()  # breaks and graphs Dynamo logs more than once
         self._raw: logging.Handler | None = None
+        self._patches: list = []  # the config patches a recorded trace applies, undone by remove()
         self._guard = threading.Lock()
 
     def install(self) -> CompileTracer:
@@ -227,6 +235,9 @@ class CompileTracer(logging.Handler):
         if self.trace_dir is not None:
             self._raw = _raw_trace_handler(self.trace_dir)
             log.addHandler(self._raw)
+            self._patches = _traced_compile_patches()
+            for patch in self._patches:
+                patch.__enter__()
         return self
 
     def remove(self) -> None:
@@ -239,6 +250,9 @@ class CompileTracer(logging.Handler):
         if self._raw is not None:
             log.removeHandler(self._raw)
             self._raw.close()
+        for patch in reversed(self._patches):
+            patch.__exit__(None, None, None)
+        self._patches = []
         log.setLevel(self._level)
 
     def emit(self, record: logging.LogRecord) -> None:
@@ -276,6 +290,26 @@ def _raw_trace_handler(trace_dir: Path) -> logging.Handler:
     handler = logging.FileHandler(trace_dir / TRACE_FILE, encoding="utf-8")
     handler.setFormatter(TorchLogsFormatter(trace=True))
     return handler
+
+
+def _traced_compile_patches() -> list:
+    """The config patch of the TRACED_INDUCTOR settings this torch knows (an older one has no provenance: its code
+    view says so). PyTorch's config overrides are thread-local: the tracer is installed on the thread that compiles.
+    A backward compiled lazily on autograd's CUDA worker thread may not see them (not checked on a GPU): its code
+    would then come without provenance."""
+    import torch._inductor.config as inductor_config
+
+    known = {key: value for key, value in TRACED_INDUCTOR.items() if key in inductor_config.get_config_copy()}
+    return [inductor_config.patch(known)] if known else []
+
+
+def compile_times() -> tuple[GraphCompileTime, ...]:
+    """Each graph's compile time by stage (ground.compile_stages), from the compilation metrics Dynamo keeps (the
+    records the tracer sees as `compilation_metrics`, no trace file needed) since the run's RunCompileLog cleared
+    them; Dynamo keeps the last 64."""
+    from torch._dynamo.utils import get_compilation_metrics
+
+    return graph_compile_times(vars(metrics) for metrics in get_compilation_metrics())
 
 
 def render_trace(trace_dir: Path) -> tuple[Path | None, str]:

@@ -15,6 +15,7 @@ from ..domain.model import model_for
 from ..ground.errors import first_line
 from ..ground.events import CompileEvent, CompileReport, GraphBreak, Notice
 from ..ground.config import TrainConfig
+from .recompile_stance import refused_recompile
 from .state import CompileFailure, RunState
 from .steps import Session
 
@@ -60,6 +61,9 @@ def with_fallback(run: RunState, action: Callable[[Session], T], make_session: M
     try:
         return action(run.session)
     except Exception as exc:
+        refused = refused_recompile(run, exc) if run.session.compiled else None
+        if refused is not None:  # the run asked to fail on a recompile: never a fallback
+            raise refused from None
         if not run.session.compiled or not _is_compile_error(exc):
             raise
         reason = _compile_error_text(exc)
@@ -100,7 +104,10 @@ def _eager_copy(run: RunState, make_session: MakeSession) -> Session:
 
 def final_report(run: RunState) -> CompileReport:
     """Explain's report completed with what the run met: its graphs, the breaks only the run hit (with the user
-    frames the timeline recorded), its recompiles, CUDA-graph skips, a fallback, and every compile phase's time."""
+    frames the timeline recorded), its recompiles, CUDA-graph skips, a fallback, and every compile phase's time
+    (and each graph's, stage by stage)."""
+    from ..domain.compile_trace import compile_times
+
     report, log, session = run.report, run.log, run.session
     warnings = list(report.warnings) + run.warnings
     skips = log.cudagraph_skips()
@@ -116,15 +123,26 @@ def final_report(run: RunState) -> CompileReport:
         graph_count=max(report.graph_count, log.graph_count() if session.compiled else 0),
         graph_break_count=max(report.graph_break_count, len(breaks)), breaks=breaks,
         op_count=report.op_count, compile_seconds=run.totals.compile_seconds, recompiles=log.recompiles(),
-        warnings=tuple(warnings), source="run")
+        warnings=tuple(warnings), source="run", **_warm_fields(run), graph_times=compile_times())
 
 
-def configure_dynamo() -> None:
-    """Dynamo's config is thread-local (torch ≥ 2.12): set it on the thread that compiles, i.e. here."""
+def _warm_fields(run: RunState) -> dict:
+    """The report's warm start: the run whose compile cache was loaded, and the cold launch it descends from."""
+    warm = run.warm
+    if warm is None:
+        return {}
+    return {"warm_from": warm.run_id, "cold_run": warm.cold_run, "cold_compile_seconds": warm.cold_compile_seconds}
+
+
+def configure_dynamo(recompile_limit: int) -> None:
+    """Dynamo's config is thread-local (torch ≥ 2.12): set it on the thread that compiles, i.e. here.
+    `recompile_limit` (TrainConfig's; 16 by default: train + eval shapes and modes, with room to spare) is
+    `recompile_limit` since torch 2.6, `cache_size_limit` before."""
     import torch._dynamo.config as dynamo_config
 
     dynamo_config.suppress_errors = False  # a failed compile must surface, never silently run eager
-    dynamo_config.recompile_limit = 16  # train + eval shapes and modes, with room to spare
+    setattr(dynamo_config, "recompile_limit" if hasattr(dynamo_config, "recompile_limit") else "cache_size_limit",
+            recompile_limit)
 
 
 def _is_compile_error(exc: BaseException) -> bool:

@@ -64,9 +64,12 @@ class PaybackCalibration(Instrument):
         finally:
             steps.restore_training_state(session, state)
             session.health = health
+        warm = run.warm  # a warm launch: the cold one its cache descends from, as that run measured it
         return Payback(eager_step_s=statistics.median(times["eager"]),
                        compiled_step_s=statistics.median(times["compiled"]), compile_s=run.totals.compile_seconds,
-                       steps=run.totals.steps, method=METHOD.format(rounds=ROUNDS, block=block))
+                       steps=run.totals.steps, method=METHOD.format(rounds=ROUNDS, block=block),
+                       warm_from=warm.run_id if warm else None, cold_run=warm.cold_run if warm else None,
+                       cold_compile_s=warm.cold_compile_seconds if warm else None)
 
     def section(self, run: RunState) -> dict[str, Any]:
         if isinstance(self.result, Payback):

@@ -33,14 +33,17 @@ class WarmupPlan:
     recording_steps: int = 0  # steps 2…1+recording_steps record CUDA graphs (while the model is compiled)
     profile: tuple[int, int] | None = None  # steps first…last run under torch.profiler (domain.profiler)
     start: int = 0  # steps trained before this run (a continued run): its own first step is start + 1
+    # The run's own step that compiles: its first, or its second when the first runs eagerly (eager_first_call:
+    # set_stance("eager_then_compile"); the first is then a warm-up step).
+    compile_step: int = 1
 
     def kind(self, step: int, compiled: bool) -> str:
         """'compiling', 'recording', 'warmup', 'profiling' or 'steady' for 1-based `step` of a (still) compiled
         model or not."""
         own = step - self.start  # compiling and warming up happen in this run's first steps
-        if own == 1 and compiled:
+        if own == self.compile_step and compiled:
             return "compiling"
-        if compiled and 2 <= own <= 1 + self.recording_steps:
+        if compiled and self.compile_step < own <= self.compile_step + self.recording_steps:
             return "recording"
         if own <= self.warmup_steps:
             return "warmup"
@@ -50,16 +53,19 @@ class WarmupPlan:
 
     def first_steady(self, compiled: bool) -> int:
         """The first step that is neither compiling, recording nor warm-up."""
-        return self.start + max(self.warmup_steps, 1 + self.recording_steps if compiled else 0) + 1
+        return self.start + max(self.warmup_steps, self.compile_step + self.recording_steps if compiled else 0) + 1
 
 
 def warmup_plan(config: TrainConfig, device_type: str, start: int = 0) -> WarmupPlan:
     """On the CPU no step but a compiling first one is special; on CUDA the first CUDA_WARMUP_STEPS are warm-up,
-    among them, under CUDA graphs, the recording steps. `start`: steps a continued run's checkpoint had."""
+    among them, under CUDA graphs, the recording steps. `start`: steps a continued run's checkpoint had. With
+    `eager_first_call` the first step runs eagerly (a warm-up step) and the second compiles."""
+    compile_step = 2 if config.compiled and config.eager_first_call else 1
     if device_type != "cuda":
-        return WarmupPlan(start=start)
+        return WarmupPlan(warmup_steps=compile_step - 1, start=start, compile_step=compile_step)
     recording = CUDAGRAPH_RECORDING_STEPS if config.compiled and uses_cuda_graphs(config.to_dict()) else 0
-    return WarmupPlan(warmup_steps=max(CUDA_WARMUP_STEPS, 1 + recording), recording_steps=recording, start=start)
+    return WarmupPlan(warmup_steps=max(CUDA_WARMUP_STEPS, compile_step + recording), recording_steps=recording,
+                      start=start, compile_step=compile_step)
 
 
 def cudagraph_thread_notice(config: TrainConfig) -> Notice | None:

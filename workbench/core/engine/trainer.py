@@ -10,8 +10,8 @@ block's timing.
 A run reads top to bottom in `Trainer._run`: `_start` (device, data, RunStarted), `_prepare` (model, explain,
 compile), then per epoch `_train_epoch` and `_validate`, and `_finish` (final report, results, checkpoint,
 RunFinished). What the loop measures beyond loss, accuracy, speed and compile time is done by its instruments
-(instrument.py: AMP health, profiler, system sampler, compile timeline, payback, resume), each called at its
-moments and each adding its own section to the run's results.
+(instrument.py: AMP health, profiler, system sampler, compile timeline, payback, resume, warm start, compile
+stance), each called at its moments and each adding its own section to the run's results.
 
 Steady throughput counts only steady steps: a compiling first step and, on CUDA, the warm-up steps (`WarmupPlan`)
 are read back in blocks of their own and kept off it. Compile time counts every phase that compiles or records
@@ -57,10 +57,12 @@ from .instrument import Instrument
 from .payback import PaybackCalibration
 from .plan import cudagraph_thread_notice, warmup_plan
 from .profiling import Profiling
+from .recompile_stance import RecompileStance
 from .resume import Resume, training_snapshot
 from .state import Block, Diverged, ReadBack, RunState, StopFlag
 from .steps import Session
 from .system_metrics import SystemMetrics
+from .warm_start import CacheHome, WarmStart
 
 FLUSH_SECONDS = 0.05  # how often losses are read back from the device (and Step events go out)
 DIST_FLUSH_STEPS = 10  # multi-process: read back every N steps, the same step on every rank (a collective)
@@ -91,7 +93,8 @@ class Trainer:
     def __init__(self, *, flush_seconds: float = FLUSH_SECONDS, distributed: Distributed | None = None,
                  save_checkpoint: SaveCheckpoint | None = None, trace_dir: Path | None = None,
                  profile_dir: Path | None = None, amp_health: bool = True, system_metrics: bool = True,
-                 lr_factor: Callable[[int], float] | None = None, payback: bool = True):
+                 lr_factor: Callable[[int], float] | None = None, payback: bool = True,
+                 compile_cache: CacheHome | None = None):
         """`save_checkpoint` is called once, on the main process, when a run that took steps ends (finished or
         stopped); what it returns is the run's results.checkpoint. None: nothing is saved. `trace_dir`: where a
         compiled run records PyTorch's structured compile trace (rendered with tlparse at the end); None: not.
@@ -100,7 +103,8 @@ class Trainer:
         `workbench bench --instruments` prices them. `lr_factor`: the learning rate of step i (0-based) as a
         multiple of config.lr, in place of the config's schedule (the LR range test's exponential sweep).
         `payback`: measure a compiled run against eager after it (off for the range test, whose steps teach
-        nothing about a real run's payback)."""
+        nothing about a real run's payback). `compile_cache`: where a compiled run keeps its compile cache and the
+        history it looks for a warm start in (engine.warm_start); None: none is kept or loaded."""
         self.flush_seconds = flush_seconds
         self.dist = distributed or Distributed()
         self.save_checkpoint = save_checkpoint
@@ -110,6 +114,7 @@ class Trainer:
         self.system_metrics = system_metrics
         self.lr_factor = lr_factor
         self.payback = payback
+        self.compile_cache = compile_cache
 
     def _instruments(self, resume: checkpoint.Checkpoint | None) -> list[Instrument]:
         """The run's instruments, in the order their hooks are called (payback first: it measures before the
@@ -120,7 +125,9 @@ class Trainer:
             SystemMetrics(on=main and self.system_metrics),
             AmpHealth(record=self.amp_health),
             Profiling(self.profile_dir, is_main=main, multi_process=multi),
+            WarmStart(self.compile_cache if main else None, world_size=self.dist.world_size),
             CompileTimeline(self.trace_dir if main else None),
+            RecompileStance(),
             *([Resume(resume)] if resume is not None else []),
         ]
 
@@ -191,7 +198,7 @@ class Trainer:
             raise ConfigError("resume", "a run is continued in one process", "train it with one process")
         train_split, val_split = load_splits(config.dataset, config.data_root)
         classes = classes_of(config.dataset, config.data_root)
-        compiling.configure_dynamo()
+        compiling.configure_dynamo(config.recompile_limit)
 
         torch.manual_seed(config.seed)  # same seed on every rank: identical initial weights and batch order
         world = self.dist.world_size  # run.request.check_launch made sure the global batch splits evenly

@@ -30,6 +30,8 @@ COMPILE_KINDS: dict[str, CompileKind] = {
                          "◆", "#2ca02c", 2, "graph compiled", "graphs compiled"),
     "recompile": CompileKind("a guard failed and a frame compiled again",
                              "↻", "#ff7f0e", 4, "recompile", "recompiles"),
+    "recompile_limit": CompileKind("a function reached the recompile limit: its next recompile runs it eagerly",
+                                   "⚑", "#bcbd22", 5, "recompile-limit warning", "recompile-limit warnings"),
     "graph_break": CompileKind("Dynamo stopped tracing: the code after it runs eagerly until the next graph",
                                "✂", "#9467bd", 3, "graph break", "graph breaks"),
     "fallback": CompileKind("the compile failed and the run went on eagerly",

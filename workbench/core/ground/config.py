@@ -24,6 +24,8 @@ from .errors import WorkbenchError
 BACKENDS = ("eager", "inductor", "aot_eager", "cudagraphs")
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 AMP_CHOICES = ("off", "bf16", "fp16")
+# What a recompile does (TrainConfig.on_recompile), each a torch.compiler.set_stance stance (engine.recompile_stance).
+RECOMPILE_ACTIONS = ("compile", "eager", "fail")
 MATMUL_PRECISIONS = ("highest", "high", "medium")  # torch.set_float32_matmul_precision's choices
 OPTIMIZERS = ("adamw", "sgd")
 LR_SCHEDULES = ("cosine", "constant")
@@ -290,6 +292,25 @@ class TrainConfig:
     compile_trace: bool = field(default=False, metadata=setting(
         "record PyTorch's structured compile trace in the run's folder and render it with tlparse", COMPILE,
         label="record compile trace (tlparse)"))
+    on_recompile: str = field(default="compile", metadata=setting(
+        "what a recompile does once the first step and the first validation have compiled "
+        "(torch.compiler.set_stance): compile again, run that call eagerly (eager_on_recompile), or fail the run "
+        "naming the guard that failed (fail_on_recompile)", COMPILE, label="On a recompile",
+        choices=RECOMPILE_ACTIONS, choice_labels={"compile": "compile again", "eager": "run that call eagerly",
+                                                  "fail": "fail the run"}, form=False))
+    eager_first_call: bool = field(default=False, metadata=setting(
+        "run the model's first call eagerly and compile from its second (torch.compiler.set_stance"
+        "('eager_then_compile')): which dimensions vary is seen in two calls instead of compiling a static graph "
+        "first", COMPILE, label="eager first call, then compile", form=False))
+    recompile_limit: int = field(default=16, metadata=setting(
+        "compiles allowed per function (torch._dynamo.config.recompile_limit); past it the function runs eagerly, "
+        "and the compile timeline warns one recompile before", COMPILE, label="Recompile limit", low=1, high=1024,
+        form=False))
+    warm_from: int | None = field(default=None, metadata=setting(
+        "load the compile cache of this recorded run (its id) before the first compile; not set: of the newest "
+        "recorded run with the same compile settings, model code and torch (automatic); 0: none (a cold start)",
+        COMPILE, label="Warm start from run", low=0, high=2**62, form=False,
+        choice_labels={None: "automatic", 0: "none (cold start)"}))
     # -- precision --
     amp: str = field(default="off", metadata=setting(
         "mixed precision", PRECISION, label="AMP", choices=AMP_CHOICES, choice_labels={"off": "off (fp32)"}))
@@ -370,7 +391,8 @@ class TrainConfig:
 # What a continued run (TrainConfig.resume) may set differently from the run it continues: how long it goes on, how
 # it is compiled and measured. Anything else would make it another run (other data, model or optimisation).
 RESUME_MAY_CHANGE = ("resume", "epochs", "max_steps", "profile_steps", "compile_trace", "backend", "mode", "dynamic",
-                     "fullgraph", "allow_eager_fallback", "matmul_precision", "device")
+                     "fullgraph", "allow_eager_fallback", "matmul_precision", "device", "on_recompile",
+                     "eager_first_call", "recompile_limit", "warm_from")
 
 
 def resume_conflicts(saved: Mapping[str, Any], config: "TrainConfig") -> list[str]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .compile_kinds import COMPILE_KINDS
+from .compile_stages import GraphCompileTime
 from .records import Record
 from .results import RunResults
 
@@ -132,6 +133,12 @@ class CompileReport:
     recompiles: tuple[str, ...] = ()  # guard failures that triggered a recompile, as Dynamo words them
     warnings: tuple[str, ...] = ()  # fallbacks, cudagraph skips: never hidden
     source: str = "run"  # "run" (what happened while training) or "explain" (a dedicated inspection)
+    # A warm start (engine.warm_start): the run whose compile cache was loaded before the first compile (None: a
+    # cold start), and the cold launch that cache descends from, its run and its compile seconds (None: not known).
+    warm_from: int | None = None
+    cold_run: int | None = None
+    cold_compile_seconds: float | None = None
+    graph_times: tuple[GraphCompileTime, ...] = ()  # each compiled graph's compile time by stage (a run's report)
 
 
 # What a CompileEvent can be (each is one kind of marker on the compile timeline), in words; the kinds and how they
@@ -269,6 +276,8 @@ def from_dict(data: dict[str, Any]) -> Event:
             data["breaks"] = tuple(_graph_break(b) for b in _sequence(data.get("breaks", ()), "breaks"))
             data["recompiles"] = tuple(_sequence(data.get("recompiles", ()), "recompiles"))
             data["warnings"] = tuple(_sequence(data.get("warnings", ()), "warnings"))
+            data["graph_times"] = tuple(GraphCompileTime.read(t, "graph_times")
+                                        for t in _sequence(data.get("graph_times", ()), "graph_times"))
         if cls is CompileEvent:
             data["frames"] = _frames(data.get("frames", ()))
         if cls is RunFinished:  # a "results" key besides is refused, as a field given twice
@@ -302,7 +311,7 @@ def _frames(value: Any) -> tuple[Frame, ...]:
 
 
 _PLAIN = {"int": (int,), "float": (int, float), "str": (str,), "bool": (bool,), "dict": (dict,),
-          "float | None": (int, float, type(None))}
+          "float | None": (int, float, type(None)), "int | None": (int, type(None))}
 
 
 def _check_types(event: Any) -> None:

@@ -29,6 +29,14 @@ class CheckFullgraph(Record):
 
 
 @dataclass(frozen=True)
+class CompareNumerics(Record):
+    """One batch forward and backward, eager against compiled, per layer and per op (answer: NumericsReport). It
+    resets Dynamo in the kernel, as Explain does."""
+
+    config: TrainConfig
+
+
+@dataclass(frozen=True)
 class LoadCheckpoint(Record):
     """What a checkpoint holds (answer: CheckpointInfo). A network defined in a Python file is imported only with
     `trust_model_code`; without it the answer is a NeedsConsent error naming the file."""

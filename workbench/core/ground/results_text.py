@@ -37,6 +37,7 @@ def compile_lines(results: RunResults) -> list[str]:
     if payback is not None:
         lines.append(f"payback: {payback.verdict()} (eager {payback.eager_step_s * 1e3:.2f} ms/step, compiled "
                      f"{payback.compiled_step_s * 1e3:.2f} ms/step, compile {payback.compile_s:.1f} s)")
+        lines += [f"payback, {line}" for line in payback.launch_lines()]
     elif results.payback_problem:
         lines.append(f"payback: {results.payback_problem}")
     for check in results.recompile_forecast or ():

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from ..ground.compile_kinds import COMPILE_KINDS, compile_kind
+from ..ground.compile_stages import STAGES, GraphCompileTime
 from ..ground.events import CompileEvent, CompileFinished, CompileReport, Frame
 from ..ground.fixit import FixItCard, bug_report, fixit_cards
 from ..ground.forecast import CONFIRMED, DID_NOT_HAPPEN, NOT_PREDICTED
@@ -81,10 +82,11 @@ def _compile_html(run: RunFacts, base: Path | None = None) -> str:
         ("Graph breaks", str(report.graph_break_count)),
         ("Operators in the graphs", str(report.op_count)),
         ("Report from", "the training run" if report.source == "run" else "a separate inspection (explain)"),
+        *_launch_facts(report),
     ]
     table = "<table class=facts>" + "".join(f"<tr><th>{k}</th><td>{esc(v)}</td></tr>" for k, v in facts) + "</table>"
-    return (title + table + timing + insight + _breaks_html(run, report) + _list_html("Recompiles", report.recompiles)
-            + _list_html("Warnings", report.warnings) + trace)
+    return (title + table + timing + stages_html(report.graph_times) + insight + _breaks_html(run, report)
+            + _list_html("Recompiles", report.recompiles) + _list_html("Warnings", report.warnings) + trace)
 
 
 def _timing_sentence(run: RunFacts) -> str:
@@ -105,6 +107,35 @@ def _timing_sentence(run: RunFacts) -> str:
         text += (" · then " + ", ".join(f"{words.get(phase, phase)} {duration(s)}" for phase, s in phases.items())
                  + f": {duration(compile_s)} compiling in all")
     return f"<p>{text}.</p>"
+
+
+def stages_html(times: Sequence[GraphCompileTime]) -> str:
+    """Each compiled graph's compile time by stage (ground.compile_stages): a bar per graph, on one scale, and the
+    seconds in a table. Runs recorded before stages were timed (or without a compiled graph) show nothing."""
+    if not times:
+        return ""
+    longest = max(t.total for t in times) or 1.0
+    legend = "<div class=marklegend>" + "".join(
+        f"<span title='{esc(stage.meaning)}'><span class=swatch style='background:{stage.colour}'></span>"
+        f"{esc(stage.name)}</span>" for stage in STAGES.values()) + "</div>"
+    rows = [[f"<code>{esc(t.label)}</code>", _stage_bar(t, longest),
+             *(duration(s) if s else "—" for s in t.seconds().values()), f"<b>{duration(t.total)}</b>"]
+            for t in times]
+    note = ("<p class=muted>Where each compiled graph's compile time went, as PyTorch timed it (its compilation "
+            "metrics); a backward compiled when it first ran has a row of its own. The bars share one scale.</p>")
+    head = ["Graph", "", *(stage.name for stage in STAGES.values()), "Total"]
+    return "<h4>Compile time by stage</h4>" + note + legend + _table(head, rows)
+
+
+def _stage_bar(time: GraphCompileTime, longest: float) -> str:
+    """A graph's stages as one bar of coloured segments, its length its share of the longest graph's compile."""
+    total = time.total
+    segments = "".join(
+        f"<span style='width:{100 * s / total:.2f}%;background:{STAGES[key].colour}' "
+        f"title='{esc(STAGES[key].name)}: {esc(duration(s))} ({100 * s / total:.0f}%)'></span>"
+        for key, s in time.seconds().items() if s > 0) if total > 0 else ""
+    return (f"<div style='width:16em;height:12px;background:#f2f2f2'><div style='width:{100 * total / longest:.1f}%;"
+            f"height:100%;display:flex'>{segments}</div></div>")
 
 
 def _breaks_html(run: RunFacts, report: CompileReport) -> str:
@@ -167,8 +198,20 @@ def _payback_html(run: RunFacts) -> str:
     table = "<table class=facts>" + "".join(f"<tr><th>{k}</th><td>{esc(v)}</td></tr>" for k, v in facts) + "</table>"
     verdict = "ok" if payback.paid_off else "bad" if payback.break_even_step is None else "warn"
     method = f"<p class=muted>Method: {esc(payback.method)}.</p>" if payback.method else ""
+    launches = "<ul>" + "".join(f"<li>{esc(_sentence(line))}.</li>" for line in payback.launch_lines()) + "</ul>"
     return (f"<h4>Did compiling pay off?</h4><p class='verdict {verdict}'>{esc(_sentence(payback.verdict()))}.</p>"
-            + table + method)
+            + launches + table + method)
+
+
+def _launch_facts(report: CompileReport) -> list[tuple[str, str]]:
+    """A training run's launch: warm (whose compile cache it loaded, and what a cold launch cost) or cold."""
+    if report.source != "run" or not report.compiled:
+        return []
+    if report.warm_from is None:
+        return [("Launch", "cold: compiled from scratch (no compile cache loaded)")]
+    cold = (f"; a cold launch compiled for {duration(report.cold_compile_seconds)} in run #{report.cold_run}"
+            if report.cold_compile_seconds is not None and report.cold_run is not None else "")
+    return [("Launch", f"warm: run #{report.warm_from}'s compile cache loaded before the first compile{cold}")]
 
 
 def _sentence(text: str) -> str:

@@ -25,6 +25,7 @@ from ..ground.config import TrainConfig
 from ..ground.errors import WorkbenchError
 from ..ground.events import CompileReport, RunFailed, RunFinished, to_json
 from ..ground.findings import BatchFinding, BatchPoint, LrFinding, LrPoint
+from ..ground.numerics import NumericsReport
 from .protocol import JobError, NeedsConsent
 from .recorder import run_recorded
 from .request import RunRequest
@@ -169,6 +170,14 @@ def check_fullgraph(request: requests.CheckFullgraph) -> answers.FullgraphCheck:
     return check(request.config)
 
 
+def numerics(request: requests.CompareNumerics) -> NumericsReport:
+    """Compare numerics: one batch forward and backward, eager against compiled, per layer and per op (resets
+    Dynamo, as explain does: never in a process that trains)."""
+    from ..domain.numerics import compare_numerics
+
+    return compare_numerics(request.config)
+
+
 def lr_find(request: requests.FindLr, progress: Callable[[LrPoint], None], stop: threading.Event) -> LrFinding:
     """The LR range test (run.lr_finder); a cancel ends it early with what it has."""
     from .lr_finder import find_lr
@@ -202,6 +211,7 @@ HANDLERS: dict[type, Callable[..., object]] = {
     requests.Predict: predict, requests.Evaluate: evaluate, requests.EvaluateView: evaluate_view,
     requests.ExportCheckpoint: export_checkpoint, requests.ExportModel: export_model, requests.WriteReport: report,
     requests.PreviewDataset: dataset_preview, requests.CheckFullgraph: check_fullgraph,
+    requests.CompareNumerics: numerics,
     requests.FindLr: lr_find, requests.FindBatchSize: batch_find,
 }
 

@@ -31,6 +31,7 @@ from ..ground.capabilities import Capabilities
 from ..ground.errors import WorkbenchError
 from ..ground.events import CompileReport, from_dict as event_from_dict, to_dict as event_to_dict
 from ..ground.findings import BatchFinding, BatchPoint, LrFinding, LrPoint
+from ..ground.numerics import NumericsReport
 
 # How a kernel finds its parent: set by the parent (process.py), read by the child (kernel.py).
 TOKEN_ENV = "WORKBENCH_CHILD_TOKEN"
@@ -67,6 +68,7 @@ SERVICES = (
     Service("capabilities", requests.AskCapabilities, Capabilities),
     Service("explain", requests.Explain, CompileReport),
     Service("check_fullgraph", requests.CheckFullgraph, answers.FullgraphCheck),
+    Service("numerics", requests.CompareNumerics, NumericsReport),
     Service("load_checkpoint", requests.LoadCheckpoint, answers.CheckpointInfo),
     Service("predict", requests.Predict, answers.Predictions),
     Service("evaluate", requests.Evaluate, answers.Score),

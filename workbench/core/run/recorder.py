@@ -17,10 +17,12 @@ from typing import Callable
 
 from ..ground.atomic import commit, temp_beside, write_text_atomic
 from ..engine import StopFlag, TrainedModel, Trainer
+from ..engine.warm_start import CacheHome
 from ..ground.errors import WorkbenchError
 from ..ground.events import EpochEnd, Event, Notice, RunFailed, RunFinished, RunStarted, is_terminal, to_json
 from ..domain.distributed import Distributed
 from ..domain.model import absolute_spec
+from ..history.warm_starts import CACHE_FILE, KEY_FILE
 from .output import prints_as_notices
 from .request import RunRequest
 
@@ -144,7 +146,7 @@ def _cut_to_last_line(path: Path) -> None:
         fh.truncate(data.rfind(b"\n") + 1)
 
 
-RUN_FILES = ("checkpoint.pt", "checkpoint.safetensors", "metrics.json", "events.jsonl")
+RUN_FILES = ("checkpoint.pt", "checkpoint.safetensors", "metrics.json", "events.jsonl", CACHE_FILE, KEY_FILE)
 
 
 def set_aside_previous(out_dir: Path) -> Notice | None:
@@ -250,7 +252,7 @@ def run_recorded(request: RunRequest, *, sinks: tuple[Callable[[Event], None], .
 
     trace_dir = out_dir / "compile-trace" if config.compile_trace else None
     engine = Trainer(distributed=distributed, save_checkpoint=save_checkpoint, trace_dir=trace_dir,
-                     profile_dir=out_dir / "profile")
+                     profile_dir=out_dir / "profile", compile_cache=CacheHome(out_dir, db))
     try:
         with prints_as_notices(notices.append) if capture_prints else contextlib.nullcontext():
             return engine.run(config, emit, stop)

@@ -20,6 +20,7 @@ from ..ground.capabilities import Capabilities
 from ..ground.config import TrainConfig
 from ..ground.events import CompileReport
 from ..ground.findings import BatchFinding, BatchPoint, LrFinding, LrPoint
+from ..ground.numerics import NumericsReport
 from .client import KernelClient
 from .protocol import SERVICE_OF_REQUEST, JobError
 
@@ -52,6 +53,11 @@ class ServiceClient:
     def check_fullgraph(self, config: TrainConfig) -> Future[FullgraphCheck]:
         """Whether the configured model compiles as one graph, and if not its first break."""
         return self.submit(requests.CheckFullgraph(config))
+
+    def compare_numerics(self, config: TrainConfig) -> Future[NumericsReport]:
+        """One batch forward and backward, eager against compiled: each layer's and op's largest difference
+        against its tolerance, and where the first exceeds it."""
+        return self.submit(requests.CompareNumerics(config))
 
     def load_checkpoint(self, path: Paths, *, trust_model_code: bool = False) -> Future[CheckpointInfo]:
         """What a checkpoint holds. Its network's Python file is imported only with `trust_model_code`."""

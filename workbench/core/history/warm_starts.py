@@ -1,0 +1,181 @@
+"""Warm starts: which recorded run's compile cache a new run may load before its first compile, and why (or why not).
+
+A compiled run leaves PyTorch's compile artefacts in its folder (CACHE_FILE: `torch.compiler.save_cache_artifacts()`,
+the "mega-cache": the AOTAutograd and Inductor FX-graph cache entries it made or used, autotuning results) beside
+what they were made for (KEY_FILE: a `CompileCache`). A later run whose `WarmKey` is equal loads them before it
+compiles (engine.warm_start), and its compile finds its graphs in the cache instead of lowering them again.
+
+The key holds what decides whether the artefacts can serve a run: the settings that change the compiled graphs
+(COMPILE_SETTINGS), the input batch's shape, the model's code (a hash of the files its class and base classes are
+defined in), the torch version, the device and the number of processes. Loading another key's artefacts would do no
+harm (Inductor's own cache keys guard each entry: a stale one is a miss), so the key is about whether a warm start
+helps and about saying plainly why a run cannot warm-start from another, not about correctness.
+
+Torch-free: the history, the CLI and the window read it (which runs can be warm-started from, and what a warm start
+measured), the engine computes and checks the key.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..ground.config import ConfigError
+from ..ground.records import Record
+from .runs import RunRecord, RunStore, RunStoreError
+
+CACHE_FILE = "compile-cache.bin"  # torch.compiler.save_cache_artifacts()'s bytes
+KEY_FILE = "compile-cache.json"  # a CompileCache: what they were made for; written after CACHE_FILE
+# The settings that change what torch.compile produces for the model: its graphs (model, widths, dropout, data and
+# batch shapes, precision) and how they are compiled. Learning rate, optimizer, seed, epochs do not: the optimizer
+# step is not compiled.
+COMPILE_SETTINGS = ("model", "dataset", "batch_size", "hidden_dim", "dropout", "backend", "mode", "dynamic",
+                    "fullgraph", "amp", "matmul_precision")
+
+
+class WarmStartError(ConfigError):
+    """`warm_from` names a run whose compile cache cannot serve this one: why, and what to do instead."""
+
+    def __init__(self, message: str, hint: str):
+        super().__init__("warm_from", message)
+        self.hint = hint
+
+
+@dataclass(frozen=True)
+class WarmKey(Record):
+    """What a compile cache was made for; two runs with equal keys compile the same graphs the same way."""
+
+    settings: dict  # COMPILE_SETTINGS → the run's value
+    input_shape: tuple[int, ...]  # a training batch's (this process's share)
+    model_hash: str  # sha256 over the model class's source files (its own and its non-torch base classes')
+    torch: str  # torch.__version__
+    device: str  # "cpu", or "cuda: <GPU name>" (generated kernels are specific to the GPU)
+    world_size: int = 1  # DDP splits the graphs at its buckets
+
+
+@dataclass(frozen=True)
+class CompileCache(Record):
+    """KEY_FILE: a run's saved compile cache, what it was made for and what the run's compile cost."""
+
+    key: WarmKey
+    artifacts: dict[str, int]  # how many artefacts of each kind ("inductor", "aot_autograd", "autotune", ...)
+    bytes: int  # CACHE_FILE's size
+    compile_seconds: float  # the run's, every phase (first step, first validation, CUDA-graph recording)
+    warm_from: int | None = None  # the run whose cache this run loaded; None: it compiled cold
+    cold_run: int | None = None  # a warm run: the cold run its cache descends from
+    cold_compile_seconds: float | None = None  # that cold run's compile seconds, as it recorded them
+
+
+@dataclass(frozen=True)
+class WarmSource:
+    """A recorded run whose compile cache a new run loads: where, and the cold launch it descends from."""
+
+    run_id: int
+    cache_file: Path
+    cache: CompileCache
+
+    @property
+    def cold_run(self) -> int | None:
+        """The cold run at the origin of the cache: the run itself when it compiled cold (None: not known)."""
+        return self.cache.cold_run if self.cache.warm_from is not None else self.run_id
+
+    @property
+    def cold_compile_seconds(self) -> float | None:
+        """What a cold launch of these settings cost, as that cold run measured it."""
+        return self.cache.cold_compile_seconds if self.cache.warm_from is not None else self.cache.compile_seconds
+
+
+def key_differences(ours: WarmKey, theirs: WarmKey, source: str) -> list[str]:
+    """What differs between this run's key and `source`'s ("run #3"), in words: "backend: inductor here,
+    aot_eager in run #3"; [] when the keys are equal."""
+    found = [f"{name}: {ours.settings.get(name)!r} here, {theirs.settings.get(name)!r} in {source}"
+             for name in sorted(set(ours.settings) | set(theirs.settings))
+             if ours.settings.get(name) != theirs.settings.get(name)]
+    if ours.input_shape != theirs.input_shape:
+        found.append(f"batch shape: {tuple(ours.input_shape)} here, {tuple(theirs.input_shape)} in {source}")
+    if ours.model_hash != theirs.model_hash:
+        found.append(f"the model's code changed since {source} (its source files hash differently)")
+    if ours.torch != theirs.torch:
+        found.append(f"torch: {ours.torch} here, {theirs.torch} in {source}")
+    if ours.device != theirs.device:
+        found.append(f"device: {ours.device} here, {theirs.device} in {source}")
+    if ours.world_size != theirs.world_size:
+        found.append(f"processes: {ours.world_size} here, {theirs.world_size} in {source}")
+    return found
+
+
+def read_cache(folder: Path) -> CompileCache | None:
+    """The compile cache a run folder holds; None when it holds none (or one this version cannot read)."""
+    if not (folder / CACHE_FILE).is_file():
+        return None
+    try:
+        return CompileCache.from_dict(json.loads((folder / KEY_FILE).read_text(encoding="utf-8")))
+    except (OSError, ValueError, RecursionError):
+        return None
+
+
+def cache_of(record: RunRecord) -> WarmSource | None:
+    """A recorded run's compile cache, when its folder is on this computer and holds one (the window's "Warm start
+    from #N" action is offered for such runs)."""
+    folder = record.folder
+    cache = read_cache(folder) if folder is not None else None
+    return WarmSource(record.id, folder / CACHE_FILE, cache) if cache is not None else None
+
+
+def warm_source(store: RunStore, run_id: int) -> WarmSource:
+    """Run `run_id`'s compile cache, asked for by name (`warm_from`); a WarmStartError says why it has none."""
+    try:
+        record = store.get(run_id)
+    except RunStoreError as exc:
+        raise WarmStartError(str(exc), exc.hint or "give the id of a recorded run (`workbench runs` lists them)") \
+            from None
+    if record.elsewhere:
+        raise WarmStartError(f"run #{run_id} trained on {record.elsewhere}: its compile cache is there",
+                             "warm-start from a run trained on this computer")
+    if record.folder is None:
+        raise WarmStartError(f"run #{run_id}'s folder {record.out_dir or '(none recorded)'} is gone, and its compile "
+                             f"cache with it", "warm-start from another run, or leave warm_from unset (automatic)")
+    source = cache_of(record)
+    if source is None:
+        raise WarmStartError(
+            f"run #{run_id} left no compile cache in {record.folder}",
+            "only runs compiled with the inductor backend leave one (eager and aot_eager compile nothing to keep), "
+            "and only runs recorded since warm starts exist; warm-start from such a run, or leave warm_from unset "
+            "(automatic)")
+    return source
+
+
+def check_key(source: WarmSource, key: WarmKey) -> None:
+    """Refuse a warm start whose cache was made for something else, saying each difference and what to do."""
+    differences = key_differences(key, source.cache.key, f"run #{source.run_id}")
+    if differences:
+        raise WarmStartError(
+            f"run #{source.run_id}'s compile cache was made for other settings: " + "; ".join(differences),
+            f"train with run #{source.run_id}'s settings (`workbench train --from {source.run_id}`, then change "
+            f"only what does not compile: lr, epochs, seed, ...), or leave warm_from unset to find a matching run "
+            f"automatically")
+
+
+def find_warm_source(store: RunStore, key: WarmKey, exclude: Path | None = None) -> WarmSource | None:
+    """The newest recorded run whose compile cache was made for `key` (not the one in folder `exclude`: the run
+    asking); None when no run matches."""
+    for record in reversed(store.list()):
+        if exclude is not None and record.out_dir and Path(record.out_dir) == exclude:
+            continue
+        source = cache_of(record)
+        if source is not None and source.cache.key == key:
+            return source
+    return None
+
+
+def warm_measurement(store: RunStore, cold_run: int) -> tuple[int, float] | None:
+    """The newest warm launch measured from `cold_run`'s cache (its cache or a descendant's): (run id, its compile
+    seconds); None when none was. A cold run's payback is completed with it (`Payback.with_warm_launch`)."""
+    for record in reversed(store.list()):
+        if record.id <= cold_run:
+            break
+        source = cache_of(record)
+        if source is not None and source.cache.warm_from is not None and source.cold_run == cold_run:
+            return record.id, source.cache.compile_seconds
+    return None
