@@ -475,3 +475,20 @@ def test_every_chart_of_the_window_shows_the_values_themselves(waiting_window):
     prefixed = [(chart.objectName() or type(chart).__name__, side) for chart in charts for side in ("left", "bottom")
                 if chart.getPlotItem().getAxis(side).autoSIPrefix]
     assert prefixed == []
+
+
+def test_a_long_compared_run_is_drawn_thinned_with_its_peaks_and_its_table_keeps_every_value(panel, qtbot):
+    """20 runs of 20,000 steps drawn point by point froze the window: a recorded curve is drawn as at most about
+    DRAWN_POINTS points, each stretch's highest and lowest value kept, while its table reads every step."""
+    from workbench.ui.panels.plot_items import DRAWN_POINTS
+
+    loss = np.ones(20_000)
+    loss[12_345] = 50.0  # a spike thinning must keep
+    panel.set_smoothing(0.0)
+    panel.set_overlays([("#1", _curves(list(loss)))])
+    qtbot.waitUntil(lambda: bool(panel.overlays))
+    item = next(item for plot, item in panel.overlays if plot is panel.loss_plot)
+    drawn_x, drawn_y = item.curve.getData()
+    assert len(drawn_x) <= DRAWN_POINTS and drawn_y.max() == 50.0
+    [(_name, x, y)] = [s for s in panel.table_series(panel.loss_plot) if s[0].startswith("#1")]
+    assert len(x) == 20_000

@@ -23,6 +23,7 @@ stayed wider after the comparison ended, until the window was resized.
 
 from __future__ import annotations
 
+import math
 import time
 import weakref
 
@@ -106,7 +107,8 @@ def thin(item: pg.PlotDataItem) -> pg.PlotDataItem:
     """Draw a recorded curve as at most about DRAWN_POINTS points. Call it once the item is on its plot: a
     PlotItem gives each item it adds its own downsampling (none)."""
     x = item.getOriginalDataset()[0]
-    item.setDownsampling(ds=max(1, 2 * (0 if x is None else len(x)) // DRAWN_POINTS), auto=False, method="peak")
+    points = 0 if x is None else len(x)
+    item.setDownsampling(ds=max(1, math.ceil(2 * points / DRAWN_POINTS)), auto=False, method="peak")
     return item
 
 
