@@ -22,6 +22,10 @@ once a run there has finished), reattached (that run followed again from its fir
 Managing runs (a synthetic history of nine runs, three seeds each of three settings, from scripts/fill_history.py):
 manage (names, tags and the selected run's note in the Runs dock's details), seed_band (a seed group compared: its
 mean line and min–max band), diff (the Diff dialog of two runs that differ in backend and AMP).
+Compile insight, round two: numerics / numerics_bf16 (Compare numerics on the built-in network with inductor, fp32
+and bf16 autocast: the dialog), numerics_drift (the same on resources/examples/planted_drift.py), code (an inductor
+run of the built-in network with its compile trace and a 20-step profile, then Code…: the fc line clicked, what it
+became highlighted, each kernel's profiled time), stages (that run's Compile panel: the Stages tab and the payback).
 The window opens at the size it picks for the screen (fit to the available area), with settings and history in a
 temporary folder, so nothing of the user's is read or changed.
 """
@@ -40,7 +44,7 @@ os.environ["WORKBENCH_DATA_DIR"] = str(TEMP / "data")
 
 from PySide6.QtCore import Qt, QTimer  # noqa: E402  (after the folders are set)
 
-from workbench.core.ground.config import TrainConfig  # noqa: E402
+from workbench.core.ground.config import BUILTIN_MODEL, TrainConfig  # noqa: E402
 from workbench.core.ground.events import CompileStarted, Step  # noqa: E402
 from workbench.ui.app import create_app  # noqa: E402
 from workbench.ui.main_window import MainWindow  # noqa: E402
@@ -49,7 +53,7 @@ from workbench.ui.panels.setup import example_model_spec  # noqa: E402
 SHOTS = ("readme", "training", "compiling", "reason", "explain", "evaluate", "dataset", "timeline", "fixit",
          "whatif", "system", "profile", "profile_timeline", "profile_memory", "amp", "export", "export_aoti",
          "lr_finder", "batch_finder", "sweep", "runs", "connect", "remote", "host_runs", "reattached", "manage",
-         "seed_band", "diff")
+         "seed_band", "diff", "numerics", "numerics_bf16", "numerics_drift", "code", "stages")
 MANAGE_SHOTS = ("manage", "seed_band", "diff")  # over a synthetic history (fill_history.py)
 REMOTE_SHOTS = ("remote", "host_runs", "reattached")  # the window connected to the loopback sshd
 FINDER_SHOTS = {"lr_finder": "lr", "batch_finder": "batch"}
@@ -320,6 +324,43 @@ def main() -> int:
                 shown()
 
         when_ready(lambda: QTimer.singleShot(1500, chosen))  # after the listing
+    elif args.shot.startswith("numerics"):
+        from workbench.core.ground.resources import resource_path
+
+        drift = f"{resource_path('examples', 'planted_drift.py')}:PlantedDriftNet"
+        window.setup.set_config(TrainConfig(backend="inductor", amp="bf16" if args.shot == "numerics_bf16" else "off",
+                                            model=drift if args.shot == "numerics_drift" else BUILTIN_MODEL))
+
+        def compared(_report) -> None:
+            done.append(True)
+            dialog = window.compile_insight.numerics_dialog
+            QTimer.singleShot(400, lambda: (dialog.grab().save(str(args.out)), window.close()))
+
+        window.compile_insight.numericsCompared.connect(compared)
+        when_ready(window.compile_insight.compare_numerics)
+    elif args.shot in ("code", "stages"):
+        window.setup.set_config(TrainConfig(backend="inductor", epochs=1, compile_trace=True, profile_steps=20))
+
+        def coded(dialog) -> None:
+            done.append(True)
+            view = dialog.view
+            fc = next(line for line, text in sorted(view.source.known.get(view.source.file, {}).items())
+                      if "self.fc1(" in text)
+            view.select_source_line(view.source.file, fc)
+            view.tabs.setCurrentIndex(view.tabs.count() - 2)  # the forward's output code, with its kernel table
+            QTimer.singleShot(500, lambda: (dialog.grab().save(str(args.out)), window.close()))
+
+        def finished(_result) -> None:
+            if args.shot == "stages":
+                window.docks["compile"].raise_()
+                window.compile_panel.tabs.setCurrentWidget(window.compile_panel.stages)
+                grab(600)
+            else:
+                window.compile_insight.codeShown.connect(coded)
+                window.compile_panel.code_button.click()
+
+        window.training.runFinished.connect(finished)
+        when_ready(window.training.train)
     elif args.shot == "connect":
         from workbench.core.run.ssh import Remote
         from workbench.ui.connect_dialog import CONNECT_SLOT

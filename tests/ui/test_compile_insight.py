@@ -114,8 +114,10 @@ def test_a_runs_payback_and_its_trace_are_shown_when_it_ends(qtbot, monkeypatch,
     index = tmp_path / "html" / "index.html"
     panel.add_events([started(), RunFinished(steps=625, epochs=5, seconds=20.0, stopped=False, results=RunResults(
         payback=payback, compile_trace=CompileTrace(str(index))))])
-    assert panel.fields["payback"].text() == ("pays off after 3,100 steps (this run has 625; compiled steps are "
-                                              "1.25× as fast as eager)")
+    assert panel.fields["payback"].text() == (
+        "pays off after 3,100 steps (this run has 625; compiled steps are 1.25× as fast as eager)\n"
+        "next launch (warm): not measured yet: the next run with these settings starts warm from this run's compile "
+        "cache and measures it")
     assert "eager 10.00 ms/step, compiled 8.00 ms/step" in panel.fields["payback"].toolTip()
     assert not panel.trace_button.isHidden()
     qtbot.mouseClick(panel.trace_button, Qt.LeftButton)

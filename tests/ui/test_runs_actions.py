@@ -26,7 +26,7 @@ def test_the_context_menu_has_every_action_each_with_its_shortcut(panel, qtbot, 
     menu = panel.actions.menu()
     texts = [action.text().split("\t")[0] for action in menu.actions() if not action.isSeparator()]
     assert texts == ["Open", "Compare", "Continue training…", "Diff…", "Rename", "Edit tags", "Archive", "Delete…",
-                     "New run from this…", "Repeat with seeds…"]
+                     "New run from this…", "Warm start from this…", "Repeat with seeds…"]
     keys = {action.text(): action.shortcut().toString() for action in menu.actions() if not action.isSeparator()}
     assert keys["Delete…"] == QKeySequence(QKeySequence.Delete).toString() and keys["Rename"] == "F2"
     assert keys["Diff…"] == "Ctrl+D" and keys["Repeat with seeds…"] == "Ctrl+Shift+R"
@@ -36,6 +36,7 @@ def test_the_context_menu_has_every_action_each_with_its_shortcut(panel, qtbot, 
     panel.select_ids([1, 2])  # two: Open, Rename and the one-run actions are off
     enabled = {action.text(): action.isEnabled() for action in menu.actions() if not action.isSeparator()}
     assert enabled["Diff…"] and enabled["Compare"] and not enabled["Rename"] and not enabled["Repeat with seeds…"]
+    assert not enabled["Warm start from this…"]
     assert audit(panel) == ([], [])  # every control named, no two alike (the details and the Undo bar too)
 
 

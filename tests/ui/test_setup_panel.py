@@ -33,7 +33,9 @@ OBJECT_NAMES = {"dataset": "datasetCombo", "data_root": "dataRootEdit", "model":
                 "device": "deviceCombo", "hidden_dim": "hiddenSpin", "epochs": "epochsSpin", "batch_size": "batchSpin",
                 "lr": "lrSpin", "optimizer": "optimizerCombo", "seed": "seedSpin", "backend": "backendCombo",
                 "mode": "modeCombo", "fullgraph": "fullgraphCheck", "dynamic": "dynamicCombo",
-                "allow_eager_fallback": "fallbackCheck", "compile_trace": "compileTraceCheck", "amp": "ampCombo",
+                "allow_eager_fallback": "fallbackCheck", "compile_trace": "compileTraceCheck",
+                "on_recompile": "onRecompileCombo", "eager_first_call": "eagerFirstCallCheck",
+                "recompile_limit": "recompileLimitSpin", "amp": "ampCombo",
                 "matmul_precision": "matmulPrecisionCombo", "profile_steps": "profileStepsSpin"}
 
 

@@ -213,7 +213,8 @@ class MainWindow(QMainWindow):
         self.compile_insight = CompileInsight(
             self.kernel, self.state, self.feedback, self.setup, self.compile_panel, config_for=self._config_for,
             show=lambda: self.docks["compile"].raise_(), preview=self.data_insight.preview,
-            training=lambda: self.runner.training, changed=self._update_actions)
+            training=lambda: self.runner.training, changed=self._update_actions,
+            profile=lambda: self.profile.report, window=self)
         self.search = Search(self.kernel, self.tasks, self.feedback, self.setup, lambda: self.plots.theme, self,
                              config_for=self._config_for, db=self.db, runs_dir=self.runs_dir,
                              trial_ended=self.runs.refresh, remote=lambda: self.runner.remote,
@@ -236,6 +237,8 @@ class MainWindow(QMainWindow):
         self.setup.changed.connect(self.compile_insight.update_forecast)
         self.compile_panel.explainRequested.connect(self.compile_insight.explain)
         self.compile_panel.fullgraphRequested.connect(self.compile_insight.check_fullgraph)
+        self.compile_panel.numericsRequested.connect(self.compile_insight.compare_numerics)
+        self.compile_panel.codeRequested.connect(self.compile_insight.show_code)
         self.compile_panel.settingRequested.connect(self.setup.set_value)
         self.compile_panel.tabs.currentChanged.connect(lambda _index: self.compile_insight.update_forecast())
         self.plots.timeline.stepClicked.connect(self.compile_insight.show_step)
@@ -243,6 +246,7 @@ class MainWindow(QMainWindow):
         self.runs.table.selectionModel().selectionChanged.connect(lambda *_: self._update_actions())
         self.runs.continueRequested.connect(self.training.continue_run)
         self.runs.cloneRequested.connect(self._new_run_from)
+        self.runs.warmRequested.connect(lambda record: self._new_run_from(record, warm=True))
         self.runs.repeatRequested.connect(self.search.open_seeds)
 
     def _dock(self, title: str, widget: QWidget, area) -> QDockWidget:
@@ -275,6 +279,8 @@ class MainWindow(QMainWindow):
         self.stop_action = self._action("Stop", self.training.stop, Qt.Key_Escape, QStyle.SP_MediaStop, "stopAction")
         self.explain_action = self._action("Explain compile", self.compile_insight.explain, "Ctrl+E", None,
                                            "explainAction")
+        self.numerics_action = self._action("Compare numerics", self.compile_insight.compare_numerics,
+                                            "Ctrl+Shift+D", None, "numericsAction")
         self.evaluate_action = self._action("Evaluate model", lambda: self.data_insight.evaluate(), "Ctrl+Shift+V",
                                             None, "evaluateAction")
         self.open_action = self._action("Open checkpoint…", self.checkpoints.choose, QKeySequence.Open,
@@ -320,8 +326,8 @@ class MainWindow(QMainWindow):
         file_menu.addSeparator()
         file_menu.addAction(quit_action)
         run_menu = menu.addMenu("&Run")
-        for action in (self.train_action, self.stop_action, self.explain_action, self.evaluate_action,
-                       self.lr_finder_action, self.batch_finder_action, self.sweep_action):
+        for action in (self.train_action, self.stop_action, self.explain_action, self.numerics_action,
+                       self.evaluate_action, self.lr_finder_action, self.batch_finder_action, self.sweep_action):
             run_menu.addAction(action)
         kernel_menu = menu.addMenu("&Kernel")
         for action in (self.connect_action, self.host_runs_action, self.local_action):
@@ -406,17 +412,25 @@ class MainWindow(QMainWindow):
         self.training.kernel_ready()
         self._update_actions()
 
-    def _new_run_from(self, record) -> None:
+    def _new_run_from(self, record, warm: bool = False) -> None:
         """Runs dock → New run from this…: the run's settings in the form, which says it derives from the run
-        until they are edited away; Train then starts a new run (not a continuation)."""
+        until they are edited away; Train then starts a new run (not a continuation). `warm` (Warm start from
+        this…): the new run loads the run's compile cache before it compiles, or the reason it cannot is shown."""
         from ..core.history.curves import run_name
+        from ..core.history.warm_starts import cache_of
 
-        try:
-            config = TrainConfig.from_dict({**record.config, "resume": None})
-        except WorkbenchError as exc:
-            self.feedback.show("error", f"{run_name(record.id)}'s settings cannot be used here: {exc}")
+        name = run_name(record.id)
+        if warm and cache_of(record) is None:
+            self.feedback.show("warning", f"{name} saved no compile cache to start warm from: it ran eagerly, "
+                               "failed before compiling, or was recorded before warm starts. Use New run from "
+                               "this…: that run compiles cold and saves one.")
             return
-        label = run_name(record.id) + (f" ({record.name})" if record.name else "")
+        try:
+            config = TrainConfig.from_dict({**record.config, "resume": None, "warm_from": record.id if warm else None})
+        except WorkbenchError as exc:
+            self.feedback.show("error", f"{name}'s settings cannot be used here: {exc}")
+            return
+        label = name + (f" ({record.name})" if record.name else "") + (", warm from its compile cache" if warm else "")
         self.setup.set_derived(config, label)
         self.docks["setup"].raise_()
         self.feedback.note("info", f"the settings of {label} are in the form: edit them, then Train")
@@ -473,7 +487,9 @@ class MainWindow(QMainWindow):
         self.stop_action.setEnabled(self.runner.training or self.state.train_waiting)
         self.profile.set_running(self.runner.profilable)
         self.explain_action.setEnabled(not busy and valid)
+        self.numerics_action.setEnabled(not busy and valid)
         self.compile_panel.explain_button.setEnabled(not busy and valid)
+        self.compile_panel.numerics_button.setEnabled(not busy and valid)
         self.setup.setEnabled(not busy)
         has_model = self.state.model is not None
         self.export_action.setEnabled(has_model and not busy)

@@ -297,15 +297,14 @@ class TrainConfig:
         "(torch.compiler.set_stance): compile again, run that call eagerly (eager_on_recompile), or fail the run "
         "naming the guard that failed (fail_on_recompile)", COMPILE, label="On a recompile",
         choices=RECOMPILE_ACTIONS, choice_labels={"compile": "compile again", "eager": "run that call eagerly",
-                                                  "fail": "fail the run"}, form=False))
+                                                  "fail": "fail the run"}))
     eager_first_call: bool = field(default=False, metadata=setting(
         "run the model's first call eagerly and compile from its second (torch.compiler.set_stance"
         "('eager_then_compile')): which dimensions vary is seen in two calls instead of compiling a static graph "
-        "first", COMPILE, label="eager first call, then compile", form=False))
+        "first", COMPILE, label="eager first call, then compile"))
     recompile_limit: int = field(default=16, metadata=setting(
         "compiles allowed per function (torch._dynamo.config.recompile_limit); past it the function runs eagerly, "
-        "and the compile timeline warns one recompile before", COMPILE, label="Recompile limit", low=1, high=1024,
-        form=False))
+        "and the compile timeline warns one recompile before", COMPILE, label="Recompile limit", low=1, high=1024))
     warm_from: int | None = field(default=None, metadata=setting(
         "load the compile cache of this recorded run (its id) before the first compile; not set: of the newest "
         "recorded run with the same compile settings, model code and torch (automatic); 0: none (a cold start)",

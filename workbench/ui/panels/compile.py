@@ -16,7 +16,7 @@ import time
 
 from PySide6.QtCore import Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
-from PySide6.QtWidgets import (QFormLayout, QFrame, QGridLayout, QHBoxLayout, QLabel, QListWidget, QPushButton,
+from PySide6.QtWidgets import (QFormLayout, QFrame, QGridLayout, QLabel, QListWidget, QPushButton,
                                QScrollArea, QTabWidget, QVBoxLayout, QWidget)
 
 from ...core.ground.config import ConfigError, TrainConfig
@@ -25,11 +25,15 @@ from ...core.ground.events import (CompileEvent, CompileFinished, CompileReport,
 from ...core.ground.forecast import ForecastCheck, forecast_recompiles
 from ...core.ground.answers import FullgraphCheck
 from .compile_cards import BreakDialog, CardList, text_label
+from .compile_stages import CompileStagesView
 from .compile_timeline import TimelineView
+
 
 class CompilePanel(QWidget):
     explainRequested = Signal()
+    numericsRequested = Signal()
     fullgraphRequested = Signal()
+    codeRequested = Signal(str)  # the run's compile trace, which the code view reads; "": the run recorded none
     settingRequested = Signal(str, object)  # a What-if fix that is a setting: (name, value) for the Setup form
 
     def __init__(self, parent: QWidget | None = None):
@@ -65,6 +69,7 @@ class CompilePanel(QWidget):
         self.cards.fullgraphRequested.connect(self.fullgraphRequested)
         self.cards.stackRequested.connect(self.show_break)
         self.timeline = TimelineView()
+        self.stages = CompileStagesView()
         self.forecast = ForecastView()
         self.forecast.settingRequested.connect(self.settingRequested)
         self.notes = QListWidget()
@@ -76,6 +81,8 @@ class CompilePanel(QWidget):
         for widget, title, tip in (
                 (self.cards, "Fix-it", "A card per kind of graph break: why, where, and how to remove it"),
                 (self.timeline, "Timeline", "What the compiler did, step by step (the loss plot's markers)"),
+                (self.stages, "Stages", "Each graph's compile time by stage: Dynamo tracing, AOT, lowering, code "
+                 "generation, C++ / kernel compile, autotuning"),
                 (self.forecast, "What-if", "The recompiles these settings will cause, and the fix"),
                 (self.notes, "Notes", "Recompiles, fallbacks and warnings, as the run reported them")):
             self.tabs.setTabToolTip(self.tabs.addTab(widget, title), tip)
@@ -85,13 +92,25 @@ class CompilePanel(QWidget):
         self.explain_button.setToolTip("Trace the network with torch._dynamo.explain on the worker thread "
                                        "(no training) and list every graph break")
         self.explain_button.clicked.connect(self.explainRequested)
+        self.numerics_button = QPushButton("Compare numerics")
+        self.numerics_button.setObjectName("numericsButton")
+        self.numerics_button.setToolTip("Run one batch forward and backward eager and compiled in the kernel (same "
+                                        "weights, same inputs) and show each layer's and op's largest difference "
+                                        "against its tolerance, and where the first exceeds it")
+        self.numerics_button.clicked.connect(self.numericsRequested)
+        self.code_button = QPushButton("Code…")
+        self.code_button.setObjectName("codeButton")
+        self.code_button.setToolTip("The graphs Dynamo captured, the AOT forward and backward graphs and the code "
+                                    "Inductor wrote, with the model line each kernel came from")
+        self.code_button.clicked.connect(lambda: self.codeRequested.emit(self.trace or ""))
+        self.code_button.hide()
         self.trace_button = QPushButton("Open compile trace")
         self.trace_button.setObjectName("traceButton")
         self.trace_button.clicked.connect(self.open_trace)
         self.trace_button.hide()
-        buttons = QHBoxLayout()
-        buttons.addWidget(self.explain_button)
-        buttons.addWidget(self.trace_button)
+        buttons = QGridLayout()  # two by two: the dock is narrow
+        for i, button in enumerate((self.explain_button, self.numerics_button, self.code_button, self.trace_button)):
+            buttons.addWidget(button, i // 2, i % 2)
 
         layout = QVBoxLayout(self)
         layout.addLayout(form)
@@ -156,7 +175,8 @@ class CompilePanel(QWidget):
         results = event.results
         payback = results.payback
         if payback is not None:
-            self.fields["payback"].setText(payback.verdict())
+            cold, warm = payback.launch_lines()  # the verdict is this launch's: the other kind's line goes below
+            self.fields["payback"].setText(f"{payback.verdict()}\n{warm if payback.warm_from is None else cold}")
             self.fields["payback"].setToolTip(
                 f"eager {payback.eager_step_s * 1e3:.2f} ms/step, compiled {payback.compiled_step_s * 1e3:.2f} "
                 f"ms/step, compile {payback.compile_s:.1f} s in all phases\nmethod: {payback.method}")
@@ -169,6 +189,7 @@ class CompilePanel(QWidget):
             problem = results.compile_trace.problem
             self.trace_button.setToolTip(self.trace + (f"\n{problem}" if problem else ""))
             self.trace_button.show()
+        self.code_button.setVisible(results.backend_used != "eager")
 
     def _show_compiling(self) -> None:
         """'compiling… 12 s so far' while the first step compiles (Inductor can take minutes on a small CPU)."""
@@ -187,6 +208,7 @@ class CompilePanel(QWidget):
         self.cards.show_breaks(())
         self.cards.clear_fullgraph()
         self.timeline.clear()
+        self.stages.clear()
         self.forecast.show((), None, "")
         self.notes.clear()
         self.breaks = ()
@@ -194,6 +216,7 @@ class CompilePanel(QWidget):
         self.run_live = False
         self.trace = None
         self.trace_button.hide()
+        self.code_button.hide()
         self._stop_compiling()
 
     def show_report(self, report: CompileReport) -> None:
@@ -210,7 +233,8 @@ class CompilePanel(QWidget):
             self.count_words[key].setText(COUNT_WORDS[key][count != 1])
         self.fields["breaks"].setStyleSheet("color: #b00020; font-weight: bold;" if report.graph_break_count else "")
         if not pre_compile:  # during the compile its seconds so far stay
-            self.fields["seconds"].setText(self._seconds_text(report))
+            self.fields["seconds"].setText(self._seconds_text(report) + _warm_text(report))
+            self.stages.show_times(report.graph_times)
         self.breaks = report.breaks
         self.cards.show_breaks(report.breaks, known=True)
         self.tabs.setTabText(0, f"Fix-it ({len(self.cards.cards)})" if self.cards.cards else "Fix-it")
@@ -358,6 +382,15 @@ def _backend_text(backend: str, mode: str) -> str:
 
 
 PHASE_WORDS = {"eval": "eval graph", "cudagraph recording": "CUDA-graph recording"}
+
+
+def _warm_text(report: CompileReport) -> str:
+    """A warm start beside the compile time: ' · warm start from #7's compile cache (cold launch 16.3 s, #5)'."""
+    if report.warm_from is None:
+        return ""
+    cold = "" if report.cold_compile_seconds is None else f" (cold launch {report.cold_compile_seconds:.1f} s" + (
+        f", #{report.cold_run})" if report.cold_run is not None else ")")
+    return f" · warm start from #{report.warm_from}'s compile cache{cold}"
 
 
 def _compile_time(phases: dict[str, float]) -> str:

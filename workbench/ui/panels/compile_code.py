@@ -214,6 +214,9 @@ def _kernel_words(kernel: Kernel) -> str:
     return "\n".join(lines)
 
 
+SPLIT_SIZES = [170, 640, 470]  # the graphs, the listings, the model's source: in proportion to the view's width
+
+
 class CompiledCodeView(QWidget):
     """The graphs on the left; the selected graph's listings in tabs; the model's source on the right; one line
     below says what the last click found."""
@@ -231,9 +234,9 @@ class CompiledCodeView(QWidget):
         self.source = SourcePane()
         self.source.lineClicked.connect(self.select_source_line)
         split = QSplitter(Qt.Horizontal)
-        for widget, stretch in ((self.graphs, 1), (self.tabs, 4), (self.source, 3)):
+        for widget in (self.graphs, self.tabs, self.source):
             split.addWidget(widget)
-            split.setStretchFactor(split.count() - 1, stretch)
+        split.setSizes(SPLIT_SIZES)  # stretch factors alone left the graph list as wide as the code
         self.status = QLabel()
         self.status.setObjectName("codeStatus")
         self.status.setTextFormat(Qt.PlainText)  # quotes the user's code and kernel names

@@ -64,6 +64,7 @@ class RunsPanel(QWidget):
     openRequested = Signal(object)  # a LoadedRun
     continueRequested = Signal(object)  # a RunRecord (without events) to continue training
     cloneRequested = Signal(object)  # a RunRecord (without events) whose settings a new run starts from
+    warmRequested = Signal(object)  # … and whose compile cache it loads before compiling
     repeatRequested = Signal(object)  # a RunRecord (without events) to train again with other seeds
     refreshed = Signal()  # a new listing of the history is shown
 
@@ -105,6 +106,7 @@ class RunsPanel(QWidget):
             "diff": self.diff_selected, "rename": lambda: self.edit_selected("Name"),
             "tags": lambda: self.edit_selected("Tags"), "archive": self.archive_selected,
             "delete": self.delete_selected, "clone": lambda: self._emit_single(self.cloneRequested),
+            "warm": lambda: self._emit_single(self.warmRequested),
             "repeat": lambda: self._emit_single(self.repeatRequested)})
         self.model.edited.connect(self._edited)
         self.message = QLabel("Select two or more runs to compare their curves; double-click one to re-open it.")

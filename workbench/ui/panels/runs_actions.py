@@ -43,6 +43,8 @@ ACTIONS = (
     None,
     RunAction("clone", "New run from this…", "Ctrl+Shift+N", "Put the run's settings into the form, to edit and "
               "train", 1, 1),
+    RunAction("warm", "Warm start from this…", None, "Put the run's settings into the form with its compile cache "
+              "loaded before the first compile (warm_from): the new run skips most of the compile", 1, 1),
     RunAction("repeat", "Repeat with seeds…", "Ctrl+Shift+R", "Train the run's settings again with other seeds, as "
               "one group", 1, 1),
 )
