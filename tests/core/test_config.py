@@ -238,5 +238,4 @@ def test_other_settings_refuse_none(declared):
 
 def test_the_form_leaves_out_only_the_advanced_settings():
     assert {s.name for s in settings() if not s.form} == {"dropout", "lr_schedule", "weight_decay", "max_steps",
-                                                          "loss_scale", "resume", "on_recompile", "eager_first_call",
-                                                          "recompile_limit", "warm_from"}
+                                                          "loss_scale", "resume", "warm_from"}
