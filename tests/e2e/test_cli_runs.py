@@ -23,14 +23,41 @@ def home_trash(tmp_path, monkeypatch) -> Path:
     return tmp_path / "xdg" / "Trash"
 
 
-@pytest.fixture
-def db(tmp_path, capsys):
-    path = tmp_path / "runs.sqlite"
+def _train_two(folder: Path) -> Path:
+    """Run #1 eager and #2 aot_eager (30 steps each) in folder/eager and folder/aot_eager, recorded in
+    folder/runs.sqlite."""
+    from workbench import cli
+
+    path = folder / "runs.sqlite"
     for backend in ("eager", "aot_eager"):
-        code, _, err = call(capsys, "train", "--epochs", "1", "--max-steps", "30", "--hidden-dim", "32",
-                            "--backend", backend, "--out", tmp_path / backend, "--db", path)
-        assert code == 0, err
+        assert cli.main(["train", "--epochs", "1", "--max-steps", "30", "--hidden-dim", "32", "--backend", backend,
+                         "--out", str(folder / backend), "--db", str(path)]) == 0
     return path
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> Path:
+    """The two runs, trained once for the module's tests that only read them (training costs seconds)."""
+    return _train_two(tmp_path_factory.mktemp("trained"))
+
+
+@pytest.fixture
+def db(trained, tmp_path) -> Path:
+    """This test's own copy of the shared history; the run folders it names stay shared, so a test that moves them
+    (runs rm) trains its own (own_db)."""
+    import sqlite3
+
+    copy = tmp_path / "runs.sqlite"
+    source, target = sqlite3.connect(trained), sqlite3.connect(copy)
+    source.backup(target)
+    source.close()
+    target.close()
+    return copy
+
+
+@pytest.fixture
+def own_db(tmp_path) -> Path:
+    return _train_two(tmp_path)
 
 
 def test_runs_lists_every_training_run(db, capsys):
@@ -54,7 +81,8 @@ def test_runs_show_prints_config_summary_and_compile_report(db, capsys):
     assert "\nsystem: CPU " in eager and "% of a core (machine " in eager and "peak RSS" in eager
 
 
-def test_runs_rm_removes_and_unknown_ids_fail_cleanly(db, capsys, tmp_path, home_trash):
+def test_runs_rm_removes_and_unknown_ids_fail_cleanly(own_db, capsys, tmp_path, home_trash):
+    db = own_db
     files = sorted(p.name for p in (tmp_path / "eager").iterdir())
     code, out, _ = call(capsys, "runs", "rm", "1", "--yes", "--db", db)
     assert code == 0 and f"removed run 1\nmoved {tmp_path / 'eager'} (" in out
@@ -68,8 +96,9 @@ def test_runs_rm_removes_and_unknown_ids_fail_cleanly(db, capsys, tmp_path, home
     assert code == 2 and "no run with id 1" in assert_one_error_line(err)
 
 
-def test_db_given_before_the_action_is_the_one_used(db, capsys):
+def test_db_given_before_the_action_is_the_one_used(own_db, capsys):
     """`runs --db X show|rm` must act on X, not on the default database (here an empty one)."""
+    db = own_db
     code, out, err = call(capsys, "runs", "--db", db, "show", "2")
     assert code == 0, err
     assert out.startswith("run 2 · finished")
