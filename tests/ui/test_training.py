@@ -174,27 +174,25 @@ def test_a_queued_train_can_be_called_off_before_pytorch_is_ready(qtbot, tmp_pat
 
 @pytest.mark.slow
 def test_two_processes_from_the_app_fill_the_plots_and_stop_cleanly(window, qtbot):
+    """One launch (two processes cost seconds to start): it trains an epoch, fills the plots, and Stop ends it with
+    identical replicas and no process left."""
     from PySide6.QtWidgets import QSpinBox
 
     spin = window.findChild(QSpinBox, "processesSpin")
     spin.setValue(2)
     assert window.setup.processes() == 2
-    set_config(window, epochs=1, batch_size=64)
-    with qtbot.waitSignal(window.training.runFinished, timeout=180_000) as finished:
-        window.training.train()
-    result = finished.args[0]
-    assert isinstance(result, RunFinished), result
-    assert len(set(result.results.replica_checksums)) == 1
-    assert window.plots.point_counts()["loss"] == result.steps
     set_config(window, epochs=10_000, batch_size=64)
     window.training.train()
-    # A step of this run, not of the one before (its 10,000 epochs tell it apart)
-    qtbot.waitUntil(lambda: window.progress.total_steps > result.steps and window.progress.step > 0,
-                    timeout=180_000)
+    steps_per_epoch = 4000 // 64
+    qtbot.waitUntil(lambda: window.progress.step > steps_per_epoch, timeout=180_000)  # past the first validation
     assert len(_processes_of_this_test()) >= 3  # torchrun and its two ranks
     with qtbot.waitSignal(window.training.runFinished, timeout=30_000) as stopped:
         window.training.stop()
-    assert stopped.args[0].stopped and not window.runner.training
+    result = stopped.args[0]
+    assert isinstance(result, RunFinished) and result.stopped and not window.runner.training
+    assert len(result.results.replica_checksums) == 2 and len(set(result.results.replica_checksums)) == 1
+    assert window.plots.point_counts()["loss"] == result.steps
+    assert result.results.val_accuracy is not None  # its epoch was validated across both processes
     assert _processes_of_this_test() == []  # Stop ended the whole process group
 
 
