@@ -45,7 +45,7 @@ class FailsOnRankOne(SandwichNet):
 def test_two_processes_match_one_process_and_keep_identical_weights(tmp_path, start_train):
     # Both runs at once: each spends its first seconds in one thread (the CLI, then torchrun, importing torch), so
     # on a small machine the second core is otherwise idle. Nothing either run computes depends on the other.
-    runs = {n: start_train("--epochs", "5", "--batch-size", "64", "--nproc-per-node", str(n),
+    runs = {n: start_train("--epochs", "2", "--batch-size", "64", "--nproc-per-node", str(n),
                            "--out", str(tmp_path / f"n{n}")) for n in (1, 2)}
     results = {}
     for n, (proc, mark) in runs.items():
