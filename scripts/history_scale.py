@@ -7,7 +7,8 @@ interval is what a user would feel as a frozen window.
 - open: the dock lists the history (refresh → the listing shown), as at start-up;
 - filter: a query typed into the search box (`backend=inductor acc>0.9 -tag:bug`) → the table shows its matches;
 - sort: the table sorted by Disk, then by When (each a click on a header);
-- overlay: 20 of the long runs selected and compared → their curves drawn on the plots (read off the GUI thread).
+- overlay: 20 of the long runs selected and compared → their curves (and seed groups) drawn and painted on the
+  plots (read off the GUI thread).
 `workbench runs` is timed as a shell runs it (a new interpreter each time). The history's size on disk is its file
 (and its -wal) after the fill.
 """
@@ -136,7 +137,8 @@ def _window(db: Path, repeats: int) -> None:
         _settle(app)
         runs.select_ids(long_ids)
         measure(f"overlay {len(long_ids)} runs of 20,000 steps", runs.compare_selected,
-                lambda: len(window.plots.overlays) >= len(long_ids) or bool(window.plots.group_bands))
+                lambda: len(window.plots.overlays) >= len(long_ids) and all(
+                    plot.updatesEnabled() for plot in window.plots.plots))  # every run and group drawn, painted
     print(f"\n{'':42}{'median':>10}{'GUI stall (longest, median)':>30}")
     for name, values in rows.items():
         took = statistics.median(v[0] for v in values)

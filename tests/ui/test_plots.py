@@ -124,19 +124,24 @@ def test_compared_runs_get_distinct_colours_their_compile_markers_and_dim_the_cu
 
 
 def test_many_compared_runs_are_drawn_a_few_per_turn_and_a_newer_comparison_wins(panel, qtbot):
-    """Twenty long runs drawn in one go froze the window (1.4 s): they are drawn DRAWN_AT_ONCE per event-loop turn."""
+    """Twenty long runs drawn in one go froze the window (1.4 s): about STEPS_AT_ONCE of their steps are drawn per
+    event-loop turn, and the plots are painted once, after the last."""
     from PySide6.QtWidgets import QApplication
 
-    from workbench.ui.panels.plots import DRAWN_AT_ONCE
+    from workbench.ui.panels.plots import STEPS_AT_ONCE
 
     def compared() -> int:
         return sum(plot is panel.loss_plot for plot, _item in panel.overlays)
 
     panel.add_events([_started(), *_learning()])
-    panel.set_overlays([(f"#{i}", _curves([2.0, 1.0])) for i in range(2 * DRAWN_AT_ONCE + 1)])
-    assert compared() == DRAWN_AT_ONCE  # the rest follow on the next turns
-    qtbot.waitUntil(lambda: compared() == 2 * DRAWN_AT_ONCE + 1)
-    panel.set_overlays([(f"#{i}", _curves([2.0, 1.0])) for i in range(2 * DRAWN_AT_ONCE)])
+    long = _curves([2.0, 1.0] * (STEPS_AT_ONCE // 5))  # two fifths of a turn's steps: two runs a turn
+    panel.set_overlays([(f"#{i}", long) for i in range(5)])
+    assert compared() == 2 and not panel.loss_plot.updatesEnabled()  # the rest follow on the next turns
+    qtbot.waitUntil(lambda: compared() == 5)
+    qtbot.waitUntil(lambda: all(plot.updatesEnabled() for plot in panel.plots))
+    panel.set_overlays([(f"#{i}", _curves([2.0, 1.0])) for i in range(5)])
+    assert compared() == 5  # short runs: all in one turn
+    panel.set_overlays([(f"#{i}", long) for i in range(5)])
     panel.set_overlays([("#a", _curves([2.0, 1.0])), ("#b", _curves([2.0, 1.0]))])  # before the first has ended
     for _turn in range(3):  # the turns in which the replaced drawing's next pieces would have been drawn
         QApplication.processEvents()
@@ -475,6 +480,14 @@ def test_every_chart_of_the_window_shows_the_values_themselves(waiting_window):
     prefixed = [(chart.objectName() or type(chart).__name__, side) for chart in charts for side in ("left", "bottom")
                 if chart.getPlotItem().getAxis(side).autoSIPrefix]
     assert prefixed == []
+
+
+def test_thinning_keeps_each_stretchs_highest_and_lowest_the_last_short_stretch_and_gaps():
+    from workbench.ui.panels.plot_items import peaks
+
+    x, y = peaks(np.arange(10.0), np.array([1, 5, 2, 2, np.nan, 3, 0, 4, 9, 1.0]), 4)
+    assert list(x) == [2, 2, 6, 6, 9, 9]  # each stretch at its middle step; the last (2 steps) at its end
+    assert list(y[:2]) == [5, 1] and np.isnan(y[2:4]).all() and list(y[4:]) == [9, 1]
 
 
 def test_a_long_compared_run_is_drawn_thinned_with_its_peaks_and_its_table_keeps_every_value(panel, qtbot):

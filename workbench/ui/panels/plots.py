@@ -43,7 +43,7 @@ from .compile_timeline import TimelineMarkers
 from .headline import HeadlineBar
 from .plot_frames import Frames
 from .plot_bands import GroupBand, check_spread, draw_band
-from .plot_items import SpanViewBox, TimedPlot, thin
+from .plot_items import SpanViewBox, TimedPlot, recorded, thin
 from .plot_series import CurveSeries, Place, SmoothedSeries, StepTimes
 from .plot_style import DARK, LIGHT, make_plot, mark, per_epoch, set_x_axis_item, style_plot
 from .plot_table import PlotTable, Series, XScale, describe
@@ -56,7 +56,9 @@ CUDA_GRAPH_MEMORY_LABELS = {**MEMORY_LABELS, "allocated": "CUDA allocated (CUDA-
 # Tableau 10: distinct hues that stay apart on a white and on a dark background.
 PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f",
            "#bab0ac")
-DRAWN_AT_ONCE = 2  # compared runs (or seed groups) drawn per turn of the event loop: the window stays responsive
+# Steps of compared runs (or seed groups' members) drawn per turn of the event loop, at least one run or group a
+# turn: the window stays responsive (20 runs of 20,000 steps drawn in one go held it for 1.4 s), short runs at once.
+STEPS_AT_ONCE = 20_000
 DIMMED = 0.3  # opacity of the current run while finished runs are overlaid on it
 PARENT_OPACITY = 0.5  # a continued run's parent's curves, before the continuation's own
 DESCRIBE_MS = 500  # the plots' accessible descriptions follow their latest values at most twice a second
@@ -447,9 +449,8 @@ class PlotsPanel(QWidget):
         """The step axis covers the current run's steps and the compared runs', a live run's with headroom to grow
         (plot_items.grown_span), and a continued run's parent's; `fresh` forgets the last span (a new run, other
         compared runs, another x axis)."""
-        recorded = [item.getOriginalDataset()[0] for plot, item in (*self.overlays, *self.parent_items)
-                    if plot is self.loss_plot]
-        self.steps.cover([self.step_loss.view()[0], *(x for x in recorded if x is not None)], self._x_end(), fresh)
+        xs = [recorded(item)[0] for plot, item in (*self.overlays, *self.parent_items) if plot is self.loss_plot]
+        self.steps.cover([self.step_loss.view()[0], *(x for x in xs if x is not None)], self._x_end(), fresh)
 
     def _x_end(self) -> float | None:
         """How far a live run's x axis may grow: its last step's x (on a time axis, not known before that step has
@@ -588,26 +589,42 @@ class PlotsPanel(QWidget):
         self.group_bands.clear()
         self.overlay_markers.clear()
         self._drawing += 1
-        pieces = [lambda i=i, label=label, curves=curves: self._draw_run(i, label, curves)
+        for plot in self.plots:
+            plot.setUpdatesEnabled(False)
+        pieces = [(len(curves.step), lambda i=i, label=label, curves=curves: self._draw_run(i, label, curves))
                   for i, (label, curves) in enumerate(self._overlaid)]
-        pieces += [lambda i=i, label=label, members=members: self._draw_group(PALETTE[i % len(PALETTE)], label, members)
+        pieces += [(sum(len(c.step) for c in members),
+                    lambda colour=PALETTE[i % len(PALETTE)], label=label, members=members:
+                    self._draw_group(colour, label, members))
                    for i, (label, members) in enumerate(self._grouped, len(self._overlaid))]
         self._draw_pieces(self._drawing, pieces)
 
-    def _draw_pieces(self, drawing: int, pieces: list[Callable[[], None]]) -> None:
-        """Draw the compared runs DRAWN_AT_ONCE per turn of the event loop (20 runs of 20,000 steps drawn in one go
-        froze the window for 1.4 s), then range and label the plots; a newer comparison stops an older one."""
+    def _draw_pieces(self, drawing: int, pieces: list[tuple[int, Callable[[], None]]]) -> None:
+        """Draw the compared runs and groups about STEPS_AT_ONCE steps per turn of the event loop, with the plots'
+        painting off until the last (a repaint of everything drawn so far after each turn was most of the stall),
+        then range and label the plots, and paint them a turn later; a newer comparison stops an older one."""
         if drawing != self._drawing:
             return
-        for piece in pieces[:DRAWN_AT_ONCE]:
+        steps = 0
+        while pieces and (steps == 0 or steps + pieces[0][0] <= STEPS_AT_ONCE):
+            size, piece = pieces.pop(0)
             piece()
-        if len(pieces) > DRAWN_AT_ONCE:
-            QTimer.singleShot(1, self, lambda: self._draw_pieces(drawing, pieces[DRAWN_AT_ONCE:]))
+            steps += max(size, 1)
+        if pieces:
+            QTimer.singleShot(1, self, lambda: self._draw_pieces(drawing, pieces))
             return
         self._range_steps(fresh=True)
         self._dim(self._comparing)
         self._label_own()
         self._label_x()
+        QTimer.singleShot(1, self, lambda: self._show_drawn(drawing))
+
+    def _show_drawn(self, drawing: int) -> None:
+        """Paint the plots again, a turn after the last piece and the ranges (each its own stall, not one sum)."""
+        if drawing != self._drawing:
+            return
+        for plot in self.plots:
+            plot.setUpdatesEnabled(True)
         self._describe_soon(*self.plots)
 
     def _draw_run(self, i: int, label: str, curves: Curves) -> None:
@@ -727,9 +744,9 @@ class PlotsPanel(QWidget):
         parent's, the compared runs' and seed groups' (with their bands' edges). Views of the buffers, not copies:
         read them at once (the next run reuses the buffers)."""
         own = [(self._own_name(plot, s), *s.view()) for s in dict(self._plot_series())[plot]]
-        others = [(item.name(), *item.getOriginalDataset()) for shown, item in (*self.parent_items, *self.overlays)
+        others = [(item.name(), *recorded(item)) for shown, item in (*self.parent_items, *self.overlays)
                   if shown is plot]
-        edges = [(name, *item.getOriginalDataset()) for shown, drawn in self.group_bands if shown is plot
+        edges = [(name, *recorded(item)) for shown, drawn in self.group_bands if shown is plot
                  for name, item in drawn.edges]
         return [(name, x, y) for name, x, y in own + others + edges if x is not None and len(x)]
 
