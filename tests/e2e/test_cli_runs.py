@@ -238,6 +238,15 @@ def test_runs_are_named_noted_tagged_and_archived_from_the_command_line(history,
     assert call(capsys, "runs", "untag", "1", "amp", "--db", history)[1] == "run 1's tags: baseline\n"
     monkeypatch.setattr(sys, "stdin", io.StringIO("# too high\n\n- lr 0.01 <b>\n"))
     assert call(capsys, "runs", "note", "1", "-", "--db", history)[1] == "run 1's note: 3 lines\n"
+    _answering(monkeypatch, "n\n")  # archive asks first: a no leaves the run listed
+    code, out, _ = call(capsys, "runs", "archive", "2", "--db", history)
+    assert code == 0 and "archive 1 run (2)? They leave the list" in out and out.endswith("nothing was archived\n")
+    _answering(monkeypatch, "")  # no one to answer (a script): an error that names --yes
+    code, _, err = call(capsys, "runs", "archive", "2", "--db", history)
+    assert code != 0 and "--yes" in assert_one_error_line(err)
+    with RunStore(history) as store:
+        assert not store.get(2).archived
+    _answering(monkeypatch, "y\n")
     code, out, _ = call(capsys, "runs", "archive", "2", "--db", history)
     assert code == 0 and "archived 2" in out
 
@@ -251,8 +260,11 @@ def test_runs_are_named_noted_tagged_and_archived_from_the_command_line(history,
     code, out, _ = call(capsys, "runs", "show", "1", "--db", history)
     assert out.startswith("run 1 · finished") and "\nname:        warm up\ntags:        baseline\n" \
         "notes:\n  # too high\n\n  - lr 0.01 <b>\nconfig: " in out
-    call(capsys, "runs", "unarchive", "2", "--db", history)
+    call(capsys, "runs", "unarchive", "2", "--db", history)  # unarchiving hides nothing: it does not ask
     assert len(call(capsys, "runs", "--db", history)[1].strip().splitlines()) == 3
+    code, out, _ = call(capsys, "runs", "archive", "2", "--yes", "--db", history)  # scripts: --yes
+    assert code == 0 and "archived 2" in out and "?" not in out
+    call(capsys, "runs", "unarchive", "2", "--db", history)
 
     code, _, err = call(capsys, "runs", "tag", "1", "two words", "--db", history)
     assert code == 2 and "a tag is one word" in assert_one_error_line(err)

@@ -142,13 +142,9 @@ def cmd_runs_rm(args: argparse.Namespace) -> int:
             elif plan.kept:
                 print(f"run {plan.run_id}: its folder stays: {plan.kept}")
         if going and not args.yes:
-            answer = _ask(f"remove {_runs(len(going))} from the history? [y/N] ")
-            if answer is None:
-                return fail("nothing was removed: there is no one to answer the question",
-                            "give --yes to remove without asking")
-            if answer not in ("y", "yes"):
-                print("nothing was removed")
-                return 0
+            refused = _refused(f"remove {_runs(len(going))} from the history?", "removed", "remove")
+            if refused is not None:
+                return refused
         removal = delete_runs(store, args.run_ids)  # (what it skips, it says why)
     for run_id in removal.removed:
         print(f"removed run {run_id}")
@@ -159,6 +155,19 @@ def cmd_runs_rm(args: argparse.Namespace) -> int:
     for run_id, why in removal.skipped:
         fail(f"run {run_id} was not removed: {why}")
     return EXIT_USAGE if removal.skipped else 0
+
+
+def _refused(question: str, done: str, verb: str) -> int | None:
+    """Ask `question` [y/N]: None when the answer is yes, else the exit code (0 for a no; an error when no one can
+    answer: a script must say --yes)."""
+    answer = _ask(f"{question} [y/N] ")
+    if answer is None:
+        return fail(f"nothing was {done}: there is no one to answer the question", f"give --yes to {verb} without "
+                    "asking")
+    if answer not in ("y", "yes"):
+        print(f"nothing was {done}")
+        return 0
+    return None
 
 
 def _ask(question: str) -> str | None:
@@ -205,11 +214,19 @@ def cmd_runs_tag(args: argparse.Namespace) -> int:
 
 
 def cmd_runs_archive(args: argparse.Namespace) -> int:
-    """`runs archive N…` hides runs from the list (`runs --all` shows them), `runs unarchive N…` shows them again
-    (args.archived says which). Nothing is deleted."""
-    with _store(args) as store:
-        store.set_archived(args.run_ids, args.archived)
+    """`runs archive N…` hides runs from the list (`runs --all` shows them) after a y/N question (unless --yes),
+    `runs unarchive N…` shows them again (args.archived says which). Nothing is deleted."""
     ids = ", ".join(map(str, dict.fromkeys(args.run_ids)))
+    with _store(args) as store:
+        store.check_writable()
+        for run_id in args.run_ids:
+            store.get(run_id)  # an unknown id is one error line, before anything is asked or done
+        if args.archived and not args.yes:
+            refused = _refused(f"archive {_runs(len(set(args.run_ids)))} ({ids})? They leave the list, nothing is "
+                               "deleted, `workbench runs unarchive` brings them back.", "archived", "archive")
+            if refused is not None:
+                return refused
+        store.set_archived(args.run_ids, args.archived)
     print(f"archived {ids} (`workbench runs --all` lists them)" if args.archived else f"unarchived {ids}")
     return 0
 

@@ -189,11 +189,13 @@ def build_parser() -> argparse.ArgumentParser:
         tag.add_argument("tags", nargs="+", metavar="TAG")
         add_db_option(tag, inherited=True)
         tag.set_defaults(handler=cmd_runs_tag, adding=adding)
-    for action, archived, words in (("archive", True, "hide runs from the list (`runs --all` shows them); "
-                                                      "nothing is deleted"),
+    for action, archived, words in (("archive", True, "hide runs from the list (`runs --all` shows them; asks "
+                                                      "first); nothing is deleted"),
                                     ("unarchive", False, "list archived runs again")):
         archive = runs_sub.add_parser(action, help=words)
         archive.add_argument("run_ids", type=int, nargs="+", metavar="RUN_ID")
+        if archived:
+            archive.add_argument("--yes", "-y", action="store_true", help="do not ask")
         add_db_option(archive, inherited=True)
         archive.set_defaults(handler=cmd_runs_archive, archived=archived)
     remove = runs_sub.add_parser("rm", help="remove runs from the history and move their folders to the trash "
