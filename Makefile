@@ -24,7 +24,9 @@ run: $(STAMP)
 # Two workers (pytest-xdist) whatever the machine: the suite is sized for 2 cores, and most of a test's time is one
 # thread (a kernel, a window) with the other core idle. A module's tests stay on one worker (they share fixtures).
 # The slowest 20 are printed at the end, so a test that slows the suite down is seen when it lands.
-PYTEST := QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -n 2 --dist loadfile
+# One OpenMP thread per process (the workers, the kernels and runs they start): two workers of two spinning threads
+# each on two cores fought over them (a run of the core tests: 62 s → 58 s). Tests of thread settings set their own.
+PYTEST := QT_QPA_PLATFORM=offscreen OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 2 --dist loadfile
 
 # The remote-kernel tests start OpenSSH's sshd on 127.0.0.1 with throw-away keys (tests/sshd.py): installed here when
 # it is missing and we can (root and apt, as in CI); elsewhere those tests are skipped, and say why.
