@@ -26,7 +26,8 @@ from ..core.ground.config import TrainConfig
 from ..core.ground.errors import WorkbenchError
 from ..core.ground.progress import Progress
 from .about import app_icon, show_about
-from .settings import migrate_settings, open_settings, written_by_newer
+from .settings import migrate_settings, open_settings
+from .window_settings import restore_window, save_window
 from .window_state import WindowState
 
 if TYPE_CHECKING:
@@ -87,7 +88,7 @@ class MainWindow(QMainWindow):
         self._build_later: Callable[[], None] | None = None
         if staged:
             self.setCentralWidget(_starting_text())
-            self._restore_geometry(settings)
+            self.restore_geometry(settings)
             self._build_later = lambda: self._build(settings, prestart, kernel, remote)
         else:
             self._build(settings, prestart, kernel, remote)
@@ -155,7 +156,7 @@ class MainWindow(QMainWindow):
 
         self._build_actions()
         self._build_status_bar()
-        self._restore_settings(settings)
+        restore_window(self, settings)
         self._update_actions()
         self.runs.refresh()
         hints = QGuiApplication.styleHints()
@@ -224,7 +225,7 @@ class MainWindow(QMainWindow):
         self.training = Training(self.runner, self.kernel, self.state, self.feedback, self.setup, self.plots, panels,
                                  self.runs, self.checkpoints, self, runs_dir=self.runs_dir, db=self.db,
                                  config_for=self._config_for, show_speed=lambda text: self.speed_label.setText(text),
-                                 started=self._save_settings, changed=self._update_actions)
+                                 started=lambda: save_window(self), changed=self._update_actions)
         self.hosts = Hosts(self.kernel, self.runner, self.training, self.tasks, self.state, self.feedback,
                            self.predict, self, moved=self._moved, sweeping=lambda: self.search.sweeping,
                            runs_dir=self.runs_dir or paths.runs_dir())
@@ -500,36 +501,7 @@ class MainWindow(QMainWindow):
         self.host_runs_action.setEnabled(connected)
         self.local_action.setEnabled(connected)
 
-    def _restore_settings(self, settings: QSettings) -> None:
-        text = settings.value("config")
-        if text:
-            try:
-                self.setup.set_config(TrainConfig.from_json(str(text)))
-            except WorkbenchError as exc:
-                self.log.add("warning", f"saved settings were not usable ({exc}); using defaults")
-        try:
-            self.setup.set_processes(int(settings.value("processes", 1) or 1))
-        except (TypeError, ValueError):
-            pass  # a hand-edited value: keep one process
-        from ..core.history.x_axis import AXES  # here, not at the top: a staged window paints before numpy loads
-
-        axis = str(settings.value("x_axis", "") or "")
-        if axis in AXES:  # else (none yet, or hand-edited): steps
-            self.plots.set_x_axis(axis)
-        self.runs.set_query_text(str(settings.value("runs_query", "") or ""))
-        if settings.contains("runs_hidden_columns"):  # else: none saved yet (the dock's own defaults)
-            hidden = str(settings.value("runs_hidden_columns") or "")
-            self.runs.set_hidden_columns([title for title in hidden.split(",") if title])
-        self.layout().activate()  # else a window not yet shown takes a stale minimum size (measured: 918 px tall)
-        self._restore_geometry(settings)
-        state = settings.value("windowState")
-        if state is not None and self.restoreState(state):
-            self.docks_to_size = False  # the user's own layout
-        last_run = settings.value("last_run_dir")
-        if last_run:
-            QTimer.singleShot(0, self, lambda: self.recorded_runs.reopen_last(Path(str(last_run))))
-
-    def _restore_geometry(self, settings: QSettings) -> None:
+    def restore_geometry(self, settings: QSettings) -> None:
         """Where and how large the user left the window, else fit to the screen."""
         geometry = settings.value("geometry")
         if geometry is None or not self.restoreGeometry(geometry):
@@ -592,24 +564,6 @@ class MainWindow(QMainWindow):
         return next(bar for bar in self.findChildren(QTabBar, options=Qt.FindDirectChildrenOnly)
                     if bar.count() == tabs and dock.windowTitle() in (bar.tabText(i) for i in range(tabs)))
 
-    def _save_settings(self) -> None:
-        settings = open_settings()
-        if written_by_newer(settings):  # the newer Workbench's settings stay theirs (migration wrote ours)
-            return
-        try:
-            settings.setValue("config", self.setup.config().to_json())
-        except WorkbenchError:
-            pass  # an invalid form is not saved over the last good settings
-        settings.setValue("processes", self.setup.processes())
-        settings.setValue("x_axis", self.plots.x_axis)
-        settings.setValue("runs_query", self.runs.query_text)
-        settings.setValue("runs_hidden_columns", ",".join(self.runs.hidden_columns()))  # "": none hidden
-        settings.setValue("geometry", self.saveGeometry())
-        if self.state.last_run_dir is not None:
-            settings.setValue("last_run_dir", str(self.state.last_run_dir))
-        settings.setValue("windowState", self.saveState())
-        settings.sync()
-
     def closeEvent(self, event) -> None:
         """Closing during a run or a sweep stops it cleanly first (the checkpoint of what was trained is still
         written; the sweep's stopped trial runs again when it is resumed)."""
@@ -623,7 +577,7 @@ class MainWindow(QMainWindow):
                 event.ignore()
                 return
         self.runs.flush_edits()  # a name, tags or a note still being typed are written before anything closes
-        self._save_settings()
+        save_window(self)
         sweeping = self.search.stop_sweep()  # tasks.wait() below waits for it
         if self.runner.training or sweeping:
             self.hide()  # the run stops within a step (longer while compiling); no frozen window meanwhile
