@@ -18,10 +18,11 @@ from ..helpers import assert_one_error_line, call, of
 from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.events import CompileEvent, CompileReport, Notice, RunFinished, from_dict, to_dict
 from workbench.core.ground.payback import Payback
+from workbench.core.ground.results import RunResults
 from workbench.core.history.runs import RunStore
 from workbench.core.history.warm_starts import (CACHE_FILE, KEY_FILE, CompileCache, WarmKey, WarmStartError,
                                                 check_key, find_warm_source, key_differences, read_cache,
-                                                warm_measurement, warm_source)
+                                                warm_measurement, warm_source, with_measured_launch)
 
 KEY = WarmKey(settings={"backend": "inductor", "mode": "default", "hidden_dim": 8}, input_shape=(32, 1, 28, 28),
               model_hash="abc", torch="2.14.1", device="cpu: CPU (x86_64, 2 cores)")
@@ -103,6 +104,22 @@ def test_a_warm_cache_carries_the_cold_launch_it_descends_from(store, tmp_path):
     assert (warm_source(store, warm).cold_run, warm_source(store, warm).cold_compile_seconds) == (cold, 14.7)
     assert warm_measurement(store, cold) == (warm, 4.1)  # completes the cold run's payback
     assert warm_measurement(store, warm) is None
+
+
+def test_a_cold_runs_payback_gains_the_warm_launch_a_later_run_measured(store, tmp_path):
+    cold = _recorded(store, tmp_path / "cold", compile_seconds=14.7)
+    record = dataclasses.replace(store.get(cold), events=[RunFinished(steps=10_000, epochs=1, seconds=60.0,
+                                                                      stopped=False, results=RunResults(payback=COLD))])
+    assert with_measured_launch(store, record) is record  # no warm run yet: "not measured yet"
+    warm = _recorded(store, tmp_path / "warm", compile_seconds=4.1, warm_from=cold, cold_run=cold,
+                     cold_compile_seconds=14.7)
+    shown = with_measured_launch(store, record).results.payback
+    assert (shown.warm_run, shown.warm_compile_s) == (warm, 4.1)
+    assert f"(compile 4.1 s, measured in run #{warm})" in shown.launch_lines()[1]
+    warm_record = dataclasses.replace(store.get(warm), events=[RunFinished(
+        steps=10_000, epochs=1, seconds=50.0, stopped=False,
+        results=RunResults(payback=dataclasses.replace(COLD, warm_from=cold)))])
+    assert with_measured_launch(store, warm_record) is warm_record  # a warm run has its own launch
 
 
 @pytest.mark.parametrize("case", ["no such run", "no cache", "folder gone", "unreadable key"])
@@ -283,3 +300,16 @@ def test_the_next_run_finds_it_loads_it_and_its_compile_uses_it(launched):
         launched.cold_id, launched.cold_id, cold_seconds)
     with RunStore(launched.db) as store:
         assert warm_measurement(store, launched.cold_id) == (launched.warm_id, result.results.compile_seconds)
+
+
+def test_runs_show_and_the_report_give_the_cold_run_the_warm_launch_measured_after_it(launched, capsys,
+                                                                                           tmp_path):
+    code, out, err = call(capsys, "runs", "show", str(launched.cold_id), "--db", launched.db)
+    assert code == 0, err
+    warm_seconds = launched.warm[1].results.compile_seconds
+    assert launched.cold[1].results.payback is not None, launched.cold[1].results.payback_problem
+    [line] = [line for line in out.splitlines() if line.startswith("payback, next launch (warm): ")]
+    assert f"compile {warm_seconds:.1f} s, measured in run #{launched.warm_id}" in line
+    code, _, err = call(capsys, "report", str(launched.cold_id), "--out", tmp_path / "cold.html", "--db", launched.db)
+    assert code == 0, err
+    assert f"compile {warm_seconds:.1f} s, measured in run #{launched.warm_id}" in (tmp_path / "cold.html").read_text()

@@ -155,3 +155,29 @@ def test_the_recompile_stance_and_limit_are_in_the_setup_form(window):
     form.findChild(object, "recompileLimitSpin").setValue(4)
     config = form.config()
     assert (config.on_recompile, config.eager_first_call, config.recompile_limit) == ("fail", True, 4)
+
+
+def test_a_recorded_cold_run_opened_again_shows_the_warm_launch_measured_after_it(tmp_path):
+    """The Runs dock reads a run for the plots and the Compile panel (runs_loading.load_run): a cold run read after
+    a warm run started from its cache carries that warm launch in its payback."""
+    from workbench.core.ground.config import TrainConfig
+    from workbench.ui.panels.runs_loading import load_run
+
+    key = WarmKey(settings={}, input_shape=(32, 28, 28), model_hash="0" * 64, torch="2.14.1", device="cpu")
+    payback = Payback(eager_step_s=0.010, compiled_step_s=0.005, compile_s=16.3, steps=2000)
+    with RunStore(tmp_path / "runs.sqlite") as store:
+        ids = []
+        for name, seconds, warm_from, cold_seconds in (("cold", 16.3, None, None), ("warm", 4.1, 1, 16.3)):
+            folder = tmp_path / name
+            folder.mkdir()
+            (folder / CACHE_FILE).write_bytes(b"artefacts")
+            cache = CompileCache(key=key, artifacts={"inductor": 3}, bytes=9, compile_seconds=seconds,
+                                 warm_from=warm_from, cold_run=warm_from, cold_compile_seconds=cold_seconds)
+            (folder / KEY_FILE).write_text(json.dumps(cache.to_dict()), encoding="utf-8")
+            ids.append(store.start_run(TrainConfig(backend="inductor").to_dict(), out_dir=str(folder)))
+        store.append_events(ids[0], 0, [RunFinished(steps=2000, epochs=1, seconds=60.0, stopped=False,
+                                                    results=RunResults(payback=payback))], {"status": "finished"})
+        loaded = load_run(store, ids[0])
+    [finished] = [e for e in loaded.panel_events if isinstance(e, RunFinished)]
+    assert finished.results.payback.launch_lines()[1] == (
+        f"next launch (warm): pays off at step 820 (compile 4.1 s, measured in run #{ids[1]})")

@@ -90,8 +90,10 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
 
     from ..core.history.curves import run_name
 
+    from ..core.history.warm_starts import with_measured_launch
+
     with _store(args) as store:
-        record = store.get(args.run_id, with_events=True)
+        record = with_measured_launch(store, store.get(args.run_id, with_events=True))
         resume = record.config.get("resume")
         parent = store.id_for_out_dir(Path(resume).parent) if resume else None
     where = f" on {record.elsewhere} (its files are there)" if record.elsewhere else ""

@@ -18,11 +18,12 @@ measured), the engine computes and checks the key.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..ground.config import ConfigError
 from ..ground.records import Record
+from ..ground.events import RunFinished
 from .runs import RunRecord, RunStore, RunStoreError
 
 CACHE_FILE = "compile-cache.bin"  # torch.compiler.save_cache_artifacts()'s bytes
@@ -179,3 +180,22 @@ def warm_measurement(store: RunStore, cold_run: int) -> tuple[int, float] | None
         if source is not None and source.cache.warm_from is not None and source.cold_run == cold_run:
             return record.id, source.cache.compile_seconds
     return None
+
+
+def with_measured_launch(store: RunStore, record: RunRecord) -> RunRecord:
+    """A cold run (loaded with its events) whose payback gains the warm launch a later run measured from its cache,
+    so that the run shown after it (`runs show`, the report, the window) says "next launch (warm): pays off at step
+    N" rather than "not measured yet". Any other run as it is."""
+    finished = next((i for i in range(len(record.events) - 1, -1, -1) if isinstance(record.events[i], RunFinished)),
+                    None)
+    payback = record.events[finished].results.payback if finished is not None else None
+    if payback is None or payback.warm_from is not None or payback.warm_compile_s is not None \
+            or cache_of(record) is None:  # no cache here: no run can have started warm from it (and no list read)
+        return record
+    measured = warm_measurement(store, record.id)
+    if measured is None:
+        return record
+    event = record.events[finished]
+    events = list(record.events)
+    events[finished] = replace(event, results=replace(event.results, payback=payback.with_warm_launch(*measured)))
+    return replace(record, events=events)

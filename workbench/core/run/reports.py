@@ -10,6 +10,7 @@ from ..history.report import write_report_files
 from ..history.report_data import Evaluation
 from ..history.report_write import ReportError, json_twin
 from ..history.runs import RunStore
+from ..history.warm_starts import with_measured_launch
 
 
 def write_report(store: RunStore, run_ids: list[int], out: Path, trust_model_code: bool = False) -> tuple[Path, Path]:
@@ -24,7 +25,7 @@ def write_report(store: RunStore, run_ids: list[int], out: Path, trust_model_cod
     json_twin(out)  # a bad path fails before any checkpoint is evaluated
     if not run_ids:
         raise ReportError("no runs to report on", "pass one or more run ids")
-    records = [store.get(run_id, with_events=True) for run_id in dict.fromkeys(run_ids)]
+    records = [with_measured_launch(store, store.get(run_id, with_events=True)) for run_id in dict.fromkeys(run_ids)]
     evaluations: dict[int, Evaluation | None] = {}
     reasons: dict[int, str] = {}
     for record in records:

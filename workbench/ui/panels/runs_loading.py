@@ -12,6 +12,7 @@ from ...core.ground.events import (AmpReport, AmpSkipped, CompileEvent, CompileF
                                    Notice, ProfileReport, RunFinished, RunStarted, SystemSample)
 from ...core.history.curves import Curves, curves_from_events, scale_changes
 from ...core.history.runs import RunRecord, RunStore
+from ...core.history.warm_starts import with_measured_launch
 from ..tasks import Tasks
 
 CACHED_RUNS = 8  # ended runs kept ready to compare or re-open
@@ -36,7 +37,7 @@ class LoadedRun:
 
 
 def load_run(store: RunStore, run_id: int) -> LoadedRun:
-    record = store.get(run_id, with_events=True)
+    record = with_measured_launch(store, store.get(run_id, with_events=True))  # a cold run's warm launch
     return LoadedRun(replace(record, events=[]), curves_from_events(record.events),
                      tuple(e for e in record.events if isinstance(e, PANEL_EVENTS)) + scale_changes(record.events))
 
