@@ -26,7 +26,7 @@ import threading
 from pathlib import Path
 
 from ..ground.compile_stages import GraphCompileTime, graph_compile_times
-from ..ground.events import CompileEvent, Frame
+from ..ground.events import CompileEvent, Frame, printed_frames
 from ..ground.inductor_code import TRACE_FILE
 
 TRACE_LOGGER = "torch.__trace"
@@ -52,8 +52,6 @@ _CACHES = {"fx_graph_cache_hit": ("cache_hit", "FX-graph cache"), "fx_graph_cach
            "fx_graph_bundled_cache_hit": ("cache_hit", "FX-graph cache"),
            "aotautograd_cache_hit": ("cache_hit", "AOTAutograd cache"),
            "aotautograd_cache_miss": ("cache_miss", "AOTAutograd cache")}
-_USER_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>\S+)\n(?P<source>[^\n]*)',
-                         re.MULTILINE)
 
 
 def parse_record(metadata: dict, payload: str | None) -> list[CompileEvent]:
@@ -182,13 +180,11 @@ def _user_frames(text: str) -> tuple[Frame, ...]:
     """The user's frames of a printed traceback, innermost last: those after the last frame of PyTorch or of
     Workbench itself (whatever called the training loop, and the loop, are not the user's business)."""
     frames: list[Frame] = []
-    for found in _USER_FRAME.finditer(text):
-        file = found["file"]
-        if _is_framework(file):
+    for frame in printed_frames(text):
+        if _is_framework(frame.file):
             frames.clear()
             continue
-        frames.append(Frame(file=file, line=int(found["line"]), function=found["function"],
-                            source=found["source"].strip()))
+        frames.append(frame)
     return tuple(frames)
 
 

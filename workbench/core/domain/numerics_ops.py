@@ -16,10 +16,10 @@ import torch._dynamo
 from torch import fx
 
 from ..ground.config import TrainConfig
+from ..ground.events import printed_frames
 from ..ground.numerics import OP, Difference, NumericsRow, NumericTolerance, looser, tolerance_for
 from .inspect import inside_torch
 
-_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>\S+)\n(?P<code>[^\n]*)')
 
 
 @dataclass
@@ -175,11 +175,8 @@ def _module_path(dynamo_path: str) -> str:
 
 def _stack_frame(stack_trace: str) -> tuple[str, int, str] | None:
     """The innermost user frame (outside torch) of an FX node's stack trace."""
-    frames = [m for m in _FRAME.finditer(stack_trace) if not inside_torch(m["file"])]
-    if not frames:
-        return None
-    last = frames[-1]
-    return last["file"], int(last["line"]), last["code"].strip()
+    frames = [f for f in printed_frames(stack_trace) if not inside_torch(f.file)]
+    return (frames[-1].file, frames[-1].line, frames[-1].source) if frames else None
 
 
 def _rng_state(cuda: list[torch.device]) -> tuple:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -106,6 +107,15 @@ class Frame(Record):
     line: int
     function: str
     source: str
+
+
+_PRINTED_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>\S+)\n(?P<source>[^\n]*)')
+
+
+def printed_frames(text: str) -> list[Frame]:
+    """The frames of a printed stack trace (a traceback, an FX node's or a kernel's stack_trace), outermost first."""
+    return [Frame(file=m["file"], line=int(m["line"]), function=m["function"], source=m["source"].strip())
+            for m in _PRINTED_FRAME.finditer(text)]
 
 
 @dataclass(frozen=True)

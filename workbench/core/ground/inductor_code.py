@@ -22,7 +22,7 @@ from typing import Iterable, Iterator
 
 from .errors import WorkbenchError
 from .compile_stages import GraphCompileTime, graph_compile_times
-from .events import Frame, ProfileReport
+from .events import Frame, ProfileReport, printed_frames
 from .records import Record
 
 TRACE_FILE = "dedicated_log_torch_trace_rank_0.log"  # the name TORCH_TRACE gives a single process's log
@@ -52,7 +52,6 @@ _NODE_MAPPINGS, _KERNEL_STACKS = ("inductor_provenance_tracking_node_mappings",
 # "# File: /m.py:13 in forward, code: h = relu(x)"; a backward graph's "# Backward of forward node: File: …".
 _FILE_COMMENT = re.compile(r"^\s*# (?:Backward of forward node: )?File: (?P<file>.+?):(?P<line>\d+) "
                            r"in (?P<function>\S+), code: (?P<code>.*)$")
-_STACK_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>\S+)\n(?P<source>[^\n]*)')
 _AOT_ID = re.compile(r"^# AOT ID: \['\d+_(forward|backward|inference)'\]", re.MULTILINE)
 _HANDLE = re.compile(r"^\s*# \[Provenance debug handles\] (?P<handles>.+)$")
 _DEFINITION = re.compile(r"^(?P<name>\w+) = async_compile\.\w+\(")
@@ -375,10 +374,8 @@ def _frames(traces: object) -> tuple[Frame, ...]:
     """The frames of a kernel's stack traces (Dynamo records the user's alone), each once, in order."""
     frames: dict[tuple[str, int], Frame] = {}
     for trace in _strings(traces):
-        for found in _STACK_FRAME.finditer(trace):
-            frames.setdefault((found["file"], int(found["line"])), Frame(
-                file=found["file"], line=int(found["line"]), function=found["function"],
-                source=found["source"].strip()))
+        for frame in printed_frames(trace):
+            frames.setdefault((frame.file, frame.line), frame)
     return tuple(frames.values())
 
 
