@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from PySide6.QtGui import QFont, QKeySequence, QShortcut
+from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (QAbstractItemView, QApplication, QDialog, QHBoxLayout, QHeaderView, QLabel,
-                               QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
+                               QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
 from ..core.history.diff import SECTIONS, RunDiff
+from .copy_close import copy_close_buttons
 
 SECTION_TITLES = {"settings": "Settings", "environment": "Environment", "behaviour": "Behaviour"}
 NOTE = "Note"
@@ -50,16 +51,8 @@ class DiffDialog(QDialog):
         self.summary = QLabel(self._summary())
         self.summary.setObjectName("diffSummary")
         self.summary.setWordWrap(True)
-        copy = QPushButton("Copy")
-        copy.setObjectName("diffCopyButton")
-        copy.setAccessibleName("Copy the diff")
-        copy.setToolTip("Copy the whole diff as tab-separated text (Ctrl+C)")
-        copy.clicked.connect(self.copy)
-        QShortcut(QKeySequence.Copy, self, self.copy)
-        close = QPushButton("Close")
-        close.setObjectName("diffCloseButton")
-        close.setAccessibleName("Close the diff")
-        close.clicked.connect(self.close)
+        copy, close = copy_close_buttons(self, "diff", "the diff", "Copy the whole diff as tab-separated text",
+                                         self.copy)
         row = QHBoxLayout()
         row.addWidget(self.summary, 1)
         row.addWidget(copy)

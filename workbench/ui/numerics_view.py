@@ -9,12 +9,13 @@ Enter on) a row with a source line: `sourceRequested(file, line)`.
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QColor, QFont, QKeySequence, QShortcut
+from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import (QAbstractItemView, QApplication, QDialog, QHBoxLayout, QHeaderView, QLabel,
-                               QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
+                               QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
 from ..core.ground.numerics import (NumericsReport, first_exceeding_line, format_numerics, headline, rule_lines,
                                     table_cells, table_headers)
+from .copy_close import copy_close_buttons
 from .panels.log import COLOURS
 
 FIRST_MARK = "▶ "  # before the first exceeding row's name
@@ -55,15 +56,8 @@ class NumericsDialog(QDialog):
         self.rules.setObjectName("numericsRules")
         self.rules.setTextFormat(Qt.PlainText)
         self.rules.setWordWrap(True)
-        copy = QPushButton("Copy")
-        copy.setObjectName("numericsCopyButton")
-        copy.setAccessibleName("Copy the numerics table")
-        copy.setToolTip("Copy the table as `workbench numerics` prints it (Ctrl+C)")
-        copy.clicked.connect(self.copy)
-        QShortcut(QKeySequence.Copy, self, self.copy)
-        close = QPushButton("Close")
-        close.setObjectName("numericsCloseButton")
-        close.clicked.connect(self.close)
+        copy, close = copy_close_buttons(self, "numerics", "the numerics table",
+                                         "Copy the table as `workbench numerics` prints it", self.copy)
         buttons = QHBoxLayout()
         buttons.addStretch(1)
         buttons.addWidget(copy)
