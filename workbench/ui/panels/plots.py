@@ -21,7 +21,7 @@ beside the live one are plot_compared.py's half of the panel.
 Axes read as the values themselves (no SI prefix) and the step axis ticks whole steps (plot_items.StepAxis). Each
 plot has a text alternative: its accessible description states its latest values, set at most twice a second after
 the frame that drew it (not per event), and "Show as table" (the Table button, a plot's context menu) lists its
-series (plot_table.py).
+series (plot_table.py); plot_text.py is that half of the panel.
 """
 
 from __future__ import annotations
@@ -42,11 +42,12 @@ from .compile_timeline import TimelineMarkers
 from .headline import HeadlineBar
 from .plot_frames import Frames
 from .plot_bands import GroupBand
+from .plot_text import TextAlternatives
 from .plot_compared import DIMMED, PALETTE, PARENT_OPACITY, STEPS_AT_ONCE, ComparedRuns  # noqa: F401 (tests)
 from .plot_items import SpanViewBox, TimedPlot, recorded
 from .plot_series import CurveSeries, Place, SmoothedSeries, StepTimes
 from .plot_style import DARK, LIGHT, make_plot, mark, per_epoch, set_x_axis_item, style_plot
-from .plot_table import PlotTable, Series, XScale, describe
+from .plot_table import PlotTable
 
 MEMORY_LABELS = {"rss": "process RSS (CPU)", "allocated": "CUDA allocated", "reserved": "CUDA reserved",
                  "peak": "CUDA peak allocated"}
@@ -57,10 +58,9 @@ DESCRIBE_MS = 500  # the plots' accessible descriptions follow their latest valu
 SLIDER_STEPS = 1000  # the smoothing slider's resolution: weights 0, 0.001, … 0.999
 EMPTY_HINT = "Press Train (Ctrl+R)"
 WAITING_HINT = "Waiting for the first step…"
-SYSTEM_X = XScale("seconds", unit="seconds")  # the system plot's x: seconds since the run started, sampled
 
 
-class PlotsPanel(ComparedRuns, QWidget):
+class PlotsPanel(ComparedRuns, TextAlternatives, QWidget):
     xAxisChanged = Signal(str)  # the step plots' x axis, a kind of history.x_axis.X_AXES: chosen, or set
 
     def __init__(self, parent: QWidget | None = None):
@@ -556,59 +556,6 @@ class PlotsPanel(ComparedRuns, QWidget):
     def _label_own(self) -> None:
         for plot, series in self._plot_series():
             plot.getPlotItem().legend.rename({s.item: self._own_name(plot, s) for s in series})
-
-    # -- text alternatives -----------------------------------------------------------------------------------------
-    def table_series(self, plot: TimedPlot) -> list[Series]:
-        """The plot's series as its legend names them, on its x axis: the current run's, a continued run's
-        parent's, the compared runs' and seed groups' (with their bands' edges). Views of the buffers, not copies:
-        read them at once (the next run reuses the buffers)."""
-        own = [(self._own_name(plot, s), *s.view()) for s in dict(self._plot_series())[plot]]
-        others = [(item.name(), *recorded(item)) for shown, item in (*self.parent_items, *self.overlays)
-                  if shown is plot]
-        edges = [(name, *recorded(item)) for shown, drawn in self.group_bands if shown is plot
-                 for name, item in drawn.edges]
-        return [(name, x, y) for name, x, y in own + others + edges if x is not None and len(x)]
-
-    def show_table(self, plot: TimedPlot) -> PlotTable:
-        """The plot's values as a table (its text alternative): opened, or brought up to date and raised."""
-        table = self.tables.get(plot)
-        if table is None:
-            table = self.tables[plot] = PlotTable(self.titles[plot], lambda: self._x_scale(plot),
-                                                  lambda: self.table_series(plot), self)
-        else:
-            table.refresh()
-        table.show()
-        table.raise_()
-        table.activateWindow()
-        return table
-
-    def description(self, plot: TimedPlot) -> str:
-        """What the plot shows now, in words: its latest values (plot_table.describe)."""
-        return describe(self.titles[plot], self._x_scale(plot), plot.getPlotItem().getAxis("left").labelText,
-                        self.table_series(plot))
-
-    def _x_scale(self, plot: TimedPlot) -> XScale:
-        """What the plot's x values are: seconds on the System plot, the chosen x axis on the others (named as
-        their label names it)."""
-        if plot is self.system_plot:
-            return SYSTEM_X
-        return XScale(self._x_label(), unit="seconds since start" if self.x_axis == "elapsed" else "",
-                      dates=self.x_axis == "wall")
-
-    def _describe_soon(self, *plots: TimedPlot) -> None:
-        """Describe these plots at the describe timer's next turn: a frame draws a plot up to 30 times a second,
-        its description follows at most DESCRIBE_MS later, whatever the rate of the events."""
-        self._undescribed.update(plots)
-        if not self.describe_timer.isActive():
-            self.describe_timer.start()
-
-    def _describe(self) -> None:
-        """Each plot drawn since the last time states its latest values as its accessible description, which a
-        screen reader reads with the plot's name ('Loss plot')."""
-        self.describe_timer.stop()
-        for plot in self._undescribed:
-            plot.setAccessibleDescription(self.description(plot))
-        self._undescribed.clear()
 
     # -- appearance ---------------------------------------------------------------------------------------------
     def set_dark(self, dark: bool) -> None:
