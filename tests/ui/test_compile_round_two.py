@@ -123,26 +123,21 @@ def test_a_warm_run_says_so_beside_its_compile_time_and_the_payback_has_both_lau
     assert "warm" not in panel.fields["seconds"].text()
 
 
-def test_warm_start_from_this_puts_the_runs_settings_in_the_form_with_its_cache(window, qtbot, tmp_path):
-    folder = tmp_path / "runs" / "cached"
-    folder.mkdir(parents=True)
-    (folder / CACHE_FILE).write_bytes(b"artefacts")
-    key = WarmKey(settings={}, input_shape=(32, 1, 28, 28), model_hash="0" * 64, torch="2.14.1", device="cpu")
-    (folder / KEY_FILE).write_text(json.dumps(CompileCache(key=key, artifacts={"inductor": 3}, bytes=9,
-                                                           compile_seconds=16.3).to_dict()), encoding="utf-8")
+def test_warm_start_from_this_puts_the_runs_settings_in_the_form_with_its_cache(window, qtbot):
+    """The form takes the run's settings and its id as warm_from; whether the run left a cache is checked when Train
+    starts the run (history.warm_starts.warm_source, tested in tests/core/test_warm_start.py), not here."""
     with RunStore(window.db) as store:
-        cached = record(store, out_dir=str(folder), backend="inductor", lr=0.004)
-        uncached = record(store, backend="inductor", lr=0.005)
+        first = record(store, backend="inductor", lr=0.004)
+        second = record(store, backend="inductor", lr=0.005)
     listed(window.runs, qtbot)
     rows = {row.id: row for row in window.runs.model.rows}
-    window.runs.warmRequested.emit(rows[cached])
+    window.runs.warmRequested.emit(rows[first])
     config = window.setup.config()
-    assert (config.warm_from, config.lr) == (cached, 0.004)
-    assert window.setup.derived_from == f"#{cached}, warm from its compile cache"
-    window.runs.warmRequested.emit(rows[uncached])  # nothing to start warm from: said, the form unchanged
-    assert f"#{uncached} saved no compile cache" in window.banner.label.text()
-    assert window.setup.config().warm_from == cached
-    window.runs.cloneRequested.emit(rows[cached])  # New run from this…: automatic again
+    assert (config.warm_from, config.lr) == (first, 0.004)
+    assert window.setup.derived_from == f"#{first}, warm from its compile cache"
+    window.runs.warmRequested.emit(rows[second])
+    assert (window.setup.config().warm_from, window.setup.config().lr) == (second, 0.005)
+    window.runs.cloneRequested.emit(rows[first])  # New run from this…: automatic again
     assert window.setup.config().warm_from is None
 
 

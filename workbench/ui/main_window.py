@@ -416,16 +416,11 @@ class MainWindow(QMainWindow):
     def _new_run_from(self, record, warm: bool = False) -> None:
         """Runs dock → New run from this…: the run's settings in the form, which says it derives from the run
         until they are edited away; Train then starts a new run (not a continuation). `warm` (Warm start from
-        this…): the new run loads the run's compile cache before it compiles, or the reason it cannot is shown."""
+        this…): the new run loads the run's compile cache before it compiles; a run without one is refused when
+        Train starts it, saying why (history.warm_starts.warm_source: no reading of run folders on the GUI thread)."""
         from ..core.history.curves import run_name
-        from ..core.history.warm_starts import cache_of
 
         name = run_name(record.id)
-        if warm and cache_of(record) is None:
-            self.feedback.show("warning", f"{name} saved no compile cache to start warm from: it ran eagerly, "
-                               "failed before compiling, or was recorded before warm starts. Use New run from "
-                               "this…: that run compiles cold and saves one.")
-            return
         try:
             config = TrainConfig.from_dict({**record.config, "resume": None, "warm_from": record.id if warm else None})
         except WorkbenchError as exc:
