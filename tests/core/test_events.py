@@ -9,6 +9,8 @@ import pickle
 import pytest
 
 from workbench.core.ground import events as ev
+from workbench.core.ground.alerts import Alert
+from workbench.core.ground.layer_stats import Histogram, LayerRow, LayerStat, LayerStats, ModelSummary
 from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.results import RunResults, SystemSummary
 
@@ -59,6 +61,14 @@ SAMPLES = [
                          "groups": {"low": 2, "fp32": 1, "other": 0}},
                  recommendation="bf16: this CPU has bf16 instructions"),
     ev.AmpSkipped(step=7, scale=2.0**100, param="core.0.weight"),
+    ModelSummary(batch=32, rows=(LayerRow(name="core_block.fc1", kind="Linear", depth=2, output_shape=(32, 128),
+                                          params=100_480, trainable=True, mult_adds=3_211_264),)),
+    LayerStats(step=50, layers=(LayerStat(
+        name="core_block.fc1", weight_norm=9.7, grad_norm=1.3, update_ratio=1.5e-3, dead_fraction=0.0,
+        weights=Histogram(lo=-0.1, hi=0.1, counts=(3.0, 5.0)), grads=Histogram(lo=-1e-3, hi=2e-3, counts=(1.0, 7.0)),
+        activations=Histogram(lo=-2.0, hi=3.5, counts=(10.0, 0.0))),)),
+    Alert(step=8, rule="grad_exploding", severity="warning", title="the gradient norm is 56 at step 8",
+          advice="lower the learning rate", panel="setting:lr"),
 ]
 
 

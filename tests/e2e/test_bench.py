@@ -61,10 +61,14 @@ def test_instruments_prices_each_instrument_on_against_off(tmp_path, capsys):
     code, stdout, err = call(capsys, "bench", "--instruments", "--quick", "--json", out)
     assert code == 0, err
     data = json.loads(out.read_text())["instruments"]
+    stats = "per-layer statistics (every 100 steps, and steps 1–32)"
     assert set(data) == {"profiler (steady steps outside a 20-step window)",
-                         "fp16 step health (loss scale + gradient check)", "system sampler (2 Hz)"}
+                         "fp16 step health (loss scale + gradient check)", "system sampler (2 Hz)", stats}
     for name, figures in data.items():
         assert len(figures["ratios"]) == 1 and figures["median_ratio"] > 0
         assert f"{name}: on = {figures['median_ratio']:.3f}× the samples/s of off" in stdout
     assert data["profiler (steady steps outside a 20-step window)"]["window_step_ratio"] > 0
     assert "method: 1 epoch(s) of the default config" in stdout
+    # the statistics are priced within the run too: a sampled step against the steady ones (on the CPU, exactly)
+    assert data[stats]["sampled_step_ratio"] > 1 and "a sampled step takes" in stdout
+    assert data["system sampler (2 Hz)"]["sampled_step_ratio"] is None

@@ -103,9 +103,14 @@ def _bench_instruments(args: argparse.Namespace, progress) -> int:
         print(f"{name}: on = {figures['median_ratio']:.3f}× the samples/s of off (pairs: "
               + ", ".join(f"{r:.3f}" for r in figures["ratios"]) + ")"
               + (f"; a profiled step takes {figures['window_step_ratio']:.2f}× a steady one"
-                 if figures["window_step_ratio"] else ""))
+                 if figures["window_step_ratio"] else "")
+              + (f"; a sampled step takes {figures['sampled_step_ratio']:.2f}× a steady one: every "
+                 f"{config.stats_every} steps that is {(figures['sampled_step_ratio'] - 1) / config.stats_every:.1%} "
+                 f"of the steady time" if figures["sampled_step_ratio"] else ""))
     print(f"method: {config.epochs} epoch(s) of the default config (batch 32, {config.epochs * 125} steps) per run, "
           "in this process, no files; each pair runs the instrument off and on, the first of each pair alternating; "
-          "a ratio is steady samples/s on / off (the profiled steps are not steady: they are priced apart)")
+          "a ratio is steady samples/s on / off (the profiled steps are not steady: they are priced apart); the "
+          "per-layer statistics are priced within each run too: the median time of a sampled step against the other "
+          "steady steps (exact per step on the CPU)")
     _write_json(args.json, result)
     return 0

@@ -8,6 +8,7 @@ import threading
 import time
 from typing import Callable
 
+from ..core.ground.alerts import Alert, alert_line
 from ..core.ground.events import EpochEnd, Notice, RunFailed
 from ..core.ground.progress import Progress, epoch_line, format_duration
 from .common import EXIT_INTERRUPTED
@@ -80,6 +81,8 @@ class ProgressBar:
         p = self.progress
         if isinstance(event, Notice):
             self._line(f"{event.level}: {event.message}")
+        elif isinstance(event, Alert):
+            self._line(alert_line(event))
         elif isinstance(event, EpochEnd):
             self._line(epoch_line(event).replace(f"epoch {event.epoch}:", f"epoch {event.epoch}/{p.epochs}:", 1))
         elif isinstance(event, RunFailed):

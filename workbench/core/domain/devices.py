@@ -62,6 +62,17 @@ def memory_mib(device: torch.device) -> dict[str, float]:
     return {"rss": process_rss_bytes() / MIB}
 
 
+def memory_limit_mib(device: torch.device) -> tuple[float | None, str]:
+    """How much memory the figures of `memory_mib` can grow to, and whose it is: the GPU's on CUDA, the machine's
+    physical memory on the CPU (None when unknown)."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).total_memory / MIB, device_name(device)
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * _page_size() / MIB, "this machine"
+    except (ValueError, OSError, AttributeError):
+        return None, "this machine"
+
+
 @functools.lru_cache(maxsize=1)
 def _page_size() -> int:
     return os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096

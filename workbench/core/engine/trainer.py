@@ -51,9 +51,11 @@ from ..ground.forecast import check_forecast, forecast_recompiles
 from ..ground.results import RunResults
 from ..ground.signals import RunSignals
 from . import compiling, steps
+from .alerting import Alerting
 from .amp_health import AmpHealth
 from .compile_timeline import CompileTimeline
 from .instrument import Instrument
+from .layer_statistics import LayerStatistics
 from .payback import PaybackCalibration
 from .plan import cudagraph_thread_notice, warmup_plan
 from .profiling import Profiling
@@ -94,7 +96,7 @@ class Trainer:
                  save_checkpoint: SaveCheckpoint | None = None, trace_dir: Path | None = None,
                  profile_dir: Path | None = None, amp_health: bool = True, system_metrics: bool = True,
                  lr_factor: Callable[[int], float] | None = None, payback: bool = True,
-                 compile_cache: CacheHome | None = None):
+                 compile_cache: CacheHome | None = None, layer_stats: bool = True):
         """`save_checkpoint` is called once, on the main process, when a run that took steps ends (finished or
         stopped); what it returns is the run's results.checkpoint. None: nothing is saved. `trace_dir`: where a
         compiled run records PyTorch's structured compile trace (rendered with tlparse at the end); None: not.
@@ -104,7 +106,8 @@ class Trainer:
         multiple of config.lr, in place of the config's schedule (the LR range test's exponential sweep).
         `payback`: measure a compiled run against eager after it (off for the range test, whose steps teach
         nothing about a real run's payback). `compile_cache`: where a compiled run keeps its compile cache and the
-        history it looks for a warm start in (engine.warm_start); None: none is kept or loaded."""
+        history it looks for a warm start in (engine.warm_start); None: none is kept or loaded. `layer_stats`: the
+        per-layer statistics (config.stats_every); off only when `workbench bench --instruments` prices them."""
         self.flush_seconds = flush_seconds
         self.dist = distributed or Distributed()
         self.save_checkpoint = save_checkpoint
@@ -115,6 +118,7 @@ class Trainer:
         self.lr_factor = lr_factor
         self.payback = payback
         self.compile_cache = compile_cache
+        self.layer_stats = layer_stats
 
     def _instruments(self, resume: checkpoint.Checkpoint | None) -> list[Instrument]:
         """The run's instruments, in the order their hooks are called (payback first: it measures before the
@@ -128,6 +132,8 @@ class Trainer:
             WarmStart(self.compile_cache if main else None, world_size=self.dist.world_size),
             CompileTimeline(self.trace_dir if main else None),
             RecompileStance(),
+            LayerStatistics(on=self.layer_stats),
+            Alerting(on=main),
             *([Resume(resume)] if resume is not None else []),
         ]
 

@@ -61,7 +61,8 @@ DATA_AND_MODEL = "Data and model"
 TRAINING = "Training"
 COMPILE = "Compile"
 PRECISION = "Precision"
-GROUPS = (DATA_AND_MODEL, TRAINING, COMPILE, PRECISION)
+ALERTS = "Statistics and alerts"
+GROUPS = (DATA_AND_MODEL, TRAINING, COMPILE, PRECISION, ALERTS)
 
 _KEY = "workbench.setting"  # where a field's declaration lives in its dataclasses metadata
 
@@ -321,6 +322,28 @@ class TrainConfig:
         "tensor cores on Ampere and newer GPUs, 'medium' bf16 ones; faster, with fewer mantissa bits",
         PRECISION, label="fp32 matmul precision", choices=MATMUL_PRECISIONS,
         choice_labels={"highest": "highest (full fp32)", "high": "high (TF32)", "medium": "medium (bf16)"}))
+    # -- statistics and alerts --
+    stats_every: int = field(default=100, metadata=setting(
+        "sample per-layer statistics (weight and gradient norms, update ratio, dead units, histograms) every this "
+        "many steps, and at steps 1, 2, 4, 8, 16, 32 before; 0 = off (the gradient and dead-unit alerts too)",
+        ALERTS, label="Layer statistics every (steps)", low=0, high=1_000_000))
+    alert_grad_factor: float = field(default=10.0, metadata=setting(
+        "alert when the gradient norm is this many times its median so far (exploding), or a layer's is below "
+        "1/factor³ of the largest layer's (vanishing)", ALERTS, label="Gradient alert factor", low=1.0,
+        high=1e6, low_open=True))
+    alert_plateau_steps: int = field(default=0, metadata=setting(
+        "alert when the smoothed loss has not improved by 1% for this many steps; 0 = off", ALERTS,
+        label="Plateau alert after (steps)", low=0, high=1_000_000))
+    alert_throughput_drop: float = field(default=0.5, metadata=setting(
+        "alert when throughput falls by more than this share below the run's median (another process, thermal "
+        "throttling)", ALERTS, label="Throughput drop alert (share)", low=0.0, high=1.0, low_open=True, step=0.05,
+        decimals=2))
+    alert_memory_share: float = field(default=0.9, metadata=setting(
+        "alert when memory use reaches this share of the device's (the machine's on the CPU)", ALERTS,
+        label="Memory alert (share of device)", low=0.0, high=1.0, low_open=True, step=0.05, decimals=2))
+    alert_recompile_storm: int = field(default=5, metadata=setting(
+        "alert when this many recompiles happen within 100 steps", ALERTS, label="Recompile storm (per 100 steps)",
+        low=1, high=10_000))
 
     def __post_init__(self) -> None:
         self.check_values()
@@ -391,7 +414,8 @@ class TrainConfig:
 # it is compiled and measured. Anything else would make it another run (other data, model or optimisation).
 RESUME_MAY_CHANGE = ("resume", "epochs", "max_steps", "profile_steps", "compile_trace", "backend", "mode", "dynamic",
                      "fullgraph", "allow_eager_fallback", "matmul_precision", "device", "on_recompile",
-                     "eager_first_call", "recompile_limit", "warm_from")
+                     "eager_first_call", "recompile_limit", "warm_from", "stats_every", "alert_grad_factor",
+                     "alert_plateau_steps", "alert_throughput_drop", "alert_memory_share", "alert_recompile_storm")
 
 
 def resume_conflicts(saved: Mapping[str, Any], config: "TrainConfig") -> list[str]:

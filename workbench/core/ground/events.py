@@ -14,8 +14,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from .alerts import Alert
 from .compile_kinds import COMPILE_KINDS
 from .compile_stages import GraphCompileTime
+from .layer_stats import LayerStats, ModelSummary
 from .records import Record
 from .results import RunResults
 
@@ -249,19 +251,24 @@ class RunFailed:
 
 
 Event = (RunStarted | CompileStarted | CompileFinished | Step | EpochEnd | CompileReport | CompileEvent | SystemSample
-         | ProfileReport | AmpReport | AmpSkipped | Notice | RunFinished | RunFailed)
+         | ProfileReport | AmpReport | AmpSkipped | Notice | RunFinished | RunFailed | ModelSummary | LayerStats
+         | Alert)
 Emit = Callable[[Event], None]
 
 EVENT_TYPES: dict[str, type] = {cls.__name__: cls for cls in (
     RunStarted, CompileStarted, CompileFinished, Step, EpochEnd, CompileReport, CompileEvent, SystemSample,
-    ProfileReport, AmpReport, AmpSkipped, Notice, RunFinished, RunFailed)}
-_NESTED = (CompileReport, CompileEvent, RunFinished)  # events with dataclasses inside: serialised through to_dict
+    ProfileReport, AmpReport, AmpSkipped, Notice, RunFinished, RunFailed, ModelSummary, LayerStats, Alert)}
+# Events with dataclasses inside: serialised through to_dict. The Record events (ModelSummary, LayerStats, Alert)
+# are written and read by their own to_dict/read, which check every nested field.
+_NESTED = (CompileReport, CompileEvent, RunFinished, ModelSummary, LayerStats)
 
 
 def to_dict(event: Event) -> dict[str, Any]:
     if isinstance(event, RunFinished):
         fields = {name: value for name, value in vars(event).items() if name != "results"}
         return {"type": "RunFinished", **fields, "metrics": event.results.to_dict()}
+    if isinstance(event, Record):
+        return {"type": type(event).__name__, **event.to_dict()}
     return {"type": type(event).__name__, **dataclasses.asdict(event)}
 
 
@@ -282,6 +289,8 @@ def from_dict(data: dict[str, Any]) -> Event:
     cls = EVENT_TYPES.get(kind) if isinstance(kind, str) else None
     if cls is None:
         raise ValueError(f"unknown event type {kind!r}")
+    if issubclass(cls, Record):
+        return cls.read(data, kind)
     try:
         if cls is CompileReport:
             data["breaks"] = tuple(_graph_break(b) for b in _sequence(data.get("breaks", ()), "breaks"))
