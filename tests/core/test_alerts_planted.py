@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers import REPO_ROOT, SMALL, run
+from tests.helpers import REPO_ROOT, SMALL, STATS, run
 from workbench.core.ground.alerts import Alert
 from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.events import RunFailed, RunFinished
@@ -30,7 +30,7 @@ def test_an_exploding_learning_rate_alerts_before_the_run_fails():
 
 def test_a_dead_relu_initialisation_alerts_at_the_first_sample():
     events, result = run(SMALL.replace(model=f"{EXAMPLES / 'planted_dead_relu.py'}:PlantedDeadReluNet",
-                                       max_steps=2))
+                                       max_steps=2, **STATS))
     assert isinstance(result, RunFinished)
     dead = [a for a in alerts(events) if a.rule == "dead_units"]
     assert [(a.step, a.layer, a.panel) for a in dead] == [(1, "core_block.fc2", "model")]
@@ -39,7 +39,7 @@ def test_a_dead_relu_initialisation_alerts_at_the_first_sample():
 
 def test_a_vanishing_gradient_alerts_and_names_the_first_layers():
     events, result = run(SMALL.replace(model=f"{EXAMPLES / 'planted_vanishing.py'}:PlantedVanishingNet",
-                                       max_steps=2, hidden_dim=32))
+                                       max_steps=2, hidden_dim=32, **STATS))
     assert isinstance(result, RunFinished)
     [vanishing] = [a for a in alerts(events) if a.rule == "grad_vanishing"]
     assert vanishing.step == 2
@@ -48,11 +48,11 @@ def test_a_vanishing_gradient_alerts_and_names_the_first_layers():
 
 
 def test_the_alert_settings_reach_the_runs_rules():
-    """A dead-unit rule that never fires on the default network fires on it once the gradient factor is tiny: the
-    vanishing rule reads the factor from the run's config."""
-    quiet, _ = run(SMALL.replace(max_steps=2))
+    """The vanishing rule, quiet on the small network, fires on it once the gradient factor is tiny (fc2's gradient
+    is then "vanishingly" below fc1's): it reads the factor from the run's config."""
+    quiet, _ = run(SMALL.replace(max_steps=2, **STATS))
     assert not alerts(quiet)
-    loud, _ = run(SMALL.replace(max_steps=2, alert_grad_factor=1.0001))
+    loud, _ = run(SMALL.replace(max_steps=2, alert_grad_factor=1.0001, **STATS))
     assert [a.rule for a in alerts(loud)] == ["grad_vanishing"]
 
 

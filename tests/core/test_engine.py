@@ -74,7 +74,7 @@ def test_cpu_memory_reading_is_rss():
 
 
 def test_two_epochs_in_order():
-    events, result = run(TrainConfig(epochs=2, batch_size=1000, hidden_dim=16))  # 4 steps per epoch
+    events, result = run(TrainConfig(epochs=2, batch_size=1000, hidden_dim=16, stats_every=0))  # 4 steps an epoch
     assert shape(events) == ["RunStarted", "Step", "EpochEnd", "Step", "EpochEnd", "RunFinished"]
     assert [(s.step, s.epoch) for s in steps(events)] == [(i, 1 + (i - 1) // 4) for i in range(1, 9)]
     assert [e.epoch for e in of(events, EpochEnd)] == [1, 2]
@@ -347,7 +347,7 @@ def test_unexpected_exception_is_an_internal_failure(monkeypatch):
 
 # -- compiled runs ----------------------------------------------------------------------------------------------
 def test_compiled_run_event_sequence_and_checkpoint(tmp_path):
-    config = TrainConfig(epochs=1, max_steps=6, hidden_dim=16, backend="aot_eager")
+    config = TrainConfig(epochs=1, max_steps=6, hidden_dim=16, backend="aot_eager", stats_every=0)
     events, result = run(config, save_checkpoint=saving_to(tmp_path))
     timeline = of(events, CompileEvent)  # the compile timeline (tests/core/test_compile_trace.py)
     assert [(e.step, e.kind, e.phase) for e in timeline] == [

@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from tests.helpers import SMALL, run
+from tests.helpers import SMALL, STATS, run
 from workbench.core.domain.layer_stats import HISTOGRAM_SAMPLE, histograms, model_summary
 from workbench.core.domain.model import SandwichNet
 from workbench.core.engine.layer_statistics import sampled
@@ -95,16 +95,18 @@ def test_a_healthy_runs_relus_are_mostly_alive(sgd_run):
 
 
 def test_statistics_off_emit_none():
+    events, result = run(SMALL.replace(max_steps=3, **STATS))
+    assert [s.step for s in layer_stats(events)] == [1, 2]
     events, result = run(SMALL.replace(max_steps=3, stats_every=0))
     assert isinstance(result, ev.RunFinished) and not layer_stats(events)
-    events, _ = run(SMALL.replace(max_steps=3), layer_stats=False)
+    events, _ = run(SMALL.replace(max_steps=3, **STATS), layer_stats=False)
     assert not layer_stats(events) and not [e for e in events if isinstance(e, ModelSummary)]
 
 
 def test_under_fp16_the_gradients_are_read_unscaled():
     """The GradScaler multiplies the loss by 65,536: the probe must read the gradients after unscaling them."""
-    plain, _ = run(SMALL.replace(max_steps=1))
-    scaled, _ = run(SMALL.replace(max_steps=1, amp="fp16"))
+    plain, _ = run(SMALL.replace(max_steps=1, **STATS))
+    scaled, _ = run(SMALL.replace(max_steps=1, amp="fp16", **STATS))
     for a, b in zip(layer_stats(plain)[0].layers, layer_stats(scaled)[0].layers):
         assert b.grad_norm == pytest.approx(a.grad_norm, rel=0.05)
 

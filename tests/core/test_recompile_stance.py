@@ -42,7 +42,9 @@ def counting_net(tmp_path_factory) -> tuple[str, Path]:
 
 
 def _config(spec: str, **changes) -> TrainConfig:
-    return TrainConfig(model=spec, epochs=1, hidden_dim=8, backend="aot_eager", **{"max_steps": 5, **changes})
+    # without the per-layer statistics, whose events would sit between the steps these tests put in order
+    return TrainConfig(model=spec, epochs=1, hidden_dim=8, backend="aot_eager",
+                       **{"max_steps": 5, "stats_every": 0, **changes})
 
 
 def _train_recompiles(events) -> list[int]:

@@ -1,5 +1,5 @@
-"""The per-layer statistics instrument: the model's layer table once (ModelSummary, before anything compiles it),
-then every `config.stats_every` steps, and at a few early steps for a history to compare against, each layer's
+"""The per-layer statistics instrument (config.stats_every; 0 = off): the model's layer table once (ModelSummary,
+before anything compiles it), then every `config.stats_every` steps, and at a few early steps for a history to compare against, each layer's
 norms, update ratio, dead inputs and histograms (LayerStats, domain.layer_stats). The numbers are taken on the device
 inside the sampled step and ride along with the block's losses: no sync of their own."""
 
@@ -36,7 +36,7 @@ class LayerStatistics(Instrument):
         self.every = run.config.stats_every if self.on else 0
 
     def model_built(self, run: RunState, model: nn.Module, example: torch.Tensor, labels: torch.Tensor) -> None:
-        if self.on:
+        if self.every:
             run.emit(model_summary(model, example))
 
     def step_context(self, run: RunState, kind: str) -> contextlib.AbstractContextManager | None:

@@ -392,7 +392,8 @@ class Trainer:
             parts.append(torch.tensor([1.0 if stop_requested else 0.0], device=device))
         values = self.dist.mean(torch.cat(parts) if parts else torch.zeros(0, device=device)).tolist()  # the sync
         stop_agreed = self.dist.active and values[-1] > 0
-        measured_at = time.perf_counter()
+        measured_at, wall_at = time.perf_counter(), time.time()  # read together: a thread preempted between two
+        # reads far apart (a loaded machine) put a block's steps milliseconds later than the next block's
         block_start, ends = block.start, block.ends
         block.start, block.losses, block.correct, block.ends = measured_at, [], [], []
         if not n:
@@ -404,7 +405,7 @@ class Trainer:
             step_seconds = [seconds / n] * n
         # Each step's end in Unix time: the block's start moved from the perf_counter clock to time.time()'s at the
         # read-back, plus the step times so far (the CPU's exact ends; CUDA's block spread evenly).
-        walls = list(itertools.accumulate(step_seconds, initial=block_start + time.time() - measured_at))[1:]
+        walls = list(itertools.accumulate(step_seconds, initial=block_start + wall_at - measured_at))[1:]
         # Every process's share of every step is the same size (the shards and the epoch drop the remainder): the
         # mean count over that share is the global fraction.
         share = run.config.batch_size // self.dist.world_size

@@ -10,8 +10,10 @@ re-evaluation arrives as plain data (report_data's `Evaluation`, made by `domain
 `run.reports.write_report` puts the two together. The pieces, one idea each:
   report_data      the evaluation's plain data, and why a run has none
   report_facts     what the report needs from each run (`RunFacts`), the runs compared
-  report_sections  the sections: runs, configuration, curves, metrics, insight, comparison, failures
+  report_sections  the sections: runs, configuration, curves, metrics, comparison, failures
   report_compile   the compile report section and the compile timeline's marks on the loss chart
+  report_insight   where the time and the memory go: the profiled window, mixed precision
+  report_layers    inside the network (the layer table, per-layer curves) and the alerts
   report_cells     numbers, durations and a run's swatch, as every section writes them
   report_page      the sections' headings, the stylesheet, the page frame
   report_json      the JSON twin
@@ -29,6 +31,7 @@ from .report_data import Evaluation, missing_reason
 from .report_facts import compare_runs, prepare_runs
 from .report_json import report_json
 from .report_insight import section_insight
+from .report_layers import section_alerts, section_layers
 from .report_page import page
 from .report_sections import (section_comparison, section_config, section_curves, section_failures, section_metrics,
                               section_runs)
@@ -68,6 +71,8 @@ def build_report(records: list[RunRecord], evaluations: dict[int, Evaluation | N
         section_metrics(runs, evaluations, reasons),
         section_compile(runs, base),
         section_insight(runs, base),
+        section_layers(runs),
+        section_alerts(runs),
         section_comparison(comparison) if comparison else "",
         section_failures(runs),
     ]

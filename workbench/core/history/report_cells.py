@@ -1,5 +1,5 @@
-"""The small pieces every report section writes: percentages, numbers, MiB, durations, and a run's colour swatch
-with its label.
+"""The small pieces every report section writes: percentages, numbers, MiB, durations, the colour swatch of a
+chart's line, and a run's label behind its swatch.
 """
 
 from __future__ import annotations
@@ -38,5 +38,10 @@ def compile_time(seconds: float | None, backend_used: str | None) -> str:
     return "none (eager)" if not seconds and backend_used == "eager" else duration(seconds)
 
 
+def swatch(color: str) -> str:
+    """A small square of a line's colour, before the name of what the line is."""
+    return f"<span class=swatch style='background:{color}'></span>"
+
+
 def run_cell(run: RunFacts) -> str:
-    return f"<span class=swatch style='background:{run.color}'></span>{esc(run.label)}"
+    return swatch(run.color) + esc(run.label)

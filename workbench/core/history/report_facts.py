@@ -15,6 +15,7 @@ from ..ground.payback import Payback
 from ..ground.records import Record
 from ..ground.results import RunResults, SystemSummary
 from .curves import Curves, curves_from_events, differing_settings, run_label
+from .layers import RunLayers, run_layers
 from .runs import RunRecord
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f",
@@ -59,6 +60,7 @@ class RunFacts:
     # What the run measured at its end: the payback, the recompile forecast, the compile trace, the profile… A run
     # without a RunFinished (failed, interrupted) has the defaults: none of them.
     results: RunResults
+    layers: RunLayers  # its layer table, per-layer figures and alerts (empty for runs recorded before them)
 
 
 def prepare_runs(records: list[RunRecord]) -> list[RunFacts]:
@@ -83,7 +85,8 @@ def _facts(record: RunRecord, differing: list[str], color: str) -> RunFacts:
                     epochs=epochs, curves=curves_from_events(events), compile=last_compile_report(events),
                     failure=failure, notices=[e for e in events if isinstance(e, Notice)],
                     figures=_figures(record, steps, epochs, results.system),
-                    timeline=[e for e in events if isinstance(e, CompileEvent)], results=results)
+                    timeline=[e for e in events if isinstance(e, CompileEvent)], results=results,
+                    layers=run_layers(events, record.config))
 
 
 def last_compile_report(events: list) -> CompileReport | None:

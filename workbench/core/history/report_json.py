@@ -1,5 +1,7 @@
-"""The report's JSON twin: every run's facts, metrics, compile insight and evaluation as strict JSON (no NaN), with
-every compile event (the HTML shows at most MAX_TIMELINE_ROWS of them).
+"""The report's JSON twin: every run's facts, metrics, compile insight, layers, alerts and evaluation as strict JSON
+(no NaN), with every compile event (the HTML shows at most MAX_TIMELINE_ROWS of them) and every layer's figures
+(the HTML draws at most one line per colour). The layers' histograms stay out (they are most of a LayerStats
+event's size): the run's events and its TensorBoard export have them.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from typing import Any
 
 from ..ground.events import CompileReport
 from ..ground.fixit import FixItCard, fixit_cards
+from .layers import FIGURES, RunLayers
 from .report_data import Evaluation
 from .report_facts import Comparison, RunFacts
 
@@ -48,6 +51,7 @@ def _run_json(run: RunFacts, evaluation: Evaluation | None, reason: str) -> dict
         **_insight_json(run),
         "profile": run.results.profile.to_dict() if run.results.profile else None,
         "amp": run.results.amp.to_dict() if run.results.amp else None,
+        **_layers_json(run.layers),
         "evaluation": _evaluation_json(evaluation) if evaluation else {"unavailable": reason},
         "failure": run.failure,
         "notices": [dataclasses.asdict(n) for n in run.notices],
@@ -76,6 +80,19 @@ def _insight_json(run: RunFacts) -> dict:
         "fixit_cards": [_card_json(c) for c in fixit_cards(report.breaks)] if report and report.breaks else [],
         "compile_trace": (trace.path or None) if trace else None,
         "compile_trace_problem": (trace.problem or None) if trace else None,
+    }
+
+
+def _layers_json(layers: RunLayers) -> dict:
+    """The layer table (None: recorded before it existed), each layer's figures at its sampled steps, and the
+    alerts by step (None: no alert rule watched the run; [] : none fired)."""
+    summary = layers.summary
+    return {
+        "layer_table": {"batch": summary.batch, "params": summary.params, "mult_adds": summary.mult_adds,
+                        "rows": [row.to_dict() for row in summary.rows]} if summary is not None else None,
+        "layer_stats": [{"name": series.name, "steps": list(series.steps),
+                         **{figure: list(series.values[figure]) for figure in FIGURES}} for series in layers.layers],
+        "alerts": [alert.to_dict() for alert in layers.alerts] if layers.watched else None,
     }
 
 

@@ -14,6 +14,8 @@ SECTIONS = {  # anchor → heading; the tests look for these headings
     "metrics": "Final metrics",
     "compile": "Compile report",
     "insight": "Where the time and the memory go",
+    "layers": "Inside the network",
+    "alerts": "Alerts",
     "comparison": "Comparison",
     "failures": "Failures",
 }

@@ -11,13 +11,18 @@ TrainConfig's order; empty where a run has none or it is None), so a table group
 without a join. `metric` is what the live plots draw, per optimizer step: train/loss, train/accuracy,
 train/samples_per_s (steady steps only: compiling, warm-up and profiled steps are left out, as on the plot) and
 memory/<name>_mib; per epoch at its last step: val/loss, val/accuracy. A step without a reading (no training
-accuracy, no such memory figure) has no row. The run's final figures from its record (final/steps,
-final/best_val_accuracy, final/samples_per_s, final/compile_seconds, final/peak_memory_mib) have an empty step.
+accuracy, no such memory figure) has no row. Per layer, at each step its statistics were sampled (history.layers):
+layers/<layer>/grad_norm, …/weight_norm, …/update_ratio, …/dead_fraction (<layer> is the module's path,
+"core_block.fc1"). The run's final figures from its record (final/steps, final/best_val_accuracy,
+final/samples_per_s, final/compile_seconds, final/peak_memory_mib) have an empty step.
 
 TensorBoard gets the same metric names as scalar tags: one folder per run (run-<id>-<backend>[-<mode>]-<amp>,
 named from the run's own config so re-exporting a run replaces its folder's one event file), the final figures
-at the run's last step, and its config as hparams. Event files are written with TensorBoard's own record writer
-(the `tensorboard` extra), never with torch.utils.tensorboard: the run history stays free of PyTorch.
+at the run's last step, and its config as hparams. Beside them, each sampled layer's histograms
+(layers/<layer>/weights, …/grads, …/activations: its largest parameter, that parameter's gradient, its outputs)
+for the Histograms and Distributions tabs, and the run's alerts as text ("alerts", one entry per step that raised
+any). Event files are written with TensorBoard's own record writer and protos (the `tensorboard` extra), never
+with torch.utils.tensorboard: the run history stays free of PyTorch.
 
 Both are rebuilt from each run's recorded event stream (history.curves), one run at a time; every file is
 written atomically, so a reader sees the previous export or the new one, never half of one.
@@ -26,6 +31,7 @@ written atomically, so a reader sees the previous export or the new one, never h
 from __future__ import annotations
 
 import csv
+import math
 import re
 from contextlib import contextmanager
 from datetime import datetime
@@ -34,10 +40,14 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
+from ..ground.alerts import alert_line
 from ..ground.atomic import atomic_path
 from ..ground.config import setup_label
 from ..ground.errors import WorkbenchError
+from ..ground.events import Event
+from ..ground.layer_stats import Histogram
 from .curves import Curves, curves_from_events, run_name
+from .layers import FIGURES, HISTOGRAMS, RunLayers, layer_metric, run_layers
 from .runs import RunRecord, RunStore
 
 TENSORBOARD_HINT = "TensorBoard export needs the tensorboard package: pip install 'workbench[tensorboard]'"
@@ -63,7 +73,8 @@ def export_csv(store: RunStore, run_ids: Sequence[int] | None, out: str | Path) 
         for record in records:
             run = [record.id, run_name(record.id), record.name, " ".join(record.tags), record.notes, record.status,
                    record.created, *(record.config.get(key) for key in settings)]  # csv writes None as ""
-            for metric, step, value in _observations(store, record):
+            events = store.get(record.id, with_events=True).events
+            for metric, step, value in _observations(record, events, run_layers(events, record.config)):
                 writer.writerow([*run, metric, "" if step is None else step, value])
                 rows += 1
     return rows
@@ -74,6 +85,7 @@ def export_tensorboard(store: RunStore, run_ids: Sequence[int] | None, out: str 
     try:  # the extra: ~0.2 s to import, so only here
         from tensorboard.compat.proto import event_pb2, summary_pb2
         from tensorboard.plugins.hparams.summary_v2 import hparams_pb
+        from tensorboard.plugins.text.summary_v2 import text_pb
         from tensorboard.summary.writer.record_writer import RecordWriter
     except ImportError:
         raise RunsExportError("TensorBoard is not installed", TENSORBOARD_HINT) from None
@@ -82,17 +94,38 @@ def export_tensorboard(store: RunStore, run_ids: Sequence[int] | None, out: str 
         folder = Path(out) / tensorboard_name(record)
         wall = _start_time(record)
         config = {k: v for k, v in record.config.items() if isinstance(v, (bool, int, float, str))}
+        events = store.get(record.id, with_events=True).events
+        layers = run_layers(events, record.config)
         with _writing(folder / EVENT_FILE) as tmp, open(tmp, "wb") as fh:
             writer = RecordWriter(fh)
-            for event in (event_pb2.Event(wall_time=wall, file_version="brain.Event:2"),
-                          event_pb2.Event(wall_time=wall, summary=hparams_pb(config, folder.name, wall))):
-                writer.write(event.SerializeToString())
-            for metric, step, value in _observations(store, record):
-                scalar = summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag=metric, simple_value=value)])
-                writer.write(event_pb2.Event(wall_time=wall, step=record.steps if step is None else step,
-                                             summary=scalar).SerializeToString())
+
+            def write(summary, step: int = 0) -> None:
+                writer.write(event_pb2.Event(wall_time=wall, step=step, summary=summary).SerializeToString())
+
+            writer.write(event_pb2.Event(wall_time=wall, file_version="brain.Event:2").SerializeToString())
+            write(hparams_pb(config, folder.name, wall))
+            for metric, step, value in _observations(record, events, layers):
+                write(summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag=metric, simple_value=value)]),
+                      record.steps if step is None else step)
+            for tag, step, histogram in _histograms(layers):
+                write(summary_pb2.Summary(value=[summary_pb2.Summary.Value(
+                    tag=tag, histo=summary_pb2.HistogramProto(**histogram_fields(histogram)))]), step)
+            for step, text in _alert_texts(layers):
+                write(text_pb("alerts", text), step)
         folders.append(folder)
     return folders
+
+
+def histogram_fields(histogram: Histogram) -> dict:
+    """TensorBoard's HistogramProto fields of a histogram: bucket i holds the values up to bucket_limit[i] (its
+    right edge), from `min` on; `num`, `sum` and `sum_squares` as if each bin's values sat at its centre (the
+    histogram is all that was kept of them)."""
+    edges = histogram.edges
+    centres = [(left + right) / 2 for left, right in zip(edges, edges[1:])]
+    return dict(min=histogram.lo, max=histogram.hi, num=histogram.total,
+                sum=sum(c * x for c, x in zip(histogram.counts, centres)),
+                sum_squares=sum(c * x * x for c, x in zip(histogram.counts, centres)),
+                bucket_limit=edges[1:], bucket=list(histogram.counts))
 
 
 def tensorboard_name(record: RunRecord) -> str:
@@ -110,12 +143,19 @@ def _records(store: RunStore, run_ids: Sequence[int] | None) -> list[RunRecord]:
     return records
 
 
-def _observations(store: RunStore, record: RunRecord) -> Iterator[tuple[str, int | None, float]]:
-    """(metric, step, value) of one run, curve by curve: its steps and epochs, then its final figures (no step)."""
-    curves = curves_from_events(store.get(record.id, with_events=True).events)
+def _observations(record: RunRecord, events: list[Event], layers: RunLayers
+                  ) -> Iterator[tuple[str, int | None, float]]:
+    """(metric, step, value) of one run (`events`: its recorded events, `layers`: what history.layers makes of
+    them), curve by curve: its steps and epochs, each layer's figures at its sampled steps, then its final figures
+    (no step)."""
+    curves = curves_from_events(events)
     for metric, steps, values in _series(curves):
         for step, value in zip(steps, values):
             yield metric, int(step), float(value)
+    for series in layers.layers:
+        for figure in FIGURES:
+            for step, value in zip(series.steps, series.values[figure]):
+                yield layer_metric(series.name, figure), step, value
     for name in FINAL:
         value = getattr(record, name)
         if value is not None:
@@ -128,6 +168,26 @@ def _series(curves: Curves) -> list[tuple[str, np.ndarray, np.ndarray]]:
             ("train/samples_per_s", curves.throughput_step, curves.throughput),
             *((f"memory/{name}_mib", *_read(curves.step, values)) for name, values in curves.memory.items()),
             ("val/loss", curves.val_step, curves.val_loss), ("val/accuracy", curves.val_step, curves.val_accuracy)]
+
+
+def _histograms(layers: RunLayers) -> Iterator[tuple[str, int, Histogram]]:
+    """(tag, step, histogram) of each layer's histograms at each sampled step; those over a range that is not finite
+    (a diverged step's gradients) are left out: TensorBoard cannot place their buckets."""
+    for sample in layers.samples:
+        for layer in sample.layers:
+            for kind in HISTOGRAMS:
+                histogram = getattr(layer, kind)
+                if math.isfinite(histogram.lo) and math.isfinite(histogram.hi):
+                    yield layer_metric(layer.name, kind), sample.step, histogram
+
+
+def _alert_texts(layers: RunLayers) -> Iterator[tuple[int, str]]:
+    """(step, Markdown) of the steps that raised alerts: each alert's line, a paragraph each."""
+    by_step: dict[int, list[str]] = {}
+    for alert in layers.alerts:
+        by_step.setdefault(alert.step, []).append(alert_line(alert))
+    for step, lines in by_step.items():
+        yield step, "\n\n".join(lines)
 
 
 def _read(steps: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
