@@ -1,7 +1,8 @@
 """The per-layer statistics instrument (config.stats_every; 0 = off): the model's layer table once (ModelSummary,
-before anything compiles it), then every `config.stats_every` steps, and at a few early steps for a history to compare against, each layer's
-norms, update ratio, dead inputs and histograms (LayerStats, domain.layer_stats). The numbers are taken on the device
-inside the sampled step and ride along with the block's losses: no sync of their own."""
+before anything compiles it), then every `config.stats_every` steps, and at a few early steps for a history to
+compare against, each layer's norms, update ratio, dead inputs and histograms (LayerStats, domain.layer_stats). The
+numbers are taken on the device inside the sampled step and ride along with the block's losses: no sync of their
+own."""
 
 from __future__ import annotations
 
