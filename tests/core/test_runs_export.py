@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
+import math
 import sys
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 import pytest
@@ -14,12 +17,15 @@ from tensorboard.plugins.hparams.plugin_data_pb2 import HParamsPluginData
 from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.errors import WorkbenchError
 from workbench.core.ground.events import EpochEnd, RunFailed, RunFinished, Step
+from workbench.core.ground.layer_stats import Histogram, LayerStats
 from workbench.core.ground.results import RunResults
+from workbench.core.history.layers import FIGURES
 from workbench.core.history.recording import RunRecorder
 from workbench.core.history.runs import RunStore
 from workbench.core.history.runs_export import (TENSORBOARD_HINT, RunsExportError, export_csv, export_tensorboard,
-                                                tensorboard_name)
+                                                histogram_fields, tensorboard_name)
 
+from .test_layers_history import LAYERS, SAMPLED, histogram, layered_events, old_config, record, stat
 from .test_runs import _started
 
 FINISHED = TrainConfig(epochs=2, hidden_dim=16, lr=0.01)
@@ -184,3 +190,100 @@ def test_unknown_runs_and_an_empty_history_are_errors(store, tmp_path):
     assert not (tmp_path / "runs.csv").exists()
     with RunStore(tmp_path / "empty.sqlite") as empty, pytest.raises(RunsExportError, match="no runs recorded"):
         export_csv(empty, None, tmp_path / "runs.csv")
+
+
+# -- inside the network: per-layer figures, histograms and alerts ------------------------------------------------
+@pytest.fixture
+def layered(tmp_path) -> Iterator[tuple[RunStore, int, int]]:
+    """A run with per-layer statistics and alerts, and one recorded before them (its steps only)."""
+    db = tmp_path / "layered.sqlite"
+    with_layers = record(db, layered_events())
+    older = record(db, [e for e in layered_events() if isinstance(e, Step)], old_config())
+    with RunStore(db) as store:
+        yield store, with_layers, older
+
+
+def test_csv_has_each_layers_figures_at_its_sampled_steps(layered, tmp_path):
+    store, with_layers, older = layered
+    export_csv(store, None, tmp_path / "runs.csv")
+    table = read_csv(tmp_path / "runs.csv")
+    for name in LAYERS:
+        for figure in FIGURES:
+            assert values(table, with_layers, f"layers/{name}/{figure}") == {
+                step: getattr(stat(name, step), figure) for step in SAMPLED}  # exact, not rounded
+    assert not [r for r in table if r["run_id"] == str(older) and r["metric"].startswith("layers/")]
+    metrics = list(dict.fromkeys(r["metric"] for r in table if r["run_id"] == str(with_layers)))
+    assert metrics.index("layers/block.fc1/grad_norm") > metrics.index("train/loss")  # after the curves,
+    assert metrics.index("layers/block.fc2/dead_fraction") < metrics.index("final/steps")  # before the run's end
+
+
+def test_tensorboard_has_each_layers_scalars_histograms_and_the_alerts(layered, tmp_path):
+    from tensorboard import data_compat
+    from tensorboard.backend.event_processing.event_accumulator import HISTOGRAMS, TENSORS
+    from tensorboard.util import tensor_util
+
+    store, with_layers, _ = layered
+    [folder] = export_tensorboard(store, [with_layers], tmp_path / "tb")
+    events = EventAccumulator(str(folder), size_guidance={HISTOGRAMS: 0, TENSORS: 0}).Reload()
+    f32 = np.float32
+    for name in LAYERS:
+        for figure in FIGURES:
+            assert {e.step: e.value for e in events.Scalars(f"layers/{name}/{figure}")} == {
+                step: pytest.approx(f32(getattr(stat(name, step), figure))) for step in SAMPLED}
+    for kind, offset in (("weights", 0), ("grads", 1), ("activations", 2)):
+        read = events.Histograms(f"layers/block.fc2/{kind}")
+        assert [e.step for e in read] == list(SAMPLED)
+        made = histogram(4 + offset, 1)  # block.fc2's at step 4
+        value = read[-1].histogram_value
+        assert (value.min, value.max, value.num) == (made.lo, made.hi, made.total)
+        assert list(value.bucket) == list(made.counts) and list(value.bucket_limit) == made.edges[1:]
+        centres = [(a + b) / 2 for a, b in zip(made.edges, made.edges[1:])]
+        assert value.sum == pytest.approx(sum(c * x for c, x in zip(made.counts, centres)))
+        assert value.sum_squares == pytest.approx(sum(c * x * x for c, x in zip(made.counts, centres)))
+    # As TensorBoard's Histograms tab reads it: [left, right, count] per bucket, its empty last bucket dropped.
+    migrated = data_compat.migrate_value(_histogram_value(folder, "layers/block.fc1/weights"))
+    made = histogram(1, 0)
+    buckets = tensor_util.make_ndarray(migrated.tensor)
+    assert buckets[:, 2].tolist() == list(made.counts[:3])
+    assert buckets[:, 0].tolist() == pytest.approx(made.edges[:3]) and buckets[-1, 1] == made.hi
+    texts = {e.step: e.tensor_proto.string_val[0].decode() for e in events.Tensors("alerts")}
+    assert texts == {3: "alert (error, step 3): the loss went from 2.3 to 267 at step 3 — lower the learning rate",
+                     4: "alert (warning, step 4): 75% of the inputs of block.fc2 were 0 — use LeakyReLU"}
+
+
+def _histogram_value(folder: Path, tag: str):
+    """The first Summary.Value of `tag` as written in the event file (what data_compat migrates)."""
+    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+
+    for event in EventFileLoader(str(next(folder.iterdir()))).Load():
+        for value in event.summary.value:
+            if value.tag == tag:
+                return value
+    raise AssertionError(f"no {tag} in {folder}")
+
+
+def test_tensorboard_of_an_older_run_has_no_layers_and_no_alerts(layered, tmp_path):
+    store, _, older = layered
+    [folder] = export_tensorboard(store, [older], tmp_path / "tb")
+    tags = EventAccumulator(str(folder)).Reload().Tags()
+    assert "train/loss" in tags["scalars"] and not [t for t in tags["scalars"] if t.startswith("layers/")]
+    assert not tags["histograms"] and "alerts" not in tags["tensors"]
+
+
+def test_histograms_over_a_range_that_is_not_finite_are_left_out(tmp_path):
+    """A diverged step's gradients: TensorBoard cannot place their buckets; the other histograms still go."""
+    broken = LayerStats(step=5, layers=(dataclasses.replace(stat("block.fc1", 5), grads=Histogram(
+        lo=-math.inf, hi=math.nan, counts=(1.0, 2.0))),))
+    db = tmp_path / "runs.sqlite"
+    run_id = record(db, [*layered_events(), broken])
+    with RunStore(db) as store:
+        [folder] = export_tensorboard(store, [run_id], tmp_path / "tb")
+    events = EventAccumulator(str(folder), size_guidance={"histograms": 0}).Reload()
+    assert [e.step for e in events.Histograms("layers/block.fc1/grads")] == list(SAMPLED)
+    assert [e.step for e in events.Histograms("layers/block.fc1/weights")] == [*SAMPLED, 5]
+
+
+def test_histogram_fields_are_tensorboards():
+    fields = histogram_fields(Histogram(lo=0.0, hi=3.0, counts=(1.0, 0.0, 2.0)))
+    assert fields == {"min": 0.0, "max": 3.0, "num": 3.0, "sum": 0.5 + 2 * 2.5, "sum_squares": 0.25 + 2 * 6.25,
+                      "bucket_limit": [1.0, 2.0, 3.0], "bucket": [1.0, 0.0, 2.0]}

@@ -86,6 +86,8 @@ def _cut(text: str, width: int) -> str:
 
 
 def cmd_runs_show(args: argparse.Namespace) -> int:
+    from ..core.history.layers import run_layers
+    from ..core.history.layers_text import alerts_lines, layers_lines
     from ..core.history.report_facts import last_compile_report
 
     from ..core.history.curves import run_name
@@ -120,6 +122,9 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
         print("compile report:\n" + format_report(report))
     finished = next((e for e in reversed(record.events) if isinstance(e, RunFinished)), None)
     for line in finished_lines(finished) if finished is not None else ():
+        print(line)
+    layers = run_layers(record.events, record.config)
+    for line in layers_lines(layers) + alerts_lines(layers):
         print(line)
     return 0
 

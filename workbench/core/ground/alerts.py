@@ -173,8 +173,8 @@ class AlertWatch:
                     f"{smallest.grad_norm:.2g}, {largest / smallest.grad_norm:.2g}× smaller than the largest layer's")
             names = ", ".join(layer.name for layer in vanished)
             alerts += self._fire(stats.step, "grad_vanishing", f"the gradient vanishes before it reaches {names}: "
-                                 f"{smallest.name}'s is {size}; {'it' if len(vanished) == 1 else 'they'} barely "
-                                 f"learn", "use ReLU-family activations (sigmoid and tanh saturate), fewer layers, "
+                                 f"{smallest.name}'s is {size}; "
+                                 f"{'it barely learns' if len(vanished) == 1 else 'they barely learn'}", "use ReLU-family activations (sigmoid and tanh saturate), fewer layers, "
                                  "residual connections or normalisation", PANEL_MODEL, smallest.name,
                                  per_layer=False)
         return alerts
