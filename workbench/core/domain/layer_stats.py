@@ -54,8 +54,15 @@ def histograms(tensors: list[torch.Tensor], bins: int = HISTOGRAM_BINS) -> torch
     index += torch.arange(len(flats), device=device).unsqueeze(1) * bins
     counts = torch.zeros(len(flats) * bins, device=device).scatter_add_(0, index.flatten(),
                                                                       torch.ones(index.numel(), device=device))
-    sizes = torch.tensor([t.numel() / HISTOGRAM_SAMPLE for t in tensors], device=device).unsqueeze(1)
-    return torch.cat([ranges, counts.view(len(flats), bins) * sizes], dim=1)
+    scales = _constant(tuple(t.numel() / HISTOGRAM_SAMPLE for t in tensors), device).unsqueeze(1)
+    return torch.cat([ranges, counts.view(len(flats), bins) * scales], dim=1)
+
+
+@functools.lru_cache(maxsize=64)
+def _constant(values: tuple, device: torch.device) -> torch.Tensor:
+    """A small constant tensor on the device, made once: copying a new one from the host each sample would wait for
+    the GPU's queue (a copy from pageable memory is synchronous)."""
+    return torch.tensor(values, device=device)
 
 
 @functools.lru_cache(maxsize=64)
@@ -95,7 +102,7 @@ class LayerProbe:
         if not layers:
             return
         params = [p for _, _, own in layers for p in own]
-        owner = torch.tensor([i for i, (_, _, own) in enumerate(layers) for _ in own], device=x.device)
+        owner = _constant(tuple(i for i, (_, _, own) in enumerate(layers) for _ in own), x.device)
         with torch.no_grad():
             grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
             norms = torch.stack(torch._foreach_norm(params) + torch._foreach_norm(grads)).float()
