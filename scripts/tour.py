@@ -26,6 +26,11 @@ Compile insight, round two: numerics / numerics_bf16 (Compare numerics on the bu
 and bf16 autocast: the dialog), numerics_drift (the same on resources/examples/planted_drift.py), code (an inductor
 run of the built-in network with its compile trace and a 20-step profile, then Code…: the fc line clicked, what it
 became highlighted, each kernel's profiled time), stages (that run's Compile panel: the Stages tab and the payback).
+Inside the network: model (the Model dock mid-run, on resources/examples/planted_vanishing.py with statistics every
+25 steps: each layer's gradient norm, falling layer by layer, above the distribution of the last layer's outputs),
+layers (the same run's layer table), alert (a run of resources/examples/planted_exploding_lr.json, failed: the
+alerts' markers on the loss plot and their lines in the Log), alert_dead and alert_vanishing (one epoch of
+resources/examples/planted_dead_relu.py and planted_vanishing.py: their alerts the same way).
 The window opens at the size it picks for the screen (fit to the available area), with settings and history in a
 temporary folder, so nothing of the user's is read or changed.
 """
@@ -53,7 +58,11 @@ from workbench.ui.panels.setup import example_model_spec  # noqa: E402
 SHOTS = ("readme", "training", "compiling", "reason", "explain", "evaluate", "dataset", "timeline", "fixit",
          "whatif", "system", "profile", "profile_timeline", "profile_memory", "amp", "export", "export_aoti",
          "lr_finder", "batch_finder", "sweep", "runs", "connect", "remote", "host_runs", "reattached", "manage",
-         "seed_band", "diff", "numerics", "numerics_bf16", "numerics_drift", "code", "stages")
+         "seed_band", "diff", "numerics", "numerics_bf16", "numerics_drift", "code", "stages", "model", "layers",
+         "alert", "alert_dead", "alert_vanishing")
+# the planted examples whose alerts a shot shows (alert: the exploding learning rate, a JSON config)
+ALERT_SHOTS = {"alert": None, "alert_dead": ("planted_dead_relu.py", "PlantedDeadReluNet"),
+               "alert_vanishing": ("planted_vanishing.py", "PlantedVanishingNet")}
 MANAGE_SHOTS = ("manage", "seed_band", "diff")  # over a synthetic history (fill_history.py)
 REMOTE_SHOTS = ("remote", "host_runs", "reattached")  # the window connected to the loopback sshd
 FINDER_SHOTS = {"lr_finder": "lr", "batch_finder": "batch"}
@@ -399,6 +408,36 @@ def main() -> int:
 
         window.training.runFinished.connect(lambda _result: grab(600))
         when_connected(window, attach)
+    elif args.shot in ("model", "layers"):
+        from workbench.core.ground.resources import resource_path
+
+        vanishing = f"{resource_path('examples', 'planted_vanishing.py')}:PlantedVanishingNet"
+        window.setup.set_config(TrainConfig(model=vanishing, epochs=40, stats_every=25))
+
+        def inside() -> None:
+            model = window.model_panel
+            window.docks["model"].raise_()
+            window.resizeDocks([window.docks["model"]], [int(window.width() * 0.45)], Qt.Horizontal)
+            model.redraw()
+            if args.shot == "model":
+                model.tabs.setCurrentWidget(model.statistics)
+                model.distributions.select(list(model.history.layers)[-1], "activations")
+            grab(600)
+
+        window.runner.events.connect(lambda batch: not done and any(isinstance(e, Step) and e.step >= 500
+                                                                    for e in batch) and inside())
+        when_ready(window.training.train)
+    elif args.shot in ALERT_SHOTS:
+        from workbench.core.ground.resources import resource_path
+
+        if args.shot == "alert":
+            config = TrainConfig.from_json(resource_path("examples", "planted_exploding_lr.json").read_text())
+        else:
+            file, cls = ALERT_SHOTS[args.shot]
+            config = TrainConfig(model=f"{resource_path('examples', file)}:{cls}", epochs=1)
+        window.setup.set_config(config)
+        window.training.runFinished.connect(lambda _result: grab(600))
+        when_ready(window.training.train)
     elif args.shot == "dataset":
         window.data_insight.datasetPreviewed.connect(lambda _answer: grab())
         when_ready(window.docks["dataset"].raise_)

@@ -13,10 +13,10 @@ import sys
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QLineEdit, QSpinBox, QWidget
+from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QGroupBox, QLineEdit, QSpinBox, QWidget
 
 from workbench.core.ground.capabilities import Capabilities, DeviceInfo
-from workbench.core.ground.config import TrainConfig, settings
+from workbench.core.ground.config import ALERTS, GROUPS, TrainConfig, settings
 from workbench.ui.panels.setup import _row_of
 
 from ..helpers import set_config
@@ -36,7 +36,10 @@ OBJECT_NAMES = {"dataset": "datasetCombo", "data_root": "dataRootEdit", "model":
                 "allow_eager_fallback": "fallbackCheck", "compile_trace": "compileTraceCheck",
                 "on_recompile": "onRecompileCombo", "eager_first_call": "eagerFirstCallCheck",
                 "recompile_limit": "recompileLimitSpin", "amp": "ampCombo",
-                "matmul_precision": "matmulPrecisionCombo", "profile_steps": "profileStepsSpin"}
+                "matmul_precision": "matmulPrecisionCombo", "profile_steps": "profileStepsSpin",
+                "stats_every": "statsEverySpin", "alert_grad_factor": "alertGradFactorSpin",
+                "alert_plateau_steps": "alertPlateauStepsSpin", "alert_throughput_drop": "alertThroughputDropSpin",
+                "alert_memory_share": "alertMemoryShareSpin", "alert_recompile_storm": "alertRecompileStormSpin"}
 
 
 @pytest.fixture
@@ -70,6 +73,15 @@ def test_every_shown_setting_has_its_widget_and_only_those(panel):
     for s in settings():
         if not s.form:
             assert s.name not in panel.fields
+
+
+def test_each_group_of_settings_is_a_box_of_the_form_holding_its_settings(panel):
+    boxes = panel.findChildren(QGroupBox)
+    assert [box.title() for box in boxes] == [*GROUPS, "Process"]
+    for box, group in zip(boxes, GROUPS):
+        assert {name for name, field in panel.fields.items() if box.isAncestorOf(field)} == \
+            {s.name for s in SHOWN if s.group == group}, group
+    assert GROUPS[-1] == ALERTS and panel.fields["stats_every"].isVisibleTo(panel)
 
 
 @pytest.mark.parametrize("declared", [s for s in SHOWN if s.kind in (int, float) and s.name != "lr"],
@@ -162,7 +174,9 @@ def test_set_config_and_config_round_trip_every_shown_setting(panel):
                          allow_eager_fallback=True, compile_trace=True, amp="fp16", matmul_precision="high",
                          profile_steps=30, loss_scale=1024.0, resume="/runs/one/checkpoint.pt",
                          dropout=0.5, weight_decay=0.3, lr_schedule="constant", max_steps=9, on_recompile="fail",
-                         eager_first_call=True, recompile_limit=8, warm_from=3)  # not shown: kept
+                         eager_first_call=True, recompile_limit=8, warm_from=3,  # not shown: kept
+                         stats_every=50, alert_grad_factor=20.0, alert_plateau_steps=300, alert_throughput_drop=0.4,
+                         alert_memory_share=0.8, alert_recompile_storm=3)
     assert all(getattr(config, s.name) != s.default for s in settings()), "set every setting here"
     panel.set_config(config)
     assert panel.config() == config
@@ -444,7 +458,8 @@ def test_settings_persist_across_launches(qtbot, tmp_path, kernel):
 
     first = MainWindow(runs_dir=tmp_path, prestart=False, kernel=kernel)
     qtbot.addWidget(first)
-    first.setup.set_config(TrainConfig(epochs=7, batch_size=48, backend="aot_eager", amp="bf16", seed=3))
+    first.setup.set_config(TrainConfig(epochs=7, batch_size=48, backend="aot_eager", amp="bf16", seed=3,
+                                       stats_every=50, alert_memory_share=0.8))
     first.setup.set_processes(2)
     first.plots.set_x_axis("elapsed")
     first.close()
@@ -455,6 +470,7 @@ def test_settings_persist_across_launches(qtbot, tmp_path, kernel):
     config = second.setup.config()
     assert (config.epochs, config.batch_size, config.backend, config.amp, config.seed) == (7, 48, "aot_eager",
                                                                                            "bf16", 3)
+    assert (config.stats_every, config.alert_memory_share) == (50, 0.8)  # the statistics and alerts group too
     assert second.setup.processes() == 2
     assert second.plots.x_axis == "elapsed"  # the plots' x axis too
     second.close()

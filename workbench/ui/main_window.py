@@ -4,10 +4,11 @@ This process never imports torch. The window builds itself and wires its feature
 RunControl's (run_control.py), the open checkpoint and model consent Checkpoints' (checkpoints.py), exports and
 reports Exports' (exports.py), Explain / fullgraph / What-if CompileInsight's (compile_insight.py), Evaluate and
 the dataset preview DataInsight's (data_insight.py), the finders and sweeps Search's (search.py), where the kernels
-run (this computer or a host over SSH) Hosts' (hosts.py). What the window knows is plain data in WindowState
-(window_state.py); each feature speaks to the user through Feedback (banner, Log, status line). Here: the training
-run's own flow (Train, Stop, Continue, its events), recorded runs brought back, the kernel's state in the status bar,
-the actions' enabled states, and the window's settings.
+run (this computer or a host over SSH) Hosts' (hosts.py), where an alert's fix is and whether the desktop is told
+Alerts' (alerts.py). What the window knows is plain data in WindowState (window_state.py); each feature speaks to
+the user through Feedback (banner, Log, status line). Here: the training run's own flow (Train, Stop, Continue, its
+events), recorded runs brought back, the kernel's state in the status bar, the actions' enabled states, and the
+window's settings.
 """
 
 from __future__ import annotations
@@ -116,6 +117,7 @@ class MainWindow(QMainWindow):
         from .panels.dataset import DatasetPanel
         from .panels.evaluate import EvaluatePanel
         from .panels.log import LogPanel
+        from .panels.model import ModelPanel
         from .panels.plots import PlotsPanel
         from .panels.predict import PredictPanel
         from .panels.profile import ProfilePanel
@@ -130,6 +132,7 @@ class MainWindow(QMainWindow):
         layout.addWidget(self.plots, 1)
         self.setCentralWidget(central)
         self.setup, self.compile_panel, self.profile = SetupPanel(), CompilePanel(), ProfilePanel()
+        self.model_panel = ModelPanel()
         self.predict, self.evaluation, self.dataset = PredictPanel(self.tasks), EvaluatePanel(), DatasetPanel()
         self.log, self.runs = LogPanel(), RunsPanel(self.tasks, self.db)
         self._build_features()
@@ -142,6 +145,8 @@ class MainWindow(QMainWindow):
             "dataset": self._dock("Dataset", self.dataset, Qt.RightDockWidgetArea),
             "log": self._dock("Log", self.log, Qt.BottomDockWidgetArea),
             "runs": self._dock("Runs", self.runs, Qt.BottomDockWidgetArea),
+            # Last, with its Alt+9: the docks before it keep the shortcuts they had.
+            "model": self._dock("Model", self.model_panel, Qt.RightDockWidgetArea),
         }
         # The right docks (Compile, Evaluate, Profile…: the dense panels) take the window's full height; the Log and
         # Runs run under the plots and the form. At 1366×768 under the Log the matrix showed 4 of its 10 rows.
@@ -149,7 +154,7 @@ class MainWindow(QMainWindow):
         self.tabifyDockWidget(self.docks["log"], self.docks["runs"])
         self.docks["log"].raise_()
         self.docks["runs"].visibilityChanged.connect(self._fit_runs_dock)
-        for name in ("profile", "predict", "evaluate", "dataset"):
+        for name in ("profile", "predict", "evaluate", "dataset", "model"):
             self.tabifyDockWidget(self.docks["compile"], self.docks[name])
         self.docks["dataset"].visibilityChanged.connect(self.data_insight.dataset_visible)
         self.docks["compile"].raise_()
@@ -174,7 +179,7 @@ class MainWindow(QMainWindow):
     def focusNextPrevChild(self, next: bool) -> bool:
         """Tab and Shift+Tab pass over the widgets of docks behind another dock's tab: Qt moves such a dock off the
         window but keeps it "visible", so the focus landed where nobody could see it (16 stops). The docks' tabs
-        stay Tab stops, and Alt+1…8 raise a dock."""
+        stay Tab stops, and Alt+1…9 raise a dock."""
         for _ in range(len(self.findChildren(QWidget))):  # each widget at most once: never round and round
             if not super().focusNextPrevChild(next):
                 return False
@@ -192,12 +197,15 @@ class MainWindow(QMainWindow):
     # -- construction -------------------------------------------------------------------------------------------
     def _build_features(self) -> None:
         """Each feature with what it drives, and the panels' requests to them."""
+        from .alerts import Alerts
         from .checkpoints import Checkpoints
+        from .commands import go_to_dock
         from .compile_insight import CompileInsight
         from .data_insight import DataInsight
         from .exports import Exports
         from .feedback import Feedback
         from .hosts import Hosts
+        from .notify import Notifier
         from .recorded_runs import RecordedRuns
         from .search import Search
         from .training import Training
@@ -221,7 +229,7 @@ class MainWindow(QMainWindow):
                              trial_ended=self.runs.refresh, remote=lambda: self.runner.remote,
                              busy=lambda: "a run is training: wait for it to end, or stop it" if self.runner.training
                              else "")
-        panels = (self.profile, self.compile_panel)
+        panels = (self.profile, self.compile_panel, self.model_panel)
         self.training = Training(self.runner, self.kernel, self.state, self.feedback, self.setup, self.plots, panels,
                                  self.runs, self.checkpoints, self, runs_dir=self.runs_dir, db=self.db,
                                  config_for=self._config_for, show_speed=lambda text: self.speed_label.setText(text),
@@ -243,6 +251,12 @@ class MainWindow(QMainWindow):
         self.compile_panel.settingRequested.connect(self.setup.set_value)
         self.compile_panel.tabs.currentChanged.connect(lambda _index: self.compile_insight.update_forecast())
         self.plots.timeline.stepClicked.connect(self.compile_insight.show_step)
+        self.notifier = Notifier(self)
+        self.alerts = Alerts(self.notifier, self.feedback, self.setup, self.model_panel, self.plots,
+                             show_dock=lambda name: go_to_dock(self.docks[name]),
+                             show_compile_step=self.compile_insight.show_step)
+        self.runner.events.connect(self.alerts.add_events)
+        self.training.runFinished.connect(self.alerts.run_ended)
         self.profile.profileRequested.connect(self.training.profile_now)
         self.runs.table.selectionModel().selectionChanged.connect(lambda *_: self._update_actions())
         self.runs.continueRequested.connect(self.training.continue_run)
@@ -338,6 +352,8 @@ class MainWindow(QMainWindow):
             view_menu.addAction(dock.toggleViewAction())
         view_menu.addSeparator()
         add_dock_navigation(self, self.docks, view_menu)
+        view_menu.addSeparator()
+        view_menu.addAction(self._notifications_action())
         help_menu = menu.addMenu("&Help")
         help_menu.addAction(self._action("Command palette…", lambda: CommandPalette(self).exec(), PALETTE_SHORTCUT,
                                          None, "commandPaletteAction"))
@@ -345,6 +361,18 @@ class MainWindow(QMainWindow):
                                          SHORTCUTS_SHORTCUT, None, "shortcutsAction"))
         help_menu.addAction(forget)
         help_menu.addAction(about)
+
+    def _notifications_action(self) -> QAction:
+        """View → Desktop notifications: on (the default), a run's warnings, errors and end are told to the desktop
+        while the window is not the active one (notify.py); saved with the window's settings."""
+        action = QAction("Desktop notifications", self)
+        action.setObjectName("notificationsAction")
+        action.setCheckable(True)
+        action.setChecked(self.notifier.enabled)
+        action.setToolTip("Tell the desktop when a run warns, fails or ends while Workbench is not the active window")
+        action.toggled.connect(lambda on: setattr(self.notifier, "enabled", on))
+        self.notifications_action = action
+        return action
 
     def _build_status_bar(self) -> None:
         self.device_label = QLabel("")
@@ -381,6 +409,7 @@ class MainWindow(QMainWindow):
         dark = scheme == Qt.ColorScheme.Dark
         self.plots.set_dark(dark)
         self.profile.set_dark(dark)
+        self.model_panel.set_dark(dark)
         for chart in (self.predict.chart, self.dataset.chart):
             style_plot(chart, DARK if dark else LIGHT)
         self.banner.set_dark(dark)

@@ -1,7 +1,7 @@
-"""Runs from the history, back in the window: one re-opened (its curves, compile report, profile and model), the
-last one this window trained at the next launch, and several overlaid to compare (runs that differ only by their
-seed as one group: a mean line with a band). The Runs dock lists them and reads them off the GUI thread
-(panels/runs.py); this is what the window does with them."""
+"""Runs from the history, back in the window: one re-opened (its curves and alerts, compile report, profile, layer
+statistics and model), the last one this window trained at the next launch, and several overlaid to compare (runs
+that differ only by their seed as one group: a mean line with a band). The Runs dock lists them and reads them off
+the GUI thread (panels/runs.py); this is what the window does with them."""
 
 from __future__ import annotations
 
@@ -10,12 +10,14 @@ from typing import Callable
 
 from PySide6.QtCore import QObject
 
+from ..core.ground.alerts import Alert
 from ..core.ground.events import CompileEvent, SystemSample
 from ..core.history.curves import differing_settings, run_label, run_name
 from ..core.history.groups import seed_groups
 from .checkpoints import Checkpoints
 from .feedback import Feedback
 from .panels.compile import CompilePanel
+from .panels.model import ModelPanel
 from .panels.plots import PlotsPanel
 from .panels.profile import ProfilePanel
 from .panels.runs import LoadedRun, RunsPanel
@@ -24,12 +26,12 @@ from .window_state import WindowState
 
 class RecordedRuns(QObject):
     def __init__(self, state: WindowState, feedback: Feedback, runs: RunsPanel, plots: PlotsPanel,
-                 panels: tuple[ProfilePanel, CompilePanel], checkpoints: Checkpoints, *,
+                 panels: tuple[ProfilePanel, CompilePanel, ModelPanel], checkpoints: Checkpoints, *,
                  training: Callable[[], bool], show_speed: Callable[[str], None]):
         """`show_speed`: the status bar's samples/s, which follows the run on show (a live one's, or this)."""
         super().__init__(runs)
         self.state, self.feedback, self.runs, self.plots = state, feedback, runs, plots
-        self.profile, self.compile_panel = panels
+        self.profile, self.compile_panel, self.model = panels
         self.checkpoints, self.training, self.show_speed = checkpoints, training, show_speed
         runs.compareRequested.connect(self.compare)
         runs.openRequested.connect(self.show)
@@ -82,11 +84,14 @@ class RecordedRuns(QObject):
         self.plots.set_overlays([])
         self.plots.set_group_overlays([])
         self.plots.show_curves(run.curves, run.compile_seconds, record.config)
-        self.plots.add_events([e for e in run.panel_events if isinstance(e, (CompileEvent, SystemSample))])
+        self.plots.add_events([e for e in run.panel_events if isinstance(e, (CompileEvent, SystemSample, Alert))])
         self.compile_panel.clear()
         self.compile_panel.add_events(list(run.panel_events))
         self.profile.clear()
         self.profile.add_events(list(run.panel_events))
+        self.model.clear()
+        self.model.add_events(list(run.panel_events))
+        self.model.redraw()
         self.plots.set_run_name(run_name(record.id))
         self.plots.redraw()
         self._show_parent_of(record.id)

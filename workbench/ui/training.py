@@ -25,6 +25,7 @@ from .checkpoints import Checkpoints
 from .feedback import Feedback
 from .kernel import Kernel
 from .panels.compile import CompilePanel
+from .panels.model import ModelPanel
 from .panels.plots import PlotsPanel
 from .panels.profile import ProfilePanel
 from .panels.runs import LoadedRun, RunsPanel
@@ -39,15 +40,15 @@ class Training(QObject):
     runFinished = Signal(object)  # for tests and scripts: the terminal event of each run, once it is shown
 
     def __init__(self, runner: RunControl, kernel: Kernel, state: WindowState, feedback: Feedback,
-                 setup: SetupPanel, plots: PlotsPanel, panels: tuple[ProfilePanel, CompilePanel], runs: RunsPanel,
-                 checkpoints: Checkpoints, window: QWidget, *, runs_dir: Path | None, db: Path | None,
+                 setup: SetupPanel, plots: PlotsPanel, panels: tuple[ProfilePanel, CompilePanel, ModelPanel],
+                 runs: RunsPanel, checkpoints: Checkpoints, window: QWidget, *, runs_dir: Path | None, db: Path | None,
                  config_for: Callable[[str], TrainConfig | None], show_speed: Callable[[str], None],
                  started: Callable[[], None], changed: Callable[[], None]):
         """`show_speed(text)`: the status bar's samples/s; `started()`: a run has begun (the window saves its
         settings); `changed()`: what can be done now has changed."""
         super().__init__(window)
         self.runner, self.kernel, self.state, self.feedback = runner, kernel, state, feedback
-        self.setup, self.plots, (self.profile, self.compile_panel) = setup, plots, panels
+        self.setup, self.plots, (self.profile, self.compile_panel, self.model) = setup, plots, panels
         self.runs, self.checkpoints, self.window = runs, checkpoints, window
         self.runs_dir, self.db, self.config_for = runs_dir, db, config_for
         self.show_speed, self.started, self.changed = show_speed, started, changed
@@ -167,6 +168,7 @@ class Training(QObject):
             self._name_run(started)
         self.profile.add_events(batch)  # the headline's Progress, the status bar's too, takes the batch here
         self.compile_panel.add_events(batch)
+        self.model.add_events(batch)
         self.feedback.log.add_events(batch)
         self.feedback.settled()
         speed = self.progress.samples_per_s  # 0 from RunStarted until the first steady step

@@ -1,6 +1,7 @@
 """What the window keeps across launches: the form's settings and process count, the x axis, the Runs dock's query
-and hidden columns, the window's geometry and dock layout, and the last run (reopened at start). Written when a run
-starts and when the window closes (never over a newer Workbench's settings); read once the window is built."""
+and hidden columns, whether to notify the desktop, the window's geometry and dock layout, and the last run
+(reopened at start). Written when a run starts and when the window closes (never over a newer Workbench's
+settings); read once the window is built."""
 
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ def restore_window(window: QMainWindow, settings: QSettings) -> None:
     if axis in AXES:  # else (none yet, or hand-edited): steps
         window.plots.set_x_axis(axis)
     window.runs.set_query_text(str(settings.value("runs_query", "") or ""))
+    window.notifications_action.setChecked(settings.value("desktop_notifications", True, type=bool))
     if settings.contains("runs_hidden_columns"):  # else: none saved yet (the dock's own defaults)
         hidden = str(settings.value("runs_hidden_columns") or "")
         window.runs.set_hidden_columns([title for title in hidden.split(",") if title])
@@ -58,6 +60,7 @@ def save_window(window: QMainWindow) -> None:
     settings.setValue("x_axis", window.plots.x_axis)
     settings.setValue("runs_query", window.runs.query_text)
     settings.setValue("runs_hidden_columns", ",".join(window.runs.hidden_columns()))  # "": none hidden
+    settings.setValue("desktop_notifications", window.notifications_action.isChecked())
     settings.setValue("geometry", window.saveGeometry())
     if window.state.last_run_dir is not None:
         settings.setValue("last_run_dir", str(window.state.last_run_dir))

@@ -172,11 +172,11 @@ class AlertWatch:
             size = ("0" if not smallest.grad_norm else
                     f"{smallest.grad_norm:.2g}, {largest / smallest.grad_norm:.2g}× smaller than the largest layer's")
             names = ", ".join(layer.name for layer in vanished)
+            learn = "it barely learns" if len(vanished) == 1 else "they barely learn"
             alerts += self._fire(stats.step, "grad_vanishing", f"the gradient vanishes before it reaches {names}: "
-                                 f"{smallest.name}'s is {size}; "
-                                 f"{'it barely learns' if len(vanished) == 1 else 'they barely learn'}", "use ReLU-family activations (sigmoid and tanh saturate), fewer layers, "
-                                 "residual connections or normalisation", PANEL_MODEL, smallest.name,
-                                 per_layer=False)
+                                 f"{smallest.name}'s is {size}; {learn}", "use ReLU-family activations (sigmoid and "
+                                 "tanh saturate), fewer layers, residual connections or normalisation", PANEL_MODEL,
+                                 smallest.name, per_layer=False)
         return alerts
 
     def _on_CompileEvent(self, event: Any) -> list[Alert]:
@@ -240,7 +240,7 @@ class AlertWatch:
                 alerts = self._fire(step.step, "throughput_drop", f"throughput fell to {rate:,.0f} samples/s at "
                                     f"step {step.step}, {1 - rate / median:.0%} below the run's median "
                                     f"({median:,.0f})", "another process may be using the device, or it is "
-                                    "throttling: the System dock shows CPU and GPU use", PANEL_SYSTEM)
+                                    "throttling: the plots' System tab shows CPU and GPU use", PANEL_SYSTEM)
         history.append(rate)
         return alerts
 

@@ -11,12 +11,13 @@ from collections import defaultdict
 from pathlib import Path
 
 import pyqtgraph as pg
-from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QPlainTextEdit, QSplitter, QTreeWidget,
                                QTreeWidgetItem, QVBoxLayout, QWidget)
 
 from ...core.ground.compile_kinds import compile_kind
 from ...core.ground.events import CompileEvent
+from .step_markers import StepMarkers
 
 
 def summary(events: list[CompileEvent]) -> str:
@@ -31,16 +32,14 @@ def summary(events: list[CompileEvent]) -> str:
     return " · ".join(parts)
 
 
-class TimelineMarkers(QObject):
+class TimelineMarkers(StepMarkers):
     """The markers on a plot; `stepClicked(step)` when one is clicked."""
 
     stepClicked = Signal(int)
 
     def __init__(self, plot: pg.PlotWidget):
-        super().__init__(plot)
-        self.plot = plot
+        super().__init__(plot, height=0.96, z=-5, style=Qt.DotLine)
         self.events: dict[int, list[CompileEvent]] = defaultdict(list)
-        self.lines: dict[int, pg.InfiniteLine] = {}
 
     def add(self, events: list[CompileEvent]) -> None:
         for event in events:
@@ -51,31 +50,13 @@ class TimelineMarkers(QObject):
     def _draw(self, step: int) -> None:
         events = self.events[step]
         style = max((compile_kind(e.kind) for e in events), key=lambda kind: kind.rank)
-        glyph, colour = style.glyph, style.colour
-        line = self.lines.get(step)
-        if line is None:
-            line = pg.InfiniteLine(pos=step, angle=90, pen=pg.mkPen(colour, width=2, style=Qt.DotLine),
-                                   label=glyph, labelOpts={"position": 0.96, "color": colour})
-            line.setZValue(-5)  # under the curves
-            line.sigClicked.connect(lambda _line, _ev, step=step: self.stepClicked.emit(step))
-            self.plot.addItem(line)
-            self.lines[step] = line
-        else:
-            line.setPen(pg.mkPen(colour, width=2, style=Qt.DotLine))
-            line.label.setText(glyph)
-            line.label.setColor(colour)
         tip = f"step {step:,}: {summary(events)}\n" + "\n".join(f"  {e.title}" for e in events[:12])
-        line.setToolTip(tip + ("\n  …" if len(events) > 12 else "") + "\n(click: details in the Compile panel)")
+        tip += ("\n  …" if len(events) > 12 else "") + "\n(click: details in the Compile panel)"
+        self.mark(step, style.colour, style.glyph, tip, lambda: self.stepClicked.emit(step))
 
     def clear(self) -> None:
-        for line in self.lines.values():
-            self.plot.removeItem(line)
-        self.lines.clear()
+        super().clear()
         self.events.clear()
-
-    def set_opacity(self, opacity: float) -> None:
-        for line in self.lines.values():
-            line.setOpacity(opacity)
 
 
 class TimelineView(QWidget):

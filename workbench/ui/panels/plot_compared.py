@@ -173,6 +173,7 @@ class ComparedRuns:
         if self.compile_marker is not None:
             self.compile_marker.setOpacity(opacity)
         self.timeline.set_opacity(opacity)
+        self.alerts.set_opacity(opacity)
 
 
     # -- a continued run -----------------------------------------------------------------------------------------

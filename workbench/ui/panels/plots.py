@@ -34,10 +34,12 @@ from PySide6.QtCore import QSignalBlocker, Qt, QTimer, Signal
 from PySide6.QtWidgets import (QComboBox, QGridLayout, QHBoxLayout, QLabel, QMenu, QSlider, QStyle, QTabWidget,
                                QToolButton, QVBoxLayout, QWidget)
 
+from ...core.ground.alerts import Alert
 from ...core.ground.config import uses_cuda_graphs
 from ...core.ground.events import CompileEvent, CompileFinished, EpochEnd, Event, RunStarted, Step, SystemSample
 from ...core.history.curves import SMOOTHING, Curves
 from ...core.history.x_axis import X_AXES, axis_label, has_wall, x_axis
+from .alert_markers import AlertMarkers
 from .compile_timeline import TimelineMarkers
 from .headline import HeadlineBar
 from .plot_frames import Frames
@@ -123,6 +125,7 @@ class PlotsPanel(ComparedRuns, TextAlternatives, QWidget):
         self.cuda_graphs = False  # the live run replays CUDA graphs: memory legends say where its pool is
         self.compile_marker: pg.InfiniteLine | None = None
         self.timeline = TimelineMarkers(self.loss_plot)  # the compile timeline, on the shared step axis
+        self.alerts = AlertMarkers(self.loss_plot)  # the run's alerts, at their steps
         self.times = StepTimes()  # when the current run's steps ended: their x on the epoch and time axes
         self._first_step = 1  # the current run's (a continuation's is after its checkpoint's): its compile marker's
         self._last_step = 0
@@ -141,7 +144,8 @@ class PlotsPanel(ComparedRuns, TextAlternatives, QWidget):
         self.empty_text = self._empty_state()
         self._apply_theme()
 
-        self._behind: set[TimedPlot] = set()  # step plots yet to follow the step axis the loss plot grew
+        # Step plots yet to follow the step axis the loss plot grew; the loss plot itself when an alert may grow it.
+        self._behind: set[TimedPlot] = set()
         self.frames = Frames(self.all_plots, self._due, self._draw, self)
         self._undescribed: set[TimedPlot] = set()  # plots whose accessible description is behind their curves
         self.describe_timer = QTimer(self)
@@ -244,6 +248,7 @@ class PlotsPanel(ComparedRuns, TextAlternatives, QWidget):
             self.throughput_plot.removeItem(self.compile_marker)
             self.compile_marker = None
         self.timeline.clear()
+        self.alerts.clear()
         self.times.clear()
         self._first_step = 1
         self._last_step = 0
@@ -273,6 +278,10 @@ class PlotsPanel(ComparedRuns, TextAlternatives, QWidget):
             elif isinstance(event, CompileEvent):
                 self.timeline.add([event])
                 self._place_markers()  # at its step's x, or hidden until that step has one
+            elif isinstance(event, Alert):
+                self.alerts.add(event)
+                self._place_markers()
+                self._behind.add(self.loss_plot)  # its step can be past the last Step: the one the run failed at
             elif isinstance(event, SystemSample):
                 self._add_system(event)
             elif isinstance(event, EpochEnd):
@@ -382,11 +391,11 @@ class PlotsPanel(ComparedRuns, TextAlternatives, QWidget):
         self.empty_text.setVisible(text is not None)
 
     def _place_markers(self) -> None:
-        """The current run's compile marker and compile timeline at their steps' x on the chosen axis; a marker
-        whose step has no x there yet (its Step has not come; no wall times) is hidden meanwhile."""
+        """The current run's compile marker, compile timeline and alerts at their steps' x on the chosen axis; a
+        marker whose step has no x there yet (its Step has not come; no wall times) is hidden meanwhile."""
         clock = self.times.clock()
         markers = [(self._first_step, self.compile_marker)] if self.compile_marker is not None else []
-        markers += list(self.timeline.lines.items())
+        markers += [*self.timeline.lines.items(), *self.alerts.lines.items()]
         if not markers:
             return
         xs = clock.x(self.x_axis, np.array([step for step, _line in markers], dtype=np.float64))
@@ -414,6 +423,7 @@ class PlotsPanel(ComparedRuns, TextAlternatives, QWidget):
             series.redraw()
         view = plot.getViewBox()
         if plot is self.loss_plot:
+            self._behind.discard(plot)
             self._place_markers()
             followers = [p.getViewBox() for p in self.plots[1:]]
             span = self.steps.span
@@ -433,11 +443,13 @@ class PlotsPanel(ComparedRuns, TextAlternatives, QWidget):
         self._describe_soon(plot)
 
     def _range_steps(self, fresh: bool = False) -> None:
-        """The step axis covers the current run's steps and the compared runs', a live run's with headroom to grow
-        (plot_items.grown_span), and a continued run's parent's; `fresh` forgets the last span (a new run, other
-        compared runs, another x axis)."""
+        """The step axis covers the current run's steps and alerts (a run fails at a step it never finishes, after
+        its alert) and the compared runs', a live run's with headroom to grow (plot_items.grown_span), and a
+        continued run's parent's; `fresh` forgets the last span (a new run, other compared runs, another x axis)."""
         xs = [recorded(item)[0] for plot, item in (*self.overlays, *self.parent_items) if plot is self.loss_plot]
-        self.steps.cover([self.step_loss.view()[0], *(x for x in xs if x is not None)], self._x_end(), fresh)
+        alerts = self.times.clock().x(self.x_axis, np.array(sorted(self.alerts.lines), dtype=np.float64))
+        self.steps.cover([self.step_loss.view()[0], *(x for x in xs if x is not None), alerts[np.isfinite(alerts)]],
+                         self._x_end(), fresh)
 
     def _x_end(self) -> float | None:
         """How far a live run's x axis may grow: its last step's x (on a time axis, not known before that step has

@@ -1,5 +1,6 @@
-"""Recorded runs read back for the plots, the Compile and Profile panels: each one's curves and the few events those
-panels show, read and built on a pool thread (a run's events can be millions of rows), the last few ended runs kept.
+"""Recorded runs read back for the plots, the Compile, Profile and Model panels: each one's curves and the few
+events those panels show, read and built on a pool thread (a run's events can be millions of rows), the last few
+ended runs kept.
 """
 
 from __future__ import annotations
@@ -8,8 +9,10 @@ from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import Callable
 
+from ...core.ground.alerts import Alert
 from ...core.ground.events import (AmpReport, AmpSkipped, CompileEvent, CompileFinished, CompileReport, Event,
                                    Notice, ProfileReport, RunFinished, RunStarted, SystemSample)
+from ...core.ground.layer_stats import LayerStats, ModelSummary
 from ...core.history.curves import Curves, curves_from_events, scale_changes
 from ...core.history.runs import RunRecord, RunStore
 from ...core.history.warm_starts import with_measured_launch
@@ -17,9 +20,10 @@ from ..tasks import Tasks
 
 CACHED_RUNS = 8  # ended runs kept ready to compare or re-open
 # What the panels show of a recorded run besides its curves: the Compile panel and the plots' compile timeline,
-# RunFinished for its payback, the system samples for the System plot, the profile and AMP for the Profile panel.
+# RunFinished for its payback, the system samples for the System plot, the profile and AMP for the Profile panel,
+# the layer table and statistics for the Model dock, the alerts' markers on the loss plot.
 PANEL_EVENTS = (RunStarted, CompileFinished, CompileReport, CompileEvent, SystemSample, ProfileReport, AmpReport,
-                AmpSkipped, Notice, RunFinished)
+                AmpSkipped, Notice, RunFinished, ModelSummary, LayerStats, Alert)
 
 
 @dataclass(frozen=True)

@@ -403,15 +403,26 @@ class SetupPanel(QWidget):
 
     def focus_problem(self) -> None:
         """Scroll the field the problem is about (or the problem itself) into view and give that field focus."""
-        if not self.problem.text():
-            return
+        if self.problem.text():
+            self._bring_into_view(self.problem, self._problem_field)
+
+    def show_setting(self, name: str) -> bool:
+        """Scroll a setting's field into view and give it focus (Qt gives none to the form a run keeps disabled:
+        the field is shown): an alert's fix. False when the form does not show that setting."""
+        field = self.fields.get(name)
+        if field is not None:
+            self._bring_into_view(field)
+        return field is not None
+
+    def _bring_into_view(self, *widgets: QWidget | None) -> None:
+        """Scroll each of `widgets` into view in turn (the last wins where they do not fit together), and give the
+        last the focus."""
         area = self._scroll_area()
-        if area is not None:
-            area.ensureWidgetVisible(self.problem)
-            if self._problem_field is not None:
-                area.ensureWidgetVisible(self._problem_field)
-        if self._problem_field is not None:
-            self._problem_field.setFocus(Qt.OtherFocusReason)
+        for widget in widgets:
+            if area is not None and widget is not None:
+                area.ensureWidgetVisible(widget)
+        if widgets[-1] is not None:
+            widgets[-1].setFocus(Qt.OtherFocusReason)
 
     def _scroll_area(self) -> QScrollArea | None:
         parent = self.parentWidget()
