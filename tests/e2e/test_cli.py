@@ -174,7 +174,9 @@ def test_every_flag_reaches_the_config():
             "--max-steps", "4", "--backend", "inductor", "--mode", "max-autotune", "--dynamic", "true",
             "--fullgraph", "--allow-eager-fallback", "--compile-trace", "--amp", "bf16", "--matmul-precision", "medium",
             "--profile-steps", "20", "--loss-scale", "1024", "--resume", "/runs/one/checkpoint.pt",
-            "--on-recompile", "fail", "--eager-first-call", "--recompile-limit", "8", "--warm-from", "3"]
+            "--on-recompile", "fail", "--eager-first-call", "--recompile-limit", "8", "--warm-from", "3",
+            "--stats-every", "25", "--alert-grad-factor", "20", "--alert-plateau-steps", "300",
+            "--alert-throughput-drop", "0.3", "--alert-memory-share", "0.8", "--alert-recompile-storm", "3"]
     config = cli.config_from_args(cli.build_parser().parse_args(argv))
     assert config == TrainConfig(dataset="kmnist", data_root="/data", model="net.py:Net", device="cpu",
                                  hidden_dim=64, dropout=0.5, epochs=3, batch_size=48, lr=0.01, optimizer="sgd",
@@ -182,7 +184,9 @@ def test_every_flag_reaches_the_config():
                                  mode="max-autotune", dynamic=True, fullgraph=True, allow_eager_fallback=True,
                                  compile_trace=True, amp="bf16", matmul_precision="medium", profile_steps=20,
                                  loss_scale=1024.0, resume="/runs/one/checkpoint.pt", on_recompile="fail",
-                                 eager_first_call=True, recompile_limit=8, warm_from=3)
+                                 eager_first_call=True, recompile_limit=8, warm_from=3, stats_every=25,
+                                 alert_grad_factor=20.0, alert_plateau_steps=300, alert_throughput_drop=0.3,
+                                 alert_memory_share=0.8, alert_recompile_storm=3)
     changed = {s.name for s in settings() if getattr(config, s.name) != s.default}
     assert changed == {s.name for s in settings()}, "a setting this test does not set: add its flag above"
 
@@ -448,8 +452,13 @@ def test_run_failure_exit_code_and_files(tmp_path, capsys):
     out = tmp_path / "out"
     code, _, stderr = call(capsys, "train", "--lr", "10", "--max-steps", "50", "--out", out)
     assert code == cli.EXIT_RUN_FAILED
-    line = assert_one_error_line(stderr)
+    # the alerts the run raised on its way come first (the dead units); the failure is one line, said once: the
+    # loss alert it repeats is in the run's events, not printed again
+    alerts = [line for line in stderr.splitlines() if line.startswith("alert (")]
+    assert [line.split(":")[0] for line in alerts] == ["alert (warning, step 4)"]
+    line = assert_one_error_line("\n".join(line for line in stderr.splitlines() if line not in alerts))
     assert "diverged" in line and "learning rate" in line  # the hint comes along
+    assert '"rule":"loss_exploded"' in (out / "events.jsonl").read_text()
     assert sorted(p.name for p in out.iterdir()) == ["events.jsonl"]  # the stream is kept, no checkpoint
     assert "RunFailed" in (out / "events.jsonl").read_text().splitlines()[-1]
 

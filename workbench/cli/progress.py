@@ -81,8 +81,8 @@ class ProgressBar:
         p = self.progress
         if isinstance(event, Notice):
             self._line(f"{event.level}: {event.message}")
-        elif isinstance(event, Alert):
-            self._line(alert_line(event))
+        elif isinstance(event, Alert) and event.severity != "error":  # an error alert (the loss blew up) comes
+            self._line(alert_line(event))  # just before the run's failure, whose line says it: recorded, not repeated
         elif isinstance(event, EpochEnd):
             self._line(epoch_line(event).replace(f"epoch {event.epoch}:", f"epoch {event.epoch}/{p.epochs}:", 1))
         elif isinstance(event, RunFailed):
