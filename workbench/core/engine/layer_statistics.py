@@ -13,16 +13,16 @@ import torch
 from torch import nn
 
 from ..domain.layer_stats import LayerProbe, decode, model_summary
+from ..ground.layer_stats import EARLY_STEPS
 from .instrument import Instrument
 from .state import ReadBack, RunState
 
-EARLY_STEPS = frozenset((1, 2, 4, 8, 16, 32))  # sampled whatever the interval: the alerts' history starts early
 UNSAMPLED_KINDS = ("recording", "profiling")  # CUDA-graph recording and the profiler's window stay undisturbed
 
 
 def sampled(step: int, every: int) -> bool:
     """Whether step `step` is sampled at an interval of `every` steps (0: never)."""
-    return bool(every) and (step in EARLY_STEPS or step % every == 0)
+    return bool(every) and (step in EARLY_STEPS or step % every == 0)  # the early ones whatever the interval
 
 
 class LayerStatistics(Instrument):

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from .records import Record
 
 HISTOGRAM_BINS = 24  # per histogram: enough to see a shape, few enough to ride along with the losses
+# The steps every run samples before its interval (config.stats_every) takes over: a history for the alerts early.
+EARLY_STEPS = (1, 2, 4, 8, 16, 32)
 
 
 @dataclass(frozen=True)

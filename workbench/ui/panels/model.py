@@ -17,12 +17,12 @@ from PySide6.QtWidgets import QLabel, QSizePolicy, QSplitter, QTabWidget, QVBoxL
 from ...core.ground.alerts import Alert
 from ...core.ground.config import label_of, setting_named
 from ...core.ground.events import Event, RunStarted
-from ...core.ground.layer_stats import LayerStats, ModelSummary
+from ...core.ground.layer_stats import EARLY_STEPS, LayerStats, ModelSummary
 from .model_views import Distributions, LayerCurves, LayerHistory, LayerTable, totals_text
 from .plot_style import DARK, LIGHT, style_plot
 
 REDRAW_MS = 250
-EARLY = "1, 2, 4 … 32"  # the steps every run samples before its interval (engine.layer_statistics.EARLY_STEPS)
+EARLY = f"{', '.join(map(str, EARLY_STEPS[:3]))} … {EARLY_STEPS[-1]}"  # the steps every run samples first
 DEFAULT_EVERY = setting_named("stats_every").default
 ALERT_FIGURES = {"dead_units": "dead_fraction", "grad_vanishing": "grad_norm", "grad_exploding": "grad_norm"}
 
