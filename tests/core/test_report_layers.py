@@ -108,3 +108,14 @@ def test_many_layers_get_one_line_per_colour_spread_from_input_to_output():
     assert len(shown) == len(PALETTE) and shown[0] == "l0" and shown[-1] == "l24"
     assert shown == sorted(set(shown), key=lambda name: int(name[1:]))
     assert charted_layers(layers[:3]) == list(layers[:3])
+
+
+def test_the_loss_chart_marks_each_alert_at_its_step_coloured_by_severity():
+    curves = part(build_report([run(1, layered_events())], {})[0], "curves")
+    marks = re.findall(r"<g class='stepmark' data-kind='alert' data-step='(\d+)'><title>([^<]*)</title><rect [^>]*"
+                       r"fill='(#[0-9a-f]{6})'/>", curves)
+    assert [(step, colour) for step, _, colour in marks] == [("3", "#d0203a"), ("4", "#c77700")]
+    assert marks[1][1] == "step 4 · alert (warning): 75% of the inputs of block.fc2 were 0 — use LeakyReLU"
+    assert "the lowest row: the alerts" in curves
+    quiet = part(build_report([run(1, layered_events(alerts=()))], {})[0], "curves")
+    assert "alert (" not in quiet and "the lowest row" not in quiet

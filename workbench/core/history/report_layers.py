@@ -13,10 +13,21 @@ from .layers_text import FIGURES_HEAD, TABLE_HEAD, figures_rows, table_caption, 
 from .report_cells import run_cell, swatch
 from .report_facts import PALETTE, RunFacts
 from .report_page import section
-from .svgchart import Series, line_chart
+from .svgchart import Series, StepMark, line_chart
 
 CHARTED = (("grad_norm", "Gradient norm per layer (log10)"), ("update_ratio", "Update ratio per layer (log10)"))
 SEVERITY_CLASS = {"error": "verdict bad", "warning": "verdict warn", "info": "muted"}
+SEVERITY_COLOUR = {"error": "#d0203a", "warning": "#c77700", "info": "#4e79a7"}  # the window's Log and markers'
+ALERT_LANE = "alert"  # the loss chart's lane of alert marks, under the compile timeline's
+
+
+def alert_marks(runs: list[RunFacts]) -> list[StepMark]:
+    """Every run's alerts as marks on the loss chart (the window marks them on its loss plot the same way)."""
+    several = len(runs) > 1
+    return [StepMark(alert.step, ALERT_LANE, SEVERITY_COLOUR[alert.severity],
+                     f"{f'#{run.record.id} · ' if several else ''}step {alert.step:,} · alert ({alert.severity}): "
+                     f"{alert.title} — {alert.advice}")
+            for run in runs for alert in run.layers.alerts]
 
 
 def section_layers(runs: list[RunFacts]) -> str:

@@ -23,6 +23,7 @@ from ..ground.results_text import gpu_text
 from .report_cells import compile_time, mib, num, pct, run_cell
 from .report_compile import compile_marks, kind_legend
 from .report_data import Evaluation
+from .report_layers import alert_marks
 from .report_facts import ComparedRun, Comparison, RunFacts
 from .report_page import section
 from .svgchart import Series, line_chart
@@ -118,13 +119,15 @@ def _legend(runs: list[RunFacts]) -> str:
 
 def _lossline_chart(runs: list[RunFacts]) -> str:
     series = [Series(r.color, r.curves.step, r.curves.loss, r.curves.val_step, r.curves.val_loss) for r in runs]
-    marks = compile_marks(runs)
+    timeline, alerts = compile_marks(runs), alert_marks(runs)
     note = "<p class=muted>Lines: training loss per step · dots: validation loss at the end of each epoch"
-    if marks:
+    if timeline:
         note += (" · marks along the bottom: the compile timeline, one row per kind (hover a mark for what "
                  "happened; the table in “Compile report” has the details)")
-    chart = line_chart("Loss", "loss", series, zero_based=True, marks=marks)
-    return chart + note + ".</p>" + kind_legend(list(dict.fromkeys(m.kind for m in marks)))
+    if alerts:
+        note += " · the lowest row: the alerts, coloured by severity (hover for what to do; “Alerts” lists them)"
+    chart = line_chart("Loss", "loss", series, zero_based=True, marks=timeline + alerts)
+    return chart + note + ".</p>" + kind_legend(list(dict.fromkeys(m.kind for m in timeline)))
 
 
 def _throughputline_chart(runs: list[RunFacts]) -> str:
