@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from workbench.core.ground.alerts import Alert
 from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.errors import WorkbenchError
 from workbench.core.ground.events import AmpSkipped, CompileReport, RunFinished
@@ -152,3 +153,14 @@ def test_three_runs_and_the_diff_as_plain_data():
 def test_a_diff_needs_two_runs():
     with pytest.raises(WorkbenchError, match="two or more runs"):
         diff_runs([_record(1)])
+
+
+def test_the_alerts_each_run_raised_are_a_behaviour_named_with_the_settings_behind_them():
+    exploding = Alert(step=8, rule="grad_exploding", severity="warning", title="the gradient norm is 56", advice="")
+    failed = Alert(step=10, rule="loss_exploded", severity="error", title="the loss went to 267", advice="")
+    older = {k: v for k, v in TrainConfig().to_dict().items() if not k.startswith(("alert_", "stats_"))}
+    diff = diff_runs([_record(1, lr=1.0, events=[failed, exploding]), _record(2), _record(3, config=older)])
+    row = _rows(diff, BEHAVIOUR)["alerts"]
+    assert row.values == ("grad_exploding (step 8), loss_exploded (step 10)", "none", MISSING)
+    assert row.note.startswith("with lr 1 / 0.004 / 0.004")  # the setting that bears on it most first
+    assert "alerts" not in _rows(diff_runs([_record(1), _record(2, lr=0.01)]), BEHAVIOUR)  # none in both: no row

@@ -2,9 +2,9 @@
 
 - settings: the config values that differ (and, when a model is a file, the file's content hash today);
 - environment: what the run was recorded on (PyTorch, Python, CUDA, device, Workbench, host);
-- behaviour: what the runs did (graph breaks, recompiles, compile time, payback, AMP skipped steps, peak memory,
-  samples/s, best accuracy, steps, duration), each with a note that names the settings that differ and bear on it,
-  and says why where a setting is known to explain it (fp16 → skipped steps, eager → no compile).
+- behaviour: what the runs did (graph breaks, recompiles, compile time, payback, AMP skipped steps, alerts, peak
+  memory, samples/s, best accuracy, steps, duration), each with a note that names the settings that differ and bear
+  on it, and says why where a setting is known to explain it (fp16 → skipped steps, eager → no compile).
 
 A row's values are the texts the window and `runs show` show, one per run; rows whose texts are all equal are left
 out, so two runs that measured 1,234.4 and 1,234.1 samples/s do not differ. A run that lacks a value shows "—".
@@ -19,12 +19,14 @@ from typing import Callable, Sequence
 from ..ground.config import Setting, label_of, settings, split_model_spec
 from ..ground.consent import file_digest, model_file
 from ..ground.errors import WorkbenchError
+from ..ground.alerts import Alert
 from ..ground.events import AmpSkipped, CompileReport
 from ..ground.figures import BEST_VAL_ACCURACY, COMPILE, PEAK_MEMORY, SAMPLES_PER_S
 from ..ground.progress import format_duration
 from ..ground.records import Record
 from ..ground.results import RunResults
 from .curves import run_name
+from .layers import WATCHED_BY
 from .report_cells import compile_time, mib, num, pct
 from .report_facts import last_compile_report
 from .runs import RunRecord
@@ -160,6 +162,15 @@ class _Measured:
         return self.report if self.report is not None and self.report.compiled else None
 
 
+def _alerts(m: _Measured) -> str:
+    """The rules the run's alerts came from, with their steps ('grad_exploding (step 8), …'); 'none' for a run the
+    rules watched that raised none; a dash for one recorded before them."""
+    alerts = [e for e in m.record.events if isinstance(e, Alert)]
+    if alerts:
+        return ", ".join(f"{alert.rule} (step {alert.step:,})" for alert in sorted(alerts, key=lambda a: a.step))
+    return "none" if WATCHED_BY in m.record.config else MISSING
+
+
 def _skipped(m: _Measured) -> str:
     """fp16's skipped steps: the run's count at its end, else its AmpSkipped events (a run that did not finish)."""
     amp = m.results.amp if m.results is not None else None
@@ -180,6 +191,7 @@ class _Behaviour:
 
 STATUS, BACKEND_USED, GRAPH_BREAKS, RECOMPILES = "status", "backend used", "graph breaks", "recompiles"
 PAYBACK, SKIPPED, STEPS, DURATION = "payback", "AMP skipped steps", "steps", "duration"
+ALERTS = "alerts"
 _SPEED = ("backend", "mode", "amp", "batch_size", "hidden_dim", "model", "device", "matmul_precision", "dataset",
           "dynamic", "profile_steps")
 BEHAVIOURS = (
@@ -195,6 +207,9 @@ BEHAVIOURS = (
     _Behaviour(PAYBACK, lambda m: m.results.payback.short() if m.results and m.results.payback else MISSING,
                _SPEED, machine=True, variation=True),
     _Behaviour(SKIPPED, _skipped, ("amp", "loss_scale", "lr", "model")),
+    _Behaviour(ALERTS, _alerts, ("lr", "optimizer", "lr_schedule", "model", "amp", "batch_size", "hidden_dim",
+                                 "backend", "stats_every", "alert_grad_factor", "alert_plateau_steps",
+                                 "alert_throughput_drop", "alert_memory_share", "alert_recompile_storm")),
     _Behaviour(PEAK_MEMORY.name, lambda m: mib(m.record.peak_memory_mib),
                ("batch_size", "hidden_dim", "model", "amp", "backend", "mode", "device", "dataset"), machine=True,
                variation=True),
