@@ -154,3 +154,11 @@ def test_an_alert_is_an_event_that_round_trips_and_reads_as_one_line():
     with pytest.raises(ValueError, match="step"):
         ev.from_dict({**ev.to_dict(alert), "step": "five"})
     assert isinstance(alert, Alert)
+
+
+def test_the_first_validations_recompile_is_no_storm():
+    """Every compiled run recompiles for its first validation (no gradients): not a recompile the user caused."""
+    watch = AlertWatch(AlertThresholds(recompile_storm=1))
+    assert feed(watch, [recompile(1), recompile(125, phase="eval")]) == []
+    [alert] = feed(watch, [recompile(126)])
+    assert alert.title == "1 recompile in the 100 steps before step 126"

@@ -66,3 +66,24 @@ def test_a_healthy_default_run_raises_no_alert(trained_run):
 def test_each_planted_example_documents_its_command(name):
     text = (EXAMPLES / name).read_text()
     assert f"workbench train --model resources/examples/{name}:" in text
+
+
+def test_a_model_that_recompiles_every_step_raises_a_storm_and_the_limit_warning(tmp_path):
+    """The compiler's own events reach the rules in a real run: a forward that reads a global counter Dynamo guards
+    on compiles again at every step, until the recompile limit."""
+    model = tmp_path / "counting.py"
+    model.write_text("from workbench.core.domain.model import SandwichNet\n"
+                     "CALLS = 0\n\n\n"
+                     "class CountingNet(SandwichNet):\n"
+                     "    def forward(self, x):\n"
+                     "        return super().forward(x) * (1.0 + CALLS * 0.0)\n\n"
+                     "    def __call__(self, x):\n"
+                     "        global CALLS\n"
+                     "        CALLS += 1\n"
+                     "        return super().__call__(x)\n")
+    events, result = run(SMALL.replace(model=f"{model}:CountingNet", backend="aot_eager", max_steps=8,
+                                       recompile_limit=6, on_recompile="compile"))
+    assert isinstance(result, RunFinished)
+    raised = {a.rule: a for a in alerts(events)}
+    assert raised["recompile_storm"].step == 6 and raised["recompile_storm"].panel == "compile"
+    assert "recompile_limit" in raised

@@ -184,13 +184,14 @@ class AlertWatch:
             return self._fire(event.step, "recompile_limit", event.title, "look at the recompiles' guards in the "
                               "Compile dock: mark the varying dimension dynamic, or raise the recompile limit",
                               PANEL_COMPILE)
-        if event.kind == "recompile" and event.step > 1:
+        if event.kind == "recompile" and self._mid_run(event):
             self.recompiles.append(event.step)
             while self.recompiles and self.recompiles[0] <= event.step - RECOMPILE_WINDOW:
                 self.recompiles.popleft()
-            if len(self.recompiles) >= self.thresholds.recompile_storm:
-                return self._fire(event.step, "recompile_storm", f"{len(self.recompiles)} recompiles in the "
-                                  f"{RECOMPILE_WINDOW} steps before step {event.step}", "each costs a compile: the "
+            count = len(self.recompiles)
+            if count >= self.thresholds.recompile_storm:
+                return self._fire(event.step, "recompile_storm", f"{count} recompile{'s' if count != 1 else ''} in "
+                                  f"the {RECOMPILE_WINDOW} steps before step {event.step}", "each costs a compile: the "
                                   "Compile dock names the guard that keeps failing; mark that dimension dynamic",
                                   PANEL_COMPILE)
         if event.kind == "graph_break" and self._mid_run(event):
