@@ -344,3 +344,18 @@ def test_closing_while_a_run_trains_there_can_leave_it_running(connected, qtbot,
     qtbot.waitUntil(lambda: {run.key: run.status for run in host_runs(host)}[key] != "running", timeout=REMOTE_S)
     assert {run.key: run.status for run in host_runs(host)}[key] == "finished"  # trained to its end, not stopped
     assert not (ssh_server.host_data / "remote-runs" / key / "control.jsonl").exists()  # no cancel was sent
+
+
+def test_a_checkpoint_still_opening_when_the_kernels_move_stays_closed(window, qtbot, trained_checkpoint, monkeypatch):
+    """A run that ends on a host opens its checkpoint there; kernels that move before the answer comes must not get
+    the gone kernel's model back (it happened: the answer landed after This computer had forgotten the model)."""
+    from concurrent.futures import Future
+
+    info = window.kernel.service.load_checkpoint(str(trained_checkpoint)).result(timeout=60)
+    pending: Future = Future()
+    monkeypatch.setattr(window.kernel.service, "load_checkpoint", lambda *args, **kwargs: pending)
+    window.checkpoints.load(trained_checkpoint, "last run (#2)", own_run=True)
+    window.hosts._forget_model("on lab")  # what moving the kernels does with the model
+    pending.set_result(info)
+    qtbot.waitUntil(window.tasks.idle, timeout=10_000)
+    assert window.state.model is None and window.predict.model is None

@@ -20,6 +20,7 @@ from ..core.ground.progress import CopyProgress
 from ..core.run.remote import fetch, host_runs
 from ..core.run.remote_wire import Hello, RunInfo
 from ..core.run.ssh import Remote
+from .checkpoints import OPENING
 from .connect_dialog import ConnectDialog
 from .feedback import Feedback
 from .host_runs_dialog import HostRunsDialog
@@ -104,7 +105,10 @@ class Hosts(QObject):
         self.moved()
 
     def _forget_model(self, was: str) -> None:
-        """The model open for Predict is a file where it was opened, and the kernel that read it has gone."""
+        """The model open for Predict is a file where it was opened, and the kernel that read it has gone. So is a
+        checkpoint still being opened there (a run that just finished opens its own): its late answer is dropped,
+        or the gone kernel's model came back after the move."""
+        self.tasks.drop(OPENING)
         model = self.state.model
         if model is None:
             return
