@@ -162,3 +162,12 @@ def test_the_first_validations_recompile_is_no_storm():
     assert feed(watch, [recompile(1), recompile(125, phase="eval")]) == []
     [alert] = feed(watch, [recompile(126)])
     assert alert.title == "1 recompile in the 100 steps before step 126"
+
+
+def test_every_alert_setting_reaches_its_threshold():
+    config = TrainConfig(alert_grad_factor=3.0, alert_plateau_steps=250, alert_throughput_drop=0.3,
+                         alert_memory_share=0.8, alert_recompile_storm=2)
+    assert AlertThresholds.of(config) == AlertThresholds(grad_factor=3.0, plateau_steps=250, throughput_drop=0.3,
+                                                         memory_share=0.8, recompile_storm=2)
+    defaults = AlertThresholds.of(TrainConfig())
+    assert defaults == AlertThresholds()  # the setting's defaults are the rules' own

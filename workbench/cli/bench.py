@@ -95,7 +95,7 @@ def _bench_recording(args: argparse.Namespace, progress) -> int:
 
 def _bench_instruments(args: argparse.Namespace, progress) -> int:
     from ..core.ground.config import TrainConfig
-    from ..core.tools.bench import instrument_overhead
+    from ..core.tools.bench_instruments import instrument_overhead
 
     config = TrainConfig(epochs=1 if args.quick else 3, batch_size=32, device=args.device)
     result = instrument_overhead(config, 1 if args.quick else 7, progress)

@@ -286,6 +286,7 @@ class MainWindow(QMainWindow):
 
     def _build_actions(self) -> None:
         from .commands import PALETTE_SHORTCUT, SHORTCUTS_SHORTCUT, CommandPalette, ShortcutsDialog, add_dock_navigation
+        from .notify import notifications_action
 
         self.train_action = self._action("Train", lambda: self.training.train(), "Ctrl+R", QStyle.SP_MediaPlay,
                                          "trainAction")
@@ -353,7 +354,8 @@ class MainWindow(QMainWindow):
         view_menu.addSeparator()
         add_dock_navigation(self, self.docks, view_menu)
         view_menu.addSeparator()
-        view_menu.addAction(self._notifications_action())
+        self.notifications_action = notifications_action(self.notifier, self)
+        view_menu.addAction(self.notifications_action)
         help_menu = menu.addMenu("&Help")
         help_menu.addAction(self._action("Command palette…", lambda: CommandPalette(self).exec(), PALETTE_SHORTCUT,
                                          None, "commandPaletteAction"))
@@ -361,18 +363,6 @@ class MainWindow(QMainWindow):
                                          SHORTCUTS_SHORTCUT, None, "shortcutsAction"))
         help_menu.addAction(forget)
         help_menu.addAction(about)
-
-    def _notifications_action(self) -> QAction:
-        """View → Desktop notifications: on (the default), a run's warnings, errors and end are told to the desktop
-        while the window is not the active one (notify.py); saved with the window's settings."""
-        action = QAction("Desktop notifications", self)
-        action.setObjectName("notificationsAction")
-        action.setCheckable(True)
-        action.setChecked(self.notifier.enabled)
-        action.setToolTip("Tell the desktop when a run warns, fails or ends while Workbench is not the active window")
-        action.toggled.connect(lambda on: setattr(self.notifier, "enabled", on))
-        self.notifications_action = action
-        return action
 
     def _build_status_bar(self) -> None:
         self.device_label = QLabel("")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QApplication, QSystemTrayIcon, QWidget
 
 from ..core.ground.alerts import Alert
@@ -97,3 +98,14 @@ class Notifier:
             return False
         self.backend(title, text, level)
         return True
+
+
+def notifications_action(notifier: Notifier, parent: QWidget) -> QAction:
+    """View → Desktop notifications: the notifier's switch, on by default (saved with the window's settings)."""
+    action = QAction("Desktop notifications", parent)
+    action.setObjectName("notificationsAction")
+    action.setCheckable(True)
+    action.setChecked(notifier.enabled)
+    action.setToolTip("Tell the desktop when a run warns, fails or ends while Workbench is not the active window")
+    action.toggled.connect(lambda on: setattr(notifier, "enabled", on))
+    return action

@@ -28,7 +28,8 @@ class CompileFailure(WorkbenchError):
 
 
 class Diverged(Exception):
-    """The loss is not finite, or DIVERGENCE_FACTOR times the run's first: the run fails (kind 'diverged')."""
+    """The loss is not finite, or EXPLODED_FACTOR (ground.alerts) times the run's first: the run fails (kind
+    'diverged')."""
 
 
 @dataclass

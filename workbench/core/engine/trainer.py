@@ -43,6 +43,7 @@ from ..domain.distributed import Distributed, weights_checksum
 from ..domain.evaluate import evaluate
 from ..domain.inspect import RunCompileLog
 from ..domain.model import check_outputs, model_for
+from ..ground.alerts import EXPLODED_FACTOR
 from ..ground.config import EVAL_BATCH, ConfigError, TrainConfig, split_model_spec
 from ..ground.errors import WorkbenchError, first_line
 from ..ground.events import (CompileFinished, CompileStarted, Emit, EpochEnd, Notice, RunFailed, RunFinished,
@@ -68,7 +69,6 @@ from .warm_start import CacheHome, WarmStart
 
 FLUSH_SECONDS = 0.05  # how often losses are read back from the device (and Step events go out)
 DIST_FLUSH_STEPS = 10  # multi-process: read back every N steps, the same step on every rank (a collective)
-DIVERGENCE_FACTOR = 100.0  # a step loss this many times the first step's loss means the run has blown up
 
 # An fp16 step whose gradients overflow is skipped by GradScaler (AmpSkipped says so, with the step and the
 # gradient); the schedule steps on regardless, which torch then mistakes for a wrong call order.
@@ -430,7 +430,7 @@ class Trainer:
             step = back.first_step + i
             if not math.isfinite(loss):
                 raise Diverged(f"loss is {loss} at step {step} (epoch {epoch}, lr {config.lr:g})")
-            if loss > DIVERGENCE_FACTOR * totals.first_loss:
+            if loss > EXPLODED_FACTOR * totals.first_loss:
                 raise Diverged(f"loss exploded from {totals.first_loss:.3g} to {loss:.3g} at step {step} "
                                f"(epoch {epoch}, lr {config.lr:g})")
             totals.epoch_loss_sum += loss

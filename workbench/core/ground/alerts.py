@@ -37,7 +37,7 @@ SEVERITIES = ("info", "warning", "error")
 # Where an alert's fix is: a setting of the setup form ("setting:<name>") or a dock of the window.
 PANEL_MODEL, PANEL_COMPILE, PANEL_SYSTEM = "model", "compile", "system"
 
-EXPLODED_FACTOR = 100.0  # a loss this many times the first means the run has blown up (the engine fails it too)
+EXPLODED_FACTOR = 100.0  # a loss this many times the first has blown up: alerted, and the engine fails the run
 GRAD_HISTORY = 3  # samples of the gradient norm before "far above its history" means anything
 DEAD_SHARE = 0.5  # a layer whose inputs are more than half dead units
 VANISH_SAMPLES = 2  # consecutive samples a layer's gradient must stay vanishingly small

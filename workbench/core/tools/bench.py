@@ -43,7 +43,6 @@ from ..domain.data import DeviceBatches, Split, load_splits
 from ..engine import Trainer
 from ..ground.errors import WorkbenchError
 from ..ground.events import CompileFinished, EpochEnd, RunFailed, Step, peak_mib
-from ..ground.layer_stats import LayerStats
 from ..domain.model import PIXEL_MEAN, PIXEL_STD, SandwichNet
 
 ARTICLE_WORKERS = 4  # what the article's recipe asks for (capped to the machine)
@@ -527,62 +526,6 @@ def _recorded_rate(config: TrainConfig, folder: Path, recorded: bool, pair: int)
         raise WorkbenchError("a recording-overhead run measured no steady-state steps",
                              "train for more steps (more epochs or a smaller batch)")
     return result.results.samples_per_s
-
-
-# What `bench --instruments` prices: name → (the config, what differs between off and on).
-INSTRUMENT_PAIRS = {
-    "profiler (steady steps outside a 20-step window)": ({}, ({"profile_steps": 0}, {"profile_steps": 20}), "config"),
-    "fp16 step health (loss scale + gradient check)": ({"amp": "fp16"}, ({"amp_health": False}, {"amp_health": True}),
-                                                       "trainer"),
-    "system sampler (2 Hz)": ({}, ({"system_metrics": False}, {"system_metrics": True}), "trainer"),
-    f"per-layer statistics (every {TrainConfig().stats_every} steps, and steps 1–32)": ({}, (
-        {"layer_stats": False}, {"layer_stats": True}), "trainer"),
-}
-
-
-def instrument_overhead(config: TrainConfig, rounds: int,
-                        progress: Callable[[str], None] = lambda text: None) -> dict:
-    """Each instrument's cost when on: steady samples/s with it on against off, in back-to-back pairs whose order
-    alternates (as recording_overhead does), the median of the per-pair ratios; for the profiler also the
-    profiled steps' own time against a steady step's (the window's cost, from the run's report)."""
-    results = {}
-    for name, (base, (off, on), where) in INSTRUMENT_PAIRS.items():
-        ratios, window, sampled = [], [], []
-        for i in range(rounds):
-            progress(f"{name}: pair {i + 1}/{rounds}…")
-            rates = {}
-            for enabled in ((False, True) if i % 2 == 0 else (True, False)):
-                changes = on if enabled else off
-                run_config = config.replace(**base, **(changes if where == "config" else {}))
-                events: list = []
-                result = Trainer(**(changes if where == "trainer" else {})).run(run_config, events.append)
-                if isinstance(result, RunFailed) or not result.results.samples_per_s:
-                    raise WorkbenchError(f"an instrument-overhead run failed: {getattr(result, 'message', '')}")
-                rates[enabled] = result.results.samples_per_s
-                cost = result.results.profile.cost if result.results.profile else None
-                if cost and cost.profiled_step_ms and cost.steady_step_ms:
-                    window.append(cost.profiled_step_ms / cost.steady_step_ms)
-                if enabled and "layer_stats" in on and (ratio := sampled_step_ratio(events)) is not None:
-                    sampled.append(ratio)
-            ratios.append(rates[True] / rates[False])
-        results[name] = {"ratios": ratios, "median_ratio": statistics.median(ratios),
-                         "window_step_ratio": statistics.median(window) if window else None,
-                         "sampled_step_ratio": statistics.median(sampled) if sampled else None}
-    return {"config": config.to_dict(), "instruments": results}
-
-
-def sampled_step_ratio(events: list) -> float | None:
-    """A step the per-layer statistics sampled against the other steady steps of the same run: the median time of
-    each (exact per step on the CPU, where ops run synchronously; on CUDA a step's time is its block's average, and
-    this says nothing). The pair ratios of short runs on a shared machine scatter by more than the statistics cost;
-    within one run the comparison is paired step by step. None when the run sampled no steady step."""
-    stats_steps = {e.step for e in events if isinstance(e, LayerStats)}
-    steady = [e for e in events if isinstance(e, Step) and e.steady and e.step > 1]
-    on = [e.step_seconds for e in steady if e.step in stats_steps]
-    off = [e.step_seconds for e in steady if e.step not in stats_steps]
-    if not on or not off:
-        return None
-    return statistics.median(on) / statistics.median(off)
 
 
 def _reset_peak(device: torch.device) -> None:
