@@ -20,23 +20,27 @@ from workbench.core.ground.events import CompileEvent, CompileReport, Notice, Ru
 from workbench.core.ground.payback import Payback
 from workbench.core.ground.results import RunResults
 from workbench.core.history.runs import RunStore
-from workbench.core.history.warm_starts import (CACHE_FILE, KEY_FILE, CompileCache, WarmKey, WarmStartError,
-                                                check_key, find_warm_source, key_differences, read_cache,
-                                                warm_measurement, warm_source, with_measured_launch)
+from workbench.core.ground.config import settings
+from workbench.core.ground.signing import sign
+from workbench.core.history.warm_starts import (CACHE_FILE, COMPILE_SETTINGS, KEY_FILE, CompileCache, WarmKey,
+                                                WarmStartError, check_key, find_warm_source, key_differences,
+                                                read_cache, signed_purpose, trusted_bytes, warm_measurement,
+                                                warm_source, with_measured_launch)
 
 KEY = WarmKey(settings={"backend": "inductor", "mode": "default", "hidden_dim": 8}, input_shape=(32, 1, 28, 28),
               model_hash="abc", torch="2.14.1", device="cpu: CPU (x86_64, 2 cores)")
 
 
 def _recorded(store: RunStore, folder: Path, key: WarmKey | None = KEY, compile_seconds: float = 14.7,
-              **cache_fields) -> int:
-    """A run row whose folder holds a compile cache made for `key` (none when `key` is None)."""
+              data: bytes = b"artefacts", signed: bool = True, **cache_fields) -> int:
+    """A run row whose folder holds a compile cache made for `key` (none when `key` is None), signed as this
+    Workbench signs the caches it writes (`signed`)."""
     folder.mkdir(parents=True, exist_ok=True)
     run_id = store.start_run(TrainConfig(backend="inductor").to_dict(), out_dir=str(folder))
     if key is not None:
-        (folder / CACHE_FILE).write_bytes(b"artefacts")
-        cache = CompileCache(key=key, artifacts={"inductor": 3}, bytes=9, compile_seconds=compile_seconds,
-                             **cache_fields)
+        (folder / CACHE_FILE).write_bytes(data)
+        cache = CompileCache(key=key, artifacts={"inductor": 3}, bytes=len(data), compile_seconds=compile_seconds,
+                             signature=sign(data, signed_purpose(key)) if signed else "", **cache_fields)
         (folder / KEY_FILE).write_text(json.dumps(cache.to_dict()), encoding="utf-8")
     return run_id
 
@@ -68,6 +72,40 @@ def test_a_cache_made_for_other_settings_is_refused_naming_the_setting_and_what_
     assert info.value.field == "warm_from"
     assert f"mode: 'max-autotune' here, 'default' in run #{run_id}" in str(info.value)
     assert f"workbench train --from {run_id}" in info.value.hint
+
+
+# Every setting that changes the compiled graphs, written out here rather than read from the declarations: a setting
+# whose `changes_graphs` is lost (or never set) fails the test below instead of silently leaving the key.
+GRAPH_SETTINGS = {"dataset", "data_root", "model", "hidden_dim", "dropout", "batch_size", "backend", "mode", "dynamic",
+                  "fullgraph", "eager_first_call", "amp", "matmul_precision"}
+OTHER_VALUES = {"dataset": "fashion-mnist", "data_root": "/elsewhere", "model": "m.py:Net", "hidden_dim": 64,
+                "dropout": 0.5, "batch_size": 64, "backend": "aot_eager", "mode": "max-autotune", "dynamic": True,
+                "fullgraph": True, "eager_first_call": True, "amp": "bf16", "matmul_precision": "high"}
+
+
+def test_the_key_holds_every_setting_that_changes_the_graphs_and_only_those():
+    assert set(COMPILE_SETTINGS) == GRAPH_SETTINGS
+    assert {s.name for s in settings() if s.changes_graphs} == GRAPH_SETTINGS  # one declaration, the key's source
+
+
+@pytest.mark.parametrize("name", sorted(GRAPH_SETTINGS))
+def test_a_cache_made_under_one_value_of_a_graph_setting_never_warms_a_run_with_another(name, store, tmp_path):
+    from workbench.core.engine.warm_start import compile_key
+
+    class Run:  # what compile_key reads of a run
+        def __init__(self, config):
+            self.config, self.device = config, __import__("torch").device("cpu")
+
+    import torch
+
+    example, model = torch.zeros(32, 784), torch.nn.Linear(784, 10)
+    base = TrainConfig(backend="inductor")
+    changed = base.replace(**{name: OTHER_VALUES[name]}, **({"backend": "inductor"} if name == "mode" else {}))
+    cached, asking = (compile_key(Run(config), model, example, 1) for config in (base, changed))
+    _recorded(store, tmp_path / "r1", cached)
+    assert find_warm_source(store, cached) is not None  # the same settings warm
+    assert find_warm_source(store, asking) is None
+    assert any(line.startswith(f"{name}: ") for line in key_differences(asking, cached, "run #1"))
 
 
 def test_the_model_hash_covers_the_base_classes_files(tmp_path, monkeypatch):
@@ -120,6 +158,49 @@ def test_a_cold_runs_payback_gains_the_warm_launch_a_later_run_measured(store, t
         steps=10_000, epochs=1, seconds=50.0, stopped=False,
         results=RunResults(payback=dataclasses.replace(COLD, warm_from=cold)))])
     assert with_measured_launch(store, warm_record) is warm_record  # a warm run has its own launch
+
+
+# -- only what this Workbench signed is loaded ----------------------------------------------------------------------
+@pytest.mark.parametrize("case", ["unsigned", "bytes changed", "key changed", "another user's", "signature moved"])
+def test_a_cache_this_workbench_did_not_sign_as_it_is_is_never_loaded(case, store, tmp_path, monkeypatch):
+    folder = tmp_path / "r1"
+    run_id = _recorded(store, folder, signed=case != "unsigned")
+    cache = read_cache(folder)
+    if case == "bytes changed":  # what a crafted file in a run's folder is
+        (folder / CACHE_FILE).write_bytes(b"crafted pickle")
+    if case == "key changed":  # passed off as a cache for other settings
+        other = dataclasses.replace(cache, key=dataclasses.replace(KEY, torch="2.13.0"))
+        (folder / KEY_FILE).write_text(json.dumps(other.to_dict()), encoding="utf-8")
+    if case == "another user's":  # signed by a Workbench with another key (a folder copied from elsewhere)
+        monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "another-data"))
+    if case == "signature moved":  # a signature this Workbench made, for other bytes
+        stolen = sign(b"other artefacts", signed_purpose(KEY))
+        (folder / KEY_FILE).write_text(json.dumps(dataclasses.replace(cache, signature=stolen).to_dict()))
+    with pytest.raises(WarmStartError) as info:
+        warm_source(store, run_id)
+    words = "is not signed" if case == "unsigned" else "does not carry this Workbench's signature"
+    assert words in str(info.value) and "runs the code it holds" in str(info.value)
+    refused = []
+    key = read_cache(folder).key
+    assert find_warm_source(store, key, refused=refused.append) is None  # passed over by the automatic choice
+    assert [str(e) for e in refused] == [str(info.value)]
+
+
+def test_a_signed_cache_is_loaded_as_the_bytes_that_were_checked(store, tmp_path):
+    run_id = _recorded(store, tmp_path / "r1", data=b"our artefacts")
+    source = warm_source(store, run_id)
+    assert trusted_bytes(source) == b"our artefacts"
+    (tmp_path / "r1" / CACHE_FILE).write_bytes(b"swapped after the choice")
+    with pytest.raises(WarmStartError, match="does not carry this Workbench's signature"):
+        trusted_bytes(source)  # what is loaded is read and checked at once, not chosen earlier and read later
+
+
+def test_the_signing_key_is_made_once_readable_by_the_user_alone():
+    from workbench.core.ground import signing
+
+    first = sign(b"x", "p")
+    assert sign(b"x", "p") == first and sign(b"x", "q") != first and sign(b"y", "p") != first
+    assert signing.key_path().stat().st_mode & 0o777 == 0o600
 
 
 @pytest.mark.parametrize("case", ["no such run", "no cache", "folder gone", "unreadable key"])
@@ -231,6 +312,7 @@ class Launched:
     cold: tuple  # (events, result)
     warm: tuple
     db: Path
+    planted: int  # a run between them with a crafted compile cache for the same key
 
 
 @pytest.fixture(scope="module")
@@ -252,6 +334,9 @@ def launched(tmp_path_factory) -> Launched:
         with pytest.MonkeyPatch.context() as patch:  # its own folders, as every test gets (_isolated_workbench_dirs)
             patch.setenv("WORKBENCH_DATA_DIR", str(root / "data"))
             patch.setenv("WORKBENCH_CACHE_DIR", str(root / "cache"))
+            loaded = []  # every cache handed to torch to load (it unpickles what it is given)
+            load = torch.compiler.load_cache_artifacts
+            patch.setattr(torch.compiler, "load_cache_artifacts", lambda data: loaded.append(data) or load(data))
             for name in ("cold", "warm"):
                 patch.setenv("TORCHINDUCTOR_CACHE_DIR", str(root / f"inductor-{name}"))
                 clear_caches()
@@ -260,12 +345,26 @@ def launched(tmp_path_factory) -> Launched:
                                      launch=Launch(where="here"))
                 runs[name] = (events, start_run(request, events.append))
                 assert isinstance(runs[name][1], RunFinished), runs[name][1]
+                if name == "cold":
+                    with RunStore(root / "runs.sqlite") as store:
+                        planted = _plant_crafted_cache(store, root / "planted", read_cache(root / "cold"))
         clear_caches()
     finally:
         torch.set_num_threads(threads)
     with RunStore(root / "runs.sqlite") as store:
-        cold_id, warm_id = (r.id for r in store.list())
-    return Launched(cold_id, warm_id, root / "cold", root / "warm", runs["cold"], runs["warm"], root / "runs.sqlite")
+        cold_id, _, warm_id = (r.id for r in store.list())
+    assert loaded == [(root / "cold" / CACHE_FILE).read_bytes()]  # never the planted file's
+    return Launched(cold_id, warm_id, root / "cold", root / "warm", runs["cold"], runs["warm"], root / "runs.sqlite",
+                    planted)
+
+
+def _plant_crafted_cache(store: RunStore, folder: Path, cold: CompileCache) -> int:
+    """A newer recorded run whose folder holds a crafted compile cache claiming the cold run's key, with the cold
+    run's own signature: the newest match, which an automatic warm start must pass over."""
+    run_id = _recorded(store, folder, None)
+    (folder / CACHE_FILE).write_bytes(b"crafted: would run code when unpickled")
+    (folder / KEY_FILE).write_text(json.dumps(cold.to_dict()), encoding="utf-8")
+    return run_id
 
 
 def test_a_compiled_run_keeps_its_compile_cache_with_its_key(launched):
@@ -282,6 +381,8 @@ def test_the_next_run_finds_it_loads_it_and_its_compile_uses_it(launched):
     events, result = launched.warm
     notices = [n.message for n in of(events, Notice)]
     assert any(m.startswith(f"warm start from #{launched.cold_id}: its compile cache (") for m in notices)
+    assert any(m.startswith(f"no warm start from it: run #{launched.planted}'s compile cache ") and
+               "does not carry this Workbench's signature" in m for m in notices)  # and it was never loaded
     # What the compile found came from the loaded artefacts: the warm run's Inductor folder started empty.
     kinds = {e.kind for e in of(events, CompileEvent)}
     assert "cache_hit" in kinds and "cache_miss" not in kinds

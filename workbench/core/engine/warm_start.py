@@ -15,7 +15,9 @@ artefacts, only in the on-disk cache). Measured with scripts/compile_warm.py (to
 network): a warm start took a 16–17 s cold compile down by 7–12 %, where Inductor's own on-disk caches, kernels
 included, take it to 1.4 s; on a GPU the bundled Triton kernels should make the warm start count (not measured here).
 
-A run that is stopped, or fails after compiling, still saves what it compiled (`close`).
+A run that is stopped, or fails after compiling, still saves what it compiled (`close`). What it saves is signed
+(ground.signing) and only a cache this Workbench signed is ever loaded (history.warm_starts.trusted_bytes): loading
+unpickles, so a crafted file in a run's folder would otherwise run its code.
 """
 
 from __future__ import annotations
@@ -32,9 +34,11 @@ from torch import nn
 from ..domain import devices
 from ..ground.atomic import atomic_path, write_text_atomic
 from ..ground.events import Notice
+from ..ground.signing import sign
 from ..history.runs import RunStore, RunStoreError, default_db_path
 from ..history.warm_starts import (CACHE_FILE, COMPILE_SETTINGS, KEY_FILE, CompileCache, WarmKey, WarmSource,
-                                   WarmStartError, check_key, find_warm_source, warm_source)
+                                   WarmStartError, check_key, find_warm_source, signed_purpose, trusted_bytes,
+                                   warm_source)
 from .instrument import Instrument
 from .state import RunState
 
@@ -99,10 +103,14 @@ class WarmStart(Instrument):
         if source is None:
             return
         try:
-            info = torch.compiler.load_cache_artifacts(source.cache_file.read_bytes())
-            problem = "" if info is not None else "torch could not read it (its log says why)"
-        except OSError as exc:
-            info, problem = None, exc.strerror or str(exc)
+            data = trusted_bytes(source)  # read once: the bytes proven to be ours are the bytes loaded
+        except WarmStartError as exc:
+            if config.warm_from:
+                raise
+            run.emit(Notice("warning", f"no warm start: {exc.message}; this run compiles cold", exc.hint))
+            return
+        info = torch.compiler.load_cache_artifacts(data)
+        problem = "" if info is not None else "torch could not read it (its log says why)"
         if info is None:
             if config.warm_from:
                 raise WarmStartError(f"run #{source.run_id}'s compile cache {source.cache_file} cannot be loaded: "
@@ -129,7 +137,8 @@ class WarmStart(Instrument):
         try:
             with RunStore(home.db, recover=False) as store:
                 if asked is None:
-                    return find_warm_source(store, self.key, exclude=home.folder)
+                    return find_warm_source(store, self.key, exclude=home.folder, refused=lambda exc: run.emit(
+                        Notice("info", f"no warm start from it: {exc.message}", exc.hint)))
                 source = warm_source(store, asked)
         except RunStoreError as exc:
             if asked is not None:
@@ -180,11 +189,12 @@ class WarmStart(Instrument):
             return
         data, info = saved
         warm = run.warm
-        cache = CompileCache(key=self.key, artifacts={kind: len(keys) for kind, keys in info.artifacts.items()},
-                             bytes=len(data), compile_seconds=run.totals.compile_seconds,
-                             warm_from=warm.run_id if warm else None, cold_run=warm.cold_run if warm else None,
-                             cold_compile_seconds=warm.cold_compile_seconds if warm else None)
         try:
+            cache = CompileCache(key=self.key, artifacts={kind: len(keys) for kind, keys in info.artifacts.items()},
+                                 bytes=len(data), compile_seconds=run.totals.compile_seconds,
+                                 warm_from=warm.run_id if warm else None, cold_run=warm.cold_run if warm else None,
+                                 cold_compile_seconds=warm.cold_compile_seconds if warm else None,
+                                 signature=sign(data, signed_purpose(self.key)))
             with atomic_path(self.home.folder / CACHE_FILE) as tmp:
                 tmp.write_bytes(data)
             write_text_atomic(self.home.folder / KEY_FILE, json.dumps(cache.to_dict(), indent=2))

@@ -102,20 +102,23 @@ EVAL_BATCH = 1024
 def setting(help: str, group: str, *, label: str | None = None, choices: tuple = (),
             choice_labels: Mapping[Any, str] | None = None, low: float | None = None, high: float | None = None,
             low_open: bool = False, form: bool = True, flag: str | None = None, step: float | None = None,
-            decimals: int | None = None) -> Mapping[str, dict]:
+            decimals: int | None = None, changes_graphs: bool = False) -> Mapping[str, dict]:
     """A TrainConfig field's metadata: `field(default=…, metadata=setting(...))`.
 
     help: what the setting does, in a sentence fragment (the CLI's help, the form's tooltip).
     group: one of GROUPS. label: the form's words for it (default: the name). choices: the only values allowed,
     with `choice_labels` as a picker shows them. low/high: the range of a number, inclusive (`low_open`: low itself
     is not allowed). form: whether the setup form shows it (else it keeps the value it was given). flag: the CLI
-    flag (default --the-name). step/decimals: how a spin box moves and shows it.
+    flag (default --the-name). step/decimals: how a spin box moves and shows it. changes_graphs: two runs that
+    differ in it compile different graphs (or compile them differently), so a compile cache made under one value
+    must not warm-start a run with another (history.warm_starts' key holds every such setting).
     """
     if group not in GROUPS:
         raise ValueError(f"unknown group {group!r}")
     return MappingProxyType({_KEY: dict(help=help, group=group, label=label, choices=tuple(choices),
                                         choice_labels=dict(choice_labels or {}), low=low, high=high,
-                                        low_open=low_open, form=form, flag=flag, step=step, decimals=decimals)})
+                                        low_open=low_open, form=form, flag=flag, step=step, decimals=decimals,
+                                        changes_graphs=changes_graphs)})
 
 
 @dataclass(frozen=True)
@@ -138,6 +141,7 @@ class Setting:
     flag: str = ""
     step: float | None = None
     decimals: int | None = None
+    changes_graphs: bool = False
 
     def choice_label(self, value: Any) -> str:
         return self.choice_labels.get(value, str(value))
@@ -233,26 +237,27 @@ class TrainConfig:
     # -- data and model --
     dataset: str = field(default="mnist-sample", metadata=setting(
         "the images to train on", DATA_AND_MODEL, label="Dataset", choices=DATASETS,
-        choice_labels={name: info.title for name, info in CATALOGUE.items()}))
+        choice_labels={name: info.title for name, info in CATALOGUE.items()}, changes_graphs=True))
     data_root: str | None = field(default=None, metadata=setting(
         "folder with an existing dataset layout (idx and imagefolder need one)", DATA_AND_MODEL,
-        label="Data folder"))
+        label="Data folder", changes_graphs=True))  # its classes are the output layer's width
     model: str = field(default=BUILTIN_MODEL, metadata=setting(
-        "'sandwich' (built in) or path/to/file.py:ClassName for your own network", DATA_AND_MODEL, label="Model"))
+        "'sandwich' (built in) or path/to/file.py:ClassName for your own network", DATA_AND_MODEL, label="Model",
+        changes_graphs=True))
     device: str = field(default="auto", metadata=setting(
         f"where to train: {_choices(DEVICE_KINDS)}", DATA_AND_MODEL, label="Device"))
     hidden_dim: int = field(default=128, metadata=setting(
         "width of the built-in network's hidden layer", DATA_AND_MODEL, label="Hidden size", low=1, high=1 << 16,
-        step=16))
+        step=16, changes_graphs=True))
     dropout: float = field(default=0.2, metadata=setting(
         "dropout probability of the built-in network", DATA_AND_MODEL, label="Dropout", low=0.0, high=0.99,
-        step=0.05, decimals=2, form=False))
+        step=0.05, decimals=2, form=False, changes_graphs=True))
     # -- training --
     epochs: int = field(default=5, metadata=setting(
         "passes over the training set", TRAINING, label="Epochs", low=1, high=100_000))
     batch_size: int = field(default=32, metadata=setting(
         "examples per optimizer step (the global batch, split between processes)", TRAINING, label="Batch size",
-        low=1, high=1 << 20, step=16))
+        low=1, high=1 << 20, step=16, changes_graphs=True))
     lr: float = field(default=4e-3, metadata=setting(
         "learning rate", TRAINING, label="Learning rate", low=0.0, low_open=True, high=100.0))
     optimizer: str = field(default="adamw", metadata=setting(
@@ -278,15 +283,17 @@ class TrainConfig:
         TRAINING, label="Profile steps", low=0, high=1000, step=10))
     # -- compile --
     backend: str = field(default="eager", metadata=setting(
-        "torch.compile backend; eager = no compile", COMPILE, label="Backend", choices=BACKENDS))
+        "torch.compile backend; eager = no compile", COMPILE, label="Backend", choices=BACKENDS,
+        changes_graphs=True))
     mode: str = field(default="default", metadata=setting(
-        "inductor mode (the inductor backend only)", COMPILE, label="Mode", choices=MODES))
+        "inductor mode (the inductor backend only)", COMPILE, label="Mode", choices=MODES,
+        changes_graphs=True))
     dynamic: bool | None = field(default=None, metadata=setting(
         "dynamic shapes: compile for varying input shapes (automatic: when a shape changes)", COMPILE,
-        label="Dynamic shapes", choice_labels={None: "automatic", True: "on", False: "off"}))
+        label="Dynamic shapes", choice_labels={None: "automatic", True: "on", False: "off"}, changes_graphs=True))
     fullgraph: bool = field(default=False, metadata=setting(
         "fail on any graph break instead of running that part eagerly", COMPILE,
-        label="fullgraph (fail on any graph break)"))
+        label="fullgraph (fail on any graph break)", changes_graphs=True))
     allow_eager_fallback: bool = field(default=False, metadata=setting(
         "if compiling fails, continue in eager mode with a warning instead of failing", COMPILE,
         label="fall back to eager if compiling fails"))
@@ -302,7 +309,7 @@ class TrainConfig:
     eager_first_call: bool = field(default=False, metadata=setting(
         "run the model's first call eagerly and compile from its second (torch.compiler.set_stance"
         "('eager_then_compile')): which dimensions vary is seen in two calls instead of compiling a static graph "
-        "first", COMPILE, label="eager first call, then compile"))
+        "first", COMPILE, label="eager first call, then compile", changes_graphs=True))  # dynamic from the start
     recompile_limit: int = field(default=16, metadata=setting(
         "compiles allowed per function (torch._dynamo.config.recompile_limit); past it the function runs eagerly, "
         "and the compile timeline warns one recompile before", COMPILE, label="Recompile limit", low=1, high=1024))
@@ -313,7 +320,8 @@ class TrainConfig:
         choice_labels={None: "automatic", 0: "none (cold start)"}))
     # -- precision --
     amp: str = field(default="off", metadata=setting(
-        "mixed precision", PRECISION, label="AMP", choices=AMP_CHOICES, choice_labels={"off": "off (fp32)"}))
+        "mixed precision", PRECISION, label="AMP", choices=AMP_CHOICES, choice_labels={"off": "off (fp32)"},
+        changes_graphs=True))
     loss_scale: float = field(default=65536.0, metadata=setting(
         "fp16: the GradScaler's initial loss scale (halved after each overflowing step, doubled after 2,000 good "
         "ones)", PRECISION, label="Initial loss scale (fp16)", low=1.0, high=2.0**40, form=False))
@@ -321,7 +329,8 @@ class TrainConfig:
         "precision of float32 matrix multiplies (torch.set_float32_matmul_precision): 'high' lets them use TF32 "
         "tensor cores on Ampere and newer GPUs, 'medium' bf16 ones; faster, with fewer mantissa bits",
         PRECISION, label="fp32 matmul precision", choices=MATMUL_PRECISIONS,
-        choice_labels={"highest": "highest (full fp32)", "high": "high (TF32)", "medium": "medium (bf16)"}))
+        choice_labels={"highest": "highest (full fp32)", "high": "high (TF32)", "medium": "medium (bf16)"},
+        changes_graphs=True))
     # -- statistics and alerts --
     stats_every: int = field(default=100, metadata=setting(
         "sample per-layer statistics (weight and gradient norms, update ratio, dead units, histograms) every this "

@@ -7,9 +7,14 @@ compiles (engine.warm_start), and its compile finds its graphs in the cache inst
 
 The key holds what decides whether the artefacts can serve a run: the settings that change the compiled graphs
 (COMPILE_SETTINGS), the input batch's shape, the model's code (a hash of the files its class and base classes are
-defined in), the torch version, the device and the number of processes. Loading another key's artefacts would do no
-harm (Inductor's own cache keys guard each entry: a stale one is a miss), so the key is about whether a warm start
-helps and about saying plainly why a run cannot warm-start from another, not about correctness.
+defined in), the torch version, the device and the number of processes. Loading another key's artefacts would
+compile nothing wrong (Inductor's own cache keys guard each entry: a stale one is a miss), so the key is about
+whether a warm start helps and about saying plainly why a run cannot warm-start from another.
+
+Loading artefacts is another matter: `load_cache_artifacts` unpickles, so a crafted CACHE_FILE runs its code. A
+cache is therefore signed when it is written (ground.signing: a keyed hash only this user's Workbench can make, over
+the bytes and the key they were made for) and loaded only when the signature holds (`trusted_bytes`): a cache from
+before signing, copied from another computer or user, or changed since, is refused with the reason.
 
 Torch-free: the history, the CLI and the window read it (which runs can be warm-started from, and what a warm start
 measured), the engine computes and checks the key.
@@ -21,18 +26,20 @@ import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..ground.config import ConfigError
+from typing import Callable
+
+from ..ground.config import ConfigError, settings
 from ..ground.records import Record
 from ..ground.events import RunFinished
+from ..ground.signing import verify
 from .runs import RunRecord, RunStore, RunStoreError
 
 CACHE_FILE = "compile-cache.bin"  # torch.compiler.save_cache_artifacts()'s bytes
 KEY_FILE = "compile-cache.json"  # a CompileCache: what they were made for; written after CACHE_FILE
-# The settings that change what torch.compile produces for the model: its graphs (model, widths, dropout, data and
-# batch shapes, precision) and how they are compiled. Learning rate, optimizer, seed, epochs do not: the optimizer
-# step is not compiled.
-COMPILE_SETTINGS = ("model", "dataset", "batch_size", "hidden_dim", "dropout", "backend", "mode", "dynamic",
-                    "fullgraph", "amp", "matmul_precision")
+# The settings that change what torch.compile produces for the model (declared on each: `changes_graphs`): its graphs
+# (model, widths, dropout, data and batch shapes, precision) and how they are compiled. Learning rate, optimizer,
+# seed, epochs do not: the optimizer step is not compiled.
+COMPILE_SETTINGS = tuple(declared.name for declared in settings() if declared.changes_graphs)
 
 
 class WarmStartError(ConfigError):
@@ -66,6 +73,7 @@ class CompileCache(Record):
     warm_from: int | None = None  # the run whose cache this run loaded; None: it compiled cold
     cold_run: int | None = None  # a warm run: the cold run its cache descends from
     cold_compile_seconds: float | None = None  # that cold run's compile seconds, as it recorded them
+    signature: str = ""  # ground.signing's, over CACHE_FILE's bytes for `key` (signed_purpose): "" from before signing
 
 
 @dataclass(frozen=True)
@@ -85,6 +93,32 @@ class WarmSource:
     def cold_compile_seconds(self) -> float | None:
         """What a cold launch of these settings cost, as that cold run measured it."""
         return self.cache.cold_compile_seconds if self.cache.warm_from is not None else self.cache.compile_seconds
+
+
+def signed_purpose(key: WarmKey) -> str:
+    """What a cache's signature binds its bytes to: a compile cache, made for this key."""
+    return "compile cache for " + json.dumps(key.to_dict(), sort_keys=True)
+
+
+def trusted_bytes(source: WarmSource) -> bytes:
+    """CACHE_FILE's bytes, read once and proven to be what this Workbench wrote for the key beside them: those very
+    bytes are what may be loaded. A WarmStartError says why anything else is refused."""
+    name = f"run #{source.run_id}'s compile cache {source.cache_file}"
+    try:
+        data = source.cache_file.read_bytes()
+    except OSError as exc:
+        raise WarmStartError(f"{name} cannot be read: {exc.strerror or exc}",
+                             "warm-start from another run, or leave warm_from unset") from None
+    why = "loading a compile cache runs the code it holds, so only one this Workbench signed is loaded"
+    if not source.cache.signature:
+        raise WarmStartError(f"{name} is not signed: not loaded ({why})",
+                             "it was written before compile caches were signed, or not by Workbench; train once "
+                             "with these settings (it makes a signed cache), or leave warm_from unset")
+    if not verify(data, signed_purpose(source.cache.key), source.cache.signature):
+        raise WarmStartError(f"{name} does not carry this Workbench's signature: not loaded ({why})",
+                             "it was changed after it was written, or comes from another computer or user; train "
+                             "once with these settings (it makes a signed cache), or leave warm_from unset")
+    return data
 
 
 def key_differences(ours: WarmKey, theirs: WarmKey, source: str) -> list[str]:
@@ -125,7 +159,8 @@ def cache_of(record: RunRecord) -> WarmSource | None:
 
 
 def warm_source(store: RunStore, run_id: int) -> WarmSource:
-    """Run `run_id`'s compile cache, asked for by name (`warm_from`); a WarmStartError says why it has none."""
+    """Run `run_id`'s compile cache, asked for by name (`warm_from`); a WarmStartError says why it has none (or none
+    that may be loaded)."""
     try:
         record = store.get(run_id)
     except RunStoreError as exc:
@@ -144,6 +179,7 @@ def warm_source(store: RunStore, run_id: int) -> WarmSource:
             "only runs compiled with the inductor backend leave one (eager and aot_eager compile nothing to keep), "
             "and only runs recorded since warm starts exist; warm-start from such a run, or leave warm_from unset "
             "(automatic)")
+    trusted_bytes(source)  # refused now, before anything starts, rather than when the run is about to compile
     return source
 
 
@@ -158,15 +194,24 @@ def check_key(source: WarmSource, key: WarmKey) -> None:
             f"automatically")
 
 
-def find_warm_source(store: RunStore, key: WarmKey, exclude: Path | None = None) -> WarmSource | None:
-    """The newest recorded run whose compile cache was made for `key` (not the one in folder `exclude`: the run
-    asking); None when no run matches."""
+def find_warm_source(store: RunStore, key: WarmKey, exclude: Path | None = None,
+                     refused: Callable[[WarmStartError], None] | None = None) -> WarmSource | None:
+    """The newest recorded run whose compile cache was made for `key` and carries this Workbench's signature (not
+    the one in folder `exclude`: the run asking); None when no run matches. A matching cache that is not trusted is
+    passed over, and `refused` hears why."""
     for record in reversed(store.list()):
         if exclude is not None and record.out_dir and Path(record.out_dir) == exclude:
             continue
         source = cache_of(record)
-        if source is not None and source.cache.key == key:
-            return source
+        if source is None or source.cache.key != key:
+            continue
+        try:
+            trusted_bytes(source)
+        except WarmStartError as exc:
+            if refused is not None:
+                refused(exc)
+            continue
+        return source
     return None
 
 
