@@ -274,3 +274,52 @@ def test_a_folder_around_a_removed_runs_folder_that_must_stay_stays_too(store, t
     assert removal.kept == ((outer, f"its folder {tmp_path / 'outer'} holds files that are not this run's (inner)"),
                             (inner, f"its folder {tmp_path / 'outer' / 'inner'} holds files that are not this "
                                     "run's (thesis.pdf)"))
+
+
+@pytest.mark.parametrize("spelling", ["dotdot", "alias"])
+def test_a_folder_recorded_under_another_name_of_another_runs_folder_is_never_moved(store, tmp_path, spelling):
+    """`runs/x/../a` and `alias/a` (alias → runs) are run a's folder: removing the run recorded so keeps it."""
+    runs = tmp_path / "runs"
+    owner = add_run(store, run_folder(runs / "a"))
+    (runs / "x").mkdir()
+    (tmp_path / "alias").symlink_to(runs)
+    spelled = {"dotdot": f"{runs}/x/../a", "alias": f"{tmp_path}/alias/a"}[spelling]
+    other = add_run(store, Path(spelled))
+    before = contents(runs / "a")
+    removal = delete_runs(store, [other])
+    assert removal.removed == (other,) and removal.trashed == ()
+    assert removal.kept == ((other, f"run #{owner} uses the same folder {spelled} ({runs / 'a'})"),)
+    assert contents(runs / "a") == before and store.get(owner).folder is not None
+
+
+def test_a_folder_reached_through_a_link_and_dotdot_is_the_one_moved(store, tmp_path, home_trash):
+    """`runs/link/../b` with runs/link → deep/inner is deep/b, not runs/b: a lexical `..` would move another run's."""
+    runs, deep = tmp_path / "runs", tmp_path / "deep"
+    neighbour = add_run(store, run_folder(runs / "b"))
+    run_folder(deep / "b")
+    (deep / "inner").mkdir()
+    (runs / "link").symlink_to(deep / "inner")
+    gone = add_run(store, Path(f"{runs}/link/../b"))
+    neighbours = contents(runs / "b")
+    removal = delete_runs(store, [gone])
+    assert [t.original for t in removal.trashed] == [str(deep / "b")] and not (deep / "b").exists()
+    assert contents(runs / "b") == neighbours and store.get(neighbour).folder is not None
+
+
+@pytest.mark.parametrize("entry", [".git", ".venv", ".env", ".notes.tmp", ".checkpoint.ptx.tmp"])
+def test_a_hidden_entry_the_run_did_not_write_keeps_the_folder(store, tmp_path, entry):
+    folder = run_folder(tmp_path / "project")
+    (folder / entry).mkdir() if entry in (".git", ".venv") else (folder / entry).write_text("mine")
+    (folder / ".checkpoint.pt.k2j4h1.tmp").write_bytes(b"half")  # the run's own atomic write: not foreign
+    run_id = add_run(store, folder)
+    removal = delete_runs(store, [run_id])
+    assert removal.trashed == () and (folder / entry).exists()
+    assert removal.kept == ((run_id, f"its folder {folder} holds files that are not this run's ({entry})"),)
+
+
+def test_a_folder_with_only_the_runs_own_temp_files_goes(store, tmp_path, home_trash):
+    folder = run_folder(tmp_path / "run")
+    for half in (".checkpoint.pt.k2j4h1.tmp", ".metrics.json.a8d.tmp", ".export-onnx.x1.tmp"):
+        (folder / half).write_bytes(b"half")
+    run_id = add_run(store, folder)
+    assert [t.original for t in delete_runs(store, [run_id]).trashed] == [str(folder)]

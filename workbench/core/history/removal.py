@@ -8,10 +8,15 @@ folder given with --out that held the user's own files), or when it holds Workbe
 folder, the data folder, the history's database). It also stays when it is on another computer (a run trained
 over SSH: its files are on that host) or no longer there. The row is removed all the same, and `kept` says why
 the folder was not moved. A run still training is not removed at all.
+
+Folders are compared, and moved, by their real paths: a folder recorded as `runs/x/../a` or through a linked
+folder (`alias/a`) may be another run's folder under another name, and moving it would leave that run listed
+without its files.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePath
 from typing import Sequence
@@ -62,16 +67,16 @@ def plan_removal(store: RunStore, run_ids: Sequence[int]) -> tuple[Planned, ...]
     refused = {run_id: _refusal(records.get(run_id)) for run_id in ids}
     leaving = {run_id for run_id, why in refused.items() if not why}
     # The folders that stay: every other run's on this computer (a removed run's may go with the folder around it).
-    staying = [(r.id, PurePath(r.out_dir)) for r in records.values()
+    staying = [(r.id, real_path(r.out_dir)) for r in records.values()
                if r.id not in leaving and r.out_dir and not r.elsewhere]
     protected = _protected(store)
     # Inner folders first: a folder holding another removed run's folder may go only when that one may.
     kept, going = {}, {}
-    for run_id in sorted(leaving, key=lambda i: -len(PurePath(records[i].out_dir or "").parts)):
+    for run_id in sorted(leaving, key=lambda i: -len(real_path(records[i].out_dir or ".").parts)):
         record = records[run_id]
         kept[run_id] = _kept(record, staying, list(going.values()), protected)
         if not kept[run_id] and record.folder is not None:
-            going[run_id] = PurePath(record.out_dir)
+            going[run_id] = real_path(record.out_dir)
     plans = []
     for run_id in ids:
         if refused[run_id]:
@@ -101,6 +106,11 @@ def _with_sizes(plans: list[Planned]) -> list[Planned]:
     return sized
 
 
+def real_path(folder: str | Path) -> PurePath:
+    """The folder's real place: absolute, every link resolved, `..` taken after the link it follows."""
+    return PurePath(os.path.realpath(folder))
+
+
 def _refusal(record: RunRecord | None) -> str:
     if record is None:
         return "there is no such run in the history"
@@ -113,7 +123,7 @@ def _protected(store: RunStore) -> dict[PurePath, str]:
     """Places a run's folder must not hold, and what they are."""
     places = {Path.home(): "your home folder", paths.data_dir(): "Workbench's data folder",
               store.path.parent: "the run history's database"}
-    return {PurePath(Path(place).absolute()): what for place, what in places.items()}
+    return {real_path(place): what for place, what in places.items()}
 
 
 def _kept(record: RunRecord, staying: list[tuple[int, PurePath]], going: list[PurePath],
@@ -124,7 +134,7 @@ def _kept(record: RunRecord, staying: list[tuple[int, PurePath]], going: list[Pu
         return ""
     if record.elsewhere:
         return f"its files are on {record.elsewhere}: they stay there"
-    folder = PurePath(record.out_dir)
+    folder, real = PurePath(record.out_dir), real_path(record.out_dir)  # as recorded (said), where it is (compared)
     if record.folder is None:
         return f"its folder {folder} is no longer there"
     if Path(folder).is_symlink():
@@ -132,16 +142,16 @@ def _kept(record: RunRecord, staying: list[tuple[int, PurePath]], going: list[Pu
     for other, place in staying:
         if other == record.id:
             continue
-        if place == folder:
-            return f"run #{other} uses the same folder {folder}"
-        if place.is_relative_to(folder):
+        if place == real:
+            return f"run #{other} uses the same folder {folder}" + (f" ({real})" if real != folder else "")
+        if place.is_relative_to(real):
             return f"its folder {folder} holds run #{other}'s folder"
-        if folder.is_relative_to(place):
+        if real.is_relative_to(place):
             return f"its folder {folder} lies in run #{other}'s folder"
     for place, what in protected.items():
-        if place.is_relative_to(folder):
+        if place.is_relative_to(real):
             return f"its folder {folder} holds {what}"
-    foreign = sorted(entry.name for entry in Path(folder).iterdir()
+    foreign = sorted(entry.name for entry in Path(real).iterdir()
                      if not _runs_own(entry.name) and not any(place.is_relative_to(entry) for place in going))
     if foreign:
         shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
@@ -150,8 +160,13 @@ def _kept(record: RunRecord, staying: list[tuple[int, PurePath]], going: list[Pu
 
 
 def _runs_own(name: str) -> bool:
-    return (name in RUN_ENTRIES or name.startswith(RUN_ENTRY_PREFIXES)
-            or (name.startswith(".") and name.endswith(".tmp")))
+    """Whether an entry of a run's folder is one the run writes: one of its files, or the temp file of one being
+    written atomically (`.TARGET.XXXXXXXX.tmp`, ground.atomic). Any other hidden entry (the user's .git, .venv, .env)
+    is not the run's."""
+    if name.startswith(".") and name.endswith(".tmp"):
+        target = name[1:]
+        return any(target.startswith(entry + ".") for entry in RUN_ENTRIES) or target.startswith(RUN_ENTRY_PREFIXES)
+    return name in RUN_ENTRIES or name.startswith(RUN_ENTRY_PREFIXES)
 
 
 def delete_runs(store: RunStore, run_ids: Sequence[int]) -> Removal:
