@@ -162,6 +162,14 @@ def test_a_malformed_query_says_what_where_and_what_to_do(query, says, term, pos
     assert isinstance(error, WorkbenchError) and "FIELD OP VALUE" in error.hint
 
 
+def test_a_number_of_thousands_of_digits_is_words_or_not_a_number_never_a_crash():
+    huge = "9" * 5000  # more digits than Python turns into an int (4,300)
+    assert ids(huge) == [] and ids(f"#{huge}") == []  # words found in no name, note or run number
+    with pytest.raises(QueryError) as caught:
+        parse_query(f"seed={huge}")
+    assert str(caught.value).startswith(f"'{'9' * 39}…' is not a number in term 1 'seed={'9' * 34}…' at column 1")
+
+
 def test_the_hint_names_the_fields_nearest_to_an_unknown_one():
     with pytest.raises(QueryError) as caught:
         parse_query("batchsize=32")

@@ -13,7 +13,7 @@ from typing import Sequence
 
 from ..core.run.forkserver import SERVER_FLAG
 from ..core.run.process import CHILD_FLAG, TORCHRUN_FLAG
-from .common import EXIT_INTERRUPTED, EXIT_RUN_FAILED, EXIT_USAGE, fail
+from .common import EXIT_INTERRUPTED, EXIT_PIPE_CLOSED, EXIT_RUN_FAILED, EXIT_USAGE, fail
 from .options import config_from_args
 from .parser import build_parser
 
@@ -47,6 +47,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("\nworkbench: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:  # `workbench runs show 3 | head -1`: the reader has all it wanted
+        return _reader_gone()
+    except UnicodeError as exc:  # an argument in another encoding than UTF-8 reached text that must be UTF-8
+        bad = exc.object[exc.start:exc.end] if isinstance(exc.object, str) else ""
+        shown = "".join(f"0x{ord(c) - 0xDC00:02x}" if 0xDC80 <= ord(c) <= 0xDCFF else c for c in bad)
+        return fail(f"text that is not UTF-8 ({shown or exc.reason}) in an argument cannot be written",
+                    "give names and paths in UTF-8 (a terminal set to UTF-8)")
+
+
+def _reader_gone() -> int:
+    """The process that read our output (`head`) has gone: stop quietly, as a command killed by SIGPIPE does, and
+    leave nothing for the interpreter to flush into the closed pipe at exit (that would print a traceback)."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return EXIT_PIPE_CLOSED
 
 
 def _open_window(args) -> int:

@@ -11,6 +11,7 @@ from pathlib import Path
 EXIT_USAGE = 2  # bad input: config, data, files
 EXIT_RUN_FAILED = 3  # the run itself failed (diverged, compile failure, out of memory)
 EXIT_INTERRUPTED = 130
+EXIT_PIPE_CLOSED = 141  # what a shell reports for a command ended by SIGPIPE (128 + 13), as `git log | head` gives
 
 
 def quiet_torch_logs() -> None:

@@ -202,13 +202,26 @@ def cmd_runs_rename(args: argparse.Namespace) -> int:
 
 def cmd_runs_note(args: argparse.Namespace) -> int:
     """`runs note N TEXT`; `-` reads the note from stdin (a file, a heredoc); an empty note takes it away."""
-    text = sys.stdin.read() if args.text == ["-"] else " ".join(args.text)
+    text = _stdin_text("the note") if args.text == ["-"] else " ".join(args.text)
     with _store(args) as store:
         store.set_notes(args.run_id, text)
     lines = len(text.strip().splitlines())
     print(f"run {args.run_id}'s note: {lines} line{'s' if lines != 1 else ''}" if lines
           else f"run {args.run_id} has no note now")
     return 0
+
+
+def _stdin_text(what: str) -> str:
+    """Standard input as UTF-8 text; a WorkbenchError that says where it is not (a Latin-1 file)."""
+    from ..core.ground.errors import WorkbenchError
+
+    data = sys.stdin.buffer.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise WorkbenchError(f"{what} on standard input is not UTF-8 text (byte 0x{data[exc.start]:02x} at byte "
+                             f"{exc.start + 1})", "convert it first, e.g. `iconv -f latin1 -t utf-8 FILE | "
+                             "workbench runs note N -`") from None
 
 
 def cmd_runs_tag(args: argparse.Namespace) -> int:

@@ -45,7 +45,7 @@ _DATE_PREFIX = re.compile(r"\d{4}(-\d{2}(-\d{2}(T\d{2}(:\d{2}(:\d{2})?)?)?)?)?")
 _FIELD_TERM = re.compile(r"([A-Za-z_]\w*)(!=|>=|<=|=|>|<|~)(.*)", re.DOTALL)
 _COLON_TERM = re.compile(r"([A-Za-z_]\w*):(.*)", re.DOTALL)
 _LEADING_OPERATOR = re.compile(r"(!=|>=|<=|=|>|<|~)")
-_RUN_ID = re.compile(r"#?(\d+)")
+_RUN_ID = re.compile(r"#?(\d{1,19})")  # no longer: no run id (SQLite's are 64-bit) has more digits
 _COMPARE: dict[str, Callable[[Any, Any], bool]] = {
     ">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le}
 # Named in an error's hint (with the nearest fields to what was typed): the ones people filter by most.
@@ -185,7 +185,7 @@ def _split(text: str) -> list[tuple[str, int]]:
 
 def _term(raw: str, position: int, index: int) -> Term:
     def error(problem: str, todo: str = "", near: str = "") -> QueryError:
-        where = f"{problem} in term {index} '{raw}' at column {position + 1}"
+        where = f"{problem} in term {index} '{_clip(raw)}' at column {position + 1}"
         return QueryError(where + (f" — {todo}" if todo else ""), _hint(near), term=raw, position=position)
 
     negate = raw.startswith("-")
@@ -219,6 +219,11 @@ def _test(body: str, error) -> Callable[[RunRecord], bool]:
         name = match.group(1).lower()
         return _field_test(replace(_BY_NAME[name], name=name), "=", _unquote(match.group(2)), error)
     return _words(_unquote(body), error)
+
+
+def _clip(text: str, most: int = 40) -> str:
+    """A user's text as an error message quotes it: a term of thousands of characters is not worth repeating."""
+    return text if len(text) <= most else text[:most - 1] + "…"
 
 
 def _unquote(text: str) -> str:
@@ -264,7 +269,7 @@ def _number_test(f: _Field, op: str, value: str, error) -> Callable[[RunRecord],
     except ValueError:
         number = math.nan
     if not math.isfinite(number):
-        raise error(f"'{value}' is not a number", f"{f.name} is a number: {_example(f, op)}")
+        raise error(f"'{_clip(value)}' is not a number", f"{f.name} is a number: {_example(f, op)}")
     if percent:
         number /= 100
     elif f.fraction and number > 1:

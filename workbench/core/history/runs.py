@@ -414,14 +414,14 @@ class RunStore:
     # None of these touch `updated`: it keeps the run's end (RunRecord.duration_s).
     def rename(self, run_id: int, name: str) -> None:
         """Name the run ("" takes its name away: it is "#ID" again)."""
-        name = name.strip()
+        name = unicode_text(name.strip(), "a run's name")
         if "\n" in name or "\r" in name:
             raise WorkbenchError("a run's name is one line", "put the rest in its notes")
         self._set(run_id, "name", name)
 
     def set_notes(self, run_id: int, text: str) -> None:
         """The run's note (Markdown), as written; trailing blank lines and spaces are left out."""
-        self._set(run_id, "notes", text.rstrip())
+        self._set(run_id, "notes", unicode_text(text.rstrip(), "a run's note"))
 
     def set_tags(self, run_id: int, tags: Sequence[str]) -> tuple[str, ...]:
         """Replace the run's tags (see `clean_tags`); returns them."""
@@ -533,6 +533,21 @@ class StoredRun:
         return self.row["id"]
 
 
+def unicode_text(text: str, what: str) -> str:
+    """`text` when it is text the history can keep; a WorkbenchError naming the first byte that is not, when it came
+    from bytes that were not UTF-8 (a command line in another encoding, a Latin-1 file: Python keeps each such byte
+    as a lone surrogate, which no UTF-8 database can store)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        byte = ord(text[exc.start]) - 0xDC00 if 0xDC80 <= ord(text[exc.start]) <= 0xDCFF else None
+        where = f"byte 0x{byte:02x}" if byte is not None else f"character U+{ord(text[exc.start]):04X}"
+        raise WorkbenchError(f"{what} is not UTF-8 text ({where} at character {exc.start + 1})",
+                             "write it in UTF-8: set the terminal to UTF-8, or convert a file with "
+                             "`iconv -f latin1 -t utf-8`") from None
+    return text
+
+
 def clean_tags(tags: Sequence[str]) -> tuple[str, ...]:
     """Tags as the history keeps them: trimmed, each once, in the order given. A tag is one word (no spaces) of
     at most MAX_TAG_CHARS characters, so that a list, a query (`tag:baseline`) and the command line can hold it."""
@@ -540,7 +555,7 @@ def clean_tags(tags: Sequence[str]) -> tuple[str, ...]:
         tags = [tags]
     cleaned = []
     for tag in tags:
-        tag = tag.strip()
+        tag = unicode_text(tag.strip(), "a tag")
         if not tag:
             raise WorkbenchError("a tag cannot be empty")
         if any(c.isspace() for c in tag):

@@ -64,6 +64,7 @@ class Remote:
             raise RemoteError("address", f"port {port} in '{text}' is not a TCP port (1…65535)")
         if not python.strip():
             raise RemoteError("address", "no remote Python was given", "the default is python3")
+        _words(python, "the remote Python", "quote it as a shell would, e.g. '/opt/my env/bin/python'")
         return cls(match["user"], match["name"].strip("[]"), port, python.strip())
 
     def __str__(self) -> str:
@@ -84,7 +85,7 @@ class Remote:
     # -- the command ------------------------------------------------------------------------------------------
     def ssh_command(self, *args: str) -> list[str]:
         """ssh running `remote_host ARGS…` with the remote Python; every word quoted for the remote shell."""
-        base = shlex.split(os.environ.get(SSH_ENV) or "ssh")
+        base = ssh_program()
         options = ["-T", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes", "-o",
                    f"ConnectTimeout={CONNECT_TIMEOUT_S}", "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3"]
         if self.port:
@@ -123,6 +124,23 @@ class Remote:
         return hello
 
 
+def ssh_program() -> list[str]:
+    """The ssh command and its own options: WORKBENCH_SSH's words, else `ssh`."""
+    return _words(os.environ.get(SSH_ENV) or "ssh", SSH_ENV, "quote it as a shell would, as for GIT_SSH_COMMAND")
+
+
+def _words(text: str, what: str, hint: str) -> list[str]:
+    """A command line split as a shell splits it; a RemoteError (not a traceback) for one no shell could run."""
+    try:
+        words = shlex.split(text)
+    except ValueError as exc:  # "No closing quotation", "No escaped character"
+        raise RemoteError("address", f"{what} ({text!r}) cannot be read as a command: {str(exc).lower()}",
+                          hint) from None
+    if not words:
+        raise RemoteError("address", f"{what} is empty", hint)
+    return words
+
+
 class Session:
     """One running `ssh HOST … remote_host …`: `conn` carries the messages, `stderr` keeps what ssh (and the remote
     program) said on the way, for explaining a failure."""
@@ -137,7 +155,7 @@ class Session:
         except OSError as exc:
             ours.close()
             self.stderr.close()
-            command = shlex.split(os.environ.get(SSH_ENV) or "ssh")[0]
+            command = ssh_program()[0]
             raise RemoteError("connection", f"cannot run {command}: {exc.strerror or exc}",
                               "install OpenSSH's client, or name yours in WORKBENCH_SSH") from None
         finally:
