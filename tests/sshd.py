@@ -1,8 +1,9 @@
 """A real OpenSSH server on 127.0.0.1 for the remote-kernel tests, with throw-away keys.
 
 The "remote host" is this machine reached through sshd: the remote Python is a small script that runs this
-checkout's interpreter with folders of its own (the host's data folder is not the window's), so a test sees what a
-user on a laptop talking to a GPU box sees — two histories, two sets of run files, one SSH session between them.
+checkout's interpreter, on this checkout's code, with folders of its own (the host's data folder is not the
+window's), so a test sees what a user on a laptop talking to a GPU box sees — two histories, two sets of run files,
+one SSH session between them.
 `make test` installs `openssh-server` when it can (root and apt); without sshd these tests are skipped.
 """
 
@@ -18,6 +19,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+# The code under test is this checkout's, on both ends: the host's Python imports it first, whatever workbench the
+# interpreter has installed (a test run from another checkout or virtual environment must not reach that one).
+CHECKOUT = Path(__file__).resolve().parents[1]
 SSHD = shutil.which("sshd") or ("/usr/sbin/sshd" if Path("/usr/sbin/sshd").exists() else None)
 
 
@@ -80,7 +84,7 @@ def start_sshd(folder: Path) -> SshServer:
     host_data = folder / "host-data"
     remote_python = folder / "remote-python"
     remote_python.write_text(f"#!/bin/sh\nexport WORKBENCH_DATA_DIR={host_data} "
-                             f"WORKBENCH_CACHE_DIR={folder / 'host-cache'} OMP_NUM_THREADS=1\n"
+                             f"WORKBENCH_CACHE_DIR={folder / 'host-cache'} OMP_NUM_THREADS=1 PYTHONPATH={CHECKOUT}\n"
                              f"cd {folder}\nexec {sys.executable} \"$@\"\n")
     remote_python.chmod(0o755)
     ssh = (f"ssh -F /dev/null -i {folder / 'user_key'} -o IdentitiesOnly=yes "

@@ -85,6 +85,35 @@ def test_an_unknown_host_key_is_refused_never_accepted(remote, ssh_server, monke
     assert f"`ssh -p {ssh_server.port} {remote.user}@127.0.0.1`" in caught.value.hint
 
 
+@pytest.mark.parametrize("policy", ["accept-new", "no"])
+def test_an_unknown_host_key_is_refused_whatever_the_users_ssh_config_says(remote, ssh_server, monkeypatch, tmp_path,
+                                                                        policy):
+    """The user's ~/.ssh/config may accept new keys (or check none): Workbench's own option comes first on ssh's
+    command line, and ssh takes the first value it is given."""
+    known = tmp_path / "known_hosts"
+    known.write_text("")
+    config = tmp_path / "ssh_config"
+    config.write_text(f"Host *\n    StrictHostKeyChecking {policy}\n    UserKnownHostsFile {known}\n")
+    command = ssh_server.ssh_command.replace("-F /dev/null", f"-F {config}")
+    monkeypatch.setenv("WORKBENCH_SSH", command.replace(f"-o UserKnownHostsFile={ssh_server.folder / 'known_hosts'}",
+                                                        ""))
+    with pytest.raises(RemoteError) as caught:
+        remote.hello()
+    assert caught.value.step == "host key" and "not known" in str(caught.value)
+    assert known.read_text() == ""
+
+
+def test_the_hosts_workbench_is_this_checkouts(ssh_server):
+    """The remote side of these tests runs the code under test, not a workbench installed elsewhere."""
+    from ..sshd import CHECKOUT
+
+    probe = "import workbench; print(workbench.__file__)"
+    found = subprocess.run([*ssh_server.ssh_command.split(), "-p", str(ssh_server.port), "127.0.0.1",
+                            f"{ssh_server.remote_python} -c '{probe}'"], capture_output=True, text=True, timeout=60)
+    assert found.returncode == 0, found.stderr
+    assert Path(found.stdout.strip()).is_relative_to(CHECKOUT / "workbench")
+
+
 def test_a_key_the_host_does_not_take_is_an_authentication_step_never_a_prompt(remote, ssh_server, monkeypatch,
                                                                                tmp_path):
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / "stranger")], check=True)

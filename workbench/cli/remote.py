@@ -62,7 +62,7 @@ def cmd_attach(args: argparse.Namespace) -> int:
 def follow(run: RemoteRun, start, copy_to: str | None, *, ctrl_c_stops: bool) -> int:
     """Drive `start(bar, stop)` with a progress bar. The terminal closing (SIGHUP) leaves the run training on the
     host; Ctrl+C stops it after its step when `ctrl_c_stops` (train), else — and a second time — leaves it
-    running (attach); SIGTERM stops it."""
+    running (attach); SIGTERM stops it, and a second SIGTERM (the stop did not get through) stops following it."""
     bar = ProgressBar(sys.stderr)
     stop = threading.Event()
     with _signals(run, stop, ctrl_c_stops):
@@ -87,7 +87,8 @@ def follow(run: RemoteRun, start, copy_to: str | None, *, ctrl_c_stops: bool) ->
 @contextlib.contextmanager
 def _signals(run: RemoteRun, stop: threading.Event, ctrl_c_stops: bool):
     def handle(signum, frame) -> None:
-        if signum == signal.SIGTERM or (signum == signal.SIGINT and ctrl_c_stops and not stop.is_set()):
+        if (signum == signal.SIGTERM and not stop.is_set()) or (signum == signal.SIGINT and ctrl_c_stops
+                                                                 and not stop.is_set()):
             stop.set()
             print("\nstopping after this step (Ctrl+C again leaves it running on the host)…", file=sys.stderr)
         else:

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import queue
@@ -32,7 +33,7 @@ from .process import ChildError, ChildProcess
 from .protocol import RUN_JOB_ID, Lines
 from .remote_wire import HostPath, RunInfo, RunStart, SpareRun
 from .request import RunRequest
-from .ssh import Remote, RemoteError, Session
+from .ssh import INSTALL_HINT, Remote, RemoteError, Session
 
 RECONNECT_S = 120.0  # how long a dropped run is re-attached for before this side gives up (the run goes on there)
 RECONNECT_DELAYS = (1.0, 2.0, 4.0, 8.0, 15.0)  # between attempts, the last repeated
@@ -60,6 +61,14 @@ class RemoteKernel(ChildProcess):
 
     def _exit_text(self, when: str) -> str:
         return with_step(self.session.failure(when))
+
+    def read_message(self, timeout: float, when: str) -> dict | None:
+        """As a local kernel's, read as the session reads: an ended session, a login's banner or a line that is not
+        the protocol is a ChildError that says which (never a ValueError out of the client's thread)."""
+        try:
+            return self.session.read(timeout, when)
+        except RemoteError as exc:
+            raise ChildError(with_step(exc)) from None
 
 
 def with_step(error: RemoteError) -> str:
@@ -126,18 +135,22 @@ class RemoteRun:
         return self.follow(session, emit, stop, replace=True)
 
     def _header(self, session: Session) -> RunStart:
-        message = session.read(START_TIMEOUT_S, "while starting the run")
-        if message is None:
-            session.close()
-            raise RemoteError("remote start", f"{self.remote} did not start the run within {START_TIMEOUT_S:.0f} s")
-        if "error" in message:
-            session.close()
-            raise RemoteError("remote start", str(message["error"]))
+        """The host's answer that the run is started (or found); the session is closed when it is anything else."""
         try:
-            return RunStart.from_dict(message)
-        except ValueError as exc:
+            message = session.read(START_TIMEOUT_S, "while starting the run")
+            if message is None:
+                raise RemoteError("remote start",
+                                  f"{self.remote} did not start the run within {START_TIMEOUT_S:.0f} s")
+            if "error" in message:
+                raise RemoteError("remote start", str(message["error"]))
+            try:
+                return RunStart.from_dict(message)
+            except ValueError as exc:
+                raise RemoteError("version", f"{self.remote} answered in a way this Workbench cannot read: "
+                                             f"{exc}") from None
+        except BaseException:
             session.close()
-            raise RemoteError("version", f"{self.remote} answered in a way this Workbench cannot read: {exc}") from None
+            raise
 
     def follow(self, session: Session, emit: Callable[[Event], None], stop: threading.Event, *,
                replace: bool = False) -> Event:
@@ -156,18 +169,20 @@ class RemoteRun:
                     session.send(self.requests.get())
                 try:
                     message = session.read(0.1, "during the run")
+                    event = _event(message, self.remote) if message is not None and "event" in message else None
                 except RemoteError as exc:
                     session.close()
                     if self._detached.is_set():
                         return self._left(recorder)
-                    session = self._reattach(exc, emit, stop)
-                    if session is None:
+                    if exc.step == "protocol":  # another session would meet the same
                         return self._left(recorder, lost=exc, emit=emit)
-                    self._session, cancel_sent = session, False
+                    again = self._reattach(exc, emit, stop)
+                    if again is None:
+                        return self._left(recorder, lost=exc, emit=emit, stopped=stop.is_set())
+                    self._session, session, cancel_sent = again, again, False
                     continue
-                if message is None or "event" not in message:
+                if event is None:
                     continue
-                event = from_dict(message["event"])
                 self.received += 1
                 if recorder is not None:
                     recorder(event)
@@ -185,13 +200,15 @@ class RemoteRun:
         emit(Notice("warning", f"lost the connection to {self.remote} ({lost}); the run goes on there: "
                                "reconnecting…"))
         deadline = time.monotonic() + RECONNECT_S
-        for attempt in range(1000):
-            if self._detached.is_set() or time.monotonic() > deadline:
-                return None
+        for attempt in itertools.count():
+            if self._detached.is_set() or stop.is_set() or time.monotonic() > deadline:
+                return None  # stopped meanwhile: the stop cannot reach the run, and nobody waits for it here
             try:
                 session = self.remote.open("attach", self.started.key, str(self.received))
                 self._header(session)
-            except RemoteError:
+            except RemoteError as exc:
+                if exc.step == "protocol":
+                    return None
                 delay = RECONNECT_DELAYS[min(attempt, len(RECONNECT_DELAYS) - 1)]
                 self._detached.wait(min(delay, max(0.0, deadline - time.monotonic())))
                 continue
@@ -201,16 +218,25 @@ class RemoteRun:
         return None
 
     def _left(self, recorder: RunRecorder | None, lost: RemoteError | None = None,
-              emit: Callable[[Event], None] | None = None) -> RunFailed:
+              emit: Callable[[Event], None] | None = None, stopped: bool = False) -> RunFailed:
         """This side stops following a run that goes on on the host: its record here stays "running" until it is
-        attached again (which writes it afresh)."""
+        attached again (which writes it afresh). `lost`: why (the connection, for RECONNECT_S; or the host's
+        output, which no reconnection mends: a failure of kind "remote"); `stopped`: a stop came while reconnecting,
+        and could not be sent."""
         if recorder is not None:
             recorder.flush()
         key = self.started.key if self.started else "?"
-        how = "left running" if lost is None else f"lost the connection for {RECONNECT_S:.0f} s ({lost})"
-        failed = RunFailed(kind="detached", message=f"{how}: the run goes on on {self.remote}",
-                           hint=f"attach to it again with Kernel → Connect to…, or `workbench attach {self.remote} "
-                                f"{key}`")
+        attach = f"attach to it again with Kernel → Connect to…, or `workbench attach {self.remote} {key}`"
+        if lost is None:
+            how, hint = "left running", attach
+        elif lost.step == "protocol":
+            how, hint = f"stopped following it: {lost}", f"{lost.hint}; then {attach}"
+        elif stopped:
+            how, hint = f"stopped while the connection was lost ({lost}): the stop could not be sent", attach
+        else:
+            how, hint = f"lost the connection for {RECONNECT_S:.0f} s ({lost})", attach
+        failed = RunFailed(kind="remote" if lost is not None and lost.step == "protocol" else "detached",
+                           message=f"{how}: the run goes on on {self.remote}", hint=hint)
         if emit is not None:
             emit(failed)
         return failed
@@ -231,6 +257,15 @@ class RemoteRun:
         except RunStoreError as exc:
             note(exc)
             return None
+
+
+def _event(message: dict, remote: Remote) -> Event:
+    """An event message's event; a RemoteError (protocol) for one this Workbench cannot read."""
+    try:
+        return from_dict(message["event"])
+    except ValueError as exc:
+        raise RemoteError("protocol", f"{remote} sent an event this Workbench cannot read ({first_line(exc)})",
+                          INSTALL_HINT.format(python=remote.python)) from None
 
 
 def host_runs(remote: Remote) -> list[RunInfo]:
@@ -269,6 +304,10 @@ def fetch(remote: Remote, source: str, target: str | Path,
         return target
     except (OSError, EOFError) as exc:
         raise RemoteError("session", f"copying {source} from {remote} failed: {first_line(exc)}") from None
+    except tarfile.TarError as exc:  # a member that would leave the folder (../, absolute, a link out), or damage
+        raise RemoteError("protocol", f"copying {source} from {remote} was refused: {first_line(exc)}; nothing was "
+                                      f"written", "the host sent a folder that would write outside its copy here; "
+                                                  "look at what that folder holds on the host") from None
     finally:
         session.close()
 
@@ -340,6 +379,14 @@ def _ask(remote: Remote, *args: str, when: str) -> dict | None:
         session.close()
 
 
+def _inside_only(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo:
+    """tarfile's "data" filter (no `../`, no links out of the folder, no devices), and an absolute name refused
+    rather than made relative as that filter does: a host that sends one is not sending a run's folder."""
+    if member.name.startswith("/") or os.path.isabs(member.name):
+        raise tarfile.AbsolutePathError(member)
+    return tarfile.data_filter(member, path)
+
+
 class _Bytes:
     """The raw bytes after a session's header line (some may already sit in its reader's buffer), as a file."""
 
@@ -367,12 +414,14 @@ class _Bytes:
 
 
 def _unpack(reader: _Bytes, target: Path) -> Path:
-    """A folder's tar stream unpacked beside `target`, then put in its place (an existing one is replaced)."""
+    """A folder's tar stream unpacked beside `target`, then put in its place (an existing one is replaced). The host
+    may be compromised: a member that would land outside the folder (`../`, an absolute path, a link pointing out,
+    a device) is refused (`_inside_only`), and nothing of the stream is kept."""
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
         with tarfile.open(fileobj=reader, mode="r|") as tar:
-            tar.extractall(staging, filter="data")  # no absolute paths, no links out of the folder
+            tar.extractall(staging, filter=_inside_only)
         if target.exists():
             shutil.rmtree(target)
         os.replace(staging, target)

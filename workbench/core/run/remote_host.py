@@ -22,10 +22,16 @@ session; the kernels behind it are reached as they are locally, on a token-check
 A detached run is a supervisor process (`supervise KEY`, its own session) driving a run kernel as the CLI does. Its
 folder under the data folder's `remote-runs/` holds the request, the event log (one JSON line per event, appended
 and flushed as they come: what an attach replays), the supervisor's pid and a control file that attaches append to.
+
+Whether a supervisor still runs is a lock, not a guess: it holds an exclusive lock on the folder's ALIVE file for as
+long as it lives (the system releases it when the process ends, however it ends), and the session that starts it
+returns only once it holds it. A pid and its /proc/PID/cmdline would not do: the command line is still empty for a
+moment after a process starts (seen in 27 and 51 of 300 reads), and a pid can be reused by another program.
 """
 
 from __future__ import annotations
 
+import fcntl
 import io
 import json
 import os
@@ -53,6 +59,7 @@ POLL_S = 0.05  # how often an attach looks for new events, and a supervisor for 
 LOG = "events.jsonl"
 CONTROL = "control.jsonl"
 REQUEST = "request.json"
+ALIVE = "alive.lock"  # locked by the folder's supervisor while it runs
 # A spare's folder holds SPARE (its holder's pid) until one side renames it, atomically, and so owns what comes next:
 # `start` to CLAIMED (the spare trains its request), the holder or the supervisor to ABANDONED (it ends unused).
 SPARE, CLAIMED, ABANDONED = "spare", "claimed", "abandoned"
@@ -146,20 +153,25 @@ class RunFolder:
             return None
 
     def supervised(self) -> bool:
-        """Whether its supervisor still runs (an ended or killed one leaves its pid file behind)."""
-        pid = self.pid()
-        if pid is None:
+        """Whether its supervisor still runs: whether ALIVE is locked (an ended or killed supervisor's lock is
+        released by the system; a folder whose supervisor never started has none)."""
+        try:
+            fd = os.open(self.path / ALIVE, os.O_RDONLY)
+        except OSError:
             return False
         try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            return False  # nobody holds it (ours is let go at once, by the close below)
+        except BlockingIOError:
             return True
-        try:  # a pid reused by another program is not our supervisor
-            return b"remote_host" in Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            return True
+        finally:
+            os.close(fd)
+
+    def hold_alive(self) -> int:
+        """In the supervisor: lock ALIVE for the life of this process (the descriptor stays open until it ends)."""
+        fd = os.open(self.path / ALIVE, os.O_RDWR | os.O_CREAT, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        return fd
 
 
 def start_run(stdin: BinaryIO, out: BinaryIO, spare: str | None = None) -> int:
@@ -181,12 +193,23 @@ def start_run(stdin: BinaryIO, out: BinaryIO, spare: str | None = None) -> int:
 
 
 def _supervise_detached(folder: RunFolder) -> subprocess.Popen:
-    """The folder's supervisor, in a session of its own: it outlives this one (and the SSH connection)."""
-    with open(folder.path / "supervisor.log", "ab") as log:
-        process = subprocess.Popen([sys.executable, "-m", "workbench.core.run.remote_host", "supervise", folder.key],
-                                   stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
-                                   close_fds=True)
-    (folder.path / "pid").write_text(str(process.pid))
+    """The folder's supervisor, in a session of its own: it outlives this one (and the SSH connection). Returns
+    once it holds its ALIVE lock (or has ended): from then on `supervised()` is the truth, however loaded the host
+    (the supervisor closes the pipe's write end when it has the lock; an early death closes it too)."""
+    ready, announce = os.pipe()
+    try:
+        with open(folder.path / "supervisor.log", "ab") as log:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "workbench.core.run.remote_host", "supervise", folder.key, str(announce)],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, pass_fds=(announce,))
+        os.close(announce)
+        announce = -1
+        (folder.path / "pid").write_text(str(process.pid))
+        os.read(ready, 1)  # b"" once the supervisor has closed its end: locked, or gone
+    finally:
+        os.close(ready)
+        if announce >= 0:
+            os.close(announce)
     return process
 
 
@@ -229,13 +252,18 @@ def _new_folder() -> RunFolder:
     raise OSError(f"no free run folder under {root}")
 
 
-def supervise(key: str) -> int:
+def supervise(key: str, announce: int | None = None) -> int:
     """Train the folder's request as the CLI does, every event appended to the folder's log (flushed: an attach
-    reads it as it grows); cancel and profile lines appended to its control file act on the run."""
+    reads it as it grows); cancel and profile lines appended to its control file act on the run. First of all, the
+    folder's ALIVE lock is taken and the starting session told so (by closing `announce`)."""
+    folder = RunFolder(key)
+    folder.hold_alive()
+    if announce is not None:
+        os.close(announce)
+
     from .launch import start_run as train
     from .process import ChildProcess, start_distributed
 
-    folder = RunFolder(key)
     spare = None
     if not (folder.path / REQUEST).exists():  # a spare: its kernel imports PyTorch while it waits for a request
         spare = ChildProcess()
@@ -521,7 +549,7 @@ def main(argv: list[str]) -> int:
             write_line(out, HostPath(staging_folder()).to_dict())
             return 0
         if command == "supervise":
-            return supervise(args[0])
+            return supervise(args[0], int(args[1]) if len(args) > 1 else None)
     except BrokenPipeError:  # the caller went away: the run (if any) goes on under its supervisor
         return 0
     print(f"unknown command {command!r}: one of hello, kernel, spare, start, attach, runs, fetch, receive, "

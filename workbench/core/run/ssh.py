@@ -13,6 +13,7 @@ connection is noticed within ~15 s, even when nothing is being sent).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -35,7 +36,8 @@ _HOST = re.compile(r"^(?:(?P<user>[^@\s:/]+)@)?(?P<name>[A-Za-z0-9._-]+|\[[0-9A-
 
 class RemoteError(WorkbenchError):
     """A remote host could not be used; `step` says which step of the connection failed (address, name
-    resolution, connection, host key, authentication, remote start, version, session)."""
+    resolution, connection, host key, authentication, remote start, version, session, protocol: the host sent
+    what is not Workbench's protocol — reconnecting would only meet it again)."""
 
     kind = "remote"
 
@@ -118,9 +120,12 @@ class Remote:
             raise RemoteError("version", f"{self} answered in a way this Workbench cannot read ({message!r:.200})",
                               INSTALL_HINT.format(python=self.python)) from None
         if hello.protocol != PROTOCOL_VERSION:
+            newer = hello.protocol > PROTOCOL_VERSION
             raise RemoteError("version", f"{self} runs workbench {hello.workbench} (protocol {hello.protocol}), "
                                          f"this window needs protocol {PROTOCOL_VERSION}",
-                              INSTALL_HINT.format(python=self.python))
+                              f"the host's Workbench is {'newer' if newer else 'older'}: "
+                              + ("update this computer's to its version, or " if newer else "")
+                              + INSTALL_HINT.format(python=self.python))
         return hello
 
 
@@ -162,6 +167,7 @@ class Session:
             theirs.close()
         self.conn = ours
         self.lines = Lines(ours)
+        self.received = 0  # messages read: a line that is not the protocol before the first is the login's
         if first_line is not None:
             try:
                 ours.sendall(first_line.encode() + b"\n")
@@ -169,11 +175,35 @@ class Session:
                 pass  # ssh ended already: the first read says why
 
     def read(self, timeout: float | None, when: str) -> dict | None:
-        """The next message; None on timeout; a RemoteError (explained from ssh's words) when the session ended."""
+        """The next message; None on timeout; a RemoteError (explained from ssh's words) when the session ended,
+        or (step "protocol") when the host sent what is not a message of Workbench's protocol."""
         try:
-            return self.lines.read(timeout)
-        except (EOFError, ValueError, OSError):  # OSError: the session was ended from another thread (`hang_up`)
+            message = self.lines.read(timeout)
+        except (EOFError, OSError):  # OSError: the session was ended from another thread (`hang_up`)
             raise self.failure(when) from None
+        except ValueError as exc:  # not JSON (its text is the error's doc), or a line over the limit
+            raise self.garbled(getattr(exc, "doc", None) or str(exc), when) from None
+        if message is not None and not isinstance(message, dict):
+            raise self.garbled(json.dumps(message), when)
+        if message is not None:
+            self.received += 1
+        return message
+
+    def garbled(self, line: str, when: str) -> RemoteError:
+        """The host sent `line`, which is no message of the protocol: before any message, its login printed it
+        (a banner, an `echo` in ~/.bashrc, which ssh runs for every session); later, the host's program is not
+        this Workbench's. Either way, connecting again would only meet it again."""
+        shown = line.strip()[:120] + ("…" if len(line.strip()) > 120 else "")
+        if not self.received:
+            return RemoteError("protocol", f"{self.remote} printed {shown!r} before Workbench started {when}: its "
+                                           "login prints to the session's output, which carries Workbench's messages",
+                               "make the host's shell startup print only in interactive sessions (e.g. "
+                               "`[[ $- == *i* ]] || return` at the top of ~/.bashrc) or to stderr: "
+                               f"`{self.remote.terminal_command()} true` must print nothing")
+        return RemoteError("protocol", f"{self.remote} sent a line that is not Workbench's protocol {when}: "
+                                       f"{shown!r}",
+                           f"something on the host writes to the session's output beside Workbench (a wrapper "
+                           f"around {self.remote.python}?): give the Python that has Workbench installed itself")
 
     def send(self, message: dict) -> bool:
         try:

@@ -1,0 +1,81 @@
+"""Following a remote run through an outage, with sessions that fail on cue (no network, no host): reconnection
+goes on past its back-off table until RECONNECT_S and ends as detached; a stop while reconnecting ends the follow
+at once, saying the stop could not be sent."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from workbench.core.ground.events import Notice, RunFailed
+from workbench.core.run import remote as remote_module
+from workbench.core.run.remote import RemoteRun
+from workbench.core.run.remote_wire import RunStart
+from workbench.core.run.ssh import Remote, RemoteError
+
+
+class DroppedSession:
+    """A session whose connection has dropped: every read says so."""
+
+    def __init__(self):
+        self.closed = False
+
+    def read(self, timeout, when):
+        raise RemoteError("session", f"the session was cut {when}")
+
+    def send(self, message) -> bool:
+        return False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@pytest.fixture
+def outage(monkeypatch, tmp_path):
+    """A run being followed whose host cannot be reached again: every attempt to attach is refused, timed."""
+    monkeypatch.setattr(remote_module, "RECONNECT_DELAYS", (0.01, 0.02, 0.04))
+    monkeypatch.setattr(remote_module, "RECONNECT_S", 1.0)
+    run = RemoteRun(Remote.parse("gpu-box"), db=str(tmp_path / "local.sqlite"))
+    run.started = RunStart("20261205-010203", "/host/runs/1", "gpu-box")
+    attempts: list[float] = []
+
+    def refused(*args, **kwargs):
+        attempts.append(time.monotonic())
+        raise RemoteError("connection", "cannot reach gpu-box: Connection refused")
+
+    monkeypatch.setattr(run.remote.__class__, "open", refused)
+    return run, attempts
+
+
+def test_an_outage_longer_than_the_back_off_table_keeps_trying_until_the_bound_then_ends_detached(outage):
+    run, attempts = outage
+    events: list = []
+    started = time.monotonic()
+    result = run.follow(DroppedSession(), events.append, threading.Event())
+    assert isinstance(result, RunFailed) and result.kind == "detached"
+    assert "lost the connection for 1 s" in result.message and "the run goes on on gpu-box" in result.message
+    assert "workbench attach gpu-box 20261205-010203" in result.hint
+    assert time.monotonic() - started >= remote_module.RECONNECT_S  # it gave up at the bound, not before
+    assert len(attempts) > len(remote_module.RECONNECT_DELAYS) + 2  # past the table: its last delay, repeated
+    last_gaps = [b - a for a, b in zip(attempts[-3:], attempts[-2:])]
+    assert all(gap >= remote_module.RECONNECT_DELAYS[-1] for gap in last_gaps)
+    assert events[-1] == result and any("reconnecting" in e.message for e in events if isinstance(e, Notice))
+
+
+def test_a_stop_while_reconnecting_ends_the_follow_at_once_saying_it_could_not_be_sent(outage):
+    run, attempts = outage
+    stop = threading.Event()
+    events: list = []
+
+    def emit(event):
+        events.append(event)
+        if isinstance(event, Notice) and "reconnecting" in event.message:
+            stop.set()  # SIGTERM, or Stop in the window, while the host is out of reach
+
+    started = time.monotonic()
+    result = run.follow(DroppedSession(), emit, stop)
+    assert time.monotonic() - started < remote_module.RECONNECT_S  # not held for the whole bound
+    assert isinstance(result, RunFailed) and result.kind == "detached"
+    assert "the stop could not be sent" in result.message and "the run goes on on gpu-box" in result.message
