@@ -176,3 +176,52 @@ print("ok")
 """
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=180)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+
+
+CRASHING_MODEL = '''from torch import nn
+
+
+class Planted(BaseException):
+    """Not an Exception: nothing in the kernel catches it, as nothing catches a real crash."""
+
+
+class Crasher(nn.Module):
+    def __init__(self, input_dim, hidden_dim, output_dim, dropout):
+        super().__init__()
+        print("a print on stdout, not the cause", flush=True)
+        raise Planted("planted crash in the model's constructor")
+'''
+
+
+def test_a_forked_kernel_that_crashes_reports_its_traceback_never_its_last_print(tmp_path):
+    """Its stdout and stderr are the parent's two streams in that order: the crash's words are on stderr."""
+    spec = tmp_path / "crasher.py"
+    spec.write_text(CRASHING_MODEL, encoding="utf-8")
+    process, result, _ = _train(TrainConfig(model=f"{spec}:Crasher", epochs=1, max_steps=2), tmp_path / "run")
+    assert isinstance(process.process, forkserver.ForkedProcess)
+    assert isinstance(result, RunFailed) and result.kind == "crashed"
+    assert "exited with code 1" in result.message
+    assert result.message.endswith(".Planted: planted crash in the model's constructor")  # the traceback's end
+    assert "a print on stdout" not in result.message
+
+
+def test_a_run_that_finishes_while_its_fork_server_is_frozen_still_finishes(tmp_path):
+    """The server reaps its children and reports their exits; frozen (SIGSTOP, a debugger), it reports nothing.
+    The kernel is seen to end all the same, and the finished run is not turned into a failure."""
+    process = ChildProcess()
+    frozen: list[int] = []
+
+    def freeze_at_the_first_step(event):
+        if isinstance(event, Step) and not frozen:
+            frozen.append(process.process._server.process.pid)
+            os.kill(frozen[0], signal.SIGSTOP)
+
+    try:
+        result = process.run(RunRequest(TrainConfig(epochs=1, max_steps=20), out_dir=str(tmp_path / "run"),
+                                        record=False), freeze_at_the_first_step, threading.Event())
+    finally:
+        for pid in frozen:
+            os.kill(pid, signal.SIGCONT)
+    assert frozen and isinstance(result, RunFinished) and not result.stopped, result
+    assert (tmp_path / "run" / "checkpoint.pt").is_file()
+    assert process.process.returncode == forkserver.UNKNOWN_EXIT  # seen to end; its code was never reported

@@ -34,12 +34,14 @@ import atexit
 import itertools
 import json
 import os
+import select
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 from typing import Mapping
 
 SERVER_FLAG = "--workbench-forkserver"  # a frozen app runs itself as the server with this flag (see cli.main)
@@ -48,7 +50,9 @@ MAX_MESSAGE = 1 << 20  # one datagram: a spawn request carries the child's whole
 # Variables a kernel reads at run time, never at import: a spawn may set them to anything. OMP_NUM_THREADS is
 # read at import by OpenMP, so a forked child applies it itself (torch.set_num_threads).
 RUN_TIME_ONLY = ("WORKBENCH_", "PYTEST_", "OMP_NUM_THREADS", "PYTHONUNBUFFERED")
-UNKNOWN_EXIT = 255  # a child whose server died before it: its exit code was never seen
+UNKNOWN_EXIT = 255  # a child whose server died before it (or stopped answering): its exit code was never seen
+EXIT_REPORT_S = 2.0  # a child seen to have ended whose server has not said so by then: the server is not answering
+WAIT_POLL_S = 0.1  # how often a wait looks at the child itself, besides the server's word
 KEPT_SERVERS = 2  # servers for different import environments kept at once (tests change CXX, TORCH_LOGS, …)
 
 
@@ -75,6 +79,8 @@ class ForkedProcess:
         self._pid: int | None = None
         self.returncode: int | None = None
         self._pending_signal: int | None = None
+        self._pidfd: int | None = None  # the child itself, watched: readable once it has ended, reaped or not
+        self._ended_seen: float | None = None  # when it was first seen ended without the server's word
         self.failure = ""  # why it never started, when it did not
 
     @property
@@ -86,15 +92,34 @@ class ForkedProcess:
             return self._pid
 
     def poll(self) -> int | None:
+        """Its exit code once ended: as the server reports it; UNKNOWN_EXIT when the server cannot (it died first,
+        or is frozen — SIGSTOP, a debugger — and a child it forked has ended without a word from it)."""
         with self._changed:
-            if self.returncode is None and self._pid is not None and not self._server.alive:
-                self._orphaned()
+            if self.returncode is None and self._pid is not None:
+                if not self._server.alive:
+                    self._orphaned()
+                elif self._seen_ended():
+                    now = time.monotonic()
+                    self._ended_seen = self._ended_seen or now
+                    if now - self._ended_seen > EXIT_REPORT_S:
+                        self._ended(UNKNOWN_EXIT, "its fork server did not report its exit")
             return self.returncode
 
+    def _seen_ended(self) -> bool:
+        """Whether the child has ended, seen by this process itself (its pidfd is readable once it exits, before
+        anyone reaps it): the server's word is not needed to know it, only to know its exit code."""
+        if self._pidfd is None:
+            return False
+        return bool(select.select([self._pidfd], [], [], 0)[0])
+
     def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
         with self._changed:
-            if not self._changed.wait_for(lambda: self.poll() is not None, timeout=timeout):
-                raise subprocess.TimeoutExpired(f"forked kernel {self._pid}", timeout)
+            while self.poll() is None:  # woken by the server's report, else looking at the child every WAIT_POLL_S
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    raise subprocess.TimeoutExpired(f"forked kernel {self._pid}", timeout)
+                self._changed.wait(WAIT_POLL_S if left is None else min(WAIT_POLL_S, left))
             return self.returncode
 
     def send_signal(self, signum: int) -> None:
@@ -125,6 +150,10 @@ class ForkedProcess:
     def _forked(self, pid: int) -> None:
         with self._changed:
             self._pid = pid
+            try:
+                self._pidfd = os.pidfd_open(pid)
+            except OSError:  # ended and reaped already (the report follows), or no pidfd here (Linux < 5.3)
+                self._pidfd = None
             pending, self._pending_signal = self._pending_signal, None
             self._changed.notify_all()
         if pending is not None:
@@ -134,6 +163,9 @@ class ForkedProcess:
         with self._changed:
             if self.returncode is None:
                 self.returncode, self.failure = code, failure
+            if self._pidfd is not None:
+                os.close(self._pidfd)
+                self._pidfd = None
             self._changed.notify_all()
 
     def _orphaned(self) -> None:
@@ -142,8 +174,7 @@ class ForkedProcess:
         try:
             os.kill(self._pid, 0)
         except ProcessLookupError:
-            self.returncode = UNKNOWN_EXIT
-            self._changed.notify_all()
+            self._ended(UNKNOWN_EXIT)
 
 
 class ForkServer:

@@ -317,7 +317,9 @@ class ChildProcess:
             pass  # already gone: the read loop reports how it ended
 
     def terminate(self) -> None:
-        """SIGTERM the child's process group (torchrun and its ranks too), then SIGKILL what is left."""
+        """SIGTERM the child's process group (torchrun and its ranks too), then SIGKILL what is left. Never raises:
+        a child that outlives even SIGKILL (stuck in the kernel, on a dead file system) is left to the system, and
+        whatever the run had already reported stands."""
         if self.process.poll() is not None:
             return
         self.terminated = True
@@ -326,7 +328,10 @@ class ChildProcess:
             self.process.wait(timeout=KILL_GRACE_S)
         except subprocess.TimeoutExpired:
             _signal_group(self.process, "SIGKILL")
-            self.process.wait(timeout=KILL_GRACE_S)
+            try:
+                self.process.wait(timeout=KILL_GRACE_S)
+            except subprocess.TimeoutExpired:
+                pass
 
     def close(self) -> None:
         if self.conn is not None:
