@@ -132,6 +132,24 @@ def test_throughput_falling_by_more_than_the_share_fires():
     assert alert.rule == "throughput_drop" and alert.step == 100 and alert.panel == "system"
 
 
+@pytest.mark.parametrize("share, quiet, fires", [(0.3, 750.0, 650.0), (0.7, 350.0, 250.0)])
+def test_the_throughput_drop_share_is_the_share_below_the_median_whatever_its_value(share, quiet, fires):
+    """At 0.5 a share and its complement agree: other values tell `(1 - share) × median` from `share × median`."""
+    steady = [step(n, rate=1000.0, seconds=0.1) for n in range(1, 61)]
+    watch = AlertWatch(AlertThresholds(throughput_drop=share))
+    assert feed(watch, steady) == []
+    assert feed(watch, [step(n, rate=quiet, seconds=0.1) for n in range(61, 81)]) == []  # less than `share` down
+    [alert] = feed(watch, [step(n, rate=fires, seconds=0.1) for n in range(81, 101)])  # more than `share` down
+    assert alert.rule == "throughput_drop" and f"{1 - fires / 1000:.0%} below the run's median" in alert.title
+
+
+@pytest.mark.parametrize("share", [0.6, 0.95])
+def test_memory_fires_at_the_share_it_is_given(share):
+    watch = AlertWatch(AlertThresholds(memory_share=share), memory_limit_mib=1000.0)
+    assert feed(watch, [step(1, memory={"rss": 1000.0 * share - 1})]) == []
+    assert rules(feed(watch, [step(2, memory={"rss": 1000.0 * share})])) == ["memory_near_limit"]
+
+
 def test_compiling_steps_are_no_throughput_reading():
     watch = AlertWatch(AlertThresholds())
     slow_compiles = [step(n, rate=10.0, seconds=0.5, compiling=True) for n in range(1, 30)]

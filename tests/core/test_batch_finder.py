@@ -82,6 +82,12 @@ def test_the_suggestion_leaves_enough_optimizer_steps_an_epoch():
     assert suggest([BatchPoint(16, 1.0, 1.0, fits=False), *SAMPLE_POINTS[1:]], cuda=True, train_size=500) == 32
 
 
+def test_exactly_fifty_steps_an_epoch_is_enough_and_one_fewer_is_not():
+    # 3,200 images: batch 64 gives exactly 50 steps an epoch; 3,199 give 49 (the partial last batch is dropped)
+    assert suggest(SAMPLE_POINTS, cuda=False, train_size=3200) == 64
+    assert suggest(SAMPLE_POINTS, cuda=False, train_size=3199) == 32
+
+
 def test_the_finding_says_which_batch_the_floor_passed_over(monkeypatch):
     speeds = {point.batch_size: point for point in SAMPLE_POINTS}
     monkeypatch.setattr(batch_finder, "_measure", lambda config, stop, total_mib, steps=None:
