@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -225,3 +226,70 @@ def test_a_run_that_finishes_while_its_fork_server_is_frozen_still_finishes(tmp_
     assert frozen and isinstance(result, RunFinished) and not result.stopped, result
     assert (tmp_path / "run" / "checkpoint.pt").is_file()
     assert process.process.returncode == forkserver.UNKNOWN_EXIT  # seen to end; its code was never reported
+
+
+SPAWNING_MODEL = '''import os, subprocess
+from torch import nn
+
+
+class Spawner(nn.Module):
+    """Starts a long-lived helper process of its own (as DataLoader workers or compile workers are), then trains."""
+
+    def __init__(self, input_dim, hidden_dim, output_dim, dropout):
+        super().__init__()
+        helper = subprocess.Popen(["sleep", "600"])
+        with open(os.environ["WORKBENCH_TEST_PROBE"], "w") as out:
+            out.write(str(helper.pid))
+        self.layer = nn.Linear(input_dim, output_dim)
+
+    def forward(self, x):
+        return self.layer(x.flatten(1).float())
+'''
+
+
+def test_ending_a_forked_kernel_ends_what_it_started_too(tmp_path, monkeypatch):
+    """A stop is sent to the kernel's whole process group: a helper it started does not outlive it."""
+    from ..helpers import alive
+
+    spec, probe = tmp_path / "spawner.py", tmp_path / "helper.pid"
+    spec.write_text(SPAWNING_MODEL, encoding="utf-8")
+    monkeypatch.setenv(PROBE_ENV, str(probe))
+    process = ChildProcess()
+
+    def end_at_the_first_step(event):
+        if isinstance(event, Step):
+            process.terminate()
+
+    process.run(RunRequest(TrainConfig(model=f"{spec}:Spawner", epochs=50), out_dir=str(tmp_path / "run"),
+                           record=False), end_at_the_first_step, threading.Event())
+    helper = int(probe.read_text())
+    deadline = time.monotonic() + 30
+    while alive(helper):  # SIGTERM to the group reaches it at once; its new parent reaps it
+        assert time.monotonic() < deadline, "the kernel's helper outlived it"
+        time.sleep(0.05)
+
+
+class FakeServer:
+    def __init__(self, name: str, children: int = 0):
+        self.name, self.alive, self._children, self.closed = name, True, children, False
+
+    def children(self):
+        return [object()] * self._children
+
+    def close(self):
+        self.closed = True
+
+
+def test_servers_beyond_the_kept_two_are_retired_least_recently_used_first_unless_they_have_children(monkeypatch):
+    assert forkserver.KEPT_SERVERS == 2
+    old, busy, recent, newest = (FakeServer("old"), FakeServer("busy", children=1), FakeServer("recent"),
+                                 FakeServer("newest"))
+    dead = FakeServer("dead")
+    dead.alive = False
+    monkeypatch.setattr(forkserver, "_servers", [dead, old, busy, recent, newest])
+    forkserver._retire_extra_servers()
+    # four alive, two too many: the least recently used without a child go; the busy one reports its child's exit
+    assert [s.name for s in forkserver._servers] == ["busy", "newest"]
+    assert dead.closed and old.closed and recent.closed and not busy.closed and not newest.closed
+    forkserver._retire_extra_servers()
+    assert [s.name for s in forkserver._servers] == ["busy", "newest"]  # within the two kept: none goes

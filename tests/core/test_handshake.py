@@ -262,3 +262,31 @@ def test_a_well_formed_hello_with_the_wrong_token_is_dropped_and_the_kernel_is_a
     assert isinstance(result, RunFinished) and result.stopped and result.steps == 3, result
     job = json.loads(events[1].message)  # the fake kernel echoes the job it was sent: the run went to it
     assert job["job"] == "train" and job["args"]["request"] == REQUEST.to_dict()
+
+
+def test_a_flood_of_silent_peers_drops_the_oldest_beyond_the_limit(patient_peers):
+    """MAX_PENDING_PEERS silent connections are held (each until its deadline, a minute away here); one more, and
+    the oldest is dropped at once, so the parent's open sockets stay bounded whatever connects."""
+    process = ChildProcess(["sleep", "100"])
+    stop = threading.Event()
+    runner = threading.Thread(target=process.run, args=(None, lambda event: None, stop), daemon=True)
+    runner.start()
+    peers = [socket.create_connection(address(process)) for _ in range(run_process.MAX_PENDING_PEERS)]
+    try:
+        for peer in peers:
+            peer.settimeout(0.2)
+        oldest = peers[0]
+        with pytest.raises(TimeoutError):
+            oldest.recv(1)  # held: within the limit
+        peers.append(socket.create_connection(address(process)))
+        oldest.settimeout(10)
+        assert oldest.recv(1) == b""  # dropped for the newcomer
+        peers[1].settimeout(0.2)
+        with pytest.raises(TimeoutError):
+            peers[1].recv(1)  # the next oldest is still held
+    finally:
+        stop.set()
+        runner.join(10)
+        process.close()
+        for peer in peers:
+            peer.close()

@@ -99,6 +99,7 @@ def test_tags_match_whole_and_without_case():
 @pytest.mark.parametrize("alias", ["acc", "accuracy", "best_val_accuracy"])
 def test_accuracy_has_its_aliases_and_takes_a_percentage(alias):
     assert ids(f"{alias}>0.9") == ids(f"{alias}>90%") == [1, 2]
+    assert ids(f"{alias}<=1") == ids(f"{alias}<=100%") == [1, 2, 4]  # 1 is a fraction: all of it
 
 
 def test_the_figures_short_names_and_the_date_prefix():

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from workbench.core.ground.config import TrainConfig
-from workbench.core.ground.events import Notice, RunFailed, RunFinished, RunStarted, Step
+from workbench.core.ground.events import Notice, RunFailed, RunFinished, RunStarted, Step, to_dict
 from workbench.core.history.runs import RunStore
 from workbench.core.run.client import KernelClient
 from workbench.core.run.launch import start_run
@@ -52,11 +52,28 @@ def test_the_first_contact_names_the_hosts_workbench_and_protocol(remote, ssh_se
     assert hello.data_dir == str(ssh_server.host_data)  # the host's own folders, not this side's
 
 
-@pytest.mark.parametrize("text", ["", "user@", "-oProxyCommand=x", "host:99999", "a b"])
+@pytest.mark.parametrize("text", ["", "user@", "-oProxyCommand=x", "host:99999", "host:0", "a b"])
 def test_an_address_that_is_not_a_host_is_refused_before_anything_runs(text):
     with pytest.raises(RemoteError) as caught:
         Remote.parse(text)
     assert caught.value.step == "address"
+
+
+def test_a_hosts_name_in_known_hosts_carries_its_port_unless_it_is_ssh_s_own():
+    assert Remote.parse("me@box").known_hosts_name == "box"
+    assert Remote.parse("me@box:22").known_hosts_name == "box"  # ssh writes port 22's keys under the bare name
+    assert Remote.parse("box:2222").known_hosts_name == "[box]:2222"
+
+
+def test_the_ssh_command_logs_in_as_the_user_on_the_port_with_the_options_first(monkeypatch):
+    monkeypatch.delenv("WORKBENCH_SSH", raising=False)
+    command = Remote.parse("me@box:2222", "/opt/wb/bin/python").ssh_command("hello")
+    assert command[:2] == ["ssh", "-T"] and command[-2:] == ["box", "/opt/wb/bin/python -m "
+                                                                     "workbench.core.run.remote_host hello"]
+    options = command[2:-2]
+    assert options[options.index("-l") + 1] == "me" and options[options.index("-p") + 1] == "2222"
+    for option in ("BatchMode=yes", "StrictHostKeyChecking=yes", "ServerAliveInterval=5"):
+        assert options[options.index(option) - 1] == "-o"
 
 
 def test_a_changed_host_key_is_refused_and_says_so(remote, ssh_server, monkeypatch, tmp_path):
@@ -157,7 +174,8 @@ def test_an_unreachable_port_fails_fast_as_a_connection_step(remote, ssh_server)
     closed = Remote.parse(f"127.0.0.1:{_closed_port()}", ssh_server.remote_python)
     with pytest.raises(RemoteError) as caught:
         closed.hello()
-    assert caught.value.step == "connection" and "refused" in str(caught.value).lower()
+    assert caught.value.step == "connection" and str(caught.value).startswith(f"cannot reach {closed} ")
+    assert "refused" in str(caught.value).lower() and "check the host and port" in caught.value.hint
 
 
 def test_a_name_that_does_not_resolve_is_said(remote):
@@ -256,6 +274,14 @@ def test_a_run_trains_there_and_is_recorded_on_both_sides(remote, tmp_path, ssh_
         assert any(record.out_dir == run.started.out_dir for record in store.list())
     copied = fetch(remote, result.results.checkpoint, tmp_path / "back" / "checkpoint.pt")
     assert copied.read_bytes() == Path(result.results.checkpoint).read_bytes()
+    # A folder copied back replaces the copy made before, whole: nothing of the old one stays.
+    target = tmp_path / "back" / "run"
+    target.mkdir()
+    (target / "from-an-earlier-copy.txt").write_text("old")
+    fetch(remote, run.started.out_dir, target)
+    host_folder = Path(run.started.out_dir)
+    assert sorted(p.name for p in target.iterdir()) == sorted(p.name for p in host_folder.iterdir())
+    assert (target / "events.jsonl").read_bytes() == (host_folder / "events.jsonl").read_bytes()
 
 
 def test_a_run_starts_in_the_spare_kernel_and_an_unclaimed_spare_ends_there(remote, tmp_path, ssh_server):
@@ -331,7 +357,7 @@ def test_leaving_a_run_from_another_thread_stops_following_and_it_trains_on(remo
     assert isinstance(again, RunFinished) and not again.stopped  # it trained on to its end, unstopped
 
 
-def test_killing_the_ssh_client_mid_run_loses_no_step_and_repeats_none(remote, tmp_path):
+def test_killing_the_ssh_client_mid_run_loses_no_step_and_repeats_none(remote, tmp_path, ssh_server):
     run = RemoteRun(remote, db=str(tmp_path / "local.sqlite"))
     events: list = []
     killed: list[int] = []
@@ -350,6 +376,11 @@ def test_killing_the_ssh_client_mid_run_loses_no_step_and_repeats_none(remote, t
     steps = [event.step for event in of(events, Step)]
     assert steps == list(range(1, result.steps + 1)) == host_log_steps(run.started.out_dir)
     assert len(of(events, RunStarted)) == 1
+    # Every event of the host's log arrived once, in order (not only the steps): this side's own notices aside.
+    ours = ("training on ", "lost the connection", "reconnected")
+    arrived = [to_dict(e) for e in events if not (isinstance(e, Notice) and e.message.startswith(ours))]
+    log = ssh_server.host_data / "remote-runs" / run.started.key / "events.jsonl"
+    assert arrived == [json.loads(line) for line in log.read_text().splitlines()]
     with RunStore(tmp_path / "local.sqlite") as store:
         [local] = store.list()
         assert [e.step for e in of(store.get(local.id, with_events=True).events, Step)] == steps
@@ -374,6 +405,15 @@ def test_attaching_to_a_run_the_host_does_not_have_is_a_clear_failure(remote, tm
     result = RemoteRun(remote, db=str(tmp_path / "local.sqlite")).attach("no-such-run", lambda e: None,
                                                                         threading.Event())
     assert isinstance(result, RunFailed) and "no run 'no-such-run'" in result.message
+
+
+def test_a_run_that_fails_there_ends_here_with_its_failure_and_is_listed_as_failed(remote, tmp_path):
+    failed = RemoteRun(remote, db=str(tmp_path / "local.sqlite")).run(
+        request(tmp_path, dataset="imagefolder", data_root="/no/such/folder"), lambda e: None, threading.Event())
+    assert isinstance(failed, RunFailed) and failed.kind == "data", failed
+    key = next(info.key for info in reversed(host_runs(remote)) if info.status == "failed")
+    again = RemoteRun(remote, db=str(tmp_path / "local.sqlite")).attach(key, lambda e: None, threading.Event())
+    assert again == failed  # replayed to its end: the failure is the log's last event
 
 
 @pytest.mark.slow

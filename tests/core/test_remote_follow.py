@@ -1,6 +1,6 @@
 """Following a remote run through an outage, with sessions that fail on cue (no network, no host): reconnection
 goes on past its back-off table until RECONNECT_S and ends as detached; a stop while reconnecting ends the follow
-at once, saying the stop could not be sent."""
+at once, saying the stop could not be sent. And a copy that arrives a byte at a time is whole."""
 
 from __future__ import annotations
 
@@ -79,3 +79,32 @@ def test_a_stop_while_reconnecting_ends_the_follow_at_once_saying_it_could_not_b
     assert time.monotonic() - started < remote_module.RECONNECT_S  # not held for the whole bound
     assert isinstance(result, RunFailed) and result.kind == "detached"
     assert "the stop could not be sent" in result.message and "the run goes on on gpu-box" in result.message
+
+
+class Trickle:
+    """A connection that delivers one byte per read, as a slow network may."""
+
+    def __init__(self, data: bytes):
+        self.data = data
+
+    def settimeout(self, timeout) -> None:
+        pass
+
+    def recv(self, n: int) -> bytes:
+        chunk, self.data = self.data[:1], self.data[1:]
+        return chunk
+
+
+def test_a_copy_that_arrives_a_byte_at_a_time_is_whole_with_its_progress():
+    import io
+
+    from workbench.core.run.protocol import Lines
+    from workbench.core.run.remote import _Bytes
+
+    data = bytes(range(256)) * 3
+    seen: list[tuple[int, int]] = []
+    out = io.BytesIO()
+    _Bytes(Lines(Trickle(data[5:]), buffer=data[:5]), len(data), lambda done, whole: seen.append((done, whole))
+           ).copy_to(out)
+    assert out.getvalue() == data  # the part already read with the header, then every byte after it
+    assert seen[-1] == (len(data), len(data)) and [d for d, _ in seen] == sorted(d for d, _ in seen)

@@ -323,3 +323,61 @@ def test_a_folder_with_only_the_runs_own_temp_files_goes(store, tmp_path, home_t
         (folder / half).write_bytes(b"half")
     run_id = add_run(store, folder)
     assert [t.original for t in delete_runs(store, [run_id]).trashed] == [str(folder)]
+
+
+def test_a_relative_xdg_data_home_is_ignored_as_the_base_directory_spec_says(monkeypatch):
+    monkeypatch.setenv("XDG_DATA_HOME", "relative/share")
+    assert trash.home_trash() == Path.home() / ".local" / "share" / "Trash"
+
+
+def test_a_name_left_in_the_trash_without_its_info_file_is_not_taken(tmp_path, home_trash):
+    orphan = home_trash / "files" / "run"  # emptied by hand, half: the folder stayed, its .trashinfo went
+    orphan.mkdir(parents=True)
+    (orphan / "theirs.txt").write_text("kept")
+    item = move_to_trash(run_folder(tmp_path / "a" / "run"))
+    assert Path(item.trashed).name == "run.2" and (orphan / "theirs.txt").read_text() == "kept"
+
+
+def test_a_copy_to_another_devices_trash_cut_short_leaves_the_original_whole_and_no_half_copy(tmp_path, monkeypatch):
+    import errno
+    import os
+    import shutil
+
+    folder = run_folder(tmp_path / "disk" / "run")
+    before = contents(folder)
+    monkeypatch.setattr(trash, "_device", lambda path: -7 if "xdg" in str(path) else 1)  # the home trash is elsewhere
+
+    def cross_device(source, target):
+        raise OSError(errno.EXDEV, "Invalid cross-device link")
+
+    def cut_short(source, target):
+        Path(target).mkdir()
+        (Path(target) / "checkpoint.pt").write_bytes(b"c" * 10)
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(os, "rename", cross_device)
+        patch.setattr(shutil, "move", cut_short)
+        with pytest.raises(WorkbenchError, match="No space left on device"):
+            move_to_trash(folder)
+    assert contents(folder) == before
+    workbench_trash = paths.data_dir() / "trash"
+    assert list((workbench_trash / "files").iterdir()) == [] and list((workbench_trash / "info").iterdir()) == []
+
+
+def test_a_link_to_a_folder_is_trashed_as_the_link_its_size_the_links_own(tmp_path, home_trash):
+    target = run_folder(tmp_path / "elsewhere", size=50_000)
+    link = tmp_path / "runs" / "link"
+    link.parent.mkdir()
+    link.symlink_to(target, target_is_directory=True)
+    item = move_to_trash(link)
+    assert item.bytes == Path(item.trashed).lstat().st_size < 1000 and Path(item.trashed).is_symlink()
+    assert (target / "checkpoint.pt").stat().st_size == 50_000  # what it pointed to is left as it is
+
+
+def test_a_run_on_another_host_at_the_same_path_does_not_keep_this_computers_folder(store, tmp_path, home_trash):
+    folder = run_folder(tmp_path / "runs" / "1")
+    local = add_run(store, folder)
+    add_run(store, folder, host="gpu-box")  # its files are at that path on gpu-box, not here
+    removal = delete_runs(store, [local])
+    assert [t.original for t in removal.trashed] == [str(folder)] and removal.kept == ()

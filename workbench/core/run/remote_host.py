@@ -315,6 +315,8 @@ def _requested(folder: RunFolder) -> bool:
 
 
 def _follow_control(folder: RunFolder, process, stop: threading.Event) -> None:
+    """Act on the control lines attaches append to the folder's control file: a cancel sets `stop` (and ends this),
+    a profile of N ≥ 1 steps goes to the run's process."""
     path, seen = folder.path / CONTROL, 0
     while True:
         try:
@@ -334,6 +336,7 @@ def _follow_control(folder: RunFolder, process, stop: threading.Event) -> None:
                 continue
             if message.get("cancel") == RUN_JOB_ID:
                 stop.set()
+                return  # the run is stopping: nothing more to control
             elif isinstance(message.get("profile"), int) and message["profile"] > 0:
                 process.request({"profile": message["profile"]})
         time.sleep(POLL_S)
