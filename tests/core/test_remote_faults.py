@@ -29,12 +29,18 @@ def wrapper(tmp_path: Path, name: str, body: str) -> str:
     return str(script)
 
 
-REAL = ""  # the sshd's remote Python, set by the autouse fixture below
+REAL = ""  # the host's Python for this test, set by the autouse fixture below
 
 
 @pytest.fixture(autouse=True)
-def _real(ssh_server, monkeypatch):
-    monkeypatch.setattr(f"{__name__}.REAL", ssh_server.remote_python)
+def _real(ssh_server, monkeypatch, tmp_path):
+    """As the sshd's remote Python, with a data folder of this test's own: the runs these hosts leave training
+    are no other test's business (another test listing the host's runs must not meet them)."""
+    script = Path(ssh_server.remote_python).read_text().replace(str(ssh_server.host_data), str(tmp_path / "host"))
+    own = tmp_path / "own-python"
+    own.write_text(script)
+    own.chmod(0o755)
+    monkeypatch.setattr(f"{__name__}.REAL", str(own))
 
 
 def _hello_line(protocol: int) -> str:

@@ -21,7 +21,8 @@ def test_train_there_copy_back_and_attach_again(ssh_server, remote, tmp_path):
     runs = shell("attach", ssh_server.address, "--remote-python", ssh_server.remote_python, cwd=tmp_path,
                  env_extra=env)
     assert runs.returncode == 0 and "none is training" in runs.stdout
-    key = next(line.split()[0] for line in runs.stdout.splitlines() if " finished " in line)
+    out_dir = trained.stdout.split(f"the run's files are on {ssh_server.address}: ")[1].split()[0]
+    key = next(line.split()[0] for line in runs.stdout.splitlines() if " finished " in line and out_dir in line)
     again = shell("attach", ssh_server.address, key, "--remote-python", ssh_server.remote_python, "--db", db,
                   cwd=tmp_path, env_extra=env)
     assert again.returncode == 0, again.stderr

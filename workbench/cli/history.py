@@ -215,7 +215,10 @@ def _stdin_text(what: str) -> str:
     """Standard input as UTF-8 text; a WorkbenchError that says where it is not (a Latin-1 file)."""
     from ..core.ground.errors import WorkbenchError
 
-    data = sys.stdin.buffer.read()
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:  # a text stream without bytes beneath (an embedding program's): already text
+        return sys.stdin.read()
+    data = stream.read()
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
