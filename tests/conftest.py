@@ -50,7 +50,7 @@ def trained_run(tmp_path_factory) -> TrainedRun:
     from workbench.core.ground.config import TrainConfig
     from workbench.core.ground.events import RunFinished
     from workbench.core.history.runs import RunStore
-    from workbench.core.run.launch import start_run
+    from workbench.core.kernel.launch import start_run
     from workbench.core.run.request import Launch, RunRequest
 
     folder = tmp_path_factory.mktemp("trained-run")

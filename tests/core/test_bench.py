@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from workbench.core.tools import bench
-from workbench.core.run import launch
+from workbench.core.kernel import launch
 from workbench.core.tools.bench import BenchSettings, StepClock, engine_row, recording_overhead
 from workbench.core.ground.config import TrainConfig
 from workbench.core.domain.data import load_split

@@ -15,7 +15,7 @@ from workbench.core.domain import checkpoint
 from workbench.core.domain.data import DataError, load_split
 from workbench.core.ground.answers import EvaluationView
 from workbench.core.ground.requests import EvaluateView
-from workbench.core.run import jobs
+from workbench.core.kernel import jobs
 from workbench.core.run.protocol import JobError, NeedsConsent
 from workbench.core.domain.evaluation_view import (class_scores, confident_mistakes,
                                                    likely_label_errors)

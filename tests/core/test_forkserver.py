@@ -168,7 +168,7 @@ def refuse(*args, **kwargs):
 
 for name in ("is_available", "device_count", "init", "_lazy_init", "current_device"):
     setattr(torch.cuda, name, refuse)
-from workbench.core.run.forkserver_main import preload, preload_when_idle
+from workbench.core.kernel.forkserver_main import preload, preload_when_idle
 preload()
 preload_when_idle()
 assert threading.active_count() == 1, threading.enumerate()

@@ -13,7 +13,7 @@ from workbench.core.ground.config import ConfigError, TrainConfig
 from workbench.core.ground.events import (EpochEnd, Notice, RunFailed, RunFinished, RunStarted, Step, from_json,
                                           is_terminal)
 from workbench.core.history.runs import RunStore
-from workbench.core.run.launch import start_run
+from workbench.core.kernel.launch import start_run
 from workbench.core.run.process import ChildProcess
 from workbench.core.run.request import Launch, LaunchError, RunRequest
 
@@ -182,3 +182,12 @@ def test_a_run_kernel_refusing_a_run_is_a_failed_run(tmp_path):
     assert isinstance(result, RunFailed) and result.kind != "crashed", result
     assert "cannot write to output folder" in result.message
     assert events == [result]
+
+
+def test_the_windows_launcher_never_trains_in_its_own_process(tmp_path):
+    """run.launch is the window's: a run here is the kernel side's (kernel/launch.py), never imported by the window."""
+    from workbench.core.run import launch
+
+    request = RunRequest(config=SMALL, out_dir=str(tmp_path / "run"), record=False, launch=Launch(where="here"))
+    with pytest.raises(ValueError, match="workbench.core.kernel.launch.start_run"):
+        launch.start_run(request, lambda event: None)

@@ -9,7 +9,7 @@ import pytest
 
 from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.findings import LrFinding, LrPoint
-from workbench.core.run.lr_finder import LrFinderError, find_lr, lr_at, suggest, turned
+from workbench.core.kernel.lr_finder import LrFinderError, find_lr, lr_at, suggest, turned
 
 from ..helpers import SMALL_NET as SMALL
 

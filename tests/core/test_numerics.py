@@ -20,7 +20,7 @@ from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.numerics import (LAYER, LOSS, OP, Difference, Fp32Check, NumericsReport, NumericsRow,
                                             format_numerics, tolerance_for)
 from workbench.core.ground.requests import CompareNumerics
-from workbench.core.run import jobs
+from workbench.core.kernel import jobs
 from workbench.core.run.protocol import SERVICE_OF_REQUEST
 
 PLANTED_DRIFT = REPO_ROOT / "resources" / "examples" / "planted_drift.py"

@@ -31,8 +31,8 @@ from workbench.core.history.report_page import SECTIONS
 from workbench.core.history.report_write import ReportError
 from workbench.core.history.runs import RunRecord, RunStore
 from workbench.core.history.svgchart import downsample, nice_ticks, tick_labels
-from workbench.core.run.recorder import run_recorded
-from workbench.core.run.reports import write_report
+from workbench.core.kernel.recorder import run_recorded
+from workbench.core.kernel.reports import write_report
 from workbench.core.run.request import RunRequest
 
 PLANTED = Path(workbench.__file__).parents[1] / "resources" / "examples" / "planted_break.py"

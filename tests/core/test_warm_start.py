@@ -322,7 +322,7 @@ def launched(tmp_path_factory) -> Launched:
     import torch
     from torch._inductor.utils import clear_caches
 
-    from workbench.core.run.launch import start_run
+    from workbench.core.kernel.launch import start_run
     from workbench.core.run.request import Launch, RunRequest
 
     root = tmp_path_factory.mktemp("warm-start")

@@ -39,7 +39,7 @@ def test_batch_find_measures_each_batch_size_and_suggests_one(tmp_path, capsys):
 
 
 def test_a_test_stopped_before_the_loss_turned_up_says_so_not_that_the_range_was_too_narrow(monkeypatch, capsys):
-    from workbench.core.run import lr_finder
+    from workbench.core.kernel import lr_finder
 
     stopped = lr_finder.LrFinding(  # what Ctrl+C on the plateau leaves
         points=(lr_finder.LrPoint(1, 1e-6, 2.3, 2.3),), suggestion=None, ended="stopped", compiled=False, recompiles=0,

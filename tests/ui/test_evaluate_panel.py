@@ -17,7 +17,7 @@ from workbench.ui.panels.evaluate import EMPTY_TEXT, INDEX_ROLE, EvaluatePanel
 def sample_answer(trained_run) -> EvaluationView:
     """The real job's answer on the bundled sample (computed in this test process: a few hundredths of a second)."""
     from workbench.core.ground.requests import EvaluateView
-    from workbench.core.run.jobs import evaluate_view
+    from workbench.core.kernel.jobs import evaluate_view
 
     return evaluate_view(EvaluateView(str(trained_run.checkpoint)))
 

@@ -182,7 +182,7 @@ def test_an_untrusted_model_file_is_opened_only_after_the_user_agrees(window, qt
     """A checkpoint of a user-defined network names a Python file: the kernel refuses to import it until the window
     has asked the user, and asks again with the user's consent."""
     from workbench.core.ground.config import TrainConfig
-    from workbench.core.run.launch import start_run
+    from workbench.core.kernel.launch import start_run
     from workbench.core.run.request import Launch, RunRequest
 
     config = TrainConfig(model=planted_break_spec, epochs=1, max_steps=5)

@@ -23,15 +23,15 @@ __all__ = ["main", "build_parser", "config_from_args", "EXIT_USAGE", "EXIT_RUN_F
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == [CHILD_FLAG]:  # a frozen (PyInstaller) app has no `python -m`: it re-runs itself
-        from ..core.run.kernel import kernel_main
+        from ..core.kernel.main import kernel_main
 
         return kernel_main()
     if argv[:1] == [SERVER_FLAG]:  # the frozen app's fork server (see core/run/forkserver.py)
-        from ..core.run.forkserver_main import server_main
+        from ..core.kernel.forkserver_main import server_main
 
         return server_main(argv[1:])
     if argv[:1] == [TORCHRUN_FLAG]:  # the frozen app's torchrun: loopback-only stores, its own temp folder
-        from ..core.run.torchrun import torchrun_main
+        from ..core.kernel.torchrun import torchrun_main
 
         torchrun_main(argv[1:])
         return 0

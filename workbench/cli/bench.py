@@ -64,7 +64,7 @@ def _bench_gui(args: argparse.Namespace, progress) -> int:
 
 def headless_samples_per_s(config, out: Path) -> float:
     """The CLI's own path for a run (in this process, nothing recorded): what `bench --gui` compares the app to."""
-    from ..core.run.launch import start_run
+    from ..core.kernel.launch import start_run
     from ..core.run.request import Launch, RunRequest
 
     request = RunRequest(config=config, out_dir=str(out.resolve()), record=False, launch=Launch(where="here"))

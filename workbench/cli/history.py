@@ -272,7 +272,7 @@ def cmd_runs_export(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from ..core.run.reports import write_report
+    from ..core.kernel.reports import write_report
 
     out = Path(args.out or f"report-{'-'.join(map(str, args.run_ids))}.html")
     with _store(args) as store:

@@ -15,7 +15,7 @@ from .options import config_from_args
 # -- evaluate / predict / explain -------------------------------------------------------------------------------
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from ..core.ground.requests import Evaluate
-    from ..core.run.jobs import evaluate
+    from ..core.kernel.jobs import evaluate
 
     quiet_torch_logs()
     score = evaluate(Evaluate(args.checkpoint, args.dataset, args.data_root, args.split, args.device,

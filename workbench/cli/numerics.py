@@ -13,7 +13,7 @@ def cmd_numerics(args: argparse.Namespace) -> int:
     script can gate on it."""
     from ..core.domain import devices
     from ..core.ground.numerics import format_numerics
-    from ..core.run.jobs import numerics
+    from ..core.kernel.jobs import numerics
     from ..core.ground.requests import CompareNumerics
 
     quiet_torch_logs()

@@ -14,7 +14,7 @@ from .progress import interrupt_sets
 
 def cmd_lr_find(args: argparse.Namespace) -> int:
     """The range test in this process: a line every 20 steps while it runs, then the suggestion and its rule."""
-    from ..core.run.lr_finder import find_lr
+    from ..core.kernel.lr_finder import find_lr
 
     quiet_torch_logs()
     config = config_from_args(args)
@@ -48,7 +48,7 @@ def cmd_lr_find(args: argparse.Namespace) -> int:
 
 def cmd_batch_find(args: argparse.Namespace) -> int:
     """The batch-size finder in this process: a line per batch size as it is measured, then the suggestion."""
-    from ..core.run.batch_finder import find_batch_size
+    from ..core.kernel.batch_finder import find_batch_size
 
     quiet_torch_logs()
     config = config_from_args(args)

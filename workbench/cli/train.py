@@ -122,7 +122,7 @@ def _train(args: argparse.Namespace, config) -> int:
     if config.warm_from:
         check_warm_from(config.warm_from, args.db)
     from ..core.domain.devices import cuda_device_count
-    from ..core.run.launch import start_run
+    from ..core.kernel.launch import start_run
     from ..core.run.request import Launch, RunRequest
 
     quiet_torch_logs()

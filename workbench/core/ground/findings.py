@@ -1,5 +1,5 @@
-"""What the finders find, as plain data: the kernel measures (run/lr_finder.py, run/batch_finder.py), the window and
-the CLI draw and print. Torch-free, so that the window reads fields, never keys."""
+"""What the finders find, as plain data: the kernel measures (kernel/lr_finder.py, kernel/batch_finder.py), the
+window and the CLI draw and print. Torch-free, so that the window reads fields, never keys."""
 
 from __future__ import annotations
 

@@ -27,7 +27,7 @@ from .runs import RunRecord, RunStore, StoredRun
 from .trash import Trashed, folder_bytes, move_to_trash, restore
 from .warm_starts import CACHE_FILE, KEY_FILE
 
-# What a run puts in its folder: its files (run/recorder.py's RUN_FILES), the profiler's and the compile trace's
+# What a run puts in its folder: its files (kernel/recorder.py's RUN_FILES), the profiler's and the compile trace's
 # folders, its compile cache (warm_starts), `workbench export`'s export-FORMAT folders, and the hidden temp files its
 # atomic writes leave while they are under way. Anything else in the folder is not this run's.
 RUN_ENTRIES = ("checkpoint.pt", "checkpoint.safetensors", "metrics.json", "events.jsonl", "profile", "compile-trace",

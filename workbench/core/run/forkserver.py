@@ -330,7 +330,7 @@ class ForkServer:
 def server_command(fd: int) -> list[str]:
     if getattr(sys, "frozen", False):  # a PyInstaller app is its own interpreter
         return [sys.executable, SERVER_FLAG, str(fd)]
-    return [sys.executable, "-m", "workbench.core.run.forkserver_main", str(fd)]
+    return [sys.executable, "-m", "workbench.core.kernel.forkserver_main", str(fd)]
 
 
 _servers: list[ForkServer] = []  # most recently used last

@@ -1,10 +1,10 @@
 """`start_run(request, emit, stop)`: the one way a run starts, for the CLI, the window and the benchmarks.
 
 Where it trains follows from the request's launch alone: several processes → torchrun (node 0 streams rank 0's
-events; another node supervises its own ranks), else a fresh run kernel (a pre-started one when given), else —
-`where="here"`, for debugging and measuring — this very process. A run for another host goes there whole (its
-supervisor on the host calls start_run again, with the same request). This module imports no torch: the window calls it,
-and only the in-process branch (which the window never asks for) loads the engine.
+events; another node supervises its own ranks), else a fresh run kernel (a pre-started one when given). A run for
+another host goes there whole (its supervisor on the host calls start_run again, with the same request). This
+module imports no torch: the window calls it. A run in the caller's own process (`where="here"`, for debugging and
+measuring) is the kernel side's: `core/kernel/launch.py`, which the CLI and the benchmarks call.
 """
 
 from __future__ import annotations
@@ -33,9 +33,7 @@ def start_run(request: RunRequest, emit: Emit, stop: threading.Event | None = No
     if launch.distributed:
         return (process or start_distributed(request)).run(None, emit, stop)
     if launch.where == "here":
-        from .recorder import run_recorded  # the engine, and torch with it: only for an in-process run
-
-        return run_recorded(request, sinks=(emit,), stop=stop)
+        raise ValueError("a run in this process is started by workbench.core.kernel.launch.start_run")
     return (process or ChildProcess()).run(request, emit, stop)
 
 

@@ -363,7 +363,7 @@ def frozen() -> bool:
 def child_command() -> list[str]:
     if frozen():
         return [sys.executable, CHILD_FLAG]
-    return [sys.executable, "-m", "workbench.core.run.kernel"]
+    return [sys.executable, "-m", "workbench.core.kernel.main"]
 
 
 def _signal_group(process: subprocess.Popen | forkserver.ForkedProcess, name: str) -> None:
@@ -420,12 +420,12 @@ def launch_command(launch: Launch) -> list[str]:
     torchrun, and torchrun runs it again (without Python) as each rank.
 
     torchrun's c10d stores (the rendezvous's and the agent's, which the ranks use) are unauthenticated and listen on
-    every interface whatever address they are given; run through `run/torchrun.py`, they listen on the one address
+    every interface whatever address they are given; run through `kernel/torchrun.py`, they listen on the one address
     in STORE_ADDRESS_ENV instead (see `launch_env`): 127.0.0.1 on one machine, the --master-addr given on several."""
     if frozen():
         command = [sys.executable, TORCHRUN_FLAG, f"--nproc-per-node={launch.nproc_per_node}"]
     else:
-        command = [sys.executable, "-m", "workbench.core.run.torchrun", f"--nproc-per-node={launch.nproc_per_node}"]
+        command = [sys.executable, "-m", "workbench.core.kernel.torchrun", f"--nproc-per-node={launch.nproc_per_node}"]
     if launch.nnodes == 1 and launch.master_port is None:
         # What --standalone does (a c10d rendezvous on a free port), on 127.0.0.1 rather than "localhost" (which may
         # be ::1) and with the agent's store there too (--local-addr).
@@ -436,7 +436,7 @@ def launch_command(launch: Launch) -> list[str]:
                     f"--master-addr={launch.master_addr}", f"--master-port={launch.master_port}"]
     if frozen():
         return command + ["--no-python", *child_command()]
-    return command + ["-m", "workbench.core.run.kernel"]
+    return command + ["-m", "workbench.core.kernel.main"]
 
 
 STORE_ADDRESS_ENV = "WORKBENCH_STORE_ADDRESS"  # torchrun.py: the one address torchrun's stores listen on

@@ -513,7 +513,7 @@ def recording_overhead(config: TrainConfig, rounds: int, folder: Path,
 
 def _recorded_rate(config: TrainConfig, folder: Path, recorded: bool, pair: int) -> float:
     """The steady samples/s of one run, with or without the run history; a run that measured none is an error."""
-    from ..run.launch import start_run
+    from ..kernel.launch import start_run
     from ..run.request import Launch, RunRequest
 
     out = folder / f"{'on' if recorded else 'off'}-{pair}"

@@ -26,9 +26,9 @@ from ..ground.errors import WorkbenchError
 from ..ground.events import CompileReport, RunFailed, RunFinished, to_json
 from ..ground.findings import BatchFinding, BatchPoint, LrFinding, LrPoint
 from ..ground.numerics import NumericsReport
-from .protocol import JobError, NeedsConsent
+from ..run.protocol import JobError, NeedsConsent
 from .recorder import run_recorded
-from .request import RunRequest
+from ..run.request import RunRequest
 
 def quiet_torch_logs() -> None:
     """PyTorch's compiler logs warnings and stack dumps to stderr; Workbench reports the same findings as

@@ -1,5 +1,5 @@
 """The fork server's own program: import PyTorch once, then fork a kernel per request (see forkserver.py for why,
-and for the messages). Run by forkserver.ForkServer as `python -m workbench.core.run.forkserver_main FD`."""
+and for the messages). Run by forkserver.ForkServer as `python -m workbench.core.kernel.forkserver_main FD`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import socket
 import sys
 import traceback
 
-from .forkserver import MAX_MESSAGE
+from ..run.forkserver import MAX_MESSAGE
 
 
 def preload() -> None:
@@ -100,7 +100,7 @@ def _become_kernel(request: dict, fds: list[int], server_fds: list[int], selecto
         os.environ.clear()
         os.environ.update(request["env"])
         _fresh_process_state()
-        from .kernel import kernel_main
+        from .main import kernel_main
 
         code = kernel_main()
     except SystemExit as exc:

@@ -27,9 +27,9 @@ from typing import Callable
 
 from ..ground.errors import WorkbenchError, first_line
 from ..ground.signals import RunSignals
-from .protocol import (ADDRESS_ENV, PROTOCOL_VERSION, REQUEST_ENV, RUN_JOB_ID, SERVICE_OF_JOB, TOKEN_ENV, Job,
+from ..run.protocol import (ADDRESS_ENV, PROTOCOL_VERSION, REQUEST_ENV, RUN_JOB_ID, SERVICE_OF_JOB, TOKEN_ENV, Job,
                        JobError, Lines, NeedsConsent, event_line, send, send_line)
-from .request import RunRequest
+from ..run.request import RunRequest
 
 
 def kernel_main() -> int:

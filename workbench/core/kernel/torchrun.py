@@ -1,4 +1,4 @@
-"""torchrun, as Workbench starts it (`python -m workbench.core.run.torchrun …`, or the frozen app's
+"""torchrun, as Workbench starts it (`python -m workbench.core.kernel.torchrun …`, or the frozen app's
 --workbench-torchrun): torch's own launcher, with two changes made before it runs.
 
 - Every c10d store torchrun hosts listens only on the address in STORE_ADDRESS_ENV (127.0.0.1 on one machine, the
@@ -19,7 +19,7 @@ import sys
 import tempfile
 from typing import Sequence
 
-from .process import STORE_ADDRESS_ENV, TORCHRUN_TEMP_ENV
+from ..run.process import STORE_ADDRESS_ENV, TORCHRUN_TEMP_ENV
 
 
 def torchrun_main(argv: Sequence[str]) -> None:
