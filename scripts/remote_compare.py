@@ -58,7 +58,7 @@ def main() -> int:
 
 def _compare(args, tmp: Path, server) -> None:
     from workbench.core.ground.config import TrainConfig
-    from workbench.core.run.ssh import Remote
+    from workbench.core.run.remote.ssh import Remote
     from workbench.ui.app import create_app
     from workbench.ui.main_window import MainWindow
 
@@ -149,7 +149,7 @@ def _reattach(app, there, remote, steps: int, tmp: Path) -> None:
     from workbench.core.ground.config import TrainConfig
     from workbench.core.ground.events import RunFinished, Step
     from workbench.core.history.runs import RunStore
-    from workbench.core.run.remote import RemoteRun, host_runs
+    from workbench.core.run.remote.kernels import RemoteRun, host_runs
     from workbench.core.run.request import RunRequest
 
     db = str(tmp / "reattach.sqlite")

@@ -1,12 +1,12 @@
 """How often a just-started remote-run supervisor is judged gone: by its /proc/PID/cmdline (the judgement before)
-and by its ALIVE lock (remote_host.RunFolder.supervised, now), each right after the start returns.
+and by its ALIVE lock (run/remote/host.py: RunFolder.supervised, now), each right after the start returns.
 
     .venv/bin/python scripts/supervisor_probe.py [--tries 300] [--load 4]
 
 Each try makes a run folder on a throw-away data folder with a request that cannot be read, so the supervisor
-starts as a real one does (`python -m workbench.core.run.remote_host supervise KEY`), takes its lock, then fails and
+starts as a real one does (`python -m workbench.core.run.remote.host supervise KEY`), takes its lock, then fails and
 ends within a second: nothing trains. Before: the supervisor is started without waiting and judged at once by the
-old rule (the pid answers and its command line names remote_host). Now: `_supervise_detached` (which returns once
+old rule (the pid answers and its command line names the host program). Now: `_supervise_detached` (which returns once
 the supervisor holds its lock) and `supervised()`. A judgement "gone" counts as wrong when the supervisor is still
 running after it (it was alive when judged). `--load N` keeps N busy Python processes spinning meanwhile (the
 machine is shared: how loaded it was is printed with the result).
@@ -25,19 +25,19 @@ SPIN = "while True: pass"
 
 
 def old_judgement(pid: int) -> bool:
-    """The rule before: the pid answers and /proc/PID/cmdline names remote_host."""
+    """The rule before: the pid answers and /proc/PID/cmdline names the host program's module."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     try:
-        return b"remote_host" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        return b"workbench.core.run.remote.host" in Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return True
 
 
 def probe(tries: int) -> dict[str, list[int]]:
-    from workbench.core.run import remote_host
+    from workbench.core.run.remote import host as remote_host
 
     wrong = {"before (cmdline)": [0, 0], "now (lock)": [0, 0]}  # [misjudged, judged while alive]
     for _ in range(tries):
@@ -46,7 +46,7 @@ def probe(tries: int) -> dict[str, list[int]]:
             (folder.path / remote_host.REQUEST).write_text("not a request")
             if way.startswith("before"):
                 with open(folder.path / "supervisor.log", "ab") as log:
-                    process = subprocess.Popen([sys.executable, "-m", "workbench.core.run.remote_host",
+                    process = subprocess.Popen([sys.executable, "-m", "workbench.core.run.remote.host",
                                                 "supervise", folder.key], stdin=subprocess.DEVNULL, stdout=log,
                                                stderr=log, start_new_session=True)
                 judged = old_judgement(process.pid)

@@ -117,7 +117,7 @@ def start_host():
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from tests.sshd import start_sshd
-    from workbench.core.run.ssh import Remote
+    from workbench.core.run.remote.ssh import Remote
 
     server = start_sshd(TEMP / "sshd")
     atexit.register(server.stop)
@@ -129,7 +129,7 @@ def train_on(host) -> None:
     """A finished run on the host (3 epochs), as the window would leave one."""
     import threading
 
-    from workbench.core.run.remote import RemoteRun
+    from workbench.core.run.remote.kernels import RemoteRun
     from workbench.core.run.request import RunRequest
 
     RemoteRun(host).run(RunRequest(TrainConfig(epochs=3), out_dir=""), lambda event: None, threading.Event())
@@ -371,7 +371,7 @@ def main() -> int:
         window.training.runFinished.connect(finished)
         when_ready(window.training.train)
     elif args.shot == "connect":
-        from workbench.core.run.ssh import Remote
+        from workbench.core.run.remote.ssh import Remote
         from workbench.ui.connect_dialog import CONNECT_SLOT
 
         def failed() -> None:

@@ -145,7 +145,7 @@ def ssh_server(tmp_path_factory):
 @pytest.fixture
 def remote(ssh_server, monkeypatch):
     """The sshd's host as a Remote, reached with its own key and known_hosts (WORKBENCH_SSH)."""
-    from workbench.core.run.ssh import Remote
+    from workbench.core.run.remote.ssh import Remote
 
     monkeypatch.setenv("WORKBENCH_SSH", ssh_server.ssh_command)
     return Remote.parse(ssh_server.address, ssh_server.remote_python)

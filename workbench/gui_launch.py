@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .core.run.ssh import Remote
+    from .core.run.remote.ssh import Remote
 
 HEADLESS_HINT = ("use the headless commands (`workbench train`, `workbench evaluate`, `workbench --help`) or run "
                  "the app on a virtual screen: xvfb-run -a workbench")

@@ -27,10 +27,10 @@ from workbench.core.run.client import KernelClient
 from workbench.core.run.launch import start_run
 from workbench.core.run.process import ChildProcess
 from workbench.core.run.protocol import PROTOCOL_VERSION, TOKEN_ENV
-from workbench.core.run.remote import RemoteKernel, RemoteRun, RemoteSpare, fetch, host_runs
+from workbench.core.run.remote.kernels import RemoteKernel, RemoteRun, RemoteSpare, fetch, host_runs
 from workbench.core.run.request import Launch, RunRequest
-from workbench.core.run.remote_service import RemoteService
-from workbench.core.run.ssh import Remote, RemoteError
+from workbench.core.run.remote.service import RemoteService
+from workbench.core.run.remote.ssh import Remote, RemoteError
 from workbench.core.run.sweep import SweepSettings, load_trials, run_sweep
 
 from ..helpers import descendants, of
@@ -69,7 +69,7 @@ def test_the_ssh_command_logs_in_as_the_user_on_the_port_with_the_options_first(
     monkeypatch.delenv("WORKBENCH_SSH", raising=False)
     command = Remote.parse("me@box:2222", "/opt/wb/bin/python").ssh_command("hello")
     assert command[:2] == ["ssh", "-T"] and command[-2:] == ["box", "/opt/wb/bin/python -m "
-                                                                     "workbench.core.run.remote_host hello"]
+                                                                     "workbench.core.run.remote.host hello"]
     options = command[2:-2]
     assert options[options.index("-l") + 1] == "me" and options[options.index("-p") + 1] == "2222"
     for option in ("BatchMode=yes", "StrictHostKeyChecking=yes", "ServerAliveInterval=5"):
@@ -464,7 +464,7 @@ def test_nothing_listens_beyond_loopback_and_no_secret_is_on_a_command_line(remo
     result = RemoteRun(remote, db=str(tmp_path / "local.sqlite")).run(request(tmp_path), emit, threading.Event())
     assert isinstance(result, RunFinished) and seen
     assert seen[0] and all(address in ("127.0.0.1", "::1") for address in seen[0]), seen[0]
-    assert any("remote_host" in line and "supervise" in line for line in command_lines)  # the host's end, seen
+    assert any("remote.host" in line and "supervise" in line for line in command_lines)  # the host's end, seen
     token = re.compile(r"\b[0-9a-f]{32}\b")
     assert token.fullmatch(ChildProcess.new_token())  # the shape of a real one
     assert not [line for line in command_lines if token.search(line) or TOKEN_ENV in line]

@@ -14,9 +14,9 @@ import pytest
 from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.events import RunFailed
 from workbench.core.run.protocol import PROTOCOL_VERSION, RUN_JOB_ID, event_line
-from workbench.core.run.remote import RemoteRun
+from workbench.core.run.remote.kernels import RemoteRun
 from workbench.core.run.request import RunRequest
-from workbench.core.run.ssh import Remote, RemoteError
+from workbench.core.run.remote.ssh import Remote, RemoteError
 
 from ..helpers import assert_one_error_line, call
 
@@ -59,6 +59,15 @@ def test_a_host_on_a_newer_or_older_protocol_is_refused_with_both_versions_and_t
             f"{PROTOCOL_VERSION}") in str(caught.value)
     newer = "newer" if offset > 0 else "older"
     assert f"the host's Workbench is {newer}" in caught.value.hint
+
+
+def test_a_host_whose_workbench_lacks_the_host_program_is_another_version_not_a_missing_install(remote, tmp_path):
+    python = wrapper(tmp_path, "older-python", 'echo "/usr/bin/python3: No module named '
+                                              'workbench.core.run.remote.host" >&2; exit 1')
+    with pytest.raises(RemoteError) as caught:
+        Remote.parse(str(remote), python).hello()
+    assert caught.value.step == "version" and "is another version: it has no workbench.core.run.remote.host" in \
+        str(caught.value)
 
 
 def test_a_login_that_prints_a_banner_is_named_with_the_fix(remote, tmp_path):
@@ -135,7 +144,7 @@ def test_a_folder_from_the_host_with_a_member_that_leaves_it_is_refused_and_noth
         remote, tmp_path, kind):
     import sys
 
-    from workbench.core.run.remote import fetch
+    from workbench.core.run.remote.kernels import fetch
 
     (tmp_path / "crafted.py").write_text(CRAFTED)
     outside = tmp_path / "outside"

@@ -10,10 +10,10 @@ import time
 import pytest
 
 from workbench.core.ground.events import Notice, RunFailed
-from workbench.core.run import remote as remote_module
-from workbench.core.run.remote import RemoteRun
-from workbench.core.run.remote_wire import RunStart
-from workbench.core.run.ssh import Remote, RemoteError
+from workbench.core.run.remote import kernels as remote_module
+from workbench.core.run.remote.kernels import RemoteRun
+from workbench.core.run.remote.wire import RunStart
+from workbench.core.run.remote.ssh import Remote, RemoteError
 
 
 class DroppedSession:
@@ -99,7 +99,7 @@ def test_a_copy_that_arrives_a_byte_at_a_time_is_whole_with_its_progress():
     import io
 
     from workbench.core.run.protocol import Lines
-    from workbench.core.run.remote import _Bytes
+    from workbench.core.run.remote.kernels import _Bytes
 
     data = bytes(range(256)) * 3
     seen: list[tuple[int, int]] = []

@@ -1,5 +1,5 @@
-"""The host's end of a remote session (remote_host), in this process: what a caller sends it cannot reach outside its
-folders (a received file's name, a spare's key), and a run's control lines act as they say (cancel; profile N only
+"""The host's end of a remote session (run/remote/host.py), in this process: what a caller sends it cannot reach outside
+its folders (a received file's name, a spare's key), and a run's control lines act as they say (cancel; profile N only
 for N ≥ 1)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import io
 import json
 import threading
 
-from workbench.core.run import remote_host
+from workbench.core.run.remote import host as remote_host
 from workbench.core.run.protocol import RUN_JOB_ID
 
 

@@ -61,7 +61,7 @@ def test_a_missing_xcb_library_does_not_block_a_wayland_session(monkeypatch, tmp
 
 def test_workbench_host_opens_the_window_connecting_to_that_host(monkeypatch, capsys):
     from workbench.cli import main
-    from workbench.core.run.ssh import Remote
+    from workbench.core.run.remote.ssh import Remote
 
     opened: list = []
     monkeypatch.setattr("workbench.ui.app.run_app", lambda remote=None: opened.append(remote) or 0)

@@ -20,9 +20,9 @@ from workbench.core.ground.answers import Written
 from workbench.core.ground.events import RunFinished, Step
 from workbench.core.history.curves import run_name
 from workbench.core.history.runs import RunStore
-from workbench.core.run.remote import RemoteSpare, host_runs
-from workbench.core.run.remote_service import RemoteService
-from workbench.core.run.ssh import Remote
+from workbench.core.run.remote.kernels import RemoteSpare, host_runs
+from workbench.core.run.remote.service import RemoteService
+from workbench.core.run.remote.ssh import Remote
 from workbench.ui.connect_dialog import CONNECT_SLOT
 from workbench.ui.kernel import Kernel
 from workbench.ui.panels.runs import COLUMNS

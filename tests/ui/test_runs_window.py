@@ -50,7 +50,7 @@ def test_the_kernels_do_not_move_while_a_sweeps_or_the_seeds_runs_train(window, 
     """A sweep's trials (or Repeat with seeds' runs) train where they started: Connect to… is refused meanwhile."""
     from types import SimpleNamespace
 
-    from workbench.core.run.ssh import Remote
+    from workbench.core.run.remote.ssh import Remote
 
     monkeypatch.setattr(window.search, "seeds_dialog", SimpleNamespace(running=True, stop=lambda: False))
     assert window.hosts.open_connect(Remote.parse("gpu-box")) is None

@@ -74,6 +74,6 @@ def _open_window(args) -> int:
 
     if args.host is None:
         return launch_gui()
-    from ..core.run.ssh import Remote
+    from ..core.run.remote.ssh import Remote
 
     return launch_gui(Remote.parse(args.host, args.remote_python))

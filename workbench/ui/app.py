@@ -6,7 +6,7 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..core.run.ssh import Remote
+    from ..core.run.remote.ssh import Remote
 
 
 def create_app(argv: list[str] | None = None):

@@ -12,8 +12,8 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QComboBox, QDialog, QDialogButtonBox, QFormLayout, QLabel, QLineEdit, QProgressBar,
                                QVBoxLayout, QWidget)
 
-from ..core.run.remote_wire import Hello
-from ..core.run.ssh import Remote, RemoteError
+from ..core.run.remote.wire import Hello
+from ..core.run.remote.ssh import Remote, RemoteError
 from .feedback import announce
 from .settings import open_settings, recent_hosts, remember_host
 from .tasks import Tasks

@@ -8,7 +8,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QAbstractItemView, QDialog, QDialogButtonBox, QHeaderView, QLabel, QTableWidget,
                                QTableWidgetItem, QVBoxLayout, QWidget)
 
-from ..core.run.remote_wire import RunInfo
+from ..core.run.remote.wire import RunInfo
 
 COLUMNS = ("Run", "Status", "Events", "Dataset", "Epochs")
 

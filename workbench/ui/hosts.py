@@ -17,9 +17,9 @@ from PySide6.QtWidgets import QMessageBox, QWidget
 
 from ..core.ground.errors import with_hint
 from ..core.ground.progress import CopyProgress
-from ..core.run.remote import fetch, host_runs
-from ..core.run.remote_wire import Hello, RunInfo
-from ..core.run.ssh import Remote
+from ..core.run.remote.kernels import fetch, host_runs
+from ..core.run.remote.wire import Hello, RunInfo
+from ..core.run.remote.ssh import Remote
 from .checkpoints import OPENING
 from .connect_dialog import ConnectDialog
 from .feedback import Feedback

@@ -21,10 +21,10 @@ from PySide6.QtCore import QObject, Signal, Slot
 from ..core.ground.capabilities import Capabilities
 from ..core.ground.progress import CopyProgress
 from ..core.run.client import KernelClient
-from ..core.run.remote import RemoteKernel
-from ..core.run.remote_service import RemoteService
+from ..core.run.remote.kernels import RemoteKernel
+from ..core.run.remote.service import RemoteService
 from ..core.run.service import ServiceClient
-from ..core.run.ssh import Remote
+from ..core.run.remote.ssh import Remote
 from .tasks import Tasks
 
 CAPABILITIES_SLOT = "asking what this machine can run"

@@ -33,7 +33,7 @@ from .window_state import WindowState
 
 if TYPE_CHECKING:
     from ..core.run.client import KernelClient
-    from ..core.run.ssh import Remote
+    from ..core.run.remote.ssh import Remote
 
 DEFAULT_SIZE = (1400, 880)
 FRAME_ALLOWANCE = 32  # the window manager's title bar, which availableGeometry() does not leave out

@@ -29,9 +29,9 @@ from ..core.ground.errors import WorkbenchError, first_line
 from ..core.ground.events import Event, RunFailed, RunFinished, Step
 from ..core.run.launch import start_run
 from ..core.run.process import ChildProcess, start_distributed
-from ..core.run.remote import RemoteRun, RemoteSpare
+from ..core.run.remote.kernels import RemoteRun, RemoteSpare
 from ..core.run.request import RunRequest
-from ..core.run.ssh import Remote
+from ..core.run.remote.ssh import Remote
 from .tasks import Tasks
 
 FORWARD_INTERVAL = 1 / 30  # seconds between batches of events sent to the GUI

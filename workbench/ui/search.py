@@ -14,7 +14,7 @@ from ..core.ground.config import TrainConfig, label_of, setup_label
 from ..core.ground.errors import WorkbenchError, with_hint
 from ..core.run.service import ServiceClient
 from ..core.history.runs import RunRecord
-from ..core.run.ssh import Remote
+from ..core.run.remote.ssh import Remote
 from .feedback import Feedback
 from .finder_dialogs import BatchFinderDialog, FinderDialog, LrFinderDialog
 from .kernel import Kernel

@@ -29,7 +29,7 @@ from ..core.history.groups import SEEDS_SHOWN, group_figures
 from ..core.history.runs import RunRecord
 from ..core.run.seeds import (DEFAULT_COUNT, SeedProgress, SeedRun, check_repeatable, counted_seeds, history_runs,
                               parse_seeds, run_seeds, seeds_done)
-from ..core.run.ssh import Remote
+from ..core.run.remote.ssh import Remote
 from .sweep_dialog import error_text
 from .queued_dialog import QueuedRunsDialog
 from .tasks import Tasks

@@ -23,7 +23,7 @@ from ..core.ground.errors import WorkbenchError, first_line
 from ..core.ground.events import Event, RunStarted
 from ..core.ground.progress import format_duration
 from ..core.history.sweeps import SEARCHABLE, Progress, Trial, best_trial
-from ..core.run.ssh import Remote
+from ..core.run.remote.ssh import Remote
 from ..core.run.sweep import SAMPLERS, SweepSettings, load_trials, run_sweep, sweep_names, sweep_parameters
 from .panels.plot_style import Theme
 from .panels.setup import form_text

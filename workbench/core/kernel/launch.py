@@ -9,7 +9,7 @@ import threading
 from ..ground.events import Emit, RunFailed, RunFinished
 from ..run import launch
 from ..run.process import ChildProcess
-from ..run.remote import RemoteRun
+from ..run.remote.kernels import RemoteRun
 from ..run.request import RunRequest
 
 

@@ -10,12 +10,10 @@ measuring) is the kernel side's: `core/kernel/launch.py`, which the CLI and the 
 from __future__ import annotations
 
 import threading
-import time
 
 from ..ground.events import Emit, RunFailed, RunFinished
-from ..ground.results import RunResults
-from .process import ChildProcess, start_distributed, supervise_node
-from .remote import RemoteRun
+from .process import ChildProcess, other_node, start_distributed
+from .remote.kernels import RemoteRun
 from .request import RunRequest
 
 
@@ -29,21 +27,9 @@ def start_run(request: RunRequest, emit: Emit, stop: threading.Event | None = No
         return process.run(request, emit, stop)
     launch = request.launch
     if launch.distributed and launch.node_rank != 0:
-        return _other_node(request, stop)
+        return other_node(request, stop)
     if launch.distributed:
         return (process or start_distributed(request)).run(None, emit, stop)
     if launch.where == "here":
         raise ValueError("a run in this process is started by workbench.core.kernel.launch.start_run")
     return (process or ChildProcess()).run(request, emit, stop)
-
-
-def _other_node(request: RunRequest, stop: threading.Event) -> RunFinished | RunFailed:
-    """A node other than 0 of a multi-node run: its ranks report to node 0, so the outcome here is only how they
-    exited (node 0 writes the checkpoint and the record)."""
-    started = time.monotonic()
-    code = supervise_node(request, stop)
-    if code == 0 or stop.is_set():
-        return RunFinished(steps=0, epochs=0, seconds=time.monotonic() - started, stopped=stop.is_set(),
-                           results=RunResults(node_exit_code=code))
-    return RunFailed(kind="crashed", message=f"this node's {request.launch.nproc_per_node} process(es) exited "
-                                             f"with code {code}", hint="node 0 has the run's events and record")

@@ -27,6 +27,7 @@ from typing import Callable, Sequence
 
 from ..ground.errors import WorkbenchError
 from ..ground.events import Event, Notice, RunFailed, RunFinished, Step, from_dict, is_terminal
+from ..ground.results import RunResults
 from . import forkserver
 from .protocol import ADDRESS_ENV, REQUEST_ENV, RUN_JOB_ID, TOKEN_ENV, Job, Lines, send
 from .request import Launch, RunRequest
@@ -479,3 +480,15 @@ def supervise_node(request: RunRequest, stop: threading.Event) -> int:
         return child.process.wait()
     finally:
         child.close()
+
+
+def other_node(request: RunRequest, stop: threading.Event) -> RunFinished | RunFailed:
+    """A node other than 0 of a multi-node run: its ranks report to node 0, so the outcome here is only how they
+    exited (node 0 writes the checkpoint and the record)."""
+    started = time.monotonic()
+    code = supervise_node(request, stop)
+    if code == 0 or stop.is_set():
+        return RunFinished(steps=0, epochs=0, seconds=time.monotonic() - started, stopped=stop.is_set(),
+                           results=RunResults(node_exit_code=code))
+    return RunFailed(kind="crashed", message=f"this node's {request.launch.nproc_per_node} process(es) exited "
+                                             f"with code {code}", hint="node 0 has the run's events and record")

@@ -18,9 +18,9 @@ from ..ground.config import TrainConfig
 from ..ground.events import EpochEnd, Event, RunFailed, RunFinished, RunStarted
 from ..history.runs import RunStore
 from .launch import start_run
-from .remote import RemoteRun
+from .remote.kernels import RemoteRun
 from .request import Launch, RunRequest, new_run_dir
-from .ssh import Remote
+from .remote.ssh import Remote
 
 StartRun = Callable[..., RunFinished | RunFailed]  # launch.start_run's signature
 

@@ -27,7 +27,7 @@ from ..history.groups import SEED, group_key
 from ..history.runs import RunRecord, RunStore
 from .launch import start_run
 from .queued import train_recorded
-from .ssh import Remote
+from .remote.ssh import Remote
 
 DEFAULT_COUNT = 3
 STATUSES = ("finished", "stopped", "failed")  # how a seed's run ended (RunStore's words for them)

@@ -28,7 +28,7 @@ from ..ground.events import EpochEnd, Event, RunFailed
 from ..history.sweeps import OBJECTIVES, SEARCHABLE, Param, Progress, Trial, best_trial, studies_path
 from .launch import start_run
 from .queued import train_recorded
-from .ssh import Remote
+from .remote.ssh import Remote
 
 SAMPLERS = ("tpe", "random", "grid")
 STATES = {"COMPLETE": "complete", "PRUNED": "pruned", "FAIL": "failed"}  # Optuna's, as Trial.state says them

@@ -23,16 +23,16 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from ..ground.atomic import commit, temp_beside
-from ..ground.events import Event, Notice, RunFailed, from_dict, is_terminal
-from ..ground.records import R
-from ..ground.errors import first_line
-from ..history.recording import RunRecorder
-from ..history.runs import RunStore, RunStoreError
-from .process import ChildError, ChildProcess
-from .protocol import RUN_JOB_ID, Lines
-from .remote_wire import HostPath, RunInfo, RunStart, SpareRun
-from .request import RunRequest
+from ...ground.atomic import commit, temp_beside
+from ...ground.events import Event, Notice, RunFailed, from_dict, is_terminal
+from ...ground.records import R
+from ...ground.errors import first_line
+from ...history.recording import RunRecorder
+from ...history.runs import RunStore, RunStoreError
+from ..process import ChildError, ChildProcess
+from ..protocol import RUN_JOB_ID, Lines
+from .wire import HostPath, RunInfo, RunStart, SpareRun
+from ..request import RunRequest
 from .ssh import INSTALL_HINT, Remote, RemoteError, Session
 
 RECONNECT_S = 120.0  # how long a dropped run is re-attached for before this side gives up (the run goes on there)
@@ -340,7 +340,7 @@ def staging(remote: Remote) -> str:
 
 
 class RemoteSpare:
-    """A run kernel started ahead on the host (`remote_host spare`): the next RemoteRun there trains in it, so its
+    """A run kernel started ahead on the host (`remote.host spare`): the next RemoteRun there trains in it, so its
     first step comes as soon as it would here (no PyTorch import in between). Held by its session: closing it
     ends a spare that no run has claimed."""
 
@@ -371,7 +371,7 @@ def _answer(record: type[R], message: dict | None, failure: str) -> R:
 
 
 def _ask(remote: Remote, *args: str, when: str) -> dict | None:
-    """The host's one-line answer to the remote_host command `args` (None: none within START_TIMEOUT_S)."""
+    """The host's one-line answer to the remote.host command `args` (None: none within START_TIMEOUT_S)."""
     session = remote.open(*args)
     try:
         return session.read(START_TIMEOUT_S, when)

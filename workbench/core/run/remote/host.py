@@ -1,4 +1,4 @@
-"""The far end of a remote kernel: what `ssh HOST python3 -m workbench.core.run.remote_host …` runs. Torch-free.
+"""The far end of a remote kernel: what `ssh HOST python3 -m workbench.core.run.remote.host …` runs. Torch-free.
 
 The window (or the CLI) on another machine reaches this host only through the SSH session's stdin and stdout, so
 nothing here listens on any network interface and no secret travels on a command line (SSH has authenticated the
@@ -47,12 +47,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from ..ground import paths
-from ..ground.atomic import write_text_atomic
-from ..ground.events import RunFailed, from_dict, is_terminal, to_json
-from .protocol import PROTOCOL_VERSION, RUN_JOB_ID, event_line
-from .remote_wire import Hello, HostPath, RunInfo, RunStart, SpareRun
-from .request import RunRequest, new_run_dir
+from ...ground import paths
+from ...ground.atomic import write_text_atomic
+from ...ground.events import RunFailed, from_dict, is_terminal, to_json
+from ..protocol import PROTOCOL_VERSION, RUN_JOB_ID, event_line
+from .wire import Hello, HostPath, RunInfo, RunStart, SpareRun
+from ..request import RunRequest, new_run_dir
 
 LOST_GRACE_S = 2.0  # a supervisor that looks gone: how long its log may still grow before the run is called lost
 POLL_S = 0.05  # how often an attach looks for new events, and a supervisor for control lines
@@ -71,7 +71,7 @@ def runs_root() -> Path:
 
 
 def hello() -> Hello:
-    from ..ground.appinfo import version
+    from ...ground.appinfo import version
 
     return Hello(version(), PROTOCOL_VERSION, sys.executable, sys.version.split()[0], socket.gethostname(),
                  str(paths.data_dir()))
@@ -81,7 +81,7 @@ def hello() -> Hello:
 def serve_kernel(out: BinaryIO) -> int:
     """A service kernel started here as the window starts one locally; its messages copied both ways between it
     and this session (the kernel's own stdout goes to stderr: a stray print never corrupts the protocol)."""
-    from .process import ChildError, ChildProcess
+    from ..process import ChildError, ChildProcess
 
     write_line(out, {"hello": "ssh", "pid": os.getpid(), "protocol": PROTOCOL_VERSION})
     child = ChildProcess(name="the PyTorch kernel")
@@ -200,7 +200,7 @@ def _supervise_detached(folder: RunFolder) -> subprocess.Popen:
     try:
         with open(folder.path / "supervisor.log", "ab") as log:
             process = subprocess.Popen(
-                [sys.executable, "-m", "workbench.core.run.remote_host", "supervise", folder.key, str(announce)],
+                [sys.executable, "-m", "workbench.core.run.remote.host", "supervise", folder.key, str(announce)],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, pass_fds=(announce,))
         os.close(announce)
         announce = -1
@@ -261,8 +261,7 @@ def supervise(key: str, announce: int | None = None) -> int:
     if announce is not None:
         os.close(announce)
 
-    from .launch import start_run as train
-    from .process import ChildProcess, start_distributed
+    from ..process import ChildProcess, other_node, start_distributed
 
     spare = None
     if not (folder.path / REQUEST).exists():  # a spare: its kernel imports PyTorch while it waits for a request
@@ -273,20 +272,21 @@ def supervise(key: str, announce: int | None = None) -> int:
             return 0
     request = folder.request()
     stop = threading.Event()
-    if request.launch.distributed:
-        if spare is not None:
-            spare.close()
-        process = start_distributed(request)
-    else:
-        process = spare or ChildProcess()
-    threading.Thread(target=_follow_control, args=(folder, process, stop), daemon=True,
-                     name="workbench-control").start()
     with open(folder.log, "a", encoding="utf-8") as log:
         def emit(event) -> None:
             log.write(to_json(event) + "\n")
             log.flush()
 
-        train(request, emit, stop, process=process)
+        launch = request.launch
+        if launch.distributed and spare is not None:
+            spare.close()
+        if launch.distributed and launch.node_rank != 0:  # this host's ranks report to node 0: only how they ended
+            emit(other_node(request, stop))
+            return 0
+        process = start_distributed(request) if launch.distributed else spare or ChildProcess()
+        threading.Thread(target=_follow_control, args=(folder, process, stop), daemon=True,
+                         name="workbench-control").start()
+        process.run(None if launch.distributed else request, emit, stop)  # as run.launch.start_run drives it
     return 0
 
 

@@ -1,11 +1,11 @@
-"""What a remote host's `remote_host` program answers on the SSH session, as typed records (the same ground rule as
+"""What a remote host's `remote.host` program answers on the SSH session, as typed records (the same ground rule as
 a service job's answers: read field by field on arrival, never by string key). Torch-free."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ground.records import Record
+from ...ground.records import Record
 
 
 @dataclass(frozen=True)

@@ -22,14 +22,14 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 
-from ..ground.errors import WorkbenchError
-from .protocol import PROTOCOL_VERSION, Lines, send
-from .remote_wire import Hello
+from ...ground.errors import WorkbenchError
+from ..protocol import PROTOCOL_VERSION, Lines, send
+from .wire import Hello
 
 SSH_ENV = "WORKBENCH_SSH"
 CONNECT_TIMEOUT_S = 10  # ssh's own bound on reaching the host (TCP and the key exchange)
 HELLO_TIMEOUT_S = 30.0  # the first contact as a whole: connect, log in, start Python, answer
-REMOTE_MODULE = "workbench.core.run.remote_host"
+REMOTE_MODULE = "workbench.core.run.remote.host"
 INSTALL_HINT = "install it there with `{python} -m pip install workbench` (the same version as this computer's)"
 _HOST = re.compile(r"^(?:(?P<user>[^@\s:/]+)@)?(?P<name>[A-Za-z0-9._-]+|\[[0-9A-Fa-f:]+\])(?::(?P<port>\d+))?$")
 
@@ -86,7 +86,7 @@ class Remote:
 
     # -- the command ------------------------------------------------------------------------------------------
     def ssh_command(self, *args: str) -> list[str]:
-        """ssh running `remote_host ARGS…` with the remote Python; every word quoted for the remote shell."""
+        """ssh running `remote.host ARGS…` with the remote Python; every word quoted for the remote shell."""
         base = ssh_program()
         options = ["-T", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes", "-o",
                    f"ConnectTimeout={CONNECT_TIMEOUT_S}", "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3"]
@@ -99,7 +99,7 @@ class Remote:
 
     # -- sessions ---------------------------------------------------------------------------------------------
     def open(self, *args: str, first_line: str | None = None) -> "Session":
-        """An SSH session running `remote_host ARGS…`, its stdin/stdout one end of a socketpair (the other is
+        """An SSH session running `remote.host ARGS…`, its stdin/stdout one end of a socketpair (the other is
         `session.conn`); `first_line` is sent before anything else (a request: on stdin, never on a command line)."""
         return Session(self, args, first_line)
 
@@ -147,7 +147,7 @@ def _words(text: str, what: str, hint: str) -> list[str]:
 
 
 class Session:
-    """One running `ssh HOST … remote_host …`: `conn` carries the messages, `stderr` keeps what ssh (and the remote
+    """One running `ssh HOST … remote.host …`: `conn` carries the messages, `stderr` keeps what ssh (and the remote
     program) said on the way, for explaining a failure."""
 
     def __init__(self, remote: Remote, args: tuple[str, ...], first_line: str | None):
@@ -275,6 +275,9 @@ def explain(remote: Remote, code: int | None, said: str, when: str) -> RemoteErr
         if symptom in text and code == 255:
             return RemoteError("connection", f"cannot reach {remote} {when}: {last}",
                                "check the host and port, and that its SSH server is up")
+    if f"no module named {REMOTE_MODULE}" in text or f"no module named '{REMOTE_MODULE}" in text:
+        return RemoteError("version", f"the Workbench on {remote.name} ({remote.python}) is another version: it has no "
+                                      f"{REMOTE_MODULE}", INSTALL_HINT.format(python=remote.python))
     if "no module named workbench" in text or "no module named 'workbench" in text:
         return RemoteError("remote start", f"workbench is not installed on {remote.name} ({remote.python})",
                            INSTALL_HINT.format(python=remote.python))

@@ -19,11 +19,11 @@ from concurrent.futures import CancelledError, Future
 from pathlib import Path
 from typing import Any, Callable
 
-from ..ground.answers import ParityTable, Written
-from ..history.runs import default_db_path
-from .client import KernelClient
-from .remote import fetch, send, staging
-from .service import Answer, Paths, ServiceClient
+from ...ground.answers import ParityTable, Written
+from ...history.runs import default_db_path
+from ..client import KernelClient
+from .kernels import fetch, send, staging
+from ..service import Answer, Paths, ServiceClient
 from .ssh import Remote
 
 
