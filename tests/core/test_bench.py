@@ -277,7 +277,7 @@ def test_engine_rows_train_at_the_benchmarks_matmul_precision():
 def test_a_compiled_row_runs_to_its_end_and_shows_the_runs_own_payback(monkeypatch):
     """The row's break-even is the engine's paired payback, which a stopped run does not measure: the row's run
     must end at its step cap, not by a stop. (Payback.short's other forms: tests/core/test_payback.py.)"""
-    from workbench.core.engine.payback import PaybackCalibration
+    from workbench.core.engine.instruments.payback import PaybackCalibration
     from workbench.core.ground.payback import Payback
 
     seen = []

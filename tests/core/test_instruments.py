@@ -7,7 +7,7 @@ import torch
 
 from tests.helpers import SMALL, run, steps
 from workbench.core.engine import Trainer
-from workbench.core.engine.instrument import Instrument
+from workbench.core.engine.instruments.base import Instrument
 from workbench.core.ground.events import RunFailed, RunFinished
 
 

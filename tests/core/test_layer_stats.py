@@ -9,7 +9,7 @@ import torch
 from tests.helpers import SMALL, STATS, run
 from workbench.core.domain.layer_stats import HISTOGRAM_SAMPLE, histograms, model_summary
 from workbench.core.domain.model import SandwichNet
-from workbench.core.engine.layer_statistics import sampled
+from workbench.core.engine.instruments.layer_statistics import sampled
 from workbench.core.ground import events as ev
 from workbench.core.ground.layer_stats import LayerStats, ModelSummary
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from workbench.core import engine
-from workbench.core.engine.payback import PaybackCalibration
+from workbench.core.engine.instruments.payback import PaybackCalibration
 from workbench.core.engine import Trainer
 from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.payback import Payback

@@ -15,7 +15,7 @@ from ..domain.model import model_for
 from ..ground.errors import first_line
 from ..ground.events import CompileEvent, CompileReport, GraphBreak, Notice
 from ..ground.config import TrainConfig
-from .recompile_stance import refused_recompile
+from .instruments.recompile_stance import refused_recompile
 from .state import CompileFailure, RunState
 from .steps import Session
 

@@ -52,20 +52,20 @@ from ..ground.forecast import check_forecast, forecast_recompiles
 from ..ground.results import RunResults
 from ..ground.signals import RunSignals
 from . import compiling, steps
-from .alerting import Alerting
-from .amp_health import AmpHealth
-from .compile_timeline import CompileTimeline
-from .instrument import Instrument
-from .layer_statistics import LayerStatistics
-from .payback import PaybackCalibration
+from .instruments.alerting import Alerting
+from .instruments.amp_health import AmpHealth
+from .instruments.compile_timeline import CompileTimeline
+from .instruments.base import Instrument
+from .instruments.layer_statistics import LayerStatistics
+from .instruments.payback import PaybackCalibration
 from .plan import cudagraph_thread_notice, warmup_plan
-from .profiling import Profiling
-from .recompile_stance import RecompileStance
-from .resume import Resume, training_snapshot
+from .instruments.profiling import Profiling
+from .instruments.recompile_stance import RecompileStance
+from .instruments.resume import Resume, training_snapshot
 from .state import Block, Diverged, ReadBack, RunState, StopFlag
 from .steps import Session
-from .system_metrics import SystemMetrics
-from .warm_start import CacheHome, WarmStart
+from .instruments.system_metrics import SystemMetrics
+from .instruments.warm_start import CacheHome, WarmStart
 
 FLUSH_SECONDS = 0.05  # how often losses are read back from the device (and Step events go out)
 DIST_FLUSH_STEPS = 10  # multi-process: read back every N steps, the same step on every rank (a collective)

@@ -17,7 +17,7 @@ from typing import Callable
 
 from ..ground.atomic import commit, temp_beside, write_text_atomic
 from ..engine import StopFlag, TrainedModel, Trainer
-from ..engine.warm_start import CacheHome
+from ..engine.instruments.warm_start import CacheHome
 from ..ground.errors import WorkbenchError
 from ..ground.events import EpochEnd, Event, Notice, RunFailed, RunFinished, RunStarted, is_terminal, to_json
 from ..domain.distributed import Distributed

@@ -7,11 +7,11 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..domain import checkpoint
-from ..ground.config import ConfigError
-from ..ground.errors import first_line
-from .instrument import Instrument
-from .state import RunState
+from ...domain import checkpoint
+from ...ground.config import ConfigError
+from ...ground.errors import first_line
+from .base import Instrument
+from ..state import RunState
 
 
 class Resume(Instrument):

@@ -13,10 +13,10 @@ from typing import Any
 
 import torch
 
-from ..ground.payback import METHOD, Payback
-from . import steps
-from .instrument import Instrument
-from .state import RunState
+from ...ground.payback import METHOD, Payback
+from .. import steps
+from .base import Instrument
+from ..state import RunState
 
 ROUNDS = 5  # rounds of a compiled and an eager block of steps
 # Each block about this long (and within these step counts): long enough to average a read-back's sync, short next

@@ -13,8 +13,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..ground.signals import RunSignals
-from .state import ReadBack, RunState
+from ...ground.signals import RunSignals
+from ..state import ReadBack, RunState
 
 
 class Instrument:

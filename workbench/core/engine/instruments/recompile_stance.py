@@ -24,10 +24,10 @@ import typing
 
 import torch
 
-from ..domain.compile_trace import plain_guard
-from ..ground.events import CompileEvent, Frame, Notice
-from .instrument import Instrument
-from .state import CompileFailure, RunState
+from ...domain.compile_trace import plain_guard
+from ...ground.events import CompileEvent, Frame, Notice
+from .base import Instrument
+from ..state import CompileFailure, RunState
 
 STANCES = {"compile": "default", "eager": "eager_on_recompile", "fail": "fail_on_recompile"}  # by on_recompile
 EAGER_FIRST = "eager_then_compile"

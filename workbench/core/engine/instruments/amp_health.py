@@ -9,11 +9,11 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..domain import amp
-from ..domain.evaluate import autocast_context
-from ..ground.events import AmpReport, AmpSkipped
-from .instrument import Instrument
-from .state import ReadBack, RunState
+from ...domain import amp
+from ...domain.evaluate import autocast_context
+from ...ground.events import AmpReport, AmpSkipped
+from .base import Instrument
+from ..state import ReadBack, RunState
 
 
 class AmpHealth(Instrument):

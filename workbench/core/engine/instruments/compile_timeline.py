@@ -7,11 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..domain.compile_trace import CompileTracer, render_trace
-from ..ground.events import Notice
-from ..ground.results import CompileTrace
-from .instrument import Instrument
-from .state import RunState
+from ...domain.compile_trace import CompileTracer, render_trace
+from ...ground.events import Notice
+from ...ground.results import CompileTrace
+from .base import Instrument
+from ..state import RunState
 
 BREAK_PREFIX = "graph break: "  # a graph break event's title: the prefix, then the break's type
 

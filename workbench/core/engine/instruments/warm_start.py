@@ -31,16 +31,16 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from ..domain import devices
-from ..ground.atomic import atomic_path, write_text_atomic
-from ..ground.events import Notice
-from ..ground.signing import sign
-from ..history.runs import RunStore, RunStoreError, default_db_path
-from ..history.warm_starts import (CACHE_FILE, COMPILE_SETTINGS, KEY_FILE, CompileCache, WarmKey, WarmSource,
+from ...domain import devices
+from ...ground.atomic import atomic_path, write_text_atomic
+from ...ground.events import Notice
+from ...ground.signing import sign
+from ...history.runs import RunStore, RunStoreError, default_db_path
+from ...history.warm_starts import (CACHE_FILE, COMPILE_SETTINGS, KEY_FILE, CompileCache, WarmKey, WarmSource,
                                    WarmStartError, check_key, find_warm_source, signed_purpose, trusted_bytes,
                                    warm_source)
-from .instrument import Instrument
-from .state import RunState
+from .base import Instrument
+from ..state import RunState
 
 MEGA_CACHE_VERSION = "2.7"  # save_cache_artifacts / load_cache_artifacts first shipped in it
 

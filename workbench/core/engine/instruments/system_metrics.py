@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..domain.system import SystemSampler, summary
-from ..ground.events import SystemSample
-from .instrument import Instrument
-from .state import RunState
+from ...domain.system import SystemSampler, summary
+from ...ground.events import SystemSample
+from .base import Instrument
+from ..state import RunState
 
 
 class SystemMetrics(Instrument):

@@ -12,10 +12,10 @@ from typing import Iterator
 import torch
 from torch import nn
 
-from ..domain.layer_stats import LayerProbe, decode, model_summary
-from ..ground.layer_stats import EARLY_STEPS
-from .instrument import Instrument
-from .state import ReadBack, RunState
+from ...domain.layer_stats import LayerProbe, decode, model_summary
+from ...ground.layer_stats import EARLY_STEPS
+from .base import Instrument
+from ..state import ReadBack, RunState
 
 UNSAMPLED_KINDS = ("recording", "profiling")  # CUDA-graph recording and the profiler's window stay undisturbed
 

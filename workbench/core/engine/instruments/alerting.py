@@ -4,11 +4,11 @@ whose loss blew up), and emits an Alert event right after whatever tripped a rul
 
 from __future__ import annotations
 
-from ..domain import devices
-from ..ground.alerts import AlertThresholds, AlertWatch
-from ..ground.events import Event
-from .instrument import Instrument
-from .state import ReadBack, RunState
+from ...domain import devices
+from ...ground.alerts import AlertThresholds, AlertWatch
+from ...ground.events import Event
+from .base import Instrument
+from ..state import ReadBack, RunState
 
 
 class Alerting(Instrument):

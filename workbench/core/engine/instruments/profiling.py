@@ -9,12 +9,12 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from ..domain.profiler import StepProfiler, profile_metrics, profile_window
-from ..ground.errors import first_line
-from ..ground.events import Notice, ProfileReport
-from ..ground.signals import RunSignals
-from .instrument import Instrument
-from .state import RunState
+from ...domain.profiler import StepProfiler, profile_metrics, profile_window
+from ...ground.errors import first_line
+from ...ground.events import Notice, ProfileReport
+from ...ground.signals import RunSignals
+from .base import Instrument
+from ..state import RunState
 
 
 class Profiling(Instrument):
