@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from workbench.core import engine
+from workbench.core.engine.instruments import payback
 from workbench.core.engine.instruments.payback import PaybackCalibration
 from workbench.core.engine import Trainer
 from workbench.core.ground.config import TrainConfig
@@ -109,8 +110,8 @@ def test_the_calibration_really_runs_eager_steps_and_compiled_ones(monkeypatch):
     monkeypatch.setattr(engine.steps, "train_step", step)
     result, _ = _run(CONFIG)
     block = int(result.results.payback.method.split(" rounds of ")[1].split()[0])
-    assert seen["eager"] == (engine.payback.ROUNDS + 1) * block  # one untimed warm-up block, then the rounds
-    assert seen["compiled"] == 12 + engine.payback.ROUNDS * block
+    assert seen["eager"] == (payback.ROUNDS + 1) * block  # one untimed warm-up block, then the rounds
+    assert seen["compiled"] == 12 + payback.ROUNDS * block
 
 
 def _stance_is_eager() -> bool:

@@ -1,4 +1,4 @@
-"""The compile stance as settings (engine.recompile_stance): what a recompile does (compile again, run eagerly, fail
+"""The compile stance as settings (recompile_stance): what a recompile does (compile again, run eagerly, fail
 naming the guard), an eager first call (eager_then_compile), and the warning one recompile before the recompile limit.
 
 The model recompiles at every training step on purpose: its forward counts its calls in a Python int on the module,

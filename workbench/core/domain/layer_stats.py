@@ -5,7 +5,7 @@ device and without a sync, each layer's weight and gradient norms and histograms
 optimizer's step), the size of the update (after it), and, in one extra eager forward of the same batch in eval
 mode, each layer's output histogram and the share of its inputs that were 0 for the whole batch (ReLU units that
 never fired). Everything lands in one flat tensor per sample that rides along with the block's losses
-(engine.layer_statistics) and is read back as a `LayerStats` event (`decode`).
+(instruments.layer_statistics) and is read back as a `LayerStats` event (`decode`).
 
 The extra forward calls `model.forward` itself: a model compiled in place (`nn.Module.compile`) keeps its compiled
 call for `model(x)`, so the probe runs its layers eagerly; the hooks it adds for that forward are gone before the

@@ -73,7 +73,7 @@ class RunState:
     resume: checkpoint.Checkpoint | None = None  # the checkpoint a continued run goes on from (config.resume)
     session: Session = field(init=False)  # set by the loop's _prepare; replaced by a fallback to eager
     report: CompileReport | None = None  # explain's report; None when the run is not compiled
-    warm: WarmSource | None = None  # the recorded run whose compile cache was loaded (engine.warm_start)
+    warm: WarmSource | None = None  # the recorded run whose compile cache was loaded (instruments.warm_start)
     log: RunCompileLog = field(init=False)  # set by _prepare, once explain is done
     val_batches: DeviceBatches = field(init=False)  # set by _prepare
     totals: Totals = field(default_factory=Totals)

@@ -10,7 +10,7 @@ block's timing.
 A run reads top to bottom in `Trainer._run`: `_start` (device, data, RunStarted), `_prepare` (model, explain,
 compile), then per epoch `_train_epoch` and `_validate`, and `_finish` (final report, results, checkpoint,
 RunFinished). What the loop measures beyond loss, accuracy, speed and compile time is done by its instruments
-(instrument.py: AMP health, profiler, system sampler, compile timeline, payback, resume, warm start, compile
+(instruments/: AMP health, profiler, system sampler, compile timeline, payback, resume, warm start, compile
 stance), each called at its moments and each adding its own section to the run's results.
 
 Steady throughput counts only steady steps: a compiling first step and, on CUDA, the warm-up steps (`WarmupPlan`)
@@ -106,7 +106,7 @@ class Trainer:
         multiple of config.lr, in place of the config's schedule (the LR range test's exponential sweep).
         `payback`: measure a compiled run against eager after it (off for the range test, whose steps teach
         nothing about a real run's payback). `compile_cache`: where a compiled run keeps its compile cache and the
-        history it looks for a warm start in (engine.warm_start); None: none is kept or loaded. `layer_stats`: the
+        history it looks for a warm start in (instruments.warm_start); None: none is kept or loaded. `layer_stats`: the
         per-layer statistics (config.stats_every); off only when `workbench bench --instruments` prices them."""
         self.flush_seconds = flush_seconds
         self.dist = distributed or Distributed()

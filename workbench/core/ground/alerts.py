@@ -2,7 +2,7 @@
 
 `AlertWatch` reads what a run emits (its Step, LayerStats, CompileEvent, AmpSkipped and EpochEnd events, and each
 read-back's raw losses) and answers with `Alert`s: each says what happened at which step, what to do, and where the
-fix is (`Alert.panel`). It runs in the run's own process, at the read-backs (engine.alerting), so an alert is
+fix is (`Alert.panel`). It runs in the run's own process, at the read-backs (instruments.alerting), so an alert is
 recorded with the run, reaches a headless run's terminal and a remote run's window alike, and can be replayed
 over a recorded run's events. Each rule fires once per run (per layer, where it names one): an alert is news, not
 a stream. The thresholds are settings of the run (`AlertThresholds.of`)."""

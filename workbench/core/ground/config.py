@@ -24,7 +24,7 @@ from .errors import WorkbenchError
 BACKENDS = ("eager", "inductor", "aot_eager", "cudagraphs")
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 AMP_CHOICES = ("off", "bf16", "fp16")
-# What a recompile does (TrainConfig.on_recompile), each a torch.compiler.set_stance stance (engine.recompile_stance).
+# What a recompile does (TrainConfig.on_recompile), each a torch.compiler.set_stance stance (recompile_stance.py).
 RECOMPILE_ACTIONS = ("compile", "eager", "fail")
 MATMUL_PRECISIONS = ("highest", "high", "medium")  # torch.set_float32_matmul_precision's choices
 OPTIMIZERS = ("adamw", "sgd")

@@ -146,7 +146,7 @@ class CompileReport:
     recompiles: tuple[str, ...] = ()  # guard failures that triggered a recompile, as Dynamo words them
     warnings: tuple[str, ...] = ()  # fallbacks, cudagraph skips: never hidden
     source: str = "run"  # "run" (what happened while training) or "explain" (a dedicated inspection)
-    # A warm start (engine.warm_start): the run whose compile cache was loaded before the first compile (None: a
+    # A warm start (instruments.warm_start): the run whose compile cache was loaded before the first compile (None: a
     # cold start), and the cold launch that cache descends from, its run and its compile seconds (None: not known).
     warm_from: int | None = None
     cold_run: int | None = None

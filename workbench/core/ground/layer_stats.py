@@ -68,7 +68,7 @@ class LayerStat(Record):
 
 @dataclass(frozen=True)
 class LayerStats(Record):
-    """A sampled step's per-layer statistics (engine.layer_statistics), in the model's module order."""
+    """A sampled step's per-layer statistics (instruments.layer_statistics), in the model's module order."""
 
     step: int
     layers: tuple[LayerStat, ...]

@@ -3,11 +3,11 @@
 "Compiled is slower than eager" and "the first epoch is slow" are the most common complaints about
 `torch.compile`, and no tool answers the question behind them: with this model, on this device, after how many
 steps does the compile time come back? The engine measures both step times side by side in the run's own process
-(see `engine.payback.PaybackCalibration`); this module is the arithmetic and the words, free of torch so the history,
+(`PaybackCalibration`); this module is the arithmetic and the words, free of torch so the history,
 the report and the window read it too.
 
 Cold and warm launches. A launch that loads an earlier run's compile cache before compiling (a warm start,
-engine.warm_start) pays less compile than one that compiles from scratch; the time a compiled step saves is the
+instruments.warm_start) pays less compile than one that compiles from scratch; the time a compiled step saves is the
 same. So the break-even of either launch is its own compile seconds over the same saving per step, each figure
 measured, none estimated: a cold run measures the cold compile, a warm run its warm compile and carries the cold
 figure of the run its cache descends from (from the run history). `launch_lines` says both; a figure no run has

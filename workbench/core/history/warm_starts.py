@@ -3,7 +3,7 @@
 A compiled run leaves PyTorch's compile artefacts in its folder (CACHE_FILE: `torch.compiler.save_cache_artifacts()`,
 the "mega-cache": the AOTAutograd and Inductor FX-graph cache entries it made or used, autotuning results) beside
 what they were made for (KEY_FILE: a `CompileCache`). A later run whose `WarmKey` is equal loads them before it
-compiles (engine.warm_start), and its compile finds its graphs in the cache instead of lowering them again.
+compiles (instruments.warm_start), and its compile finds its graphs in the cache instead of lowering them again.
 
 The key holds what decides whether the artefacts can serve a run: the settings that change the compiled graphs
 (COMPILE_SETTINGS), the input batch's shape, the model's code (a hash of the files its class and base classes are
