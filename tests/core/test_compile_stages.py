@@ -9,7 +9,7 @@ import pytest
 
 from workbench.core.ground.compile_stages import BACKWARD, FRAME, STAGES, GraphCompileTime, graph_compile_times
 from workbench.core.ground.events import CompileReport, from_json, to_json
-from workbench.core.history.report_compile import stages_html
+from workbench.core.history.report.compile_section import stages_html
 
 # Recorded from torch 2.14.1 (a Linear-LayerNorm-Linear module compiled with inductor on the CPU, trained one step,
 # then run under no_grad): the frame's record, its backward's (compiled at the first backward), the recompile's.
@@ -98,7 +98,7 @@ def test_a_recorded_runs_report_shows_its_stages(tmp_path):
     from workbench.core.ground.config import TrainConfig
     from workbench.core.ground.events import RunFinished, RunStarted
     from workbench.core.history.recording import RunRecorder
-    from workbench.core.history.report import build_report
+    from workbench.core.history.report.build import build_report
     from workbench.core.history.runs import RunStore
 
     config = TrainConfig(backend="inductor", epochs=1).to_dict()

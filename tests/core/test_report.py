@@ -25,12 +25,12 @@ from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.errors import WorkbenchError
 from workbench.core.ground.events import CompileReport, EpochEnd, Frame, GraphBreak, Notice, RunFailed, Step
 from workbench.core.domain.evaluate import evaluate_run
-from workbench.core.history.report import build_report
-from workbench.core.history.report_facts import last_compile_report
-from workbench.core.history.report_page import SECTIONS
-from workbench.core.history.report_write import ReportError
+from workbench.core.history.report.build import build_report
+from workbench.core.history.report.facts import last_compile_report
+from workbench.core.history.report.page import SECTIONS
+from workbench.core.history.report.write import ReportError
 from workbench.core.history.runs import RunRecord, RunStore
-from workbench.core.history.svgchart import downsample, nice_ticks, tick_labels
+from workbench.core.history.report.svgchart import downsample, nice_ticks, tick_labels
 from workbench.core.kernel.recorder import run_recorded
 from workbench.core.kernel.reports import write_report
 from workbench.core.run.request import RunRequest
@@ -501,7 +501,7 @@ def test_non_finite_values_stay_out_of_charts_and_json():
 
 # -- layering: rendering is history's, and history is below torch ------------------------------------------------
 def test_the_report_renderer_imports_no_torch():
-    code = ("import sys, workbench.core.history.report\n"
+    code = ("import sys, workbench.core.history.report.build\n"
             "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith(('torch.', 'workbench.core.domain',"
             " 'workbench.core.engine', 'workbench.core.run'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -22,12 +22,12 @@ from workbench.core.ground.fixit import fixit_cards
 from workbench.core.ground.forecast import EVAL_MODE, PARTIAL_VAL_BATCH, Forecast, ForecastCheck, check_forecast
 from workbench.core.ground.payback import Payback
 from workbench.core.ground.results import CompileTrace, RunResults
-from workbench.core.history.report import build_report, write_report_files
-from workbench.core.history.report_compile import KIND_STYLE, cache_summary
-from workbench.core.history.report_page import SECTIONS
+from workbench.core.history.report.build import build_report, write_report_files
+from workbench.core.history.report.compile_section import KIND_STYLE, cache_summary
+from workbench.core.history.report.page import SECTIONS
 from workbench.core.history.recording import RunRecorder
 from workbench.core.history.runs import RunStore
-from workbench.core.history.svgchart import (CHART_H, CHART_W, MARGIN_B, MARGIN_L, MARGIN_R, Series, StepMark,
+from workbench.core.history.report.svgchart import (CHART_H, CHART_W, MARGIN_B, MARGIN_L, MARGIN_R, Series, StepMark,
                                              line_chart)
 
 STEPS = 30

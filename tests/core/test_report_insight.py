@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from workbench.core.ground.events import AmpReport, AmpSkipped, ProfileReport, Step
-from workbench.core.history.report_insight import TOP_OPS, insight_html
+from workbench.core.history.report.insight import TOP_OPS, insight_html
 
 MiB = 2**20
 OPS = [{"name": f"aten::op{i}", "region": "compiled 0/0" if i % 2 else "", "calls": 20, "self_cpu_us": 1000.0 - i,

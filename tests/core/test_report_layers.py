@@ -11,9 +11,9 @@ from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.events import Step
 from workbench.core.ground.layer_stats import LayerStats
 from workbench.core.history.layers import FIGURES, LayerSeries
-from workbench.core.history.report import build_report
-from workbench.core.history.report_facts import PALETTE
-from workbench.core.history.report_layers import charted_layers
+from workbench.core.history.report.build import build_report
+from workbench.core.history.report.facts import PALETTE
+from workbench.core.history.report.layers_section import charted_layers
 from workbench.core.history.runs import RunRecord
 
 from .test_layers_history import ALERTS, LAYERS, SAMPLED, SUMMARY, layered_events, old_config, stat

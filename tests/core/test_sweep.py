@@ -13,7 +13,7 @@ from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.events import EpochEnd, RunFailed, RunFinished
 from workbench.core.ground.results import RunResults
 from workbench.core.history.runs import RunStore
-from workbench.core.history.sweep_report import sweep_html
+from workbench.core.history.report.sweep import sweep_html
 from workbench.core.history.sweeps import Trial, axis_position, pareto_front
 from workbench.core.run import sweep
 from workbench.core.run.sweep import SweepError, SweepSettings, load_trials, run_sweep, sweep_parameters

@@ -283,7 +283,7 @@ def test_the_report_says_a_runs_launch_and_both_payback_lines(tmp_path):
     from workbench.core.ground.events import RunStarted
     from workbench.core.ground.results import RunResults
     from workbench.core.history.recording import RunRecorder
-    from workbench.core.history.report import write_report_files
+    from workbench.core.history.report.build import write_report_files
 
     with RunStore(tmp_path / "runs.sqlite") as store:
         recorder = RunRecorder(store, out_dir=str(tmp_path / "run"), interval=0)

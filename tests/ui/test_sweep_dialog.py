@@ -10,7 +10,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from workbench.core.ground.config import TrainConfig, setting_named
-from workbench.core.history.sweep_report import BEST, FRONT, OTHER
+from workbench.core.history.report.sweep import BEST, FRONT, OTHER
 from workbench.core.history.sweeps import SEARCHABLE, Trial
 from workbench.core.run.sweep import SweepError, load_trials
 from workbench.ui.panels.plot_style import LIGHT

@@ -88,7 +88,7 @@ def _cut(text: str, width: int) -> str:
 def cmd_runs_show(args: argparse.Namespace) -> int:
     from ..core.history.layers import run_layers
     from ..core.history.layers_text import alerts_lines, layers_lines
-    from ..core.history.report_facts import last_compile_report
+    from ..core.history.report.facts import last_compile_report
 
     from ..core.history.curves import run_name
 

@@ -74,7 +74,7 @@ def cmd_batch_find(args: argparse.Namespace) -> int:
 def cmd_sweep(args: argparse.Namespace) -> int:
     """A sweep here, its trials in run processes: a line per trial with the ETA, then the best trial against the
     defaults and the Pareto front."""
-    from ..core.history.sweep_report import write_sweep_report
+    from ..core.history.report.sweep import write_sweep_report
     from ..core.history.sweeps import best_trial, pareto_front
     from ..core.run.sweep import SweepSettings, load_trials, run_sweep, sweep_names, sweep_parameters
 

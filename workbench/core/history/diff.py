@@ -27,8 +27,8 @@ from ..ground.records import Record
 from ..ground.results import RunResults
 from .curves import run_name
 from .layers import WATCHED_BY
-from .report_cells import compile_time, mib, num, pct
-from .report_facts import last_compile_report
+from .report.cells import compile_time, mib, num, pct
+from .report.facts import last_compile_report
 from .runs import RunRecord
 
 SETTINGS, ENVIRONMENT, BEHAVIOUR = "settings", "environment", "behaviour"

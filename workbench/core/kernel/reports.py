@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..domain.evaluate import evaluate_run
-from ..history.report import write_report_files
-from ..history.report_data import Evaluation
-from ..history.report_write import ReportError, json_twin
+from ..history.report.build import write_report_files
+from ..history.report.data import Evaluation
+from ..history.report.write import ReportError, json_twin
 from ..history.runs import RunStore
 from ..history.warm_starts import with_measured_launch
 

@@ -1,7 +1,7 @@
 """What the Sweep dialog shows of a sweep's trials: a table, parallel coordinates and the Pareto front.
 
 The three only draw the `Trial`s they are given (history/sweeps.py); they keep the report's colours and objective
-names (history/sweep_report.py), so the window and the HTML page read alike: orange the most accurate trial, blue
+names (history/report/sweep.py), so the window and the HTML page read alike: orange the most accurate trial, blue
 the complete ones (or the front), grey the rest.
 """
 
@@ -13,7 +13,7 @@ from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QHeaderView, QLabel, QTab
                                QVBoxLayout, QWidget)
 
 from ...core.history.curves import run_name
-from ...core.history.sweep_report import BEST, FRONT, OTHER, X_OBJECTIVES
+from ...core.history.report.sweep import BEST, FRONT, OTHER, X_OBJECTIVES
 from ...core.history.sweeps import Trial, axis_ends, axis_position, best_trial, pareto_front
 from .plot_style import Theme, style_plot
 

@@ -10,13 +10,13 @@ import statistics
 from dataclasses import dataclass
 from typing import Iterable
 
-from ..ground.events import CompileEvent, CompileReport, EpochEnd, Notice, RunFailed, Step, peak_mib
-from ..ground.payback import Payback
-from ..ground.records import Record
-from ..ground.results import RunResults, SystemSummary
-from .curves import Curves, curves_from_events, differing_settings, run_label
-from .layers import RunLayers, run_layers
-from .runs import RunRecord
+from ...ground.events import CompileEvent, CompileReport, EpochEnd, Notice, RunFailed, Step, peak_mib
+from ...ground.payback import Payback
+from ...ground.records import Record
+from ...ground.results import RunResults, SystemSummary
+from ..curves import Curves, curves_from_events, differing_settings, run_label
+from ..layers import RunLayers, run_layers
+from ..runs import RunRecord
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f",
            "#bcbd22")

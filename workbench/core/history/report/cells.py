@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from .html import esc
-from .report_facts import RunFacts
+from .facts import RunFacts
 
 
 def pct(value: float | None) -> str:

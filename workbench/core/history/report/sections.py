@@ -1,5 +1,5 @@
-"""The report's sections other than the compile report (report_compile) and where the time and the memory go
-(report_insight): the runs covered, their configuration and environment, the curves, the final metrics with each
+"""The report's sections other than the compile report (compile_section) and where the time and the memory go
+(insight): the runs covered, their configuration and environment, the curves, the final metrics with each
 run's re-evaluation, the comparison and the failures. Each returns one `<section>`.
 """
 
@@ -14,18 +14,18 @@ from typing import Any
 
 import numpy as np
 
-from ..ground.config import TrainConfig, uses_cuda_graphs
-from .curves import differing_settings
-from .groups import Spread, group_figures, seed_groups
+from ...ground.config import TrainConfig, uses_cuda_graphs
+from ..curves import differing_settings
+from ..groups import Spread, group_figures, seed_groups
 from .html import esc
 from .html import table as _table
-from ..ground.results_text import gpu_text
-from .report_cells import compile_time, mib, num, pct, run_cell
-from .report_compile import compile_marks, kind_legend
-from .report_data import Evaluation
-from .report_layers import alert_marks
-from .report_facts import ComparedRun, Comparison, RunFacts
-from .report_page import section
+from ...ground.results_text import gpu_text
+from .cells import compile_time, mib, num, pct, run_cell
+from .compile_section import compile_marks, kind_legend
+from .data import Evaluation
+from .layers_section import alert_marks
+from .facts import ComparedRun, Comparison, RunFacts
+from .page import section
 from .svgchart import Series, line_chart
 
 MEMORY_KEYS = ("allocated", "reserved", "peak", "rss")  # the usual order; any other key follows

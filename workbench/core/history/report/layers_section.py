@@ -8,11 +8,11 @@ from __future__ import annotations
 import numpy as np
 
 from .html import esc, table
-from .layers import LayerSeries, RunLayers, layer_label
-from .layers_text import FIGURES_HEAD, TABLE_HEAD, figures_rows, table_caption, table_rows
-from .report_cells import run_cell, swatch
-from .report_facts import PALETTE, RunFacts
-from .report_page import section
+from ..layers import LayerSeries, RunLayers, layer_label
+from ..layers_text import FIGURES_HEAD, TABLE_HEAD, figures_rows, table_caption, table_rows
+from .cells import run_cell, swatch
+from .facts import PALETTE, RunFacts
+from .page import section
 from .svgchart import Series, StepMark, line_chart
 
 CHARTED = (("grad_norm", "Gradient norm per layer (log10)"), ("update_ratio", "Update ratio per layer (log10)"))

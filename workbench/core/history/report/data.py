@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .runs import RunRecord
+from ..runs import RunRecord
 
 
 @dataclass(frozen=True)

@@ -13,16 +13,16 @@ import re
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from ..ground.compile_kinds import COMPILE_KINDS, compile_kind
-from ..ground.compile_stages import STAGES, GraphCompileTime
-from ..ground.events import CompileEvent, CompileFinished, CompileReport, Frame
-from ..ground.fixit import FixItCard, bug_report, fixit_cards
-from ..ground.forecast import CONFIRMED, DID_NOT_HAPPEN, NOT_PREDICTED
+from ...ground.compile_kinds import COMPILE_KINDS, compile_kind
+from ...ground.compile_stages import STAGES, GraphCompileTime
+from ...ground.events import CompileEvent, CompileFinished, CompileReport, Frame
+from ...ground.fixit import FixItCard, bug_report, fixit_cards
+from ...ground.forecast import CONFIRMED, DID_NOT_HAPPEN, NOT_PREDICTED
 from .html import esc, file_href
 from .html import table as _table
-from .report_cells import duration, run_cell
-from .report_facts import RunFacts
-from .report_page import section
+from .cells import duration, run_cell
+from .facts import RunFacts
+from .page import section
 from .svgchart import StepMark
 
 # The report's view of the kinds table: (colour, name) per kind, in lane order (the loss chart's rows of marks).

@@ -6,18 +6,18 @@ plotting dependency) and downsampled so a million-step run stays small; images a
 Every string that a user or a framework wrote (paths, graph-break reasons, failure messages) is HTML-escaped.
 
 This module puts the report together and writes it; it never loads a checkpoint and imports no torch. The
-re-evaluation arrives as plain data (report_data's `Evaluation`, made by `domain.evaluate.evaluate_run`);
-`run.reports.write_report` puts the two together. The pieces, one idea each:
-  report_data      the evaluation's plain data, and why a run has none
-  report_facts     what the report needs from each run (`RunFacts`), the runs compared
-  report_sections  the sections: runs, configuration, curves, metrics, comparison, failures
-  report_compile   the compile report section and the compile timeline's marks on the loss chart
-  report_insight   where the time and the memory go: the profiled window, mixed precision
-  report_layers    inside the network (the layer table, per-layer curves) and the alerts
-  report_cells     numbers, durations and a run's swatch, as every section writes them
-  report_page      the sections' headings, the stylesheet, the page frame
-  report_json      the JSON twin
-  report_write     writing both files atomically (ReportError, json_twin)
+re-evaluation arrives as plain data (data's `Evaluation`, made by `domain.evaluate.evaluate_run`);
+`kernel.reports.write_report` puts the two together. The pieces, one idea each (this folder):
+  data             the evaluation's plain data, and why a run has none
+  facts            what the report needs from each run (`RunFacts`), the runs compared
+  sections         the sections: runs, configuration, curves, metrics, comparison, failures
+  compile_section  the compile report section and the compile timeline's marks on the loss chart
+  insight          where the time and the memory go: the profiled window, mixed precision
+  layers_section   inside the network (the layer table, per-layer curves) and the alerts
+  cells            numbers, durations and a run's swatch, as every section writes them
+  page             the sections' headings, the stylesheet, the page frame
+  as_json          the JSON twin
+  write            writing both files atomically (ReportError, json_twin)
 """
 
 from __future__ import annotations
@@ -26,17 +26,17 @@ import json
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .report_compile import section_compile
-from .report_data import Evaluation, missing_reason
-from .report_facts import compare_runs, prepare_runs
-from .report_json import report_json
-from .report_insight import section_insight
-from .report_layers import section_alerts, section_layers
-from .report_page import page
-from .report_sections import (section_comparison, section_config, section_curves, section_failures, section_metrics,
+from .compile_section import section_compile
+from .data import Evaluation, missing_reason
+from .facts import compare_runs, prepare_runs
+from .as_json import report_json
+from .insight import section_insight
+from .layers_section import section_alerts, section_layers
+from .page import page
+from .sections import (section_comparison, section_config, section_curves, section_failures, section_metrics,
                               section_runs)
-from .report_write import json_twin, write_pair
-from .runs import RunRecord
+from .write import json_twin, write_pair
+from ..runs import RunRecord
 
 
 def write_report_files(records: list[RunRecord], evaluations: dict[int, Evaluation | None], out: Path, *,

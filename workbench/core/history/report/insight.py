@@ -9,11 +9,11 @@ import math
 from pathlib import Path
 from typing import Sequence
 
-from ..ground.events import AmpReport, AmpSkipped, Event, ProfileReport, Step
+from ...ground.events import AmpReport, AmpSkipped, Event, ProfileReport, Step
 from .html import esc, file_href, table
-from .report_cells import run_cell
-from .report_facts import RunFacts
-from .report_page import section
+from .cells import run_cell
+from .facts import RunFacts
+from .page import section
 from .svgchart import Series, line_chart
 
 TOP_OPS = 15  # rows of the op table

@@ -11,11 +11,11 @@ import math
 from datetime import datetime
 from typing import Any
 
-from ..ground.events import CompileReport
-from ..ground.fixit import FixItCard, fixit_cards
-from .layers import FIGURES, RunLayers
-from .report_data import Evaluation
-from .report_facts import Comparison, RunFacts
+from ...ground.events import CompileReport
+from ...ground.fixit import FixItCard, fixit_cards
+from ..layers import FIGURES, RunLayers
+from .data import Evaluation
+from .facts import Comparison, RunFacts
 
 FORMAT = "workbench-report"
 FORMAT_VERSION = 1

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..ground.atomic import write_text_atomic
+from ...ground.atomic import write_text_atomic
 from .html import esc, table
-from .report_page import CSS
-from .curves import run_name
+from .page import CSS
+from ..curves import run_name
 from .svgchart import Axis, Dot, parallel_chart, scatter_chart
-from .sweeps import Trial, axis_ends, axis_position, best_trial, pareto_front
+from ..sweeps import Trial, axis_ends, axis_position, best_trial, pareto_front
 
 FRONT, BEST, OTHER = "#4c78a8", "#f58518", "#b8b8b8"
 # The objectives other than accuracy (history/sweeps.OBJECTIVES), each a chart against it.

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..ground.atomic import write_text_atomic
-from ..ground.errors import WorkbenchError
+from ...ground.atomic import write_text_atomic
+from ...ground.errors import WorkbenchError
 
 
 class ReportError(WorkbenchError):
