@@ -95,7 +95,7 @@ def _window(db: Path, repeats: int) -> None:
     from workbench.core.history.runs import RunStore
     from workbench.ui.app import create_app
     from workbench.ui.main_window import MainWindow
-    from workbench.ui.panels.runs import COLUMNS
+    from workbench.ui.panels.runs.runs import COLUMNS
 
     app = create_app([])
     window = MainWindow(runs_dir=db.parent / "runs", db=db, prestart=False)

@@ -372,7 +372,7 @@ def main() -> int:
         when_ready(window.training.train)
     elif args.shot == "connect":
         from workbench.core.run.remote.ssh import Remote
-        from workbench.ui.connect_dialog import CONNECT_SLOT
+        from workbench.ui.dialogs.connect import CONNECT_SLOT
 
         def failed() -> None:
             if window.tasks.busy(CONNECT_SLOT):

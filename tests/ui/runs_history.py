@@ -8,8 +8,8 @@ from pathlib import Path
 
 def open_panel(qtbot, tmp_path: Path):
     """A Runs dock over tmp_path/runs.sqlite, shown (keys go to it); closed with its jobs done."""
-    from workbench.ui.panels.runs import RunsPanel
-    from workbench.ui.tasks import Tasks
+    from workbench.ui.panels.runs.runs import RunsPanel
+    from workbench.ui.support.tasks import Tasks
 
     panel = RunsPanel(Tasks(), db=tmp_path / "runs.sqlite")
     qtbot.addWidget(panel)
@@ -56,7 +56,7 @@ def shown(panel, name: str, role=None) -> list:
     """A column as the dock shows it, top to bottom."""
     from PySide6.QtCore import Qt
 
-    from workbench.ui.panels.runs import COLUMNS
+    from workbench.ui.panels.runs.runs import COLUMNS
 
     column = COLUMNS.index(name)
     return [panel.proxy.index(row, column).data(role or Qt.DisplayRole) for row in range(panel.proxy.rowCount())]

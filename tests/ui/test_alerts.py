@@ -15,7 +15,7 @@ from workbench.core.ground.alerts import Alert, alert_line
 from workbench.core.ground.events import RunFailed, RunFinished, RunStarted, Step
 from workbench.core.ground.layer_stats import Histogram, LayerStat, LayerStats
 from workbench.core.ground.results import RunResults
-from workbench.ui.notify import Notifier
+from workbench.ui.support.notify import Notifier
 from workbench.ui.panels.log import COLOURS
 
 LR_ALERT = Alert(step=8, rule="grad_exploding", severity="warning", title="the gradient norm is 56.1 at step 8",
@@ -116,7 +116,7 @@ def test_the_step_axis_reaches_the_alert_of_the_step_a_run_failed_at(qtbot):
     """The run fails at the step whose loss blew up, after its alert and before its Step: the alert's marker
     would be past the end of a recorded run's step axis, off the plot."""
     from workbench.core.history.curves import curves_from_events
-    from workbench.ui.panels.plots import PlotsPanel
+    from workbench.ui.panels.plots.plots import PlotsPanel
 
     panel = PlotsPanel()
     qtbot.addWidget(panel)

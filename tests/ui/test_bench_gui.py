@@ -31,7 +31,7 @@ def test_the_in_app_run_refuses_a_config_the_form_cannot_hold_or_a_train_that_do
     import pytest
 
     from workbench.ui.bench_gui import _app_run
-    from workbench.ui.heartbeat import Heartbeat
+    from workbench.ui.support.heartbeat import Heartbeat
 
     heartbeat = Heartbeat(parent=window)
     config = TrainConfig(epochs=1, hidden_dim=16, device="cuda:7")  # the form offers no such device here

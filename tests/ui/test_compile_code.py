@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import QPoint, Qt
 
-from workbench.ui.panels.compile_code import (COMPILED_MARK, MISSING_FILE, NO_GRAPHS, NO_PROFILE, NO_PROVENANCE,
+from workbench.ui.panels.compile.code import (COMPILED_MARK, MISSING_FILE, NO_GRAPHS, NO_PROFILE, NO_PROVENANCE,
                                               CompiledCodeDialog, CompiledCodeView)
 
 from ..recorded_inductor import recorded_profile, recorded_trace, strip_provenance

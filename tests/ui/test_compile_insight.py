@@ -12,7 +12,7 @@ from workbench.core.ground.events import (CompileEvent, CompileReport, Frame, Gr
 from workbench.core.ground.forecast import EVAL_MODE, Forecast, ForecastCheck
 from workbench.core.ground.payback import Payback
 from workbench.core.ground.results import CompileTrace, RunResults
-from workbench.ui.panels.compile import CompilePanel
+from workbench.ui.panels.compile.compile import CompilePanel
 
 from ..helpers import set_config
 
@@ -107,7 +107,7 @@ def test_a_fix_it_card_per_break_type_and_a_bug_report_for_a_break_inside_pytorc
 
 def test_a_runs_payback_and_its_trace_are_shown_when_it_ends(qtbot, monkeypatch, tmp_path):
     opened = []
-    monkeypatch.setattr("workbench.ui.panels.compile.QDesktopServices.openUrl", opened.append)
+    monkeypatch.setattr("workbench.ui.panels.compile.compile.QDesktopServices.openUrl", opened.append)
     panel = CompilePanel()
     qtbot.addWidget(panel)
     payback = Payback(eager_step_s=0.010, compiled_step_s=0.008, compile_s=6.2, steps=625, method="paired")

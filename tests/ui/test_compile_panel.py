@@ -76,7 +76,7 @@ def _run_started(backend="inductor", mode="default"):
 def test_while_a_run_compiles_the_panel_says_so_with_the_seconds_so_far(qtbot):
     """The run's own trace before compiling (source "explain") is neither "compiled" nor the user's Explain."""
     from workbench.core.ground.events import CompileFinished, CompileStarted
-    from workbench.ui.panels.compile import CompilePanel
+    from workbench.ui.panels.compile.compile import CompilePanel
 
     panel = CompilePanel()
     qtbot.addWidget(panel)
@@ -104,7 +104,7 @@ def test_while_a_run_compiles_the_panel_says_so_with_the_seconds_so_far(qtbot):
 
 def test_a_run_that_ends_while_compiling_says_it_never_compiled(qtbot):
     from workbench.core.ground.events import CompileStarted, RunFailed
-    from workbench.ui.panels.compile import CompilePanel
+    from workbench.ui.panels.compile.compile import CompilePanel
 
     panel = CompilePanel()
     qtbot.addWidget(panel)
@@ -114,7 +114,7 @@ def test_a_run_that_ends_while_compiling_says_it_never_compiled(qtbot):
 
 
 def test_an_explain_report_names_its_backend_and_mode(qtbot):
-    from workbench.ui.panels.compile import CompilePanel
+    from workbench.ui.panels.compile.compile import CompilePanel
 
     panel = CompilePanel()
     qtbot.addWidget(panel)

@@ -17,8 +17,8 @@ from workbench.core.ground.payback import Payback
 from workbench.core.ground.results import CompileTrace, RunResults
 from workbench.core.history.runs import RunStore
 from workbench.core.history.warm_starts import CACHE_FILE, KEY_FILE, CompileCache, WarmKey
-from workbench.ui.compile_insight import NO_TRACE
-from workbench.ui.panels.compile import CompilePanel
+from workbench.ui.features.compile_insight import NO_TRACE
+from workbench.ui.panels.compile.compile import CompilePanel
 
 from ..helpers import set_config
 from ..recorded_inductor import recorded_trace
@@ -156,7 +156,7 @@ def test_a_recorded_cold_run_opened_again_shows_the_warm_launch_measured_after_i
     """The Runs dock reads a run for the plots and the Compile panel (runs_loading.load_run): a cold run read after
     a warm run started from its cache carries that warm launch in its payback."""
     from workbench.core.ground.config import TrainConfig
-    from workbench.ui.panels.runs_loading import load_run
+    from workbench.ui.panels.runs.loading import load_run
 
     key = WarmKey(settings={}, input_shape=(32, 28, 28), model_hash="0" * 64, torch="2.14.1", device="cpu")
     payback = Payback(eager_step_s=0.010, compiled_step_s=0.005, compile_s=16.3, steps=2000)

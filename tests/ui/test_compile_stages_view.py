@@ -6,7 +6,7 @@ import pytest
 from PySide6.QtCore import QPoint
 
 from workbench.core.ground.compile_stages import STAGES, GraphCompileTime
-from workbench.ui.panels.compile_stages import NO_TIMES, CompileStagesView, StageBars
+from workbench.ui.panels.compile.stages import NO_TIMES, CompileStagesView, StageBars
 
 TIMES = (GraphCompileTime("0/0", "forward", dynamo=0.5, aot=1.0, lowering=0.5, codegen=0.5, kernel_compile=2.5),
          GraphCompileTime("0/0", "forward", "backward", aot=0.1, kernel_compile=1.9),

@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QMessageBox
 
 from workbench.core.ground.consent import ModelConsent
 from workbench.core.history.runs import RunStore
-from workbench.ui.panels.runs import load_run
+from workbench.ui.panels.runs.runs import load_run
 
 
 @pytest.fixture

@@ -48,7 +48,7 @@ def test_an_export_that_fails_says_why_in_the_dialog(window, qtbot, trained_chec
 
 def test_a_failed_table_is_shown_failed_with_where_it_drifted(qtbot, tmp_path):
     from workbench.core.ground.answers import ParityRow, ParityTable, Tolerance
-    from workbench.ui.export_dialog import ExportDialog
+    from workbench.ui.dialogs.export import ExportDialog
 
     dialog = ExportDialog(tmp_path)
     qtbot.addWidget(dialog)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtWidgets import QFileDialog, QWidget
 
-from workbench.ui import file_dialogs
+from workbench.ui.support import file_dialogs
 
 
 @pytest.fixture

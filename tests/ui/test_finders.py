@@ -47,8 +47,8 @@ def batch_finding(passed_over: int | None) -> BatchFinding:
 
 
 def test_the_batch_finding_says_what_the_faster_batch_would_cost(qtbot):
-    from workbench.ui.finder_dialogs import BatchFinderDialog
-    from workbench.ui.panels.plot_style import LIGHT
+    from workbench.ui.dialogs.finders import BatchFinderDialog
+    from workbench.ui.panels.plots.style import LIGHT
 
     dialog = BatchFinderDialog(LIGHT)
     qtbot.addWidget(dialog)
@@ -151,8 +151,8 @@ def test_a_stop_while_pytorch_is_still_starting_drops_the_queued_test(qtbot, tmp
 
 
 def test_a_stopped_test_without_enough_points_says_it_was_stopped(qtbot):
-    from workbench.ui.finder_dialogs import LrFinderDialog
-    from workbench.ui.panels.plot_style import LIGHT
+    from workbench.ui.dialogs.finders import LrFinderDialog
+    from workbench.ui.panels.plots.style import LIGHT
 
     dialog = LrFinderDialog(LIGHT)
     qtbot.addWidget(dialog)
@@ -164,8 +164,8 @@ def test_a_stopped_test_without_enough_points_says_it_was_stopped(qtbot):
 
 
 def test_a_test_that_cannot_suggest_says_so_and_offers_nothing_to_use(qtbot):
-    from workbench.ui.finder_dialogs import LrFinderDialog
-    from workbench.ui.panels.plot_style import LIGHT
+    from workbench.ui.dialogs.finders import LrFinderDialog
+    from workbench.ui.panels.plots.style import LIGHT
 
     dialog = LrFinderDialog(LIGHT)
     qtbot.addWidget(dialog)

@@ -9,7 +9,7 @@ from PySide6.QtGui import QColor, QImage, QPainter, QPalette
 from PySide6.QtWidgets import (QApplication, QDialog, QLineEdit, QMenu, QStyle, QStyleOptionFocusRect, QVBoxLayout,
                                QWidget)
 
-from workbench.ui.focus_style import RING, FocusRingStyle, contrast, install, ring_colour, ring_target
+from workbench.ui.support.focus_style import RING, FocusRingStyle, contrast, install, ring_colour, ring_target
 
 from .accessibility import RING_WIDTHS, focus_change, off_screen_tab_stops, without_visible_focus
 

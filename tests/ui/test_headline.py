@@ -8,7 +8,7 @@ from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.events import CompileFinished, EpochEnd, RunStarted, Step
 from workbench.core.ground.figures import steady_rate
 from workbench.core.history.curves import Curves
-from workbench.ui.panels.headline import HeadlineBar
+from workbench.ui.panels.plots.headline import HeadlineBar
 
 
 def _run(total_steps: int = 100) -> list:

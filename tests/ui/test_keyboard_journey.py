@@ -53,7 +53,7 @@ def test_a_first_run_by_keyboard_alone(window, qtbot, tmp_path, monkeypatch):
     # predict an image: the Predict dock, Tab to Open images…, Space (the file dialog answers for the user)
     image = tmp_path / "digit.png"
     QImage(28, 28, QImage.Format_Grayscale8).save(str(image))
-    monkeypatch.setattr("workbench.ui.file_dialogs.open_files", lambda *args: [str(image)])
+    monkeypatch.setattr("workbench.ui.support.file_dialogs.open_files", lambda *args: [str(image)])
     qtbot.waitUntil(lambda: window.predict.model is not None, timeout=60_000)  # the stopped run's model
     _key(qtbot, getattr(Qt, f"Key_{docks.index('predict') + 1}"), Qt.AltModifier)
     button = _tab_to(qtbot, "predictOpenButton")

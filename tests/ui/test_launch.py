@@ -91,7 +91,7 @@ def test_window_icon_title_and_about_come_from_the_package_metadata(window, qtbo
     assert not window.windowIcon().isNull()
     from PySide6.QtGui import QAction
 
-    from workbench.ui.about import about_text
+    from workbench.ui.dialogs.about import about_text
 
     text = about_text(window.kernel.capabilities)
     assert f"{appinfo.DISPLAY_NAME} {appinfo.version()}" in text

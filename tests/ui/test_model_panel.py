@@ -11,8 +11,8 @@ import pytest
 from workbench.core.ground.alerts import Alert
 from workbench.core.ground.events import RunStarted, Step
 from workbench.core.ground.layer_stats import Histogram, LayerRow, LayerStat, LayerStats, ModelSummary
-from workbench.ui.panels.model import ModelPanel
-from workbench.ui.panels.model_views import QUANTILES
+from workbench.ui.panels.layers.layers import ModelPanel
+from workbench.ui.panels.layers.views import QUANTILES
 
 SUMMARY = ModelSummary(batch=32, rows=(
     LayerRow(name="", kind="TinyNet", depth=0, output_shape=(32, 10), params=0, trainable=False, mult_adds=0),

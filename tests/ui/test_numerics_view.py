@@ -8,7 +8,7 @@ from PySide6.QtWidgets import QApplication
 
 from workbench.core.ground.numerics import (LAYER, LOSS, OP, Difference, Fp32Check, NumericsReport, NumericsRow,
                                             format_numerics, table_headers, tolerance_for)
-from workbench.ui.numerics_view import FIRST_MARK, NumericsDialog
+from workbench.ui.dialogs.numerics import FIRST_MARK, NumericsDialog
 
 BF16 = tolerance_for("bfloat16")
 SAME = Difference(0.0, 0.0, 0, 4096)

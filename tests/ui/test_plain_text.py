@@ -12,7 +12,7 @@ EVIL = "<b>bold</b><img src=x>"
 
 
 def test_a_run_failure_in_the_banner_is_shown_literally(qtbot):
-    from workbench.ui.feedback import Banner
+    from workbench.ui.features.feedback import Banner
 
     banner = Banner()
     qtbot.addWidget(banner)
@@ -33,7 +33,7 @@ def test_the_setup_problem_is_plain_text(qtbot):
 
 def test_the_predict_panel_messages_are_plain_text(qtbot):
     from workbench.ui.panels.predict import PredictPanel
-    from workbench.ui.tasks import Tasks
+    from workbench.ui.support.tasks import Tasks
 
     panel = PredictPanel(Tasks())
     qtbot.addWidget(panel)
@@ -44,7 +44,7 @@ def test_the_predict_panel_messages_are_plain_text(qtbot):
 
 
 def test_the_compile_panel_fields_are_plain_text(qtbot):
-    from workbench.ui.panels.compile import CompilePanel
+    from workbench.ui.panels.compile.compile import CompilePanel
 
     panel = CompilePanel()
     qtbot.addWidget(panel)

@@ -15,9 +15,9 @@ from PySide6.QtWidgets import QApplication
 from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.events import EpochEnd, RunStarted, Step, SystemSample
 from workbench.core.history.curves import Curves, run_label
-from workbench.ui.panels.plot_frames import REDRAW_MS
-from workbench.ui.panels.plot_items import HEADROOM
-from workbench.ui.panels.plots import PlotsPanel
+from workbench.ui.panels.plots.frames import REDRAW_MS
+from workbench.ui.panels.plots.items import HEADROOM
+from workbench.ui.panels.plots.plots import PlotsPanel
 
 STEPS_PER_EPOCH = 125
 IDLE_PASSES = 20

@@ -9,7 +9,7 @@ import pytest
 from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.events import CompileFinished, EpochEnd, RunStarted, Step
 from workbench.core.history.curves import smooth
-from workbench.ui.panels.plots import PlotsPanel
+from workbench.ui.panels.plots.plots import PlotsPanel
 
 CUDA_MEMORY = {"allocated": 10.0, "reserved": 200.0, "peak": 30.0}
 
@@ -104,7 +104,7 @@ def test_the_slider_re_smooths_the_live_and_the_compared_curves(panel):
 
 
 def test_compared_runs_get_distinct_colours_their_compile_markers_and_dim_the_current_run(panel, qtbot):
-    from workbench.ui.panels.plots import DIMMED, PALETTE
+    from workbench.ui.panels.plots.plots import DIMMED, PALETTE
 
     assert len(set(PALETTE)) == len(PALETTE) >= 8
     panel.add_events([_started(), CompileFinished("inductor", "default", 9.0), *_learning()])
@@ -128,7 +128,7 @@ def test_many_compared_runs_are_drawn_a_few_per_turn_and_a_newer_comparison_wins
     event-loop turn, and the plots are painted once, after the last."""
     from PySide6.QtWidgets import QApplication
 
-    from workbench.ui.panels.plots import STEPS_AT_ONCE
+    from workbench.ui.panels.plots.plots import STEPS_AT_ONCE
 
     def compared() -> int:
         return sum(plot is panel.loss_plot for plot, _item in panel.overlays)
@@ -279,7 +279,7 @@ def test_the_last_validation_dot_is_whole_however_narrow_the_plot(qtbot):
     import pyqtgraph as pg
     from PySide6.QtCore import QPointF
 
-    from workbench.ui.panels.plot_items import SpanViewBox
+    from workbench.ui.panels.plots.items import SpanViewBox
 
     view = SpanViewBox()
     plot = pg.PlotWidget(viewBox=view)
@@ -313,7 +313,7 @@ def _swatch(panel, points) -> str:
 def test_the_val_swatch_has_the_colour_of_the_dots_in_both_themes(panel):
     """Before: the swatch drew the scatter's own brush, which took the dots' colour only along with points:
     pyqtgraph's default purple until the first validation, beside red dots."""
-    from workbench.ui.panels.plot_style import DARK, LIGHT
+    from workbench.ui.panels.plots.style import DARK, LIGHT
 
     for theme in (LIGHT, DARK, LIGHT):
         panel.set_dark(theme is DARK)
@@ -335,7 +335,7 @@ def _loss_legend(panel) -> list[str]:
 def test_comparing_runs_names_the_current_run_in_the_legends(panel):
     """Before: the compared runs' entries were named ('#1 eager'), the current run's only 'step', 'smoothed',
     'val': which run they were was anyone's guess."""
-    from workbench.ui.panels.plots import DIMMED
+    from workbench.ui.panels.plots.plots import DIMMED
 
     panel.add_events([_started(), *_learning(), EpochEnd(epoch=1, train_loss=1.0, val_loss=0.9, val_accuracy=0.7,
                                                          seconds=1.0)])
@@ -407,7 +407,7 @@ def test_show_as_table_lists_the_plots_series_newest_first(panel, qtbot):
 
 
 def test_the_table_shows_the_latest_rows_of_a_long_run_only_when_asked_all(qtbot):
-    from workbench.ui.panels.plot_table import PlotTable, XScale
+    from workbench.ui.panels.plots.table import PlotTable, XScale
 
     x = np.arange(1.0, 1_000_001)
     series = [("step", x, x / 10), ("val", x[999::1000], np.ones(1000))]
@@ -421,7 +421,7 @@ def test_the_table_shows_the_latest_rows_of_a_long_run_only_when_asked_all(qtbot
 
 # -- a continued run ------------------------------------------------------------------------------------------------
 def test_a_continued_run_shows_its_parents_curves_before_its_own_steps(panel):
-    from workbench.ui.panels.plots import PARENT_OPACITY
+    from workbench.ui.panels.plots.plots import PARENT_OPACITY
 
     from dataclasses import replace
 
@@ -483,7 +483,7 @@ def test_every_chart_of_the_window_shows_the_values_themselves(waiting_window):
 
 
 def test_thinning_keeps_each_stretchs_highest_and_lowest_the_last_short_stretch_and_gaps():
-    from workbench.ui.panels.plot_items import peaks
+    from workbench.ui.panels.plots.items import peaks
 
     x, y = peaks(np.arange(10.0), np.array([1, 5, 2, 2, np.nan, 3, 0, 4, 9, 1.0]), 4)
     assert list(x) == [2, 2, 6, 6, 9, 9]  # each stretch at its middle step; the last (2 steps) at its end
@@ -493,7 +493,7 @@ def test_thinning_keeps_each_stretchs_highest_and_lowest_the_last_short_stretch_
 def test_a_long_compared_run_is_drawn_thinned_with_its_peaks_and_its_table_keeps_every_value(panel, qtbot):
     """20 runs of 20,000 steps drawn point by point froze the window: a recorded curve is drawn as at most about
     DRAWN_POINTS points, each stretch's highest and lowest value kept, while its table reads every step."""
-    from workbench.ui.panels.plot_items import DRAWN_POINTS
+    from workbench.ui.panels.plots.items import DRAWN_POINTS
 
     loss = np.ones(20_000)
     loss[12_345] = 50.0  # a spike thinning must keep

@@ -13,7 +13,7 @@ from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.errors import WorkbenchError
 from workbench.core.ground.events import CompileFinished, EpochEnd, RunStarted, Step
 from workbench.core.history.curves import Curves, curves_from_events, smooth
-from workbench.ui.panels.plots import PlotsPanel
+from workbench.ui.panels.plots.plots import PlotsPanel
 
 START = 1_700_000_000.0  # a Unix time: the live run started then
 SPE = 4  # steps per epoch
@@ -254,7 +254,7 @@ def test_a_seed_group_is_one_mean_line_with_a_band_on_the_loss_and_accuracy_plot
 
 
 def test_a_seed_group_follows_the_axis_and_comes_after_the_single_runs_colours(panel):
-    from workbench.ui.panels.plots import PALETTE
+    from workbench.ui.panels.plots.plots import PALETTE
 
     panel.set_overlays([("#1 eager", GROUP[0])])
     panel.set_group_overlays([("g", GROUP)])
@@ -276,7 +276,7 @@ def test_a_seed_group_follows_the_axis_and_comes_after_the_single_runs_colours(p
 
 def test_comparing_runs_draws_those_that_differ_only_by_seed_as_a_group(waiting_window):
     from workbench.core.history.runs import RunRecord
-    from workbench.ui.panels.runs import LoadedRun
+    from workbench.ui.panels.runs.runs import LoadedRun
 
     def loaded(run_id: int, seed: int, backend: str, curves: Curves) -> LoadedRun:
         record = RunRecord(id=run_id, created="2025-01-01T00:00:00+00:00", status="finished",

@@ -6,7 +6,7 @@ from PySide6.QtCore import QEvent, QObject
 from PySide6.QtWidgets import QApplication
 
 from workbench.core.ground.events import Step
-from workbench.ui.panels.profile_amp import AmpTab
+from workbench.ui.panels.profile.amp import AmpTab
 
 IDLE_PASSES = 10
 RUNAWAY = 50  # paints in one settle beyond which a repaint feeds itself (the filter then swallows the rest)

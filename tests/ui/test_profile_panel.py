@@ -6,11 +6,11 @@ import pytest
 from PySide6.QtCore import QPointF, Qt
 
 from workbench.core.ground.events import AmpReport, AmpSkipped, ProfileReport, RunStarted, Step
-from workbench.ui.panels import profile
-from workbench.ui.panels.profile import ProfilePanel
-from workbench.ui.panels.profile_amp import AMP_OFF, NO_SCALING
-from workbench.ui.panels.profile_ops import WARNING
-from workbench.ui.panels.profile_timeline import TIMELINE_HINT, span_at
+from workbench.ui.panels.profile import profile
+from workbench.ui.panels.profile.profile import ProfilePanel
+from workbench.ui.panels.profile.amp import AMP_OFF, NO_SCALING
+from workbench.ui.panels.profile.ops import WARNING
+from workbench.ui.panels.profile.timeline import TIMELINE_HINT, span_at
 
 MIB = 2**20
 TRACE = "/runs/r7/profile/trace.json.gz"
@@ -429,7 +429,7 @@ def test_the_snapshot_button_opens_its_folder_and_show_tab(panel, qtbot, monkeyp
 
 
 def test_step_labels_thin_out_so_they_never_overlap(panel):
-    from workbench.ui.panels.profile_timeline import MAX_STEP_LABELS
+    from workbench.ui.panels.profile.timeline import MAX_STEP_LABELS
 
     steps = [{"step": n, "start_us": (n - 5) * 100.0, "dur_us": 90.0} for n in range(5, 25)]  # 20 steps
     spans = [{"lane": "CPU", "start_us": s["start_us"], "dur_us": s["dur_us"], "name": f"ProfilerStep#{s['step']}",

@@ -23,10 +23,10 @@ from workbench.core.history.runs import RunStore
 from workbench.core.run.remote.kernels import RemoteSpare, host_runs
 from workbench.core.run.remote.service import RemoteService
 from workbench.core.run.remote.ssh import Remote
-from workbench.ui.connect_dialog import CONNECT_SLOT
-from workbench.ui.kernel import Kernel
-from workbench.ui.panels.runs import COLUMNS
-from workbench.ui.run_control import RunControl
+from workbench.ui.dialogs.connect import CONNECT_SLOT
+from workbench.ui.features.kernel import Kernel
+from workbench.ui.panels.runs.runs import COLUMNS
+from workbench.ui.features.run_control import RunControl
 from workbench.ui.settings import open_settings, recent_hosts
 
 from ..helpers import set_config
@@ -159,7 +159,7 @@ def test_a_failed_connection_says_the_step_and_the_message_and_stays_open(waitin
 
 # -- moving, without a host that answers -------------------------------------------------------------------------
 def test_an_answer_of_the_kernel_left_behind_is_not_taken_for_the_new_ones(qtbot, kernel, remote):
-    from workbench.ui.tasks import Tasks
+    from workbench.ui.support.tasks import Tasks
 
     qtbot.waitUntil(lambda: kernel.ready, timeout=REMOTE_S)
     tasks = Tasks()
@@ -176,7 +176,7 @@ def test_the_spare_run_kernel_moves_with_the_runs(qtbot, host):
     """Runs start warm wherever they train: the spare kernel started ahead is here, then on the host (held by an
     SSH session), then here again; the one left behind is closed."""
     from workbench.core.run.process import ChildProcess
-    from workbench.ui.tasks import Tasks
+    from workbench.ui.support.tasks import Tasks
 
     runner = RunControl(Tasks(), prestart=True)
     qtbot.waitUntil(lambda: isinstance(runner.spare, ChildProcess))
@@ -247,7 +247,7 @@ def test_a_run_trains_on_the_host_and_is_recorded_here(connected, qtbot, host, s
     trace = Path(window.profile.report.trace)
     assert trace.is_relative_to(ssh_server.host_data)
     opened: list = []
-    monkeypatch.setattr("workbench.ui.panels.profile.QDesktopServices.openUrl", opened.append)
+    monkeypatch.setattr("workbench.ui.panels.profile.profile.QDesktopServices.openUrl", opened.append)
     window.profile.open_trace.click()
     qtbot.waitUntil(lambda: bool(opened), timeout=REMOTE_S)
     here = window.runs_dir / "hosts" / host.name / trace.parent.name / trace.name

@@ -7,7 +7,7 @@ figures come from `workbench bench --gui`, which prints its method; this test pr
 from __future__ import annotations
 
 import pytest
-from workbench.ui.heartbeat import Heartbeat
+from workbench.ui.support.heartbeat import Heartbeat
 
 from ..helpers import set_config
 

@@ -92,7 +92,7 @@ def test_the_diff_of_two_runs_shows_only_what_differs_by_section(panel, qtbot, t
 
 
 def test_runs_that_share_a_name_are_told_apart_by_their_numbers(tmp_path):
-    from workbench.ui.panels.runs_model import distinct_names
+    from workbench.ui.panels.runs.rows import distinct_names
 
     with RunStore(tmp_path / "runs.sqlite") as store:
         for name in ("lr sweep", "lr sweep", ""):

@@ -9,7 +9,7 @@ from PySide6.QtWidgets import QApplication, QLineEdit
 
 from workbench.core.history.runs import RunStore
 from workbench.core.history.trash import size_text
-from workbench.ui.panels.runs import COLUMNS
+from workbench.ui.panels.runs.runs import COLUMNS
 
 from .runs_history import listed, open_panel, record, shown, stored
 
@@ -194,7 +194,7 @@ def test_esc_and_ctrl_s_in_the_dock_are_the_editors_not_the_windows(waiting_wind
     panel.details.note.setFocus()
     qtbot.keyClicks(panel.details.note, "kept")
     window.export_action.setEnabled(True)  # as with a checkpoint open
-    monkeypatch.setattr("workbench.ui.file_dialogs.save_file", lambda *args: None)  # its dialog, cancelled
+    monkeypatch.setattr("workbench.ui.support.file_dialogs.save_file", lambda *args: None)  # its dialog, cancelled
     qtbot.keyClick(panel.details.note, Qt.Key_S, Qt.ControlModifier)
     qtbot.waitUntil(lambda: stored(tmp_path, 1).notes == "kept")
     assert triggered == []

@@ -26,7 +26,7 @@ def _train(window, qtbot, **changes):
 
 
 def _column(window, name):
-    from workbench.ui.panels.runs import COLUMNS
+    from workbench.ui.panels.runs.runs import COLUMNS
 
     return COLUMNS.index(name)
 
@@ -159,7 +159,7 @@ def test_opened_runs_are_kept_as_curves_and_only_the_last_few(window, qtbot, tmp
     from workbench.core.ground.config import TrainConfig
     from workbench.core.ground.events import Step
     from workbench.core.history.runs import RunStore
-    from workbench.ui.panels.runs import CACHED_RUNS
+    from workbench.ui.panels.runs.runs import CACHED_RUNS
 
     steps = [Step(step=i, epoch=1, loss=1.0 / i, samples_per_s=1000.0, step_seconds=0.01, memory={"rss": 100.0},
                   compiling=False) for i in range(1, 6)]
@@ -212,7 +212,7 @@ def test_runs_are_named_as_everywhere_else_and_show_their_model(panel, qtbot, tm
 
 def test_duration_shows_how_long_a_run_took_and_sorts_numerically(panel, qtbot, tmp_path):
     from workbench.core.history.runs import RunStore
-    from workbench.ui.panels.runs import COLUMNS
+    from workbench.ui.panels.runs.runs import COLUMNS
 
     with RunStore(tmp_path / "runs.sqlite") as store:
         for seconds in (70, 9, 600):  # as text "10:00" < "1:10": only a numeric sort puts 1:10 first
@@ -237,7 +237,7 @@ def test_a_run_is_named_by_its_output_folder(panel, tmp_path):
 
 
 def test_the_table_shows_several_runs_however_small_the_dock(panel, qtbot):
-    from workbench.ui.panels.runs import VISIBLE_ROWS
+    from workbench.ui.panels.runs.runs import VISIBLE_ROWS
 
     assert panel.table.minimumHeight() >= VISIBLE_ROWS * panel.table.verticalHeader().defaultSectionSize()
     panel.show()
@@ -252,7 +252,7 @@ def _export(panel, qtbot, monkeypatch, action: str, dialog: str, chosen) -> str:
     """Choose `chosen` in the file dialog that `action` of Export runs… opens; the message once it is done."""
     from PySide6.QtGui import QAction
 
-    from workbench.ui import file_dialogs
+    from workbench.ui.support import file_dialogs
 
     monkeypatch.setattr(file_dialogs, dialog, lambda *args: str(chosen))
     panel.findChild(QAction, action).trigger()

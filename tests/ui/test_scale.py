@@ -36,7 +36,7 @@ def test_every_toolbar_icon_has_the_pixels_of_a_2x_screen(waiting_window):
 
 @pytest.mark.parametrize("size", [16, 32, 48, 64, 128, 256])
 def test_the_window_icon_is_sharp_at_2x_at_every_size_a_desktop_asks(qapp, size):
-    from workbench.ui.about import app_icon
+    from workbench.ui.dialogs.about import app_icon
 
     assert sharp_at(app_icon(), QSize(size, size), RATIO)
 

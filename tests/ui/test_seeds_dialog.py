@@ -66,8 +66,8 @@ def db(tmp_path):
 
 @pytest.fixture
 def dialog(qtbot, tmp_path, db):
-    from workbench.ui.seeds_dialog import SeedsDialog
-    from workbench.ui.tasks import Tasks
+    from workbench.ui.dialogs.seeds import SeedsDialog
+    from workbench.ui.support.tasks import Tasks
 
     tasks = Tasks()
     busy = {"reason": ""}
@@ -225,7 +225,7 @@ def test_a_seed_run_is_shown_with_what_it_measured_or_a_dash(dialog):
 
 
 def test_the_counted_seeds_are_spelled_out_beside_their_number():
-    from workbench.ui.seeds_dialog import counted_text
+    from workbench.ui.dialogs.seeds import counted_text
 
     assert counted_text(4, 1) == "seed 4" and counted_text(3, 5) == "seeds 3, 4, 5, 6, 7"
     assert counted_text(3, 100) == "seeds 3–102"

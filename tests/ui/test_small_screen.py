@@ -14,9 +14,9 @@ from workbench.core.ground.answers import FullgraphCheck
 from workbench.core.ground.events import CompileReport, Frame, RunFinished
 from workbench.core.ground.forecast import EVAL_MODE, Forecast, ForecastCheck
 from workbench.core.ground.results import RunResults
-from workbench.ui.panels.compile import CompilePanel
+from workbench.ui.panels.compile.compile import CompilePanel
 from workbench.ui.main_window import FRAME_ALLOWANCE
-from workbench.ui.panels.compile_cards import WrappedText
+from workbench.ui.panels.compile.cards import WrappedText
 
 from .test_compile_insight import ITEM_BREAK, TORCH_BREAK, started
 from .test_evaluate_panel import synthetic_answer

@@ -74,6 +74,6 @@ def test_a_staged_window_closed_before_it_is_built_starts_nothing(qtbot, tmp_pat
 def test_the_window_module_imports_without_the_panels_or_pyqtgraph():
     """What the first paint waits for: the window's module alone, not the panels (pyqtgraph, numpy)."""
     code = ("import sys, workbench.ui.main_window; "
-            "print(sorted(m for m in ('pyqtgraph', 'numpy', 'workbench.ui.panels.plots') if m in sys.modules))")
+            "print(sorted(m for m in ('pyqtgraph', 'numpy', 'workbench.ui.panels.plots.plots') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.strip() == "[]"

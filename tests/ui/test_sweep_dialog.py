@@ -13,7 +13,7 @@ from workbench.core.ground.config import TrainConfig, setting_named
 from workbench.core.history.report.sweep import BEST, FRONT, OTHER
 from workbench.core.history.sweeps import SEARCHABLE, Trial
 from workbench.core.run.sweep import SweepError, load_trials
-from workbench.ui.panels.plot_style import LIGHT
+from workbench.ui.panels.plots.style import LIGHT
 
 from ..helpers import set_config
 
@@ -34,7 +34,7 @@ def configure(qtbot, dialog, name: str, parameters: tuple[str, ...], trials: int
 
 
 def dock_run_ids(window) -> set[int]:
-    from workbench.ui.panels.runs import SORT_ROLE
+    from workbench.ui.panels.runs.runs import SORT_ROLE
 
     proxy = window.runs.proxy
     return {int(proxy.index(row, 0).data(SORT_ROLE)) for row in range(proxy.rowCount())}
@@ -112,8 +112,8 @@ def test_closing_the_window_stops_a_running_sweep(window, qtbot):
 
 
 def test_errors_are_said_in_the_dialog(qtbot, tmp_path):
-    from workbench.ui.sweep_dialog import SweepDialog
-    from workbench.ui.tasks import Tasks
+    from workbench.ui.dialogs.sweep import SweepDialog
+    from workbench.ui.support.tasks import Tasks
 
     tasks = Tasks()
     dialog = SweepDialog(tasks, LIGHT, lambda: TrainConfig(lr=0), lambda: 0, db=tmp_path / "runs.sqlite")
@@ -137,8 +137,8 @@ def test_errors_are_said_in_the_dialog(qtbot, tmp_path):
 
 
 def test_the_settings_to_search_are_named_as_the_setup_form_names_them(qtbot, tmp_path):
-    from workbench.ui.sweep_dialog import SweepDialog
-    from workbench.ui.tasks import Tasks
+    from workbench.ui.dialogs.sweep import SweepDialog
+    from workbench.ui.support.tasks import Tasks
 
     tasks = Tasks()
     dialog = SweepDialog(tasks, LIGHT, TrainConfig, lambda: 0, db=tmp_path / "runs.sqlite")
@@ -165,7 +165,7 @@ PARETO_TRIALS = [made_up(0, 0.90, 100, 0.0, 500), made_up(1, 0.80, 300, 5.0, 400
                                               ("peak_memory_mib", [2, 1, 0])])
 def test_the_pareto_view_highlights_and_joins_the_front_of_accuracy_and_the_chosen_objective(qtbot, objective,
                                                                                               front):
-    from workbench.ui.panels.sweep_views import FRONT_SIZE, ParetoView
+    from workbench.ui.dialogs.sweep_views import FRONT_SIZE, ParetoView
 
     view = ParetoView(LIGHT)
     qtbot.addWidget(view)
@@ -185,7 +185,7 @@ def test_the_pareto_view_highlights_and_joins_the_front_of_accuracy_and_the_chos
 
 
 def test_parallel_coordinates_scale_each_axis_its_own_way(qtbot):
-    from workbench.ui.panels.sweep_views import ParallelView
+    from workbench.ui.dialogs.sweep_views import ParallelView
 
     middle_lr = math.sqrt(1e-4 * 3e-2)  # halfway on the learning rate's log scale
     trials = [made_up(0, 0.5, lr=1e-4, batch_size=16), made_up(1, 0.9, lr=3e-2, batch_size=256),

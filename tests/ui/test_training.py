@@ -218,7 +218,7 @@ def test_a_spare_process_that_cannot_start_is_a_notice_and_runs_still_end(qtbot,
     """Starting a kernel can fail with an OSError (no socket, no temp file): the window logs it, and a run that
     cannot start its own kernel ends as a failure instead of leaving the window busy."""
     from workbench.core.run.process import ChildError
-    from workbench.ui import run_control
+    from workbench.ui.features import run_control
     from workbench.ui.main_window import MainWindow
 
     def no_process(*args, **kwargs):

@@ -19,7 +19,7 @@ def create_app(argv: list[str] | None = None):
     app.setOrganizationName(appinfo.DISPLAY_NAME)
     app.setApplicationVersion(appinfo.version())
     app.setDesktopFileName(appinfo.APP_ID)  # Wayland/X11 match the window to the installed .desktop entry
-    from .focus_style import install
+    from .support.focus_style import install
     install(app)  # the desktop's style, with a focus ring every Tab stop shows (and no stylesheet)
     return app
 

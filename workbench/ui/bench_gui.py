@@ -115,7 +115,7 @@ def run_gui_bench(config: TrainConfig, headless: Callable[[TrainConfig, Path], f
 def _run_gui_bench(tmp: Path, config: TrainConfig, headless: Callable[[TrainConfig, Path], float], pairs: int,
                    compile_config: TrainConfig | None, progress) -> dict:
     from .app import create_app
-    from .heartbeat import Heartbeat
+    from .support.heartbeat import Heartbeat
     from .main_window import MainWindow
 
     create_app([])

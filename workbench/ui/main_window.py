@@ -26,7 +26,7 @@ from ..core.ground.capabilities import Capabilities
 from ..core.ground.config import TrainConfig
 from ..core.ground.errors import WorkbenchError
 from ..core.ground.progress import Progress
-from .about import app_icon, show_about
+from .dialogs.about import app_icon, show_about
 from .settings import migrate_settings, open_settings
 from .window_settings import restore_window, save_window
 from .window_state import WindowState
@@ -98,10 +98,10 @@ class MainWindow(QMainWindow):
         """The panels, the features that drive them and the kernels (a shared `kernel` client, or a new one).
         Their modules (pyqtgraph's among them) are imported here, not at the top: a staged window paints first.
         The kernels start first: their torch import (seconds) runs beside the panels' building."""
-        from .garbage import collect_on_gui_thread
-        from .kernel import Kernel
-        from .run_control import RunControl
-        from .tasks import Tasks
+        from .support.garbage import collect_on_gui_thread
+        from .features.kernel import Kernel
+        from .features.run_control import RunControl
+        from .support.tasks import Tasks
 
         collect_on_gui_thread()  # before any thread of this window can free a Qt object
         self.tasks = Tasks(self)
@@ -112,16 +112,16 @@ class MainWindow(QMainWindow):
         self.runner = RunControl(self.tasks, self, prestart=prestart)
         self.runner.notice.connect(lambda text: self.log.add("warning", text))
 
-        from .feedback import Banner
-        from .panels.compile import CompilePanel
+        from .features.feedback import Banner
+        from .panels.compile.compile import CompilePanel
         from .panels.dataset import DatasetPanel
         from .panels.evaluate import EvaluatePanel
         from .panels.log import LogPanel
-        from .panels.model import ModelPanel
-        from .panels.plots import PlotsPanel
+        from .panels.layers.layers import ModelPanel
+        from .panels.plots.plots import PlotsPanel
         from .panels.predict import PredictPanel
-        from .panels.profile import ProfilePanel
-        from .panels.runs import RunsPanel
+        from .panels.profile.profile import ProfilePanel
+        from .panels.runs.runs import RunsPanel
         from .panels.setup import SetupPanel
 
         self.plots, self.banner = PlotsPanel(), Banner()
@@ -197,18 +197,18 @@ class MainWindow(QMainWindow):
     # -- construction -------------------------------------------------------------------------------------------
     def _build_features(self) -> None:
         """Each feature with what it drives, and the panels' requests to them."""
-        from .alerts import Alerts
-        from .checkpoints import Checkpoints
+        from .features.alerts import Alerts
+        from .features.checkpoints import Checkpoints
         from .commands import go_to_dock
-        from .compile_insight import CompileInsight
-        from .data_insight import DataInsight
-        from .exports import Exports
-        from .feedback import Feedback
-        from .hosts import Hosts
-        from .notify import Notifier
-        from .recorded_runs import RecordedRuns
-        from .search import Search
-        from .training import Training
+        from .features.compile_insight import CompileInsight
+        from .features.data_insight import DataInsight
+        from .features.exports import Exports
+        from .features.feedback import Feedback
+        from .features.hosts import Hosts
+        from .support.notify import Notifier
+        from .features.recorded_runs import RecordedRuns
+        from .features.search import Search
+        from .features.training import Training
 
         self.feedback = Feedback(self.banner, self.log, lambda text: self.state_label.setText(text),
                                  lambda: self.state_label.setText(self.training.status_text()))
@@ -286,7 +286,7 @@ class MainWindow(QMainWindow):
 
     def _build_actions(self) -> None:
         from .commands import PALETTE_SHORTCUT, SHORTCUTS_SHORTCUT, CommandPalette, ShortcutsDialog, add_dock_navigation
-        from .notify import notifications_action
+        from .support.notify import notifications_action
 
         self.train_action = self._action("Train", lambda: self.training.train(), "Ctrl+R", QStyle.SP_MediaPlay,
                                          "trainAction")
@@ -394,7 +394,7 @@ class MainWindow(QMainWindow):
     def apply_colour_scheme(self, scheme: Qt.ColorScheme) -> None:
         """Follow the desktop's light or dark scheme (Qt ≥ 6.5): the widgets follow the palette by themselves;
         the plots and the banner pick their colours here."""
-        from .panels.plot_style import DARK, LIGHT, style_plot
+        from .panels.plots.style import DARK, LIGHT, style_plot
 
         dark = scheme == Qt.ColorScheme.Dark
         self.plots.set_dark(dark)

@@ -15,7 +15,7 @@ from PySide6.QtWidgets import QGridLayout, QHBoxLayout, QLabel, QPushButton, QSc
 
 from ...core.ground import pixels
 from ...core.ground.answers import DataProblem, DatasetPreview
-from .plot_style import legend_below
+from .plots.style import legend_below
 from .predict import pixmap_from_pixels
 
 EMPTY = "Choose a dataset in Setup to preview it"

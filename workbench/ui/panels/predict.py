@@ -22,8 +22,8 @@ from PySide6.QtWidgets import (QHBoxLayout, QLabel, QListWidget, QListWidgetItem
 
 from ...core.ground.errors import WorkbenchError
 from ...core.ground.images import Prediction, load_digit
-from .. import file_dialogs
-from ..tasks import Tasks
+from ..support import file_dialogs
+from ..support.tasks import Tasks
 
 SLOT = "predict"
 MAX_FILES = 500  # per drop; more is almost certainly a mistaken folder drop

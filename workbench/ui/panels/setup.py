@@ -32,7 +32,7 @@ from ...core.ground.config import GROUPS, ConfigError, Setting, TrainConfig, lab
 from ...core.ground.datasets import CATALOGUE
 from ...core.ground.errors import WorkbenchError, with_hint
 from ...core.run.request import Launch, LaunchError, check_launch
-from .. import file_dialogs
+from ..support import file_dialogs
 from .rate_box import RateBox
 
 BUILTIN_MODEL = "sandwich"

@@ -1,0 +1,170 @@
+"""What leaves the window as files: the open checkpoint exported, its model exported behind the parity gate
+(File → Export model…), and HTML reports of runs. Each is a slow job in the kernel: the status line says it is
+under way, then the Log says what was written (with Open / Show in folder) or the banner why not."""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Callable
+
+from PySide6.QtCore import QObject, Qt, QUrl, Signal, SignalInstance
+from PySide6.QtGui import QDesktopServices
+from PySide6.QtWidgets import QMessageBox, QWidget
+
+from ...core.ground.answers import ParityTable, Written
+from ...core.ground.errors import WorkbenchError, with_hint
+from ..support import file_dialogs
+from .checkpoints import Checkpoints
+from ..dialogs.export import ExportDialog
+from .feedback import Feedback
+from .kernel import Kernel
+from ..panels.runs.runs import RunsPanel
+from ..window_state import WindowState
+
+EXPORTING = "exporting"  # the task slot of every export and report
+
+
+class Exports(QObject):
+    # For tests and scripts, each job's outcome once shown: its answer, or the error that stopped it
+    exportFinished = Signal(object)  # the Written checkpoint
+    modelExported = Signal(object)  # a ParityTable
+    reportFinished = Signal(object)  # the Written HTML and JSON
+
+    def __init__(self, kernel: Kernel, state: WindowState, feedback: Feedback, runs: RunsPanel,
+                 checkpoints: Checkpoints, window: QWidget):
+        super().__init__(window)
+        self.kernel, self.state, self.feedback, self.runs = kernel, state, feedback, runs
+        self.checkpoints, self.window = checkpoints, window
+        self.export_dialog: ExportDialog | None = None  # File → Export model…'s, while it is open
+
+    # -- the checkpoint -----------------------------------------------------------------------------------------
+    def choose_checkpoint_target(self) -> None:
+        path = file_dialogs.save_file(self.window, "export", "Export checkpoint", "checkpoint.pt",
+                                      "Checkpoints (*.pt)")
+        if path:
+            self.export_checkpoint(path)
+
+    def export_checkpoint(self, path: str | Path) -> bool:
+        """Write the open checkpoint to `path` (the kernel saves it, atomically). False: none is open."""
+        model = self.state.model
+        if model is None:
+            return False
+        future = self.kernel.service.export_checkpoint(model.info.path, path, trust_model_code=model.trusted)
+        self._file_job("Exporting the checkpoint…", future,
+                       lambda written: f"checkpoint exported to {written.paths[0]} (+ .safetensors)",
+                       f"Could not export the checkpoint to {path}", self.exportFinished)
+        return True
+
+    # -- the model ----------------------------------------------------------------------------------------------
+    def open_model_dialog(self) -> ExportDialog | None:
+        """File → Export model…: the dialog for the open checkpoint (the last run's, or the one opened)."""
+        if self.state.model is None:
+            self.feedback.show("info", "Train a run or open a checkpoint (Ctrl+O) to export its model.")
+            return None
+        model = self.state.model
+        accuracy = model.info.val_accuracy
+        named = model.description + (f" · val accuracy {accuracy:.1%}" if accuracy is not None else "")
+        dialog = ExportDialog(Path(model.info.path).parent / "export", self.window, named)
+        dialog.setAttribute(Qt.WA_DeleteOnClose)
+        dialog.exportRequested.connect(lambda fmt, out, backend: self.export_model(fmt, out, backend, dialog))
+        dialog.show()
+        self.export_dialog = dialog
+        return dialog
+
+    def export_model(self, fmt: str, out: str, compile_backend: str, dialog: ExportDialog | None = None) -> bool:
+        """Export the open checkpoint in the kernel behind its parity gate; modelExported carries the table."""
+        model = self.state.model
+        if model is None:
+            return False
+
+        def exported(table: ParityTable) -> None:
+            self.feedback.settled()
+            if dialog is not None:
+                dialog.show_result(table)
+            verdict = "passed its parity check" if table.passed else "FAILED its parity check"
+            self.feedback.note("info" if table.passed else "warning", f"model exported to {table.file}: {verdict}")
+            self.modelExported.emit(table)
+
+        def failed(error: BaseException) -> None:
+            self.feedback.settled()
+            if dialog is not None:
+                dialog.show_error(with_hint(error))
+            self.feedback.note("error", f"export failed: {with_hint(error)}")
+            self.modelExported.emit(error)
+
+        self.feedback.busy("Exporting the model…")
+        future = self.kernel.service.export_model(model.info.path, out, fmt=fmt, compile_backend=compile_backend,
+                                                  trust_model_code=model.trusted)
+        self.kernel.ask(EXPORTING, future, exported, failed)
+        return True
+
+    # -- reports ------------------------------------------------------------------------------------------------
+    def report_run_ids(self) -> list[int]:
+        """The runs selected in the Runs dock, else the run trained last in this window."""
+        last = self.state.last_run_dir
+        return self.state.report_run_ids(self.runs.selected_ids(),
+                                         self.runs.id_for_out_dir(last) if last is not None else None)
+
+    def choose_report_target(self) -> None:
+        ids = self.report_run_ids()
+        if not ids:
+            self.feedback.show("info", "Select one or more runs in the Runs dock to report on.")
+            return
+        name = f"report-{'-'.join(map(str, ids))}.html"
+        path = file_dialogs.save_file(self.window, "report", "Export report", name, "HTML report (*.html)")
+        if path:
+            self.export_report(path, ids)
+
+    def export_report(self, path: str | Path, run_ids: list[int]) -> bool:
+        """A self-contained HTML report of the runs (and its JSON twin), written atomically by the kernel (it
+        re-evaluates each checkpoint); reportFinished says how it went. False: nothing to do. A run whose network
+        is a Python file is evaluated only when the user has consented to that very file; otherwise the report
+        says its evaluation needs consent."""
+        if not run_ids:
+            return False
+        future = self.kernel.service.write_report(run_ids, path, db=self.runs.db,
+                                                  trust_model_code=self._model_files_trusted(run_ids))
+        self._file_job("Writing the report…", future,
+                       lambda written: f"report written to {written.paths[0]} (+ {Path(written.paths[1]).name})",
+                       "Could not write the report", self.reportFinished)
+        return True
+
+    def _model_files_trusted(self, run_ids: list[int]) -> bool:
+        if self.runs.store is None:
+            return False
+        try:
+            specs = [str(self.runs.store.get(run_id).config.get("model", "")) for run_id in run_ids]
+        except WorkbenchError:
+            return False
+        return self.checkpoints.all_trusted(specs)
+
+    # -- the mechanics ------------------------------------------------------------------------------------------
+    def _file_job(self, doing: str, future: Future, done_text: Callable[[Written], str], failed_text: str,
+                  finished: SignalInstance) -> None:
+        def written(files: Written) -> None:
+            self.feedback.settled()
+            self.feedback.note("info", done_text(files))
+            self.show_written(Path(files.paths[0]))
+            finished.emit(files)
+
+        def failed(error: BaseException) -> None:
+            self.feedback.settled()
+            self.feedback.show("error", f"{failed_text}: {with_hint(error)}")
+            finished.emit(error)
+
+        self.feedback.busy(doing)
+        self.kernel.ask(EXPORTING, future, written, failed)
+
+    def show_written(self, path: Path) -> QMessageBox:
+        """Say where an export went, with Open and Show in folder (a message box that does not block)."""
+        box = QMessageBox(QMessageBox.Information, "Exported", f"Written to\n{path}", QMessageBox.Close, self.window)
+        box.setObjectName("writtenMessage")
+        box.setTextFormat(Qt.PlainText)
+        box.setAttribute(Qt.WA_DeleteOnClose)
+        open_file = box.addButton("Open", QMessageBox.AcceptRole)
+        show_folder = box.addButton("Show in folder", QMessageBox.ActionRole)
+        open_file.clicked.connect(lambda: QDesktopServices.openUrl(QUrl.fromLocalFile(str(path))))
+        show_folder.clicked.connect(lambda: QDesktopServices.openUrl(QUrl.fromLocalFile(str(path.parent))))
+        box.open()
+        return box

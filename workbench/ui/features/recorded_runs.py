@@ -1,0 +1,105 @@
+"""Runs from the history, back in the window: one re-opened (its curves and alerts, compile report, profile, layer
+statistics and model), the last one this window trained at the next launch, and several overlaid to compare (runs
+that differ only by their seed as one group: a mean line with a band). The Runs dock lists them and reads them off
+the GUI thread (panels/runs/); this is what the window does with them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from PySide6.QtCore import QObject
+
+from ...core.ground.alerts import Alert
+from ...core.ground.events import CompileEvent, SystemSample
+from ...core.history.curves import differing_settings, run_label, run_name
+from ...core.history.groups import seed_groups
+from .checkpoints import Checkpoints
+from .feedback import Feedback
+from ..panels.compile.compile import CompilePanel
+from ..panels.layers.layers import ModelPanel
+from ..panels.plots.plots import PlotsPanel
+from ..panels.profile.profile import ProfilePanel
+from ..panels.runs.runs import LoadedRun, RunsPanel
+from ..window_state import WindowState
+
+
+class RecordedRuns(QObject):
+    def __init__(self, state: WindowState, feedback: Feedback, runs: RunsPanel, plots: PlotsPanel,
+                 panels: tuple[ProfilePanel, CompilePanel, ModelPanel], checkpoints: Checkpoints, *,
+                 training: Callable[[], bool], show_speed: Callable[[str], None]):
+        """`show_speed`: the status bar's samples/s, which follows the run on show (a live one's, or this)."""
+        super().__init__(runs)
+        self.state, self.feedback, self.runs, self.plots = state, feedback, runs, plots
+        self.profile, self.compile_panel, self.model = panels
+        self.checkpoints, self.training, self.show_speed = checkpoints, training, show_speed
+        runs.compareRequested.connect(self.compare)
+        runs.openRequested.connect(self.show)
+
+    def reopen_last(self, out_dir: Path) -> None:
+        """At start-up: the run this window trained last comes back (curves, compile report, model), as the user
+        left it. A run that is no longer in the history is forgotten quietly."""
+        run_id = self.runs.id_for_out_dir(out_dir)
+        if run_id is None or self.training():
+            return
+        self.state.last_run_dir = out_dir
+        self.runs.load_runs([run_id], lambda runs: self.show(runs[0]))
+
+    def _show_parent_of(self, run_id: int) -> None:
+        """A continuation shown from the history gets its parent's curves before its own steps, as it had while
+        it trained (read like any run: off the GUI thread, and dropped if another run is opened meanwhile)."""
+        parent = self.runs.parent_of(run_id)
+        if parent is None:
+            return
+        shown = self.plots.shown_at
+
+        def show(runs: list[LoadedRun]) -> None:
+            if self.plots.shown_at == shown and not self.training():
+                self.plots.show_parent(run_name(parent), runs[0].curves)
+
+        self.runs.load_runs([parent], show)
+
+    def compare(self, runs: list[LoadedRun]) -> None:
+        """Overlay these runs: those that form seed groups (history.groups.seed_groups) as one mean line with a
+        band each, the others as their own curves, labelled by the settings that differ between what is shown."""
+        by_id = {run.record.id: run for run in runs}
+        groups = seed_groups([run.record for run in runs])
+        grouped = {run_id for group in groups for run_id in group.run_ids}
+        singles = [run for run in runs if run.record.id not in grouped]
+        shown = [run.record.config for run in singles] + [by_id[group.run_ids[0]].record.config for group in groups]
+        keys = differing_settings(shown)
+        labels = [run_label(run.record.id, run.record.config, keys) for run in singles]
+        self.plots.set_overlays([(label, run.curves) for label, run in zip(labels, singles)])
+        self.plots.set_group_overlays([(group.label, [by_id[run_id].curves for run_id in group.run_ids])
+                                       for group in groups])
+        if runs:
+            self.feedback.note("info", "comparing " + ", ".join(labels + [group.label for group in groups]))
+
+    def show(self, run: LoadedRun) -> None:
+        """Bring a recorded run back: its curves, compile report and (if its checkpoint exists) its model."""
+        if self.training():
+            self.feedback.show("warning", "A run is in progress: open the recorded run when it has ended.")
+            return
+        record = run.record
+        self.plots.set_overlays([])
+        self.plots.set_group_overlays([])
+        self.plots.show_curves(run.curves, run.compile_seconds, record.config)
+        self.plots.add_events([e for e in run.panel_events if isinstance(e, (CompileEvent, SystemSample, Alert))])
+        self.compile_panel.clear()
+        self.compile_panel.add_events(list(run.panel_events))
+        self.profile.clear()
+        self.profile.add_events(list(run.panel_events))
+        self.model.clear()
+        self.model.add_events(list(run.panel_events))
+        self.model.redraw()
+        self.plots.set_run_name(run_name(record.id))
+        self.plots.redraw()
+        self._show_parent_of(record.id)
+        self.feedback.busy(f"Run #{record.id} ({record.status})")
+        rate = run.curves.samples_per_s
+        self.show_speed(f"{rate:,.0f} samples/s" if rate else "")
+        if record.checkpoint and Path(record.checkpoint).is_file():
+            # Never trusted because of the history row: whatever checkpoint sits there now may name another file.
+            self.checkpoints.load(record.checkpoint, f"run #{record.id}")
+        else:
+            self.feedback.note("warning", f"run #{record.id} has no checkpoint on disk: its curves only")

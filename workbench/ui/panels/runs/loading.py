@@ -1,0 +1,84 @@
+"""Recorded runs read back for the plots, the Compile, Profile and Model panels: each one's curves and the few
+events those panels show, read and built on a pool thread (a run's events can be millions of rows), the last few
+ended runs kept.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, replace
+from typing import Callable
+
+from ....core.ground.alerts import Alert
+from ....core.ground.events import (AmpReport, AmpSkipped, CompileEvent, CompileFinished, CompileReport, Event,
+                                   Notice, ProfileReport, RunFinished, RunStarted, SystemSample)
+from ....core.ground.layer_stats import LayerStats, ModelSummary
+from ....core.history.curves import Curves, curves_from_events, scale_changes
+from ....core.history.runs import RunRecord, RunStore
+from ....core.history.warm_starts import with_measured_launch
+from ...support.tasks import Tasks
+
+CACHED_RUNS = 8  # ended runs kept ready to compare or re-open
+# What the panels show of a recorded run besides its curves: the Compile panel and the plots' compile timeline,
+# RunFinished for its payback, the system samples for the System plot, the profile and AMP for the Profile panel,
+# the layer table and statistics for the Model dock, the alerts' markers on the loss plot.
+PANEL_EVENTS = (RunStarted, CompileFinished, CompileReport, CompileEvent, SystemSample, ProfileReport, AmpReport,
+                AmpSkipped, Notice, RunFinished, ModelSummary, LayerStats, Alert)
+
+
+@dataclass(frozen=True)
+class LoadedRun:
+    """A recorded run as the plots and the Compile panel show it: its curves, built once off the GUI thread, not
+    its (possibly millions of) events."""
+
+    record: RunRecord  # without its events
+    curves: Curves
+    panel_events: tuple[Event, ...]
+
+    @property
+    def compile_seconds(self) -> float | None:
+        return next((e.seconds for e in self.panel_events if isinstance(e, CompileFinished)), None)
+
+
+def load_run(store: RunStore, run_id: int) -> LoadedRun:
+    record = with_measured_launch(store, store.get(run_id, with_events=True))  # a cold run's warm launch
+    return LoadedRun(replace(record, events=[]), curves_from_events(record.events),
+                     tuple(e for e in record.events if isinstance(e, PANEL_EVENTS)) + scale_changes(record.events))
+
+
+class RunLoader:
+    def __init__(self, tasks: Tasks, db, on_error: Callable[[BaseException], None]):
+        self.tasks, self.db, self.on_error = tasks, db, on_error
+        self.cache: OrderedDict[int, LoadedRun] = OrderedDict()  # the last CACHED_RUNS ended runs used
+
+    def load(self, ids: list[int], deliver: Callable[[list[LoadedRun]], None], slot: str) -> None:
+        """Hand `deliver` the runs, read with a connection of their own; only the latest request of a task slot is
+        delivered, so quick clicks never show an older selection."""
+        cached = {run_id: self.cache[run_id] for run_id in ids if run_id in self.cache}
+        missing = [run_id for run_id in ids if run_id not in cached]
+
+        def read() -> list[LoadedRun]:
+            with RunStore(self.db, recover=False) as store:
+                return [load_run(store, run_id) for run_id in missing]
+
+        def done(result) -> None:
+            fresh = {run.record.id: run for run in result}
+            runs = [fresh.get(run_id) or cached[run_id] for run_id in ids]
+            for run in runs:
+                if run.record.status != "running":  # ended: final, worth keeping
+                    self.cache[run.record.id] = run
+                    self.cache.move_to_end(run.record.id)
+            while len(self.cache) > CACHED_RUNS:
+                self.cache.popitem(last=False)
+            deliver(runs)
+
+        if missing:
+            self.tasks.submit(slot, read, done, self.on_error)
+        else:
+            self.tasks.drop(slot)  # an older request still reading is no longer wanted
+            done([])
+
+    def forget(self, run_ids) -> None:
+        """These runs are deleted: what was kept of them goes."""
+        for run_id in run_ids:
+            self.cache.pop(run_id, None)
