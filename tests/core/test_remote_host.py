@@ -36,10 +36,10 @@ class Kernel:
     """What `_follow_control` drives: the run's process, asked for a profile."""
 
     def __init__(self):
-        self.asked: list[dict] = []
+        self.asked: list[int] = []
 
-    def request(self, message: dict) -> None:
-        self.asked.append(message)
+    def profile(self, steps: int) -> None:
+        self.asked.append(steps)
 
 
 def test_control_lines_cancel_the_run_and_ask_for_profiles_of_at_least_one_step():
@@ -50,4 +50,4 @@ def test_control_lines_cancel_the_run_and_ask_for_profiles_of_at_least_one_step(
     kernel, stop = Kernel(), threading.Event()
     threading.Thread(target=remote_host._follow_control, args=(folder, kernel, stop), daemon=True).start()
     assert stop.wait(30)  # set by the last whole line, after every line before it was acted on
-    assert kernel.asked == [{"profile": 20}]
+    assert kernel.asked == [20]

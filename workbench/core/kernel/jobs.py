@@ -1,6 +1,6 @@
 """What a kernel does for each job: `train` (a run kernel's one job), and for each service job a handler that takes
-its typed request and returns its typed answer (protocol.SERVICES pairs them; HANDLERS maps request type →
-handler), torch in between.
+its typed request and returns its typed answer (protocol.SERVICES pairs them; each handler registers itself with
+@handles, under its request's type), torch in between.
 
 The CLI calls the same handlers in its own process (`workbench evaluate`), so a job's answer is the same wherever
 it runs. Images travel as the 28×28 uint8 pixels the window decoded (ground/pixels.py).
@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import os
 import threading
+import typing
 from pathlib import Path
 from typing import Callable
 
@@ -27,8 +28,8 @@ from ..ground.events import CompileReport, RunFailed, RunFinished, to_json
 from ..ground.findings import BatchFinding, BatchPoint, LrFinding, LrPoint
 from ..ground.numerics import NumericsReport
 from ..run.protocol import JobError, NeedsConsent
-from .recorder import run_recorded
 from ..run.request import RunRequest
+from .recorder import run_recorded
 
 def quiet_torch_logs() -> None:
     """PyTorch's compiler logs warnings and stack dumps to stderr; Workbench reports the same findings as
@@ -65,6 +66,21 @@ def shutdown_distributed() -> None:
 
 
 # -- short jobs: a typed request in, a typed answer out (protocol.SERVICES pairs them) ---------------------------
+HANDLERS: dict[type, Callable[..., object]] = {}  # request type → its handler, filled by @handles
+
+
+def handles(handler: Callable[..., object]) -> Callable[..., object]:
+    """Register a service job's handler, where it is written: under the request type its first parameter is
+    annotated with. (A test holds this table and protocol.SERVICES equal, answers and progress types too.)"""
+    request_type = next(iter(typing.get_type_hints(handler).values()))
+    if request_type in HANDLERS:
+        raise TypeError(f"{request_type.__name__} has two handlers: {HANDLERS[request_type].__name__}, "
+                        f"{handler.__name__}")
+    HANDLERS[request_type] = handler
+    return handler
+
+
+@handles
 def capabilities(request: requests.AskCapabilities) -> Capabilities:
     """Devices with names, memory and compute capability, and which backends work here (and why not). Reading
     the device properties initialises CUDA in this kernel, never in the window."""
@@ -79,11 +95,13 @@ def capabilities(request: requests.AskCapabilities) -> Capabilities:
                         devices=(*gpus, cpu), backend_problems=problems)
 
 
+@handles
 def explain(request: requests.Explain) -> CompileReport:
     """torch._dynamo.explain on the configured model (it resets Dynamo: never in a process that trains)."""
     return explain_config(request.config)
 
 
+@handles
 def load_checkpoint(request: requests.LoadCheckpoint) -> answers.CheckpointInfo:
     """What a checkpoint holds, loaded safely (weights_only); a user-defined network's file is imported only
     with the caller's consent — without it the answer is a NeedsConsent error naming the file."""
@@ -92,6 +110,7 @@ def load_checkpoint(request: requests.LoadCheckpoint) -> answers.CheckpointInfo:
                                   results=ckpt.results, classes=tuple(ckpt.classes), versions=ckpt.versions)
 
 
+@handles
 def predict(request: requests.Predict) -> answers.Predictions:
     """Class probabilities of each image (the 28×28 pixels the window decoded)."""
     model, classes = _model(request.checkpoint_path, request.trust_model_code)
@@ -105,6 +124,7 @@ def predict(request: requests.Predict) -> answers.Predictions:
     return answers.Predictions(probabilities=tuple(probabilities), classes=tuple(classes))
 
 
+@handles
 def evaluate(request: requests.Evaluate) -> answers.Score:
     """Accuracy, loss and confusion matrix of a checkpoint on a split (`workbench evaluate`)."""
     from ..domain.evaluation_view import evaluate_checkpoint
@@ -117,6 +137,7 @@ def evaluate(request: requests.Evaluate) -> answers.Score:
                          classes=tuple(ckpt.classes))
 
 
+@handles
 def evaluate_view(request: requests.EvaluateView) -> answers.EvaluationView:
     """The Evaluate view's data: scores, the confusion matrix, per-sample answers and the split's pixels, so that
     every click in the window is answered without another call. On the CPU: no GPU memory taken from a run."""
@@ -128,6 +149,7 @@ def evaluate_view(request: requests.EvaluateView) -> answers.EvaluationView:
     return view_answer(str(Path(request.checkpoint_path).resolve()), name, split_name, result, data, ckpt.classes)
 
 
+@handles
 def export_checkpoint(request: requests.ExportCheckpoint) -> answers.Written:
     """Write a checkpoint elsewhere through the same atomic save (and its .safetensors twin)."""
     written = checkpoint.export(_checkpoint(request.source, request.trust_model_code), request.target)
@@ -135,6 +157,7 @@ def export_checkpoint(request: requests.ExportCheckpoint) -> answers.Written:
     return answers.Written((str(written), *((str(twin),) if twin.is_file() else ())))
 
 
+@handles
 def export_model(request: requests.ExportModel) -> answers.ParityTable:
     """Export a checkpoint (.pt2, ONNX, AOTInductor) behind its parity gate: the gate's table (domain.export)."""
     from ..domain.export import export_model as export
@@ -143,6 +166,7 @@ def export_model(request: requests.ExportModel) -> answers.ParityTable:
                   compile_backend=request.compile_backend)
 
 
+@handles
 def report(request: requests.WriteReport) -> answers.Written:
     """A self-contained HTML report of the runs and its JSON twin (each checkpoint is evaluated here; a run's own
     model file is imported only with `trust_model_code`)."""
@@ -155,6 +179,7 @@ def report(request: requests.WriteReport) -> answers.Written:
         return answers.Written(tuple(str(p) for p in written))
 
 
+@handles
 def dataset_preview(request: requests.PreviewDataset) -> answers.DatasetPreview:
     """The Dataset preview's data (samples per class, class counts, image format, problems), before training."""
     from ..domain.preview import dataset_preview as build
@@ -162,6 +187,7 @@ def dataset_preview(request: requests.PreviewDataset) -> answers.DatasetPreview:
     return build(request.dataset, request.data_root)
 
 
+@handles
 def check_fullgraph(request: requests.CheckFullgraph) -> answers.FullgraphCheck:
     """A fix-it card's Check with fullgraph: does the configured model compile as one graph? (Resets Dynamo, as
     explain does: never in a process that trains.)"""
@@ -170,6 +196,7 @@ def check_fullgraph(request: requests.CheckFullgraph) -> answers.FullgraphCheck:
     return check(request.config)
 
 
+@handles
 def numerics(request: requests.CompareNumerics) -> NumericsReport:
     """Compare numerics: one batch forward and backward, eager against compiled, per layer and per op (resets
     Dynamo, as explain does: never in a process that trains)."""
@@ -178,6 +205,7 @@ def numerics(request: requests.CompareNumerics) -> NumericsReport:
     return compare_numerics(request.config)
 
 
+@handles
 def lr_find(request: requests.FindLr, progress: Callable[[LrPoint], None], stop: threading.Event) -> LrFinding:
     """The LR range test (run.lr_finder); a cancel ends it early with what it has."""
     from .lr_finder import find_lr
@@ -187,6 +215,7 @@ def lr_find(request: requests.FindLr, progress: Callable[[LrPoint], None], stop:
     return _finder(find_lr, request.config, progress, stop, **options)
 
 
+@handles
 def batch_find(request: requests.FindBatchSize, progress: Callable[[BatchPoint], None],
                stop: threading.Event) -> BatchFinding:
     """The batch-size finder (run.batch_finder); a cancel ends it early with what it has."""
@@ -206,14 +235,6 @@ def _finder(find: Callable[..., object], config: TrainConfig, progress: Callable
         torch._dynamo.reset()
 
 
-HANDLERS: dict[type, Callable[..., object]] = {
-    requests.AskCapabilities: capabilities, requests.Explain: explain, requests.LoadCheckpoint: load_checkpoint,
-    requests.Predict: predict, requests.Evaluate: evaluate, requests.EvaluateView: evaluate_view,
-    requests.ExportCheckpoint: export_checkpoint, requests.ExportModel: export_model, requests.WriteReport: report,
-    requests.PreviewDataset: dataset_preview, requests.CheckFullgraph: check_fullgraph,
-    requests.CompareNumerics: numerics,
-    requests.FindLr: lr_find, requests.FindBatchSize: batch_find,
-}
 
 
 # -- helpers ----------------------------------------------------------------------------------------------------

@@ -27,8 +27,8 @@ from typing import Callable
 
 from ..ground.errors import WorkbenchError, first_line
 from ..ground.signals import RunSignals
-from ..run.protocol import (ADDRESS_ENV, PROTOCOL_VERSION, REQUEST_ENV, RUN_JOB_ID, SERVICE_OF_JOB, TOKEN_ENV, Job,
-                       JobError, Lines, NeedsConsent, event_line, send, send_line)
+from ..run.protocol import (ADDRESS_ENV, PROTOCOL_VERSION, REQUEST_ENV, RUN_JOB_ID, SERVICE_OF_JOB, TOKEN_ENV, Cancel,
+                            Job, JobError, Lines, NeedsConsent, Profile, event_line, read_control, send, send_line)
 from ..run.request import RunRequest
 
 
@@ -136,8 +136,8 @@ def _exit(conn: socket.socket | None) -> int:
 
 class _Inbox:
     """The one reader of the parent's messages. Jobs queue for the main thread, which does one at a time; a control
-    message acts at once on the job in progress: `{"cancel": N}` sets job N's stop flag (a cancel for a job that has
-    ended is dropped), `{"profile": STEPS}` asks the run to profile. EOF from the parent stops the job in progress
+    message acts at once on the job in progress: a Cancel of job N sets its stop flag (a cancel for a job that has
+    ended is dropped), a Profile asks the run to profile. EOF from the parent stops the job in progress
     and ends the queue: finish this step and exit."""
 
     def __init__(self, lines: Lines):
@@ -185,10 +185,11 @@ class _Inbox:
             if current is None:
                 continue
             job_id, stop = current
-            if message.get("cancel") == job_id:
+            control = read_control(message)
+            if isinstance(control, Cancel) and control.cancel == job_id:
                 stop.set()
-            elif isinstance(message.get("profile"), int) and message["profile"] > 0:
-                stop.request_profile(message["profile"])
+            elif isinstance(control, Profile):
+                stop.request_profile(control.profile)
 
 
 if __name__ == "__main__":

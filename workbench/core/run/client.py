@@ -18,7 +18,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 from ..ground.errors import WorkbenchError
 from .process import ChildError, ChildProcess
-from .protocol import JOBS, Job, JobError, send
+from .protocol import JOBS, Cancel, Job, JobError, send
 
 MAX_RESTARTS = 3  # within RESTART_WINDOW_S; beyond that the kernel is left down ("failed") with its last words
 RESTART_WINDOW_S = 60.0
@@ -93,14 +93,14 @@ class KernelClient:
 
     def cancel(self, future: Future) -> bool:
         """Ask the job behind `future` to stop early: one still queued is dropped (its future is cancelled), one
-        running is sent `{"cancel": id}` and answers with what it has. False when it has already been answered."""
+        running is sent a Cancel and answers with what it has. False when it has already been answered."""
         with self._lock:
             job_id = next((i for i, pending in self._running.items() if pending.future is future), None)
             if job_id is None:
                 return False
             queued = next((entry for entry in self._queued if entry[0] == job_id), None)
             if queued is None:
-                self._send_message({"cancel": job_id})
+                self._send_message(Cancel(job_id).to_dict())
                 return True
             self._queued.remove(queued)
             del self._running[job_id]

@@ -29,7 +29,7 @@ from ..ground.errors import WorkbenchError
 from ..ground.events import Event, Notice, RunFailed, RunFinished, Step, from_dict, is_terminal
 from ..ground.results import RunResults
 from . import forkserver
-from .protocol import ADDRESS_ENV, REQUEST_ENV, RUN_JOB_ID, TOKEN_ENV, Job, Lines, send
+from .protocol import ADDRESS_ENV, REQUEST_ENV, RUN_JOB_ID, TOKEN_ENV, Cancel, Job, Lines, Profile, send
 from .request import Launch, RunRequest
 
 CONNECT_TIMEOUT_S = 120.0  # a cold start imports torch; a loaded machine can take a while
@@ -65,7 +65,7 @@ class ChildProcess:
         self.ranks = ranks  # > 1: torchrun and its ranks; a failure is explained from torchrun's summary
         self.token = self.new_token()
         self.temp_dir: str | None = None
-        self.requests: queue.SimpleQueue[dict] = queue.SimpleQueue()  # control messages for `run` to send
+        self.requests: queue.SimpleQueue[Profile] = queue.SimpleQueue()  # control messages for `run` to send
         with ExitStack() as opened:  # a failure on the way closes what was opened before it
             try:
                 if own_temp_dir:
@@ -252,10 +252,10 @@ class ChildProcess:
                 if stop.is_set() and not stepped:
                     raise StoppedStarting("stopped before the first step")
                 if stop.is_set() and stop_sent_at is None:
-                    self._try_send({"cancel": RUN_JOB_ID})
+                    self._try_send(Cancel(RUN_JOB_ID).to_dict())
                     stop_sent_at = time.monotonic()
                 while not self.requests.empty():  # sent from this thread only: messages never interleave
-                    self._try_send(self.requests.get())
+                    self._try_send(self.requests.get().to_dict())
                 if stop_sent_at is not None and time.monotonic() - stop_sent_at > STOP_GRACE_S:
                     self.terminate()
                     raise ChildError(f"{self.name} did not stop within {STOP_GRACE_S:.0f} s and was "
@@ -306,10 +306,10 @@ class ChildProcess:
         return RunFailed(kind="crashed", message=f"rank {rank} of {self.ranks} failed: {how}; torchrun stopped the "
                                                  f"other ranks", hint="the log has each rank's output")
 
-    def request(self, message: dict) -> None:
-        """A control message for the run (e.g. {"profile": 20}), sent by `run`'s thread at its next poll: one
-        thread writes to the connection."""
-        self.requests.put(message)
+    def profile(self, steps: int) -> None:
+        """Ask the run to profile its next `steps` steps; sent by `run`'s thread at its next poll: one thread
+        writes to the connection."""
+        self.requests.put(Profile(steps))
 
     def _try_send(self, message: dict) -> None:
         try:

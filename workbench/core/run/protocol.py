@@ -14,8 +14,9 @@ process boundary as these messages; the window imports none of torch. Version 1:
                                                                   says which; a run's: its terminal event)
     kernel → parent   {"id": N, "error": {kind, message, hint,    the job failed in a way the user can act on
                                         detail}}
-    parent → kernel   {"cancel": N}                               stop job N after its current step (a run, a finder)
-    parent → kernel   {"profile": STEPS}                          profile the run's next STEPS steps
+    parent → kernel   {"cancel": N}                               stop job N after its current step (a run, a finder):
+                                                                  Cancel, as every control message a typed record
+    parent → kernel   {"profile": STEPS}                          profile the run's next STEPS steps (Profile)
 EOF from the parent means the same as cancelling everything: the kernel finishes its step and exits (no orphans).
 """
 
@@ -32,6 +33,7 @@ from ..ground.errors import WorkbenchError
 from ..ground.events import CompileReport, from_dict as event_from_dict, to_dict as event_to_dict
 from ..ground.findings import BatchFinding, BatchPoint, LrFinding, LrPoint
 from ..ground.numerics import NumericsReport
+from ..ground.records import Record
 
 # How a kernel finds its parent: set by the parent (process.py), read by the child (kernel.py).
 TOKEN_ENV = "WORKBENCH_CHILD_TOKEN"
@@ -83,6 +85,33 @@ SERVICES = (
 SERVICE_OF_JOB = {service.job: service for service in SERVICES}
 SERVICE_OF_REQUEST = {service.request: service for service in SERVICES}
 JOBS = ("train", *SERVICE_OF_JOB)
+
+
+# -- control messages: parent → kernel, acting at once on the job in progress -----------------------------------
+@dataclass(frozen=True)
+class Cancel(Record):
+    """Stop job `cancel` after its current step (a run, a finder): `{"cancel": N}`."""
+
+    cancel: int
+
+
+@dataclass(frozen=True)
+class Profile(Record):
+    """Profile the run's next `profile` steps: `{"profile": STEPS}`."""
+
+    profile: int
+
+
+def read_control(message: Any) -> Cancel | Profile | None:
+    """The control message `message` is, or None when it is none (a job, or what this version does not know): a
+    profile of fewer than one step is none either."""
+    for kind in (Cancel, Profile):
+        try:
+            control = kind.from_dict(message)
+        except ValueError:
+            continue
+        return None if isinstance(control, Profile) and control.profile < 1 else control
+    return None
 
 
 class JobError(WorkbenchError):

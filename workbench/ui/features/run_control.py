@@ -207,7 +207,7 @@ class RunControl(QObject):
         """Ask the training kernel to profile its next `steps` steps; False when no run can be asked."""
         if not self.profilable:
             return False
-        self.process.request({"profile": steps})
+        self.process.profile(steps)
         return True
 
     def _crashed(self, error: BaseException) -> None:

@@ -50,7 +50,7 @@ from typing import BinaryIO
 from ...ground import paths
 from ...ground.atomic import write_text_atomic
 from ...ground.events import RunFailed, from_dict, is_terminal, to_json
-from ..protocol import PROTOCOL_VERSION, RUN_JOB_ID, event_line
+from ..protocol import PROTOCOL_VERSION, RUN_JOB_ID, Cancel, Profile, event_line, read_control
 from .wire import Hello, HostPath, RunInfo, RunStart, SpareRun
 from ..request import RunRequest, new_run_dir
 
@@ -328,18 +328,20 @@ def _follow_control(folder: RunFolder, process, stop: threading.Event) -> None:
         whole = data[:data.rfind(b"\n") + 1]
         seen += len(whole)
         for line in whole.splitlines():
-            try:
-                message = json.loads(line)
-            except ValueError:
-                continue
-            if not isinstance(message, dict):
-                continue
-            if message.get("cancel") == RUN_JOB_ID:
+            control = _control(line)
+            if isinstance(control, Cancel) and control.cancel == RUN_JOB_ID:
                 stop.set()
                 return  # the run is stopping: nothing more to control
-            elif isinstance(message.get("profile"), int) and message["profile"] > 0:
-                process.request({"profile": message["profile"]})
+            if isinstance(control, Profile):
+                process.profile(control.profile)
         time.sleep(POLL_S)
+
+
+def _control(line: bytes) -> Cancel | Profile | None:
+    try:
+        return read_control(json.loads(line))
+    except ValueError:
+        return None
 
 
 def attach(folder: RunFolder, start: int, stdin: BinaryIO, out: BinaryIO) -> int:
@@ -410,13 +412,10 @@ def _lost_supervisor(folder: RunFolder, out: BinaryIO) -> None:
 def _forward_control(folder: RunFolder, stdin: BinaryIO, gone: threading.Event) -> None:
     """The caller's control lines (cancel, profile) appended to the run's control file; its EOF ends the attach."""
     for line in iter(stdin.readline, b""):
-        try:
-            message = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(message, dict) and ("cancel" in message or "profile" in message):
-            with open(folder.path / CONTROL, "ab") as control:
-                control.write(json.dumps(message).encode() + b"\n")
+        control = _control(line)
+        if control is not None:
+            with open(folder.path / CONTROL, "ab") as out:
+                out.write(json.dumps(control.to_dict()).encode() + b"\n")
     gone.set()
 
 

@@ -30,7 +30,7 @@ from ...ground.errors import first_line
 from ...history.recording import RunRecorder
 from ...history.runs import RunStore, RunStoreError
 from ..process import ChildError, ChildProcess
-from ..protocol import RUN_JOB_ID, Lines
+from ..protocol import RUN_JOB_ID, Cancel, Lines, Profile
 from .wire import HostPath, RunInfo, RunStart, SpareRun
 from ..request import RunRequest
 from .ssh import INSTALL_HINT, Remote, RemoteError, Session
@@ -85,15 +85,15 @@ class RemoteRun:
         self.remote = remote
         self.db = db  # this computer's run history (None: the default)
         self.spare = spare
-        self.requests: queue.SimpleQueue[dict] = queue.SimpleQueue()
+        self.requests: queue.SimpleQueue[Profile] = queue.SimpleQueue()
         self.started: RunStart | None = None
         self.received = 0  # events seen from the host's log: where a re-attach resumes
         self._session: Session | None = None
         self._detached = threading.Event()
 
-    def request(self, message: dict) -> None:
-        """A control message ({"profile": 20}) for the run, sent at the next poll of `run`'s thread."""
-        self.requests.put(message)
+    def profile(self, steps: int) -> None:
+        """Ask the run to profile its next `steps` steps, sent at the next poll of `run`'s thread."""
+        self.requests.put(Profile(steps))
 
     def detach(self) -> None:
         """Leave the run training on the host and stop following it (the window closes, leaving it running)."""
@@ -164,9 +164,9 @@ class RemoteRun:
                 if self._detached.is_set():
                     return self._left(recorder)
                 if stop.is_set() and not cancel_sent:
-                    cancel_sent = session.send({"cancel": RUN_JOB_ID})
+                    cancel_sent = session.send(Cancel(RUN_JOB_ID).to_dict())
                 while not self.requests.empty():
-                    session.send(self.requests.get())
+                    session.send(self.requests.get().to_dict())
                 try:
                     message = session.read(0.1, "during the run")
                     event = _event(message, self.remote) if message is not None and "event" in message else None

@@ -12,14 +12,15 @@ The answers name the files here. Copies run on a thread of their own: the kernel
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 import tempfile
 import threading
 from concurrent.futures import CancelledError, Future
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
-from ...ground.answers import ParityTable, Written
+from ...ground.answers import CheckpointInfo, EvaluationView, ParityTable, Predictions, Score, Written
 from ...history.runs import default_db_path
 from ..client import KernelClient
 from .kernels import fetch, send, staging
@@ -51,19 +52,23 @@ class RemoteService(ServiceClient):
                 self._sent[key] = known
         return known
 
-    # -- jobs that read a checkpoint --------------------------------------------------------------------------
-    def load_checkpoint(self, path, *, trust_model_code=False):
+    # -- jobs that read a checkpoint (the same signatures as ServiceClient's) ---------------------------------
+    def load_checkpoint(self, path: Paths, *, trust_model_code: bool = False) -> Future[CheckpointInfo]:
         return self._after_upload(lambda: super(RemoteService, self).load_checkpoint(
             self.there(path), trust_model_code=trust_model_code))
 
-    def predict(self, checkpoint, images, *, trust_model_code=False):
+    def predict(self, checkpoint: Paths, images: Sequence[Any], *,
+                trust_model_code: bool = False) -> Future[Predictions]:
         return self._after_upload(lambda: super(RemoteService, self).predict(
             self.there(checkpoint), images, trust_model_code=trust_model_code))
 
-    def evaluate(self, checkpoint, **options):
-        return self._after_upload(lambda: super(RemoteService, self).evaluate(self.there(checkpoint), **options))
+    def evaluate(self, checkpoint: Paths, *, dataset: str | None = None, data_root: str | None = None,
+                 split: str | None = None, device: str = "auto", trust_model_code: bool = False) -> Future[Score]:
+        return self._after_upload(lambda: super(RemoteService, self).evaluate(
+            self.there(checkpoint), dataset=dataset, data_root=data_root, split=split, device=device,
+            trust_model_code=trust_model_code))
 
-    def evaluate_view(self, checkpoint, *, trust_model_code=False):
+    def evaluate_view(self, checkpoint: Paths, *, trust_model_code: bool = False) -> Future[EvaluationView]:
         return self._after_upload(lambda: super(RemoteService, self).evaluate_view(
             self.there(checkpoint), trust_model_code=trust_model_code))
 
@@ -87,13 +92,13 @@ class RemoteService(ServiceClient):
 
             def back(answer: ParityTable) -> ParityTable:
                 copied = fetch(self.remote, folder, out, self.progress)
-                return ParityTable.from_dict({**answer.to_dict(), "file": str(copied / Path(answer.file).name)})
+                return dataclasses.replace(answer, file=str(copied / Path(answer.file).name))
 
             return table, back
 
         return self._write_job(job)
 
-    def write_report(self, run_ids, out: Paths, *, db: Paths | None = None,
+    def write_report(self, run_ids: Sequence[int], out: Paths, *, db: Paths | None = None,
                      trust_model_code: bool = False) -> Future[Written]:
         """The report reads this computer's run history (its remote runs' checkpoints are on the host): a
         consistent copy of it goes to the host with the job."""
