@@ -28,8 +28,8 @@ run: $(STAMP)
 # each on two cores fought over them (a run of the core tests: 62 s → 58 s). Tests of thread settings set their own.
 PYTEST := QT_QPA_PLATFORM=offscreen OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 2 --dist loadfile
 
-# The remote-kernel tests start OpenSSH's sshd on 127.0.0.1 with throw-away keys (tests/sshd.py): installed here when
-# it is missing and we can (root and apt, as in CI); elsewhere those tests are skipped, and say why.
+# The remote-kernel tests start OpenSSH's sshd on 127.0.0.1 with throw-away keys (tests/support/sshd.py): installed here
+# when it is missing and we can (root and apt, as in CI); elsewhere those tests are skipped, and say why.
 ssh-server:
 	@command -v sshd >/dev/null || test -x /usr/sbin/sshd || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \

@@ -44,7 +44,7 @@ def main() -> int:
     for name in ("WORKBENCH_DATA_DIR", "WORKBENCH_CACHE_DIR", "XDG_CONFIG_HOME"):
         os.environ[name] = str(tmp / name.lower())
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    from tests.sshd import start_sshd
+    from tests.support.sshd import start_sshd
 
     server = start_sshd(tmp / "sshd")
     os.environ["WORKBENCH_SSH"] = server.ssh_command

@@ -112,11 +112,11 @@ def fill_synthetic() -> None:
 
 
 def start_host():
-    """The loopback sshd (the tests' own, tests/sshd.py) as a Remote; WORKBENCH_SSH reaches it."""
+    """The loopback sshd (the tests' own, tests/support/sshd.py) as a Remote; WORKBENCH_SSH reaches it."""
     import atexit
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from tests.sshd import start_sshd
+    from tests.support.sshd import start_sshd
     from workbench.core.run.remote.ssh import Remote
 
     server = start_sshd(TEMP / "sshd")

@@ -131,9 +131,9 @@ def one_torch_thread(monkeypatch):
 
 @pytest.fixture(scope="session")
 def ssh_server(tmp_path_factory):
-    """A real sshd on 127.0.0.1 with throw-away keys, for the whole test run (tests/sshd.py); skipped without
+    """A real sshd on 127.0.0.1 with throw-away keys, for the whole test run (tests/support/sshd.py); skipped without
     OpenSSH's server (`make test` installs it where it can)."""
-    from .sshd import SSHD, start_sshd
+    from .support.sshd import SSHD, start_sshd
 
     if SSHD is None:
         pytest.skip("OpenSSH's sshd is not installed (apt-get install openssh-server)")

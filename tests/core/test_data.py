@@ -16,6 +16,8 @@ from workbench.core.domain import data
 from workbench.core.domain.data import DataError, DeviceBatches, Split, classes_of, load_split, read_idx
 from workbench.core.ground.images import load_digit
 
+from ..support.idx import idx_bytes
+
 CPU = torch.device("cpu")
 
 
@@ -143,12 +145,6 @@ def test_sharding_ranks_take_the_same_number_of_steps():
 
 
 # -- IDX files --------------------------------------------------------------------------------------------------
-def _idx_bytes(array: np.ndarray) -> bytes:
-    code = {np.dtype(np.uint8): 0x08, np.dtype(">i2"): 0x0B, np.dtype(">f4"): 0x0D}[array.dtype]
-    header = bytes([0, 0, code, array.ndim]) + b"".join(d.to_bytes(4, "big") for d in array.shape)
-    return header + array.tobytes()
-
-
 @pytest.mark.parametrize("compress", [False, True], ids=["plain", "gzip"])
 @pytest.mark.parametrize("array", [
     np.arange(2 * 28 * 28, dtype=np.uint8).reshape(2, 28, 28),
@@ -157,7 +153,7 @@ def _idx_bytes(array: np.ndarray) -> bytes:
     np.linspace(0, 1, 6, dtype=">f4"),
 ], ids=["images", "labels", "int16", "float32"])
 def test_read_idx_round_trip(tmp_path, array, compress):
-    raw = _idx_bytes(array)
+    raw = idx_bytes(array)
     path = tmp_path / ("x.idx.gz" if compress else "x.idx")
     path.write_bytes(gzip.compress(raw) if compress else raw)
     got = read_idx(path)
@@ -177,7 +173,7 @@ def test_read_idx_round_trip(tmp_path, array, compress):
 ])
 def test_read_idx_rejects_damaged_files(tmp_path, mutate, words):
     path = tmp_path / "bad-images-idx3-ubyte"
-    path.write_bytes(mutate(_idx_bytes(np.zeros((4, 28, 28), np.uint8))))
+    path.write_bytes(mutate(idx_bytes(np.zeros((4, 28, 28), np.uint8))))
     with pytest.raises(DataError) as info:
         read_idx(path)
     for word in words:
@@ -188,10 +184,10 @@ def test_idx_folder_from_tmp_files(tmp_path):
     rng = np.random.default_rng(0)
     images = rng.integers(0, 256, (50, 28, 28), dtype=np.uint8)
     labels = (np.arange(50) % 10).astype(np.uint8)
-    (tmp_path / "train-images-idx3-ubyte.gz").write_bytes(gzip.compress(_idx_bytes(images)))
-    (tmp_path / "train-labels-idx1-ubyte").write_bytes(_idx_bytes(labels))
-    (tmp_path / "t10k-images-idx3-ubyte").write_bytes(_idx_bytes(images[:7]))
-    (tmp_path / "t10k-labels-idx1-ubyte").write_bytes(_idx_bytes(labels[:7]))
+    (tmp_path / "train-images-idx3-ubyte.gz").write_bytes(gzip.compress(idx_bytes(images)))
+    (tmp_path / "train-labels-idx1-ubyte").write_bytes(idx_bytes(labels))
+    (tmp_path / "t10k-images-idx3-ubyte").write_bytes(idx_bytes(images[:7]))
+    (tmp_path / "t10k-labels-idx1-ubyte").write_bytes(idx_bytes(labels[:7]))
     train = load_split("idx", "train", str(tmp_path))
     val = load_split("idx", "val", str(tmp_path))
     test = load_split("idx", "test", str(tmp_path))
@@ -206,8 +202,8 @@ def test_idx_folder_from_tmp_files(tmp_path):
 
 
 def test_idx_folder_mismatched_label_count(tmp_path):
-    (tmp_path / "t10k-images-idx3-ubyte").write_bytes(_idx_bytes(np.zeros((5, 28, 28), np.uint8)))
-    (tmp_path / "t10k-labels-idx1-ubyte").write_bytes(_idx_bytes(np.zeros(4, np.uint8)))
+    (tmp_path / "t10k-images-idx3-ubyte").write_bytes(idx_bytes(np.zeros((5, 28, 28), np.uint8)))
+    (tmp_path / "t10k-labels-idx1-ubyte").write_bytes(idx_bytes(np.zeros(4, np.uint8)))
     with pytest.raises(DataError, match="4 labels for 5 images"):
         load_split("idx", "test", str(tmp_path))
 
@@ -220,8 +216,8 @@ def test_idx_folder_without_pairs(tmp_path):
 
 def _idx_with_labels(root, prefix: str, labels: list[int]) -> None:
     """An IDX pair whose labels are int16 (so that -1 can be written)."""
-    (root / f"{prefix}-images-idx3-ubyte").write_bytes(_idx_bytes(np.zeros((len(labels), 28, 28), np.uint8)))
-    (root / f"{prefix}-labels-idx1-ubyte").write_bytes(_idx_bytes(np.array(labels, dtype=">i2")))
+    (root / f"{prefix}-images-idx3-ubyte").write_bytes(idx_bytes(np.zeros((len(labels), 28, 28), np.uint8)))
+    (root / f"{prefix}-labels-idx1-ubyte").write_bytes(idx_bytes(np.array(labels, dtype=">i2")))
 
 
 def test_idx_labels_outside_the_classes_are_refused_when_loaded(tmp_path):

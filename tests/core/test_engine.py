@@ -14,6 +14,7 @@ from workbench.core.domain import checkpoint, devices
 from workbench.core.ground.config import TrainConfig
 from workbench.core.engine import TrainedModel, Trainer
 from ..helpers import SMALL, StopAfter, of, run, shape, steps
+from ..support.two_ranks import OneOfTwoRanks
 from workbench.core.ground.events import (CompileEvent, CompileFinished, CompileReport, CompileStarted, EpochEnd,
                                           Notice, RunFailed, RunFinished, RunStarted, Step, is_terminal)
 
@@ -872,29 +873,6 @@ def test_matmul_precision_is_the_runs_and_restored_afterwards(monkeypatch):
     assert isinstance(failed, RunFailed) and torch.get_float32_matmul_precision() == before
 
 
-class _OneOfTwoRanks:
-    """What the engine needs of a rank of a two-process run, without the other process."""
-
-    @staticmethod
-    def make(rank: int):
-        from workbench.core.domain.distributed import Distributed
-
-        class Rank(Distributed):
-            def wrap(self, model):
-                return model
-
-            def mean(self, tensor):
-                return tensor
-
-            def sum(self, tensor):
-                return tensor * 2
-
-            def gather(self, value):
-                return [value, value]
-
-        return Rank(rank=rank, world_size=2)
-
-
 def test_ranks_start_from_the_same_weights_and_draw_their_own_dropout(monkeypatch):
     from workbench.core import engine
     from workbench.core.domain.distributed import weights_checksum
@@ -911,7 +889,7 @@ def test_ranks_start_from_the_same_weights_and_draw_their_own_dropout(monkeypatc
     seen = []
     for rank in (0, 1):
         first.clear()
-        _, result = run(SMALL.replace(max_steps=2, dropout=0.5), distributed=_OneOfTwoRanks.make(rank))
+        _, result = run(SMALL.replace(max_steps=2, dropout=0.5), distributed=OneOfTwoRanks.make(rank))
         assert isinstance(result, RunFinished)
         seen.append(dict(first))
     assert seen[0]["weights"] == seen[1]["weights"]  # replicas start identical

@@ -23,7 +23,7 @@ from workbench.core.domain.model import model_for
 from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.results import RunResults
 
-from .test_data import _idx_bytes
+from ..support.idx import idx_bytes
 
 
 @pytest.fixture(scope="module")
@@ -143,8 +143,8 @@ def test_idx_folder_uses_its_test_split(tmp_path):
     images = rng.integers(0, 256, (30, 28, 28), dtype=np.uint8)
     labels = (np.arange(30) % 10).astype(np.uint8)
     for prefix, count in (("train", 30), ("t10k", 12)):
-        (tmp_path / f"{prefix}-images-idx3-ubyte").write_bytes(_idx_bytes(images[:count]))
-        (tmp_path / f"{prefix}-labels-idx1-ubyte").write_bytes(_idx_bytes(labels[:count]))
+        (tmp_path / f"{prefix}-images-idx3-ubyte").write_bytes(idx_bytes(images[:count]))
+        (tmp_path / f"{prefix}-labels-idx1-ubyte").write_bytes(idx_bytes(labels[:count]))
     ckpt = untrained_checkpoint(tmp_path / "idx.pt", tuple(str(d) for d in range(10)), dataset="idx",
                                 data_root=str(tmp_path))
     view = evaluate_view(ckpt)

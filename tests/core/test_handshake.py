@@ -19,7 +19,7 @@ from workbench.core.run import protocol
 from workbench.core.run.process import ChildProcess
 from workbench.core.run.protocol import MAX_LINE_BYTES, LineTooLong, Lines
 
-from .test_child import FAKE_KERNEL, REQUEST
+from ..support.fake_kernel import FAKE_KERNEL, REQUEST
 
 # The stand-in kernel, started only once the test has connected its intruder: it waits for a byte on a gate.
 GATED_KERNEL = """

@@ -1,7 +1,7 @@
 """The code Inductor wrote, read from a run's recorded trace: each graph's listings, the provenance from the model's
 lines to graph blocks and kernels and back, and each kernel's profiled time. A recorded trace
-(tests/recorded_inductor.py) for the details; one real CPU Inductor run, with its trace and a profile, for the whole
-way (and for the compile time by stage it reports)."""
+(tests/support/recorded_inductor.py) for the details; one real CPU Inductor run, with its trace and a profile, for the
+whole way (and for the compile time by stage it reports)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from workbench.core.ground.errors import WorkbenchError
 from workbench.core.ground.events import CompileReport, ProfileReport, RunFinished
 from workbench.core.ground.inductor_code import TRACE_FILE, kernel_times, read_inductor_code, trace_log
 
-from ..recorded_inductor import recorded_profile, recorded_trace, strip_provenance
+from ..support.recorded_inductor import recorded_profile, recorded_trace, strip_provenance
 
 FC_LINE = "return self.fc2(self.dropout(F.relu(self.fc1(x))))"  # the recorded model's fc1 → ReLU → dropout → fc2
 

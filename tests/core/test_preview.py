@@ -8,10 +8,11 @@ import json
 import numpy as np
 import pytest
 
-from tests.core.test_data import _idx_bytes
 from workbench.core.domain import data
 from workbench.core.domain.preview import dataset_preview
 from workbench.core.ground.answers import DataFormat, DatasetPreview
+
+from ..support.idx import idx_bytes
 
 
 def _image_folder(root, samples_dir, per_class: dict[str, int]):
@@ -95,10 +96,10 @@ def test_image_folder_with_unbalanced_classes(tmp_path, samples_dir):
 def test_idx_folder(tmp_path):
     rng = np.random.default_rng(0)
     labels = np.repeat(np.arange(10, dtype=np.uint8), 5)
-    (tmp_path / "train-images-idx3-ubyte").write_bytes(_idx_bytes(rng.integers(0, 256, (50, 28, 28), np.uint8)))
-    (tmp_path / "train-labels-idx1-ubyte").write_bytes(_idx_bytes(labels))
-    (tmp_path / "t10k-images-idx3-ubyte").write_bytes(_idx_bytes(np.zeros((7, 28, 28), np.uint8)))
-    (tmp_path / "t10k-labels-idx1-ubyte").write_bytes(_idx_bytes(labels[:7]))
+    (tmp_path / "train-images-idx3-ubyte").write_bytes(idx_bytes(rng.integers(0, 256, (50, 28, 28), np.uint8)))
+    (tmp_path / "train-labels-idx1-ubyte").write_bytes(idx_bytes(labels))
+    (tmp_path / "t10k-images-idx3-ubyte").write_bytes(idx_bytes(np.zeros((7, 28, 28), np.uint8)))
+    (tmp_path / "t10k-labels-idx1-ubyte").write_bytes(idx_bytes(labels[:7]))
     answer = dataset_preview("idx", str(tmp_path))
     assert [a + b for a, b in zip(answer.counts["train"], answer.counts["val"])] == [5] * 10
     assert answer.counts["test"] == (5, 2) + (0,) * 8

@@ -1,4 +1,4 @@
-"""Kernels and runs on another host, through a real OpenSSH server on 127.0.0.1 (tests/sshd.py).
+"""Kernels and runs on another host, through a real OpenSSH server on 127.0.0.1 (tests/support/sshd.py).
 
 What a user on a laptop talking to a GPU box relies on: the first contact says which step failed and why; the
 service kernel answers over SSH as it does here; a run trains to its end there, streams here, is recorded in both
@@ -122,7 +122,7 @@ def test_an_unknown_host_key_is_refused_whatever_the_users_ssh_config_says(remot
 
 def test_the_hosts_workbench_is_this_checkouts(ssh_server):
     """The remote side of these tests runs the code under test, not a workbench installed elsewhere."""
-    from ..sshd import CHECKOUT
+    from ..support.sshd import CHECKOUT
 
     probe = "import workbench; print(workbench.__file__)"
     found = subprocess.run([*ssh_server.ssh_command.split(), "-p", str(ssh_server.port), "127.0.0.1",

@@ -1,6 +1,6 @@
-"""Hosts that do not behave, through the real sshd (tests/sshd.py): a login that prints a banner, a host on a newer
-or older protocol, a host that sends a line that is not the protocol or an event this Workbench cannot read in the
-middle of a run. Each ends in one clear line that says what to do — never a traceback, never a reconnection loop
+"""Hosts that do not behave, through the real sshd (tests/support/sshd.py): a login that prints a banner, a host on a
+newer or older protocol, a host that sends a line that is not the protocol or an event this Workbench cannot read in
+the middle of a run. Each ends in one clear line that says what to do — never a traceback, never a reconnection loop
 (another session would meet the same output)."""
 
 from __future__ import annotations

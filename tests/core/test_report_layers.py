@@ -16,7 +16,7 @@ from workbench.core.history.report.facts import PALETTE
 from workbench.core.history.report.layers_section import charted_layers
 from workbench.core.history.runs import RunRecord
 
-from .test_layers_history import ALERTS, LAYERS, SAMPLED, SUMMARY, layered_events, old_config, stat
+from ..support.layers_history import ALERTS, LAYERS, SAMPLED, SUMMARY, layered_events, old_config, stat
 
 
 def run(run_id: int, events: list, config: dict | None = None) -> RunRecord:

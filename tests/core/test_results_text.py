@@ -8,7 +8,7 @@ from workbench.core.ground.events import RunFinished
 from workbench.core.ground.results import GpuSummary, RunResults
 from workbench.core.ground.results_text import finished_lines, headline
 
-from .test_results import FULL
+from ..support.full_results import FULL
 
 
 def _finished(results: RunResults, stopped: bool = False) -> RunFinished:

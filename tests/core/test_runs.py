@@ -19,7 +19,7 @@ from workbench.core.kernel import recorder as run_files
 from workbench.core.history import runs
 from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.errors import WorkbenchError
-from workbench.core.ground.events import EpochEnd, Notice, RunFailed, RunFinished, RunStarted, Step, from_json
+from workbench.core.ground.events import EpochEnd, Notice, RunFailed, RunFinished, from_json
 from workbench.core.ground.results import RunResults
 from workbench.core.kernel.recorder import run_recorded
 from workbench.core.run.request import RunRequest
@@ -27,20 +27,12 @@ from workbench.core.history.recording import RunRecorder
 from workbench.core.history.runs import RunStore, RunStoreError
 
 from ..helpers import SMALL, read_only_medium
+from ..support.history_events import started, step
 
 
 def recorded(config: TrainConfig, out_dir: Path, *, db: Path, **kwargs) -> RunFinished | RunFailed:
     """`run_recorded` of a request for `config` (out_dir kept as given: relative stays relative)."""
     return run_recorded(RunRequest(config=config, out_dir=str(out_dir), db=str(db)), **kwargs)
-
-
-def _started(config: TrainConfig = SMALL) -> RunStarted:
-    return RunStarted(config=config.to_dict(), device="cpu", device_name="CPU", versions={"torch": "x"},
-                      train_size=4000, val_size=1000, steps_per_epoch=125, total_steps=SMALL.max_steps)
-
-
-def _step(i: int) -> Step:
-    return Step(step=i, epoch=1, loss=1.0 / i, samples_per_s=1000.0, step_seconds=0.01, memory={"rss": 10.0})
 
 
 def test_a_real_run_round_trips(tmp_path):
@@ -61,9 +53,9 @@ def test_a_real_run_round_trips(tmp_path):
 def test_events_are_committed_in_batches_not_one_by_one(tmp_path):
     store = RunStore(tmp_path / "runs.sqlite")
     recorder = RunRecorder(store, interval=3600)
-    recorder(_started())
+    recorder(started())
     for i in range(1, 101):
-        recorder(_step(i))
+        recorder(step(i))
     reader = RunStore(tmp_path / "runs.sqlite")
     record = reader.get(recorder.run_id, with_events=True)
     assert record.status == "running" and record.events == []  # nothing committed yet: one batch pending
@@ -75,7 +67,7 @@ def test_events_are_committed_in_batches_not_one_by_one(tmp_path):
 def test_best_accuracy_only_grows_across_batches(tmp_path):
     store = RunStore(tmp_path / "runs.sqlite")
     recorder = RunRecorder(store, interval=0)  # commit every event
-    recorder(_started())
+    recorder(started())
     for epoch, accuracy in enumerate((0.8, 0.9, 0.85), 1):
         recorder(EpochEnd(epoch=epoch, train_loss=1.0, val_loss=1.0, val_accuracy=accuracy, seconds=1.0))
     assert store.get(recorder.run_id).best_val_accuracy == 0.9
@@ -131,7 +123,7 @@ def test_a_reader_sees_consistent_data_while_a_writer_commits(tmp_path):
     db = tmp_path / "runs.sqlite"
     writer_store = RunStore(db)
     recorder = RunRecorder(writer_store, interval=0)
-    recorder(_started())
+    recorder(started())
     done = threading.Event()
     saw_the_middle = threading.Event()  # the reader read while the run was half written
     problems = []
@@ -153,7 +145,7 @@ def test_a_reader_sees_consistent_data_while_a_writer_commits(tmp_path):
     thread.start()
     try:
         for i in range(1, 301):
-            recorder(_step(i))
+            recorder(step(i))
             if i == 150:
                 assert saw_the_middle.wait(timeout=30), "the reader never read during the writes"
     finally:
@@ -193,8 +185,8 @@ def _history(folder: Path) -> tuple[Path, int]:
     db = folder / "runs.sqlite"
     with RunStore(db) as store:
         recorder = RunRecorder(store, interval=0)
-        for event in (_started(), _step(1), _step(2), RunFinished(steps=2, epochs=1, seconds=1.0, stopped=False,
-                                                                  results=RunResults(best_val_accuracy=0.5))):
+        for event in (started(), step(1), step(2), RunFinished(steps=2, epochs=1, seconds=1.0, stopped=False,
+                                                               results=RunResults(best_val_accuracy=0.5))):
             recorder(event)
     return db, recorder.run_id
 
@@ -425,7 +417,7 @@ def test_listing_reads_no_events_and_finding_a_folders_run_uses_an_index(tmp_pat
     """What keeps `workbench runs` fast at thousands of runs (measured in scripts/, not timed here)."""
     store = RunStore(tmp_path / "runs.sqlite")
     run_id = store.start_run(SMALL.to_dict(), str(tmp_path / "out"))
-    store.append_events(run_id, 0, [_started(), *map(_step, range(1, 50))])
+    store.append_events(run_id, 0, [started(), *map(step, range(1, 50))])
     statements: list[str] = []
     store.db.set_trace_callback(statements.append)
     [record] = store.list()
@@ -528,7 +520,7 @@ def test_a_run_that_ends_records_its_folders_size(tmp_path):
     finished = RunFinished(steps=1, epochs=1, seconds=1.0, stopped=False, results=RunResults())
     for host, size in ((None, 4321), ("gpu-box", None)):  # a remote run's folder is on its host: not measured
         recorder = RunRecorder(store, out_dir=str(folder), host=host, interval=3600)
-        for event in (_started(), _step(1), finished):
+        for event in (started(), step(1), finished):
             recorder(event)
         assert store.get(recorder.run_id).disk_bytes == size
 

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import math
-import sys
 from pathlib import Path
 from typing import Iterator
 
@@ -14,46 +12,17 @@ import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from tensorboard.plugins.hparams.plugin_data_pb2 import HParamsPluginData
 
-from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.errors import WorkbenchError
-from workbench.core.ground.events import EpochEnd, RunFailed, RunFinished, Step
+from workbench.core.ground.events import Step
 from workbench.core.ground.layer_stats import Histogram, LayerStats
-from workbench.core.ground.results import RunResults
 from workbench.core.history.layers import FIGURES
-from workbench.core.history.recording import RunRecorder
 from workbench.core.history.runs import RunStore
 from workbench.core.history.runs_export import (TENSORBOARD_HINT, RunsExportError, export_csv, export_tensorboard,
                                                 histogram_fields, tensorboard_name)
 
-from .test_layers_history import LAYERS, SAMPLED, histogram, layered_events, old_config, record, stat
-from .test_runs import _started
-
-FINISHED = TrainConfig(epochs=2, hidden_dim=16, lr=0.01)
-FAILED = TrainConfig(epochs=1, hidden_dim=16, lr=0.001, backend="aot_eager", amp="bf16")
-FINAL_METRICS = {"best_val_accuracy": 0.875, "samples_per_s": 1234.5, "compile_seconds": 0.25,
-                 "peak_memory_mib": 106.0}
-
-
-def _step(i: int, epoch: int) -> Step:
-    """Step 1 compiles (off the throughput curve) and has no accuracy; the values are not round in binary."""
-    return Step(step=i, epoch=epoch, loss=2.0 / i + 0.1, samples_per_s=1000.0 + i / 3, step_seconds=0.01,
-                memory={"rss": 100.0 + i}, compiling=i == 1, accuracy=None if i == 1 else 0.1 * i)
-
-
-def record_history(db: Path) -> None:
-    """Run #1: finished, 6 steps over 2 epochs. Run #2: failed after 2 steps (no epoch, no final figures)."""
-    with RunStore(db) as store:
-        recorder = RunRecorder(store, interval=3600)
-        recorder(_started(FINISHED))
-        for i in range(1, 7):
-            recorder(_step(i, epoch=1 + (i > 3)))
-            if i % 3 == 0:
-                recorder(EpochEnd(epoch=i // 3, train_loss=1.0, val_loss=1.0 / i, val_accuracy=0.8 + i / 100,
-                                  seconds=float(i)))
-        recorder(RunFinished(steps=6, epochs=2, seconds=6.0, stopped=False, results=RunResults(**FINAL_METRICS)))
-        recorder = RunRecorder(store, interval=3600)
-        for event in (_started(FAILED), _step(1, 1), _step(2, 1), RunFailed("diverged", "the loss is NaN")):
-            recorder(event)
+from ..support.layers_history import LAYERS, SAMPLED, histogram, layered_events, old_config, record, stat
+from ..support.runs_export import (FINAL_METRICS, FINISHED, export_step, read_csv, record_history, values,
+                                   without_tensorboard)
 
 
 @pytest.fixture
@@ -61,17 +30,6 @@ def store(tmp_path):
     record_history(tmp_path / "runs.sqlite")
     with RunStore(tmp_path / "runs.sqlite") as store:
         yield store
-
-
-def read_csv(path: Path) -> list[dict]:
-    with open(path, newline="", encoding="utf-8") as fh:
-        return list(csv.DictReader(fh))
-
-
-def values(rows: list[dict], run_id: int, metric: str) -> dict[int | None, float]:
-    """step → value of one run's metric, from the CSV's rows."""
-    return {int(r["step"]) if r["step"] else None: float(r["value"])
-            for r in rows if r["run_id"] == str(run_id) and r["metric"] == metric}
 
 
 def test_csv_is_tidy_and_holds_every_recorded_value(store, tmp_path):
@@ -120,7 +78,7 @@ def test_csv_of_chosen_runs_only(store, tmp_path):
 
 def test_runs_of_other_versions_get_every_setting_and_empty_cells_for_theirs_missing(store, tmp_path):
     other = {k: v for k, v in FINISHED.to_dict().items() if k != "lr_schedule"} | {"new_setting": 3}
-    store.append_events(store.start_run(other), 0, [_step(1, 1)], {"status": "finished"})
+    store.append_events(store.start_run(other), 0, [export_step(1, 1)], {"status": "finished"})
     export_csv(store, [1, 3], tmp_path / "runs.csv")
     first, third = (next(r for r in read_csv(tmp_path / "runs.csv") if r["run_id"] == i) for i in ("1", "3"))
     assert list(first)[-4:] == ["config.new_setting", "metric", "step", "value"]
@@ -158,12 +116,6 @@ def test_re_exporting_replaces_a_runs_event_file(store, tmp_path):
 
 def test_the_folder_name_is_the_runs_own(store):
     assert tensorboard_name(store.get(1)) == "run-1-eager-off"
-
-
-def without_tensorboard(monkeypatch) -> None:
-    """As if the extra were not installed: a None in sys.modules makes its import raise ImportError."""
-    for name in [name for name in sys.modules if name.partition(".")[0] == "tensorboard"]:
-        monkeypatch.setitem(sys.modules, name, None)
 
 
 def test_without_tensorboard_the_error_says_how_to_get_it(store, tmp_path, monkeypatch):

@@ -10,13 +10,14 @@ import optuna
 import pytest
 
 from workbench.core.ground.config import TrainConfig
-from workbench.core.ground.events import EpochEnd, RunFailed, RunFinished
-from workbench.core.ground.results import RunResults
+from workbench.core.ground.events import RunFailed
 from workbench.core.history.runs import RunStore
 from workbench.core.history.report.sweep import sweep_html
 from workbench.core.history.sweeps import Trial, axis_position, pareto_front
 from workbench.core.run import sweep
 from workbench.core.run.sweep import SweepError, SweepSettings, load_trials, run_sweep, sweep_parameters
+
+from ..support.fake_sweep import fake_start_run
 
 BASE = TrainConfig(hidden_dim=64, batch_size=250)  # big batches: few steps per trial
 
@@ -47,22 +48,6 @@ def test_a_real_sweep_records_each_trial_as_a_run_of_its_settings_and_resumes(tm
             assert record.config["epochs"] == 1 and trial.val_accuracy == record.best_val_accuracy
     assert (tmp_path / "sweeps.sqlite").is_file() and load_trials("s", db) == trials
     assert sweep_parameters("s", db) == ["lr"]
-
-
-def fake_start_run(accuracies: list[list[float]], seen_stops: list[bool]):
-    """start_run for trials without processes: trial k reports accuracies[k] epoch by epoch, until stopped."""
-    runs = iter(accuracies)
-
-    def start_run(request, emit, stop, process=None):
-        epochs = next(runs)
-        for epoch, accuracy in enumerate(epochs, 1):
-            emit(EpochEnd(epoch=epoch, train_loss=0.5, val_loss=0.5, val_accuracy=accuracy, seconds=1.0))
-            if stop.is_set():
-                seen_stops.append(True)
-                return RunFinished(steps=epoch, epochs=epoch, seconds=1.0, stopped=True)
-        return RunFinished(steps=len(epochs), epochs=len(epochs), seconds=1.0, stopped=False,
-                           results=RunResults(samples_per_s=1000.0, compile_seconds=0.0, peak_memory_mib=900.0))
-    return start_run
 
 
 def test_a_trial_below_the_median_is_pruned_and_its_run_stopped(tmp_path, monkeypatch):

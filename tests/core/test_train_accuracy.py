@@ -65,9 +65,10 @@ def test_the_recorded_runs_curves_carry_the_training_accuracy(recorded):
 def test_two_processes_report_the_global_fraction():
     """Each rank reads the mean count over the processes (the all_reduce the losses ride) and divides it by its own
     share of the batch (16 of 32 here): a count over that share, never above 1."""
-    from tests.core.test_engine import SMALL, _OneOfTwoRanks, run
+    from ..helpers import SMALL, run
+    from ..support.two_ranks import OneOfTwoRanks
 
-    events, result = run(SMALL.replace(max_steps=4, batch_size=32), distributed=_OneOfTwoRanks.make(0))
+    events, result = run(SMALL.replace(max_steps=4, batch_size=32), distributed=OneOfTwoRanks.make(0))
     assert isinstance(result, RunFinished)
     for step in (e for e in events if isinstance(e, Step)):
         assert 0.0 <= step.accuracy <= 1.0 and (step.accuracy * 16) == pytest.approx(round(step.accuracy * 16))

@@ -19,7 +19,7 @@ from workbench.core.history.runs import RunStore, RunStoreError
 from workbench.core.history.trash import Trashed, folder_bytes, move_to_trash, restore
 
 from ..helpers import SMALL
-from .test_runs import _started, _step
+from ..support.history_events import started, step
 
 
 @pytest.fixture(autouse=True)
@@ -128,7 +128,7 @@ def add_run(store: RunStore, out_dir: Path | None = None, *, status: str = "fini
             **user) -> int:
     """A run written straight into the history: its row, three events, its status."""
     run_id = store.start_run(SMALL.to_dict(), str(out_dir) if out_dir else None, host)
-    store.append_events(run_id, 0, [_started(), _step(1), _step(2)], {"status": status})
+    store.append_events(run_id, 0, [started(), step(1), step(2)], {"status": status})
     if user:
         store.rename(run_id, user["name"])
         store.set_tags(run_id, user["tags"])
@@ -152,7 +152,7 @@ def test_deleting_a_run_moves_its_folder_and_undo_puts_everything_back_exactly(s
     assert contents(home_trash / "files" / "b") == folder and (tmp_path / "a" / "checkpoint.pt").is_file()
     undo_delete(store, removal)
     assert raw_rows(store) == before and contents(tmp_path / "b") == folder
-    assert store.get(gone_id, with_events=True).events == [_started(), _step(1), _step(2)]
+    assert store.get(gone_id, with_events=True).events == [started(), step(1), step(2)]
     assert list((home_trash / "files").iterdir()) == []
 
 

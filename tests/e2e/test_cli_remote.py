@@ -1,4 +1,4 @@
-"""`workbench train --host` and `workbench attach` through a real sshd on 127.0.0.1 (tests/sshd.py), as a shell
+"""`workbench train --host` and `workbench attach` through a real sshd on 127.0.0.1 (tests/support/sshd.py), as a shell
 runs them: the progress streams here, the files stay on the host until asked for, the run is recorded here with its
 host, and a failure is one line naming the step that failed."""
 

@@ -12,8 +12,8 @@ import pytest
 
 from workbench.core.history.runs import RunStore
 
-from ..core.test_runs_export import read_csv, record_history
 from ..helpers import assert_one_error_line, call, read_only_medium
+from ..support.runs_export import read_csv, record_history
 
 
 @pytest.fixture(autouse=True)

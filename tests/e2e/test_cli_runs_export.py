@@ -9,8 +9,8 @@ import sys
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from ..core.test_runs_export import read_csv, record_history, values, without_tensorboard
 from ..helpers import assert_one_error_line, call
+from ..support.runs_export import read_csv, record_history, values, without_tensorboard
 
 
 @pytest.fixture

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from workbench.core.run import sweep
 
-from ..core.test_sweep import fake_start_run
 from ..helpers import assert_one_error_line, call
+from ..support.fake_sweep import fake_start_run
 
 
 def test_sweep_prints_each_trial_the_best_and_the_front_and_writes_its_report(tmp_path, capsys, monkeypatch):

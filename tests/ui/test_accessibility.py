@@ -4,7 +4,7 @@ from PySide6.QtWidgets import QDialog
 
 from workbench.ui.commands import CommandPalette, ShortcutsDialog
 
-from .accessibility import audit, spoken_name
+from ..support.accessibility import audit, spoken_name
 
 
 def test_every_control_of_the_window_has_a_name_and_none_repeats_in_a_dock(window):

@@ -1,6 +1,6 @@
 """The code view: a run's compiled graphs in tabs beside the model's source; a model line highlights what it became,
 a kernel the lines it came from; kernel times from the run's profile. On the recorded trace
-(tests/recorded_inductor.py): no compile here."""
+(tests/support/recorded_inductor.py): no compile here."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from PySide6.QtCore import QPoint, Qt
 from workbench.ui.panels.compile.code import (COMPILED_MARK, MISSING_FILE, NO_GRAPHS, NO_PROFILE, NO_PROVENANCE,
                                               CompiledCodeDialog, CompiledCodeView)
 
-from ..recorded_inductor import recorded_profile, recorded_trace, strip_provenance
+from ..support.recorded_inductor import recorded_profile, recorded_trace, strip_provenance
 
 FC_LINE = "return self.fc2(self.dropout(F.relu(self.fc1(x))))"
 

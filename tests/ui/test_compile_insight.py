@@ -7,32 +7,14 @@ from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtTest import QTest
 
-from workbench.core.ground.events import (CompileEvent, CompileReport, Frame, GraphBreak, RunFinished, RunStarted,
-                                          Step)
+from workbench.core.ground.events import CompileEvent, CompileReport, Frame, RunFinished, Step
 from workbench.core.ground.forecast import EVAL_MODE, Forecast, ForecastCheck
 from workbench.core.ground.payback import Payback
 from workbench.core.ground.results import CompileTrace, RunResults
 from workbench.ui.panels.compile.compile import CompilePanel
 
 from ..helpers import set_config
-
-ITEM_BREAK = GraphBreak(
-    reason=("Unsupported Tensor.item() call with capture_scalar_outputs=False\n"
-            "Explanation: Dynamo does not support tracing `Tensor.item()` with config.capture_scalar_outputs=False.\n"
-            "Hint: Set `torch._dynamo.config.capture_scalar_outputs = True` to include these operations.\n"
-            "For more details about this graph break, please visit: "
-            "https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0124.html"),
-    frames=(Frame(file="/home/u/model.py", line=15, function="forward", source="scale = h.abs().max().item()"),))
-TORCH_BREAK = GraphBreak(
-    reason=("Failed to trace builtin operator\n"
-            "Explanation: Dynamo does not know how to trace builtin operator `struct.pack`\n"
-            "Hint: Please report an issue to PyTorch."), frames=())
-
-
-def started(backend="aot_eager", **config) -> RunStarted:
-    cfg = {"backend": backend, "mode": "default", "batch_size": 32, "dataset": "mnist-sample", **config}
-    return RunStarted(config=cfg, device="cpu", device_name="CPU", versions={"torch": "2.14.1", "python": "3.11"},
-                      train_size=4000, val_size=1000, steps_per_epoch=125, total_steps=250)
+from ..support.compile_events import ITEM_BREAK, TORCH_BREAK, started
 
 
 def step(n: int) -> Step:

@@ -21,8 +21,8 @@ from workbench.ui.features.compile_insight import NO_TRACE
 from workbench.ui.panels.compile.compile import CompilePanel
 
 from ..helpers import set_config
-from ..recorded_inductor import recorded_trace
-from .runs_history import listed, record
+from ..support.recorded_inductor import recorded_trace
+from ..support.runs_history import listed, record
 
 
 def _started(backend="inductor") -> RunStarted:

@@ -8,7 +8,7 @@ from PySide6.QtWidgets import QInputDialog, QPushButton
 from workbench.core.ground.events import RunFinished
 
 from ..helpers import set_config
-from .runs_history import listed
+from ..support.runs_history import listed
 
 
 def test_continue_training_goes_on_from_the_selected_runs_checkpoint(window, qtbot, monkeypatch):

@@ -7,7 +7,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QInputDialog, QPushButton
 
 from ..helpers import set_config
-from .runs_history import listed
+from ..support.runs_history import listed
 
 
 def test_a_continued_run_plots_its_parents_curves_before_its_own_steps(window, qtbot, monkeypatch):

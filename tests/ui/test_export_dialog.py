@@ -6,7 +6,7 @@ import json
 
 from PySide6.QtCore import Qt
 
-from .test_predict_panel import load
+from ..support.window_files import load
 
 
 def test_export_model_shows_the_parity_table_and_writes_the_files(window, qtbot, trained_checkpoint, tmp_path):

@@ -11,7 +11,7 @@ from PySide6.QtWidgets import (QApplication, QDialog, QLineEdit, QMenu, QStyle, 
 
 from workbench.ui.support.focus_style import RING, FocusRingStyle, contrast, install, ring_colour, ring_target
 
-from .accessibility import RING_WIDTHS, focus_change, off_screen_tab_stops, without_visible_focus
+from ..support.accessibility import RING_WIDTHS, focus_change, off_screen_tab_stops, without_visible_focus
 
 # KDE's Breeze Dark, the palette a dark Linux desktop hands a Qt application
 DARK = {QPalette.Window: "#31363b", QPalette.WindowText: "#eff0f1", QPalette.Base: "#232629",

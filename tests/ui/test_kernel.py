@@ -6,7 +6,7 @@ import os
 import signal
 
 from ..helpers import set_config
-from .test_predict_panel import drop_files, load
+from ..support.window_files import drop_files, load
 
 
 def _own_window(qtbot, tmp_path):

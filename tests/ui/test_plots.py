@@ -377,7 +377,7 @@ def test_each_plot_has_a_name_and_describes_its_latest_values(panel, qtbot):
 def test_show_as_table_lists_the_plots_series_newest_first(panel, qtbot):
     from PySide6.QtWidgets import QApplication, QToolButton
 
-    from .accessibility import audit
+    from ..support.accessibility import audit
 
     panel.add_events([_started(), *_learning(), EpochEnd(epoch=1, train_loss=1.0, val_loss=0.9, val_accuracy=0.7,
                                                          seconds=1.0)])

@@ -6,30 +6,11 @@ from pathlib import Path
 
 import pytest
 from PIL import Image
-from PySide6.QtCore import QMimeData, QPoint, Qt, QUrl
-from PySide6.QtGui import QDragEnterEvent, QDropEvent
-from PySide6.QtWidgets import QApplication, QMessageBox
+from PySide6.QtWidgets import QMessageBox
+
+from ..support.window_files import drop_files, load
 
 SAMPLES = Path(__file__).resolve().parents[2] / "resources" / "samples"
-
-
-def drop_files(widget, paths) -> None:
-    """What a file manager delivers: a drag-enter, then a drop, with file:// URLs in the mime data."""
-    mime = QMimeData()
-    mime.setUrls([QUrl.fromLocalFile(str(p)) for p in paths])
-    pos = widget.rect().center()
-    enter = QDragEnterEvent(pos, Qt.CopyAction, mime, Qt.LeftButton, Qt.NoModifier)  # the QPoint overload
-    QApplication.sendEvent(widget, enter)
-    assert enter.isAccepted()
-    drop = QDropEvent(QPoint(pos).toPointF(), Qt.CopyAction, mime, Qt.LeftButton, Qt.NoModifier)
-    QApplication.sendEvent(widget, drop)
-
-
-def load(window, qtbot, path, description="test checkpoint"):
-    """Open a checkpoint as File → Open does (the kernel reads it); what the kernel answered."""
-    with qtbot.waitSignal(window.checkpoints.checkpointLoaded, timeout=60_000) as loaded:
-        window.checkpoints.load(path, description)
-    return loaded.args[0]
 
 
 @pytest.fixture

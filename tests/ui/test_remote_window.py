@@ -1,5 +1,5 @@
 """Kernel → Connect to…: the window's kernels and runs on another machine over SSH (a real sshd on 127.0.0.1, see
-tests/sshd.py), as a user meets it: the dialog, the status bar, a run trained there, a run attached to, coming
+tests/support/sshd.py), as a user meets it: the dialog, the status bar, a run trained there, a run attached to, coming
 back, and closing while a run trains there.
 
 One connected window is shared by the module's tests (a remote kernel takes seconds to start); each test asks for

@@ -9,8 +9,8 @@ from PySide6.QtWidgets import QApplication
 
 from workbench.core.history.runs import RunStore
 
-from .accessibility import audit
-from .runs_history import listed, open_panel, record
+from ..support.accessibility import audit
+from ..support.runs_history import listed, open_panel, record
 
 
 @pytest.fixture

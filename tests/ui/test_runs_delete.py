@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QMessageBox
 
 from workbench.core.history.runs import RunStore, RunStoreError
 
-from .runs_history import listed, open_panel, record, shown, stored
+from ..support.runs_history import listed, open_panel, record, shown, stored
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from workbench.core.history.runs import RunStore
 from workbench.core.history.trash import size_text
 from workbench.ui.panels.runs.runs import COLUMNS
 
-from .runs_history import listed, open_panel, record, shown, stored
+from ..support.runs_history import listed, open_panel, record, shown, stored
 
 
 @pytest.fixture

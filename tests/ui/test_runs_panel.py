@@ -14,7 +14,8 @@ from workbench.core.ground.answers import Written
 from workbench.core.ground.events import RunFinished
 
 from ..helpers import set_config
-from .runs_history import listed, open_panel, record, shown
+from ..support.runs_export import read_csv, record_history, values
+from ..support.runs_history import listed, open_panel, record, shown
 
 
 def _train(window, qtbot, **changes):
@@ -262,8 +263,6 @@ def _export(panel, qtbot, monkeypatch, action: str, dialog: str, chosen) -> str:
 
 
 def test_export_runs_as_csv_writes_the_selected_runs(panel, qtbot, monkeypatch, tmp_path):
-    from ..core.test_runs_export import read_csv, record_history, values
-
     record_history(tmp_path / "runs.sqlite")
     listed(panel, qtbot)
     panel.select_ids([2])
@@ -276,8 +275,6 @@ def test_export_runs_as_csv_writes_the_selected_runs(panel, qtbot, monkeypatch, 
 def test_export_runs_for_tensorboard_writes_every_run_when_none_is_selected(panel, qtbot, monkeypatch, tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    from ..core.test_runs_export import record_history
-
     record_history(tmp_path / "runs.sqlite")
     listed(panel, qtbot)
     message = _export(panel, qtbot, monkeypatch, "exportTbAction", "choose_folder", tmp_path / "tb")
@@ -287,8 +284,6 @@ def test_export_runs_for_tensorboard_writes_every_run_when_none_is_selected(pane
 
 
 def test_an_export_that_fails_says_why_in_the_dock(panel, qtbot, monkeypatch, tmp_path):
-    from ..core.test_runs_export import record_history
-
     record_history(tmp_path / "runs.sqlite")
     blocker = tmp_path / "file"
     blocker.write_text("x")

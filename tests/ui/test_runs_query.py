@@ -8,7 +8,7 @@ from PySide6.QtCore import Qt
 
 from workbench.core.history.runs import RunStore
 
-from .runs_history import listed, open_panel, record, shown
+from ..support.runs_history import listed, open_panel, record, shown
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from workbench.core.history.runs import RunStore
 
-from .runs_history import listed, record
+from ..support.runs_history import listed, record
 
 
 def test_new_run_from_this_fills_the_form_and_repeat_opens_the_seeds_dialog(window, qtbot):

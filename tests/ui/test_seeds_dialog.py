@@ -213,7 +213,7 @@ def test_a_seed_the_history_has_finished_with_other_settings_is_not_these_settin
 
 
 def test_every_control_is_named_for_a_screen_reader(dialog):
-    from .accessibility import audit
+    from ..support.accessibility import audit
 
     assert audit(dialog) == ([], [])
 

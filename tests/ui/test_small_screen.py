@@ -18,8 +18,8 @@ from workbench.ui.panels.compile.compile import CompilePanel
 from workbench.ui.main_window import FRAME_ALLOWANCE
 from workbench.ui.panels.compile.cards import WrappedText
 
-from .test_compile_insight import ITEM_BREAK, TORCH_BREAK, started
-from .test_evaluate_panel import synthetic_answer
+from ..support.compile_events import ITEM_BREAK, TORCH_BREAK, started
+from ..support.evaluation import synthetic_answer
 
 SCREENS = [(1366, 768), (1440, 900)]
 NARROW_DOCK = 330  # the Compile dock's width on a 1366-px screen

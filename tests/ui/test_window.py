@@ -16,7 +16,7 @@ from workbench.core.ground.events import RunFinished
 from workbench.core.ground.requests import EvaluateView, PreviewDataset
 
 from ..helpers import set_config
-from .runs_history import listed
+from ..support.runs_history import listed
 
 
 def ask_kernel(window, asked: list) -> None:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 # The code under test is this checkout's, on both ends: the host's Python imports it first, whatever workbench the
 # interpreter has installed (a test run from another checkout or virtual environment must not reach that one).
-CHECKOUT = Path(__file__).resolve().parents[1]
+CHECKOUT = Path(__file__).resolve().parents[2]  # tests/support/sshd.py → the checkout
 SSHD = shutil.which("sshd") or ("/usr/sbin/sshd" if Path("/usr/sbin/sshd").exists() else None)
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from workbench.core.ground.events import ProfileReport, from_dict
 from workbench.core.ground.inductor_code import TRACE_FILE
 
-RECORDED = Path(__file__).resolve().parent / "data" / "inductor_trace"
+RECORDED = Path(__file__).resolve().parents[1] / "data" / "inductor_trace"  # tests/data/
 PLACEHOLDER = "@MODEL@"
 
 
