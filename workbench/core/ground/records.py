@@ -27,7 +27,7 @@ class Record:
     """Mixed into frozen dataclasses: `to_dict()` / `from_dict()` as described in the module's docstring."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
+        return {name: _plain(getattr(self, name)) for name in _field_names(type(self))}
 
     @classmethod
     def from_dict(cls: type[R], data: Any) -> R:
@@ -40,6 +40,8 @@ class Record:
 
 
 def _plain(value: Any) -> Any:
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
     if isinstance(value, Record):
         return value.to_dict()
     if hasattr(value, "to_dict") and dataclasses.is_dataclass(value):  # TrainConfig and its kin
@@ -52,88 +54,153 @@ def _plain(value: Any) -> Any:
 
 
 @functools.cache
-def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls))
+
+
+@functools.cache
+def _plan(cls: type) -> tuple[dict[str, tuple[Reader, bool]], frozenset[str]]:
+    """How `cls` is read, worked out once per class: each field's reader and whether it must be given. (Reading a
+    long run's events goes through here for every Step: the annotations are not looked at again.)"""
+    hints = typing.get_type_hints(cls)
+    fields = {}
+    for f in dataclasses.fields(cls):
+        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        fields[f.name] = (_reader(hints[f.name]), required)
+    return fields, frozenset(fields)
 
 
 def _read(cls: type, data: Any, where: str) -> Any:
     if not isinstance(data, dict):
         raise ValueError(f"{where} is {type(data).__name__}, not an object")
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - set(fields))
-    if unknown:
+    fields, names = _plan(cls)
+    if not names.issuperset(data):
+        unknown = sorted(set(data) - names)
         raise ValueError(f"{where} has fields this version does not know: {', '.join(unknown)}")
-    hints = _hints(cls)
     values = {}
-    for name, f in fields.items():
+    for name, (reader, required) in fields.items():
         if name not in data:
-            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            if required:
                 raise ValueError(f"{where}.{name} is missing")
             continue
-        values[name] = _value(hints[name], data[name], f"{where}.{name}")
+        values[name] = reader(data[name], where, name)
     return cls(**values)
 
 
-def _value(kind: Any, value: Any, where: str) -> Any:
-    """`value` as the annotation `kind` declares it, or a ValueError naming `where`."""
+Reader = typing.Callable[[Any, str, str], Any]  # (value, where, field) → the value as its declaration says
+
+
+@functools.cache
+def _reader(kind: Any) -> Reader:
+    """The function that reads a value declared as `kind` (or raises a ValueError naming where it is)."""
     origin, args = typing.get_origin(kind), typing.get_args(kind)
+    name = _name(kind)
     if origin in (Union, types.UnionType):
         options = [option for option in args if option is not _NONE]
-        if value is None and len(options) < len(args):
-            return None
+        nullable = len(options) < len(args)
         if len(options) == 1:  # X | None, and not None: X's own reading says what is wrong with it
-            return _value(options[0], value, where)
-        for option in args:  # the first option that reads it: None, then the plain kinds, then the rest
-            try:
-                return _value(option, value, where)
-            except ValueError:
-                continue
-        raise ValueError(f"{where} is {type(value).__name__} {value!r:.40}, not {_name(kind)}")
+            inner = _reader(options[0])
+            return lambda value, where, field: None if value is None and nullable else inner(value, where, field)
+        readers = [_reader(option) for option in args]  # None first, then the plain kinds, then the rest
+
+        def union(value: Any, where: str, field: str) -> Any:
+            if value is None and nullable:
+                return None
+            for read in readers:
+                try:
+                    return read(value, where, field)
+                except ValueError:
+                    continue
+            raise ValueError(f"{_at(where, field)} is {type(value).__name__} {value!r:.40}, not {name}")
+
+        return union
     if origin is tuple:
-        if not isinstance(value, (list, tuple)):
-            raise ValueError(f"{where} is {type(value).__name__}, not a list")
         if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(_value(args[0], item, f"{where}[{i}]") for i, item in enumerate(value))
-        if len(args) != len(value):
-            raise ValueError(f"{where} has {len(value)} items, not {len(args)}")
-        return tuple(_value(a, item, f"{where}[{i}]") for i, (a, item) in enumerate(zip(args, value)))
+            item = _reader(args[0])
+
+            def many(value: Any, where: str, field: str) -> tuple:
+                if not isinstance(value, (list, tuple)):
+                    raise ValueError(f"{_at(where, field)} is {type(value).__name__}, not a list")
+                return tuple(item(v, f"{_at(where, field)}", f"[{i}]") for i, v in enumerate(value))
+
+            return many
+        items = [_reader(a) for a in args]
+
+        def fixed(value: Any, where: str, field: str) -> tuple:
+            if not isinstance(value, (list, tuple)):
+                raise ValueError(f"{_at(where, field)} is {type(value).__name__}, not a list")
+            if len(items) != len(value):
+                raise ValueError(f"{_at(where, field)} has {len(value)} items, not {len(items)}")
+            return tuple(read(v, f"{_at(where, field)}", f"[{i}]") for i, (read, v) in enumerate(zip(items, value)))
+
+        return fixed
     if origin is dict:
-        if not isinstance(value, dict) or not all(isinstance(key, str) for key in value):
-            raise ValueError(f"{where} is {type(value).__name__}, not an object")
-        return {key: _value(args[1], item, f"{where}.{key}") for key, item in value.items()}
+        item = _reader(args[1])
+
+        def mapping(value: Any, where: str, field: str) -> dict:
+            if not isinstance(value, dict) or not all(isinstance(key, str) for key in value):
+                raise ValueError(f"{_at(where, field)} is {type(value).__name__}, not an object")
+            return {key: item(v, f"{_at(where, field)}", key) for key, v in value.items()}
+
+        return mapping
     if kind is Any:
-        return value
+        return lambda value, where, field: value
     if kind is _NONE or kind is None:
-        if value is not None:
-            raise ValueError(f"{where} is {type(value).__name__}, not null")
-        return None
+        def null(value: Any, where: str, field: str) -> None:
+            if value is not None:
+                raise ValueError(f"{_at(where, field)} is {type(value).__name__}, not null")
+
+        return null
     if kind is bool:
-        if not isinstance(value, bool):
-            raise ValueError(f"{where} is {type(value).__name__} {value!r:.40}, not a bool")
-        return value
+        def switch(value: Any, where: str, field: str) -> bool:
+            if value is not True and value is not False:
+                raise ValueError(f"{_at(where, field)} is {type(value).__name__} {value!r:.40}, not a bool")
+            return value
+
+        return switch
     if kind in (int, float):
         accepted = (int,) if kind is int else (int, float)
-        if isinstance(value, bool) or not isinstance(value, accepted):
-            raise ValueError(f"{where} is {type(value).__name__} {value!r:.40}, not {kind.__name__}")
-        return kind(value)
+
+        def number(value: Any, where: str, field: str) -> int | float:
+            if value.__class__ is kind:  # the common case, at once
+                return value
+            if isinstance(value, bool) or not isinstance(value, accepted):
+                raise ValueError(f"{_at(where, field)} is {type(value).__name__} {value!r:.40}, not {kind.__name__}")
+            return kind(value)
+
+        return number
     if kind is str:
-        if not isinstance(value, str):
-            raise ValueError(f"{where} is {type(value).__name__} {value!r:.40}, not text")
-        return value
+        def text(value: Any, where: str, field: str) -> str:
+            if value.__class__ is not str and not isinstance(value, str):
+                raise ValueError(f"{_at(where, field)} is {type(value).__name__} {value!r:.40}, not text")
+            return value
+
+        return text
     if kind is dict:
-        if not isinstance(value, dict):
-            raise ValueError(f"{where} is {type(value).__name__}, not an object")
-        return value
+        def plain(value: Any, where: str, field: str) -> dict:
+            if not isinstance(value, dict):
+                raise ValueError(f"{_at(where, field)} is {type(value).__name__}, not an object")
+            return value
+
+        return plain
     if isinstance(kind, type) and issubclass(kind, Record):
-        return kind.read(value, where)
+        return lambda value, where, field: kind.read(value, f"{_at(where, field)}")
     if isinstance(kind, type) and dataclasses.is_dataclass(kind) and hasattr(kind, "from_dict"):
-        if not isinstance(value, dict):
-            raise ValueError(f"{where} is {type(value).__name__}, not an object")
-        try:
-            return kind.from_dict(value)  # TrainConfig: checked by its own rules
-        except Exception as exc:  # noqa: BLE001 - its own error, said where
-            raise ValueError(f"{where}: {exc}") from None
-    raise TypeError(f"{where}: a Record field cannot be declared as {_name(kind)}")
+        def config(value: Any, where: str, field: str) -> Any:
+            if not isinstance(value, dict):
+                raise ValueError(f"{_at(where, field)} is {type(value).__name__}, not an object")
+            try:
+                return kind.from_dict(value)  # TrainConfig: checked by its own rules
+            except Exception as exc:  # noqa: BLE001 - its own error, said where
+                raise ValueError(f"{_at(where, field)}: {exc}") from None
+
+        return config
+    raise TypeError(f"a Record field cannot be declared as {name}")
+
+
+def _at(where: str, field: str) -> str:
+    """Where a value is, as an error says it: `Run.steps`, `Run.losses[3]`."""
+    return where + field if field.startswith("[") else f"{where}.{field}"
 
 
 def _name(kind: Any) -> str:
