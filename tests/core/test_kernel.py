@@ -25,7 +25,7 @@ from workbench.core.ground.answers import CheckpointInfo, Predictions, Score, Wr
 from workbench.core.ground.images import load_digit
 from workbench.core.ground.capabilities import Capabilities
 from workbench.core.ground.config import TrainConfig
-from workbench.core.ground.events import CompileReport, from_dict
+from workbench.core.ground.events import CompileReport
 from workbench.core.ground.findings import LrFinding, LrPoint
 from workbench.core.run.client import KernelClient
 from workbench.core.run.protocol import JobError, NeedsConsent
@@ -102,7 +102,7 @@ def test_capabilities_name_torch_the_cpu_and_what_cannot_run_here(kernel):
 
 def test_explain_finds_the_planted_break_at_its_line(kernel, planted_break_spec, planted_break_line):
     data = answer(kernel, "explain", config=TrainConfig(model=planted_break_spec, backend="aot_eager").to_dict())
-    report = from_dict(data)
+    report = CompileReport.from_dict(data)
     assert isinstance(report, CompileReport) and report.source == "explain"
     assert report.graph_break_count >= 1 and report.breaks
     hits = [f for b in report.breaks for f in b.frames

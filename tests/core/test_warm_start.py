@@ -90,7 +90,7 @@ def test_the_key_holds_every_setting_that_changes_the_graphs_and_only_those():
 
 @pytest.mark.parametrize("name", sorted(GRAPH_SETTINGS))
 def test_a_cache_made_under_one_value_of_a_graph_setting_never_warms_a_run_with_another(name, store, tmp_path):
-    from workbench.core.instruments.warm_start import compile_key
+    from workbench.core.engine.instruments.warm_start import compile_key
 
     class Run:  # what compile_key reads of a run
         def __init__(self, config):
@@ -109,7 +109,7 @@ def test_a_cache_made_under_one_value_of_a_graph_setting_never_warms_a_run_with_
 
 
 def test_the_model_hash_covers_the_base_classes_files(tmp_path, monkeypatch):
-    from workbench.core.instruments.warm_start import model_hash
+    from workbench.core.engine.instruments.warm_start import model_hash
 
     (tmp_path / "wb_base_net.py").write_text("import torch\nclass Base(torch.nn.Module):\n    pass\n")
     (tmp_path / "wb_own_net.py").write_text("from wb_base_net import Base\nclass Net(Base):\n    pass\n")

@@ -1,14 +1,13 @@
 """The events a run emits: the only thing the GUI, the CLI, the run database and child processes consume.
 
-Every event is a frozen dataclass of plain values (str, int, float, bool, tuples, dicts of those; a RunFinished's
-typed results, ground.results, with a plain layout of their own), so it pickles, serialises to one JSON line, and
-can be rebuilt from that line. `to_dict` adds a "type" tag; `from_dict` reads it.
+Every event is a Record (ground.records): a frozen dataclass whose every field is a declared type, so it pickles,
+serialises to one JSON line and is rebuilt from that line by the one codec every typed record uses, checked field
+by field. `to_dict` adds a "type" tag; `from_dict` reads it. A RunFinished's results keep the flat layout every
+version wrote ("metrics", ground.results).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 import json
 import re
 from dataclasses import dataclass, field
@@ -23,7 +22,7 @@ from .results import RunResults
 
 
 @dataclass(frozen=True)
-class RunStarted:
+class RunStarted(Record):
     config: dict
     device: str
     device_name: str
@@ -40,13 +39,13 @@ class RunStarted:
 
 
 @dataclass(frozen=True)
-class CompileStarted:
+class CompileStarted(Record):
     backend: str
     mode: str
 
 
 @dataclass(frozen=True)
-class CompileFinished:
+class CompileFinished(Record):
     backend: str
     mode: str
     seconds: float  # wall time of this phase (see `phase`)
@@ -57,7 +56,7 @@ class CompileFinished:
 
 
 @dataclass(frozen=True)
-class Step:
+class Step(Record):
     step: int  # 1-based optimizer step
     epoch: int  # 1-based
     loss: float
@@ -92,7 +91,7 @@ def peak_mib(memory: dict[str, float]) -> float | None:
 
 
 @dataclass(frozen=True)
-class EpochEnd:
+class EpochEnd(Record):
     epoch: int
     train_loss: float
     val_loss: float
@@ -121,7 +120,7 @@ def printed_frames(text: str) -> list[Frame]:
 
 
 @dataclass(frozen=True)
-class GraphBreak:
+class GraphBreak(Record):
     reason: str
     frames: tuple[Frame, ...] = ()  # user frames, innermost last
 
@@ -134,7 +133,7 @@ class GraphBreak:
 
 
 @dataclass(frozen=True)
-class CompileReport:
+class CompileReport(Record):
     compiled: bool
     backend: str
     mode: str
@@ -160,7 +159,7 @@ COMPILE_EVENT_KINDS = {kind: entry.meaning for kind, entry in COMPILE_KINDS.item
 
 
 @dataclass(frozen=True)
-class CompileEvent:
+class CompileEvent(Record):
     """One thing the compiler did, placed on the step axis: a marker of the compile timeline."""
 
     step: int  # the optimizer step during which it happened (validation: the last step before it)
@@ -177,7 +176,7 @@ class CompileEvent:
 
 
 @dataclass(frozen=True)
-class SystemSample:
+class SystemSample(Record):
     """What the machine was doing, sampled in the training process (domain.system): on a time axis, not the step
     axis, since a compile or a validation can take seconds without a step."""
 
@@ -189,7 +188,7 @@ class SystemSample:
 
 
 @dataclass(frozen=True)
-class ProfileReport:
+class ProfileReport(Record):
     """What `torch.profiler` saw over a window of steady steps (domain.profiler; tables from ground.profile_trace and
     ground.memory_trace): the op table, the steps' timeline, memory by category, and where the full trace went."""
 
@@ -206,7 +205,7 @@ class ProfileReport:
 
 
 @dataclass(frozen=True)
-class AmpReport:
+class AmpReport(Record):
     """Mixed precision at the start of a run (domain.amp): which ops autocast ran in the low precision and which
     it kept in fp32 (one forward and loss of the run's model), and the precision this device should use."""
 
@@ -217,7 +216,7 @@ class AmpReport:
 
 
 @dataclass(frozen=True)
-class AmpSkipped:
+class AmpSkipped(Record):
     """An fp16 step whose gradients overflowed: GradScaler skipped `optimizer.step()` and halved the scale."""
 
     step: int
@@ -226,14 +225,14 @@ class AmpSkipped:
 
 
 @dataclass(frozen=True)
-class Notice:
+class Notice(Record):
     level: str  # "info" | "warning" | "error"
     message: str
     hint: str = ""
 
 
 @dataclass(frozen=True)
-class RunFinished:
+class RunFinished(Record):
     steps: int
     epochs: int
     seconds: float
@@ -242,9 +241,33 @@ class RunFinished:
     # older versions wrote, ground.results).
     results: RunResults = field(default_factory=RunResults)
 
+    def to_dict(self) -> dict[str, Any]:
+        return {"steps": self.steps, "epochs": self.epochs, "seconds": self.seconds, "stopped": self.stopped,
+                "metrics": self.results.to_dict()}
+
+    @classmethod
+    def read(cls, data: Any, where: str) -> RunFinished:
+        """Its layout: the results as "metrics" (a "results" key besides is refused, as a field it does not know)."""
+        if not isinstance(data, dict):
+            raise ValueError(f"{where} is {type(data).__name__}, not an object")
+        fields = {name: value for name, value in data.items() if name != "metrics"}
+        outcome = _Outcome.read(fields, where)
+        return cls(outcome.steps, outcome.epochs, outcome.seconds, outcome.stopped,
+                   RunResults.read(data.get("metrics", {}), f"{where}.metrics"))
+
 
 @dataclass(frozen=True)
-class RunFailed:
+class _Outcome(Record):
+    """A RunFinished's own fields, read as a Record reads them (its results come apart, as "metrics")."""
+
+    steps: int
+    epochs: int
+    seconds: float
+    stopped: bool
+
+
+@dataclass(frozen=True)
+class RunFailed(Record):
     kind: str  # "config" | "data" | "compile" | "diverged" | "out_of_memory" | "internal"
     message: str
     hint: str = ""
@@ -255,28 +278,19 @@ Event = (RunStarted | CompileStarted | CompileFinished | Step | EpochEnd | Compi
          | Alert)
 Emit = Callable[[Event], None]
 
-EVENT_TYPES: dict[str, type] = {cls.__name__: cls for cls in (
+EVENT_TYPES: dict[str, type[Record]] = {cls.__name__: cls for cls in (
     RunStarted, CompileStarted, CompileFinished, Step, EpochEnd, CompileReport, CompileEvent, SystemSample,
     ProfileReport, AmpReport, AmpSkipped, Notice, RunFinished, RunFailed, ModelSummary, LayerStats, Alert)}
-# Events with dataclasses inside: serialised through to_dict. The Record events (ModelSummary, LayerStats, Alert)
-# are written and read by their own to_dict/read, which check every nested field.
-_NESTED = (CompileReport, CompileEvent, RunFinished, ModelSummary, LayerStats)
 
 
 def to_dict(event: Event) -> dict[str, Any]:
-    if isinstance(event, RunFinished):
-        fields = {name: value for name, value in vars(event).items() if name != "results"}
-        return {"type": "RunFinished", **fields, "metrics": event.results.to_dict()}
-    if isinstance(event, Record):
-        return {"type": type(event).__name__, **event.to_dict()}
-    return {"type": type(event).__name__, **dataclasses.asdict(event)}
+    """The event as plain data, its type named ("type"): the Record's own layout under the tag."""
+    return {"type": type(event).__name__, **event.to_dict()}
 
 
 def to_json(event: Event) -> str:
-    """The event's line: to_dict's content, built without dataclasses.asdict where no field holds a dataclass
-    (every event but those in _NESTED). asdict's deep copy was most of the cost of the line sent for every Step."""
-    data = to_dict(event) if isinstance(event, _NESTED) else {"type": type(event).__name__, **vars(event)}
-    return json.dumps(data, separators=(",", ":"), allow_nan=True)
+    """The event's line (NaN and infinities as JSON's extensions: a diverged loss is still said)."""
+    return json.dumps(to_dict(event), separators=(",", ":"), allow_nan=True)
 
 
 def from_dict(data: dict[str, Any]) -> Event:
@@ -284,81 +298,13 @@ def from_dict(data: dict[str, Any]) -> Event:
     field, a value of the wrong type, is a ValueError that says what: such data is never trusted half-way."""
     if not isinstance(data, dict):
         raise ValueError(f"an event is a JSON object, not {type(data).__name__}")
-    data = dict(data)
-    kind = data.pop("type", None)
+    kind = data.get("type")
     cls = EVENT_TYPES.get(kind) if isinstance(kind, str) else None
     if cls is None:
         raise ValueError(f"unknown event type {kind!r}")
-    if issubclass(cls, Record):
-        return cls.read(data, kind)
-    try:
-        if cls is CompileReport:
-            data["breaks"] = tuple(_graph_break(b) for b in _sequence(data.get("breaks", ()), "breaks"))
-            data["recompiles"] = tuple(_sequence(data.get("recompiles", ()), "recompiles"))
-            data["warnings"] = tuple(_sequence(data.get("warnings", ()), "warnings"))
-            data["graph_times"] = tuple(GraphCompileTime.read(t, "graph_times")
-                                        for t in _sequence(data.get("graph_times", ()), "graph_times"))
-        if cls is CompileEvent:
-            data["frames"] = _frames(data.get("frames", ()))
-        if cls is RunFinished:  # a "results" key besides is refused, as a field given twice
-            results = RunResults.from_dict(data.pop("metrics", {}))
-            event = cls(**data, results=results)
-        else:
-            event = cls(**data)
-    except (TypeError, KeyError, AttributeError) as exc:
-        raise ValueError(f"a {kind} event this version cannot read: {exc}") from None
-    _check_types(event)
-    return event
-
-
-def _sequence(value: Any, name: str) -> list | tuple:
-    if not isinstance(value, (list, tuple)):
-        raise ValueError(f"{name} is {type(value).__name__}, not a list")
-    return value
-
-
-def _graph_break(data: Any) -> GraphBreak:
-    if not isinstance(data, dict) or "reason" not in data:
-        raise ValueError(f"a graph break is an object with a reason, not {data!r:.60}")
-    return GraphBreak(reason=data["reason"], frames=_frames(data.get("frames", ())))
-
-
-def _frames(value: Any) -> tuple[Frame, ...]:
-    frames = _sequence(value, "frames")
-    if not all(isinstance(f, dict) for f in frames):
-        raise ValueError("frames are objects")
-    return tuple(Frame(**f) for f in frames)
-
-
-_PLAIN = {"int": (int,), "float": (int, float), "str": (str,), "bool": (bool,), "dict": (dict,),
-          "float | None": (int, float, type(None)), "int | None": (int, type(None))}
-
-
-def _check_types(event: Any) -> None:
-    """Every field of the kind its declaration says (annotations are strings here: `from __future__`)."""
-    for name, declared, kinds in _declared(type(event)):
-        value = getattr(event, name)
-        if kinds is None:
-            if declared.startswith("tuple[") and not isinstance(value, tuple):
-                raise ValueError(f"{type(event).__name__}.{name} is {type(value).__name__}, not a list")
-            if isinstance(value, tuple):
-                for item in value:
-                    if dataclasses.is_dataclass(item):
-                        _check_types(item)
-                    elif not isinstance(item, str):
-                        raise ValueError(f"{type(event).__name__}.{name} holds {type(item).__name__}, not text")
-            continue
-        if not isinstance(value, kinds) or (bool not in kinds and isinstance(value, bool)):
-            raise ValueError(f"{type(event).__name__}.{name} is {type(value).__name__} {value!r:.40}, "
-                             f"not {declared}")
-
-
-@functools.cache
-def _declared(cls: type) -> tuple[tuple[str, str, tuple[type, ...] | None], ...]:
-    """A dataclass's fields as _check_types reads them: name, declared type (text), and the plain kinds that type
-    takes (None: a tuple or a nested declaration). Worked out once per class: per event it was half of reading a
-    run's 20,000 Step lines (and of each batch of steps the window receives)."""
-    return tuple((f.name, str(f.type), _PLAIN.get(str(f.type))) for f in dataclasses.fields(cls))
+    fields = dict(data)
+    del fields["type"]
+    return cls.read(fields, kind)
 
 
 def from_json(line: str) -> Event:

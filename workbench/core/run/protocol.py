@@ -30,7 +30,7 @@ from typing import Any
 from ..ground import answers, requests
 from ..ground.capabilities import Capabilities
 from ..ground.errors import WorkbenchError
-from ..ground.events import CompileReport, from_dict as event_from_dict, to_dict as event_to_dict
+from ..ground.events import CompileReport
 from ..ground.findings import BatchFinding, BatchPoint, LrFinding, LrPoint
 from ..ground.numerics import NumericsReport
 from ..ground.records import Record
@@ -41,7 +41,7 @@ ADDRESS_ENV = "WORKBENCH_CHILD_ADDRESS"
 REQUEST_ENV = "WORKBENCH_CHILD_REQUEST"  # a torchrun rank's RunRequest (every rank needs it)
 RUN_JOB_ID = 1  # the one job of a run kernel
 
-PROTOCOL_VERSION = 2  # 2: every service job's arguments and answer are the typed records of SERVICES
+PROTOCOL_VERSION = 3  # 2: every service job's arguments and answer are typed records (SERVICES); 3: events are too
 
 
 @dataclass(frozen=True)
@@ -56,11 +56,11 @@ class Service:
     cancellable: bool = False
 
     def encode(self, answer: Any) -> Any:
-        return event_to_dict(answer) if self.answer is CompileReport else answer.to_dict()
+        return answer.to_dict()
 
     def decode(self, data: Any) -> Any:
         """The answer `data` describes; a ValueError when it is not one."""
-        return event_from_dict(data) if self.answer is CompileReport else self.answer.from_dict(data)
+        return self.answer.from_dict(data)
 
 
 # What the long-lived service kernel serves, one job per request type. `train` is not among them: a run is served
