@@ -35,6 +35,16 @@ STATS = {"stats_every": 100}  # SMALL.replace(**STATS): the statistics as every 
 SMALL_NET = _config(hidden_dim=16)
 
 
+def _versions():
+    from workbench.core.ground.events import Versions
+
+    return Versions(workbench="0.1.0", torch="x", python="3.11", cuda="none")
+
+
+# What a made-up run ran on (RunStarted.versions), for the tests that build its events by hand.
+VERSIONS = _versions()
+
+
 @dataclass(frozen=True)
 class TrainedRun:
     """A finished, recorded run shared by every test that only reads one (the `trained_run` fixture): treat its

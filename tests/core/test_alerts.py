@@ -15,7 +15,8 @@ FLAT = Histogram(lo=0.0, hi=1.0, counts=(1.0,))
 
 def step(n, loss=1.0, *, rate=1000.0, seconds=0.032, memory=None, scale=None, compiling=False):
     return ev.Step(step=n, epoch=1, loss=loss, samples_per_s=rate, step_seconds=seconds,
-                   memory=memory if memory is not None else {"rss": 100.0}, loss_scale=scale, compiling=compiling)
+                   memory=memory if memory is not None else ev.MemorySample(rss=100.0), loss_scale=scale,
+                   compiling=compiling)
 
 
 def stats(n, *grads, dead=0.0):
@@ -155,8 +156,8 @@ def test_the_throughput_drop_share_is_the_share_below_the_median_whatever_its_va
 @pytest.mark.parametrize("share", [0.6, 0.95])
 def test_memory_fires_at_the_share_it_is_given(share):
     watch = AlertWatch(AlertThresholds(memory_share=share), memory_limit_mib=1000.0)
-    assert feed(watch, [step(1, memory={"rss": 1000.0 * share - 1})]) == []
-    assert rules(feed(watch, [step(2, memory={"rss": 1000.0 * share})])) == ["memory_near_limit"]
+    assert feed(watch, [step(1, memory=ev.MemorySample(rss=1000.0 * share - 1))]) == []
+    assert rules(feed(watch, [step(2, memory=ev.MemorySample(rss=1000.0 * share))])) == ["memory_near_limit"]
 
 
 def test_compiling_steps_are_no_throughput_reading():
@@ -168,10 +169,11 @@ def test_compiling_steps_are_no_throughput_reading():
 
 def test_memory_near_the_devices_fires_at_the_share():
     watch = AlertWatch(AlertThresholds(memory_share=0.9), memory_limit_mib=1000.0, memory_where="cuda:0")
-    assert feed(watch, [step(1, memory={"reserved": 899.0, "peak": 950.0})]) == []
-    [alert] = feed(watch, [step(2, memory={"reserved": 920.0})])
+    assert feed(watch, [step(1, memory=ev.MemorySample(reserved=899.0, peak=950.0))]) == []
+    [alert] = feed(watch, [step(2, memory=ev.MemorySample(reserved=920.0))])
     assert alert.rule == "memory_near_limit" and "92% of cuda:0's 1,000 MiB" in alert.title
-    assert feed(AlertWatch(AlertThresholds()), [step(1, memory={"rss": 1e9})]) == []  # no known limit: no rule
+    # no known limit: no rule
+    assert feed(AlertWatch(AlertThresholds()), [step(1, memory=ev.MemorySample(rss=1e9))]) == []
 
 
 def test_an_alert_is_an_event_that_round_trips_and_reads_as_one_line():

@@ -14,6 +14,7 @@ from workbench.core.domain.amp import (amp_summary, device_facts, dtype_census, 
                                        recommend, recommendation, scale_tensor, skipped_steps, step_record)
 from workbench.core.domain.evaluate import autocast_context
 from workbench.core.domain.model import model_for
+from workbench.core.ground.amp_census import AmpCensus, CallsByGroup, CensusRow
 from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.events import AmpSkipped
 from workbench.core.ground.results import AmpSummary, NonFinite
@@ -33,8 +34,8 @@ def _model(seed: int = 0) -> nn.Module:
     return model_for(CONFIG, 10)
 
 
-def _rows(census: dict, op: str) -> list[dict]:
-    return [row for row in census["ops"] if row["op"] == op]
+def _rows(census: AmpCensus, op: str) -> list[CensusRow]:
+    return [row for row in census.ops if row.op == op]
 
 
 # -- the census -------------------------------------------------------------------------------------------------
@@ -42,31 +43,31 @@ def _rows(census: dict, op: str) -> list[dict]:
 def test_census_matmuls_run_low_and_the_loss_stays_fp32(amp, low):
     x, y = _batch()
     census = dtype_census(_model(), x, y, autocast_context(TrainConfig(amp=amp), CPU))
-    assert [(r["dtype"], r["group"], r["calls"]) for r in _rows(census, "aten.addmm")] == [(low, "low", 2)]
+    assert [(r.dtype, r.group, r.calls) for r in _rows(census, "aten.addmm")] == [(low, "low", 2)]
     for op in ("aten._log_softmax", "aten.nll_loss_forward"):  # cross_entropy's parts
-        assert [(r["dtype"], r["group"]) for r in _rows(census, op)] == [("float32", "fp32")]
-    casts = {r["dtype"]: r["calls"] for r in _rows(census, "aten._to_copy")}
+        assert [(r.dtype, r.group) for r in _rows(census, op)] == [("float32", "fp32")]
+    casts = {r.dtype: r.calls for r in _rows(census, "aten._to_copy")}
     assert casts[low] == 5  # fc1's input and both layers' weight and bias cast down: autocast's price, counted
     assert casts["float32"] == 2  # the model's own uint8 → float, and the logits cast back up for the loss
-    assert census["groups"] == {g: sum(r["calls"] for r in census["ops"] if r["group"] == g)
-                                for g in ("low", "fp32", "other")}
-    assert census["groups"]["low"] > 0 and census["groups"]["other"] >= 1  # aten.view of the uint8 images
-    assert {r["group"] for r in census["ops"] if r["dtype"] == low} == {"low"}
-    ranks = [("low", "fp32", "other").index(r["group"]) for r in census["ops"]]
+    assert census.groups == CallsByGroup(**{g: sum(r.calls for r in census.ops if r.group == g)
+                                            for g in ("low", "fp32", "other")})
+    assert census.groups.low > 0 and census.groups.other >= 1  # aten.view of the uint8 images
+    assert {r.group for r in census.ops if r.dtype == low} == {"low"}
+    ranks = [("low", "fp32", "other").index(r.group) for r in census.ops]
     assert ranks == sorted(ranks)
     for group in ("low", "fp32", "other"):
-        calls = [r["calls"] for r in census["ops"] if r["group"] == group]
+        calls = [r.calls for r in census.ops if r.group == group]
         assert calls == sorted(calls, reverse=True)
-    assert len({(r["op"], r["dtype"]) for r in census["ops"]}) == len(census["ops"])  # one row per (op, dtype)
+    assert len({(r.op, r.dtype) for r in census.ops}) == len(census.ops)  # one row per (op, dtype)
 
 
 def test_census_without_autocast_has_nothing_low():
     """The test that fails if the autocast argument were ignored (or entered from somewhere else)."""
     x, y = _batch()
     census = dtype_census(_model(), x, y, contextlib.nullcontext())
-    assert census["groups"]["low"] == 0
-    assert [(r["dtype"], r["group"]) for r in _rows(census, "aten.addmm")] == [("float32", "fp32")]
-    assert {r["dtype"] for r in _rows(census, "aten._to_copy")} == {"float32"}  # only the model's own cast
+    assert census.groups.low == 0
+    assert [(r.dtype, r.group) for r in _rows(census, "aten.addmm")] == [("float32", "fp32")]
+    assert {r.dtype for r in _rows(census, "aten._to_copy")} == {"float32"}  # only the model's own cast
 
 
 def test_census_leaves_no_trace():
@@ -93,7 +94,7 @@ def test_census_puts_buffers_back():
     x, y = _batch()
     before = {k: v.clone() for k, v in model.state_dict().items()}
     census = dtype_census(model, x.float(), y, autocast_context(TrainConfig(amp="bf16"), CPU))
-    assert any("batch_norm" in r["op"] for r in census["ops"])
+    assert any("batch_norm" in r.op for r in census.ops)
     assert all(torch.equal(v, before[k]) for k, v in model.state_dict().items())
 
 
@@ -264,8 +265,8 @@ def test_skipped_steps_arithmetic():
 
 
 def test_amp_summary():
-    census = {"ops": [{"op": "aten.addmm", "calls": 2, "dtype": "float16", "group": "low"}],
-              "groups": {"low": 2, "fp32": 3, "other": 1}}
+    census = AmpCensus(ops=(CensusRow(op="aten.addmm", calls=2, dtype="float16", group="low"),),
+                       groups=CallsByGroup(low=2, fp32=3, other=1))
     skipped = [AmpSkipped(step=3, scale=65536.0, param="core_block.fc2.weight"), AmpSkipped(step=9, scale=32768.0)]
     summary = amp_summary("fp16", "fp16 with GradScaler: …", census, skipped, 16384.0, steps=40)
     assert summary == AmpSummary(dtype="fp16", recommendation="fp16 with GradScaler: …",

@@ -13,7 +13,7 @@ from workbench.core.tools.bench import BenchSettings, StepClock, engine_row, rec
 from workbench.core.ground.config import TrainConfig
 from workbench.core.domain.data import load_split
 from workbench.core.ground.errors import WorkbenchError
-from workbench.core.ground.events import RunFailed, RunFinished, Step
+from workbench.core.ground.events import MemorySample, RunFailed, RunFinished, Step
 from workbench.core.ground.results import RunResults
 from workbench.core.domain.model import PIXEL_MEAN, PIXEL_STD
 
@@ -75,7 +75,7 @@ def _fake_trainer(blocks: list[list[float]], emitted: list):
                     step += 1
                     emitted.append(step)
                     emit(Step(step=step, epoch=1, loss=1.0, samples_per_s=len(block) * config.batch_size / seconds,
-                              step_seconds=seconds / len(block), memory={}, compiling=step == 1))
+                              step_seconds=seconds / len(block), memory=MemorySample(), compiling=step == 1))
             return RunFinished(steps=step, epochs=0, seconds=1.0, stopped=False,
                                results=RunResults(backend_used=config.backend, peak_memory_mib=1.0))
 

@@ -11,6 +11,8 @@ from workbench.core.ground.compile_stages import BACKWARD, FRAME, STAGES, GraphC
 from workbench.core.ground.events import CompileReport, from_json, to_json
 from workbench.core.history.report.compile_section import stages_html
 
+from ..helpers import VERSIONS
+
 # Recorded from torch 2.14.1 (a Linear-LayerNorm-Linear module compiled with inductor on the CPU, trained one step,
 # then run under no_grad): the frame's record, its backward's (compiled at the first backward), the recompile's.
 FRAME_0 = {"compile_id": "0/0", "co_name": "forward", "is_forward": True,
@@ -101,11 +103,11 @@ def test_a_recorded_runs_report_shows_its_stages(tmp_path):
     from workbench.core.history.report.build import build_report
     from workbench.core.history.runs import RunStore
 
-    config = TrainConfig(backend="inductor", epochs=1).to_dict()
+    config = TrainConfig(backend="inductor", epochs=1)
     store = RunStore(tmp_path / "runs.sqlite")
     recorder = RunRecorder(store, out_dir=str(tmp_path / "run"), interval=0)
-    for event in (RunStarted(config=config, device="cpu", device_name="cpu", versions={}, train_size=10, val_size=5,
-                             steps_per_epoch=1, total_steps=1),
+    for event in (RunStarted(config=config, device="cpu", device_name="cpu", versions=VERSIONS, train_size=10,
+                             val_size=5, steps_per_epoch=1, total_steps=1),
                   CompileReport(compiled=True, backend="inductor", mode="default",
                                 graph_times=graph_compile_times([FRAME_0, BACKWARD_0])),
                   RunFinished(steps=1, epochs=1, seconds=9.0, stopped=False)):

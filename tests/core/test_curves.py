@@ -9,15 +9,18 @@ import numpy as np
 import pytest
 
 from workbench.core.ground.errors import WorkbenchError
-from workbench.core.ground.events import (CompileFinished, EpochEnd, RunStarted, Step, from_dict, from_json, to_dict,
-                                          to_json)
+from workbench.core.ground.config import TrainConfig
+from workbench.core.ground.events import (CompileFinished, EpochEnd, MemorySample, RunStarted, Step, from_dict,
+                                          from_json, to_dict, to_json)
 from workbench.core.history.curves import Curves, Smoother, curves_from_events, scale_changes, smooth
 from workbench.core.history.x_axis import AXES, Clock, axis_label, clock_of, mean_x, x_axis
 
+from ..helpers import VERSIONS
+
 
 def _step(i: int, accuracy: float | None = None, **kwargs) -> Step:
-    return Step(step=i, epoch=1, loss=1.0 / i, samples_per_s=100.0, step_seconds=0.1, memory={}, accuracy=accuracy,
-                **kwargs)
+    return Step(step=i, epoch=1, loss=1.0 / i, samples_per_s=100.0, step_seconds=0.1, memory=MemorySample(),
+                accuracy=accuracy, **kwargs)
 
 
 def test_smoothing_is_the_debiased_moving_average_computed_by_hand():
@@ -70,7 +73,8 @@ def test_steps_recorded_before_accuracy_still_load_and_a_wrong_one_is_refused():
 
 def test_the_loss_scale_curve_keeps_its_changes_and_its_last_step():
     def step(n: int, scale: float | None) -> Step:
-        return Step(step=n, epoch=1, loss=1.0, samples_per_s=1.0, step_seconds=0.1, memory={}, loss_scale=scale)
+        return Step(step=n, epoch=1, loss=1.0, samples_per_s=1.0, step_seconds=0.1, memory=MemorySample(),
+                    loss_scale=scale)
 
     events = [step(1, 1024.0), step(2, 512.0), step(3, 512.0), step(4, 512.0), step(5, 1024.0), step(6, 1024.0)]
     assert [(s.step, s.loss_scale) for s in scale_changes(events)] == [(1, 1024.0), (2, 512.0), (5, 1024.0),
@@ -84,12 +88,12 @@ START = 1_700_000_000.0
 
 
 def _timed(i: int, wall: float | None) -> Step:
-    return Step(step=i, epoch=1, loss=1.0, samples_per_s=1.0, step_seconds=0.25 * i, memory={}, wall=wall)
+    return Step(step=i, epoch=1, loss=1.0, samples_per_s=1.0, step_seconds=0.25 * i, memory=MemorySample(), wall=wall)
 
 
 def _started(wall: float | None, resumed_step: int = 0) -> RunStarted:
-    return RunStarted(config={}, device="cpu", device_name="CPU", versions={}, train_size=8, val_size=2,
-                      steps_per_epoch=4, total_steps=8, resumed_step=resumed_step, wall=wall)
+    return RunStarted(config=TrainConfig(), device="cpu", device_name="CPU", versions=VERSIONS, train_size=8,
+                      val_size=2, steps_per_epoch=4, total_steps=8, resumed_step=resumed_step, wall=wall)
 
 
 @pytest.mark.parametrize("event", [_started(START), _timed(3, START + 7.5),

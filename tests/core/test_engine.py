@@ -37,14 +37,14 @@ def test_eager_run_event_sequence():
     started = events[0]
     assert started.train_size == 4000 and started.val_size == 1000
     assert started.steps_per_epoch == 4000 // 32 and started.total_steps == 20
-    assert started.config == SMALL.to_dict()
+    assert started.config == SMALL
     assert started.device == str(devices.resolve_device("auto"))
-    assert started.versions["workbench"] == version("workbench")
+    assert started.versions.workbench == version("workbench")
     assert [s.step for s in steps(events)] == list(range(1, 21))  # consecutive from 1
     for s in steps(events):
         assert s.epoch == 1 and not s.compiling
         assert math.isfinite(s.loss) and s.samples_per_s > 0 and s.step_seconds > 0
-        assert s.memory and all(v > 0 for v in s.memory.values())
+        assert s.memory.readings() and all(v > 0 for v in s.memory.readings().values())
     assert isinstance(result, RunFinished)
     assert result.steps == 20 and result.epochs == 1 and not result.stopped
     assert result.results.backend_used == "eager"
@@ -71,7 +71,7 @@ def test_the_run_its_steps_and_its_epochs_say_when_they_happened(trained_run):
 
 def test_cpu_memory_reading_is_rss():
     events, _ = run(SMALL.replace(device="cpu", max_steps=3))
-    assert set(steps(events)[0].memory) == {"rss"}
+    assert set(steps(events)[0].memory.readings()) == {"rss"}
 
 
 def test_two_epochs_in_order():
@@ -551,8 +551,8 @@ def test_cuda_run_reports_allocator_memory():
     assert isinstance(result, RunFinished)
     assert events[0].device.startswith("cuda")
     for s in steps(events):
-        assert set(s.memory) == {"allocated", "reserved", "peak"}
-        assert s.memory["peak"] >= s.memory["allocated"] > 0
+        assert set(s.memory.readings()) == {"allocated", "reserved", "peak"}
+        assert s.memory.peak >= s.memory.allocated > 0
     assert result.results.peak_memory_mib > 0
 
 

@@ -54,15 +54,15 @@ def test_the_report_follows_its_steps_and_covers_them(profiled):
     at = events.index(report)
     assert max(s.step for s in steps(events[:at])) == report.last_step  # after the window's last Step …
     assert min(s.step for s in steps(events[at:])) == report.last_step + 1  # … before the next one
-    assert [s["step"] for s in report.summary["steps"]] == list(range(report.first_step, report.last_step + 1))
-    names = {op["name"] for op in report.summary["ops"]}
+    assert [s.step for s in report.summary.steps] == list(range(report.first_step, report.last_step + 1))
+    names = {op.name for op in report.summary.ops}
     assert {"aten::addmm", "Optimizer.step#AdamW.step"} & names
-    cost = report.summary["cost"]
-    assert cost["profiled_step_ms"] > 0 and cost["steady_step_ms"] > 0
+    cost = report.summary.cost
+    assert cost.profiled_step_ms > 0 and cost.steady_step_ms > 0
     memory = report.memory
-    assert memory["source"] == "profiler" and memory["peak_bytes"] > 0
+    assert memory.source == "profiler" and memory.peak_bytes > 0
     params = 784 * 16 + 16 + 16 * 10 + 10  # hidden 16: the weights are the constant bottom layer
-    assert memory["categories"]["parameters"][0] == params * 4
+    assert memory.categories["parameters"][0] == params * 4
 
 
 def test_the_trace_is_written_gzipped_and_in_the_metrics(profiled):
@@ -75,13 +75,13 @@ def test_the_trace_is_written_gzipped_and_in_the_metrics(profiled):
     assert report.trace_bytes == (out / "trace.json.gz").stat().st_size
     profile = result.results.profile
     assert profile.trace == report.trace and profile.first_step == report.first_step
-    assert list(profile.top_ops) == report.summary["ops"][:len(profile.top_ops)]
+    assert profile.top_ops == report.summary.ops[:len(profile.top_ops)]
 
 
 def test_a_compiled_run_shows_its_compiled_region():
     events, _ = run(SMALL.replace(backend="aot_eager", max_steps=10, profile_steps=3))
     [report] = of(events, ProfileReport)
-    regions = {op["region"] for op in report.summary["ops"]}
+    regions = {op.region for op in report.summary.ops}
     assert any(r.startswith("compiled") for r in regions), regions
     assert report.first_step >= 2  # never the compiling step
     assert report.trace == ""  # no folder given: the report only
@@ -98,7 +98,7 @@ def test_bf16_reports_its_census_before_compiling_and_in_the_metrics():
     events, result = run(SMALL.replace(amp="bf16", backend="aot_eager", max_steps=3))
     [report] = of(events, AmpReport)
     assert events.index(report) < events.index(of(events, CompileStarted)[0])
-    assert report.dtype == "bf16" and report.census["groups"]["low"] > 0 and report.recommendation
+    assert report.dtype == "bf16" and report.census.groups.low > 0 and report.recommendation
     assert all(s.loss_scale is None for s in steps(events))  # bf16 needs no loss scaling
     assert result.results.amp.dtype == "bf16" and result.results.amp.final_scale is None
 
@@ -133,12 +133,12 @@ def test_a_sane_fp16_scale_skips_nothing():
 def test_a_cuda_run_records_the_allocator_history_and_the_kernels(tmp_path):
     events, result = run(SMALL.replace(device="cuda", max_steps=16, profile_steps=3), profile_dir=tmp_path)
     [report] = of(events, ProfileReport)
-    assert report.summary["device"] == "cuda"
-    assert any(op["self_device_us"] > 0 for op in report.summary["ops"])  # kernels charged to their ops
-    assert any(span["kind"] == "kernel" for span in report.summary["spans"])
+    assert report.summary.device == "cuda"
+    assert any(op.self_device_us > 0 for op in report.summary.ops)  # kernels charged to their ops
+    assert any(span.kind == "kernel" for span in report.summary.spans)
     memory = report.memory
-    assert memory["source"] == "cuda allocator" and memory["peak_bytes"] > 0
-    assert max(memory["categories"]["parameters"]) > 0  # the weights' blocks, known by their addresses
+    assert memory.source == "cuda allocator" and memory.peak_bytes > 0
+    assert max(memory.categories["parameters"]) > 0  # the weights' blocks, known by their addresses
     snapshot = tmp_path / "memory-snapshot.pickle"
     assert report.snapshot == str(snapshot) and snapshot.is_file()
 

@@ -10,9 +10,14 @@ import pytest
 
 from workbench.core.ground import events as ev
 from workbench.core.ground.alerts import Alert
+from workbench.core.ground.amp_census import AmpCensus, CallsByGroup, CensusRow
 from workbench.core.ground.layer_stats import Histogram, LayerRow, LayerStat, LayerStats, ModelSummary
 from workbench.core.ground.config import TrainConfig
+from workbench.core.ground.memory_trace import MemoryTimeline
+from workbench.core.ground.profile_trace import OpRow, ProfileTables, StepTime
 from workbench.core.ground.results import RunResults, SystemSummary
+
+from ..helpers import VERSIONS
 
 BREAK = ev.GraphBreak(
     reason="Unsupported Tensor.item() call\nHint: set capture_scalar_outputs",
@@ -20,15 +25,15 @@ BREAK = ev.GraphBreak(
             ev.Frame(file="/x/planted_break.py", line=17, function="forward", source='print("m", h.mean().item())')))
 
 SAMPLES = [
-    ev.RunStarted(config=TrainConfig(epochs=2).to_dict(), device="cpu", device_name="CPU (x86_64, 2 cores)",
-                  versions={"torch": "2.x", "workbench": "0.1.0"}, train_size=4000, val_size=1000,
+    ev.RunStarted(config=TrainConfig(epochs=2), device="cpu", device_name="CPU (x86_64, 2 cores)",
+                  versions=VERSIONS, train_size=4000, val_size=1000,
                   steps_per_epoch=125, total_steps=250),
     ev.CompileStarted(backend="aot_eager", mode="default"),
     ev.CompileFinished(backend="aot_eager", mode="default", seconds=1.25),
-    ev.Step(step=1, epoch=1, loss=2.30, samples_per_s=1234.5, step_seconds=0.02, memory={"rss": 900.5},
+    ev.Step(step=1, epoch=1, loss=2.30, samples_per_s=1234.5, step_seconds=0.02, memory=ev.MemorySample(rss=900.5),
             compiling=True),
     ev.Step(step=2, epoch=1, loss=2.1, samples_per_s=5e4, step_seconds=0.001,
-            memory={"allocated": 1.0, "reserved": 2.0, "peak": 3.0}),
+            memory=ev.MemorySample(allocated=1.0, reserved=2.0, peak=3.0)),
     ev.EpochEnd(epoch=1, train_loss=0.5, val_loss=0.4, val_accuracy=0.91, seconds=3.5),
     ev.CompileReport(compiled=True, backend="aot_eager", mode="default", graph_count=2, graph_break_count=1,
                      breaks=(BREAK, ev.GraphBreak(reason="no frames")), op_count=7, compile_seconds=0.7,
@@ -43,22 +48,25 @@ SAMPLES = [
     ev.RunFinished(steps=3, epochs=0, seconds=0.1, stopped=True),
     ev.RunFailed(kind="diverged", message="loss is nan at step 4", hint="lower the learning rate"),
     ev.CompileFinished(backend="inductor", mode="reduce-overhead", seconds=0.4, phase="cudagraph recording"),
-    ev.Step(step=3, epoch=1, loss=2.0, samples_per_s=900.0, step_seconds=0.03, memory={"peak": 3.0}, warmup=True),
+    ev.Step(step=3, epoch=1, loss=2.0, samples_per_s=900.0, step_seconds=0.03, memory=ev.MemorySample(peak=3.0),
+            warmup=True),
     ev.CompileEvent(step=125, kind="recompile", title="forward recompiled: gradients were switched off",
                     detail="0/0: GLOBAL_STATE changed: grad_mode", phase="eval", frames=BREAK.frames, compile_id="0/1"),
     ev.CompileEvent(step=1, kind="cache_miss", title="FX-graph cache miss: compiled from scratch"),
     ev.SystemSample(seconds=1.5, cpu_process=180.0, cpu_machine=92.5, rss_mib=812.0,
-                    gpu={"cuda:0": {"util": 87.0, "memory_mib": 30512.0, "power_w": 412.5, "temp_c": 61.0}}),
-    ev.Step(step=40, epoch=1, loss=1.5, samples_per_s=800.0, step_seconds=0.04, memory={"rss": 900.0},
+                    gpu={"cuda:0": ev.GpuReading(util=87.0, memory_mib=30512.0, power_w=412.5, temp_c=61.0)}),
+    ev.Step(step=40, epoch=1, loss=1.5, samples_per_s=800.0, step_seconds=0.04, memory=ev.MemorySample(rss=900.0),
             loss_scale=32768.0, profiled=True),
     ev.ProfileReport(first_step=12, last_step=31, device="cpu",
-                     summary={"ops": [{"name": "aten::addmm", "region": "", "calls": 40, "self_cpu_us": 812.5}],
-                              "spans": [], "steps": [{"step": 12, "start_us": 0.0, "dur_us": 2100.0}]},
-                     memory={"source": "profiler", "times_us": [0.0, 5.0], "categories": {"activations": [0, 4096]}},
+                     summary=ProfileTables(ops=(OpRow(name="aten::addmm", region="", calls=40, self_cpu_us=812.5,
+                                                      cpu_us=812.5, self_device_us=0.0, device_us=0.0),),
+                                           steps=(StepTime(step=12, start_us=0.0, dur_us=2100.0),)),
+                     memory=MemoryTimeline(source="profiler", device="cpu", times_us=(0.0, 5.0),
+                                           categories={"activations": (0.0, 4096.0)}),
                      trace="/runs/r/profile/trace.json.gz", trace_bytes=81_234, trimmed="memory events"),
     ev.AmpReport(dtype="bf16", device="cpu",
-                 census={"ops": [{"op": "aten.addmm", "calls": 2, "dtype": "bfloat16", "group": "low"}],
-                         "groups": {"low": 2, "fp32": 1, "other": 0}},
+                 census=AmpCensus(ops=(CensusRow(op="aten.addmm", calls=2, dtype="bfloat16", group="low"),),
+                                  groups=CallsByGroup(low=2, fp32=1, other=0)),
                  recommendation="bf16: this CPU has bf16 instructions"),
     ev.AmpSkipped(step=7, scale=2.0**100, param="core.0.weight"),
     ModelSummary(batch=32, rows=(LayerRow(name="core_block.fc1", kind="Linear", depth=2, output_shape=(32, 128),
@@ -87,7 +95,7 @@ def test_json_round_trip(event):
 
 
 @pytest.mark.parametrize("event", SAMPLES + [ev.Step(step=3, epoch=1, loss=float("nan"), samples_per_s=float("inf"),
-                                                     step_seconds=0.0, memory={})],
+                                                     step_seconds=0.0, memory=ev.MemorySample())],
                          ids=lambda e: type(e).__name__)
 def test_the_json_line_is_exactly_to_dicts_content(event):
     """to_json skips dataclasses.asdict for speed: the line must not change by a character."""
@@ -136,7 +144,7 @@ def test_events_logged_before_compile_phases_and_warmup_steps_still_load():
     assert compiled == ev.CompileFinished("aot_eager", "default", 1.5) and compiled.phase == "train"
     step = ev.from_json(json.dumps(old_step))
     assert step.compiling and step.warmup is False
-    assert json.loads(ev.to_json(ev.Step(2, 1, 2.0, 9.0, 0.1, {}, warmup=True)))["warmup"] is True
+    assert json.loads(ev.to_json(ev.Step(2, 1, 2.0, 9.0, 0.1, ev.MemorySample(), warmup=True)))["warmup"] is True
 
 
 def test_a_run_finished_line_carries_its_results_as_metrics_and_old_lines_load_typed():

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench.core.ground.events import Notice, RunFailed, RunFinished, RunStarted, Step
+from workbench.core.ground.events import MemorySample, Notice, RunFailed, RunFinished, RunStarted, Step
 from workbench.core.ground.results import RunResults
 from workbench.core.history import recording, runs
 from workbench.core.history.recording import RunRecorder
@@ -17,7 +17,7 @@ from workbench.core.history.runs import RunStore
 from workbench.core.kernel.recorder import run_recorded
 from workbench.core.run.request import RunRequest
 
-from ..helpers import SMALL
+from ..helpers import SMALL, VERSIONS
 
 CHECKPOINT = "/runs/out/checkpoint.pt"
 
@@ -47,12 +47,12 @@ class Lock:
 
 
 def _started() -> RunStarted:
-    return RunStarted(config=SMALL.to_dict(), device="cpu", device_name="CPU", versions={"torch": "x"},
+    return RunStarted(config=SMALL, device="cpu", device_name="CPU", versions=VERSIONS,
                       train_size=4000, val_size=1000, steps_per_epoch=125, total_steps=SMALL.max_steps)
 
 
 def _step(i: int) -> Step:
-    return Step(step=i, epoch=1, loss=1.0 / i, samples_per_s=1000.0, step_seconds=0.01, memory={"rss": 10.0})
+    return Step(step=i, epoch=1, loss=1.0 / i, samples_per_s=1000.0, step_seconds=0.01, memory=MemorySample(rss=10.0))
 
 
 def _finished(steps: int) -> RunFinished:

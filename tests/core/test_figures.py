@@ -2,8 +2,9 @@
 
 import pytest
 
-from tests.helpers import SMALL, run, steps
-from workbench.core.ground.events import RunFinished, RunStarted, Step
+from tests.helpers import SMALL, VERSIONS, run, steps
+from workbench.core.ground.config import TrainConfig
+from workbench.core.ground.events import MemorySample, RunFinished, RunStarted, Step
 from workbench.core.ground.figures import steady_rate
 from workbench.core.ground.progress import Progress
 from workbench.core.ground.results import RunResults
@@ -11,7 +12,8 @@ from workbench.core.history.curves import curves_from_events
 
 
 def _step(step: int, rate: float, compiling: bool = False) -> Step:
-    return Step(step=step, epoch=1, loss=1.0, samples_per_s=rate, step_seconds=0.01, memory={}, compiling=compiling)
+    return Step(step=step, epoch=1, loss=1.0, samples_per_s=rate, step_seconds=0.01, memory=MemorySample(),
+                compiling=compiling)
 
 
 def test_the_steady_rate_is_steps_over_their_time_not_the_last_blocks_rate():
@@ -22,8 +24,8 @@ def test_the_steady_rate_is_steps_over_their_time_not_the_last_blocks_rate():
 
 def test_progress_shows_the_runs_figure_so_far_and_then_its_own():
     progress = Progress()
-    progress.update(RunStarted(config={"epochs": 1}, device="cpu", device_name="CPU", versions={}, train_size=512,
-                               val_size=64, steps_per_epoch=4, total_steps=4))
+    progress.update(RunStarted(config=TrainConfig(epochs=1), device="cpu", device_name="CPU", versions=VERSIONS,
+                               train_size=512, val_size=64, steps_per_epoch=4, total_steps=4))
     for event in (_step(1, 50.0, compiling=True), _step(2, 100.0), _step(3, 100.0), _step(4, 400.0)):
         progress.update(event)
     assert progress.samples_per_s == pytest.approx(steady_rate([100.0, 100.0, 400.0]))  # the compile step left out

@@ -337,7 +337,7 @@ def test_config_deep_nesting_is_a_config_error():
 
 # -- stored events ----------------------------------------------------------------------------------------------
 _GOOD_EVENTS = [
-    events.Step(step=1, epoch=1, loss=0.5, samples_per_s=10.0, step_seconds=0.1, memory={"rss": 1.0}),
+    events.Step(step=1, epoch=1, loss=0.5, samples_per_s=10.0, step_seconds=0.1, memory=events.MemorySample(rss=1.0)),
     events.EpochEnd(epoch=1, train_loss=0.5, val_loss=0.4, val_accuracy=0.9, seconds=1.0),
     events.CompileReport(compiled=True, backend="inductor", mode="default", breaks=(
         events.GraphBreak(reason="r", frames=(events.Frame(file="f.py", line=1, function="f", source="x"),)),)),

@@ -14,6 +14,7 @@ from workbench.core.domain.compile_trace import TRACE_LOGGER, CompileTracer
 from workbench.core.ground.errors import WorkbenchError
 from workbench.core.ground.events import CompileReport, ProfileReport, RunFinished
 from workbench.core.ground.inductor_code import TRACE_FILE, kernel_times, read_inductor_code, trace_log
+from workbench.core.ground.profile_trace import OpRow, ProfileTables
 
 from ..support.recorded_inductor import recorded_profile, recorded_trace, strip_provenance
 
@@ -106,10 +107,13 @@ def test_gpu_kernels_are_timed_on_the_device(recorded):
     train = code.graphs[0]
     forward = train.listing("code_forward")
     kernel = next(k for k in forward.kernels if k.generated)
-    rows = [{"name": kernel.name, "region": "compiled 0/0", "calls": 4, "self_cpu_us": 10.0, "self_device_us": 80.0},
-            {"name": kernel.name, "region": "compiled 0/1", "calls": 4, "self_cpu_us": 10.0, "self_device_us": 999.0},
-            {"name": "graph_x_" + kernel.name, "region": "compiled 0/0", "calls": 4, "self_cpu_us": 9.0}]
-    profile = ProfileReport(first_step=5, last_step=6, device="cuda:0", summary={"ops": rows})
+    rows = (OpRow(name=kernel.name, region="compiled 0/0", calls=4, self_cpu_us=10.0, cpu_us=10.0, self_device_us=80.0,
+                  device_us=80.0),
+            OpRow(name=kernel.name, region="compiled 0/1", calls=4, self_cpu_us=10.0, cpu_us=10.0, self_device_us=999.0,
+                  device_us=999.0),
+            OpRow(name="graph_x_" + kernel.name, region="compiled 0/0", calls=4, self_cpu_us=9.0, cpu_us=9.0,
+                  self_device_us=0.0, device_us=0.0))
+    profile = ProfileReport(first_step=5, last_step=6, device="cuda:0", summary=ProfileTables(ops=rows, device="cuda"))
     [(key, time)] = kernel_times(train, forward, profile).items()
     assert key == kernel.key and (time.us, time.calls) == (40.0, 2.0)  # per profiled step
 

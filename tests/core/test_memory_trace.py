@@ -10,7 +10,8 @@ import torch
 from torch import nn
 from torch.profiler import ProfilerActivity, profile, record_function
 
-from workbench.core.ground.memory_trace import CATEGORIES, MAX_POINTS, downsample, from_profiler, from_snapshot
+from workbench.core.ground.memory_trace import (CATEGORIES, MAX_POINTS, Allocation, downsample, from_profiler,
+                                                from_snapshot)
 
 PID = TID = 100
 T0 = 5_000_000.0
@@ -54,37 +55,37 @@ def profiler_trace() -> dict:
 
 def test_from_profiler_categories_over_time():
     result = from_profiler(profiler_trace(), BASELINE)
-    assert result["source"] == "profiler" and result["device"] == "cpu" and result["time_unit"] == "us"
-    assert result["times_us"] == [-50.0, 12.0, 33.0, 56.0, 58.0, 71.0, 90.0, 150.0, 155.0]  # from the first step
-    c = result["categories"]
+    assert result.source == "profiler" and result.device == "cpu" and result.time_unit == "us"
+    assert result.times_us == (-50.0, 12.0, 33.0, 56.0, 58.0, 71.0, 90.0, 150.0, 155.0)  # from the first step
+    c = result.categories
     assert list(c) == list(CATEGORIES)
-    assert c["parameters"] == [1000] * 9  # baseline: a constant layer
-    assert c["optimizer state"] == [2000] * 5 + [2800] + [2000] * 3
-    assert c["activations"] == [0, 400, 400, 400, 0, 0, 0, 0, 0]
-    assert c["gradients"] == [0, 0, 100, 150, 150, 150, 150, 150, 150]
-    assert c["other"] == [0] * 7 + [10, 5]
+    assert c["parameters"] == (1000,) * 9  # baseline: a constant layer
+    assert c["optimizer state"] == (2000,) * 5 + (2800,) + (2000,) * 3
+    assert c["activations"] == (0, 400, 400, 400, 0, 0, 0, 0, 0)
+    assert c["gradients"] == (0, 0, 100, 150, 150, 150, 150, 150, 150)
+    assert c["other"] == (0,) * 7 + (10, 5)
 
 
 def test_from_profiler_peak_and_largest():
     result = from_profiler(profiler_trace(), BASELINE)
-    assert result["peak_bytes"] == 1000 + 2800 + 150 and result["peak_us"] == 71.0
-    largest = result["largest"]
-    assert [a["bytes"] for a in largest] == [800, 400, 100, 50, 10]
-    assert largest[0] == {"bytes": 800, "category": "optimizer state", "where": "aten::sqrt ([128, 784])",
-                          "stack": ["ProfilerStep#1", "Optimizer.step#AdamW.step", "aten::sqrt"],
-                          "start_us": 71.0, "end_us": 90.0}
-    assert largest[2]["where"] == "aten::mm ([128, 32], [32, 784])" and largest[2]["end_us"] is None
-    assert largest[4]["where"] == "outside any op" and largest[4]["category"] == "other"
-    assert "Optimizer.step" in result["note"]
+    assert result.peak_bytes == 1000 + 2800 + 150 and result.peak_us == 71.0
+    largest = result.largest
+    assert [a.bytes for a in largest] == [800, 400, 100, 50, 10]
+    assert largest[0] == Allocation(bytes=800, category="optimizer state", where="aten::sqrt ([128, 784])",
+                                    stack=("ProfilerStep#1", "Optimizer.step#AdamW.step", "aten::sqrt"),
+                                    start_us=71.0, end_us=90.0)
+    assert largest[2].where == "aten::mm ([128, 32], [32, 784])" and largest[2].end_us is None
+    assert largest[4].where == "outside any op" and largest[4].category == "other"
+    assert "Optimizer.step" in result.note
 
 
 def test_from_profiler_other_device_and_no_events():
     cuda = from_profiler(profiler_trace(), {}, device_type=1, device_id=0)
-    assert cuda["device"] == "cuda:0" and cuda["peak_bytes"] == 999
-    assert cuda["categories"]["optimizer state"] == [999]
+    assert cuda.device == "cuda:0" and cuda.peak_bytes == 999
+    assert cuda.categories["optimizer state"] == (999,)
     empty = from_profiler({"traceEvents": []}, BASELINE)
-    assert empty["times_us"] == [] and all(v == [] for v in empty["categories"].values())
-    assert "no [memory] events" in empty["note"]
+    assert empty.times_us == () and all(v == () for v in empty.categories.values())
+    assert "no [memory] events" in empty.note
 
 
 def test_downsampling_keeps_the_peak():
@@ -93,9 +94,9 @@ def test_downsampling_keeps_the_peak():
         size = 10_000 if i == 2_501 else 10
         events += [mem(1 + i * 1.5, i, size), mem(1.5 + i * 1.5, i, -size)]
     result = from_profiler({"traceEvents": events}, {})
-    assert len(result["times_us"]) == MAX_POINTS
-    assert all(len(v) == MAX_POINTS for v in result["categories"].values())
-    assert result["peak_bytes"] == 10_000 == max(result["categories"]["activations"])
+    assert len(result.times_us) == MAX_POINTS
+    assert all(len(v) == MAX_POINTS for v in result.categories.values())
+    assert result.peak_bytes == 10_000 == max(result.categories["activations"])
     assert downsample([1, 5, 2, 2, 9, 1], max_points=3) == [1, 2, 4]
     assert downsample([3, 1], max_points=3) == [0, 1]
 
@@ -120,11 +121,11 @@ def test_from_a_real_profiler_trace(tmp_path):
     trace = json.loads((tmp_path / "trace.json").read_text())
     weights = sum(p.numel() * p.element_size() for p in model.parameters())
     result = from_profiler(trace, {"parameters": weights, "optimizer state": 2 * weights})
-    series = result["categories"]
-    assert result["times_us"] and all(v >= 0 for values in series.values() for v in values)
+    series = result.categories
+    assert result.times_us and all(v >= 0 for values in series.values() for v in values)
     assert max(series["gradients"]) > 0 and max(series["activations"]) > 0
     assert set(series["parameters"]) == {weights}
-    assert result["peak_bytes"] >= 3 * weights
+    assert result.peak_bytes >= 3 * weights
 
 
 # --- the CUDA allocator's snapshot --------------------------------------------------------------------------------
@@ -185,42 +186,42 @@ KNOWN = {PARAM: "parameters", OPT_STATE: "optimizer state"}
 
 def test_from_snapshot_replays_categories_over_time():
     result = from_snapshot(snapshot(), known=KNOWN)
-    assert result["source"] == "cuda allocator" and result["device"] == "cuda:0" and result["time_unit"] == "us"
+    assert result.source == "cuda allocator" and result.device == "cuda:0" and result.time_unit == "us"
     # The start (before the first entry), then each alloc and free_completed.
-    assert result["times_us"] == [0, 0, 10, 20, 31, 41, 50, 55, 61]
-    c = result["categories"]
-    assert c["parameters"] == [512] * 9  # a block from before the trace at a known address
-    assert c["activations"] == [0] + [256] * 8
-    assert c["gradients"] == [0, 0, 1024, 1024, 1024, 1024, 1024, 1024, 0]
-    assert c["optimizer state"] == [0, 0, 0, 2048, 0, 0, 128, 128, 128]
+    assert result.times_us == (0, 0, 10, 20, 31, 41, 50, 55, 61)
+    c = result.categories
+    assert c["parameters"] == (512,) * 9  # a block from before the trace at a known address
+    assert c["activations"] == (0,) + (256,) * 8
+    assert c["gradients"] == (0, 0, 1024, 1024, 1024, 1024, 1024, 1024, 0)
+    assert c["optimizer state"] == (0, 0, 0, 2048, 0, 0, 128, 128, 128)
     # Before the trace: the pending-free block (256) and the block freed at 41 (4096); then a torch-only stack.
-    assert c["other"] == [4352] * 5 + [256, 256, 320, 320]
+    assert c["other"] == (4352,) * 5 + (256, 256, 320, 320)
 
 
 def test_from_snapshot_peak_and_largest_with_stacks():
     result = from_snapshot(snapshot(), known=KNOWN)
-    assert result["peak_bytes"] == 512 + 256 + 1024 + 2048 + 4352 and result["peak_us"] == 20
-    largest = result["largest"]
-    assert [a["bytes"] for a in largest] == [4096, 2048, 1024, 512, 256, 256, 128, 64]
-    assert largest[0] == {"bytes": 4096, "category": "other", "where": "allocated before the trace", "stack": [],
-                          "start_us": 0, "end_us": 41}
-    assert largest[1]["category"] == "optimizer state" and largest[1]["end_us"] == 31
-    assert largest[1]["where"] == "/home/me/train.py:21 step"  # the first frame outside torch
-    assert largest[1]["stack"] == ["/home/me/train.py:21 step",
-                                   "/venv/site-packages/torch/optim/optimizer.py:485 wrapper",
-                                   "/venv/site-packages/torch/optim/adamw.py:100 _single_tensor_adamw"]
-    torch_only = [a for a in largest if a["bytes"] == 64][0]
-    assert torch_only["where"] == "/venv/site-packages/torch/cuda/random.py:5 seed"  # no frame outside torch
-    assert "torch/optim" in result["note"]
+    assert result.peak_bytes == 512 + 256 + 1024 + 2048 + 4352 and result.peak_us == 20
+    largest = result.largest
+    assert [a.bytes for a in largest] == [4096, 2048, 1024, 512, 256, 256, 128, 64]
+    assert largest[0] == Allocation(bytes=4096, category="other", where="allocated before the trace", stack=(),
+                                    start_us=0, end_us=41)
+    assert largest[1].category == "optimizer state" and largest[1].end_us == 31
+    assert largest[1].where == "/home/me/train.py:21 step"  # the first frame outside torch
+    assert largest[1].stack == ("/home/me/train.py:21 step",
+                                "/venv/site-packages/torch/optim/optimizer.py:485 wrapper",
+                                "/venv/site-packages/torch/optim/adamw.py:100 _single_tensor_adamw")
+    torch_only = [a for a in largest if a.bytes == 64][0]
+    assert torch_only.where == "/venv/site-packages/torch/cuda/random.py:5 seed"  # no frame outside torch
+    assert "torch/optim" in result.note
 
 
 def test_from_snapshot_without_times_or_free_completed():
     result = from_snapshot(snapshot(with_time=False, completed=False), known=KNOWN)
-    assert result["time_unit"] == "event"
-    assert result["times_us"] == [0, 0, 1, 3, 4, 5, 8, 9, 10]  # entry indices; free_requested frees
-    assert result["categories"]["gradients"][-1] == 0 and result["peak_bytes"] == 8192
+    assert result.time_unit == "event"
+    assert result.times_us == (0, 0, 1, 3, 4, 5, 8, 9, 10)  # entry indices; free_requested frees
+    assert result.categories["gradients"][-1] == 0 and result.peak_bytes == 8192
     other_device = from_snapshot(snapshot(), device=1)
-    assert other_device["times_us"] == [] and "no allocator history" in other_device["note"]
+    assert other_device.times_us == () and "no allocator history" in other_device.note
 
 
 @pytest.mark.parametrize("damaged, says", [
@@ -232,9 +233,9 @@ def test_from_snapshot_without_times_or_free_completed():
 ])
 def test_a_damaged_snapshot_says_what_is_wrong(damaged, says):
     result = from_snapshot(damaged)
-    assert says in result["note"] and result["note"].startswith("damaged snapshot")
-    assert result["times_us"] == [] and set(result["categories"]) == set(CATEGORIES)
-    assert result["peak_bytes"] == 0 and result["largest"] == []
+    assert says in result.note and result.note.startswith("damaged snapshot")
+    assert result.times_us == () and set(result.categories) == set(CATEGORIES)
+    assert result.peak_bytes == 0 and result.largest == ()
 
 
 def test_damaged_entries_and_blocks_are_skipped():
@@ -243,5 +244,5 @@ def test_damaged_entries_and_blocks_are_skipped():
                                   {"action": "free_completed", "addr": 0x10, "size": 32, "frames": [7]}]],
                "segments": [{"blocks": 7}, {"address": 1, "blocks": [{"size": "big"}, 9]}, "segment"]}
     result = from_snapshot(damaged, known={0x10: "not a category"})
-    assert "3 malformed trace entries skipped" in result["note"]
-    assert result["categories"]["other"] == [0, 32, 0] and result["largest"][0]["where"] == "no stack recorded"
+    assert "3 malformed trace entries skipped" in result.note
+    assert result.categories["other"] == (0, 32, 0) and result.largest[0].where == "no stack recorded"

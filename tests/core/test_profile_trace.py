@@ -12,8 +12,11 @@ import torch
 from torch import nn
 from torch.profiler import ProfilerActivity, profile, record_function
 
+from workbench.core.domain.profiler import TOP_OPS, profile_metrics
 from workbench.core.ground import profile_trace
-from workbench.core.ground.profile_trace import summarise, top_ops, window_origin, write_trace
+from workbench.core.ground.events import ProfileReport
+from workbench.core.ground.profile_trace import (OpRow, ProfileTables, Span, StepTime, summarise, window_origin,
+                                                 write_trace)
 
 PID = TID = 100
 T0 = 5_000_000.0  # absolute µs, like the profiler's
@@ -63,21 +66,21 @@ def three_steps() -> dict:
     return build_trace(*step(1, 0), *step(2, 110), *step(3, 220))
 
 
-def row(summary: dict, name: str, region: str | None = None) -> dict:
-    [found] = [r for r in summary["ops"] if r["name"] == name and (region is None or r["region"] == region)]
+def row(summary: ProfileTables, name: str, region: str | None = None) -> OpRow:
+    [found] = [r for r in summary.ops if r.name == name and (region is None or r.region == region)]
     return found
 
 
 def test_self_time_is_duration_minus_direct_children_summed_over_calls():
     summary = summarise(three_steps())
     addmm = row(summary, "aten::addmm")
-    assert addmm["calls"] == 3 and addmm["self_cpu_us"] == pytest.approx(3 * 8) and addmm["cpu_us"] == 30
-    assert row(summary, "CompiledFunction")["self_cpu_us"] == pytest.approx(3 * 14)  # 28 - addmm 10 - relu 4
-    assert row(summary, "Torch-Compiled Region: 0/0")["self_cpu_us"] == pytest.approx(3 * 2)
-    assert row(summary, "Optimizer.step#AdamW.step")["self_cpu_us"] == pytest.approx(3 * 20)
-    assert row(summary, "aten::copy_")["self_cpu_us"] == pytest.approx(3 * 2)  # a leaf: all its time is self
-    assert not [r for r in summary["ops"] if r["name"].startswith("ProfilerStep#")]  # steps are not ops
-    selfs = [r["self_cpu_us"] + r["self_device_us"] for r in summary["ops"]]
+    assert addmm.calls == 3 and addmm.self_cpu_us == pytest.approx(3 * 8) and addmm.cpu_us == 30
+    assert row(summary, "CompiledFunction").self_cpu_us == pytest.approx(3 * 14)  # 28 - addmm 10 - relu 4
+    assert row(summary, "Torch-Compiled Region: 0/0").self_cpu_us == pytest.approx(3 * 2)
+    assert row(summary, "Optimizer.step#AdamW.step").self_cpu_us == pytest.approx(3 * 20)
+    assert row(summary, "aten::copy_").self_cpu_us == pytest.approx(3 * 2)  # a leaf: all its time is self
+    assert not [r for r in summary.ops if r.name.startswith("ProfilerStep#")]  # steps are not ops
+    selfs = [r.self_cpu_us + r.self_device_us for r in summary.ops]
     assert selfs == sorted(selfs, reverse=True)
 
 
@@ -89,39 +92,39 @@ def test_equal_timestamps_and_float_noise_nest_as_the_code_ran():
         x("aten::sibling", 9.999, 5),  # starts 0.001 µs before the parent's end: a sibling, not a child
     )
     summary = summarise(trace)
-    assert row(summary, "aten::parent")["self_cpu_us"] == pytest.approx(10 - 4 - 4)
-    assert row(summary, "aten::overruns")["self_cpu_us"] == pytest.approx(4.002)
-    assert row(summary, "aten::sibling")["self_cpu_us"] == pytest.approx(5)
+    assert row(summary, "aten::parent").self_cpu_us == pytest.approx(10 - 4 - 4)
+    assert row(summary, "aten::overruns").self_cpu_us == pytest.approx(4.002)
+    assert row(summary, "aten::sibling").self_cpu_us == pytest.approx(5)
 
 
 def test_regions_forward_backward_optimizer_and_eager():
     summary = summarise(three_steps())
-    assert row(summary, "aten::addmm")["region"] == "compiled 0/0"
-    assert row(summary, "CompiledFunction")["region"] == "compiled 0/0"
-    assert row(summary, "aten::mm")["region"] == "compiled backward"
-    assert row(summary, "CompiledFunctionBackward")["region"] == "compiled backward"
-    assert row(summary, "autograd::engine::evaluate_function: CompiledFunctionBackward")["region"] == ""
-    assert row(summary, "aten::mul_")["region"] == "optimizer"
-    assert row(summary, "aten::add")["region"] == ""
-    regions = {r["region"]: r for r in summary["regions"]}
+    assert row(summary, "aten::addmm").region == "compiled 0/0"
+    assert row(summary, "CompiledFunction").region == "compiled 0/0"
+    assert row(summary, "aten::mm").region == "compiled backward"
+    assert row(summary, "CompiledFunctionBackward").region == "compiled backward"
+    assert row(summary, "autograd::engine::evaluate_function: CompiledFunctionBackward").region == ""
+    assert row(summary, "aten::mul_").region == "optimizer"
+    assert row(summary, "aten::add").region == ""
+    regions = {r.region: r for r in summary.regions}
     assert set(regions) == {"compiled 0/0", "compiled backward", "optimizer", ""}
-    assert regions["optimizer"]["calls"] == 6 and regions["optimizer"]["self_cpu_us"] == pytest.approx(3 * 25)
-    assert regions["compiled 0/0"]["self_cpu_us"] == pytest.approx(3 * 30)  # the whole region's time
+    assert regions["optimizer"].calls == 6 and regions["optimizer"].self_cpu_us == pytest.approx(3 * 25)
+    assert regions["compiled 0/0"].self_cpu_us == pytest.approx(3 * 30)  # the whole region's time
 
 
 def test_the_same_op_in_two_regions_or_with_two_shapes_is_two_rows():
     trace = build_trace(*step(1, 0), x("aten::addmm", 150, 3, **{"Input Dims": [[10], [32, 128], [128, 10]]}),
                         x("aten::addmm", 160, 3, **{"Input Dims": ADDMM_DIMS}))
-    rows = [(r["region"], r["shapes"]) for r in summarise(trace)["ops"] if r["name"] == "aten::addmm"]
+    rows = [(r.region, r.shapes) for r in summarise(trace).ops if r.name == "aten::addmm"]
     assert sorted(rows) == [("", "[10], [32, 128], [128, 10]"), ("", "[128], [32, 784], [784, 128]"),
                             ("compiled 0/0", "[128], [32, 784], [784, 128]")]
 
 
 def test_shapes_are_a_compact_string_and_empty_without_record_shapes():
     summary = summarise(three_steps())
-    assert row(summary, "aten::addmm")["shapes"] == "[128], [32, 784], [784, 128]"
-    assert row(summary, "aten::mul_")["shapes"] == "[128, 784], []"
-    assert row(summary, "aten::add")["shapes"] == ""
+    assert row(summary, "aten::addmm").shapes == "[128], [32, 784], [784, 128]"
+    assert row(summary, "aten::mul_").shapes == "[128, 784], []"
+    assert row(summary, "aten::add").shapes == ""
 
 
 def cuda_step() -> dict:
@@ -144,65 +147,65 @@ def cuda_step() -> dict:
 def test_cuda_kernel_time_goes_to_the_op_that_launched_it():
     summary = summarise(cuda_step())
     addmm, copy_ = row(summary, "aten::addmm"), row(summary, "aten::copy_")
-    assert addmm["self_device_us"] == 50 and addmm["device_us"] == 54
-    assert copy_["self_device_us"] == 4 and copy_["device_us"] == 4
+    assert addmm.self_device_us == 50 and addmm.device_us == 54
+    assert copy_.self_device_us == 4 and copy_.device_us == 4
     compiled = row(summary, "CompiledFunction")
-    assert compiled["self_device_us"] == 0 and compiled["device_us"] == 54
-    assert addmm["self_cpu_us"] == pytest.approx(30)  # runtime calls are not ops: their time stays the op's own
-    assert not [r for r in summary["ops"] if r["name"].startswith("cuda")]
-    assert summary["device"] == "cuda" and summarise(three_steps())["device"] == "cpu"
-    kernels = [s for s in summary["spans"] if s["kind"] == "kernel"]
-    assert {(s["lane"], s["name"]) for s in kernels} == {
+    assert compiled.self_device_us == 0 and compiled.device_us == 54
+    assert addmm.self_cpu_us == pytest.approx(30)  # runtime calls are not ops: their time stays the op's own
+    assert not [r for r in summary.ops if r.name.startswith("cuda")]
+    assert summary.device == "cuda" and summarise(three_steps()).device == "cpu"
+    kernels = [s for s in summary.spans if s.kind == "kernel"]
+    assert {(s.lane, s.name) for s in kernels} == {
         ("GPU 0 stream 7", "void gemm_kernel<float>"), ("GPU 0 stream 7", "Memcpy HtoD (Pageable -> Device)"),
         ("GPU 0 stream 9", "Memset (Device)")}
-    assert summary["ops"][0]["name"] == "aten::addmm"  # most self device + CPU time
+    assert summary.ops[0].name == "aten::addmm"  # most self device + CPU time
 
 
 def test_steps_origin_and_window():
     trace = three_steps()
     summary = summarise(trace)
-    assert summary["steps"] == [{"step": 1, "start_us": 0.0, "dur_us": 100.0},
-                                {"step": 2, "start_us": 110.0, "dur_us": 100.0},
-                                {"step": 3, "start_us": 220.0, "dur_us": 100.0}]
-    assert summary["origin_us"] == T0 == window_origin(trace)
-    assert summary["window_us"] == 320.0
+    assert summary.steps == (StepTime(step=1, start_us=0.0, dur_us=100.0),
+                             StepTime(step=2, start_us=110.0, dur_us=100.0),
+                             StepTime(step=3, start_us=220.0, dur_us=100.0))
+    assert summary.origin_us == T0 == window_origin(trace)
+    assert summary.window_us == 320.0
     no_steps = build_trace(x("aten::add", 40, 5), x("aten::mul", 50, 10))
     assert window_origin(no_steps) == T0 + 40  # the first event (the metadata is not one)
-    assert summarise(no_steps)["window_us"] == 20.0
+    assert summarise(no_steps).window_us == 20.0
 
 
 def test_spans_keep_steps_regions_and_shallow_ops_with_their_depth():
     trace = three_steps()
     trace["traceEvents"].append(x("aten::fill_", 300, 2, tid=200))  # another thread, during step 3
-    spans = summarise(trace)["spans"]
-    first = [(s["name"], s["kind"], s["depth"]) for s in spans if s["start_us"] < 100]
+    spans = summarise(trace).spans
+    first = [(s.name, s.kind, s.depth) for s in spans if s.start_us < 100]
     assert first == [("ProfilerStep#1", "step", 0), ("Torch-Compiled Region: 0/0", "region", 1),
                      ("CompiledFunction", "region", 2),
                      ("autograd::engine::evaluate_function: CompiledFunctionBackward", "op", 1),
                      ("CompiledFunctionBackward", "region", 2), ("aten::add", "op", 1),
                      ("Optimizer.step#AdamW.step", "region", 1), ("aten::mul_", "op", 2)]
-    assert {s["lane"] for s in spans} == {"CPU", "CPU thread 200"}
-    other = [s for s in spans if s["lane"] == "CPU thread 200"]
-    assert other == [{"lane": "CPU thread 200", "start_us": 300.0, "dur_us": 2.0, "name": "aten::fill_",
-                      "kind": "op", "depth": 1}]
+    assert {s.lane for s in spans} == {"CPU", "CPU thread 200"}
+    other = [s for s in spans if s.lane == "CPU thread 200"]
+    assert other == [Span(lane="CPU thread 200", start_us=300.0, dur_us=2.0, name="aten::fill_", kind="op", depth=1)]
 
 
 def test_the_span_cap_drops_the_shortest_ops_and_never_a_step_or_region():
     trace = three_steps()
     full = summarise(trace)
-    fixed = [s for s in full["spans"] if s["kind"] in ("step", "region")]
+    fixed = [s for s in full.spans if s.kind in ("step", "region")]
     capped = summarise(trace, max_spans=len(fixed) + 3)
-    ops = [s for s in capped["spans"] if s["kind"] == "op"]
-    assert [s for s in capped["spans"] if s["kind"] in ("step", "region")] == fixed
-    assert len(ops) == 3 and {s["name"] for s in ops} == {"autograd::engine::evaluate_function: "
+    ops = [s for s in capped.spans if s.kind == "op"]
+    assert [s for s in capped.spans if s.kind in ("step", "region")] == fixed
+    assert len(ops) == 3 and {s.name for s in ops} == {"autograd::engine::evaluate_function: "
                                                           "CompiledFunctionBackward"}  # the longest (20 µs)
-    assert capped["spans_left_out"] == len(full["spans"]) - len(capped["spans"])
-    assert [s for s in summarise(trace, max_spans=0)["spans"]] == fixed
+    assert capped.spans_left_out == len(full.spans) - len(capped.spans)
+    assert [s for s in summarise(trace, max_spans=0).spans] == fixed
 
 
-def test_top_ops_are_the_first_rows():
+def test_the_results_keep_the_first_rows_as_the_top_ops():
     summary = summarise(three_steps())
-    assert top_ops(summary, 3) == summary["ops"][:3] and len(top_ops(summary)) == min(10, len(summary["ops"]))
+    top = profile_metrics(ProfileReport(first_step=1, last_step=3, device="cpu", summary=summary)).top_ops
+    assert top == summary.ops[:TOP_OPS] and len(top) == min(TOP_OPS, len(summary.ops))
 
 
 # --- the trace file ------------------------------------------------------------------------------------------------
@@ -321,9 +324,9 @@ def real_trace(tmp_path) -> dict:
 
 def test_a_real_trace_of_a_compiled_model(tmp_path):
     summary = summarise(real_trace(tmp_path))
-    assert [s["step"] for s in summary["steps"]] == [1, 2, 3]
-    regions = {r["region"] for r in summary["regions"]}
+    assert [s.step for s in summary.steps] == [1, 2, 3]
+    regions = {r.region for r in summary.regions}
     assert {"compiled 0/0", "optimizer"} <= regions
-    matmuls = [r for r in summary["ops"] if r["name"] in ("aten::addmm", "aten::mm") and r["shapes"]]
-    assert any("784" in r["shapes"] and r["region"] == "compiled 0/0" for r in matmuls)
-    assert summary["device"] == "cpu" and summary["window_us"] > 0
+    matmuls = [r for r in summary.ops if r.name in ("aten::addmm", "aten::mm") and r.shapes]
+    assert any("784" in r.shapes and r.region == "compiled 0/0" for r in matmuls)
+    assert summary.device == "cpu" and summary.window_us > 0

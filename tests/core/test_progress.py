@@ -4,19 +4,23 @@ from __future__ import annotations
 
 import pytest
 
-from workbench.core.ground.events import (CompileFinished, CompileStarted, EpochEnd, Notice, RunFailed, RunFinished,
-                                   RunStarted, Step)
+from workbench.core.ground.config import TrainConfig
+from workbench.core.ground.events import (CompileFinished, CompileStarted, EpochEnd, MemorySample, Notice, RunFailed,
+                                          RunFinished, RunStarted, Step)
 from workbench.core.ground.progress import Progress, format_duration
+
+from ..helpers import VERSIONS
 
 
 def started(epochs: int = 2, steps_per_epoch: int = 5) -> RunStarted:
-    return RunStarted(config={"epochs": epochs}, device="cpu", device_name="CPU", versions={}, train_size=160,
-                      val_size=40, steps_per_epoch=steps_per_epoch, total_steps=epochs * steps_per_epoch)
+    return RunStarted(config=TrainConfig(epochs=epochs), device="cpu", device_name="CPU", versions=VERSIONS,
+                      train_size=160, val_size=40, steps_per_epoch=steps_per_epoch,
+                      total_steps=epochs * steps_per_epoch)
 
 
 def step(n: int, epoch: int = 1, seconds: float = 2.0, compiling: bool = False) -> Step:
     return Step(step=n, epoch=epoch, loss=1.0 / n, samples_per_s=32 / seconds, step_seconds=seconds,
-                memory={"rss": 1.0}, compiling=compiling)
+                memory=MemorySample(rss=1.0), compiling=compiling)
 
 
 def test_compiled_run_states():

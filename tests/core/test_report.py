@@ -23,7 +23,8 @@ import workbench
 from workbench.core.ground import atomic
 from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.errors import WorkbenchError
-from workbench.core.ground.events import CompileReport, EpochEnd, Frame, GraphBreak, Notice, RunFailed, Step
+from workbench.core.ground.events import (CompileReport, EpochEnd, Frame, GraphBreak, MemorySample, Notice, RunFailed,
+                                          Step)
 from workbench.core.domain.evaluate import evaluate_run
 from workbench.core.history.report.build import build_report
 from workbench.core.history.report.facts import last_compile_report
@@ -444,7 +445,7 @@ def test_downsample_bounds_points_and_keeps_extremes():
 def test_a_long_run_makes_a_small_report():
     n = 100_000
     steps = [Step(step=i, epoch=1, loss=2.0 / i ** 0.5, samples_per_s=50_000.0 + i % 97, step_seconds=1e-3,
-                  memory={"allocated": 10.0, "reserved": 20.0, "peak": 30.0 + i % 5}) for i in range(1, n + 1)]
+                  memory=MemorySample(allocated=10.0, reserved=20.0, peak=30.0 + i % 5)) for i in range(1, n + 1)]
     record = RunRecord(id=1, created="2025-01-01T00:00:00+00:00", status="finished", config={"backend": "eager"},
                        environment={}, steps=n, best_val_accuracy=None, samples_per_s=None, compile_seconds=None,
                        peak_memory_mib=None, backend_used="eager", failure=None, out_dir=None, checkpoint=None,
@@ -464,7 +465,7 @@ def test_ticks_are_round_and_cover_the_range():
     assert tick_labels([0.0, 0.05, 0.1]) == ["0", "0.05", "0.10"]
 
 
-def _synthetic(run_id: int, backend: str, memory: dict) -> RunRecord:
+def _synthetic(run_id: int, backend: str, memory: MemorySample) -> RunRecord:
     steps = [Step(step=i, epoch=1, loss=1.0 / i, samples_per_s=1000.0, step_seconds=0.01, memory=memory)
              for i in range(1, 31)]
     return RunRecord(id=run_id, created="2025-01-01T00:00:00+00:00", status="finished",
@@ -474,8 +475,8 @@ def _synthetic(run_id: int, backend: str, memory: dict) -> RunRecord:
 
 
 def test_runs_with_different_memory_readings_each_get_their_own_chart():
-    cpu = _synthetic(1, "eager", {"rss": 900.0})
-    cuda = _synthetic(2, "aot_eager", {"allocated": 10.0, "reserved": 20.0, "peak": 30.0})
+    cpu = _synthetic(1, "eager", MemorySample(rss=900.0))
+    cuda = _synthetic(2, "aot_eager", MemorySample(allocated=10.0, reserved=20.0, peak=30.0))
     text, data = build_report([cpu, cuda], {})
     curves = text[text.index("<section id=curves>"):text.index("<section id=metrics>")]
     titles = re.findall(r"<h3>(Memory: \w+)</h3><svg", curves)
@@ -486,7 +487,7 @@ def test_runs_with_different_memory_readings_each_get_their_own_chart():
 
 
 def test_non_finite_values_stay_out_of_charts_and_json():
-    record = _synthetic(5, "eager", {"rss": 900.0})
+    record = _synthetic(5, "eager", MemorySample(rss=900.0))
     record.events[10] = dataclasses.replace(record.events[10], loss=float("inf"))
     record.events.append(EpochEnd(epoch=1, train_loss=float("nan"), val_loss=float("nan"), val_accuracy=0.1,
                                   seconds=1.0))
@@ -511,7 +512,7 @@ def test_the_report_renderer_imports_no_torch():
 # -- CUDA graphs: the graph pool counts as reserved, not allocated (pytorch/pytorch#121932) -----------------------
 @pytest.mark.parametrize("backend, mode", [("cudagraphs", "default"), ("inductor", "reduce-overhead")])
 def test_memory_of_a_cuda_graph_run_says_its_pool_is_in_reserved(backend, mode):
-    cuda = {"allocated": 10.0, "reserved": 200.0, "peak": 30.0}
+    cuda = MemorySample(allocated=10.0, reserved=200.0, peak=30.0)
     graphed = dataclasses.replace(_synthetic(7, backend, cuda), config={"backend": backend, "mode": mode, "amp": "off"})
     plain = dataclasses.replace(_synthetic(8, "inductor", cuda), config={"backend": "inductor", "mode": "default",
                                                                         "amp": "off"})

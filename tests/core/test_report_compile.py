@@ -17,7 +17,7 @@ import pytest
 
 from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.events import (CompileEvent, CompileFinished, CompileReport, CompileStarted, EpochEnd,
-                                          Frame, GraphBreak, RunFinished, RunStarted, Step)
+                                          Frame, GraphBreak, MemorySample, RunFinished, RunStarted, Step)
 from workbench.core.ground.fixit import fixit_cards
 from workbench.core.ground.forecast import EVAL_MODE, PARTIAL_VAL_BATCH, Forecast, ForecastCheck, check_forecast
 from workbench.core.ground.payback import Payback
@@ -29,6 +29,8 @@ from workbench.core.history.recording import RunRecorder
 from workbench.core.history.runs import RunStore
 from workbench.core.history.report.svgchart import (CHART_H, CHART_W, MARGIN_B, MARGIN_L, MARGIN_R, Series, StepMark,
                                              line_chart)
+
+from ..helpers import VERSIONS
 
 STEPS = 30
 EVIL = "<script>alert(1)</script>"
@@ -95,28 +97,28 @@ FORECASTS = (
 RECOMPILES = ("forward: 0/1: GLOBAL_STATE changed: grad_mode", "forward: 0/2: ___check_obj_id(self.mystery, 77)")
 
 
-def _config(**changes) -> dict:
-    return TrainConfig(epochs=1, max_steps=STEPS, **changes).to_dict()
+def _config(**changes) -> TrainConfig:
+    return TrainConfig(epochs=1, max_steps=STEPS, **changes)
 
 
-def _events(config: dict, timeline: dict[int, list[CompileEvent]], results: dict,
+def _events(config: TrainConfig, timeline: dict[int, list[CompileEvent]], results: dict,
             report: CompileReport | None) -> list:
     """A run's events; `results`: the RunResults fields it ends with beyond the figures every run has."""
-    events: list = [RunStarted(config=config, device="cpu", device_name="test CPU", versions={"torch": "2.14.0"},
+    events: list = [RunStarted(config=config, device="cpu", device_name="test CPU", versions=VERSIONS,
                                train_size=960, val_size=100, steps_per_epoch=STEPS, total_steps=STEPS)]
     if report is not None:
-        events.append(CompileStarted(config["backend"], config["mode"]))
+        events.append(CompileStarted(config.backend, config.mode))
     for step in range(1, STEPS + 1):
         events.append(Step(step=step, epoch=1, loss=2.0 / step, samples_per_s=1000.0, step_seconds=0.01,
-                           memory={"rss": 500.0}, compiling=step == 1 and report is not None))
+                           memory=MemorySample(rss=500.0), compiling=step == 1 and report is not None))
         if step == 1 and report is not None:
-            events.append(CompileFinished(config["backend"], config["mode"], 0.04))
+            events.append(CompileFinished(config.backend, config.mode, 0.04))
         events += timeline.get(step, [])
     events.append(EpochEnd(epoch=1, train_loss=0.5, val_loss=0.4, val_accuracy=0.9, seconds=1.0))
     if report is not None:
         events.append(report)
     base = {"best_val_accuracy": 0.9, "samples_per_s": 1000.0, "compile_seconds": 0.05, "peak_memory_mib": 500.0,
-            "backend_used": config["backend"], "epochs_completed": 1}
+            "backend_used": config.backend, "epochs_completed": 1}
     events.append(RunFinished(steps=STEPS, epochs=1, seconds=1.0, stopped=False,
                               results=RunResults(**{**base, **results})))
     return events
@@ -472,7 +474,7 @@ def _synthetic_record(events_extra: list):
     """A record as an older version stored it: steps, no RunFinished, no compile events."""
     from workbench.core.history.runs import RunRecord
 
-    steps = [Step(step=i, epoch=1, loss=1.0 / i, samples_per_s=1000.0, step_seconds=0.01, memory={"rss": 1.0})
+    steps = [Step(step=i, epoch=1, loss=1.0 / i, samples_per_s=1000.0, step_seconds=0.01, memory=MemorySample(rss=1.0))
              for i in range(1, 11)]
     return RunRecord(id=9, created="2025-01-01T00:00:00+00:00", status="finished",
                      config={"backend": "aot_eager", "amp": "off"}, environment={}, steps=10, best_val_accuracy=None,

@@ -26,7 +26,7 @@ from workbench.core.run.request import RunRequest
 from workbench.core.history.recording import RunRecorder
 from workbench.core.history.runs import RunStore, RunStoreError
 
-from ..helpers import SMALL, read_only_medium
+from ..helpers import REPO_ROOT, SMALL, read_only_medium
 from ..support.history_events import started, step
 
 
@@ -86,18 +86,21 @@ def test_failed_and_stopped_runs_keep_their_status(tmp_path):
 
 KILLED_WRITER = """
 import sys, time
+sys.path.insert(0, sys.argv[2])
+from tests.helpers import VERSIONS
 from workbench.core.history.recording import RunRecorder
 from workbench.core.history.runs import RunStore
-from workbench.core.ground.events import RunStarted, Step
+from workbench.core.ground.config import TrainConfig
+from workbench.core.ground.events import MemorySample, RunStarted, Step
 store = RunStore(sys.argv[1])
 recorder = RunRecorder(store, interval=0)
-recorder(RunStarted(config={"dataset": "mnist-sample", "backend": "eager", "mode": "default", "amp": "off",
-                            "epochs": 1}, device="cpu", device_name="CPU", versions={}, train_size=1, val_size=1,
+recorder(RunStarted(config=TrainConfig(dataset="mnist-sample", backend="eager", mode="default", amp="off", epochs=1),
+                    device="cpu", device_name="CPU", versions=VERSIONS, train_size=1, val_size=1,
                     steps_per_epoch=1, total_steps=10**9))
 step = 0
 while True:
     step += 1
-    recorder(Step(step=step, epoch=1, loss=1.0, samples_per_s=1.0, step_seconds=0.0, memory={}))
+    recorder(Step(step=step, epoch=1, loss=1.0, samples_per_s=1.0, step_seconds=0.0, memory=MemorySample()))
     if step == 50:
         print("running", flush=True)
 """
@@ -105,7 +108,8 @@ while True:
 
 def test_a_run_killed_with_sigkill_leaves_a_readable_database_and_is_marked_interrupted(tmp_path):
     db = tmp_path / "runs.sqlite"
-    proc = subprocess.Popen([sys.executable, "-c", KILLED_WRITER, str(db)], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-c", KILLED_WRITER, str(db), str(REPO_ROOT)], stdout=subprocess.PIPE,
+                            text=True)
     try:
         assert proc.stdout.readline().strip() == "running"
     finally:

@@ -13,7 +13,7 @@ from workbench.core.domain import system
 from workbench.core.domain.system import SystemSampler, summary
 from workbench.core.engine import Trainer
 from workbench.core.ground.config import TrainConfig
-from workbench.core.ground.events import RunFinished, Step, SystemSample, from_json, to_json
+from workbench.core.ground.events import GpuReading, RunFinished, Step, SystemSample, from_json, to_json
 from workbench.core.ground.results import GpuSummary, SystemSummary
 
 
@@ -82,12 +82,12 @@ def test_gpu_figures_come_from_nvml_in_watts_and_mib(monkeypatch):
     monkeypatch.setattr(torch.cuda, "power_draw", lambda i: 412_500)  # NVML: milliwatts
     monkeypatch.setattr(torch.cuda, "temperature", lambda i: 61)
     sampler = SystemSampler(torch.device("cuda", 1), started=time.perf_counter())
-    assert sampler._gpu() == {"cuda:1": {"util": 87.0, "memory_mib": 3.0, "power_w": 412.5, "temp_c": 61.0}}
+    assert sampler._gpu() == {"cuda:1": GpuReading(util=87.0, memory_mib=3.0, power_w=412.5, temp_c=61.0)}
 
 
 def test_the_summary_gives_means_and_peaks():
-    gpu = [{"cuda:0": {"util": 50.0, "memory_mib": 100.0, "power_w": 200.0, "temp_c": 60.0}},
-           {"cuda:0": {"util": 100.0, "memory_mib": 300.0, "power_w": 250.0, "temp_c": 70.0}}]
+    gpu = [{"cuda:0": GpuReading(util=50.0, memory_mib=100.0, power_w=200.0, temp_c=60.0)},
+           {"cuda:0": GpuReading(util=100.0, memory_mib=300.0, power_w=250.0, temp_c=70.0)}]
     samples = [SystemSample(seconds=0.5, cpu_process=100.0, cpu_machine=40.0, rss_mib=500.0, gpu=gpu[0]),
                SystemSample(seconds=1.0, cpu_process=200.0, cpu_machine=60.0, rss_mib=700.0, gpu=gpu[1])]
     assert summary(samples) == SystemSummary(samples=2, cpu_process_mean=150.0, cpu_machine_mean=50.0,

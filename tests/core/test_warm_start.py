@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ..helpers import assert_one_error_line, call, of
+from ..helpers import VERSIONS, assert_one_error_line, call, of
 from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.events import CompileEvent, CompileReport, Notice, RunFinished, from_dict, to_dict
 from workbench.core.ground.payback import Payback
@@ -287,8 +287,8 @@ def test_the_report_says_a_runs_launch_and_both_payback_lines(tmp_path):
 
     with RunStore(tmp_path / "runs.sqlite") as store:
         recorder = RunRecorder(store, out_dir=str(tmp_path / "run"), interval=0)
-        for event in (RunStarted(config=TrainConfig(backend="inductor").to_dict(), device="cpu", device_name="CPU",
-                                 versions={}, train_size=960, val_size=100, steps_per_epoch=30, total_steps=30),
+        for event in (RunStarted(config=TrainConfig(backend="inductor"), device="cpu", device_name="CPU",
+                                 versions=VERSIONS, train_size=960, val_size=100, steps_per_epoch=30, total_steps=30),
                       dataclasses.replace(CompileReport(compiled=True, backend="inductor", mode="default"),
                                           warm_from=3, cold_run=1, cold_compile_seconds=14.7),
                       RunFinished(steps=30, epochs=1, seconds=9.0, stopped=False,

@@ -3,7 +3,12 @@ window's tests of the compile insight (tests/ui/test_compile_insight.py) and of 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.events import Frame, GraphBreak, RunStarted
+
+from ..helpers import VERSIONS
 
 ITEM_BREAK = GraphBreak(
     reason=("Unsupported Tensor.item() call with capture_scalar_outputs=False\n"
@@ -19,6 +24,6 @@ TORCH_BREAK = GraphBreak(
 
 
 def started(backend="aot_eager", **config) -> RunStarted:
-    cfg = {"backend": backend, "mode": "default", "batch_size": 32, "dataset": "mnist-sample", **config}
-    return RunStarted(config=cfg, device="cpu", device_name="CPU", versions={"torch": "2.14.1", "python": "3.11"},
+    cfg = TrainConfig(**{"backend": backend, "mode": "default", "batch_size": 32, "dataset": "mnist-sample", **config})
+    return RunStarted(config=cfg, device="cpu", device_name="CPU", versions=replace(VERSIONS, torch="2.14.1"),
                       train_size=4000, val_size=1000, steps_per_epoch=125, total_steps=250)

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from workbench.core.ground.forecast import EVAL_MODE, NOT_PREDICTED, Forecast, ForecastCheck
 from workbench.core.ground.payback import Payback
-from workbench.core.ground.results import (AmpSummary, CompileTrace, GpuSummary, NonFinite, ProfileCost,
-                                           ProfileSummary, RunResults, SystemSummary)
+from workbench.core.ground.profile_trace import OpRow, ProfileCost
+from workbench.core.ground.results import (AmpSummary, CompileTrace, GpuSummary, NonFinite, ProfileSummary, RunResults,
+                                           SystemSummary)
 
 EVAL = Forecast(cause=EVAL_MODE, phase="eval", when="at the first validation (after step 125)",
                 text="forward recompiles for validation", fix="expected: no fix needed", expected=True)
 PAYBACK = Payback(eager_step_s=0.010, compiled_step_s=0.008, compile_s=0.05, steps=30, method="paired test")
-OP = {"name": "aten::addmm", "region": "", "calls": 40, "self_cpu_us": 812.5, "cpu_us": 900.0,
-      "self_device_us": 0.0, "device_us": 0.0, "shapes": "[[64, 784]]"}
+OP = OpRow(name="aten::addmm", region="", calls=40, self_cpu_us=812.5, cpu_us=900.0, self_device_us=0.0,
+           device_us=0.0, shapes="[[64, 784]]")
 
 # Every part a run can have, as the engine builds it.
 FULL = RunResults(

@@ -4,14 +4,17 @@ each layer had at each sampled step."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from workbench.core.ground.alerts import Alert
 from workbench.core.ground.config import TrainConfig
-from workbench.core.ground.events import RunStarted, Step
+from workbench.core.ground.events import MemorySample, RunStarted, Step
 from workbench.core.ground.layer_stats import Histogram, LayerRow, LayerStat, LayerStats, ModelSummary
 from workbench.core.history.recording import RunRecorder
 from workbench.core.history.runs import RunStore
+
+from ..helpers import VERSIONS
 
 SUMMARY = ModelSummary(batch=32, rows=(
     LayerRow(name="", kind="Net", depth=0, output_shape=(32, 10), params=0, trainable=False, mult_adds=0),
@@ -50,13 +53,13 @@ def sample(step: int) -> LayerStats:
 
 def layered_events(alerts: tuple[Alert, ...] = ALERTS) -> list:
     """What a run with per-layer statistics and alerts records: its table first, then samples and alerts."""
-    steps = [Step(step=i, epoch=1, loss=2.0 / i, samples_per_s=100.0, step_seconds=0.01, memory={})
+    steps = [Step(step=i, epoch=1, loss=2.0 / i, samples_per_s=100.0, step_seconds=0.01, memory=MemorySample())
              for i in range(1, 5)]
     return [SUMMARY, sample(1), steps[0], sample(2), steps[1], steps[2], *alerts, sample(4), steps[3]]
 
 
-def started(config: dict) -> RunStarted:
-    return RunStarted(config=config, device="cpu", device_name="CPU", versions={}, train_size=128, val_size=32,
+def started(config: TrainConfig) -> RunStarted:
+    return RunStarted(config=config, device="cpu", device_name="CPU", versions=VERSIONS, train_size=128, val_size=32,
                       steps_per_epoch=4, total_steps=4)
 
 
@@ -66,10 +69,13 @@ def old_config() -> dict:
 
 
 def record(db: Path, events: list, config: dict | None = None) -> int:
-    """Record a run of `events` in the history at `db`; its id."""
+    """Record a run of `events` in the history at `db`; its id. `config`: the run's as its row keeps it, as the
+    version that recorded it wrote it (old_config: one from before the alert rules); the defaults when None."""
     with RunStore(db) as store:
         recorder = RunRecorder(store, interval=3600)
-        for event in [started(TrainConfig().to_dict() if config is None else config), *events]:
+        for event in [started(TrainConfig() if config is None else TrainConfig.from_dict(config)), *events]:
             recorder(event)
         recorder.flush()
+        if config is not None:  # the row as that version wrote it: only the settings it had
+            store.db.execute("UPDATE runs SET config = ? WHERE id = ?", (json.dumps(config), recorder.run_id))
         return recorder.run_id

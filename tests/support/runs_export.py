@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from workbench.core.ground.config import TrainConfig
-from workbench.core.ground.events import EpochEnd, RunFailed, RunFinished, Step
+from workbench.core.ground.events import EpochEnd, MemorySample, RunFailed, RunFinished, Step
 from workbench.core.ground.results import RunResults
 from workbench.core.history.recording import RunRecorder
 from workbench.core.history.runs import RunStore
@@ -24,7 +24,7 @@ FINAL_METRICS = {"best_val_accuracy": 0.875, "samples_per_s": 1234.5, "compile_s
 def export_step(i: int, epoch: int) -> Step:
     """Step 1 compiles (off the throughput curve) and has no accuracy; the values are not round in binary."""
     return Step(step=i, epoch=epoch, loss=2.0 / i + 0.1, samples_per_s=1000.0 + i / 3, step_seconds=0.01,
-                memory={"rss": 100.0 + i}, compiling=i == 1, accuracy=None if i == 1 else 0.1 * i)
+                memory=MemorySample(rss=100.0 + i), compiling=i == 1, accuracy=None if i == 1 else 0.1 * i)
 
 
 def record_history(db: Path) -> None:

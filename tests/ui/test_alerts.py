@@ -12,11 +12,14 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QWidget
 
 from workbench.core.ground.alerts import Alert, alert_line
-from workbench.core.ground.events import RunFailed, RunFinished, RunStarted, Step
+from workbench.core.ground.config import TrainConfig
+from workbench.core.ground.events import MemorySample, RunFailed, RunFinished, RunStarted, Step
 from workbench.core.ground.layer_stats import Histogram, LayerStat, LayerStats
 from workbench.core.ground.results import RunResults
 from workbench.ui.support.notify import Notifier
 from workbench.ui.panels.log import COLOURS
+
+from ..helpers import VERSIONS
 
 LR_ALERT = Alert(step=8, rule="grad_exploding", severity="warning", title="the gradient norm is 56.1 at step 8",
                  advice="lower the learning rate, or clip gradients", panel="setting:lr")
@@ -29,14 +32,15 @@ INFO_ALERT = Alert(step=16, rule="loss_plateau", severity="info", title="the los
 
 
 def started() -> RunStarted:
-    return RunStarted(config={"dataset": "mnist-sample", "backend": "eager", "mode": "default", "amp": "off",
-                              "batch_size": 32, "hidden_dim": 128, "lr": 1.0, "optimizer": "sgd", "epochs": 1,
-                              "stats_every": 100}, device="cpu", device_name="CPU", versions={}, train_size=4000,
-                      val_size=1000, steps_per_epoch=125, total_steps=125)
+    return RunStarted(config=TrainConfig(dataset="mnist-sample", backend="eager", mode="default", amp="off",
+                                         batch_size=32, hidden_dim=128, lr=1.0, optimizer="sgd", epochs=1,
+                                         stats_every=100), device="cpu", device_name="CPU", versions=VERSIONS,
+                      train_size=4000, val_size=1000, steps_per_epoch=125, total_steps=125)
 
 
 def steps(last: int) -> list[Step]:
-    return [Step(step=n, epoch=1, loss=2.0 / n, samples_per_s=1000.0, step_seconds=0.01, memory={"rss": 100.0})
+    return [Step(step=n, epoch=1, loss=2.0 / n, samples_per_s=1000.0, step_seconds=0.01,
+                 memory=MemorySample(rss=100.0))
             for n in range(1, last + 1)]
 
 

@@ -28,8 +28,8 @@ def test_the_palette_lists_every_menu_action_with_its_shortcut(window):
 def test_typing_filters_the_palette_and_enter_runs_the_command(window, qtbot):
     window.setup.set_config(window.setup.valid_config().replace(epochs=7))
     seen = []
-    window.lr_finder_action.triggered.disconnect()
-    window.lr_finder_action.triggered.connect(lambda: seen.append("lr finder"))
+    window.named_actions["lr_finder"].triggered.disconnect()
+    window.named_actions["lr_finder"].triggered.connect(lambda: seen.append("lr finder"))
 
     def act(palette):
         qtbot.keyClicks(palette.query, "find learn")

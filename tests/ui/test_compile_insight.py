@@ -7,7 +7,7 @@ from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtTest import QTest
 
-from workbench.core.ground.events import CompileEvent, CompileReport, Frame, RunFinished, Step
+from workbench.core.ground.events import CompileEvent, CompileReport, Frame, MemorySample, RunFinished, Step
 from workbench.core.ground.forecast import EVAL_MODE, Forecast, ForecastCheck
 from workbench.core.ground.payback import Payback
 from workbench.core.ground.results import CompileTrace, RunResults
@@ -18,7 +18,8 @@ from ..support.compile_events import ITEM_BREAK, TORCH_BREAK, started
 
 
 def step(n: int) -> Step:
-    return Step(step=n, epoch=1, loss=2.0 / n, samples_per_s=1000.0, step_seconds=0.01, memory={"rss": 100.0})
+    return Step(step=n, epoch=1, loss=2.0 / n, samples_per_s=1000.0, step_seconds=0.01,
+                memory=MemorySample(rss=100.0))
 
 
 def events_of_a_compiled_run() -> list:

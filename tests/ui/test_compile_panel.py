@@ -7,7 +7,7 @@ from PySide6.QtCore import Qt
 
 from workbench.core.ground.events import CompileReport, RunFinished
 
-from ..helpers import set_config
+from ..helpers import VERSIONS, set_config
 
 
 def test_explain_shows_a_fix_it_card_for_the_planted_break_with_file_line_and_source(window, qtbot,
@@ -67,10 +67,11 @@ def test_eager_run_says_not_compiled(window, qtbot):
 
 
 def _run_started(backend="inductor", mode="default"):
+    from workbench.core.ground.config import TrainConfig
     from workbench.core.ground.events import RunStarted
 
-    return RunStarted(config={"backend": backend, "mode": mode}, device="cpu", device_name="CPU", versions={},
-                      train_size=100, val_size=10, steps_per_epoch=4, total_steps=4)
+    return RunStarted(config=TrainConfig(backend=backend, mode=mode), device="cpu", device_name="CPU",
+                      versions=VERSIONS, train_size=100, val_size=10, steps_per_epoch=4, total_steps=4)
 
 
 def test_while_a_run_compiles_the_panel_says_so_with_the_seconds_so_far(qtbot):

@@ -12,6 +12,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
 from workbench.core.ground.compile_stages import GraphCompileTime
+from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.events import CompileReport, RunFinished, RunStarted
 from workbench.core.ground.payback import Payback
 from workbench.core.ground.results import CompileTrace, RunResults
@@ -20,14 +21,14 @@ from workbench.core.history.warm_starts import CACHE_FILE, KEY_FILE, CompileCach
 from workbench.ui.features.compile_insight import NO_TRACE
 from workbench.ui.panels.compile.compile import CompilePanel
 
-from ..helpers import set_config
+from ..helpers import VERSIONS, set_config
 from ..support.recorded_inductor import recorded_trace
 from ..support.runs_history import listed, record
 
 
 def _started(backend="inductor") -> RunStarted:
-    return RunStarted(config={"backend": backend, "mode": "default"}, device="cpu", device_name="CPU", versions={},
-                      train_size=100, val_size=10, steps_per_epoch=4, total_steps=4)
+    return RunStarted(config=TrainConfig(backend=backend, mode="default"), device="cpu", device_name="CPU",
+                      versions=VERSIONS, train_size=100, val_size=10, steps_per_epoch=4, total_steps=4)
 
 
 def _finished(**results) -> RunFinished:
@@ -65,7 +66,7 @@ def test_compare_numerics_asks_the_kernel_and_shows_every_row_in_a_dialog(window
 
 def test_compare_numerics_on_eager_says_to_choose_a_compiled_backend(window):
     set_config(window, backend="eager")
-    window.numerics_action.trigger()
+    window.named_actions["numerics"].trigger()
     assert "choose a compiled backend" in window.banner.label.text()
     assert window.compile_insight.numerics_dialog is None and not window.busy
 

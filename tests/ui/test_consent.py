@@ -77,7 +77,7 @@ def test_forget_trusted_model_files_revokes_consent(window, qtbot, monkeypatch, 
     monkeypatch.setattr(QMessageBox, "question", staticmethod(lambda *args: QMessageBox.No))
     assert not window.checkpoints.forget_trusted() and ModelConsent().is_trusted(spec)  # the confirm said No
     monkeypatch.setattr(QMessageBox, "question", staticmethod(lambda *args: QMessageBox.Yes))
-    assert window.findChild(type(window.open_action), "forgetTrustedModelsAction") is not None
+    assert window.findChild(type(window.named_actions["open_checkpoint"]), "forgetTrustedModelsAction") is not None
     assert window.checkpoints.forget_trusted() and ModelConsent().trusted() == []
     assert getattr(show(window, qtbot, run), "kind", None) == "untrusted_code" and asked == [spec]
 

@@ -10,9 +10,10 @@ from ..support.window_files import load
 
 
 def test_export_model_shows_the_parity_table_and_writes_the_files(window, qtbot, trained_checkpoint, tmp_path):
-    assert window.exports.open_model_dialog() is None and not window.export_model_action.isEnabled()  # no model yet
+    # no model yet
+    assert window.exports.open_model_dialog() is None and not window.named_actions["export_model"].isEnabled()
     assert not isinstance(load(window, qtbot, trained_checkpoint), Exception)
-    assert window.export_model_action.isEnabled()
+    assert window.named_actions["export_model"].isEnabled()
     dialog = window.exports.open_model_dialog()
     assert dialog.folder.text() == str(trained_checkpoint.parent / "export")
     accuracy = window.state.model.info.val_accuracy

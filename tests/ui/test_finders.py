@@ -89,7 +89,7 @@ def test_the_range_test_draws_its_loss_live_and_the_suggestion_goes_into_the_for
 @pytest.mark.slow
 def test_the_batch_finder_draws_each_batch_size_and_the_suggestion_goes_into_the_form(window, qtbot):
     set_config(window, hidden_dim=16)
-    window.batch_finder_action.trigger()
+    window.named_actions["batch_finder"].trigger()
     dialog = window.search.finder_dialogs["batch"]
     assert dialog.isVisible() and window.findChild(QPushButton, "findBatchButton") is not None
     with qtbot.waitSignal(window.search.finderDone, timeout=180_000) as found:
@@ -110,7 +110,7 @@ def test_stop_or_closing_the_dialog_ends_the_test_early_and_frees_the_kernel(win
     # steps slow enough (tens of ms each) that the test is still running when it is stopped, also when a loaded
     # machine shows the first point late: at hidden 1024 and batch 32 the loss diverged (~150 steps) first, once
     set_config(window, hidden_dim=1024, batch_size=256)
-    window.lr_finder_action.trigger()
+    window.named_actions["lr_finder"].trigger()
     dialog = window.search.finder_dialogs["lr"]
     assert not dialog.stop_button.isEnabled()  # nothing to stop yet
     with qtbot.waitSignal(window.search.finderDone, timeout=120_000) as found:

@@ -5,17 +5,19 @@ from __future__ import annotations
 import numpy as np
 
 from workbench.core.ground.config import TrainConfig
-from workbench.core.ground.events import CompileFinished, EpochEnd, RunStarted, Step
+from workbench.core.ground.events import CompileFinished, EpochEnd, MemorySample, RunStarted, Step
 from workbench.core.ground.figures import steady_rate
 from workbench.core.history.curves import Curves
 from workbench.ui.panels.plots.headline import HeadlineBar
 
+from ..helpers import VERSIONS
+
 
 def _run(total_steps: int = 100) -> list:
-    started = RunStarted(config=TrainConfig(epochs=2).to_dict(), device="cpu", device_name="cpu", versions={},
+    started = RunStarted(config=TrainConfig(epochs=2), device="cpu", device_name="cpu", versions=VERSIONS,
                          train_size=3200, val_size=100, steps_per_epoch=50, total_steps=total_steps)
-    steps = [Step(step=i, epoch=1, loss=1.0, samples_per_s=2000.0 + i, step_seconds=0.5, memory={"rss": 300.0 + i},
-                  compiling=i == 1) for i in range(1, 11)]
+    steps = [Step(step=i, epoch=1, loss=1.0, samples_per_s=2000.0 + i, step_seconds=0.5,
+                  memory=MemorySample(rss=300.0 + i), compiling=i == 1) for i in range(1, 11)]
     return [started, CompileFinished("inductor", "default", 12.06), *steps,
             EpochEnd(epoch=1, train_loss=1.0, val_loss=1.0, val_accuracy=0.8123, seconds=5.0),
             CompileFinished("inductor", "default", 1.5, phase="eval"),

@@ -9,10 +9,13 @@ import numpy as np
 import pytest
 
 from workbench.core.ground.alerts import Alert
-from workbench.core.ground.events import RunStarted, Step
+from workbench.core.ground.config import TrainConfig
+from workbench.core.ground.events import MemorySample, RunStarted, Step
 from workbench.core.ground.layer_stats import Histogram, LayerRow, LayerStat, LayerStats, ModelSummary
 from workbench.ui.panels.layers.layers import ModelPanel
 from workbench.ui.panels.layers.views import QUANTILES
+
+from ..helpers import VERSIONS
 
 SUMMARY = ModelSummary(batch=32, rows=(
     LayerRow(name="", kind="TinyNet", depth=0, output_shape=(32, 10), params=0, trainable=False, mult_adds=0),
@@ -36,8 +39,8 @@ def stats(step: int, fc1_grad: float, head_grad: float = 1.0, fc1_weights: Histo
 
 
 def started(every: int = 100) -> RunStarted:
-    return RunStarted(config={"stats_every": every}, device="cpu", device_name="CPU", versions={}, train_size=4000,
-                      val_size=1000, steps_per_epoch=125, total_steps=250)
+    return RunStarted(config=TrainConfig(stats_every=every), device="cpu", device_name="CPU", versions=VERSIONS,
+                      train_size=4000, val_size=1000, steps_per_epoch=125, total_steps=250)
 
 
 @pytest.fixture
@@ -115,7 +118,7 @@ def test_a_distribution_is_bands_between_its_quantiles_and_its_median_over_the_s
 
 
 def test_steps_alone_draw_nothing_and_a_sample_draws_once_shortly_after(panel, qtbot):
-    panel.add_events([Step(step=n, epoch=1, loss=1.0, samples_per_s=1e3, step_seconds=0.01, memory={})
+    panel.add_events([Step(step=n, epoch=1, loss=1.0, samples_per_s=1e3, step_seconds=0.01, memory=MemorySample())
                       for n in range(1, 1001)])
     assert not panel.timer.isActive() and not panel.history.samples
     panel.add_events([stats(100, 1.0), stats(200, 1.0)])

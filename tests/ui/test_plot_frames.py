@@ -13,11 +13,13 @@ from PySide6.QtCore import QEvent, QObject
 from PySide6.QtWidgets import QApplication
 
 from workbench.core.ground.config import TrainConfig
-from workbench.core.ground.events import EpochEnd, RunStarted, Step, SystemSample
+from workbench.core.ground.events import EpochEnd, MemorySample, RunStarted, Step, SystemSample
 from workbench.core.history.curves import Curves, run_label
 from workbench.ui.panels.plots.frames import REDRAW_MS
 from workbench.ui.panels.plots.items import HEADROOM
 from workbench.ui.panels.plots.plots import PlotsPanel
+
+from ..helpers import VERSIONS
 
 STEPS_PER_EPOCH = 125
 IDLE_PASSES = 20
@@ -27,7 +29,7 @@ RUNAWAY = 50
 
 
 def _started(total_steps: int) -> RunStarted:
-    return RunStarted(config=TrainConfig().to_dict(), device="cpu", device_name="cpu", versions={}, train_size=4000,
+    return RunStarted(config=TrainConfig(), device="cpu", device_name="cpu", versions=VERSIONS, train_size=4000,
                       val_size=1000, steps_per_epoch=STEPS_PER_EPOCH, total_steps=total_steps)
 
 
@@ -38,7 +40,8 @@ def _steps(first: int, last: int) -> list:
     for step in range(first, last + 1):
         noise = ((step * 7919) % 100) / 1000
         events.append(Step(step=step, epoch=1 + step // STEPS_PER_EPOCH, loss=2.3 / (1 + step / 300) + noise,
-                           samples_per_s=20_000 + 1000 * noise, step_seconds=0.0016, memory={"rss": 900 + step / 100},
+                           samples_per_s=20_000 + 1000 * noise, step_seconds=0.0016,
+                           memory=MemorySample(rss=900 + step / 100),
                            accuracy=min(1.0, step / 3000 + noise)))
         if step % STEPS_PER_EPOCH == 0:
             events.append(EpochEnd(epoch=step // STEPS_PER_EPOCH, train_loss=1.0, val_loss=1 / (1 + step / 500),

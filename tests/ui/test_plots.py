@@ -7,20 +7,22 @@ import numpy as np
 import pytest
 
 from workbench.core.ground.config import TrainConfig
-from workbench.core.ground.events import CompileFinished, EpochEnd, RunStarted, Step
+from workbench.core.ground.events import CompileFinished, EpochEnd, MemorySample, RunStarted, Step
 from workbench.core.history.curves import smooth
 from workbench.ui.panels.plots.plots import PlotsPanel
 
-CUDA_MEMORY = {"allocated": 10.0, "reserved": 200.0, "peak": 30.0}
+from ..helpers import VERSIONS
+
+CUDA_MEMORY = MemorySample(allocated=10.0, reserved=200.0, peak=30.0)
 
 
 def _started(**config) -> RunStarted:
-    return RunStarted(config=TrainConfig(**config).to_dict(), device="cuda:0", device_name="a GPU", versions={},
+    return RunStarted(config=TrainConfig(**config), device="cuda:0", device_name="a GPU", versions=VERSIONS,
                       train_size=4000, val_size=1000, steps_per_epoch=15, total_steps=15)
 
 
 def _steps(n: int = 3) -> list[Step]:
-    return [Step(step=i, epoch=1, loss=1.0, samples_per_s=1000.0, step_seconds=0.01, memory=dict(CUDA_MEMORY))
+    return [Step(step=i, epoch=1, loss=1.0, samples_per_s=1000.0, step_seconds=0.01, memory=CUDA_MEMORY)
             for i in range(1, n + 1)]
 
 
@@ -49,7 +51,7 @@ def test_a_recorded_cuda_graph_run_reopened_is_labelled_as_it_was_live(qtbot):
     qtbot.addWidget(panel)
     started = _started(backend="cudagraphs")
     curves = curves_from_events([started, *_steps()])
-    panel.show_curves(curves, None, started.config)
+    panel.show_curves(curves, None, started.config.to_dict())
     assert _legend(panel)[0] == "CUDA allocated (CUDA-graph pool is in reserved)"
     panel.show_curves(curves, None, TrainConfig().to_dict())
     assert _legend(panel)[0] == "CUDA allocated"
@@ -66,7 +68,7 @@ def _curves(loss: list[float], compile_seconds: float | None = 2.0):
 
 
 def _learning(n: int = 6) -> list[Step]:
-    return [Step(step=i, epoch=1, loss=2.0 / i, samples_per_s=1000.0, step_seconds=0.01, memory={"rss": 1.0},
+    return [Step(step=i, epoch=1, loss=2.0 / i, samples_per_s=1000.0, step_seconds=0.01, memory=MemorySample(rss=1.0),
                  accuracy=i / 10) for i in range(1, n + 1)]
 
 
@@ -214,10 +216,10 @@ def test_the_headline_follows_the_live_events_and_a_recorded_run(panel):
 
 
 def test_system_samples_are_plotted_on_a_time_axis_with_each_gpu(panel):
-    from workbench.core.ground.events import SystemSample
+    from workbench.core.ground.events import GpuReading, SystemSample
 
-    gpu = {"cuda:0": {"util": 87.0, "memory_mib": 30_512.0, "power_w": 412.4, "temp_c": 61.0}}
-    panel.add_events([RunStarted(config=TrainConfig().to_dict(), device="cuda:0", device_name="GPU", versions={},
+    gpu = {"cuda:0": GpuReading(util=87.0, memory_mib=30_512.0, power_w=412.4, temp_c=61.0)}
+    panel.add_events([RunStarted(config=TrainConfig(), device="cuda:0", device_name="GPU", versions=VERSIONS,
                                  train_size=100, val_size=10, steps_per_epoch=4, total_steps=4),
                       SystemSample(seconds=0.5, cpu_process=180.0, cpu_machine=95.0, rss_mib=800.0, gpu=gpu),
                       SystemSample(seconds=1.0, cpu_process=170.0, cpu_machine=90.0, rss_mib=810.0, gpu=gpu)])
@@ -239,7 +241,7 @@ def test_system_samples_are_plotted_on_a_time_axis_with_each_gpu(panel):
 def _below_one() -> list:
     """A run whose loss and accuracy stay under 1: pyqtgraph's SI prefixes wrote them in thousandths."""
     return [_started(), *(Step(step=i, epoch=1, loss=0.9 / i, samples_per_s=1000.0, step_seconds=0.01,
-                               memory={"rss": 1.0}, accuracy=0.1 + i / 10) for i in range(1, 7)),
+                               memory=MemorySample(rss=1.0), accuracy=0.1 + i / 10) for i in range(1, 7)),
             EpochEnd(epoch=1, train_loss=0.5, val_loss=0.3, val_accuracy=0.65, seconds=1.0)]
 
 
@@ -426,7 +428,7 @@ def test_a_continued_run_shows_its_parents_curves_before_its_own_steps(panel):
     from dataclasses import replace
 
     parent = replace(_curves([2.0, 1.5, 1.0, 0.8]), accuracy=np.array([0.2, 0.4, 0.5, 0.6]))
-    panel.add_events([RunStarted(config=TrainConfig().to_dict(), device="cpu", device_name="cpu", versions={},
+    panel.add_events([RunStarted(config=TrainConfig(), device="cpu", device_name="cpu", versions=VERSIONS,
                                  train_size=4000, val_size=1000, steps_per_epoch=4, total_steps=8, resumed_step=4),
                       *_learning(8)[4:]])
     panel.show_parent("#1", parent)

@@ -11,23 +11,25 @@ import pytest
 
 from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.errors import WorkbenchError
-from workbench.core.ground.events import CompileFinished, EpochEnd, RunStarted, Step
+from workbench.core.ground.events import CompileFinished, EpochEnd, MemorySample, RunStarted, Step
 from workbench.core.history.curves import Curves, curves_from_events, smooth
 from workbench.ui.panels.plots.plots import PlotsPanel
+
+from ..helpers import VERSIONS
 
 START = 1_700_000_000.0  # a Unix time: the live run started then
 SPE = 4  # steps per epoch
 
 
 def _started(wall: float | None = START, resumed_step: int = 0, total_steps: int = 8) -> RunStarted:
-    return RunStarted(config=TrainConfig().to_dict(), device="cpu", device_name="cpu", versions={}, train_size=128,
+    return RunStarted(config=TrainConfig(), device="cpu", device_name="cpu", versions=VERSIONS, train_size=128,
                       val_size=32, steps_per_epoch=SPE, total_steps=total_steps, resumed_step=resumed_step, wall=wall)
 
 
 def _step(i: int, wall: float | None) -> Step:
     """Step i: 0.5 s of its own, ended at `wall`."""
     return Step(step=i, epoch=1 + (i - 1) // SPE, loss=2.0 / i, samples_per_s=100.0 * i, step_seconds=0.5,
-                memory={"rss": 10.0 * i}, accuracy=i / 10, wall=wall)
+                memory=MemorySample(rss=10.0 * i), accuracy=i / 10, wall=wall)
 
 
 def _run(n: int = 6, first: int = 1, start: float | None = START) -> list:

@@ -102,7 +102,7 @@ def test_a_corrupted_or_foreign_checkpoint_is_refused_with_a_message(window, qtb
     torch.save({"weights": torch.zeros(3)}, foreign)
     assert isinstance(load(window, qtbot, foreign, "foreign"), Exception)
     assert "not a Workbench checkpoint" in window.banner.label.text()
-    assert window.predict.model is None and not window.export_action.isEnabled()
+    assert window.predict.model is None and not window.named_actions["export_checkpoint"].isEnabled()
 
 
 def test_export_checkpoint(window, qtbot, trained_checkpoint, tmp_path):
@@ -111,7 +111,7 @@ def test_export_checkpoint(window, qtbot, trained_checkpoint, tmp_path):
 
     assert not window.exports.export_checkpoint(tmp_path / "nothing.pt")  # no model yet: nothing to do
     assert not isinstance(load(window, qtbot, trained_checkpoint, "test"), Exception)
-    assert window.export_action.isEnabled()
+    assert window.named_actions["export_checkpoint"].isEnabled()
     with qtbot.waitSignal(window.exports.exportFinished, timeout=30_000) as written:  # saved by the kernel
         assert window.exports.export_checkpoint(tmp_path / "out" / "exported.pt")
         assert window.state_label.text() == "Exporting the checkpoint…"

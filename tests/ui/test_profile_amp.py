@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import QEvent, QObject
 from PySide6.QtWidgets import QApplication
 
-from workbench.core.ground.events import Step
+from workbench.core.ground.events import MemorySample, Step
 from workbench.ui.panels.profile.amp import AmpTab
 
 IDLE_PASSES = 10
@@ -14,7 +14,7 @@ RUNAWAY = 50  # paints in one settle beyond which a repaint feeds itself (the fi
 
 def _step(step: int) -> Step:
     """fp16 steps whose scale changes every 50 steps (doubling twice, then halving back)."""
-    return Step(step=step, epoch=1, loss=1.0, samples_per_s=1.0, step_seconds=0.1, memory={},
+    return Step(step=step, epoch=1, loss=1.0, samples_per_s=1.0, step_seconds=0.1, memory=MemorySample(),
                 loss_scale=2.0 ** (16 + (step // 50) % 3))
 
 

@@ -2,86 +2,92 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from PySide6.QtCore import QPointF, Qt
 
-from workbench.core.ground.events import AmpReport, AmpSkipped, ProfileReport, RunStarted, Step
+from workbench.core.ground.amp_census import AmpCensus, CallsByGroup, CensusRow
+from workbench.core.ground.config import TrainConfig
+from workbench.core.ground.events import AmpReport, AmpSkipped, MemorySample, ProfileReport, RunStarted, Step
+from workbench.core.ground.memory_trace import Allocation, MemoryTimeline
+from workbench.core.ground.profile_trace import OpRow, ProfileCost, ProfileTables, RegionRow, Span, StepTime
 from workbench.ui.panels.profile import profile
 from workbench.ui.panels.profile.profile import ProfilePanel
 from workbench.ui.panels.profile.amp import AMP_OFF, NO_SCALING
 from workbench.ui.panels.profile.ops import WARNING
 from workbench.ui.panels.profile.timeline import TIMELINE_HINT, span_at
 
+from ..helpers import VERSIONS
+
 MIB = 2**20
 TRACE = "/runs/r7/profile/trace.json.gz"
 
 
-def _op(name, region, calls, self_cpu_ms, cpu_ms, self_device_ms=0.0, device_ms=0.0, shapes="[]"):
-    return {"name": name, "region": region, "calls": calls, "self_cpu_us": 1000 * self_cpu_ms,
-            "cpu_us": 1000 * cpu_ms, "self_device_us": 1000 * self_device_ms, "device_us": 1000 * device_ms,
-            "shapes": shapes}
+def _op(name, region, calls, self_cpu_ms, cpu_ms, self_device_ms=0.0, device_ms=0.0, shapes="[]") -> OpRow:
+    return OpRow(name=name, region=region, calls=calls, self_cpu_us=1000 * self_cpu_ms, cpu_us=1000 * cpu_ms,
+                 self_device_us=1000 * self_device_ms, device_us=1000 * device_ms, shapes=shapes)
 
 
 # Six ops in three regions; the two heaviest are 10.0 and 9.0 ms of self CPU (text sorting puts "9" above "10").
-OPS = [
+OPS = (
     _op("aten::addmm", "compiled 0/0", 60, 10.0, 12.5, 6.0, 6.0, "[[128], [64, 784], [784, 128]]"),
     _op("aten::mm", "compiled 0/0", 40, 9.0, 9.0, 4.0, 4.0, "[[64, 128], [128, 10]]"),
     _op("aten::cross_entropy_loss", "", 20, 4.0, 7.0, 0.5, 1.0, "[[64, 10], [64]]"),
     _op("aten::_foreach_add_", "optimizer", 20, 3.0, 3.0, 2.0, 2.0),
     _op("aten::relu", "", 20, 2.5, 2.5, 0.2, 0.2, "[[64, 128]]"),
     _op("Optimizer.step#Adam.step", "optimizer", 20, 1.5, 4.5, 0.0, 2.0),
-]
-REGIONS = [{"region": "compiled 0/0", "self_cpu_us": 19_000.0, "self_device_us": 10_000.0, "calls": 100},
-           {"region": "", "self_cpu_us": 6_500.0, "self_device_us": 700.0, "calls": 40},
-           {"region": "optimizer", "self_cpu_us": 4_500.0, "self_device_us": 2_000.0, "calls": 40}]
-STEPS = [{"step": s, "start_us": 10_000.0 * i, "dur_us": 9_500.0} for i, s in enumerate((12, 13, 14))]
+)
+REGIONS = (RegionRow(region="compiled 0/0", self_cpu_us=19_000.0, self_device_us=10_000.0, calls=100),
+           RegionRow(region="", self_cpu_us=6_500.0, self_device_us=700.0, calls=40),
+           RegionRow(region="optimizer", self_cpu_us=4_500.0, self_device_us=2_000.0, calls=40))
+STEPS = tuple(StepTime(step=s, start_us=10_000.0 * i, dur_us=9_500.0) for i, s in enumerate((12, 13, 14)))
 
 
-def _span(lane, name, kind, depth, start_ms, dur_ms):
-    return {"lane": lane, "start_us": 1000 * start_ms, "dur_us": 1000 * dur_ms, "name": name, "kind": kind,
-            "depth": depth}
+def _span(lane, name, kind, depth, start_ms, dur_ms) -> Span:
+    return Span(lane=lane, start_us=1000 * start_ms, dur_us=1000 * dur_ms, name=name, kind=kind, depth=depth)
 
 
-CPU_SPANS = [
-    *(_span("CPU", f"ProfilerStep#{s['step']}", "step", 0, s["start_us"] / 1000, 9.5) for s in STEPS),
+CPU_SPANS = (
+    *(_span("CPU", f"ProfilerStep#{s.step}", "step", 0, s.start_us / 1000, 9.5) for s in STEPS),
     _span("CPU", "Torch-Compiled Region: 0/0", "region", 1, 0.5, 5.0),  # as profile_trace names them
     _span("CPU", "aten::addmm", "op", 2, 1.0, 2.0),
     _span("CPU", "Optimizer.step#Adam.step", "region", 1, 7.0, 2.0),
     _span("CPU", "aten::_foreach_add_", "op", 2, 7.5, 0.8),
     _span("CPU thread 10", "autograd::engine::evaluate_function: MmBackward0", "op", 0, 5.6, 0.4),
     _span("CPU thread 2", "autograd::engine::evaluate_function: AddmmBackward0", "op", 0, 5.6, 1.2),
-]
-GPU_SPANS = [_span("GPU 0 stream 7", "sm90_xmma_gemm_f32f32_tf32f32", "kernel", 0, 1.1, 0.3),
-             _span("GPU 0 stream 7", "triton_poi_fused_relu_0", "kernel", 0, 1.5, 0.05)]
+)
+GPU_SPANS = (_span("GPU 0 stream 7", "sm90_xmma_gemm_f32f32_tf32f32", "kernel", 0, 1.1, 0.3),
+             _span("GPU 0 stream 7", "triton_poi_fused_relu_0", "kernel", 0, 1.5, 0.05))
 
 
-def _summary(device="cpu"):
-    spans = CPU_SPANS + (GPU_SPANS if device == "cuda" else [])
-    return {"ops": OPS, "regions": REGIONS, "steps": STEPS, "spans": spans, "spans_left_out": 0,
-            "origin_us": 1.7e12, "window_us": 29_500.0, "device": device,
-            "cost": {"profiled_step_ms": 9.5, "steady_step_ms": 7.25}}
+def _summary(device="cpu") -> ProfileTables:
+    spans = CPU_SPANS + (GPU_SPANS if device == "cuda" else ())
+    return ProfileTables(ops=OPS, regions=REGIONS, steps=STEPS, spans=spans, spans_left_out=0, origin_us=1.7e12,
+                         window_us=29_500.0, device=device, cost=ProfileCost(profiled_step_ms=9.5, steady_step_ms=7.25))
 
 
-TIMES_US = [0.0, 2000.0, 4000.0, 6000.0, 8000.0, 10_000.0]
+TIMES_US = (0.0, 2000.0, 4000.0, 6000.0, 8000.0, 10_000.0)
 CATEGORY_MIB = {  # in no particular order: the panel stacks them in its own
     "activations": [0, 6, 12, 3, 1, 0], "other": [0.5] * 6, "parameters": [4] * 6, "gradients": [0, 0, 0, 4, 4, 0],
     "optimizer state": [8] * 6}
 PEAK_INDEX = 2  # 4 + 0 + 8 + 12 + 0.5 = 24.5 MiB at 4 ms
-LARGEST = [
-    {"bytes": 4 * MIB, "category": "parameters", "where": "model.py:10 in __init__", "stack": [], "start_us": 0.0,
-     "end_us": None},
-    {"bytes": 6 * MIB, "category": "activations", "where": "aten::addmm",
-     "stack": ["train.py:88 in step", "model.py:12 in forward"], "start_us": 1500.0, "end_us": 5200.0},
-    {"bytes": 512 * 1024, "category": "gradients", "where": "aten::mm", "stack": ["train.py:90 in step"],
-     "start_us": 6000.0, "end_us": 9000.0},
-]
+LARGEST = (
+    Allocation(bytes=4 * MIB, category="parameters", where="model.py:10 in __init__", stack=(), start_us=0.0,
+               end_us=None),
+    Allocation(bytes=6 * MIB, category="activations", where="aten::addmm",
+               stack=("train.py:88 in step", "model.py:12 in forward"), start_us=1500.0, end_us=5200.0),
+    Allocation(bytes=512 * 1024, category="gradients", where="aten::mm", stack=("train.py:90 in step",),
+               start_us=6000.0, end_us=9000.0),
+)
 
 
-def _memory(source="profiler", **extra):
-    return {"source": source, "device": "cpu", "times_us": TIMES_US,
-            "categories": {name: [int(m * MIB) for m in mib] for name, mib in CATEGORY_MIB.items()},
-            "peak_bytes": int(24.5 * MIB), "peak_us": 4000.0, "largest": LARGEST,
-            "note": "CPU: sizes from the profiler's allocation events", **extra}
+def _memory(source="profiler", **changes) -> MemoryTimeline:
+    memory = MemoryTimeline(source=source, device="cpu", times_us=TIMES_US,
+                            categories={name: tuple(int(m * MIB) for m in mib) for name, mib in CATEGORY_MIB.items()},
+                            peak_bytes=int(24.5 * MIB), peak_us=4000.0, largest=LARGEST,
+                            note="CPU: sizes from the profiler's allocation events")
+    return replace(memory, **changes)
 
 
 def _report(device="cpu", **changes) -> ProfileReport:
@@ -91,12 +97,12 @@ def _report(device="cpu", **changes) -> ProfileReport:
 
 
 # As amp.dtype_census sorts it (low, fp32, other; each by calls), its groups counting calls.
-CENSUS = {"ops": [{"op": "aten.mm", "calls": 10, "dtype": "float16", "group": "low"},
-                  {"op": "aten.addmm", "calls": 3, "dtype": "float16", "group": "low"},
-                  {"op": "aten._log_softmax", "calls": 1, "dtype": "float32", "group": "fp32"},
-                  {"op": "aten.nll_loss_forward", "calls": 1, "dtype": "float32", "group": "fp32"},
-                  {"op": "aten.argmax", "calls": 1, "dtype": "int64", "group": "other"}],
-          "groups": {"low": 13, "fp32": 2, "other": 1}}
+CENSUS = AmpCensus(ops=(CensusRow(op="aten.mm", calls=10, dtype="float16", group="low"),
+                        CensusRow(op="aten.addmm", calls=3, dtype="float16", group="low"),
+                        CensusRow(op="aten._log_softmax", calls=1, dtype="float32", group="fp32"),
+                        CensusRow(op="aten.nll_loss_forward", calls=1, dtype="float32", group="fp32"),
+                        CensusRow(op="aten.argmax", calls=1, dtype="int64", group="other")),
+                   groups=CallsByGroup(low=13, fp32=2, other=1))
 AMP = AmpReport(dtype="fp16", device="cuda:0", census=CENSUS,
                 recommendation="bf16: this GPU has bf16, which needs no loss scaling (fp16 overflowed here)")
 SKIPPED = [AmpSkipped(step=1, scale=65536.0, param="core.0.weight"), AmpSkipped(step=2, scale=32768.0),
@@ -109,7 +115,7 @@ def _steps(n=40) -> list[Step]:
     steps, scale = [], 65536.0
     for i in range(1, n + 1):
         scale /= 2 if i in skipped else 1
-        steps.append(Step(step=i, epoch=1, loss=1.0, samples_per_s=1e4, step_seconds=0.01, memory={},
+        steps.append(Step(step=i, epoch=1, loss=1.0, samples_per_s=1e4, step_seconds=0.01, memory=MemorySample(),
                           loss_scale=scale))
     return steps
 
@@ -146,7 +152,8 @@ def _assert_empty(panel):
 
 def test_before_any_profile_the_panel_says_how_to_get_one(panel):
     _assert_empty(panel)
-    panel.add_events([RunStarted(config={}, device="cpu", device_name="CPU", versions={}, train_size=1, val_size=1,
+    panel.add_events([RunStarted(config=TrainConfig(), device="cpu", device_name="CPU", versions=VERSIONS, train_size=1,
+                                 val_size=1,
                                  steps_per_epoch=1, total_steps=1)])  # not its kind of event: ignored
     _assert_empty(panel)
 
@@ -217,7 +224,7 @@ def test_the_region_totals_line_gives_each_regions_share_of_self_time(panel):
                                           "eager 6 %")
     assert "Self CPU time: compiled 0/0 63 %" in panel.region_totals.toolTip()
     # A summary without a region table: the shares are added up from its ops.
-    panel.add_event(_report(summary={k: v for k, v in _summary().items() if k != "regions"}))
+    panel.add_event(_report(summary=replace(_summary(), regions=())))
     assert panel.region_totals.text().endswith("compiled 0/0 63 % · eager 22 % · optimizer 15 %")
 
 
@@ -237,19 +244,19 @@ def test_the_timeline_has_a_lane_per_thread_and_stream_and_a_bar_per_span(panel)
     assert list(panel.timeline_bars["kernel"].opts["x0"]) == pytest.approx([1.1, 1.5])  # ms
     y0 = panel.timeline_bars["kernel"].opts["y0"]
     assert all(3 < y < 4 for y in y0)  # in the fourth lane's band
-    panel.add_event(_report("cuda:0", summary={**_summary("cuda"), "spans_left_out": 1234}))
+    panel.add_event(_report("cuda:0", summary=replace(_summary("cuda"), spans_left_out=1234)))
     assert panel.timeline_info.text().endswith("1,234 short ops and kernels not drawn (the trace has them all)")
 
 
 def test_span_at_finds_the_span_under_a_point_and_none_between_spans():
-    spans = _summary("cuda")["spans"]
-    assert span_at(spans, 0, 1.5)["name"] == "aten::addmm"  # the deepest there
-    assert span_at(spans, 0, 1.5, depth=1)["name"] == "Torch-Compiled Region: 0/0"
-    assert span_at(spans, 0, 1.5, depth=0)["name"] == "ProfilerStep#12"
-    assert span_at(spans, 0, 12.0)["name"] == "ProfilerStep#13"
+    spans = _summary("cuda").spans
+    assert span_at(spans, 0, 1.5).name == "aten::addmm"  # the deepest there
+    assert span_at(spans, 0, 1.5, depth=1).name == "Torch-Compiled Region: 0/0"
+    assert span_at(spans, 0, 1.5, depth=0).name == "ProfilerStep#12"
+    assert span_at(spans, 0, 12.0).name == "ProfilerStep#13"
     assert span_at(spans, 0, 9.7) is None  # between step 12 (ends at 9.5 ms) and step 13 (10 ms)
-    assert span_at(spans, 1, 6.0)["name"].endswith("AddmmBackward0")  # "CPU thread 2" before "CPU thread 10"
-    assert span_at(spans, 3, 1.2)["name"] == "sm90_xmma_gemm_f32f32_tf32f32"
+    assert span_at(spans, 1, 6.0).name.endswith("AddmmBackward0")  # "CPU thread 2" before "CPU thread 10"
+    assert span_at(spans, 3, 1.2).name == "sm90_xmma_gemm_f32f32_tf32f32"
     assert span_at(spans, 3, 1.45) is None
     assert span_at(spans, 4, 1.2) is None and span_at(spans, -1, 1.2) is None
 
@@ -298,7 +305,7 @@ def test_memory_stacks_the_categories_in_a_fixed_order_up_to_the_peak(panel):
 
 
 def test_the_cuda_allocator_history_in_event_numbers_and_a_profile_without_memory(panel):
-    memory = _memory("cuda allocator", time_unit="event", times_us=[0, 1, 2, 3, 4, 5], peak_us=2)
+    memory = _memory("cuda allocator", time_unit="event", times_us=(0, 1, 2, 3, 4, 5), peak_us=2)
     panel.add_event(_report("cuda:0", memory=memory, snapshot="/runs/r7/profile/snapshot.pickle"))
     assert "from the CUDA allocator history" in panel.memory_caption.text()
     assert panel.peak_line.value() == 2
@@ -307,10 +314,10 @@ def test_the_cuda_allocator_history_in_event_numbers_and_a_profile_without_memor
     assert panel.memory_plot.getPlotItem().getAxis("bottom").labelText == "allocation event"
     panel.add_event(_report("cuda:0", memory=_memory("cuda allocator")))
     assert panel.memory_plot.getPlotItem().getAxis("bottom").labelText == "ms since the allocator's first event"
-    panel.add_event(_report(memory={}))
+    panel.add_event(_report(memory=None))
     assert panel.memory_curves == {} and panel.peak_line is None
     assert panel.memory_caption.text() == "Memory was not recorded in this profile."
-    empty = {**_memory(), "times_us": [], "categories": {c: [] for c in CATEGORY_MIB}, "note": "no [memory] events"}
+    empty = _memory(times_us=(), categories={c: () for c in CATEGORY_MIB}, note="no [memory] events")
     panel.add_event(_report(memory=empty))  # what memory_trace gives when the profiler saw no memory events
     assert panel.memory_caption.text() == "Memory was not recorded in this profile: no [memory] events"
 
@@ -347,7 +354,7 @@ def test_amp_tab_recommendation_census_skipped_steps_and_the_scale_curve(panel, 
     assert _column(panel.skipped_table, 1) == ["65,536", "32,768", "16,384"]
     assert _column(panel.skipped_table, 2) == ["core.0.weight", "(none seen)", "head.bias"]
     assert panel.skipped_count.text() == "3 optimizer steps skipped of 40 (7.5 %): gradients overflowed in fp16"
-    assert _column(panel.census_table, 0) == [row["op"] for row in CENSUS["ops"]]  # in the census's order
+    assert _column(panel.census_table, 0) == [row.op for row in CENSUS.ops]  # in the census's order
     assert _column(panel.census_table, 3) == ["low", "low", "fp32", "fp32", "other"]
     panel.census_table.sortByColumn(1, Qt.AscendingOrder)
     assert _column(panel.census_table, 1) == ["1", "1", "1", "3", "10"]  # numbers, not text ("10" < "3")
@@ -359,7 +366,7 @@ def test_amp_tab_recommendation_census_skipped_steps_and_the_scale_curve(panel, 
 
 def test_the_loss_scale_holds_between_the_steps_that_changed_it(panel):
     # A re-opened run: only the Steps where the scale changed, and the last step.
-    panel.add_events([Step(step=step, epoch=1, loss=1.0, samples_per_s=1.0, step_seconds=0.1, memory={},
+    panel.add_events([Step(step=step, epoch=1, loss=1.0, samples_per_s=1.0, step_seconds=0.1, memory=MemorySample(),
                            loss_scale=scale) for step, scale in ((1, 1024.0), (2, 512.0), (50, 512.0))])
     panel.redraw()
     x, y = panel.scale_curve.getOriginalDataset()
@@ -370,9 +377,9 @@ def test_the_loss_scale_holds_between_the_steps_that_changed_it(panel):
 
 
 def test_a_bf16_run_has_no_scale_curve_and_no_report_means_amp_is_off(panel):
-    census = {"ops": [], "groups": {"low": 12, "fp32": 5, "other": 0}}  # rows left out: the calls still count
+    census = AmpCensus(groups=CallsByGroup(low=12, fp32=5, other=0))  # rows left out: the calls still count
     panel.add_events([AmpReport(dtype="bf16", device="cpu", census=census, recommendation="bf16: fine here"),
-                      *(Step(step=i, epoch=1, loss=1.0, samples_per_s=1.0, step_seconds=0.1, memory={})
+                      *(Step(step=i, epoch=1, loss=1.0, samples_per_s=1.0, step_seconds=0.1, memory=MemorySample())
                         for i in range(1, 6))])
     panel.redraw()
     assert panel.scale_plot.isHidden() and not panel.scale_note.isHidden()
@@ -431,10 +438,10 @@ def test_the_snapshot_button_opens_its_folder_and_show_tab(panel, qtbot, monkeyp
 def test_step_labels_thin_out_so_they_never_overlap(panel):
     from workbench.ui.panels.profile.timeline import MAX_STEP_LABELS
 
-    steps = [{"step": n, "start_us": (n - 5) * 100.0, "dur_us": 90.0} for n in range(5, 25)]  # 20 steps
-    spans = [{"lane": "CPU", "start_us": s["start_us"], "dur_us": s["dur_us"], "name": f"ProfilerStep#{s['step']}",
-              "kind": "step", "depth": 0} for s in steps]
+    steps = tuple(StepTime(step=n, start_us=(n - 5) * 100.0, dur_us=90.0) for n in range(5, 25))  # 20 steps
+    spans = tuple(Span(lane="CPU", start_us=s.start_us, dur_us=s.dur_us, name=f"ProfilerStep#{s.step}", kind="step",
+                       depth=0) for s in steps)
     panel.show_report(ProfileReport(first_step=5, last_step=24, device="cpu",
-                                    summary={"ops": [], "steps": steps, "spans": spans, "device": "cpu"}))
+                                    summary=ProfileTables(steps=steps, spans=spans, device="cpu")))
     labels = [label.toPlainText() for label in panel.step_labels]
     assert labels == ["5", "8", "11", "14", "17", "20", "23"] and len(labels) <= MAX_STEP_LABELS

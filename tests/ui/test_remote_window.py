@@ -128,7 +128,7 @@ def test_the_dialog_refuses_a_bad_address_at_once_and_escape_cancels(waiting_win
 
 
 def _connect_dialog(window, address: str, python: str):
-    window.connect_action.trigger()
+    window.named_actions["connect"].trigger()
     dialog = window.hosts.connect_dialog
     dialog.host.setEditText(address)
     dialog.python.setText(python)
@@ -203,8 +203,8 @@ def test_connecting_moves_the_kernel_to_the_host(connected, host):
     assert window.device_label.text() == window.kernel.capabilities.device_label()  # the host's devices
     log = [window.log.item(row).text() for row in range(window.log.count())]
     assert any(f"of {where}" in line for line in log), log
-    assert window.host_runs_action.isEnabled() and window.local_action.isEnabled()
-    assert window.sweep_action.isEnabled()
+    assert window.named_actions["host_runs"].isEnabled() and window.named_actions["this_computer"].isEnabled()
+    assert window.named_actions["sweep"].isEnabled()
     assert window.search.open_sweep().remote() == host  # its trials train there
     window.search.sweep_dialog.close()
 
@@ -215,7 +215,7 @@ def test_a_run_trains_on_the_host_and_is_recorded_here(connected, qtbot, host, s
     qtbot.waitUntil(lambda: isinstance(window.runner.spare, RemoteSpare), timeout=REMOTE_S)
     spare = window.runner.spare.key
     with qtbot.waitSignal(window.training.runFinished, timeout=REMOTE_S) as finished:
-        window.train_action.trigger()
+        window.named_actions["train"].trigger()
     result = finished.args[0]
     assert isinstance(result, RunFinished) and not result.stopped, result
     [key] = [run.key for run in host_runs(host) if run.out_dir == str(Path(result.results.checkpoint).parent)]
@@ -260,7 +260,7 @@ def test_attaching_to_a_finished_host_run_replays_each_step_once(connected, qtbo
     if not finished:  # this test alone: a run of its own first
         set_config(window, epochs=1)
         with qtbot.waitSignal(window.training.runFinished, timeout=REMOTE_S):
-            window.train_action.trigger()
+            window.named_actions["train"].trigger()
         finished = [run for run in host_runs(host) if run.status == "finished"]
     key = finished[-1].key
     steps_there = _steps_in_host_log(ssh_server, key)
@@ -269,7 +269,7 @@ def test_attaching_to_a_finished_host_run_replays_each_step_once(connected, qtbo
     if window.hosts.runs_dialog is not None and window.hosts.runs_dialog.isVisible():
         window.hosts.runs_dialog.reject()  # the one that opened by itself on connecting: it lists older runs
     window.hosts.runs_dialog = None
-    window.host_runs_action.trigger()
+    window.named_actions["host_runs"].trigger()
     qtbot.waitUntil(lambda: window.hosts.runs_dialog is not None and window.hosts.runs_dialog.isVisible(),
                     timeout=REMOTE_S)
     dialog = window.hosts.runs_dialog
@@ -287,12 +287,12 @@ def test_attaching_to_a_finished_host_run_replays_each_step_once(connected, qtbo
 
 def test_this_computer_brings_the_kernels_back_and_connect_remembers_the_host(connected, qtbot, host, kernel):
     window = connected
-    window.local_action.trigger()
+    window.named_actions["this_computer"].trigger()
     assert window.hosts.remote is None and window.runner.remote is None
     assert window.kernel.client is kernel and not _ssh_kernel(window)
     qtbot.waitUntil(lambda: window.kernel.capabilities.known, timeout=REMOTE_S)
     assert not window.findChild(object, "statusHost").isVisible() and window.windowTitle() == appinfo.DISPLAY_NAME
-    assert not window.local_action.isEnabled() and not window.host_runs_action.isEnabled()
+    assert not window.named_actions["this_computer"].isEnabled() and not window.named_actions["host_runs"].isEnabled()
     assert window.search.remote() is None
     assert window.state.model is None and window.predict.model is None  # the host's model is not here
     # Back again, by keyboard, and the host is then the dialog's first choice, with its Python.
@@ -306,7 +306,7 @@ def test_this_computer_brings_the_kernels_back_and_connect_remembers_the_host(co
     qtbot.waitUntil(lambda: window.hosts.remote == host and window.kernel.capabilities.known, timeout=REMOTE_S)
     assert _ssh_kernel(window)
     assert recent_hosts(open_settings()) == [(str(host), host.python)]
-    window.connect_action.trigger()
+    window.named_actions["connect"].trigger()
     again = window.hosts.connect_dialog
     assert again.host.currentText() == str(host) and again.python.text() == host.python
     again.reject()
@@ -332,7 +332,7 @@ def test_closing_while_a_run_trains_there_can_leave_it_running(connected, qtbot,
     window.training.train()
     qtbot.waitUntil(lambda: bool(heard), timeout=REMOTE_S)  # training there
     key = window.runner.process.started.key
-    window.local_action.trigger()  # nothing moves while a run trains
+    window.named_actions["this_computer"].trigger()  # nothing moves while a run trains
     assert window.hosts.remote == host and "while a run is training" in window.banner.label.text()
     _answer(window, "Cancel")
     window.close()

@@ -181,19 +181,20 @@ def test_esc_and_ctrl_s_in_the_dock_are_the_editors_not_the_windows(waiting_wind
     panel = window.runs
     listed(panel, qtbot)
     triggered = []
-    for action in (window.stop_action, window.export_action):
+    for action in (window.named_actions["stop"], window.named_actions["export_checkpoint"]):
         action.triggered.connect(lambda _checked=False, action=action: triggered.append(action.text()))
     _select(panel, qtbot, 1)
     qtbot.keyClick(panel.table, Qt.Key_F2)
     editor = QApplication.focusWidget()
     qtbot.keyClicks(editor, "not kept")
-    window.stop_action.setEnabled(True)  # as while a run trains (the window enables it when a selection changes)
+    # as while a run trains (the window enables it when a selection changes)
+    window.named_actions["stop"].setEnabled(True)
     qtbot.keyClick(editor, Qt.Key_Escape)
     assert triggered == [] and not editor.isVisible() and shown(panel, "Name") == ["#1"]
     panel.details_button.click()
     panel.details.note.setFocus()
     qtbot.keyClicks(panel.details.note, "kept")
-    window.export_action.setEnabled(True)  # as with a checkpoint open
+    window.named_actions["export_checkpoint"].setEnabled(True)  # as with a checkpoint open
     monkeypatch.setattr("workbench.ui.support.file_dialogs.save_file", lambda *args: None)  # its dialog, cancelled
     qtbot.keyClick(panel.details.note, Qt.Key_S, Qt.ControlModifier)
     qtbot.waitUntil(lambda: stored(tmp_path, 1).notes == "kept")

@@ -129,9 +129,9 @@ def test_an_unreadable_run_database_is_reported_and_training_still_works(qtbot, 
 
 
 def test_export_report_writes_html_for_the_last_run(window, qtbot, tmp_path):
-    assert not window.report_action.isEnabled()  # nothing to report on yet
+    assert not window.named_actions["export_report"].isEnabled()  # nothing to report on yet
     _train(window, qtbot, epochs=1, max_steps=30, hidden_dim=32)
-    assert window.report_action.isEnabled()
+    assert window.named_actions["export_report"].isEnabled()
     assert window.exports.report_run_ids() == [1]
     with qtbot.waitSignal(window.exports.reportFinished, timeout=60_000) as written:
         assert window.exports.export_report(tmp_path / "last.html", window.exports.report_run_ids())
@@ -158,12 +158,12 @@ def test_export_report_writes_html_for_selected_runs(two_runs, window, qtbot, tm
 
 def test_opened_runs_are_kept_as_curves_and_only_the_last_few(window, qtbot, tmp_path):
     from workbench.core.ground.config import TrainConfig
-    from workbench.core.ground.events import Step
+    from workbench.core.ground.events import MemorySample, Step
     from workbench.core.history.runs import RunStore
     from workbench.ui.panels.runs.runs import CACHED_RUNS
 
-    steps = [Step(step=i, epoch=1, loss=1.0 / i, samples_per_s=1000.0, step_seconds=0.01, memory={"rss": 100.0},
-                  compiling=False) for i in range(1, 6)]
+    steps = [Step(step=i, epoch=1, loss=1.0 / i, samples_per_s=1000.0, step_seconds=0.01,
+                  memory=MemorySample(rss=100.0), compiling=False) for i in range(1, 6)]
     with RunStore(tmp_path / "runs.sqlite") as store:  # the window's database (see conftest)
         for _ in range(CACHED_RUNS + 2):
             run_id = store.start_run(TrainConfig().to_dict())

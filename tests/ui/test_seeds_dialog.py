@@ -21,6 +21,8 @@ from workbench.core.history.runs import RunStore
 from workbench.core.run import seeds
 from workbench.core.run.seeds import SeedProgress, SeedRun
 
+from ..helpers import VERSIONS
+
 CONFIG = TrainConfig(hidden_dim=16, epochs=2, seed=0)
 ACCURACY = {0: 0.90, 1: 0.91, 2: 0.95, 5: 0.80, 6: 0.82, 7: 0.84}  # each seed's best epoch
 HELD = 30  # seconds a held run waits for the test at most (a failed test must not hang the suite)
@@ -44,7 +46,7 @@ class Runs:
                 emit(event)
                 return event
 
-            both(RunStarted(config=config.to_dict(), device="cpu", device_name="CPU", versions={}, train_size=8,
+            both(RunStarted(config=config, device="cpu", device_name="CPU", versions=VERSIONS, train_size=8,
                             val_size=2, steps_per_epoch=1, total_steps=config.epochs))
             best = ACCURACY[config.seed]
             for epoch in range(1, config.epochs + 1):

@@ -427,9 +427,9 @@ def test_the_setup_panel_needs_no_torch():
 # -- in the window ------------------------------------------------------------------------------------------------
 def test_an_invalid_value_disables_train(window):
     window.setup.lr.setValue(0.0)
-    assert not window.train_action.isEnabled()
+    assert not window.named_actions["train"].isEnabled()
     window.setup.lr.setValue(0.01)
-    assert window.train_action.isEnabled()
+    assert window.named_actions["train"].isEnabled()
 
 
 
@@ -437,11 +437,12 @@ def test_an_unreadable_learning_rate_disables_train_and_the_banner_names_the_fie
     window = waiting_window
     _type_rate(window.setup, qtbot, "1e-")
     why = "Learning rate: '1e-' is not a number (allowed: > 0 and ≤ 100)"
-    assert not window.train_action.isEnabled() and window.train_action.toolTip() == f"Cannot train: {why}"
+    train = window.named_actions["train"]
+    assert not train.isEnabled() and train.toolTip() == f"Cannot train: {why}"
     assert not window.training.train()
     assert window.banner.label.text() == f"Cannot start: {why}"
     qtbot.keyClicks(window.setup.fields["lr"], "5")
-    assert window.train_action.isEnabled() and window.setup.config().lr == 1e-5
+    assert window.named_actions["train"].isEnabled() and window.setup.config().lr == 1e-5
 
 
 def test_a_dataset_that_needs_a_folder_fails_with_a_message(window, qtbot):

@@ -15,7 +15,7 @@ from workbench.core.ground.events import CompileReport, Frame, RunFinished
 from workbench.core.ground.forecast import EVAL_MODE, Forecast, ForecastCheck
 from workbench.core.ground.results import RunResults
 from workbench.ui.panels.compile.compile import CompilePanel
-from workbench.ui.main_window import FRAME_ALLOWANCE
+from workbench.ui.dock_layout import FRAME_ALLOWANCE
 from workbench.ui.panels.compile.cards import WrappedText
 
 from ..support.compile_events import ITEM_BREAK, TORCH_BREAK, started

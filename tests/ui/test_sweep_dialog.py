@@ -42,10 +42,10 @@ def dock_run_ids(window) -> set[int]:
 
 @pytest.mark.slow
 def test_a_sweep_runs_each_trial_as_a_run_and_draws_every_trial(window, qtbot):
-    assert window.sweep_action.shortcut().toString() == "Ctrl+Shift+W"
-    assert window.sweep_action in window.menuBar().actions()[1].menu().actions()  # the Run menu
+    assert window.named_actions["sweep"].shortcut().toString() == "Ctrl+Shift+W"
+    assert window.named_actions["sweep"] in window.menuBar().actions()[1].menu().actions()  # the Run menu
     set_config(window, hidden_dim=16)
-    window.sweep_action.trigger()
+    window.named_actions["sweep"].trigger()
     dialog = window.search.sweep_dialog
     assert dialog.isVisible() and window.search.open_sweep() is dialog  # one per window
     configure(qtbot, dialog, "tiny", ("lr", "dropout"), trials=3)

@@ -6,7 +6,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QToolButton
 
-from workbench.core.ground.events import RunFailed, RunFinished, Step
+from workbench.core.ground.events import MemorySample, RunFailed, RunFinished, Step
 
 from ..helpers import set_config
 
@@ -53,7 +53,7 @@ def test_train_button_runs_one_epoch_and_fills_the_plots(window, qtbot, monkeypa
     assert not window.runner.training  # the run's task ended with the run
     # the finished run's model is opened in the kernel, ready for prediction
     qtbot.waitUntil(lambda: window.predict.model is not None, timeout=60_000)
-    assert window.export_action.isEnabled()
+    assert window.named_actions["export_checkpoint"].isEnabled()
 
 
 def test_train_is_disabled_while_running_and_stop_returns_within_two_seconds(window, qtbot):
@@ -62,14 +62,14 @@ def test_train_is_disabled_while_running_and_stop_returns_within_two_seconds(win
     # Polled: a waitSignal on runner.events (emitted on the run's thread) can still be delivered a queued batch after
     # its blocker has gone, and PySide6 then calls a freed object (a segfault seen under load).
     qtbot.waitUntil(lambda: window.progress.step > 0, timeout=60_000)
-    assert not window.train_action.isEnabled() and window.stop_action.isEnabled()
+    assert not window.named_actions["train"].isEnabled() and window.named_actions["stop"].isEnabled()
     assert not window.runner.start(window.training.run_request())  # one run at a time
     assert not window.training.train()
     with qtbot.waitSignal(window.training.runFinished, timeout=2_000) as finished:
         qtbot.mouseClick(_button(window, "stopButton"), Qt.LeftButton)
     assert isinstance(finished.args[0], RunFinished) and finished.args[0].stopped
     assert not window.runner.training
-    assert window.train_action.isEnabled() and not window.stop_action.isEnabled()
+    assert window.named_actions["train"].isEnabled() and not window.named_actions["stop"].isEnabled()
 
 
 def test_escape_stops_a_run(window, qtbot):
@@ -149,7 +149,7 @@ def test_train_before_pytorch_is_ready_waits_for_it_and_then_runs(qtbot, tmp_pat
     set_config(window, epochs=1, max_steps=20, hidden_dim=16)
     assert window.training.train()
     assert window.state_label.text() == "Train starts when PyTorch is ready…"
-    assert window.stop_action.isEnabled() and not window.train_action.isEnabled()
+    assert window.named_actions["stop"].isEnabled() and not window.named_actions["train"].isEnabled()
     with qtbot.waitSignal(window.training.runFinished, timeout=120_000) as finished:
         pass
     assert isinstance(finished.args[0], RunFinished) and finished.args[0].steps == 20
@@ -166,7 +166,7 @@ def test_a_queued_train_can_be_called_off_before_pytorch_is_ready(qtbot, tmp_pat
     qtbot.addWidget(window)
     assert window.training.train() and window.state.train_waiting
     window.training.stop()
-    assert not window.state.train_waiting and window.train_action.isEnabled()
+    assert not window.state.train_waiting and window.named_actions["train"].isEnabled()
     qtbot.waitUntil(lambda: window.kernel.capabilities.known, timeout=120_000)
     assert not window.runner.training  # nothing started when PyTorch became ready
     window.close()
@@ -211,7 +211,7 @@ def test_an_uneven_batch_for_two_processes_is_explained_before_training(window):
     set_config(window, batch_size=33)
     window.findChild(QSpinBox, "processesSpin").setValue(2)
     assert "split evenly over 2 processes" in window.setup.problem.text()
-    assert not window.train_action.isEnabled()
+    assert not window.named_actions["train"].isEnabled()
 
 
 def test_a_spare_process_that_cannot_start_is_a_notice_and_runs_still_end(qtbot, tmp_path, monkeypatch, kernel):
@@ -237,7 +237,8 @@ def test_a_spare_process_that_cannot_start_is_a_notice_and_runs_still_end(qtbot,
     with qtbot.waitSignal(window.training.runFinished, timeout=60_000) as finished:
         window.training.train()
     assert isinstance(finished.args[0], RunFailed) and "Too many open files" in finished.args[0].message
-    assert not window.busy and window.train_action.isEnabled() and not window.stop_action.isEnabled()
+    actions = window.named_actions
+    assert not window.busy and actions["train"].isEnabled() and not actions["stop"].isEnabled()
     window.close()
 
 
@@ -279,11 +280,12 @@ def test_stop_is_offered_for_runs_only_and_stopping_shows_until_the_run_ends(win
     set_config(window, model=planted_break_spec, backend="aot_eager")
     with qtbot.waitSignal(window.compile_insight.explainFinished, timeout=60_000):
         window.compile_insight.explain()
-        assert window.busy and not window.stop_action.isEnabled()  # Explain cannot be interrupted
+        assert window.busy and not window.named_actions["stop"].isEnabled()  # Explain cannot be interrupted
     set_config(window, epochs=10_000)
     window.training.train()
     qtbot.waitUntil(lambda: window.progress.step > 0, timeout=60_000)
-    step = Step(step=window.progress.step + 1, epoch=1, loss=1.0, samples_per_s=1.0, step_seconds=0.01, memory={})
+    step = Step(step=window.progress.step + 1, epoch=1, loss=1.0, samples_per_s=1.0, step_seconds=0.01,
+                memory=MemorySample())
     with qtbot.waitSignal(window.training.runFinished, timeout=2_000):
         window.training.stop()
         window.training.on_events([step])  # a batch already on its way when Stop was pressed

@@ -63,8 +63,8 @@ def test_a_finished_run_comes_back_on_relaunch_with_its_model(window, qtbot, ker
         pass
     again.plots.redraw()
     assert again.plots.point_counts()["loss"] == steps  # the curves, as they were
-    assert again.predict.model is not None and again.export_action.isEnabled()
-    assert again.report_action.isEnabled()  # the last run can be reported on straight away
+    assert again.predict.model is not None and again.named_actions["export_checkpoint"].isEnabled()
+    assert again.named_actions["export_report"].isEnabled()  # the last run can be reported on straight away
     again.close()
 
 
@@ -88,7 +88,7 @@ def test_an_export_says_where_it_went_with_open_and_show_in_folder(window, qtbot
 
 def test_the_toolbar_offers_explain_and_export_report(window):
     toolbar = window.findChild(object, "runToolbar")
-    assert {window.explain_action, window.report_action} <= set(toolbar.actions())
+    assert {window.named_actions["explain"], window.named_actions["export_report"]} <= set(toolbar.actions())
 
 
 def test_the_plots_follow_the_desktops_dark_scheme(window, qtbot):
@@ -113,7 +113,7 @@ def test_evaluate_scores_the_opened_model_in_the_kernel(window, qtbot, trained_c
     # loaded: the empty state names what Evaluate will score, not "train a run or open a checkpoint"
     assert window.evaluation.message.text().startswith("Press Evaluate to score trained.pt")
     with qtbot.waitSignal(window.data_insight.evaluationFinished, timeout=60_000) as done:
-        window.evaluate_action.trigger()
+        window.named_actions["evaluate"].trigger()
     answer = done.args[0]
     assert isinstance(answer, EvaluationView), answer
     panel = window.evaluation
@@ -177,7 +177,8 @@ def test_evaluate_takes_the_run_selected_in_the_runs_dock(window, qtbot, trained
 def test_at_the_default_size_the_runs_dock_shows_several_runs(qtbot, tmp_path, kernel):
     from PySide6.QtCore import QRect
 
-    from workbench.ui.main_window import DEFAULT_SIZE, SIDE_SHARE, MainWindow
+    from workbench.ui.dock_layout import DEFAULT_SIZE, SIDE_SHARE
+    from workbench.ui.main_window import MainWindow
 
     window = MainWindow(runs_dir=tmp_path / "runs", db=tmp_path / "runs.sqlite", prestart=False, kernel=kernel)
     qtbot.addWidget(window)
@@ -201,14 +202,14 @@ def test_at_the_default_size_the_runs_dock_shows_several_runs(qtbot, tmp_path, k
 
 def test_why_train_is_off_is_on_its_tooltip_and_in_the_status_bar_and_show_goes_there(window, qtbot):
     window.setup.fields["lr"].setValue(0.0)
-    assert not window.train_action.isEnabled()
-    assert "greater than 0" in window.train_action.toolTip()
+    assert not window.named_actions["train"].isEnabled()
+    assert "greater than 0" in window.named_actions["train"].toolTip()
     assert window.state_label.text().startswith("⚠ Cannot train: Learning rate") and window.problem_button.isVisible()
     qtbot.mouseClick(window.problem_button, Qt.LeftButton)
     qtbot.waitUntil(lambda: window.setup.fields["lr"].hasFocus())
     window.setup.fields["lr"].setValue(0.01)
-    assert window.train_action.isEnabled() and not window.problem_button.isVisible()
-    assert "Ctrl+R" in window.train_action.toolTip() and "Cannot" not in window.state_label.text()
+    assert window.named_actions["train"].isEnabled() and not window.problem_button.isVisible()
+    assert "Ctrl+R" in window.named_actions["train"].toolTip() and "Cannot" not in window.state_label.text()
 
 
 def test_the_windows_size_and_dock_layout_come_back_on_relaunch(qtbot, tmp_path, kernel):

@@ -1,14 +1,10 @@
 """The main window: docks, toolbar, menus and status bar, and the wiring between them.
 
-This process never imports torch. The window builds itself and wires its features, it does not own them: runs are
-RunControl's (run_control.py), the open checkpoint and model consent Checkpoints' (checkpoints.py), exports and
-reports Exports' (exports.py), Explain / fullgraph / What-if CompileInsight's (compile_insight.py), Evaluate and
-the dataset preview DataInsight's (data_insight.py), the finders and sweeps Search's (search.py), where the kernels
-run (this computer or a host over SSH) Hosts' (hosts.py), where an alert's fix is and whether the desktop is told
-Alerts' (alerts.py). What the window knows is plain data in WindowState (window_state.py); each feature speaks to
-the user through Feedback (banner, Log, status line). Here: the training run's own flow (Train, Stop, Continue, its
-events), recorded runs brought back, the kernel's state in the status bar, the actions' enabled states, and the
-window's settings.
+This process never imports torch. The window builds its panels and its features and wires them; it does not own
+what they do. Each feature (features/) gets what the window lends it (WindowParts: the tasks, the kernel, the run
+control, WindowState, Feedback, the panels) and declares its actions (actions.py), which the window puts in its
+menus and on its toolbar. Here: the kernel's state in the status bar, what can be done now, the colour scheme,
+recorded runs' settings brought back to the form, and closing cleanly.
 """
 
 from __future__ import annotations
@@ -17,16 +13,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from PySide6.QtCore import QRect, QSettings, Qt, QTimer
-from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
-from PySide6.QtWidgets import (QApplication, QDockWidget, QLabel, QMainWindow, QPushButton, QScrollArea, QStyle,
-                               QTabBar, QVBoxLayout, QWidget)
+from PySide6.QtGui import QGuiApplication, QKeySequence
+from PySide6.QtWidgets import (QApplication, QDockWidget, QLabel, QMainWindow, QPushButton, QTabBar,
+                               QVBoxLayout, QWidget)
 
-from ..core.ground import appinfo, figures, paths
+from ..core.ground import appinfo, figures
 from ..core.ground.capabilities import Capabilities
 from ..core.ground.config import TrainConfig
 from ..core.ground.errors import WorkbenchError
 from ..core.ground.progress import Progress
+from .actions import ActionSpec, build_actions, refresh_actions
 from .dialogs.about import app_icon, show_about
+from .dock_layout import DockLayout, dock_of, scrolled
 from .settings import migrate_settings, open_settings
 from .window_settings import restore_window, save_window
 from .window_state import WindowState
@@ -34,28 +32,6 @@ from .window_state import WindowState
 if TYPE_CHECKING:
     from ..core.run.client import KernelClient
     from ..core.run.remote.ssh import Remote
-
-DEFAULT_SIZE = (1400, 880)
-FRAME_ALLOWANCE = 32  # the window manager's title bar, which availableGeometry() does not leave out
-BOTTOM_SHARE = 0.2  # of the window's height for the Log/Runs docks
-SIDE_SHARE = 0.25  # of its width for each side's docks
-
-
-def scrolled(widget: QWidget, min_width: int = 0) -> QScrollArea:
-    """A dock's content that scrolls vertically rather than forcing the window taller than a small screen."""
-    scroll = QScrollArea()
-    scroll.setWidget(widget)
-    scroll.setWidgetResizable(True)
-    scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
-    scroll.setMinimumWidth(min_width)
-    return scroll
-
-
-def _dock_of(widget: QWidget | None) -> QDockWidget | None:
-    """The dock `widget` is in, if any."""
-    while widget is not None and not isinstance(widget, QDockWidget):
-        widget = widget.parentWidget()
-    return widget
 
 
 def _starting_text() -> QLabel:
@@ -83,7 +59,7 @@ class MainWindow(QMainWindow):
         self.runs_dir, self.db = runs_dir, db
         self.state = WindowState()
         self.docks: dict[str, QDockWidget] = {}  # none until built
-        self.docks_to_size = False  # a first window sizes its docks when shown (fit_to_screen)
+        self.layout_docks = DockLayout(self, self.docks)
         settings = open_settings()
         migrate_settings(settings)
         self._build_later: Callable[[], None] | None = None
@@ -136,7 +112,7 @@ class MainWindow(QMainWindow):
         self.predict, self.evaluation, self.dataset = PredictPanel(self.tasks), EvaluatePanel(), DatasetPanel()
         self.log, self.runs = LogPanel(), RunsPanel(self.tasks, self.db)
         self._build_features()
-        self.docks = {
+        self.docks.update({
             "setup": self._dock("Setup", scrolled(self.setup, min_width=330), Qt.LeftDockWidgetArea),
             "compile": self._dock("Compile", self.compile_panel, Qt.RightDockWidgetArea),
             "profile": self._dock("Profile", self.profile, Qt.RightDockWidgetArea),
@@ -147,13 +123,13 @@ class MainWindow(QMainWindow):
             "runs": self._dock("Runs", self.runs, Qt.BottomDockWidgetArea),
             # Last, with its Alt+9: the docks before it keep the shortcuts they had.
             "model": self._dock("Model", self.model_panel, Qt.RightDockWidgetArea),
-        }
+        })
         # The right docks (Compile, Evaluate, Profile…: the dense panels) take the window's full height; the Log and
         # Runs run under the plots and the form. At 1366×768 under the Log the matrix showed 4 of its 10 rows.
         self.setCorner(Qt.BottomRightCorner, Qt.RightDockWidgetArea)
         self.tabifyDockWidget(self.docks["log"], self.docks["runs"])
         self.docks["log"].raise_()
-        self.docks["runs"].visibilityChanged.connect(self._fit_runs_dock)
+        self.docks["runs"].visibilityChanged.connect(self.layout_docks.fit_runs_dock)
         for name in ("profile", "predict", "evaluate", "dataset", "model"):
             self.tabifyDockWidget(self.docks["compile"], self.docks[name])
         self.docks["dataset"].visibilityChanged.connect(self.data_insight.dataset_visible)
@@ -172,7 +148,7 @@ class MainWindow(QMainWindow):
         else:
             self._kernel_state(self.kernel.state, "")
         if self.isVisible():  # a staged window, built after its first paint: size its docks once laid out
-            QTimer.singleShot(0, self, self._size_docks)
+            QTimer.singleShot(0, self, self.layout_docks.size_docks)
         if remote is not None:
             self.hosts.open_connect(remote)
 
@@ -183,7 +159,7 @@ class MainWindow(QMainWindow):
         for _ in range(len(self.findChildren(QWidget))):  # each widget at most once: never round and round
             if not super().focusNextPrevChild(next):
                 return False
-            dock = _dock_of(QApplication.focusWidget())
+            dock = dock_of(QApplication.focusWidget())
             if dock is None or not dock.visibleRegion().isEmpty():
                 return True
         return True
@@ -196,52 +172,46 @@ class MainWindow(QMainWindow):
 
     # -- construction -------------------------------------------------------------------------------------------
     def _build_features(self) -> None:
-        """Each feature with what it drives, and the panels' requests to them."""
+        """Each feature with what the window lends it (WindowParts) and the features it works with; then the panels'
+        requests that cross features."""
+        from .commands import go_to_dock
         from .features.alerts import Alerts
         from .features.checkpoints import Checkpoints
-        from .commands import go_to_dock
         from .features.compile_insight import CompileInsight
         from .features.data_insight import DataInsight
         from .features.exports import Exports
         from .features.feedback import Feedback
         from .features.hosts import Hosts
-        from .support.notify import Notifier
+        from .features.parts import Panels, WindowParts
         from .features.recorded_runs import RecordedRuns
         from .features.search import Search
         from .features.training import Training
+        from .support.notify import Notifier
 
         self.feedback = Feedback(self.banner, self.log, lambda text: self.state_label.setText(text),
                                  lambda: self.state_label.setText(self.training.status_text()))
-        self.checkpoints = Checkpoints(self.kernel, self.state, self.feedback, self.predict, self,
-                                       self._update_actions)
-        self.exports = Exports(self.kernel, self.state, self.feedback, self.runs, self.checkpoints, self)
-        self.data_insight = DataInsight(
-            self.kernel, self.state, self.setup, self.evaluation, self.dataset, self.runs, self.checkpoints,
-            show_evaluation=lambda: self.docks["evaluate"].raise_(),
-            sizes_learned=lambda: self.compile_insight.update_forecast())
-        self.compile_insight = CompileInsight(
-            self.kernel, self.state, self.feedback, self.setup, self.compile_panel, config_for=self._config_for,
-            show=lambda: self.docks["compile"].raise_(), preview=self.data_insight.preview,
-            training=lambda: self.runner.training, changed=self._update_actions,
-            profile=lambda: self.profile.report, window=self)
-        self.search = Search(self.kernel, self.tasks, self.feedback, self.setup, lambda: self.plots.theme, self,
-                             config_for=self._config_for, db=self.db, runs_dir=self.runs_dir,
-                             trial_ended=self.runs.refresh, remote=lambda: self.runner.remote,
-                             busy=lambda: "a run is training: wait for it to end, or stop it" if self.runner.training
-                             else "")
-        panels = (self.profile, self.compile_panel, self.model_panel)
-        self.training = Training(self.runner, self.kernel, self.state, self.feedback, self.setup, self.plots, panels,
-                                 self.runs, self.checkpoints, self, runs_dir=self.runs_dir, db=self.db,
-                                 config_for=self._config_for, show_speed=lambda text: self.speed_label.setText(text),
-                                 started=lambda: save_window(self), changed=self._update_actions)
-        self.hosts = Hosts(self.kernel, self.runner, self.training, self.tasks, self.state, self.feedback,
-                           self.predict, self, moved=self._moved, sweeping=lambda: self.search.sweeping,
-                           runs_dir=self.runs_dir or paths.runs_dir())
+        panels = Panels(self.setup, self.plots, self.compile_panel, self.profile, self.model_panel, self.predict,
+                        self.evaluation, self.dataset, self.log, self.runs)
+        parts = WindowParts(self, self.tasks, self.kernel, self.runner, self.state, self.feedback, panels,
+                            self.runs_dir, self.db, changed=self._update_actions,
+                            show_dock=lambda name: self.docks[name].raise_(),
+                            focus_dock=lambda name: go_to_dock(self.docks[name]),
+                            show_speed=lambda text: self.speed_label.setText(text), busy=lambda: self.busy)
+        self.checkpoints = Checkpoints(parts)
+        self.exports = Exports(parts, self.checkpoints)
+        self.data_insight = DataInsight(parts, self.checkpoints,
+                                        sizes_learned=lambda: self.compile_insight.update_forecast())
+        self.compile_insight = CompileInsight(parts, preview=self.data_insight.preview)
+        self.search = Search(parts)
+        self.training = Training(parts, self.checkpoints, started=lambda: save_window(self))
+        self.hosts = Hosts(parts, self.training, moved=self._moved, sweeping=lambda: self.search.sweeping)
+        self.recorded_runs = RecordedRuns(parts, self.checkpoints)
+        self.notifier = Notifier(self)
+        self.alerts = Alerts(parts, self.notifier, show_compile_step=self.compile_insight.show_step)
+        self.features = (self.training, self.checkpoints, self.exports, self.compile_insight, self.data_insight,
+                         self.search, self.hosts)  # their actions, in this order where two share a place
         self.profile.locate = self.hosts.local_copy
         self.kernel.copying.connect(self._copying)
-        self.recorded_runs = RecordedRuns(self.state, self.feedback, self.runs, self.plots, panels, self.checkpoints,
-                                          training=lambda: self.runner.training,
-                                          show_speed=lambda text: self.speed_label.setText(text))
         self.setup.changed.connect(self._update_actions)
         self.setup.changed.connect(self.compile_insight.update_forecast)
         self.compile_panel.explainRequested.connect(self.compile_insight.explain)
@@ -251,10 +221,6 @@ class MainWindow(QMainWindow):
         self.compile_panel.settingRequested.connect(self.setup.set_value)
         self.compile_panel.tabs.currentChanged.connect(lambda _index: self.compile_insight.update_forecast())
         self.plots.timeline.stepClicked.connect(self.compile_insight.show_step)
-        self.notifier = Notifier(self)
-        self.alerts = Alerts(self.notifier, self.feedback, self.setup, self.model_panel, self.plots,
-                             show_dock=lambda name: go_to_dock(self.docks[name]),
-                             show_compile_step=self.compile_insight.show_step)
         self.runner.events.connect(self.alerts.add_events)
         self.training.runFinished.connect(self.alerts.run_ended)
         self.profile.profileRequested.connect(self.training.profile_now)
@@ -271,84 +237,30 @@ class MainWindow(QMainWindow):
         self.addDockWidget(area, dock)
         return dock
 
-    def _action(self, text: str, slot, shortcut=None, icon=None, name: str | None = None) -> QAction:
-        action = QAction(text, self)
-        if shortcut is not None:
-            action.setShortcut(QKeySequence(shortcut))
-            action.setToolTip(f"{text} ({QKeySequence(shortcut).toString(QKeySequence.NativeText)})")
-        if icon is not None:
-            action.setIcon(self.style().standardIcon(icon))
-        if name:
-            action.setObjectName(name)
-        action.triggered.connect(slot)
-        self.addAction(action)  # shortcuts work wherever the focus is
-        return action
+    def _own_actions(self) -> tuple[ActionSpec, ...]:
+        """The window's own actions: quitting, the command palette, the shortcuts list, About."""
+        from .commands import PALETTE_SHORTCUT, SHORTCUTS_SHORTCUT, CommandPalette, ShortcutsDialog
+
+        return (ActionSpec("quit", "Quit", self.close, "File", 100, QKeySequence.Quit),
+                ActionSpec("command_palette", "Command palette…", lambda: CommandPalette(self).exec(), "Help", 10,
+                           PALETTE_SHORTCUT, name="commandPaletteAction"),
+                ActionSpec("shortcuts", "Keyboard shortcuts", lambda: ShortcutsDialog(self).exec(), "Help", 20,
+                           SHORTCUTS_SHORTCUT, name="shortcutsAction"),
+                ActionSpec("about", "About Workbench", lambda: show_about(self, self.kernel.capabilities), "Help",
+                           40, name="aboutAction"))
 
     def _build_actions(self) -> None:
-        from .commands import PALETTE_SHORTCUT, SHORTCUTS_SHORTCUT, CommandPalette, ShortcutsDialog, add_dock_navigation
+        """What every feature declares (its actions), in the menus and on the toolbar; the View menu is the
+        window's: its docks, their shortcuts, desktop notifications."""
+        from .commands import add_dock_navigation
         from .support.notify import notifications_action
 
-        self.train_action = self._action("Train", lambda: self.training.train(), "Ctrl+R", QStyle.SP_MediaPlay,
-                                         "trainAction")
-        self.train_tooltip = self.train_action.toolTip()
+        self.action_specs = tuple(spec for feature in self.features for spec in feature.actions()) + \
+            self._own_actions()
+        self.named_actions, menus = build_actions(self, self.action_specs)
+        self.train_tooltip = self.named_actions["train"].toolTip()
         self.shown_problem = ""  # the form's problem the status bar shows
-        self.stop_action = self._action("Stop", self.training.stop, Qt.Key_Escape, QStyle.SP_MediaStop, "stopAction")
-        self.explain_action = self._action("Explain compile", self.compile_insight.explain, "Ctrl+E", None,
-                                           "explainAction")
-        self.numerics_action = self._action("Compare numerics", self.compile_insight.compare_numerics,
-                                            "Ctrl+Shift+D", None, "numericsAction")
-        self.evaluate_action = self._action("Evaluate model", lambda: self.data_insight.evaluate(), "Ctrl+Shift+V",
-                                            None, "evaluateAction")
-        self.open_action = self._action("Open checkpoint…", self.checkpoints.choose, QKeySequence.Open,
-                                        QStyle.SP_DialogOpenButton, "openCheckpointAction")
-        self.export_action = self._action("Export checkpoint…", self.exports.choose_checkpoint_target,
-                                          QKeySequence.Save, QStyle.SP_DialogSaveButton, "exportCheckpointAction")
-        self.report_action = self._action("Export report…", self.exports.choose_report_target, "Ctrl+Shift+E", None,
-                                          "exportReportAction")
-        self.export_model_action = self._action("Export model…", self.exports.open_model_dialog, "Ctrl+Shift+M",
-                                                None, "exportModelAction")
-        self.lr_finder_action = self._action("Find learning rate…", lambda: self.search.open_finder("lr"), "Ctrl+L",
-                                             None, "lrFinderAction")
-        self.batch_finder_action = self._action("Find batch size…", lambda: self.search.open_finder("batch"),
-                                                "Ctrl+B", None, "batchFinderAction")
-        self.sweep_action = self._action("Sweep…", self.search.open_sweep, "Ctrl+Shift+W", None, "sweepAction")
-        self.connect_action = self._action("Connect to…", lambda: self.hosts.open_connect(), "Ctrl+Shift+K", None,
-                                           "connectAction")
-        self.host_runs_action = self._action("Runs on this host…", lambda: self.hosts.list_runs(), None, None,
-                                             "hostRunsAction")
-        self.local_action = self._action("This computer", self.hosts.go_local, None, None, "thisComputerAction")
-        quit_action = self._action("Quit", self.close, QKeySequence.Quit)
-        about = self._action("About Workbench", lambda: show_about(self, self.kernel.capabilities), None, None,
-                             "aboutAction")
-        forget = self._action("Forget trusted model files…", self.checkpoints.forget_trusted, None, None,
-                              "forgetTrustedModelsAction")
-
-        toolbar = self.addToolBar("Run")
-        toolbar.setObjectName("runToolbar")
-        toolbar.setToolButtonStyle(Qt.ToolButtonTextBesideIcon)
-        for action in (self.train_action, self.stop_action):
-            toolbar.addAction(action)
-        toolbar.widgetForAction(self.train_action).setObjectName("trainButton")
-        toolbar.widgetForAction(self.stop_action).setObjectName("stopButton")
-        toolbar.addAction(self.explain_action)
-        toolbar.addSeparator()
-        for action in (self.open_action, self.export_action, self.report_action):
-            toolbar.addAction(action)
-
-        menu = self.menuBar()
-        file_menu = menu.addMenu("&File")
-        for action in (self.open_action, self.export_action, self.export_model_action, self.report_action):
-            file_menu.addAction(action)
-        file_menu.addSeparator()
-        file_menu.addAction(quit_action)
-        run_menu = menu.addMenu("&Run")
-        for action in (self.train_action, self.stop_action, self.explain_action, self.numerics_action,
-                       self.evaluate_action, self.lr_finder_action, self.batch_finder_action, self.sweep_action):
-            run_menu.addAction(action)
-        kernel_menu = menu.addMenu("&Kernel")
-        for action in (self.connect_action, self.host_runs_action, self.local_action):
-            kernel_menu.addAction(action)
-        view_menu = menu.addMenu("&View")
+        view_menu = menus["View"]
         for dock in self.docks.values():
             view_menu.addAction(dock.toggleViewAction())
         view_menu.addSeparator()
@@ -356,28 +268,18 @@ class MainWindow(QMainWindow):
         view_menu.addSeparator()
         self.notifications_action = notifications_action(self.notifier, self)
         view_menu.addAction(self.notifications_action)
-        help_menu = menu.addMenu("&Help")
-        help_menu.addAction(self._action("Command palette…", lambda: CommandPalette(self).exec(), PALETTE_SHORTCUT,
-                                         None, "commandPaletteAction"))
-        help_menu.addAction(self._action("Keyboard shortcuts", lambda: ShortcutsDialog(self).exec(),
-                                         SHORTCUTS_SHORTCUT, None, "shortcutsAction"))
-        help_menu.addAction(forget)
-        help_menu.addAction(about)
 
     def _build_status_bar(self) -> None:
-        self.device_label = QLabel("")
-        self.device_label.setObjectName("statusDevice")
-        self.kernel_label = QLabel("")
-        self.kernel_label.setObjectName("statusKernel")
-        self.host_label = QLabel("")
-        self.host_label.setObjectName("statusHost")
-        self.host_label.setTextFormat(Qt.PlainText)  # the host as the user typed it
+        def label(name: str, text: str = "") -> QLabel:
+            widget = QLabel(text)
+            widget.setObjectName(name)
+            widget.setTextFormat(Qt.PlainText)  # a host as the user typed it, a form problem quoting their values
+            return widget
+
+        self.device_label, self.kernel_label, self.host_label = map(label, ("statusDevice", "statusKernel",
+                                                                            "statusHost"))
         self.host_label.hide()  # on this computer: nothing extra
-        self.state_label = QLabel("Idle")
-        self.state_label.setObjectName("statusState")
-        self.state_label.setTextFormat(Qt.PlainText)  # a form problem quotes the user's values
-        self.speed_label = QLabel("")
-        self.speed_label.setObjectName("statusSpeed")
+        self.state_label, self.speed_label = label("statusState", "Idle"), label("statusSpeed")
         self.speed_label.setToolTip(figures.SAMPLES_PER_S.method)
         self.problem_button = QPushButton("Show")
         self.problem_button.setObjectName("showProblemButton")
@@ -385,9 +287,8 @@ class MainWindow(QMainWindow):
         self.problem_button.clicked.connect(self.setup.focus_problem)
         self.problem_button.hide()
         bar = self.statusBar()
-        bar.addWidget(self.state_label)
-        bar.addWidget(self.problem_button)  # right after the problem it shows
-        bar.addWidget(QWidget(), 1)
+        for widget, stretch in ((self.state_label, 0), (self.problem_button, 0), (QWidget(), 1)):
+            bar.addWidget(widget, stretch)  # the problem's button right after the problem it shows
         for widget in (self.speed_label, self.device_label, self.kernel_label, self.host_label):
             bar.addPermanentWidget(widget)
 
@@ -471,16 +372,6 @@ class MainWindow(QMainWindow):
     def progress(self) -> Progress:
         return self.training.progress
 
-    def _config_for(self, action: str) -> TrainConfig | None:
-        """The form's config, or None with the reason shown (the actions are disabled then, but shortcuts race)."""
-        from .panels.setup import form_text
-
-        try:
-            return self.setup.config()
-        except WorkbenchError as exc:
-            self.feedback.show("error", f"Cannot {action}: {form_text(exc)}")
-            return None
-
     # -- state ----------------------------------------------------------------------------------------------------
     @property
     def busy(self) -> bool:
@@ -488,32 +379,22 @@ class MainWindow(QMainWindow):
         return self.runner.training or self.state.train_waiting or self.compile_insight.busy
 
     def _update_actions(self) -> None:
+        """What can be done now: each action as its feature declares, the form while nothing is busy, and the
+        reason Train is off said where the user looks (its tooltip, the status bar)."""
+        refresh_actions(self.action_specs, self.named_actions)
+        for feature in (self.training, self.compile_insight):
+            feature.refresh()
         busy = self.busy
         problem = self.setup.problem_text()
-        valid = not problem
-        self.train_action.setEnabled(not busy and valid)
-        self.train_action.setToolTip(self.train_tooltip if valid else f"Cannot train: {problem}")
+        train = self.named_actions["train"]
+        train.setToolTip(f"Cannot train: {problem}" if problem else self.train_tooltip)
         if problem and not busy:  # the reason is said where the user looks, over whatever was there
             self.state_label.setText(f"⚠ Cannot train: {problem}")
         elif self.shown_problem and not problem:
             self.state_label.setText(self.progress.describe())
         self.shown_problem = problem
         self.problem_button.setVisible(bool(problem) and not busy)
-        self.stop_action.setEnabled(self.runner.training or self.state.train_waiting)
-        self.profile.set_running(self.runner.profilable)
-        self.explain_action.setEnabled(not busy and valid)
-        self.numerics_action.setEnabled(not busy and valid)
-        self.compile_panel.explain_button.setEnabled(not busy and valid)
-        self.compile_panel.numerics_button.setEnabled(not busy and valid)
         self.setup.setEnabled(not busy)
-        has_model = self.state.model is not None
-        self.export_action.setEnabled(has_model and not busy)
-        self.export_model_action.setEnabled(has_model and not busy)
-        self.report_action.setEnabled(not busy and (self.state.last_run_dir is not None
-                                                    or bool(self.runs.selected_ids())))
-        connected = self.hosts.remote is not None
-        self.host_runs_action.setEnabled(connected)
-        self.local_action.setEnabled(connected)
 
     def restore_geometry(self, settings: QSettings) -> None:
         """Where and how large the user left the window, else fit to the screen."""
@@ -522,61 +403,14 @@ class MainWindow(QMainWindow):
             self.fit_to_screen()
 
     def fit_to_screen(self, screen: QRect | None = None) -> None:
-        """The first window: DEFAULT_SIZE where the screen's available area (`screen`, by default this window's
-        screen's) has room, else that area (a 1366×768 laptop), centred, with the docks sized to leave the plots
-        most of it."""
-        screen = screen or (self.screen() or QGuiApplication.primaryScreen()).availableGeometry()
-        width = min(DEFAULT_SIZE[0], screen.width())
-        height = min(DEFAULT_SIZE[1], screen.height() - FRAME_ALLOWANCE)
-        self.resize(width, height)
-        self.move(screen.x() + (screen.width() - width) // 2, screen.y() + (screen.height() - height) // 2)
-        self.docks_to_size = True  # once shown: the dock areas only take sizes then
+        self.layout_docks.fit_to_screen(screen)
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
-        self._size_docks()
-
-    def _size_docks(self) -> None:
-        """A first window's docks take their shares of it, once it is shown and they exist."""
-        if self.docks_to_size and self.docks:
-            self.docks_to_size = False
-            bottom = int(self.height() * BOTTOM_SHARE)
-            if self._in_front(self.docks["runs"]):
-                bottom = max(bottom, self._runs_height())
-            self.resizeDocks([self.docks["log"]], [bottom], Qt.Vertical)
-            side = int(self.width() * SIDE_SHARE)
-            tabs = self._dock_tabs(self.docks["compile"])
-            right = max(side, sum(tabs.tabSizeHint(i).width() for i in range(tabs.count())))  # not "Comp… Pro…"
-            # What the right tabs need beyond their share comes from the Setup form's (down to its minimum).
-            self.resizeDocks([self.docks["setup"], self.docks["compile"]], [2 * side - right, right], Qt.Horizontal)
-
-    def _fit_runs_dock(self, visible: bool) -> None:
-        """The Runs dock brought to the front grows to show its five runs (RunsPanel.sizeHint): its share at start
-        (the Log's in front) left a 1366×768 window's 2, and that share keeps the plots their height until then.
-        Measured once laid out: raised as the window opens, its height is not yet the one it will get."""
-        if visible:
-            QTimer.singleShot(0, self, self._grow_runs_dock)
-
-    def _grow_runs_dock(self) -> None:
-        dock = self.docks["runs"]
-        if self._in_front(dock) and dock.height() < dock.sizeHint().height():
-            self.resizeDocks([dock], [self._runs_height()], Qt.Vertical)
-
-    def _runs_height(self) -> int:
-        """The Runs dock's group's height for its five runs (resizeDocks sizes a tabbed group with its tab bar)."""
-        return self.docks["runs"].sizeHint().height() + self._dock_tabs(self.docks["runs"]).sizeHint().height()
-
-    def _in_front(self, dock: QDockWidget) -> bool:
-        """`dock`'s tab is its group's current one (a tabbed dock behind another is still "visible" to Qt)."""
-        tabs = self._dock_tabs(dock)
-        return tabs.tabText(tabs.currentIndex()) == dock.windowTitle()
+        self.layout_docks.size_docks()
 
     def _dock_tabs(self, dock: QDockWidget) -> QTabBar:
-        """The tab bar of `dock`'s tabified group: the dock areas' own tab bar with a tab for each of the group's
-        docks (tabifying one dock at a time leaves Qt an unused "Compile, Profile" bar as well)."""
-        tabs = len(self.tabifiedDockWidgets(dock)) + 1
-        return next(bar for bar in self.findChildren(QTabBar, options=Qt.FindDirectChildrenOnly)
-                    if bar.count() == tabs and dock.windowTitle() in (bar.tabText(i) for i in range(tabs)))
+        return self.layout_docks.dock_tabs(dock)
 
     def closeEvent(self, event) -> None:
         """Closing during a run or a sweep stops it cleanly first (the checkpoint of what was trained is still

@@ -41,7 +41,7 @@ def restore_window(window: QMainWindow, settings: QSettings) -> None:
     window.restore_geometry(settings)
     state = settings.value("windowState")
     if state is not None and window.restoreState(state):
-        window.docks_to_size = False  # the user's own layout
+        window.layout_docks.to_size = False  # the user's own layout
     last_run = settings.value("last_run_dir")
     if last_run:
         QTimer.singleShot(0, window, lambda: window.recorded_runs.reopen_last(Path(str(last_run))))

@@ -22,10 +22,10 @@ from torch.nn import functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
+from ..ground.amp_census import GROUPS, AmpCensus, CallsByGroup, CensusRow
 from ..ground.events import AmpSkipped
 from ..ground.results import AmpSummary, NonFinite
 
-GROUPS = ("low", "fp32", "other")  # the census's groups, in its sort order
 SKIPPED_LISTED = 100  # amp_summary lists at most this many skipped step numbers
 
 
@@ -61,14 +61,13 @@ def _group(dtype_name: str) -> str:
     return "low" if dtype.itemsize < 4 else "fp32"
 
 
-def dtype_census(model: nn.Module, x: torch.Tensor, y: torch.Tensor, autocast: AbstractContextManager) -> dict:
+def dtype_census(model: nn.Module, x: torch.Tensor, y: torch.Tensor, autocast: AbstractContextManager) -> AmpCensus:
     """One training-mode forward and cross-entropy of `model` on (x, y) under `autocast`, every aten op recorded
     with the dtype it ran in: the proof of what autocast did, not the documentation's lists. Leaves no trace on the
     run: no autograd graph and no .grad (no_grad casts exactly as training does), a forked random stream (dropout
     draws nothing from the run's), buffers (BatchNorm statistics) and train/eval mode put back.
 
-    Returns {"ops": [{"op", "calls", "dtype", "group"}, ...], "groups": {"low": calls, "fp32": calls, "other": calls}}:
-    one row per (op, dtype), low first, then fp32, then other, each by calls, most first; casts (aten._to_copy)
+    One row per (op, dtype), low first, then fp32, then other, each by calls, most first; casts (aten._to_copy)
     are rows of their own, the price autocast pays."""
     was_training = model.training
     buffers = [(b, b.detach().clone()) for b in model.buffers()]
@@ -84,11 +83,10 @@ def dtype_census(model: nn.Module, x: torch.Tensor, y: torch.Tensor, autocast: A
         with torch.no_grad():
             for buffer, saved in buffers:
                 buffer.copy_(saved)
-    rows = [{"op": op, "calls": calls, "dtype": dtype, "group": _group(dtype)}
-            for (op, dtype), calls in recorder.calls.items()]
-    rows.sort(key=lambda row: (GROUPS.index(row["group"]), -row["calls"]))  # stable: ties keep call order
-    groups = {group: sum(row["calls"] for row in rows if row["group"] == group) for group in GROUPS}
-    return {"ops": rows, "groups": groups}
+    rows = [CensusRow(op, calls, dtype, _group(dtype)) for (op, dtype), calls in recorder.calls.items()]
+    rows.sort(key=lambda row: (GROUPS.index(row.group), -row.calls))  # stable: ties keep call order
+    groups = CallsByGroup(**{group: sum(row.calls for row in rows if row.group == group) for group in GROUPS})
+    return AmpCensus(ops=tuple(rows), groups=groups)
 
 
 # -- the recommendation -----------------------------------------------------------------------------------------
@@ -201,12 +199,12 @@ def skipped_steps(first_step: int, scales_after: list[float], bad_index: list[in
     return events
 
 
-def amp_summary(dtype: str, recommendation: str, census: dict, skipped: list[AmpSkipped], final_scale: float | None,
-                steps: int) -> AmpSummary:
+def amp_summary(dtype: str, recommendation: str, census: AmpCensus, skipped: list[AmpSkipped],
+                final_scale: float | None, steps: int) -> AmpSummary:
     """The run's results' `amp`: the precision, the advice, the census's group totals and the skipped steps."""
     ordered = sorted(skipped, key=lambda event: event.step)
     first = ordered[0] if ordered else None
-    return AmpSummary(dtype=dtype, recommendation=recommendation, census_groups=dict(census.get("groups", {})),
+    return AmpSummary(dtype=dtype, recommendation=recommendation, census_groups=census.groups.to_dict(),
                       skipped=len(ordered), skipped_steps=tuple(event.step for event in ordered[:SKIPPED_LISTED]),
                       first_nonfinite=NonFinite(step=first.step, param=first.param) if first is not None else None,
                       final_scale=final_scale, skipped_share=len(ordered) / steps if steps > 0 else 0.0)

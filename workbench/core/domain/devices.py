@@ -12,6 +12,7 @@ import torch
 
 from ..ground import appinfo
 from ..ground.config import BACKENDS, CUDA_ONLY_BACKENDS, ConfigError
+from ..ground.events import MemorySample
 
 MIB = 1024 * 1024
 
@@ -51,15 +52,13 @@ def cuda_device_count() -> int:
     return torch.cuda.device_count() if cuda_available() else 0
 
 
-def memory_mib(device: torch.device) -> dict[str, float]:
-    """CUDA allocator figures on a GPU; the process resident set on the CPU (labelled 'rss')."""
+def memory_mib(device: torch.device) -> MemorySample:
+    """CUDA allocator figures on a GPU; the process resident set on the CPU."""
     if device.type == "cuda":
-        return {
-            "allocated": torch.cuda.memory_allocated(device) / MIB,
-            "reserved": torch.cuda.memory_reserved(device) / MIB,
-            "peak": torch.cuda.max_memory_allocated(device) / MIB,
-        }
-    return {"rss": process_rss_bytes() / MIB}
+        return MemorySample(allocated=torch.cuda.memory_allocated(device) / MIB,
+                            reserved=torch.cuda.memory_reserved(device) / MIB,
+                            peak=torch.cuda.max_memory_allocated(device) / MIB)
+    return MemorySample(rss=process_rss_bytes() / MIB)
 
 
 def memory_limit_mib(device: torch.device) -> tuple[float | None, str]:

@@ -19,7 +19,8 @@ from torch.nn import functional as F
 from ..ground.config import EVAL_BATCH, TrainConfig
 from ..ground.errors import WorkbenchError, first_line
 from ..ground.results import RunResults
-from ..history.report.data import Evaluation, Misclassified, missing_reason
+from ..ground.evaluation import Evaluation, Misclassified
+from ..history.report.data import missing_reason
 from ..history.runs import RunRecord
 from .checkpoint import Checkpoint, UntrustedModelCode, load
 from .data import DataError, DeviceBatches, Split, check_classes, classes_of, load_split

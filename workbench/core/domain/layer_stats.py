@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from ..ground.layer_stats import HISTOGRAM_BINS, Histogram, LayerRow, LayerStat, LayerStats, ModelSummary
+from .model import side_effect_free
 
 _SCALARS = 4  # weight norm, gradient norm, update ratio, dead fraction
 _HIST = 2 + HISTOGRAM_BINS  # lo, hi, counts
@@ -169,13 +170,10 @@ def _forward(model: nn.Module, x: torch.Tensor, autocast,
             if isinstance(output, torch.Tensor):
                 outputs[i] = output
         handles += [module.register_forward_pre_hook(pre), module.register_forward_hook(post)]
-    was_training = model.training
-    model.eval()
     try:
-        with torch.no_grad(), autocast:
+        with side_effect_free(model, x, fork_random=False), autocast:
             model.forward(x)  # not model(x): a model compiled in place would run its compiled call
     finally:
-        model.train(was_training)
         for handle in handles:
             handle.remove()
     return inputs, outputs
@@ -211,14 +209,10 @@ def model_summary(model: nn.Module, example: torch.Tensor) -> ModelSummary:
             shapes[name] = tuple(output.shape) if isinstance(output, torch.Tensor) else ()
             adds[name] = _mult_adds(module, output)
         handles.append(module.register_forward_hook(post))
-    was_training = model.training
-    model.eval()
-    cuda = [example.device] if example.device.type == "cuda" else []
     try:
-        with torch.no_grad(), torch.random.fork_rng(devices=cuda):
+        with side_effect_free(model, example):
             model(example)
     finally:
-        model.train(was_training)
         for handle in handles:
             handle.remove()
     rows = []

@@ -9,7 +9,9 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import sys
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import torch
 from torch import nn
@@ -100,18 +102,27 @@ def model_for(config: TrainConfig, output_dim: int) -> nn.Module:
                        dropout=config.dropout)
 
 
-def check_outputs(model: nn.Module, example: torch.Tensor, output_dim: int) -> None:
-    """One forward on a real batch before training. A network that ignores `output_dim` would otherwise fail deep
-    inside the loss ("Target 5 is out of bounds"), which names neither the model nor the fix. Runs in eval mode,
-    without gradients and on a forked random stream, so the run itself is unchanged."""
+@contextmanager
+def side_effect_free(model: nn.Module, example: torch.Tensor, *, fork_random: bool = True) -> Iterator[None]:
+    """For a forward that must leave the run as it was: eval mode (the model's own mode put back after), no
+    gradients, and a forked random stream (`fork_random`: a forward in eval mode draws nothing from it, but a
+    user's model may; forking it on a GPU costs a sync, which the per-step layer probe does not pay)."""
     was_training = model.training
     model.eval()
     cuda = [example.device] if example.device.type == "cuda" else []
     try:
-        with torch.no_grad(), torch.random.fork_rng(devices=cuda):
-            output = model(example)
+        with torch.no_grad(), torch.random.fork_rng(devices=cuda, enabled=fork_random):
+            yield
     finally:
         model.train(was_training)
+
+
+def check_outputs(model: nn.Module, example: torch.Tensor, output_dim: int) -> None:
+    """One forward on a real batch before training. A network that ignores `output_dim` would otherwise fail deep
+    inside the loss ("Target 5 is out of bounds"), which names neither the model nor the fix. Side-effect free: the
+    run itself is unchanged."""
+    with side_effect_free(model, example):
+        output = model(example)
     expected = (example.shape[0], output_dim)
     got = tuple(output.shape) if isinstance(output, torch.Tensor) else None
     if got != expected:

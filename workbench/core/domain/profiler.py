@@ -11,6 +11,7 @@ snapshot for PyTorch's memory viewer.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import pickle
@@ -27,8 +28,8 @@ from ..ground.atomic import atomic_path
 from ..ground.errors import first_line
 from ..ground.events import ProfileReport
 from ..ground.memory_trace import from_profiler, from_snapshot
-from ..ground.profile_trace import summarise, top_ops, write_trace
-from ..ground.results import ProfileCost, ProfileSummary
+from ..ground.profile_trace import ProfileCost, summarise, write_trace
+from ..ground.results import ProfileSummary
 
 # Steady steps skipped between the warm-up and the window: the allocator, the optimizer's state and the CPU's
 # caches settle in the first few steady steps.
@@ -89,9 +90,10 @@ class StepProfiler:
         profile.stop()
         trace = _exported(profile)
         summary = summarise(trace)
-        step_ms = [s["dur_us"] / 1000 for s in summary.get("steps", [])]
-        summary["cost"] = {"profiled_step_ms": statistics.median(step_ms) if step_ms else None,
-                           "steady_step_ms": steady_step_s * 1000 if steady_step_s else None}
+        step_ms = [s.dur_us / 1000 for s in summary.steps]
+        summary = dataclasses.replace(summary, cost=ProfileCost(
+            profiled_step_ms=statistics.median(step_ms) if step_ms else None,
+            steady_step_ms=steady_step_s * 1000 if steady_step_s else None))
         problems: list[str] = []
         snapshot_path = ""
         if self.device.type == "cuda":
@@ -138,14 +140,12 @@ class StepProfiler:
 
 def profile_metrics(report: ProfileReport) -> ProfileSummary:
     """The run's results' `profile`: where the trace is and the heaviest ops (the CLI, `runs show`, the report)."""
-    memory, cost = report.memory, report.summary.get("cost", {})
+    memory = report.memory
     return ProfileSummary(first_step=report.first_step, last_step=report.last_step, trace=report.trace,
                           trace_bytes=report.trace_bytes, trimmed=report.trimmed, snapshot=report.snapshot,
-                          top_ops=tuple(top_ops(report.summary, TOP_OPS)),
-                          cost=ProfileCost(profiled_step_ms=cost.get("profiled_step_ms"),
-                                           steady_step_ms=cost.get("steady_step_ms")),
-                          memory_peak_bytes=memory.get("peak_bytes"), memory_source=memory.get("source"),
-                          problem=report.problem)
+                          top_ops=report.summary.ops[:TOP_OPS], cost=report.summary.cost,
+                          memory_peak_bytes=memory.peak_bytes if memory else None,
+                          memory_source=memory.source if memory else None, problem=report.problem)
 
 
 def _exported(profile: torch.profiler.profile) -> dict:

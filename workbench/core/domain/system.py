@@ -16,7 +16,7 @@ import time
 import psutil
 import torch
 
-from ..ground.events import SystemSample
+from ..ground.events import GpuReading, SystemSample
 from ..ground.results import GpuSummary, SystemSummary
 
 SAMPLE_SECONDS = 0.5  # 2 Hz
@@ -77,15 +77,15 @@ class SystemSampler:
                             cpu_machine=psutil.cpu_percent(None), rss_mib=self.process.memory_info().rss / MIB,
                             gpu=self._gpu())
 
-    def _gpu(self) -> dict:
+    def _gpu(self) -> dict[str, GpuReading]:
         if self.device.type != "cuda" or self.gpu_problem:
             return {}
         index = self.device.index if self.device.index is not None else torch.cuda.current_device()
         try:
-            reading = {"util": float(torch.cuda.utilization(index)),
-                       "memory_mib": torch.cuda.device_memory_used(index) / MIB,
-                       "power_w": torch.cuda.power_draw(index) / 1000.0,  # NVML reports milliwatts
-                       "temp_c": float(torch.cuda.temperature(index))}
+            reading = GpuReading(util=float(torch.cuda.utilization(index)),
+                                 memory_mib=torch.cuda.device_memory_used(index) / MIB,
+                                 power_w=torch.cuda.power_draw(index) / 1000.0,  # NVML reports milliwatts
+                                 temp_c=float(torch.cuda.temperature(index)))
         except Exception as exc:  # no nvidia-ml-py, no NVIDIA driver, a GPU NVML cannot read: no GPU figures
             self.gpu_problem = f"GPU metrics unavailable: {type(exc).__name__}: {exc}"[:200]
             return {}
@@ -101,10 +101,10 @@ def summary(samples: list[SystemSample]) -> SystemSummary | None:
     gpus = {}
     for name in sorted({name for s in samples for name in s.gpu}):
         readings = [s.gpu[name] for s in samples if name in s.gpu]
-        gpus[name] = GpuSummary(util_mean=sum(r["util"] for r in readings) / len(readings),
-                                memory_peak_mib=max(r["memory_mib"] for r in readings),
-                                power_peak_w=max(r["power_w"] for r in readings),
-                                temp_peak_c=max(r["temp_c"] for r in readings))
+        gpus[name] = GpuSummary(util_mean=sum(r.util for r in readings) / len(readings),
+                                memory_peak_mib=max(r.memory_mib for r in readings),
+                                power_peak_w=max(r.power_w for r in readings),
+                                temp_peak_c=max(r.temp_c for r in readings))
     return SystemSummary(samples=n, cpu_process_mean=sum(s.cpu_process for s in samples) / n,
                          cpu_machine_mean=sum(s.cpu_machine for s in samples) / n,
                          rss_peak_mib=max(s.rss_mib for s in samples), gpus=gpus)

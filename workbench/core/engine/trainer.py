@@ -47,7 +47,7 @@ from ..ground.alerts import EXPLODED_FACTOR
 from ..ground.config import EVAL_BATCH, ConfigError, TrainConfig, split_model_spec
 from ..ground.errors import WorkbenchError, first_line
 from ..ground.events import (CompileFinished, CompileStarted, Emit, EpochEnd, Notice, RunFailed, RunFinished,
-                             RunStarted, Step, peak_mib)
+                             RunStarted, Step, Versions)
 from ..ground.forecast import check_forecast, forecast_recompiles
 from ..ground.results import RunResults
 from ..ground.signals import RunSignals
@@ -223,8 +223,9 @@ class Trainer:
             raise ConfigError("epochs", f"the run to continue has trained {start} steps already and this one plans "
                                         f"{total_steps} ({limit}): nothing is left to train",
                               "more epochs, or more max steps")
-        emit(RunStarted(config=config.to_dict(), device=str(device), device_name=devices.device_name(device),
-                        versions=devices.versions(), train_size=len(train_split), val_size=len(val_split),
+        emit(RunStarted(config=config, device=str(device), device_name=devices.device_name(device),
+                        versions=Versions.from_dict(devices.versions()), train_size=len(train_split),
+                        val_size=len(val_split),
                         steps_per_epoch=len(batches), total_steps=total_steps, world_size=world,
                         resumed_step=start, wall=time.time() - (time.perf_counter() - started)))
         notice = cudagraph_thread_notice(config)
@@ -423,7 +424,7 @@ class Trainer:
             totals.steady_samples += samples
             totals.steady_seconds += back.seconds
         memory = devices.memory_mib(run.device)
-        totals.peak_memory_mib = max(totals.peak_memory_mib, peak_mib(memory) or 0.0)
+        totals.peak_memory_mib = max(totals.peak_memory_mib, memory.peak_mib or 0.0)
         if totals.first_loss is None:
             totals.first_loss = back.losses[0]
         for i, loss in enumerate(back.losses):

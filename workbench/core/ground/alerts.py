@@ -248,7 +248,7 @@ class AlertWatch:
     def _memory(self, step: Any) -> list[Alert]:
         if not self.memory_limit_mib:
             return []
-        used = step.memory.get("reserved", step.memory.get("rss"))
+        used = step.memory.held_mib
         if used is None or used < self.thresholds.memory_share * self.memory_limit_mib:
             return []
         return self._fire(step.step, "memory_near_limit", f"{used:,.0f} MiB in use at step {step.step}: "

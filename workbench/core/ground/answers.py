@@ -159,3 +159,10 @@ class Written(Record):
     """Files a job wrote, the main one first (a checkpoint; a report's HTML, then its JSON twin)."""
 
     paths: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Doing(Record):
+    """A long job's step, said as it starts ("translating to ONNX…"): what an export reports while it works."""
+
+    text: str

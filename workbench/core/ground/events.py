@@ -14,19 +14,39 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .alerts import Alert
+from .amp_census import AmpCensus
 from .compile_kinds import COMPILE_KINDS
 from .compile_stages import GraphCompileTime
+from .config import TrainConfig
 from .layer_stats import LayerStats, ModelSummary
+from .memory_trace import MemoryTimeline
+from .profile_trace import ProfileTables
 from .records import Record
 from .results import RunResults
 
 
 @dataclass(frozen=True)
+class Versions(Record):
+    """What a run ran on: Workbench, PyTorch, Python, the CUDA build (and whether a device was there), the GPU."""
+
+    workbench: str
+    torch: str
+    python: str
+    cuda: str
+    gpu: str = ""  # the first CUDA device's name; "" without one
+
+    def to_dict(self) -> dict[str, Any]:
+        """As every version wrote them: no "gpu" without one."""
+        data = {"workbench": self.workbench, "torch": self.torch, "python": self.python, "cuda": self.cuda}
+        return {**data, "gpu": self.gpu} if self.gpu else data
+
+
+@dataclass(frozen=True)
 class RunStarted(Record):
-    config: dict
+    config: TrainConfig
     device: str
     device_name: str
-    versions: dict
+    versions: Versions
     train_size: int
     val_size: int
     steps_per_epoch: int
@@ -55,6 +75,38 @@ class CompileFinished(Record):
     phase: str = "train"
 
 
+MEMORY_READINGS = ("allocated", "reserved", "peak", "rss")  # a MemorySample's readings, in the order they are drawn
+
+
+@dataclass(frozen=True)
+class MemorySample(Record):
+    """A step's memory, MiB: the CUDA allocator's allocated, reserved and peak on a GPU; the process's resident set
+    (rss) on the CPU. A reading the device does not have is None."""
+
+    allocated: float | None = None
+    reserved: float | None = None
+    peak: float | None = None
+    rss: float | None = None
+
+    def readings(self) -> dict[str, float]:
+        """The readings it has, by name (MEMORY_READINGS' order): one curve each."""
+        return {name: value for name in MEMORY_READINGS if (value := getattr(self, name)) is not None}
+
+    def to_dict(self) -> dict[str, Any]:
+        """As every version wrote it: only the readings it has."""
+        return self.readings()
+
+    @property
+    def peak_mib(self) -> float | None:
+        """What "peak memory" means of this reading: the CUDA allocator's peak, or the RSS on the CPU."""
+        return self.peak if self.peak is not None else self.rss
+
+    @property
+    def held_mib(self) -> float | None:
+        """What the process holds of the device's memory: the CUDA allocator's reserved, or the RSS on the CPU."""
+        return self.reserved if self.reserved is not None else self.rss
+
+
 @dataclass(frozen=True)
 class Step(Record):
     step: int  # 1-based optimizer step
@@ -62,7 +114,7 @@ class Step(Record):
     loss: float
     samples_per_s: float  # of the block of steps this one was read back with
     step_seconds: float  # this step's wall time on the CPU; on CUDA (asynchronous) the block's average
-    memory: dict  # MiB by name: {"allocated", "reserved", "peak"} on CUDA, {"rss"} on the CPU
+    memory: MemorySample  # the CUDA allocator's figures on a GPU, the process's resident memory on the CPU
     compiling: bool = False  # this step paid for compilation; keep it off the throughput axis
     # A CUDA warm-up step (kernel loading, cuBLAS setup, CUDA-graph recording): like a compiling step, kept off
     # the steady throughput figures. Never set on the CPU, whose first eager step is not special.
@@ -85,9 +137,6 @@ class Step(Record):
         return not (self.compiling or self.warmup or self.profiled)
 
 
-def peak_mib(memory: dict[str, float]) -> float | None:
-    """The figure a Step's memory reading means as "peak memory": the CUDA allocator's peak, or the RSS on the CPU."""
-    return memory.get("peak", memory.get("rss"))
 
 
 @dataclass(frozen=True)
@@ -176,6 +225,16 @@ class CompileEvent(Record):
 
 
 @dataclass(frozen=True)
+class GpuReading(Record):
+    """One GPU at one moment (NVML): its utilisation, the memory used on it (by every process), power and heat."""
+
+    util: float  # %
+    memory_mib: float
+    power_w: float
+    temp_c: float
+
+
+@dataclass(frozen=True)
 class SystemSample(Record):
     """What the machine was doing, sampled in the training process (domain.system): on a time axis, not the step
     axis, since a compile or a validation can take seconds without a step."""
@@ -184,7 +243,7 @@ class SystemSample(Record):
     cpu_process: float  # % of one core used by the training process since the previous sample (200 = two cores)
     cpu_machine: float  # % of the whole machine's CPU (every core)
     rss_mib: float  # the training process's resident memory
-    gpu: dict = field(default_factory=dict)  # "cuda:0" → {"util": %, "memory_mib", "power_w", "temp_c"} (NVML)
+    gpu: dict[str, GpuReading] = field(default_factory=dict)  # by device ("cuda:0"), from NVML; {} without one
 
 
 @dataclass(frozen=True)
@@ -195,13 +254,20 @@ class ProfileReport(Record):
     first_step: int  # the profiled steps, inclusive
     last_step: int
     device: str  # "cpu", "cuda:0"
-    summary: dict  # profile_trace.summarise(): {"ops": [...], "spans": [...], "steps": [...], ...}
-    memory: dict = field(default_factory=dict)  # memory_trace's timeline: {"source", "times_us", "categories", ...}
+    summary: ProfileTables  # profile_trace.summarise(): the op table, the regions, the steps, the timeline
+    memory: MemoryTimeline | None = None  # memory by category over the window; None without one
     trace: str = ""  # the gzipped Chrome/Perfetto trace; "" when it was not written
     trace_bytes: int = 0  # its size on disk
     trimmed: str = ""  # what the size cap left out of the trace, in words; "" when nothing
     snapshot: str = ""  # CUDA: the allocator snapshot (pickle) for PyTorch's memory viewer; "" on the CPU
     problem: str = ""  # why a part is missing (the trace could not be written, …); "" when none
+
+    @classmethod
+    def read(cls, data: Any, where: str) -> ProfileReport:
+        """Its layout, and older ones: no memory timeline was written as {}."""
+        if isinstance(data, dict) and data.get("memory") == {}:
+            data = {**data, "memory": None}
+        return super().read(data, where)
 
 
 @dataclass(frozen=True)
@@ -211,7 +277,7 @@ class AmpReport(Record):
 
     dtype: str  # "bf16" | "fp16"
     device: str
-    census: dict  # {"ops": [{"op", "calls", "dtype", "group"}, ...], "groups": {"low": n, "fp32": n, "other": n}}
+    census: AmpCensus
     recommendation: str  # one line: bf16 or fp16 (or off) for this device, and why
 
 

@@ -23,6 +23,7 @@ from typing import Iterable, Iterator
 from .errors import WorkbenchError
 from .compile_stages import GraphCompileTime, graph_compile_times
 from .events import Frame, ProfileReport, printed_frames
+from .profile_trace import OpRow
 from .records import Record
 
 TRACE_FILE = "dedicated_log_torch_trace_rank_0.log"  # the name TORCH_TRACE gives a single process's log
@@ -385,18 +386,18 @@ def kernel_times(graph: CompiledGraph, listing: Listing, profile: ProfileReport)
     its forward or inference, "compiled backward" for a backward): kernel names repeat from graph to graph."""
     steps = max(1, profile.last_step - profile.first_step + 1)
     region = "compiled backward" if listing.graph == "backward" else f"compiled {graph.compile_id}"
-    rows = [row for row in profile.summary.get("ops", []) if isinstance(row, dict) and row.get("region") == region]
+    rows = [row for row in profile.summary.ops if row.region == region]
     shared: dict[str, int] = {}
     for kernel in listing.kernels:
         if kernel.op:
             shared[kernel.op] = shared.get(kernel.op, 0) + 1
     times: dict[str, KernelTime] = {}
     for kernel in listing.kernels:
-        matched = [row for row in rows if _same_kernel(kernel, str(row.get("name", "")))]
+        matched = [row for row in rows if _same_kernel(kernel, row.name)]
         if not matched:
             continue
         us = sum(_row_us(row) for row in matched)
-        calls = sum(row.get("calls", 0) for row in matched if isinstance(row.get("calls"), (int, float)))
+        calls = sum(row.calls for row in matched)
         times[kernel.key] = KernelTime(us=us / steps, calls=calls / steps, shared=shared.get(kernel.op, 1))
     return times
 
@@ -408,9 +409,6 @@ def _same_kernel(kernel: Kernel, name: str) -> bool:
                                    and name[len("graph_"):-len(kernel.name) - 1].isdigit())
 
 
-def _row_us(row: dict) -> float:
+def _row_us(row: OpRow) -> float:
     """A row's device time where it has one (a GPU kernel), else its own CPU time."""
-    device, cpu = row.get("self_device_us"), row.get("self_cpu_us")
-    if isinstance(device, (int, float)) and device > 0:
-        return float(device)
-    return float(cpu) if isinstance(cpu, (int, float)) else 0.0
+    return row.self_device_us if row.self_device_us > 0 else row.self_cpu_us

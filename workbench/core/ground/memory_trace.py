@@ -12,9 +12,11 @@ the window read it, and the tests feed it hand-built records.
 from __future__ import annotations
 
 import heapq
+from dataclasses import dataclass, field
 from typing import Iterable
 
 from .profile_trace import Op, StepWindows, is_op, nest, shapes_of, steps_of, trace_events, window_origin
+from .records import Record
 
 CATEGORIES = ("parameters", "gradients", "optimizer state", "activations", "other")
 MAX_POINTS = 2000
@@ -26,6 +28,35 @@ PROFILER_NOTE = ("categories from the ops enclosing each allocation: inside Opti
 SNAPSHOT_NOTE = ("categories from the addresses of the weights and optimizer state, else from each allocation's "
                  "stack: torch/optim = optimizer state, backward = gradients, the model's code or torch/nn/modules = "
                  "activations, else other; blocks from before the trace with no known address are other")
+
+
+@dataclass(frozen=True)
+class Allocation(Record):
+    """One allocation: its size, category, where it was made (an op and its input shapes, or a stack frame), the
+    enclosing ops or frames outermost first, and when it lived (in the timeline's unit; end None: still alive)."""
+
+    bytes: int
+    category: str
+    where: str
+    stack: tuple[str, ...]
+    start_us: float
+    end_us: float | None
+
+
+@dataclass(frozen=True)
+class MemoryTimeline(Record):
+    """Bytes alive per category over the profiled window (at most MAX_POINTS samples, the peak kept), the peak, the
+    largest allocations, where it came from ("profiler", "cuda allocator") and how it was categorised (`note`)."""
+
+    source: str
+    device: str
+    time_unit: str = "us"  # "us", or "event" where the allocator's history has no times
+    times_us: tuple[float, ...] = ()
+    categories: dict[str, tuple[float, ...]] = field(default_factory=dict)  # CATEGORIES → bytes at each time
+    peak_bytes: int = 0
+    peak_us: float = 0.0
+    largest: tuple[Allocation, ...] = ()
+    note: str = ""
 
 
 class _Timeline:
@@ -53,17 +84,19 @@ class _Timeline:
         self.times.append(t)
         self.samples.append(tuple(self.alive[c] for c in CATEGORIES))
 
-    def result(self, source: str, device: str, note: str, time_unit: str = "us") -> dict:
+    def result(self, source: str, device: str, note: str, time_unit: str = "us") -> MemoryTimeline:
         totals = [sum(s) for s in self.samples]
         peak = max(range(len(totals)), key=totals.__getitem__) if totals else None
         keep = downsample(totals)
-        return {"source": source, "device": device, "time_unit": time_unit,
-                "times_us": [round(self.times[i], 3) for i in keep],
-                "categories": {c: [self.samples[i][k] for i in keep] for k, c in enumerate(CATEGORIES)},
-                "peak_bytes": totals[peak] if peak is not None else 0,
-                "peak_us": round(self.times[peak], 3) if peak is not None else 0.0,
-                "largest": heapq.nlargest(LARGEST, self.allocations, key=lambda a: a["bytes"]),
-                "note": note}
+        largest = heapq.nlargest(LARGEST, self.allocations, key=lambda a: a["bytes"])
+        return MemoryTimeline(
+            source=source, device=device, time_unit=time_unit, times_us=tuple(round(self.times[i], 3) for i in keep),
+            categories={c: tuple(self.samples[i][k] for i in keep) for k, c in enumerate(CATEGORIES)},
+            peak_bytes=totals[peak] if peak is not None else 0,
+            peak_us=round(self.times[peak], 3) if peak is not None else 0.0,
+            largest=tuple(Allocation(a["bytes"], a["category"], a["where"], tuple(a["stack"]), a["start_us"],
+                                     a["end_us"]) for a in largest),
+            note=note)
 
 
 def downsample(totals: list[int], max_points: int = MAX_POINTS) -> list[int]:
@@ -76,7 +109,7 @@ def downsample(totals: list[int], max_points: int = MAX_POINTS) -> list[int]:
             for b in range(max_points)]
 
 
-def _empty(source: str, device: str, note: str, time_unit: str = "us") -> dict:
+def _empty(source: str, device: str, note: str, time_unit: str = "us") -> MemoryTimeline:
     return _Timeline().result(source, device, note, time_unit)
 
 
@@ -116,7 +149,7 @@ def _op_where(owner: Op | None) -> tuple[str, list[str]]:
     return (f"{owner.name} ({shapes})" if shapes else owner.name), [op.name for op in reversed(owner.chain())]
 
 
-def from_profiler(trace: dict, baseline: dict[str, int], device_type: int = 0, device_id: int = -1) -> dict:
+def from_profiler(trace: dict, baseline: dict[str, int], device_type: int = 0, device_id: int = -1) -> MemoryTimeline:
     """Memory of one device over the profiled window from the profiler's "[memory]" events (see the module doc).
 
     `baseline`: bytes alive before the window per category (the weights, the optimizer state): constant layers.
@@ -251,7 +284,7 @@ def _before_trace(entries: list[dict], free_action: str) -> tuple[dict[int, dict
     return freed_unseen, live
 
 
-def from_snapshot(snapshot: dict, known: dict[int, str] | None = None, device: int = 0) -> dict:
+def from_snapshot(snapshot: dict, known: dict[int, str] | None = None, device: int = 0) -> MemoryTimeline:
     """Memory of one CUDA device over the allocator's recorded history (`torch.cuda.memory._snapshot()`), replayed
     the way PyTorch's memory viewer does (see the module doc). `known`: address -> category of the allocations the
     engine can name (the weights, the optimizer state). A damaged snapshot gives empty series and says why."""

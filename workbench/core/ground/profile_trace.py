@@ -16,11 +16,12 @@ import json
 import re
 from collections import defaultdict
 from bisect import bisect_right
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
 from .atomic import atomic_path
+from .records import Record
 
 MAX_SPANS = 4000
 TRACE_CAP_BYTES = 100 * 2**20
@@ -34,6 +35,78 @@ LAUNCH_CATEGORIES = ("cuda_runtime", "cuda_driver")  # cudaLaunchKernel, and cuL
 _COMPILED_REGION = re.compile(r"Torch-Compiled Region: (\S+)")
 KEPT_DEPTH = 2  # ops this deep under a step stay in the spans (deeper ones are in the table and the trace)
 TRIM_DEPTH = 3  # a trace over the cap loses the cpu_ops nested deeper than this under a step
+
+
+# -- what a profiled window is, as plain data -------------------------------------------------------------------
+@dataclass(frozen=True)
+class OpRow(Record):
+    """One row of the op table: an op (or annotation) by name, compiled region and input shapes, how often it ran
+    and its times (µs): its own (self) and with what it called, on the CPU and on the device it launched work on."""
+
+    name: str
+    region: str
+    calls: int
+    self_cpu_us: float
+    cpu_us: float
+    self_device_us: float
+    device_us: float
+    shapes: str = ""
+
+
+@dataclass(frozen=True)
+class RegionRow(Record):
+    """A compiled region's (or eager's) totals over the op table."""
+
+    region: str
+    self_cpu_us: float
+    self_device_us: float
+    calls: int
+
+
+@dataclass(frozen=True)
+class StepTime(Record):
+    """A profiled step on the window's time axis (µs from its origin)."""
+
+    step: int
+    start_us: float
+    dur_us: float
+
+
+@dataclass(frozen=True)
+class Span(Record):
+    """A bar of the timeline: a step, a compiled region, an op or a kernel on its lane (a CPU thread, a GPU stream)."""
+
+    lane: str
+    start_us: float
+    dur_us: float
+    name: str
+    kind: str  # "step" | "region" | "op" | "kernel"
+    depth: int
+
+
+@dataclass(frozen=True)
+class ProfileCost(Record):
+    """What profiling cost: a profiled step's median time against a steady one's (None where not measured)."""
+
+    profiled_step_ms: float | None = None
+    steady_step_ms: float | None = None
+
+
+@dataclass(frozen=True)
+class ProfileTables(Record):
+    """The trace summarised (`summarise`): the op table heaviest first, the regions' totals, the steps, the
+    timeline's spans (and how many short ones were left out), the window's origin and length, the device kind, and
+    what profiling cost."""
+
+    ops: tuple[OpRow, ...] = ()
+    regions: tuple[RegionRow, ...] = ()
+    steps: tuple[StepTime, ...] = ()
+    spans: tuple[Span, ...] = ()
+    spans_left_out: int = 0
+    origin_us: float = 0.0
+    window_us: float = 0.0
+    device: str = "cpu"  # "cuda" when the trace has device work
+    cost: ProfileCost = field(default_factory=ProfileCost)
 
 
 @dataclass(eq=False)
@@ -310,8 +383,8 @@ def _spans(ops: list[Op], steps: list[Op], device: list[dict], origin: float, ma
     return spans, left_out
 
 
-def summarise(trace: dict, *, max_spans: int = MAX_SPANS) -> dict:
-    """The trace as plain data: the op table, the regions' totals, the steps, the timeline (see the module doc).
+def summarise(trace: dict, *, max_spans: int = MAX_SPANS) -> ProfileTables:
+    """The trace as records: the op table, the regions' totals, the steps, the timeline (see the module doc).
 
     Times are microseconds; start times are relative to `origin_us` (window_origin)."""
     events = trace_events(trace)
@@ -330,22 +403,17 @@ def summarise(trace: dict, *, max_spans: int = MAX_SPANS) -> dict:
         timed = [(op.ts, op.end) for op in ops] + [(_num(e.get("ts")), _num(e.get("ts")) + _num(e.get("dur")))
                                                    for e in device]
         window = max(end for _, end in timed) - min(ts for ts, _ in timed) if timed else 0.0
-    return {
-        "ops": op_rows,
-        "regions": _region_rows(op_rows),
-        "steps": [{"step": n, "start_us": round(s.ts - origin, 3), "dur_us": round(s.dur, 3)}
-                  for s in steps if (n := _step_number(s.name)) is not None],
-        "spans": spans,
-        "spans_left_out": left_out,
-        "origin_us": origin,
-        "window_us": round(window, 3),
-        "device": "cuda" if device else "cpu",
-    }
-
-
-def top_ops(summary: dict, n: int = 10) -> list[dict]:
-    """The `n` heaviest rows of the op table (by self device + self CPU time)."""
-    return list(summary.get("ops", [])[:n])
+    return ProfileTables(
+        ops=tuple(OpRow(**row) for row in op_rows),
+        regions=tuple(RegionRow(**row) for row in _region_rows(op_rows)),
+        steps=tuple(StepTime(step=n, start_us=round(s.ts - origin, 3), dur_us=round(s.dur, 3))
+                    for s in steps if (n := _step_number(s.name)) is not None),
+        spans=tuple(Span(**span) for span in spans),
+        spans_left_out=left_out,
+        origin_us=origin,
+        window_us=round(window, 3),
+        device="cuda" if device else "cpu",
+    )
 
 
 # --- the trace file ---------------------------------------------------------------------------------------------

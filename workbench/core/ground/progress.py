@@ -46,7 +46,7 @@ class Progress:
         if isinstance(event, RunStarted):
             self.__init__()  # type: ignore[misc]  # a new run starts from scratch
             self.state = "starting"
-            self.epochs = int(event.config.get("epochs", 1))
+            self.epochs = event.config.epochs
             self.total_steps = event.total_steps
             self.epoch = 1
         elif isinstance(event, CompileStarted):

@@ -15,6 +15,7 @@ from typing import Any
 
 from .forecast import ForecastCheck
 from .payback import Payback
+from .profile_trace import OpRow, ProfileCost
 from .records import Record
 
 
@@ -76,14 +77,6 @@ class AmpSummary(Record):
 
 
 @dataclass(frozen=True)
-class ProfileCost(Record):
-    """What profiling cost: a profiled step's median time against a steady one's (None where not measured)."""
-
-    profiled_step_ms: float | None = None
-    steady_step_ms: float | None = None
-
-
-@dataclass(frozen=True)
 class ProfileSummary(Record):
     """The profiled window (domain.profiler): where its trace went and its heaviest ops (the full table is in the
     ProfileReport event)."""
@@ -94,7 +87,7 @@ class ProfileSummary(Record):
     trace_bytes: int
     trimmed: str  # what the size cap left out of the trace
     snapshot: str  # CUDA: the allocator snapshot; "" on the CPU
-    top_ops: tuple[dict, ...]  # rows of the op table (ground.profile_trace), heaviest first
+    top_ops: tuple[OpRow, ...]  # rows of the op table, heaviest first
     cost: ProfileCost
     memory_peak_bytes: int | None
     memory_source: str | None  # where the memory timeline came from; None without one

@@ -85,10 +85,10 @@ def profile_lines(profile: ProfileSummary) -> list[str]:
     if profile.memory_peak_bytes:
         line += f"; peak memory {profile.memory_peak_bytes / 2**20:,.1f} MiB ({profile.memory_source})"
     lines = [line]
-    for op in profile.top_ops:  # rows of the op table (ground.profile_trace), as the profiler's report has them
-        device = f", {op['self_device_us'] / 1000:.2f} ms self on the device" if op.get("self_device_us") else ""
-        lines.append(f"  {op.get('self_cpu_us', 0) / 1000:8.2f} ms self CPU{device}  {op.get('calls')}×  "
-                     f"{op.get('name')}" + (f"  [{op['region']}]" if op.get("region") else ""))
+    for op in profile.top_ops:  # rows of the op table (ground.profile_trace), heaviest first
+        device = f", {op.self_device_us / 1000:.2f} ms self on the device" if op.self_device_us else ""
+        lines.append(f"  {op.self_cpu_us / 1000:8.2f} ms self CPU{device}  {op.calls}×  {op.name}"
+                     + (f"  [{op.region}]" if op.region else ""))
     if profile.trace:
         lines.append(f"profile trace: {profile.trace} ({profile.trace_bytes / 2**20:.1f} MiB gzipped; open it in "
                      f"ui.perfetto.dev)" + (f"; left out: {profile.trimmed}" if profile.trimmed else ""))

@@ -47,7 +47,7 @@ class Curves:
 def curves_from_events(events: list[Event]) -> Curves:
     steps = [e for e in events if isinstance(e, Step)]
     steady = [s for s in steps if s.steady]
-    names = sorted({name for s in steps for name in s.memory})
+    names = sorted({name for s in steps for name in s.memory.readings()})
     last_step_of_epoch: dict[int, int] = {}
     for s in steps:
         last_step_of_epoch[s.epoch] = s.step
@@ -59,7 +59,8 @@ def curves_from_events(events: list[Event]) -> Curves:
         loss=np.array([s.loss for s in steps], dtype=np.float64),
         throughput_step=np.array([s.step for s in steady], dtype=np.float64),
         throughput=np.array([s.samples_per_s for s in steady], dtype=np.float64),
-        memory={name: np.array([s.memory.get(name, np.nan) for s in steps], dtype=np.float64) for name in names},
+        memory={name: np.array([s.memory.readings().get(name, np.nan) for s in steps], dtype=np.float64)
+                for name in names},
         val_step=np.array([last_step_of_epoch.get(e.epoch, 0) for e in epochs], dtype=np.float64),
         val_loss=np.array([e.val_loss for e in epochs], dtype=np.float64),
         accuracy=np.array([np.nan if s.accuracy is None else s.accuracy for s in steps], dtype=np.float64),

@@ -92,7 +92,7 @@ class RunRecorder:
                                              "record", "the run's own files (events.jsonl) keep every event"))
 
     def _start(self) -> None:
-        self.run_id = self.store.start_run(self._started.config, self.out_dir, self.host)
+        self.run_id = self.store.start_run(self._started.config.to_dict(), self.out_dir, self.host)
 
     def flush(self, last: Event | None = None) -> bool:
         """Commit what is buffered (the run's row first, if it is not written yet); True when nothing is left."""
@@ -170,7 +170,7 @@ def _summary(batch: list[Event], last: Event | None) -> dict:
     for event in batch:
         if isinstance(event, RunStarted):
             summary["environment"] = json.dumps({"device": event.device, "device_name": event.device_name,
-                                                 **event.versions})
+                                                 **event.versions.to_dict()})
         elif isinstance(event, EpochEnd):
             best = summary.get("best_val_accuracy")
             summary["best_val_accuracy"] = event.val_accuracy if best is None else max(best, event.val_accuracy)

@@ -25,6 +25,7 @@ from typing import Sequence
 from ..ground import paths
 from ..ground.errors import WorkbenchError, first_line
 from ..ground.events import (Event, RunFinished, from_dict, to_json)
+from ..ground.processes import process_alive
 from ..ground.results import RunResults
 from .trash import folder_bytes
 
@@ -354,7 +355,7 @@ class RunStore:
         """Runs that say 'running' but whose process on this host is gone were killed: say so."""
         host = socket.gethostname()
         rows = self.db.execute("SELECT id, pid FROM runs WHERE status = 'running' AND host = ?", (host,)).fetchall()
-        dead = [row["id"] for row in rows if not _process_alive(row["pid"])]
+        dead = [row["id"] for row in rows if not process_alive(row["pid"])]
         if dead:
             self.db.executemany("UPDATE runs SET status = 'interrupted', updated = ? WHERE id = ?",
                                 [(_now(), run_id) for run_id in dead])
@@ -581,20 +582,6 @@ def _read_only_uri(path: Path) -> str:
     commit is in the file itself: it is opened immutable (no -shm, no locks)."""
     wal = all(Path(f"{path}{suffix}").exists() for suffix in ("-wal", "-shm"))
     return path.resolve().as_uri() + ("?mode=ro" if wal else "?mode=ro&immutable=1")
-
-
-def _process_alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # exists, owned by someone else
-    except OSError:
-        return False
-    return True
 
 
 # Columns that only ever grow while a run is recorded in batches.

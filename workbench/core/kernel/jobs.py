@@ -158,12 +158,13 @@ def export_checkpoint(request: requests.ExportCheckpoint) -> answers.Written:
 
 
 @handles
-def export_model(request: requests.ExportModel) -> answers.ParityTable:
-    """Export a checkpoint (.pt2, ONNX, AOTInductor) behind its parity gate: the gate's table (domain.export)."""
+def export_model(request: requests.ExportModel, progress: Callable[[answers.Doing], None]) -> answers.ParityTable:
+    """Export a checkpoint (.pt2, ONNX, AOTInductor) behind its parity gate: the gate's table (domain.export); each
+    step said as it starts (an AOTInductor export takes half a minute)."""
     from ..domain.export import export_model as export
 
     return export(_checkpoint(request.source, request.trust_model_code), request.out, fmt=request.fmt,
-                  compile_backend=request.compile_backend)
+                  compile_backend=request.compile_backend, progress=lambda text: progress(answers.Doing(text)))
 
 
 @handles

@@ -124,9 +124,9 @@ class RunWriter:
 
     def _summary(self, result: RunFinished) -> dict:
         return {
-            "config": self._started.config if self._started else None,
+            "config": self._started.config.to_dict() if self._started else None,
             "device": self._started.device_name if self._started else None,
-            "versions": self._started.versions if self._started else None,
+            "versions": self._started.versions.to_dict() if self._started else None,
             "steps": result.steps,
             "epochs": self._epochs,
             "seconds": result.seconds,

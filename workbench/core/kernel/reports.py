@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..domain.evaluate import evaluate_run
 from ..history.report.build import write_report_files
-from ..history.report.data import Evaluation
+from ..ground.evaluation import Evaluation
 from ..history.report.write import ReportError, json_twin
 from ..history.runs import RunStore
 from ..history.warm_starts import with_measured_launch

@@ -76,7 +76,7 @@ SERVICES = (
     Service("evaluate", requests.Evaluate, answers.Score),
     Service("evaluate_view", requests.EvaluateView, answers.EvaluationView),
     Service("export_checkpoint", requests.ExportCheckpoint, answers.Written),
-    Service("export_model", requests.ExportModel, answers.ParityTable),
+    Service("export_model", requests.ExportModel, answers.ParityTable, progress=answers.Doing),
     Service("report", requests.WriteReport, answers.Written),
     Service("dataset_preview", requests.PreviewDataset, answers.DatasetPreview),
     Service("lr_find", requests.FindLr, LrFinding, progress=LrPoint, cancellable=True),

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..ground import pixels, requests
-from ..ground.answers import (CheckpointInfo, DatasetPreview, EvaluationView, FullgraphCheck, ParityTable,
+from ..ground.answers import (CheckpointInfo, DatasetPreview, Doing, EvaluationView, FullgraphCheck, ParityTable,
                               Predictions, Score, Written)
 from ..ground.capabilities import Capabilities
 from ..ground.config import TrainConfig
@@ -82,10 +82,12 @@ class ServiceClient:
         """The checkpoint written to `target` atomically, with its .safetensors twin."""
         return self.submit(requests.ExportCheckpoint(str(source), str(target), trust_model_code))
 
-    def export_model(self, source: Paths, out: Paths, *, fmt: str, compile_backend: str,
-                     trust_model_code: bool = False) -> Future[ParityTable]:
-        """The checkpoint's model exported into `out` behind its parity gate."""
-        return self.submit(requests.ExportModel(str(source), str(out), fmt, compile_backend, trust_model_code))
+    def export_model(self, source: Paths, out: Paths, *, fmt: str, compile_backend: str, trust_model_code: bool = False,
+                     on_step: Callable[[Doing], None] | None = None) -> Future[ParityTable]:
+        """The checkpoint's model exported into `out` behind its parity gate; `on_step` hears each step as it starts
+        (on the client's reader thread)."""
+        return self.submit(requests.ExportModel(str(source), str(out), fmt, compile_backend, trust_model_code),
+                           on_step)
 
     def write_report(self, run_ids: Sequence[int], out: Paths, *, db: Paths | None = None,
                      trust_model_code: bool = False) -> Future[Written]:

@@ -42,7 +42,7 @@ from ..ground.config import EVAL_BATCH, TrainConfig, setup_label
 from ..domain.data import DeviceBatches, Split, load_splits
 from ..engine import Trainer
 from ..ground.errors import WorkbenchError
-from ..ground.events import CompileFinished, EpochEnd, RunFailed, Step, peak_mib
+from ..ground.events import CompileFinished, EpochEnd, RunFailed, Step
 from ..domain.model import PIXEL_MEAN, PIXEL_STD, SandwichNet
 
 ARTICLE_WORKERS = 4  # what the article's recipe asks for (capped to the machine)
@@ -135,7 +135,7 @@ def _row_from_windows(name: str, kind: str, windows: list[float], step_ms: list[
 
 
 def _peak_memory(device: torch.device) -> float | None:
-    return peak_mib(devices.memory_mib(device))
+    return devices.memory_mib(device).peak_mib
 
 
 @contextlib.contextmanager

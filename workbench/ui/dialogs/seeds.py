@@ -283,7 +283,7 @@ class SeedsDialog(QueuedRunsDialog):
     def _on_heard(self, seed: int, event: Event) -> None:
         self.seed = seed
         if isinstance(event, RunStarted):
-            self.planned_epochs = int(event.config.get("epochs", 0))
+            self.planned_epochs = event.config.epochs
             self.epoch_text = "starting"
         else:
             self.epoch_text = f"epoch {event.epoch}/{self.planned_epochs}"

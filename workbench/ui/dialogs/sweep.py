@@ -259,7 +259,7 @@ class SweepDialog(QueuedRunsDialog):
 
     def _on_heard(self, number: int, event: Event) -> None:
         if isinstance(event, RunStarted):
-            self.planned_epochs = int(event.config.get("epochs", 0))
+            self.planned_epochs = event.config.epochs
             self.epoch_text = "starting"
         else:
             self.epoch_text = (f"epoch {event.epoch} of {self.planned_epochs} (val accuracy "

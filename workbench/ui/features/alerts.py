@@ -12,24 +12,21 @@ from PySide6.QtCore import QObject
 from ...core.ground.alerts import PANEL_COMPILE, PANEL_MODEL, PANEL_SYSTEM, Alert
 from ...core.ground.config import setting_named
 from ...core.ground.events import Event, RunFailed, RunFinished
-from .feedback import Feedback
-from ..support.notify import Notifier
 from ..panels.alert_text import SETTING
-from ..panels.layers.layers import ModelPanel
-from ..panels.plots.plots import PlotsPanel
-from ..panels.setup import SetupPanel
+from ..support.notify import Notifier
+from .parts import WindowParts
 
 
 class Alerts(QObject):
-    def __init__(self, notifier: Notifier, feedback: Feedback, setup: SetupPanel, model: ModelPanel,
-                 plots: PlotsPanel, *, show_dock: Callable[[str], None], show_compile_step: Callable[[int], None]):
-        """`show_dock(name)`: bring a dock of the window in front ("setup", "model") with the focus in it;
-        `show_compile_step(step)`: the Compile dock with that step's compile events selected."""
-        super().__init__(plots)
-        self.notifier, self.feedback, self.setup, self.model, self.plots = notifier, feedback, setup, model, plots
-        self.show_dock, self.show_compile_step = show_dock, show_compile_step
-        plots.alerts.alertClicked.connect(self.go_to_fix)
-        feedback.log.alertActivated.connect(self.go_to_fix)
+    def __init__(self, parts: WindowParts, notifier: Notifier, *, show_compile_step: Callable[[int], None]):
+        """`show_compile_step(step)`: the Compile dock with that step's compile events selected."""
+        panels = parts.panels
+        super().__init__(panels.plots)
+        self.notifier, self.feedback, self.setup, self.model, self.plots = notifier, parts.feedback, panels.setup, \
+            panels.layers, panels.plots
+        self.show_dock, self.show_compile_step = parts.focus_dock, show_compile_step  # a dock in front, focused
+        self.plots.alerts.alertClicked.connect(self.go_to_fix)
+        self.feedback.log.alertActivated.connect(self.go_to_fix)
 
     def add_events(self, batch: list[Event]) -> None:
         alerts = [event for event in batch if isinstance(event, Alert)]

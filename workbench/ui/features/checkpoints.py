@@ -13,16 +13,16 @@ from pathlib import Path
 from typing import Callable
 
 from PySide6.QtCore import QObject, Signal
-from PySide6.QtWidgets import QMessageBox, QWidget
+from PySide6.QtGui import QKeySequence
+from PySide6.QtWidgets import QMessageBox, QStyle
 
 from ...core.ground.answers import CheckpointInfo
 from ...core.ground.consent import ModelConsent
 from ...core.run.protocol import NeedsConsent
+from ..actions import ActionSpec
 from ..support import file_dialogs
-from .feedback import Feedback
-from .kernel import Kernel
-from ..panels.predict import PredictPanel
-from ..window_state import LoadedModel, WindowState
+from ..window_state import LoadedModel
+from .parts import WindowParts
 
 OPENING = "opening a checkpoint"  # the task slot: a newer Open supersedes an older one's answer
 
@@ -31,11 +31,17 @@ class Checkpoints(QObject):
     # For tests and scripts: how an Open went, once the window has shown it (a CheckpointInfo, or the error)
     checkpointLoaded = Signal(object)
 
-    def __init__(self, kernel: Kernel, state: WindowState, feedback: Feedback, predict: PredictPanel,
-                 window: QWidget, changed: Callable[[], None]):
-        super().__init__(window)
-        self.kernel, self.state, self.feedback, self.predict = kernel, state, feedback, predict
-        self.window, self.changed = window, changed
+    def __init__(self, parts: WindowParts):
+        super().__init__(parts.window)
+        self.kernel, self.state, self.feedback, self.predict = parts.kernel, parts.state, parts.feedback, \
+            parts.panels.predict
+        self.window, self.changed = parts.window, parts.changed
+
+    def actions(self) -> tuple[ActionSpec, ...]:
+        return (ActionSpec("open_checkpoint", "Open checkpoint…", self.choose, "File", 10, QKeySequence.Open,
+                           QStyle.SP_DialogOpenButton, toolbar=200, name="openCheckpointAction"),
+                ActionSpec("forget_trusted", "Forget trusted model files…", self.forget_trusted, "Help", 30,
+                           name="forgetTrustedModelsAction"))
 
     def choose(self) -> None:
         path = file_dialogs.open_file(self.window, "checkpoint", "Open checkpoint",

@@ -10,21 +10,18 @@ from __future__ import annotations
 from typing import Callable
 
 from PySide6.QtCore import QObject, Signal
-from PySide6.QtWidgets import QApplication, QWidget
+from PySide6.QtWidgets import QApplication
 
 from ...core.ground.answers import FullgraphCheck
-from ...core.ground.config import TrainConfig
 from ...core.ground.errors import with_hint
-from ...core.ground.events import CompileReport, ProfileReport, RunFailed
+from ...core.ground.events import CompileReport, RunFailed
 from ...core.ground.inductor_code import read_inductor_code
 from ...core.ground.numerics import NumericsReport
-from .feedback import Feedback
-from .kernel import Kernel
+from ..actions import ActionSpec
 from ..dialogs.numerics import NumericsDialog
-from ..panels.compile.compile import CompilePanel
 from ..panels.compile.code import CompiledCodeDialog
-from ..panels.setup import SetupPanel
-from ..window_state import DataChoice, WindowState
+from ..window_state import DataChoice
+from .parts import WindowParts
 
 EXPLAINING = "explaining"  # the task slot of Explain, Check with fullgraph and Compare numerics: the form waits
 READING_CODE = "reading compiled code"
@@ -39,20 +36,30 @@ class CompileInsight(QObject):
     numericsCompared = Signal(object)  # a NumericsReport, or the error that stopped it
     codeShown = Signal(object)  # the CompiledCodeDialog, once it shows the run's code (or why there is none)
 
-    def __init__(self, kernel: Kernel, state: WindowState, feedback: Feedback, setup: SetupPanel,
-                 panel: CompilePanel, *, config_for: Callable[[str], TrainConfig | None],
-                 show: Callable[[], None], preview: Callable[[DataChoice], None], training: Callable[[], bool],
-                 changed: Callable[[], None], profile: Callable[[], ProfileReport | None], window: QWidget):
-        """`config_for(action)`: the form's config, or None with the reason shown; `show()`: raise the Compile dock;
-        `preview(choice)`: ask for a dataset preview (the forecast's split sizes); `training()`: a run is alive;
-        `profile()`: the profile of the run shown, if any (its kernel times go beside the code); `window`: the
-        dialogs' parent."""
-        super().__init__(panel)
-        self.kernel, self.state, self.feedback, self.setup, self.panel = kernel, state, feedback, setup, panel
-        self.config_for, self.show, self.preview, self.training = config_for, show, preview, training
-        self.changed, self.profile, self.window = changed, profile, window
+    def __init__(self, parts: WindowParts, *, preview: Callable[[DataChoice], None]):
+        """`preview(choice)`: ask for a dataset preview (the forecast's split sizes)."""
+        panels = parts.panels
+        super().__init__(panels.compile)
+        self.kernel, self.state, self.feedback, self.setup, self.panel = parts.kernel, parts.state, parts.feedback, \
+            panels.setup, panels.compile
+        self.config_for, self.show, self.preview = parts.config_for, lambda: parts.show_dock("compile"), preview
+        self.training = lambda: parts.runner.training
+        self.changed, self.profile, self.window = parts.changed, lambda: panels.profile.report, parts.window
+        self.form_ready = parts.form_ready
         self.numerics_dialog: NumericsDialog | None = None
         self.code_dialog: CompiledCodeDialog | None = None
+
+    def actions(self) -> tuple[ActionSpec, ...]:
+        return (ActionSpec("explain", "Explain compile", self.explain, "Run", 30, "Ctrl+E", toolbar=30,
+                           enabled=self.form_ready, name="explainAction"),
+                ActionSpec("numerics", "Compare numerics", self.compare_numerics, "Run", 40, "Ctrl+Shift+D",
+                           enabled=self.form_ready, name="numericsAction"))
+
+    def refresh(self) -> None:
+        """The Compile dock's own buttons for the same jobs, enabled as the actions are."""
+        ready = self.form_ready()
+        self.panel.explain_button.setEnabled(ready)
+        self.panel.numerics_button.setEnabled(ready)
 
     @property
     def busy(self) -> bool:

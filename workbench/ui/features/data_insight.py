@@ -11,13 +11,10 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from ...core.ground.answers import DatasetPreview, EvaluationView
 from ...core.ground.errors import WorkbenchError, with_hint
 from ...core.history.curves import run_name
+from ..actions import ActionSpec
+from ..window_state import LOCAL_DATASETS, DataChoice, EvaluationTarget
 from .checkpoints import Checkpoints
-from .kernel import Kernel
-from ..panels.dataset import DatasetPanel
-from ..panels.evaluate import EvaluatePanel
-from ..panels.runs.runs import RunsPanel
-from ..panels.setup import SetupPanel
-from ..window_state import LOCAL_DATASETS, DataChoice, EvaluationTarget, WindowState
+from .parts import WindowParts
 
 EVALUATING, PREVIEWING = "evaluating", "previewing a dataset"  # task slots: a newer ask supersedes an older one
 PREVIEW_DELAY_MS = 400  # a dataset choice (or data folder) this long unchanged is previewed
@@ -28,25 +25,25 @@ class DataInsight(QObject):
     evaluationFinished = Signal(object)  # an EvaluationView, or the error that stopped it
     datasetPreviewed = Signal(object)  # a DatasetPreview, or the error that stopped it
 
-    def __init__(self, kernel: Kernel, state: WindowState, setup: SetupPanel, evaluation: EvaluatePanel,
-                 dataset: DatasetPanel, runs: RunsPanel, checkpoints: Checkpoints, *,
-                 show_evaluation: Callable[[], None], sizes_learned: Callable[[], None]):
-        """`show_evaluation()`: raise the Evaluate dock; `sizes_learned()`: a preview brought split sizes."""
-        super().__init__(dataset)
-        self.kernel, self.state, self.setup = kernel, state, setup
-        self.evaluation, self.dataset, self.runs, self.checkpoints = evaluation, dataset, runs, checkpoints
-        self.show_evaluation, self.sizes_learned = show_evaluation, sizes_learned
+    def __init__(self, parts: WindowParts, checkpoints: Checkpoints, *, sizes_learned: Callable[[], None]):
+        """`sizes_learned()`: a preview brought split sizes."""
+        panels = parts.panels
+        super().__init__(panels.dataset)
+        self.kernel, self.state, self.setup = parts.kernel, parts.state, panels.setup
+        self.evaluation, self.dataset, self.runs, self.checkpoints = panels.evaluation, panels.dataset, panels.runs, \
+            checkpoints
+        self.show_evaluation, self.sizes_learned = lambda: parts.show_dock("evaluate"), sizes_learned
         self.dataset_shown = False  # the Dataset tab is the one on show (isVisible() lags visibilityChanged)
         self.previewed_choice: DataChoice | None = None  # what the Dataset dock shows
         self.preview_timer = QTimer(self)
         self.preview_timer.setSingleShot(True)
         self.preview_timer.setInterval(PREVIEW_DELAY_MS)
         self.preview_timer.timeout.connect(self._preview_if_changed)
-        evaluation.evaluateRequested.connect(self.evaluate)
+        self.evaluation.evaluateRequested.connect(self.evaluate)
         checkpoints.checkpointLoaded.connect(lambda _answer: self.show_target())
-        runs.table.selectionModel().selectionChanged.connect(lambda *_: self.show_target())
-        dataset.refreshRequested.connect(self.preview)
-        setup.changed.connect(self.preview_timer.start)  # soon: typing a folder name is one change per key
+        self.runs.table.selectionModel().selectionChanged.connect(lambda *_: self.show_target())
+        self.dataset.refreshRequested.connect(self.preview)
+        self.setup.changed.connect(self.preview_timer.start)  # soon: typing a folder name is one change per key
 
     # -- Evaluate -------------------------------------------------------------------------------------------------
     def target(self) -> EvaluationTarget | None:
@@ -67,6 +64,10 @@ class DataInsight(QObject):
         except WorkbenchError:
             return None
         return EvaluationTarget(record.checkpoint, run_name(record.id), False) if record.checkpoint else None
+
+    def actions(self) -> tuple[ActionSpec, ...]:
+        return (ActionSpec("evaluate", "Evaluate model", lambda: self.evaluate(), "Run", 50, "Ctrl+Shift+V",
+                           name="evaluateAction"),)
 
     def evaluate(self, target: EvaluationTarget | None = None) -> bool:
         """Score a model on its dataset's test (else validation) split in the service kernel; the Evaluate dock

@@ -8,19 +8,17 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Callable
 
-from PySide6.QtCore import QObject, Qt, QUrl, Signal, SignalInstance
-from PySide6.QtGui import QDesktopServices
-from PySide6.QtWidgets import QMessageBox, QWidget
+from PySide6.QtCore import QObject, Qt, QUrl, Signal, SignalInstance, Slot
+from PySide6.QtGui import QDesktopServices, QKeySequence
+from PySide6.QtWidgets import QMessageBox, QStyle
 
 from ...core.ground.answers import ParityTable, Written
 from ...core.ground.errors import WorkbenchError, with_hint
+from ..actions import ActionSpec
+from ..dialogs.export import ExportDialog
 from ..support import file_dialogs
 from .checkpoints import Checkpoints
-from ..dialogs.export import ExportDialog
-from .feedback import Feedback
-from .kernel import Kernel
-from ..panels.runs.runs import RunsPanel
-from ..window_state import WindowState
+from .parts import WindowParts
 
 EXPORTING = "exporting"  # the task slot of every export and report
 
@@ -30,13 +28,31 @@ class Exports(QObject):
     exportFinished = Signal(object)  # the Written checkpoint
     modelExported = Signal(object)  # a ParityTable
     reportFinished = Signal(object)  # the Written HTML and JSON
+    # An export's steps arrive on the kernel's reader thread; a signal to a bound slot shows them on the GUI thread
+    _stepped = Signal(str)
 
-    def __init__(self, kernel: Kernel, state: WindowState, feedback: Feedback, runs: RunsPanel,
-                 checkpoints: Checkpoints, window: QWidget):
-        super().__init__(window)
-        self.kernel, self.state, self.feedback, self.runs = kernel, state, feedback, runs
-        self.checkpoints, self.window = checkpoints, window
+    def __init__(self, parts: WindowParts, checkpoints: Checkpoints):
+        super().__init__(parts.window)
+        self.kernel, self.state, self.feedback, self.runs = parts.kernel, parts.state, parts.feedback, \
+            parts.panels.runs
+        self.checkpoints, self.window, self.busy, self.tasks = checkpoints, parts.window, parts.busy, parts.tasks
         self.export_dialog: ExportDialog | None = None  # File → Export model…'s, while it is open
+        self._stepped.connect(self._show_step)
+
+    def actions(self) -> tuple[ActionSpec, ...]:
+        return (ActionSpec("export_checkpoint", "Export checkpoint…", self.choose_checkpoint_target, "File", 20,
+                           QKeySequence.Save, QStyle.SP_DialogSaveButton, toolbar=210, enabled=self._has_model,
+                           name="exportCheckpointAction"),
+                ActionSpec("export_model", "Export model…", self.open_model_dialog, "File", 30, "Ctrl+Shift+M",
+                           enabled=self._has_model, name="exportModelAction"),
+                ActionSpec("export_report", "Export report…", self.choose_report_target, "File", 40, "Ctrl+Shift+E",
+                           toolbar=220, enabled=self._has_runs, name="exportReportAction"))
+
+    def _has_model(self) -> bool:
+        return self.state.model is not None and not self.busy()
+
+    def _has_runs(self) -> bool:
+        return not self.busy() and (self.state.last_run_dir is not None or bool(self.runs.selected_ids()))
 
     # -- the checkpoint -----------------------------------------------------------------------------------------
     def choose_checkpoint_target(self) -> None:
@@ -95,9 +111,16 @@ class Exports(QObject):
 
         self.feedback.busy("Exporting the model…")
         future = self.kernel.service.export_model(model.info.path, out, fmt=fmt, compile_backend=compile_backend,
-                                                  trust_model_code=model.trusted)
+                                                  trust_model_code=model.trusted,
+                                                  on_step=lambda doing: self._stepped.emit(doing.text))
         self.kernel.ask(EXPORTING, future, exported, failed)
         return True
+
+    @Slot(str)
+    def _show_step(self, text: str) -> None:
+        """An export's step ("tracing the model…") in the status bar while the export is still running."""
+        if self.tasks.busy(EXPORTING):
+            self.feedback.busy(text)
 
     # -- reports ------------------------------------------------------------------------------------------------
     def report_run_ids(self) -> list[int]:

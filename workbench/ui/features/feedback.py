@@ -7,10 +7,11 @@ from __future__ import annotations
 from typing import Callable
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QWidget
 
 from ..panels.log import LogPanel
 from ..support.announce import announce
+from ..support.dismiss import dismiss_button
 
 LIGHT_BANNER = {"error": "#fde7e9", "warning": "#fff4ce", "info": "#e7f1fd"}
 DARK_BANNER = {"error": "#5c1e24", "warning": "#5a4a12", "info": "#1e3a5c"}
@@ -26,13 +27,7 @@ class Banner(QWidget):
         self.label.setTextFormat(Qt.PlainText)  # messages quote files and runs: never rendered as rich text
         self.label.setWordWrap(True)
         self.label.setTextInteractionFlags(Qt.TextSelectableByMouse)
-        close = QPushButton("✕")
-        close.setObjectName("bannerClose")
-        close.setAccessibleName("Dismiss message")
-        close.setToolTip("Dismiss this message")
-        close.setFlat(True)
-        close.setFixedWidth(28)
-        close.clicked.connect(self.hide)
+        close = dismiss_button("bannerClose", "Dismiss message", "Dismiss this message", self.hide)
         layout = QHBoxLayout(self)
         layout.setContentsMargins(8, 4, 8, 4)
         layout.addWidget(self.label, 1)

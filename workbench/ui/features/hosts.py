@@ -13,43 +13,50 @@ from pathlib import Path, PurePosixPath
 from typing import Callable
 
 from PySide6.QtCore import QObject
-from PySide6.QtWidgets import QMessageBox, QWidget
+from PySide6.QtWidgets import QMessageBox
 
+from ...core.ground import paths
 from ...core.ground.errors import with_hint
 from ...core.ground.progress import CopyProgress
 from ...core.run.remote.kernels import fetch, host_runs
 from ...core.run.remote.wire import Hello, RunInfo
 from ...core.run.remote.ssh import Remote
-from .checkpoints import OPENING
+from ..actions import ActionSpec
 from ..dialogs.connect import ConnectDialog
-from .feedback import Feedback
 from ..dialogs.host_runs import HostRunsDialog
-from .kernel import Kernel
-from ..panels.predict import PredictPanel
-from .run_control import RunControl
-from ..support.tasks import Tasks
+from .checkpoints import OPENING
+from .parts import WindowParts
 from .training import Training
-from ..window_state import WindowState
 
 HOST_RUNS_SLOT = "listing a host's runs"
 COPY_SLOT = "copying a file from a host"
 
 
 class Hosts(QObject):
-    def __init__(self, kernel: Kernel, runner: RunControl, training: Training, tasks: Tasks, state: WindowState,
-                 feedback: Feedback, predict: PredictPanel, window: QWidget, *, moved: Callable[[], None],
-                 sweeping: Callable[[], bool], runs_dir: Path):
+    def __init__(self, parts: WindowParts, training: Training, *, moved: Callable[[], None],
+                 sweeping: Callable[[], bool]):
         """`moved()`: the kernels have moved (the window says where, and what can be done there); `sweeping()`:
-        a sweep's trials are training (they too stay where they started); `runs_dir`: where a file of a run on a
-        host is copied to when asked for."""
-        super().__init__(window)
-        self.kernel, self.runner, self.training, self.tasks = kernel, runner, training, tasks
-        self.state, self.feedback, self.predict, self.window, self.moved = state, feedback, predict, window, moved
-        self.sweeping, self.runs_dir = sweeping, runs_dir
+        a sweep's trials are training (they too stay where they started)."""
+        super().__init__(parts.window)
+        self.kernel, self.runner, self.training, self.tasks = parts.kernel, parts.runner, training, parts.tasks
+        self.state, self.feedback, self.predict = parts.state, parts.feedback, parts.panels.predict
+        self.window, self.moved, self.sweeping = parts.window, moved, sweeping
+        self.runs_dir = parts.runs_dir or paths.runs_dir()  # where a file of a run on a host is copied to
         self.remote: Remote | None = None
         self.hello: Hello | None = None
         self.connect_dialog: ConnectDialog | None = None  # the latest, for tests and scripts
         self.runs_dialog: HostRunsDialog | None = None
+
+    def actions(self) -> tuple[ActionSpec, ...]:
+        return (ActionSpec("connect", "Connect to…", lambda: self.open_connect(), "Kernel", 10, "Ctrl+Shift+K",
+                           name="connectAction"),
+                ActionSpec("host_runs", "Runs on this host…", lambda: self.list_runs(), "Kernel", 20,
+                           enabled=self.connected, name="hostRunsAction"),
+                ActionSpec("this_computer", "This computer", self.go_local, "Kernel", 30, enabled=self.connected,
+                           name="thisComputerAction"))
+
+    def connected(self) -> bool:
+        return self.remote is not None
 
     def host_text(self) -> str:
         """The host the kernels run on, as the user named it and as it names itself ("" for this computer)."""

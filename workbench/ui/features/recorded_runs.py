@@ -6,7 +6,6 @@ the GUI thread (panels/runs/); this is what the window does with them."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable
 
 from PySide6.QtCore import QObject
 
@@ -14,27 +13,21 @@ from ...core.ground.alerts import Alert
 from ...core.ground.events import CompileEvent, SystemSample
 from ...core.history.curves import differing_settings, run_label, run_name
 from ...core.history.groups import seed_groups
+from ..panels.runs.runs import LoadedRun
 from .checkpoints import Checkpoints
-from .feedback import Feedback
-from ..panels.compile.compile import CompilePanel
-from ..panels.layers.layers import ModelPanel
-from ..panels.plots.plots import PlotsPanel
-from ..panels.profile.profile import ProfilePanel
-from ..panels.runs.runs import LoadedRun, RunsPanel
-from ..window_state import WindowState
+from .parts import WindowParts
 
 
 class RecordedRuns(QObject):
-    def __init__(self, state: WindowState, feedback: Feedback, runs: RunsPanel, plots: PlotsPanel,
-                 panels: tuple[ProfilePanel, CompilePanel, ModelPanel], checkpoints: Checkpoints, *,
-                 training: Callable[[], bool], show_speed: Callable[[str], None]):
-        """`show_speed`: the status bar's samples/s, which follows the run on show (a live one's, or this)."""
-        super().__init__(runs)
-        self.state, self.feedback, self.runs, self.plots = state, feedback, runs, plots
-        self.profile, self.compile_panel, self.model = panels
-        self.checkpoints, self.training, self.show_speed = checkpoints, training, show_speed
-        runs.compareRequested.connect(self.compare)
-        runs.openRequested.connect(self.show)
+    def __init__(self, parts: WindowParts, checkpoints: Checkpoints):
+        panels = parts.panels
+        super().__init__(panels.runs)
+        self.state, self.feedback, self.runs, self.plots = parts.state, parts.feedback, panels.runs, panels.plots
+        self.profile, self.compile_panel, self.model = panels.profile, panels.compile, panels.layers
+        self.checkpoints, self.training = checkpoints, lambda: parts.runner.training
+        self.show_speed = parts.show_speed  # the status bar's samples/s follows the run on show (a live one's)
+        self.runs.compareRequested.connect(self.compare)
+        self.runs.openRequested.connect(self.show)
 
     def reopen_last(self, out_dir: Path) -> None:
         """At start-up: the run this window trained last comes back (curves, compile report, model), as the user

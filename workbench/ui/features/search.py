@@ -4,23 +4,19 @@ cancellable kernel job drawn live in its dialog, and sweeps (Run → Sweep…), 
 from __future__ import annotations
 
 from concurrent.futures import Future
-from pathlib import Path
 from typing import Callable, NamedTuple
 
 from PySide6.QtCore import QObject, Signal
-from PySide6.QtWidgets import QWidget
 
 from ...core.ground.config import TrainConfig, label_of, setup_label
 from ...core.ground.errors import WorkbenchError, with_hint
 from ...core.run.service import ServiceClient
 from ...core.history.runs import RunRecord
 from ...core.run.remote.ssh import Remote
-from .feedback import Feedback
+from ..actions import ActionSpec
 from ..dialogs.finders import BatchFinderDialog, FinderDialog, LrFinderDialog
-from .kernel import Kernel
-from ..panels.plots.style import Theme
-from ..panels.setup import SetupPanel, form_text
-from ..support.tasks import Tasks
+from ..panels.setup import form_text
+from .parts import WindowParts
 
 
 class Finder(NamedTuple):
@@ -39,22 +35,27 @@ FINDERS = {"lr": Finder(ServiceClient.find_lr, LrFinderDialog, "lr", "find a lea
 class Search(QObject):
     finderDone = Signal(str, object)  # a finder's kind and its finding, or the error (None: stopped while queued)
 
-    def __init__(self, kernel: Kernel, tasks: Tasks, feedback: Feedback, setup: SetupPanel, theme: Callable[[], Theme],
-                 window: QWidget, *, config_for: Callable[[str], TrainConfig | None],
-                 db: Path | None, runs_dir: Path | None, trial_ended: Callable[[], None],
-                 remote: Callable[[], Remote | None], busy: Callable[[], str]):
-        """`theme()`: the plots' colours now (light or dark); `config_for(action)`: the form's config, or None with
-        the reason shown; `trial_ended()`: a sweep's trial is a new run in the history; `remote()`: the host the
-        kernels run on (a sweep's trials train there), None for this computer; `busy()`: why queued runs cannot
-        start now ("" when they can)."""
-        super().__init__(window)
-        self.kernel, self.tasks, self.feedback, self.setup, self.theme = kernel, tasks, feedback, setup, theme
-        self.window, self.config_for = window, config_for
-        self.db, self.runs_dir, self.trial_ended, self.remote, self.busy = db, runs_dir, trial_ended, remote, busy
+    def __init__(self, parts: WindowParts):
+        super().__init__(parts.window)
+        panels, runner = parts.panels, parts.runner
+        self.kernel, self.tasks, self.feedback, self.setup = parts.kernel, parts.tasks, parts.feedback, panels.setup
+        self.theme = lambda: panels.plots.theme  # the plots' colours now (light or dark)
+        self.window, self.config_for = parts.window, parts.config_for
+        self.db, self.runs_dir = parts.db, parts.runs_dir
+        self.trial_ended = panels.runs.refresh  # a sweep's trial is a new run in the history
+        self.remote: Callable[[], Remote | None] = lambda: runner.remote  # where a sweep's trials train
+        self.busy = lambda: "a run is training: wait for it to end, or stop it" if runner.training else ""
         self.finder_dialogs: dict[str, FinderDialog] = {}  # Run → Find …'s, each made on first use
         self.sweep_dialog = None  # Run → Sweep…'s SweepDialog, made on first use (a sweep outlives its closing)
         self.seeds_dialog = None  # Repeat with seeds…'s SeedsDialog, made on first use (as the sweep's)
-        setup.finderRequested.connect(self.open_finder)
+        self.setup.finderRequested.connect(self.open_finder)
+
+    def actions(self) -> tuple[ActionSpec, ...]:
+        return (ActionSpec("lr_finder", "Find learning rate…", lambda: self.open_finder("lr"), "Run", 60, "Ctrl+L",
+                           name="lrFinderAction"),
+                ActionSpec("batch_finder", "Find batch size…", lambda: self.open_finder("batch"), "Run", 70, "Ctrl+B",
+                           name="batchFinderAction"),
+                ActionSpec("sweep", "Sweep…", self.open_sweep, "Run", 80, "Ctrl+Shift+W", name="sweepAction"))
 
     # -- the finders ------------------------------------------------------------------------------------------------
     def open_finder(self, kind: str) -> FinderDialog | None:

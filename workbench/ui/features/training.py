@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from PySide6.QtCore import QObject, Signal
-from PySide6.QtWidgets import QInputDialog, QWidget
+from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtWidgets import QInputDialog, QStyle
 
 from ...core.ground.config import TrainConfig
 from ...core.ground.errors import WorkbenchError
@@ -21,17 +21,11 @@ from ...core.ground.progress import Progress, failure_line
 from ...core.ground.results_text import headline
 from ...core.history.curves import run_name
 from ...core.run.request import Launch, RunRequest, new_run_dir
+from ..actions import ActionSpec
+from ..panels.runs.runs import LoadedRun
+from ..panels.setup import form_text
 from .checkpoints import Checkpoints
-from .feedback import Feedback
-from .kernel import Kernel
-from ..panels.compile.compile import CompilePanel
-from ..panels.layers.layers import ModelPanel
-from ..panels.plots.plots import PlotsPanel
-from ..panels.profile.profile import ProfilePanel
-from ..panels.runs.runs import LoadedRun, RunsPanel
-from ..panels.setup import SetupPanel, form_text
-from .run_control import RunControl
-from ..window_state import WindowState
+from .parts import WindowParts
 
 PARENT_SLOT = "continued-from"  # a continued run's parent's curves: apart from the Runs dock's, which a click drops
 
@@ -39,23 +33,33 @@ PARENT_SLOT = "continued-from"  # a continued run's parent's curves: apart from 
 class Training(QObject):
     runFinished = Signal(object)  # for tests and scripts: the terminal event of each run, once it is shown
 
-    def __init__(self, runner: RunControl, kernel: Kernel, state: WindowState, feedback: Feedback,
-                 setup: SetupPanel, plots: PlotsPanel, panels: tuple[ProfilePanel, CompilePanel, ModelPanel],
-                 runs: RunsPanel, checkpoints: Checkpoints, window: QWidget, *, runs_dir: Path | None, db: Path | None,
-                 config_for: Callable[[str], TrainConfig | None], show_speed: Callable[[str], None],
-                 started: Callable[[], None], changed: Callable[[], None]):
-        """`show_speed(text)`: the status bar's samples/s; `started()`: a run has begun (the window saves its
-        settings); `changed()`: what can be done now has changed."""
-        super().__init__(window)
-        self.runner, self.kernel, self.state, self.feedback = runner, kernel, state, feedback
-        self.setup, self.plots, (self.profile, self.compile_panel, self.model) = setup, plots, panels
-        self.runs, self.checkpoints, self.window = runs, checkpoints, window
-        self.runs_dir, self.db, self.config_for = runs_dir, db, config_for
-        self.show_speed, self.started, self.changed = show_speed, started, changed
+    def __init__(self, parts: WindowParts, checkpoints: Checkpoints, *, started: Callable[[], None]):
+        """`started()`: a run has begun (the window saves its settings)."""
+        super().__init__(parts.window)
+        panels, runner = parts.panels, parts.runner
+        self.runner, self.kernel, self.state, self.feedback = runner, parts.kernel, parts.state, parts.feedback
+        self.setup, self.plots = panels.setup, panels.plots
+        self.profile, self.compile_panel, self.model = panels.profile, panels.compile, panels.layers
+        self.runs, self.checkpoints, self.window = panels.runs, checkpoints, parts.window
+        self.runs_dir, self.db, self.config_for = parts.runs_dir, parts.db, parts.config_for
+        self.show_speed, self.started, self.changed = parts.show_speed, started, parts.changed
+        self.busy = parts.busy
         self._out_dir: str | None = None  # the started run's folder: its name in the history is looked up by it
         self._continuing = None  # the RunRecord (without events) the started run continues, if it does
         runner.events.connect(self.on_events)
         runner.runFinished.connect(self.on_run_finished)
+
+    def actions(self) -> tuple[ActionSpec, ...]:
+        return (ActionSpec("train", "Train", lambda: self.train(), "Run", 10, "Ctrl+R", QStyle.SP_MediaPlay,
+                           toolbar=10, enabled=lambda: not self.busy() and not self.setup.problem_text(),
+                           name="trainAction", button="trainButton"),
+                ActionSpec("stop", "Stop", self.stop, "Run", 20, Qt.Key_Escape, QStyle.SP_MediaStop, toolbar=20,
+                           enabled=lambda: self.runner.training or self.state.train_waiting, name="stopAction",
+                           button="stopButton"))
+
+    def refresh(self) -> None:
+        """Profile now is offered while the run can take it."""
+        self.profile.set_running(self.runner.profilable)
 
     @property
     def progress(self) -> Progress:
@@ -160,7 +164,7 @@ class Training(QObject):
             if isinstance(event, RunStarted):
                 started = event
                 self.feedback.announce(f"Training started: {event.total_steps:,} steps on {event.device_name}")
-                self.state.split_sizes[(event.config.get("dataset"), event.config.get("data_root"))] = (
+                self.state.split_sizes[(event.config.dataset, event.config.data_root)] = (
                     event.train_size, event.val_size)
                 self.profile.clear()
         self.plots.add_events(batch)

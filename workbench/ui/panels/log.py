@@ -61,7 +61,7 @@ class LogPanel(QListWidget):
                 self.add(event.level, event.message + (f" — {event.hint}" if event.hint else ""))
             elif isinstance(event, RunStarted):
                 cfg = event.config
-                self.add("info", f"run started on {event.device_name}: {cfg['dataset']} · {setup_label(cfg)}"
+                self.add("info", f"run started on {event.device_name}: {cfg.dataset} · {setup_label(cfg.to_dict())}"
                                  f" · {event.train_size:,} training / {event.val_size:,} validation images")
             elif isinstance(event, EpochEnd):
                 self.add("info", epoch_line(event))

@@ -14,7 +14,7 @@ from typing import Any
 from ...ground.events import CompileReport
 from ...ground.fixit import FixItCard, fixit_cards
 from ..layers import FIGURES, RunLayers
-from .data import Evaluation
+from ...ground.evaluation import Evaluation
 from .facts import Comparison, RunFacts
 
 FORMAT = "workbench-report"

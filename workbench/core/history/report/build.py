@@ -27,7 +27,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .compile_section import section_compile
-from .data import Evaluation, missing_reason
+from ...ground.evaluation import Evaluation
+from .data import missing_reason
 from .facts import compare_runs, prepare_runs
 from .as_json import report_json
 from .insight import section_insight

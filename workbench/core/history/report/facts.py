@@ -10,7 +10,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Iterable
 
-from ...ground.events import CompileEvent, CompileReport, EpochEnd, Notice, RunFailed, Step, peak_mib
+from ...ground.events import CompileEvent, CompileReport, EpochEnd, Notice, RunFailed, Step
 from ...ground.payback import Payback
 from ...ground.records import Record
 from ...ground.results import RunResults, SystemSummary
@@ -99,7 +99,7 @@ def last_compile_report(events: list) -> CompileReport | None:
 def _figures(record: RunRecord, steps: list[Step], epochs: list[EpochEnd], system: SystemSummary | None
              ) -> RunFigures:
     steady = [s for s in steps if s.steady]
-    peaks = [peak_mib(s.memory) for s in steps]
+    peaks = [s.memory.peak_mib for s in steps]
     peaks = [p for p in peaks if isinstance(p, (int, float))]
     best = record.best_val_accuracy if record.best_val_accuracy is not None else (
         max((e.val_accuracy for e in epochs), default=None))

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ...ground.events import AmpReport, AmpSkipped, Event, ProfileReport, Step
+from ...ground.memory_trace import MemoryTimeline
 from .html import esc, file_href, table
 from .cells import run_cell
 from .facts import RunFacts
@@ -46,36 +47,34 @@ def section_insight(runs: list[RunFacts], base: Path | None) -> str:
 
 def profile_html(report: ProfileReport, base: Path | None) -> str:
     summary = report.summary
-    cost = summary.get("cost") or {}
+    cost = summary.cost
     head = f"<h4>Profile: steps {report.first_step}–{report.last_step} on {esc(report.device)}</h4>"
-    if cost.get("profiled_step_ms") and cost.get("steady_step_ms"):
-        head += (f"<p>A profiled step took {cost['profiled_step_ms']:.2f} ms against {cost['steady_step_ms']:.2f} ms "
+    if cost.profiled_step_ms and cost.steady_step_ms:
+        head += (f"<p>A profiled step took {cost.profiled_step_ms:.2f} ms against {cost.steady_step_ms:.2f} ms "
                  f"for a steady one: the profiler's own cost, which is why these steps stay off the throughput "
                  f"figures.</p>")
-    device = summary.get("device") == "cuda"
-    rows = [[esc(op.get("name")), esc(op.get("region") or "eager"), esc(op.get("calls")), _ms(op.get("self_cpu_us")),
-             _ms(op.get("cpu_us"))] + ([_ms(op.get("self_device_us")), _ms(op.get("device_us"))] if device else [])
-            + [f"<code>{esc(op.get('shapes'))}</code>" if op.get("shapes") else ""]
-            for op in (summary.get("ops") or [])[:TOP_OPS]]
+    device = summary.device == "cuda"
+    rows = [[esc(op.name), esc(op.region or "eager"), esc(op.calls), _ms(op.self_cpu_us), _ms(op.cpu_us)]
+            + ([_ms(op.self_device_us), _ms(op.device_us)] if device else [])
+            + [f"<code>{esc(op.shapes)}</code>" if op.shapes else ""]
+            for op in summary.ops[:TOP_OPS]]
     head_cells = ["Op", "Region", "Calls", "Self CPU", "CPU total"] + (
         ["Self device", "Device total"] if device else []) + ["Input shapes"]
     return head + table(head_cells, rows) + _memory_html(report.memory) + _trace_links(report, base)
 
 
-def _memory_html(memory: dict) -> str:
-    categories = memory.get("categories") or {}
-    times = memory.get("times_us") or []
-    if not categories or not times:
+def _memory_html(memory: MemoryTimeline | None) -> str:
+    if memory is None or not memory.categories or not memory.times_us:
         return ""
-    totals = [sum(series[i] for series in categories.values()) for i in range(len(times))]
+    categories = memory.categories
+    totals = [sum(series[i] for series in categories.values()) for i in range(len(memory.times_us))]
     at = max(range(len(totals)), key=totals.__getitem__)
     rows = [[esc(name), f"{series[at] / 2**20:,.2f} MiB"] for name, series in categories.items() if series[at]]
-    source = "the CUDA allocator's history" if memory.get("source") == "cuda allocator" else (
-        "the profiler's memory events")
-    largest = [[f"{a.get('bytes', 0) / 2**20:,.2f} MiB", esc(a.get("category")), f"<code>{esc(a.get('where'))}</code>"]
-               for a in (memory.get("largest") or [])[:5]]
+    source = "the CUDA allocator's history" if memory.source == "cuda allocator" else "the profiler's memory events"
+    largest = [[f"{a.bytes / 2**20:,.2f} MiB", esc(a.category), f"<code>{esc(a.where)}</code>"]
+               for a in memory.largest[:5]]
     return (f"<p>Memory at its peak ({totals[at] / 2**20:,.2f} MiB), by category, from {source}"
-            + (f" — {esc(memory['note'])}" if memory.get("note") else "") + ":</p>"
+            + (f" — {esc(memory.note)}" if memory.note else "") + ":</p>"
             + table(["Category", "At the peak"], rows)
             + (table(["Largest allocations", "Category", "Where"], largest) if largest else ""))
 
@@ -97,15 +96,15 @@ def _trace_links(report: ProfileReport, base: Path | None) -> str:
 
 
 def amp_html(report: AmpReport, skipped: list[AmpSkipped], scaled: list[Step], color: str) -> str:
-    groups = report.census.get("groups") or {}
+    groups = report.census.groups
     low = "bf16" if report.dtype == "bf16" else "fp16"
     parts = [f"<h4>Mixed precision ({esc(report.dtype)})</h4>",
              f"<p><b>Recommended for this device:</b> {esc(report.recommendation)}</p>",
-             f"<p>Under autocast, {groups.get('low', 0)} op call(s) ran in {low} and {groups.get('fp32', 0)} in "
+             f"<p>Under autocast, {groups.low} op call(s) ran in {low} and {groups.fp32} in "
              f"fp32 (one forward and loss of the model):</p>",
              table(["Op", "Calls", "Dtype", "Group"],
-                   [[esc(row.get("op")), esc(row.get("calls")), esc(row.get("dtype")), esc(row.get("group"))]
-                    for row in (report.census.get("ops") or [])[:TOP_CENSUS]])]
+                   [[esc(row.op), esc(row.calls), esc(row.dtype), esc(row.group)]
+                    for row in report.census.ops[:TOP_CENSUS]])]
     if scaled:
         parts.append(line_chart("fp16 loss scale (log2)", "log2", [Series(
             color, [s.step for s in scaled], [math.log2(s.loss_scale) if s.loss_scale > 0 else math.nan

@@ -22,7 +22,7 @@ from .html import table as _table
 from ...ground.results_text import gpu_text
 from .cells import compile_time, mib, num, pct, run_cell
 from .compile_section import compile_marks, kind_legend
-from .data import Evaluation
+from ...ground.evaluation import Evaluation
 from .layers_section import alert_marks
 from .facts import ComparedRun, Comparison, RunFacts
 from .page import section

@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ...ground import paths
+from ...ground.processes import process_alive
 from ...ground.atomic import write_text_atomic
 from ...ground.events import RunFailed, from_dict, is_terminal, to_json
 from ..protocol import PROTOCOL_VERSION, RUN_JOB_ID, Cancel, Profile, event_line, read_control
@@ -305,12 +306,10 @@ def _requested(folder: RunFolder) -> bool:
                 return False
         try:
             holder = int((folder.path / SPARE).read_text())
-            os.kill(holder, 0)
-        except ProcessLookupError:
-            if folder.claim(ABANDONED):
-                return False
         except (OSError, ValueError):
-            pass  # claimed (the request follows) or being written
+            holder = None  # claimed (the request follows) or being written
+        if holder is not None and not process_alive(holder) and folder.claim(ABANDONED):
+            return False
         time.sleep(POLL_S)
 
 

@@ -110,29 +110,34 @@ class RemoteRun:
         """Start the request on the host (in the spare's kernel, if given) and follow it to its end."""
         spare, self.spare = self.spare, None
         try:
-            session = self.remote.open("start", *([spare.key] if spare else []), first_line=request.to_json())
-            self.started = self._header(session)
-        except RemoteError as exc:
-            failed = RunFailed(kind="remote", message=f"{exc} ({exc.step} failed)", hint=exc.hint)
-            emit(failed)
-            return failed
+            session = self._session_to("start", *([spare.key] if spare else []), emit=emit,
+                                       first_line=request.to_json())
         finally:
             if spare is not None:  # claimed by now, or of no use: an unclaimed one ends there
                 spare.close()
+        if isinstance(session, RunFailed):
+            return session
         emit(Notice("info", f"training on {self.remote} ({self.started.hostname}) as run {self.started.key}; its "
                             f"files are there, in {self.started.out_dir}"))
         return self.follow(session, emit, stop)
 
     def attach(self, key: str, emit: Callable[[Event], None], stop: threading.Event) -> Event:
         """Follow the host's run `key` from its first event (this computer's record of it is written afresh)."""
+        session = self._session_to("attach", key, "0", emit=emit)
+        return session if isinstance(session, RunFailed) else self.follow(session, emit, stop, replace=True)
+
+    def _session_to(self, *args: str, emit: Callable[[Event], None], first_line: str | None = None
+                    ) -> Session | RunFailed:
+        """A session running the host's `args` whose header says the run is there (`started`); else the failure,
+        emitted, that says which step failed."""
         try:
-            session = self.remote.open("attach", key, "0")
+            session = self.remote.open(*args, first_line=first_line)
             self.started = self._header(session)
+            return session
         except RemoteError as exc:
             failed = RunFailed(kind="remote", message=f"{exc} ({exc.step} failed)", hint=exc.hint)
             emit(failed)
             return failed
-        return self.follow(session, emit, stop, replace=True)
 
     def _header(self, session: Session) -> RunStart:
         """The host's answer that the run is started (or found); the session is closed when it is anything else."""

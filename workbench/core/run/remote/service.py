@@ -20,7 +20,7 @@ from concurrent.futures import CancelledError, Future
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ...ground.answers import CheckpointInfo, EvaluationView, ParityTable, Predictions, Score, Written
+from ...ground.answers import CheckpointInfo, Doing, EvaluationView, ParityTable, Predictions, Score, Written
 from ...history.runs import default_db_path
 from ..client import KernelClient
 from .kernels import fetch, send, staging
@@ -82,13 +82,13 @@ class RemoteService(ServiceClient):
 
         return self._write_job(job)
 
-    def export_model(self, source: Paths, out: Paths, *, fmt: str, compile_backend: str,
-                     trust_model_code: bool = False) -> Future[ParityTable]:
+    def export_model(self, source: Paths, out: Paths, *, fmt: str, compile_backend: str, trust_model_code: bool = False,
+                     on_step: Callable[[Doing], None] | None = None) -> Future[ParityTable]:
         def job():
             folder = f"{staging(self.remote)}/{Path(out).name}"
             table = super(RemoteService, self).export_model(self.there(source), folder, fmt=fmt,
                                                             compile_backend=compile_backend,
-                                                            trust_model_code=trust_model_code)
+                                                            trust_model_code=trust_model_code, on_step=on_step)
 
             def back(answer: ParityTable) -> ParityTable:
                 copied = fetch(self.remote, folder, out, self.progress)

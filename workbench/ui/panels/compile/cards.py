@@ -15,7 +15,7 @@ from PySide6.QtGui import QFontDatabase, QGuiApplication, QPalette, QTextOption
 from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QFrame, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton,
                                QScrollArea, QSizePolicy, QTextEdit, QVBoxLayout, QWidget)
 
-from ....core.ground.events import GraphBreak
+from ....core.ground.events import GraphBreak, RunStarted
 from ....core.ground.fixit import FixItCard, bug_report, fixit_cards, parse_break
 from ....core.ground.answers import FullgraphCheck
 
@@ -130,11 +130,11 @@ class CardWidget(QFrame):
     fullgraphRequested = Signal()
     stackRequested = Signal()
 
-    def __init__(self, card: FixItCard, context: dict, parent: QWidget | None = None):
+    def __init__(self, card: FixItCard, started: RunStarted | None, parent: QWidget | None = None):
         super().__init__(parent)
         self.setObjectName("fixitCard")
         self.setFrameShape(QFrame.StyledPanel)
-        self.card, self.context = card, context
+        self.card, self.started = card, started
         layout = QVBoxLayout(self)
         self.heading = text_label(f"{card.type}  ×{card.count}" if card.count > 1 else card.type, "cardType")
         self.heading.setStyleSheet("font-weight: bold;")
@@ -175,8 +175,9 @@ class CardWidget(QFrame):
             layout.addLayout(report)
 
     def copy_bug_report(self) -> None:
-        QGuiApplication.clipboard().setText(bug_report(self.card, self.context.get("versions", {}),
-                                                       self.context.get("config", {})))
+        started = self.started
+        QGuiApplication.clipboard().setText(bug_report(self.card, started.versions.to_dict() if started else {},
+                                                       started.config.to_dict() if started else {}))
 
 
 class CardList(QScrollArea):
@@ -191,7 +192,7 @@ class CardList(QScrollArea):
         self.setWidgetResizable(True)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)  # cards wrap to the dock's width
         self.setFrameShape(QFrame.NoFrame)
-        self.context: dict = {}  # versions and config, for a bug report
+        self.started: RunStarted | None = None  # the run's versions and settings, for a bug report
         self.cards: list[CardWidget] = []
         self.asking: CardWidget | None = None  # the card whose Check with fullgraph was pressed last
         self.fullgraph_result = text_label("", "fullgraphResult", title="Check with fullgraph")
@@ -214,7 +215,7 @@ class CardList(QScrollArea):
         self.cards, self.asking = [], None
         types = [parse_break(b.reason).type for b in breaks]
         for card in fixit_cards(breaks):
-            widget = CardWidget(card, self.context)
+            widget = CardWidget(card, self.started)
             widget.fullgraphRequested.connect(lambda asking=widget: self._check_asked(asking))
             first = types.index(card.type) if card.type in types else 0
             widget.stackRequested.connect(lambda index=first: self.stackRequested.emit(index))

@@ -19,7 +19,7 @@ from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (QFormLayout, QFrame, QGridLayout, QLabel, QListWidget, QPushButton,
                                QScrollArea, QTabWidget, QVBoxLayout, QWidget)
 
-from ....core.ground.config import ConfigError, TrainConfig
+from ....core.ground.config import TrainConfig
 from ....core.ground.events import (CompileEvent, CompileFinished, CompileReport, CompileStarted, Event, GraphBreak,
                                    Notice, RunFinished, RunStarted, is_terminal)
 from ....core.ground.forecast import ForecastCheck, forecast_recompiles
@@ -151,16 +151,12 @@ class CompilePanel(QWidget):
                 self._run_ended(event)
 
     def _run_started(self, event: RunStarted) -> None:
-        cfg = event.config
+        config = event.config
         self.clear()
         self.run_live = True
-        self.fields["backend"].setText(_backend_text(cfg["backend"], cfg["mode"]))
-        self.fields["compiled"].setText("no (eager)" if cfg["backend"] == "eager" else "not yet")
-        self.cards.context = {"versions": event.versions, "config": cfg}
-        try:
-            config = TrainConfig.from_dict(cfg)
-        except ConfigError:  # a recorded run of another version: no forecast rather than a wrong one
-            return
+        self.fields["backend"].setText(_backend_text(config.backend, config.mode))
+        self.fields["compiled"].setText("no (eager)" if config.backend == "eager" else "not yet")
+        self.cards.started = event
         self.forecast.show(forecast_recompiles(config, event.train_size, event.val_size, event.world_size),
                            config, "predicted for this run")
 

@@ -96,7 +96,7 @@ class ModelPanel(QWidget):
                 self.totals.setText(totals_text(event))
                 self._describe()
             elif isinstance(event, RunStarted):
-                self.clear(int(event.config.get("stats_every", DEFAULT_EVERY)))
+                self.clear(event.config.stats_every)
 
     def clear(self, every: int | None = None) -> None:
         """Empty, as before any run; `every`: the next run's sampling interval (the header says it)."""

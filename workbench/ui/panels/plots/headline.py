@@ -8,7 +8,7 @@ import numpy as np
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from ....core.ground import figures
-from ....core.ground.events import CompileFinished, EpochEnd, Event, RunStarted, Step, peak_mib
+from ....core.ground.events import CompileFinished, EpochEnd, Event, RunStarted, Step
 from ....core.ground.progress import Progress, format_duration
 from ....core.history.curves import Curves
 
@@ -88,7 +88,7 @@ class HeadlineBar(QWidget):
             elif isinstance(event, CompileFinished):
                 self._compile = (self._compile or 0.0) + event.seconds
             elif isinstance(event, Step):
-                peak = peak_mib(event.memory)
+                peak = event.memory.peak_mib
                 if peak is not None:
                     self._peak = max(self._peak or 0.0, peak)
         self._show()

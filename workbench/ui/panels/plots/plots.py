@@ -294,7 +294,7 @@ class PlotsPanel(ComparedRuns, TextAlternatives, QWidget):
                 self.times.start(event)
                 self._first_step = event.resumed_step + 1
                 self._end_step = event.total_steps
-                self.cuda_graphs = uses_cuda_graphs(event.config)
+                self.cuda_graphs = uses_cuda_graphs(event.config.to_dict())
                 self._show_hint(WAITING_HINT)
                 self._label_x()
         for pair in self.smoothed:
@@ -337,7 +337,7 @@ class PlotsPanel(ComparedRuns, TextAlternatives, QWidget):
             self.step_accuracy.append(step.step, step.accuracy)
         if step.steady:  # compiling steps are marked, warm-up and profiled ones left out: they'd squash the axis
             self.throughput.append(step.step, step.samples_per_s)
-        for name, mib in step.memory.items():
+        for name, mib in step.memory.readings().items():
             self._memory_series(name).append(step.step, mib)
 
     def _add_system(self, sample: SystemSample) -> None:
@@ -351,10 +351,10 @@ class PlotsPanel(ComparedRuns, TextAlternatives, QWidget):
                 colour = PALETTE[(2 + len(self.gpu_util)) % len(PALETTE)]
                 series = self.gpu_util[name] = CurveSeries(self.system_plot.plot(pen=pg.mkPen(colour, width=1),
                                                                              name=f"GPU {name}"))
-            series.append(sample.seconds, reading["util"])
+            series.append(sample.seconds, reading.util)
         if sample.gpu:
             self.system_plot.getPlotItem().setTitle("System · " + " · ".join(
-                f"{name} {r['power_w']:.0f} W, {r['temp_c']:.0f} °C, {r['memory_mib']:,.0f} MiB"
+                f"{name} {r.power_w:.0f} W, {r.temp_c:.0f} °C, {r.memory_mib:,.0f} MiB"
                 for name, r in sample.gpu.items()))
 
     def _memory_series(self, name: str) -> CurveSeries:

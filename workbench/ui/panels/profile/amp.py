@@ -24,10 +24,10 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QSplitter, QTableView, QVBoxLayout, QWidget
 
+from ....core.ground.amp_census import AmpCensus
 from ....core.ground.events import AmpReport, AmpSkipped, Step
 from ..plots.series import SeriesBuffer
-from .ops import (Column, RowsModel, count_column, fit_columns, make_plot, number, set_ticks, table_view,
-                          text_column)
+from .ops import Column, RowsModel, count_column, fit_columns, make_plot, set_ticks, table_view, text_column
 
 AMP_OFF = ("AMP is off for this run: choose bf16 or fp16 under Precision to see which ops run in lower precision")
 NO_SCALING = "no loss scaling: the run is bf16/fp32"
@@ -69,16 +69,15 @@ def skipped_text(skipped: int, steps: int) -> str:
     return f"{skipped:,} optimizer {noun} skipped of {steps:,}{share}: gradients overflowed in fp16"
 
 
-def groups_text(census: dict, dtype: str) -> str:
+def groups_text(census: AmpCensus, dtype: str) -> str:
     """'12 ops ran in bf16 (340 calls), 5 stayed in fp32 (40 calls)', + ', 2 other (…)' when some were neither:
     the ops counted from the census's rows, the calls from its groups (which count calls)."""
-    rows = [r for r in census.get("ops") or () if isinstance(r, dict)]
-    groups = census.get("groups") or {}
+    rows = census.ops
     parts = []
     for group, template in (("low", "{ops} ran in " + dtype + " ({calls})"), ("fp32", "{ops} stayed in fp32 ({calls})"),
                             ("other", "{ops} other ({calls}: integer, boolean or no-tensor ops)")):
-        ops = len({r.get("op") for r in rows if r.get("group") == group})
-        calls = int(number(groups, group)) or sum(int(number(r, "calls")) for r in rows if r.get("group") == group)
+        ops = len({r.op for r in rows if r.group == group})
+        calls = getattr(census.groups, group) or sum(r.calls for r in rows if r.group == group)
         if group == "other" and not (ops or calls):
             continue
         counted = f"{calls:,} {'call' if calls == 1 else 'calls'}"
@@ -87,23 +86,22 @@ def groups_text(census: dict, dtype: str) -> str:
     return ", ".join(parts)
 
 
-SKIPPED_COLUMNS = (
-    count_column("Step", "The optimizer step whose update was skipped", "step"),
+SKIPPED_COLUMNS = (  # rows: AmpSkipped events
+    count_column("Step", "The optimizer step whose update was skipped", lambda r: r.step),
     Column("Scale", "The loss scale the step ran with (the one that overflowed); GradScaler halves it after",
-           lambda r: format_scale(number(r, "scale")), lambda r: number(r, "scale"), numeric=True),
+           lambda r: format_scale(r.scale), lambda r: r.scale, numeric=True),
     Column("First non-finite gradient", "The first parameter, in the model's order, whose gradient was inf or NaN",
-           lambda r: str(r.get("param") or "(none seen)"), lambda r: str(r.get("param") or "").lower()),
+           lambda r: r.param or "(none seen)", lambda r: r.param.lower()),
 )
 GROUP_TIPS = {"low": "ran in the lower precision (bf16 or fp16): autocast's list of ops safe and fast there",
               "fp32": "kept in fp32: autocast's list of ops that need the range or precision (reductions, losses…)",
               "other": "neither: integer, boolean or copy ops, whose dtype autocast leaves alone"}
-CENSUS_COLUMNS = (
-    text_column("Op", "The operator autocast saw in one forward and loss of the model", "op"),
-    count_column("Calls", "How many times it ran in that forward and loss", "calls"),
-    text_column("Dtype", "The dtype its output had", "dtype"),
+CENSUS_COLUMNS = (  # rows: the census's CensusRows
+    text_column("Op", "The operator autocast saw in one forward and loss of the model", lambda r: r.op),
+    count_column("Calls", "How many times it ran in that forward and loss", lambda r: r.calls),
+    text_column("Dtype", "The dtype its output had", lambda r: r.dtype),
     Column("Group", "low: ran in bf16/fp16 · fp32: autocast kept it in fp32 · other: neither",
-           lambda r: str(r.get("group", "")), lambda r: str(r.get("group", "")),
-           lambda r: GROUP_TIPS.get(str(r.get("group", "")), "")),
+           lambda r: r.group, lambda r: r.group, lambda r: GROUP_TIPS.get(r.group, "")),
 )
 
 
@@ -116,7 +114,7 @@ class AmpTab(QWidget):
         self.scale = SeriesBuffer(256)  # (step, loss scale) where the scale changed
         self.scale_until = 0  # the last step that carried a scale: the curve holds its last scale until there
         self.skips = SeriesBuffer(64)  # (step, scale) of the skipped steps
-        self._pending_skips: list[dict] = []
+        self._pending_skips: list[AmpSkipped] = []
         self._scale_dirty = False
         self.last_step = 0
         self.recommendation = QLabel()
@@ -171,7 +169,7 @@ class AmpTab(QWidget):
     def append(self, event: Step | AmpSkipped) -> bool:
         """Buffer a Step or a skipped step, drawn by `redraw`; whether there is something new to draw."""
         if isinstance(event, AmpSkipped):
-            self._pending_skips.append({"step": event.step, "scale": event.scale, "param": event.param})
+            self._pending_skips.append(event)
             self.skips.append(event.step, event.scale)
         else:
             self.last_step = max(self.last_step, event.step)
@@ -220,10 +218,9 @@ class AmpTab(QWidget):
 
     def show_report(self, report: AmpReport) -> None:
         self.report = report
-        census = report.census or {}
-        self.census_model.set_rows([r for r in census.get("ops") or () if isinstance(r, dict)])
+        self.census_model.set_rows(report.census.ops)
         fit_columns(self.census_table, self.census_model)
-        self.census_groups.setText(groups_text(census, report.dtype))
+        self.census_groups.setText(groups_text(report.census, report.dtype))
         self._show_state()
 
     def _show_state(self) -> None:

@@ -17,7 +17,8 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QPushButton, QSplitter, QVBoxLayout, QWidget
 
-from .ops import WARNING, Column, RowsModel, fit_columns, format_ms, make_plot, number, table_view
+from ....core.ground.memory_trace import Allocation, MemoryTimeline
+from .ops import WARNING, Column, RowsModel, fit_columns, format_ms, make_plot, table_view
 
 MIB = 2**20
 CATEGORIES = {  # the stacking order, bottom up, with colours and words
@@ -37,51 +38,56 @@ def format_mib(n_bytes: float) -> str:
     return f"{mib:,.1f}" if abs(mib) >= 0.1 or mib == 0 else f"{mib:.3f}"
 
 
-def _stack_tip(row: dict) -> str:
-    stack = [str(frame) for frame in row.get("stack") or ()]
+@dataclass(frozen=True)
+class LargestRow:
+    """A row of the largest allocations: the allocation, and the unit of its timeline's times."""
+
+    allocation: Allocation
+    unit: str  # "us" | "event"
+
+
+def _stack_tip(row: LargestRow) -> str:
+    stack = row.allocation.stack
     return ("Allocated at (innermost last):\n" + "\n".join(stack)) if stack else "No stack was recorded"
 
 
-def _alive_text(row: dict) -> str:
+def _alive_text(row: LargestRow) -> str:
     """'1.500 – 5.200 ms', '0.000 ms – end'; 'event 12 – 40' when the timeline counts allocator events."""
-    start, end = row.get("start_us"), row.get("end_us")
-    if not isinstance(start, (int, float)):
-        return ""
-    ended = isinstance(end, (int, float))
-    if row.get("_unit") == "event":
-        return f"event {start:,.0f} – " + (f"{end:,.0f}" if ended else "end")
-    return f"{format_ms(start)} – {format_ms(end)} ms" if ended else f"{format_ms(start)} ms – end"
+    start, end = row.allocation.start_us, row.allocation.end_us
+    if row.unit == "event":
+        return f"event {start:,.0f} – " + (f"{end:,.0f}" if end is not None else "end")
+    return f"{format_ms(start)} – {format_ms(end)} ms" if end is not None else f"{format_ms(start)} ms – end"
 
 
 LARGEST_COLUMNS = (
-    Column("MiB", "The allocation's size", lambda r: format_mib(number(r, "bytes")), lambda r: number(r, "bytes"),
+    Column("MiB", "The allocation's size", lambda r: format_mib(r.allocation.bytes), lambda r: r.allocation.bytes,
            _stack_tip, numeric=True),
     Column("Category", "What the memory held (parameters, gradients, optimizer state, activations, other)",
-           lambda r: str(r.get("category", "")), lambda r: str(r.get("category", "")), _stack_tip),
+           lambda r: r.allocation.category, lambda r: r.allocation.category, _stack_tip),
     Column("Where", "The op or line of code that allocated it (the whole stack is in the row's tooltip)",
-           lambda r: str(r.get("where", "")), lambda r: str(r.get("where", "")).lower(), _stack_tip),
+           lambda r: r.allocation.where, lambda r: r.allocation.where.lower(), _stack_tip),
     Column("Alive", "From when to when it was allocated, on the plot's time axis ('end': still allocated when the "
-           "record ended)", _alive_text, lambda r: number(r, "start_us"), _stack_tip),
+           "record ended)", _alive_text, lambda r: r.allocation.start_us, _stack_tip),
 )
 
 
 @dataclass(frozen=True)
 class MemoryStack:
     x: np.ndarray  # ms since the first profiled step, or the allocation event's number
-    unit: str  # "us" | "event" (the memory dict's time_unit)
+    unit: str  # "us" | "event" (the timeline's time_unit)
     names: tuple[str, ...]  # the categories, bottom up
     tops: tuple[np.ndarray, ...]  # cumulative MiB: tops[i] = categories 0..i
     peak_x: float
     peak_mib: float
 
 
-def memory_stack(memory: dict) -> MemoryStack | None:
+def memory_stack(memory: MemoryTimeline | None) -> MemoryStack | None:
     """The memory timeline as stacked MiB curves in the fixed category order (others after); None when empty."""
-    times = np.asarray(memory.get("times_us") or [], dtype=np.float64)
-    categories = memory.get("categories") or {}
-    if not len(times) or not categories:
+    if memory is None or not memory.times_us or not memory.categories:
         return None
-    unit = memory.get("time_unit", "us")
+    times = np.asarray(memory.times_us, dtype=np.float64)
+    categories = memory.categories
+    unit = memory.time_unit
     x = times / 1000.0 if unit == "us" else times
     names = tuple([c for c in CATEGORIES if c in categories] + [c for c in categories if c not in CATEGORIES])
     n = min([len(x), *(len(categories[c]) for c in names)])
@@ -90,13 +96,10 @@ def memory_stack(memory: dict) -> MemoryStack | None:
     for name in names:
         total = total + np.asarray(categories[name][:n], dtype=np.float64) / MIB
         tops.append(total)
-    peak_bytes, peak_us = memory.get("peak_bytes"), memory.get("peak_us")
     at = int(np.argmax(total)) if n else 0
-    peak_mib = peak_bytes / MIB if isinstance(peak_bytes, (int, float)) else float(total[at]) if n else 0.0
-    if isinstance(peak_us, (int, float)):
-        peak_x = peak_us / 1000.0 if unit == "us" else float(peak_us)
-    else:
-        peak_x = float(x[at]) if n else 0.0
+    peak_mib = memory.peak_bytes / MIB if memory.peak_bytes else float(total[at]) if n else 0.0
+    peak_x = (memory.peak_us / 1000.0 if unit == "us" else memory.peak_us) if memory.peak_bytes else (
+        float(x[at]) if n else 0.0)
     return MemoryStack(x, unit, names, tuple(tops), peak_x, peak_mib)
 
 
@@ -140,11 +143,11 @@ class MemoryTab(QSplitter):
         self.setSizes([300, 200])
 
     def clear(self) -> None:
-        self._draw({}, 0, profiled=False)
+        self._draw(None, 0, profiled=False)
         self.snapshot = ""
         self.open_snapshot.hide()
 
-    def show_memory(self, memory: dict, first_step: int, snapshot: str) -> None:
+    def show_memory(self, memory: MemoryTimeline | None, first_step: int, snapshot: str) -> None:
         """A profile's memory timeline (times since step `first_step` began) and its allocator snapshot's path
         ('' when none was written)."""
         self._draw(memory, first_step, profiled=True)
@@ -155,7 +158,7 @@ class MemoryTab(QSplitter):
                 f"Open the folder of {Path(snapshot).name}, the CUDA allocator's snapshot: drag the file "
                 f"onto pytorch.org/memory_viz to see every allocation over time, with its stack\n{snapshot}")
 
-    def _draw(self, memory: dict, first_step: int, profiled: bool) -> None:
+    def _draw(self, memory: MemoryTimeline | None, first_step: int, profiled: bool) -> None:
         plot = self.plot.getPlotItem()
         for item in self._items:
             plot.removeItem(item)
@@ -163,18 +166,17 @@ class MemoryTab(QSplitter):
         self.peak_line = None
         plot.legend.clear()
         self.stack = stack = memory_stack(memory)
-        unit = memory.get("time_unit", "us")
-        self.largest_model.set_rows([{**r, "_unit": unit} for r in memory.get("largest") or () if isinstance(r, dict)])
+        self.largest_model.set_rows([LargestRow(a, memory.time_unit) for a in memory.largest] if memory else [])
         if self.largest_model.rows:
             self.largest_table.sortByColumn(0, Qt.DescendingOrder)
             fit_columns(self.largest_table, self.largest_model)
-        note = memory.get("note")
+        note = memory.note if memory else ""
         if stack is None:
             self.caption.setText(("Memory was not recorded in this profile" + (f": {note}" if note else "."))
                                  if profiled else "")
             return
         in_events = stack.unit == "event"
-        source = str(memory.get("source", ""))
+        source = memory.source
         plot.setLabel("bottom", "allocation event" if in_events else "ms since the allocator's first event"
                       if source == "cuda allocator" else f"ms since step {first_step} began" if first_step else "ms")
         below = plot.plot(stack.x, np.zeros(len(stack.x)), pen=pg.mkPen(None))  # drawn (invisibly): fills need it

@@ -1,15 +1,15 @@
 """The profile panel's Ops tab, and the pieces its other tabs build on.
 
 The tab: every op of the profiled steps in a table sortable by number, filtered by name and by compiled region, over
-a line giving each region's share of the self time. The pieces (tables of plain-dict rows, plots with fixed ticks,
-how numbers read) live here, the one module every tab imports, because profile.py imports the tabs and so cannot be
+a line giving each region's share of the self time. The pieces (tables of typed rows, plots with fixed ticks, how
+numbers read) live here, the one module every tab imports, because profile.py imports the tabs and so cannot be
 imported by them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import pyqtgraph as pg
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSignalBlocker, QSortFilterProxyModel, Qt
@@ -17,6 +17,7 @@ from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QTableView,
                                QVBoxLayout, QWidget)
 
+from ....core.ground.profile_trace import OpRow, ProfileTables, RegionRow
 from ..plots.style import legend_below
 
 SORT_ROLE = Qt.UserRole + 1  # what a column sorts by: numbers as numbers
@@ -24,12 +25,6 @@ WARNING = "#b00020"
 
 
 # -- numbers ------------------------------------------------------------------------------------------------------
-def number(row: dict, key: str) -> float:
-    """row[key] as a float; 0.0 when it is missing or not a number."""
-    value = row.get(key)
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
-
-
 def format_ms(us: float) -> str:
     """Microseconds as milliseconds: '12.345'."""
     return f"{us / 1000:,.3f}"
@@ -38,33 +33,36 @@ def format_ms(us: float) -> str:
 # -- tables -------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Column:
+    """A column of a table of typed rows: its title, what it means, a row's text in it, what it sorts by."""
+
     title: str
     tip: str  # the header's tooltip: what the word means
-    text: Callable[[dict], str]
-    key: Callable[[dict], Any]  # what the column sorts by
-    cell_tip: Callable[[dict], str] | None = None
+    text: Callable[[Any], str]
+    key: Callable[[Any], Any]  # what the column sorts by
+    cell_tip: Callable[[Any], str] | None = None
     numeric: bool = False  # right-aligned
 
 
-def text_column(title: str, tip: str, field: str, cell_tip: Callable[[dict], str] | None = None) -> Column:
-    return Column(title, tip, lambda r: str(r.get(field, "")), lambda r: str(r.get(field, "")).lower(), cell_tip)
+def text_column(title: str, tip: str, read: Callable[[Any], str], cell_tip: Callable[[Any], str] | None = None
+                ) -> Column:
+    return Column(title, tip, read, lambda r: read(r).lower(), cell_tip)
 
 
-def count_column(title: str, tip: str, field: str) -> Column:
-    return Column(title, tip, lambda r: f"{int(number(r, field)):,}", lambda r: number(r, field), numeric=True)
+def count_column(title: str, tip: str, read: Callable[[Any], int]) -> Column:
+    return Column(title, tip, lambda r: f"{read(r):,}", read, numeric=True)
 
 
-def _ms_column(title: str, tip: str, field: str) -> Column:
-    return Column(title, tip, lambda r: format_ms(number(r, field)), lambda r: number(r, field), numeric=True)
+def _ms_column(title: str, tip: str, read: Callable[[Any], float]) -> Column:
+    return Column(title, tip, lambda r: format_ms(read(r)), read, numeric=True)
 
 
 class RowsModel(QAbstractTableModel):
-    """Rows of plain dicts shown through `columns`; filled whole (`set_rows`) or appended in batches."""
+    """Typed rows (records) shown through `columns`; filled whole (`set_rows`) or appended in batches."""
 
     def __init__(self, columns: tuple[Column, ...], parent=None):
         super().__init__(parent)
         self.columns = columns
-        self.rows: list[dict] = []
+        self.rows: list[Any] = []
 
     def rowCount(self, parent=QModelIndex()) -> int:
         return 0 if parent.isValid() else len(self.rows)
@@ -95,12 +93,12 @@ class RowsModel(QAbstractTableModel):
             return self.columns[section].tip
         return None
 
-    def set_rows(self, rows: list[dict]) -> None:
+    def set_rows(self, rows: Sequence[Any]) -> None:
         self.beginResetModel()
         self.rows = list(rows)
         self.endResetModel()
 
-    def append_rows(self, rows: list[dict]) -> None:
+    def append_rows(self, rows: Sequence[Any]) -> None:
         if rows:
             self.beginInsertRows(QModelIndex(), len(self.rows), len(self.rows) + len(rows) - 1)
             self.rows.extend(rows)
@@ -187,21 +185,13 @@ def region_tip(region: str) -> str:
     return region
 
 
-def shapes_text(row: dict) -> str:
-    shapes = row.get("shapes", "")
-    if isinstance(shapes, (list, tuple)):
-        return "; ".join(str(s) for s in shapes)
-    return str(shapes)
-
-
-def region_shares(summary: dict, key: str) -> list[tuple[str, float]]:
-    """(region, share of the whole) by `key` ("self_cpu_us" or "self_device_us"), largest first: from the summary's
-    region table, or added up from its ops when it has none."""
+def region_shares(summary: ProfileTables, device: bool) -> list[tuple[str, float]]:
+    """(region, share of the whole) of the self time on the device (`device`) or the CPU, largest first: from the
+    summary's region table, or added up from its ops when it has none."""
     totals: dict[str, float] = {}
-    rows = summary.get("regions") or summary.get("ops") or []
+    rows: Sequence[OpRow | RegionRow] = summary.regions or summary.ops
     for row in rows:
-        region = str(row.get("region", ""))
-        totals[region] = totals.get(region, 0.0) + number(row, key)
+        totals[row.region] = totals.get(row.region, 0.0) + (row.self_device_us if device else row.self_cpu_us)
     whole = sum(totals.values())
     if whole <= 0:
         return []
@@ -233,34 +223,32 @@ class OpsProxy(QSortFilterProxyModel):
             self.invalidateFilter()
 
     def filterAcceptsRow(self, source_row: int, source_parent) -> bool:
-        row = self.sourceModel().rows[source_row]
-        if self.region is not None and str(row.get("region", "")) != self.region:
+        row: OpRow = self.sourceModel().rows[source_row]
+        if self.region is not None and row.region != self.region:
             return False
-        return self.name in str(row.get("name", "")).lower()
+        return self.name in row.name.lower()
 
 
-def _op_tip(row: dict) -> str:
-    calls = int(number(row, "calls"))
-    per_call = number(row, "self_cpu_us") / calls if calls else 0.0
-    return (f"{row.get('name', '')}\n{region_tip(str(row.get('region', '')))}\n"
-            f"{calls:,} calls · {format_ms(per_call)} ms self CPU per call")
+def _op_tip(row: OpRow) -> str:
+    per_call = row.self_cpu_us / row.calls if row.calls else 0.0
+    return f"{row.name}\n{region_tip(row.region)}\n{row.calls:,} calls · {format_ms(per_call)} ms self CPU per call"
 
 
 OPS_COLUMNS = (
-    text_column("Op", "The PyTorch operator (aten::…) or compiled-graph call that ran", "name", _op_tip),
+    text_column("Op", "The PyTorch operator (aten::…) or compiled-graph call that ran", lambda r: r.name, _op_tip),
     Column("Region", "Where it ran: inside a graph torch.compile built ('compiled 0/0': frame 0, compile 0), "
            "eagerly (outside any compiled graph), or in the optimizer step",
-           lambda r: region_word(str(r.get("region", ""))), lambda r: region_word(str(r.get("region", ""))),
-           lambda r: region_tip(str(r.get("region", "")))),
-    count_column("Calls", "How many times it ran, over all the profiled steps", "calls"),
+           lambda r: region_word(r.region), lambda r: region_word(r.region), lambda r: region_tip(r.region)),
+    count_column("Calls", "How many times it ran, over all the profiled steps", lambda r: r.calls),
     _ms_column("Self CPU (ms)", "Self CPU: time in this op itself, not in the ops it called (summed over the "
-               "profiled steps)", "self_cpu_us"),
-    _ms_column("CPU total (ms)", "CPU total: time in this op including the ops it called", "cpu_us"),
-    _ms_column("Self device (ms)", "Self device: GPU time of the kernels this op itself launched", "self_device_us"),
+               "profiled steps)", lambda r: r.self_cpu_us),
+    _ms_column("CPU total (ms)", "CPU total: time in this op including the ops it called", lambda r: r.cpu_us),
+    _ms_column("Self device (ms)", "Self device: GPU time of the kernels this op itself launched",
+               lambda r: r.self_device_us),
     _ms_column("Device total (ms)", "Device total: GPU time of the kernels of this op and of the ops it called",
-               "device_us"),
-    Column("Input shapes", "The shapes of the op's inputs: an op called with different shapes has a row per set",
-           shapes_text, lambda r: shapes_text(r).lower(), shapes_text),
+               lambda r: r.device_us),
+    text_column("Input shapes", "The shapes of the op's inputs: an op called with different shapes has a row per set",
+                lambda r: r.shapes, lambda r: r.shapes),
 )
 DEVICE_COLUMNS = (5, 6)
 
@@ -300,22 +288,21 @@ class OpsTab(QWidget):
 
     def clear(self) -> None:
         self.op_filter.clear()
-        self.show_summary({}, "cpu")
+        self.show_summary(ProfileTables())
 
-    def show_summary(self, summary: dict, device: str) -> None:
-        """The ops of a profile summary; `device` (the profile's) when the summary does not name its own."""
-        ops = [op for op in summary.get("ops") or () if isinstance(op, dict)]
+    def show_summary(self, summary: ProfileTables) -> None:
+        """The ops of a profile's tables."""
+        ops = summary.ops
         self.model.set_rows(ops)
-        cuda = not str(summary.get("device") or device).startswith("cpu")
+        cuda = summary.device != "cpu"
         for column in DEVICE_COLUMNS:
             self.view.setColumnHidden(column, not cuda)
-        key = "self_device_us" if cuda else "self_cpu_us"
-        shares = region_shares(summary, key)
+        shares = region_shares(summary, cuda)
         with QSignalBlocker(self.region_filter):  # refilled without a filter pass per item
             self.region_filter.clear()
             self.region_filter.addItem("All regions", None)
             regions = [region for region, _ in shares]
-            regions += sorted({str(op.get("region", "")) for op in ops} - set(regions))
+            regions += sorted({op.region for op in ops} - set(regions))
             for region in regions:
                 self.region_filter.addItem(region_word(region), region)
                 self.region_filter.setItemData(self.region_filter.count() - 1, region_tip(region), Qt.ToolTipRole)
@@ -326,7 +313,7 @@ class OpsTab(QWidget):
         if shares:
             word = "Self device time" if cuda else "Self CPU time"
             self.region_totals.setText(f"{word} by region: {shares_text(shares)}")
-            cpu = shares_text(region_shares(summary, "self_cpu_us"))
+            cpu = shares_text(region_shares(summary, device=False))
             self.region_totals.setToolTip("Each region's share of the self time of all its ops (self: time in an "
                                           "op itself, not in the ops it called)" + (f"\nSelf CPU time: {cpu}"
                                                                                    if cuda else ""))

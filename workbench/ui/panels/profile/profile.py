@@ -198,20 +198,19 @@ class ProfilePanel(QWidget):
             cut = report.problem if len(report.problem) <= PROBLEM_CHARS else report.problem[:PROBLEM_CHARS] + "…"
             text += f' · <span style="color:{WARNING}">⚠ {html.escape(cut)}</span>'
         self.header.setText(text)
-        cost = (report.summary or {}).get("cost") or {}
-        profiled, steady = cost.get("profiled_step_ms"), cost.get("steady_step_ms")
+        cost = report.summary.cost
+        profiled, steady = cost.profiled_step_ms, cost.steady_step_ms
         slower = (f"\nA profiled step took {profiled:.2f} ms (median), a steady one {steady:.2f} ms: the profiler's "
-                  f"own cost" if isinstance(profiled, (int, float)) and isinstance(steady, (int, float)) else "")
+                  f"own cost" if profiled is not None and steady is not None else "")
         self.header.setToolTip(words + slower + (f"\n⚠ {report.problem}" if report.problem else ""))
         self.open_trace.setEnabled(bool(report.trace))
         self.open_trace.setToolTip(
             f"Open the folder of {Path(report.trace).name}: open the file in ui.perfetto.dev or chrome://tracing\n"
             f"{report.trace}" if report.trace else
             "No trace was written for this profile" + (f": {report.problem}" if report.problem else ""))
-        summary = report.summary or {}
-        self.ops_tab.show_summary(summary, report.device)
-        self.timeline_tab.show_summary(summary, report.first_step)
-        self.memory_tab.show_memory(report.memory or {}, report.first_step, report.snapshot)
+        self.ops_tab.show_summary(report.summary)
+        self.timeline_tab.show_summary(report.summary, report.first_step)
+        self.memory_tab.show_memory(report.memory, report.first_step, report.snapshot)
 
     def show_amp(self, report: AmpReport) -> None:
         self.amp_tab.show_report(report)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Sequence
 
 import numpy as np
 import pyqtgraph as pg
@@ -16,7 +17,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from ..plots.style import LIGHT, Theme
-from .ops import format_ms, make_plot, number, set_ticks
+from ....core.ground.profile_trace import ProfileTables, Span
+from .ops import format_ms, make_plot, set_ticks
 
 # A bar's kind: (brush, pen, legend words). Compiled regions get the one strong colour.
 BAR_STYLES = {
@@ -33,54 +35,48 @@ LANE_PAD = 0.06  # of a lane's band left empty above and below its bars
 TIMELINE_HINT = "Hover over (or click) a bar for its name and duration · drag to pan, wheel to zoom"
 
 
-def lane_order(spans: list[dict]) -> list[str]:
+def lane_order(spans: Sequence[Span]) -> list[str]:
     """The lanes, top to bottom: the CPU ("CPU", then its threads by number), then the GPU streams by number."""
     def key(name: str):
         parts = [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
         return (not name.upper().startswith("CPU"), parts)
 
-    return sorted({str(s.get("lane", "")) for s in spans}, key=key)
+    return sorted({s.lane for s in spans}, key=key)
 
 
-def bar_kind(span: dict) -> str:
-    kind = span.get("kind", "op")
-    if kind == "region":  # "Torch-Compiled Region: 0/0", "CompiledFunction(Backward)", "## Call CompiledFxGraph…"
-        name = str(span.get("name", ""))
-        return "compiled" if "compiled" in name.lower() and not name.startswith("Optimizer") else "region"
-    return kind if kind in BAR_STYLES else "op"
+def bar_kind(span: Span) -> str:
+    if span.kind == "region":  # "Torch-Compiled Region: 0/0", "CompiledFunction(Backward)", "## Call CompiledFxGraph…"
+        return "compiled" if "compiled" in span.name.lower() and not span.name.startswith("Optimizer") else "region"
+    return span.kind if span.kind in BAR_STYLES else "op"
 
 
-def _pick(spans: list[dict], x_ms: float, depth: int | None = None) -> dict | None:
+def _pick(spans: Sequence[Span], x_ms: float, depth: int | None = None) -> Span | None:
     """Of spans (one lane's), the one under x_ms: at `depth`, or the deepest (then the shortest) of any depth."""
     x_us = x_ms * 1000.0
     best = None
     for span in spans:
-        start = number(span, "start_us")
-        if not start <= x_us <= start + number(span, "dur_us"):
+        if not span.start_us <= x_us <= span.start_us + span.dur_us:
             continue
-        span_depth = int(number(span, "depth"))
-        if depth is not None and span_depth != depth:
+        if depth is not None and span.depth != depth:
             continue
-        if best is None or ((span_depth, -number(span, "dur_us"))
-                            > (int(number(best, "depth")), -number(best, "dur_us"))):
+        if best is None or (span.depth, -span.dur_us) > (best.depth, -best.dur_us):
             best = span
     return best
 
 
-def span_at(spans: list[dict], lane_index: int, x_ms: float, depth: int | None = None) -> dict | None:
+def span_at(spans: Sequence[Span], lane_index: int, x_ms: float, depth: int | None = None) -> Span | None:
     """The span drawn at x_ms (ms since the first profiled step) in lane `lane_index` of lane_order(spans): at
     `depth` when given, else the deepest there; None between spans."""
     lanes = lane_order(spans)
     if not 0 <= lane_index < len(lanes):
         return None
-    return _pick([s for s in spans if str(s.get("lane", "")) == lanes[lane_index]], x_ms, depth)
+    return _pick([s for s in spans if s.lane == lanes[lane_index]], x_ms, depth)
 
 
-def describe_span(span: dict) -> str:
+def describe_span(span: Span) -> str:
     """'aten::addmm · op on the CPU · 0.412 ms · CPU, from 3.120 ms'."""
-    kind = KIND_WORDS.get(bar_kind(span), span.get("kind", ""))
-    return (f"{span.get('name', '')} · {kind} · {format_ms(number(span, 'dur_us'))} ms · {span.get('lane', '')}, "
-            f"from {format_ms(number(span, 'start_us'))} ms")
+    kind = KIND_WORDS.get(bar_kind(span), span.kind)
+    return f"{span.name} · {kind} · {format_ms(span.dur_us)} ms · {span.lane}, from {format_ms(span.start_us)} ms"
 
 
 class TimelineTab(QWidget):
@@ -90,7 +86,7 @@ class TimelineTab(QWidget):
         super().__init__(parent)
         self.theme: Theme = LIGHT
         self.lanes: list[str] = []
-        self._lane_spans: list[list[dict]] = []
+        self._lane_spans: list[list[Span]] = []
         self._lane_rows: list[int] = []
         self.bars: dict[str, pg.BarGraphItem] = {}
         self.step_labels: list[pg.TextItem] = []
@@ -116,29 +112,27 @@ class TimelineTab(QWidget):
         layout.addWidget(self.info)
 
     def clear(self) -> None:
-        self.show_summary({}, 0)
+        self.show_summary(ProfileTables(), 0)
 
-    def show_summary(self, summary: dict, first_step: int) -> None:
+    def show_summary(self, summary: ProfileTables, first_step: int) -> None:
         """The spans of a profile summary, in ms since step `first_step` began."""
         plot = self.plot.getPlotItem()
         for item in [*self.bars.values(), *self.step_labels]:
             plot.removeItem(item)
         self.bars, self.step_labels = {}, []
         plot.legend.clear()
-        spans = [s for s in summary.get("spans") or () if isinstance(s, dict)]
+        spans = summary.spans
         self.lanes = lane_order(spans)
         index = {lane: i for i, lane in enumerate(self.lanes)}
         self._lane_spans = [[] for _ in self.lanes]
         for span in spans:
-            self._lane_spans[index[str(span.get("lane", ""))]].append(span)
-        self._lane_rows = [1 + max(int(number(s, "depth")) for s in lane) for lane in self._lane_spans]
+            self._lane_spans[index[span.lane]].append(span)
+        self._lane_rows = [1 + max(s.depth for s in lane) for lane in self._lane_spans]
         bars: dict[str, list[list[float]]] = {}
         for span in spans:
-            lane = index[str(span.get("lane", ""))]
-            y0, height = self._band(lane, int(number(span, "depth")))
+            y0, height = self._band(index[span.lane], span.depth)
             columns = bars.setdefault(bar_kind(span), [[], [], [], []])
-            for column, value in zip(columns, (number(span, "start_us") / 1000, number(span, "dur_us") / 1000,
-                                               y0, height)):
+            for column, value in zip(columns, (span.start_us / 1000, span.dur_us / 1000, y0, height)):
                 column.append(value)
         for kind, (brush, pen, words) in BAR_STYLES.items():  # steps first: drawn under the rest
             if kind not in bars:
@@ -149,11 +143,11 @@ class TimelineTab(QWidget):
             plot.addItem(item)
             plot.legend.addItem(item, words)
             self.bars[kind] = item
-        steps = summary.get("steps") or []
+        steps = summary.steps
         every = max(1, math.ceil(len(steps) / MAX_STEP_LABELS))  # labels that would overlap are left out
         for step in steps[::every]:
-            label = pg.TextItem(str(step.get("step", "")), anchor=(0, 1), color=self.theme.foreground)
-            label.setPos(number(step, "start_us") / 1000, 0)
+            label = pg.TextItem(str(step.step), anchor=(0, 1), color=self.theme.foreground)
+            label.setPos(step.start_us / 1000, 0)
             plot.addItem(label)
             self.step_labels.append(label)
         set_ticks(plot.getAxis("left"), [[(i + 0.5, lane) for i, lane in enumerate(self.lanes)], []])
@@ -161,7 +155,7 @@ class TimelineTab(QWidget):
         if self.lanes:
             plot.setYRange(-0.35, len(self.lanes), padding=0)
             plot.enableAutoRange(axis="x")
-        left_out = int(number(summary, "spans_left_out"))
+        left_out = summary.spans_left_out
         hint = TIMELINE_HINT + (f" · {left_out:,} short ops and kernels not drawn (the trace has them all)"
                                 if left_out else "")
         self.hint = hint if spans else "No timeline in this profile"
@@ -178,7 +172,7 @@ class TimelineTab(QWidget):
         row = (1 - 2 * LANE_PAD) / self._lane_rows[lane]
         return lane + LANE_PAD + depth * row, row * 0.9
 
-    def span_under(self, x_ms: float, y: float) -> dict | None:
+    def span_under(self, x_ms: float, y: float) -> Span | None:
         """The span drawn at a point of the timeline (data coordinates: y's whole part is the lane)."""
         lane = math.floor(y)
         if not 0 <= lane < len(self.lanes):

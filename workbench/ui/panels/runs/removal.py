@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QMessageBox, QPushButton, QWi
 from ....core.ground.errors import with_hint
 from ....core.history.curves import run_name
 from ....core.history.removal import Planned, Removal, delete_runs, plan_removal, undo_delete
+from ...support.dismiss import dismiss_button
 from ....core.history.runs import RunStore
 from ....core.history.trash import size_text
 from ...support.tasks import Tasks
@@ -85,13 +86,8 @@ class UndoBar(QWidget):
         self.undo.setAccessibleName("Undo the deletion")
         self.undo.setToolTip("Bring the deleted runs back: their rows and their folders, from the trash")
         self.undo.clicked.connect(lambda: self.removal is not None and self.undoRequested.emit(self.removal))
-        close = QPushButton("✕")
-        close.setObjectName("runsUndoDismiss")
-        close.setAccessibleName("Dismiss the deletion message")
-        close.setToolTip("Dismiss (the folders stay in the trash)")
-        close.setFlat(True)
-        close.setFixedWidth(28)
-        close.clicked.connect(self.dismiss)
+        close = dismiss_button("runsUndoDismiss", "Dismiss the deletion message",
+                               "Dismiss (the folders stay in the trash)", self.dismiss)
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.label, 1)
