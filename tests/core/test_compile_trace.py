@@ -13,7 +13,7 @@ from workbench.core import engine
 from workbench.core.domain import compile_trace
 from workbench.core.domain.compile_trace import (CUDAGRAPH_LOGGER, TRACE_LOGGER, CompileTracer, parse_cudagraph_skip,
                                                  parse_record, plain_guard, render_trace)
-from workbench.core.engine import Trainer
+from workbench.core.engine import Trainer, standard_instruments
 from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.events import (COMPILE_EVENT_KINDS, CompileEvent, CompileReport, RunFinished, Step,
                                           from_json, to_json)
@@ -206,7 +206,7 @@ def compiled_run(tmp_path_factory):
     trace_dir = tmp_path_factory.mktemp("trace")
     events: list = []
     config = TrainConfig(epochs=1, max_steps=30, hidden_dim=16, backend="aot_eager")
-    result = Trainer(trace_dir=trace_dir).run(config, events.append)
+    result = Trainer(instruments=standard_instruments(trace_dir=trace_dir)).run(config, events.append)
     return events, result, trace_dir
 
 

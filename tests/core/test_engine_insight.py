@@ -12,7 +12,9 @@ import json
 import pytest
 
 from workbench.core.domain.profiler import SETTLE_STEPS, profile_window
-from workbench.core.engine import Trainer
+from workbench.core.engine import Trainer, standard_instruments
+from workbench.core.engine.instruments.amp_health import AmpHealth
+from workbench.core.engine.instruments.system_metrics import SystemMetrics
 from workbench.core.ground.signals import RunSignals
 from workbench.core.ground.events import (AmpReport, AmpSkipped, CompileStarted, Notice, ProfileReport, RunFinished,
                                           Step)
@@ -37,7 +39,8 @@ def test_the_window_follows_the_warm_up_and_fits_the_run(first_steady, total, wa
 @pytest.fixture(scope="module")
 def profiled(tmp_path_factory):
     out = tmp_path_factory.mktemp("profile")
-    events, result = run(SMALL.replace(max_steps=14, profile_steps=5), profile_dir=out)
+    events, result = run(SMALL.replace(max_steps=14, profile_steps=5),
+                         instruments=standard_instruments(profile_dir=out))
     return events, result, out
 
 
@@ -131,7 +134,8 @@ def test_a_sane_fp16_scale_skips_nothing():
 # -- CUDA (never run here: no GPU on this machine) ---------------------------------------------------------------
 @pytest.mark.cuda
 def test_a_cuda_run_records_the_allocator_history_and_the_kernels(tmp_path):
-    events, result = run(SMALL.replace(device="cuda", max_steps=16, profile_steps=3), profile_dir=tmp_path)
+    events, result = run(SMALL.replace(device="cuda", max_steps=16, profile_steps=3),
+                         instruments=standard_instruments(profile_dir=tmp_path))
     [report] = of(events, ProfileReport)
     assert report.summary.device == "cuda"
     assert any(op.self_device_us > 0 for op in report.summary.ops)  # kernels charged to their ops
@@ -182,7 +186,7 @@ def test_a_second_request_while_profiling_is_declined():
 
 
 def test_the_benchmark_can_switch_the_per_step_instruments_off():  # what `bench --instruments` prices
-    events, result = run(SMALL.replace(amp="fp16", loss_scale=2.0 ** 40, max_steps=4), amp_health=False,
-                         system_metrics=False)
+    events, result = run(SMALL.replace(amp="fp16", loss_scale=2.0 ** 40, max_steps=4),
+                         instruments=standard_instruments(leave_out=(AmpHealth, SystemMetrics)))
     assert all(s.loss_scale is None for s in steps(events)) and not of(events, AmpSkipped)
     assert not [e for e in events if type(e).__name__ == "SystemSample"] and result.results.system is None

@@ -181,7 +181,7 @@ def inductor_run(tmp_path_factory):
     suite's one run that compiles C++ kernels (Inductor's cache makes later sessions quicker)."""
     import torch
 
-    from workbench.core.engine import Trainer
+    from workbench.core.engine import Trainer, standard_instruments
     from workbench.core.ground.config import TrainConfig
 
     import torch._functorch.config as functorch_config
@@ -197,7 +197,8 @@ def inductor_run(tmp_path_factory):
         with inductor_config.patch(fx_graph_cache=False), functorch_config.patch(enable_autograd_cache=False):
             config = TrainConfig(epochs=1, max_steps=10, hidden_dim=16, backend="inductor", device="cpu",
                                  profile_steps=2)
-            result = Trainer(trace_dir=tmp_path_factory.mktemp("compile-trace")).run(config, events.append)
+            traced = standard_instruments(trace_dir=tmp_path_factory.mktemp("compile-trace"))
+            result = Trainer(instruments=traced).run(config, events.append)
     finally:
         torch.set_num_threads(threads)
     assert isinstance(result, RunFinished), result

@@ -6,7 +6,7 @@ import contextlib
 import torch
 
 from tests.helpers import SMALL, run, steps
-from workbench.core.engine import Trainer
+from workbench.core.engine import standard_instruments
 from workbench.core.engine.instruments.base import Instrument
 from workbench.core.ground.events import RunFailed, RunFinished
 
@@ -54,15 +54,15 @@ class Recorder(Instrument):
         self.heard.append("close")
 
 
-def _with(monkeypatch, recorder):
-    real = Trainer._instruments
-    monkeypatch.setattr(Trainer, "_instruments", lambda self, resume: [*real(self, resume), recorder])
+def _with(recorder):
+    """A run's standard instruments and `recorder` last: one more entry is all a new instrument takes."""
+    standard = standard_instruments()
+    return lambda: [*standard(), recorder]
 
 
 def test_every_hook_is_called_at_its_moment_and_the_riders_come_back_with_their_steps(monkeypatch):
     recorder = Recorder()
-    _with(monkeypatch, recorder)
-    events, result = run(SMALL.replace(epochs=1, max_steps=6))
+    events, result = run(SMALL.replace(epochs=1, max_steps=6), instruments=_with(recorder))
     assert isinstance(result, RunFinished) and len(steps(events)) == 6
     heard = recorder.heard
     assert heard[0] == "started" and heard[1].startswith("model_built SandwichNet (")
@@ -75,8 +75,7 @@ def test_every_hook_is_called_at_its_moment_and_the_riders_come_back_with_their_
 
 def test_an_instrument_is_closed_when_the_run_fails(monkeypatch):
     recorder = Recorder()
-    _with(monkeypatch, recorder)
     monkeypatch.setattr("workbench.core.engine.steps.train_step", lambda *args: 1 / 0)
-    _, result = run(SMALL.replace(max_steps=3))
+    _, result = run(SMALL.replace(max_steps=3), instruments=_with(recorder))
     assert isinstance(result, RunFailed) and result.kind == "internal"
     assert recorder.heard[-1] == "close" and "ending" not in recorder.heard

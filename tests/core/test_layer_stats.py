@@ -9,7 +9,8 @@ import torch
 from tests.helpers import SMALL, STATS, run
 from workbench.core.domain.layer_stats import HISTOGRAM_SAMPLE, histograms, model_summary
 from workbench.core.domain.model import SandwichNet
-from workbench.core.engine.instruments.layer_statistics import sampled
+from workbench.core.engine import standard_instruments
+from workbench.core.engine.instruments.layer_statistics import LayerStatistics, sampled
 from workbench.core.ground import events as ev
 from workbench.core.ground.layer_stats import LayerStats, ModelSummary
 
@@ -99,7 +100,7 @@ def test_statistics_off_emit_none():
     assert [s.step for s in layer_stats(events)] == [1, 2]
     events, result = run(SMALL.replace(max_steps=3, stats_every=0))
     assert isinstance(result, ev.RunFinished) and not layer_stats(events)
-    events, _ = run(SMALL.replace(max_steps=3, **STATS), layer_stats=False)
+    events, _ = run(SMALL.replace(max_steps=3, **STATS), instruments=standard_instruments(leave_out=(LayerStatistics,)))
     assert not layer_stats(events) and not [e for e in events if isinstance(e, ModelSummary)]
 
 

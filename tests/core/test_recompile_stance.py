@@ -12,10 +12,14 @@ from pathlib import Path
 import pytest
 
 from ..helpers import of, run, steps
+from workbench.core.engine import standard_instruments
+from workbench.core.engine.instruments.payback import PaybackCalibration
 from workbench.core.engine.plan import warmup_plan
 from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.events import CompileEvent, CompileStarted, Notice, RunFailed, RunFinished
 
+# These runs count compiles; payback's calibration steps would add some of their own.
+NO_PAYBACK = standard_instruments(leave_out=(PaybackCalibration,))
 COUNTING_NET = '''import torch
 
 from workbench.core.domain.model import SandwichNet
@@ -59,7 +63,7 @@ def _stance() -> str:
 
 def test_fail_on_recompile_fails_the_run_naming_the_guard_and_the_line(counting_net):
     spec, path = counting_net
-    events, result = run(_config(spec, on_recompile="fail"), flush_seconds=0, payback=False)
+    events, result = run(_config(spec, on_recompile="fail"), flush_seconds=0, instruments=NO_PAYBACK)
     line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if "self.calls += 1" in text)
     assert isinstance(result, RunFailed) and result.kind == "compile"
     assert result.message.startswith("a recompile at step 2 (train) was refused")
@@ -71,8 +75,8 @@ def test_fail_on_recompile_fails_the_run_naming_the_guard_and_the_line(counting_
 
 def test_eager_on_recompile_trains_on_without_recompiling(counting_net):
     spec, _ = counting_net
-    compiled, _ = run(_config(spec), flush_seconds=0, payback=False)
-    events, result = run(_config(spec, on_recompile="eager"), flush_seconds=0, payback=False)
+    compiled, _ = run(_config(spec), flush_seconds=0, instruments=NO_PAYBACK)
+    events, result = run(_config(spec, on_recompile="eager"), flush_seconds=0, instruments=NO_PAYBACK)
     assert _train_recompiles(compiled) == [2, 3, 4, 5]  # the default: a recompile at every step
     assert isinstance(result, RunFinished) and result.steps == 5
     assert _train_recompiles(events) == []
@@ -82,7 +86,7 @@ def test_eager_on_recompile_trains_on_without_recompiling(counting_net):
 
 def test_the_timeline_warns_when_the_next_recompile_is_the_one_the_limit_refuses(counting_net):
     spec, _ = counting_net
-    events, result = run(_config(spec, recompile_limit=3), flush_seconds=0, payback=False)
+    events, result = run(_config(spec, recompile_limit=3), flush_seconds=0, instruments=NO_PAYBACK)
     [warning] = [e for e in of(events, CompileEvent) if e.kind == "recompile_limit"]
     assert warning.step == 3 and warning.title == ("the recompile limit is about to be reached: the next recompile "
                                                    "of forward runs it eagerly")
@@ -96,7 +100,7 @@ def test_the_timeline_warns_when_the_next_recompile_is_the_one_the_limit_refuses
 def test_an_eager_first_call_compiles_at_the_second_step(counting_net):
     spec, _ = counting_net
     events, result = run(_config(spec, eager_first_call=True, on_recompile="eager", max_steps=3), flush_seconds=0,
-                         payback=False)
+                         instruments=NO_PAYBACK)
     assert isinstance(result, RunFinished)
     assert [(s.step, s.warmup, s.compiling) for s in steps(events)] == [(1, True, False), (2, False, True),
                                                                         (3, False, False)]

@@ -10,6 +10,7 @@ import torch
 
 from ..domain import checkpoint
 from ..domain.data import DeviceBatches, Split
+from ..domain.distributed import Distributed
 from ..domain.inspect import RunCompileLog
 from ..ground.config import TrainConfig
 from ..ground.errors import WorkbenchError
@@ -68,9 +69,10 @@ class RunState:
     train_size: int  # the whole training split (every process's shard): what the recompile forecast counts
     total_steps: int  # planned: epochs × steps per epoch, capped by max_steps
     plan: WarmupPlan  # the first steps kept off the steady figures (a profiled window is added to it)
-    # The run's Instruments (instrument.py, which imports this module), in the order their hooks are called.
+    # The run's Instruments (instruments/base.py, which imports this module), in the order their hooks are called.
     instruments: list = field(default_factory=list)
     resume: checkpoint.Checkpoint | None = None  # the checkpoint a continued run goes on from (config.resume)
+    dist: Distributed = field(default_factory=Distributed)  # this process's place among the run's processes
     session: Session = field(init=False)  # set by the loop's _prepare; replaced by a fallback to eager
     report: CompileReport | None = None  # explain's report; None when the run is not compiled
     warm: WarmSource | None = None  # the recorded run whose compile cache was loaded (instruments.warm_start)

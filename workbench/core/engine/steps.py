@@ -7,7 +7,7 @@ import contextlib
 import copy
 import math
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Protocol
 
 import torch
 from torch import nn
@@ -15,8 +15,18 @@ from torch.nn import functional as F
 
 from ..domain import amp
 from ..domain.evaluate import autocast_context
-from ..domain.layer_stats import LayerProbe
 from ..ground.config import TrainConfig
+
+
+class UpdateWatch(Protocol):
+    """An instrument's eyes inside an optimizer step: the true gradients (unscaled under fp16) before the update,
+    and the weights after it. A step calls each watch once, at one place, whatever the precision."""
+
+    def before_update(self, model: nn.Module, x: torch.Tensor, autocast: contextlib.AbstractContextManager) -> None:
+        ...
+
+    def after_update(self) -> None:
+        ...
 
 
 @dataclass
@@ -35,9 +45,8 @@ class Session:
     health: list[torch.Tensor] | None = None
     params: list[torch.Tensor] = field(default_factory=list)  # the model's parameters, in named_parameters order
     zero: torch.Tensor | None = None  # the norm of a parameter without a gradient (made once, on the device)
-    # The per-layer statistics' probe (domain.layer_stats), set only for the steps it samples: it reads the
-    # gradients between backward and the optimizer's step, and the update after it.
-    probe: LayerProbe | None = None
+    # What watches the update of this step (the per-layer statistics' probe, set only for the steps it samples).
+    watches: tuple[UpdateWatch, ...] = ()
 
 
 def new_session(model: nn.Module, config: TrainConfig, device: torch.device, total_steps: int, *, compiled: bool,
@@ -99,24 +108,23 @@ def train_step(session: Session, x: torch.Tensor, y: torch.Tensor, config: Train
         logits = session.train_model(x)
         loss = F.cross_entropy(logits, y)
     correct = (logits.detach().argmax(-1) == y).sum()
-    probe = session.probe
-    if session.scaler is not None:
-        session.scaler.scale(loss).backward()
+    scaler, watches, norms = session.scaler, session.watches, None
+    (scaler.scale(loss) if scaler is not None else loss).backward()
+    if scaler is not None:
         norms = amp.grad_norms(session.params, session.zero) if session.health is not None else None
-        if probe is not None:  # the probe reads true gradients: unscaled here, so step() does not unscale again
-            session.scaler.unscale_(session.optimizer)
-            probe.before_update(session.model, x, session.autocast)
-        session.scaler.step(session.optimizer)
-        session.scaler.update()
+        if watches:  # a watch reads true gradients: unscaled here, so step() does not unscale again
+            scaler.unscale_(session.optimizer)
+    for watch in watches:
+        watch.before_update(session.model, x, session.autocast)
+    if scaler is not None:
+        scaler.step(session.optimizer)
+        scaler.update()
         if norms is not None:
-            session.health.append(amp.step_record(session.scaler, norms))
+            session.health.append(amp.step_record(scaler, norms))
     else:
-        loss.backward()
-        if probe is not None:
-            probe.before_update(session.model, x, session.autocast)
         session.optimizer.step()
-    if probe is not None:
-        probe.after_update()
+    for watch in watches:
+        watch.after_update()
     session.optimizer.zero_grad(set_to_none=True)
     if session.scheduler is not None:
         session.scheduler.step()

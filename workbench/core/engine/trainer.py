@@ -31,7 +31,6 @@ import time
 import traceback
 import warnings
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable
 
 import torch
@@ -52,20 +51,12 @@ from ..ground.forecast import check_forecast, forecast_recompiles
 from ..ground.results import RunResults
 from ..ground.signals import RunSignals
 from . import compiling, steps
-from .instruments.alerting import Alerting
-from .instruments.amp_health import AmpHealth
-from .instruments.compile_timeline import CompileTimeline
 from .instruments.base import Instrument
-from .instruments.layer_statistics import LayerStatistics
-from .instruments.payback import PaybackCalibration
-from .plan import cudagraph_thread_notice, warmup_plan
-from .instruments.profiling import Profiling
-from .instruments.recompile_stance import RecompileStance
 from .instruments.resume import Resume, training_snapshot
+from .instruments.standard import Instruments, standard_instruments
+from .plan import cudagraph_thread_notice, warmup_plan
 from .state import Block, Diverged, ReadBack, RunState, StopFlag
 from .steps import Session
-from .instruments.system_metrics import SystemMetrics
-from .instruments.warm_start import CacheHome, WarmStart
 
 FLUSH_SECONDS = 0.05  # how often losses are read back from the device (and Step events go out)
 DIST_FLUSH_STEPS = 10  # multi-process: read back every N steps, the same step on every rank (a collective)
@@ -93,49 +84,23 @@ SaveCheckpoint = Callable[[TrainedModel], str]  # returns where it wrote; may ra
 
 class Trainer:
     def __init__(self, *, flush_seconds: float = FLUSH_SECONDS, distributed: Distributed | None = None,
-                 save_checkpoint: SaveCheckpoint | None = None, trace_dir: Path | None = None,
-                 profile_dir: Path | None = None, amp_health: bool = True, system_metrics: bool = True,
-                 lr_factor: Callable[[int], float] | None = None, payback: bool = True,
-                 compile_cache: CacheHome | None = None, layer_stats: bool = True):
+                 save_checkpoint: SaveCheckpoint | None = None, lr_factor: Callable[[int], float] | None = None,
+                 instruments: Instruments | None = None):
         """`save_checkpoint` is called once, on the main process, when a run that took steps ends (finished or
-        stopped); what it returns is the run's results.checkpoint. None: nothing is saved. `trace_dir`: where a
-        compiled run records PyTorch's structured compile trace (rendered with tlparse at the end); None: not.
-        `profile_dir`: where a profiled run (config.profile_steps) writes its trace; None: the report only.
-        `amp_health`, `system_metrics`: the fp16 per-step record and the system sampler; always on, except when
-        `workbench bench --instruments` prices them. `lr_factor`: the learning rate of step i (0-based) as a
-        multiple of config.lr, in place of the config's schedule (the LR range test's exponential sweep).
-        `payback`: measure a compiled run against eager after it (off for the range test, whose steps teach
-        nothing about a real run's payback). `compile_cache`: where a compiled run keeps its compile cache and the
-        history it looks for a warm start in (instruments.warm_start); None: none is kept or loaded. `layer_stats`: the
-        per-layer statistics (config.stats_every); off only when `workbench bench --instruments` prices them."""
+        stopped); what it returns is the run's results.checkpoint. None: nothing is saved. `lr_factor`: the learning
+        rate of step i (0-based) as a multiple of config.lr, in place of the config's schedule (the LR range test's
+        exponential sweep). `instruments`: what watches each run (instruments.standard); None: every standard one,
+        keeping no files."""
         self.flush_seconds = flush_seconds
         self.dist = distributed or Distributed()
         self.save_checkpoint = save_checkpoint
-        self.trace_dir = trace_dir
-        self.profile_dir = profile_dir
-        self.amp_health = amp_health
-        self.system_metrics = system_metrics
         self.lr_factor = lr_factor
-        self.payback = payback
-        self.compile_cache = compile_cache
-        self.layer_stats = layer_stats
+        self.instruments = instruments or standard_instruments()
 
     def _instruments(self, resume: checkpoint.Checkpoint | None) -> list[Instrument]:
-        """The run's instruments, in the order their hooks are called (payback first: it measures before the
-        sampler stops; resume last: it puts the random streams back)."""
-        main, multi = self.dist.is_main, self.dist.active
-        return [
-            PaybackCalibration(asked=self.payback, multi_process=multi),
-            SystemMetrics(on=main and self.system_metrics),
-            AmpHealth(record=self.amp_health),
-            Profiling(self.profile_dir, is_main=main, multi_process=multi),
-            WarmStart(self.compile_cache if main else None, world_size=self.dist.world_size),
-            CompileTimeline(self.trace_dir if main else None),
-            RecompileStance(),
-            LayerStatistics(on=self.layer_stats),
-            Alerting(on=main),
-            *([Resume(resume)] if resume is not None else []),
-        ]
+        """The run's instruments, in the order their hooks are called; resume last: it puts the random streams
+        back after the others have set up."""
+        return [*self.instruments(), *([Resume(resume)] if resume is not None else [])]
 
     # -- the run ------------------------------------------------------------------------------------------------
     def run(self, config: TrainConfig, emit: Emit, stop: StopFlag | None = None) -> RunFinished | RunFailed:
@@ -234,7 +199,7 @@ class Trainer:
         run = RunState(config=config, emit=emit, stop=stop, started=started, device=device, classes=classes,
                        batches=batches, val_split=val_split, train_size=len(train_split), total_steps=total_steps,
                        plan=warmup_plan(config, device.type, start), instruments=self._instruments(resume),
-                       resume=resume)
+                       resume=resume, dist=self.dist)
         for instrument in run.instruments:
             instrument.started(run)
         return run

@@ -19,7 +19,9 @@ import torch
 
 from ..domain import devices
 from ..domain.data import load_splits
-from ..engine import StopFlag, Trainer
+from ..engine import StopFlag, Trainer, standard_instruments
+from ..engine.instruments.payback import PaybackCalibration
+from ..engine.instruments.system_metrics import SystemMetrics
 from ..ground.config import TrainConfig
 from ..ground.errors import WorkbenchError
 from ..ground.events import RunFailed
@@ -32,6 +34,9 @@ FIRST, LARGEST = 16, 4096  # the ladder: 16, 32, 64, … up to this or the train
 SAMPLES, MIN_STEPS = 8192, 10
 HEADROOM = 0.10  # on CUDA, a tenth of the device's memory stays free: fragmentation, evaluation, other processes
 EPOCHS_ENOUGH = 100_000  # each measurement ends at its step count, not at an epoch count
+# The finders' short runs: no system sampler (nobody sees it), no payback (their steps teach nothing about a real
+# run's); the rest as a real run has them (the layer statistics and alerts still catch a run that blows up).
+FINDER_INSTRUMENTS = standard_instruments(leave_out=(SystemMetrics, PaybackCalibration))
 # The fewest optimizer steps an epoch a suggested batch may leave. On the bundled sample (4,000 training images,
 # 5 epochs, the other settings the defaults) a run reached 93.4 % at batch 32 (125 steps an epoch), 92.3 % at 64
 # (62), 92.1 % at 128 (31), 91.1 % at 256 (15), 89.4 % at 512 (7) and 81.4 % at 2048 (1): fewer steps cost
@@ -117,7 +122,7 @@ def _measure(config: TrainConfig, stop: StopFlag, total_mib: float | None,
     memory; None when it ran out of memory."""
     steps = steps or max(MIN_STEPS, SAMPLES // config.batch_size)
     run_config = config.replace(max_steps=steps, epochs=EPOCHS_ENOUGH, profile_steps=0, compile_trace=False)
-    result = Trainer(system_metrics=False, payback=False).run(run_config, lambda event: None, stop)
+    result = Trainer(instruments=FINDER_INSTRUMENTS).run(run_config, lambda event: None, stop)
     if total_mib is not None:
         torch.cuda.empty_cache()  # the next size starts from an empty cache, as a fresh run would
     if isinstance(result, RunFailed):

@@ -16,6 +16,7 @@ import threading
 from typing import Callable
 
 from ..engine import StopFlag, Trainer
+from .batch_finder import FINDER_INSTRUMENTS
 from ..ground.config import TrainConfig
 from ..ground.errors import WorkbenchError
 from ..ground.events import CompileReport, RunFailed, Step
@@ -79,8 +80,8 @@ def find_lr(config: TrainConfig, *, steps: int = STEPS, lr_min: float = LR_MIN, 
 
     run_config = config.replace(lr=lr_min, max_steps=steps, epochs=EPOCHS_ENOUGH, profile_steps=0,
                                 compile_trace=False)
-    trainer = Trainer(lr_factor=lambda step: lr_at(step, steps, lr_min, lr_max) / lr_min, system_metrics=False,
-                      payback=False)
+    trainer = Trainer(lr_factor=lambda step: lr_at(step, steps, lr_min, lr_max) / lr_min,
+                      instruments=FINDER_INSTRUMENTS)
     result = trainer.run(run_config, emit, either)
     if isinstance(result, RunFailed) and result.kind != "diverged":
         raise LrFinderError(f"the range test failed: {result.message}", result.hint)

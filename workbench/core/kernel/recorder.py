@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..ground.atomic import commit, temp_beside, write_text_atomic
-from ..engine import StopFlag, TrainedModel, Trainer
+from ..engine import StopFlag, TrainedModel, Trainer, standard_instruments
 from ..engine.instruments.warm_start import CacheHome
 from ..ground.errors import WorkbenchError
 from ..ground.events import EpochEnd, Event, Notice, RunFailed, RunFinished, RunStarted, is_terminal, to_json
@@ -251,8 +251,9 @@ def run_recorded(request: RunRequest, *, sinks: tuple[Callable[[Event], None], .
                                    training_state=trained.training_state))
 
     trace_dir = out_dir / "compile-trace" if config.compile_trace else None
-    engine = Trainer(distributed=distributed, save_checkpoint=save_checkpoint, trace_dir=trace_dir,
-                     profile_dir=out_dir / "profile", compile_cache=CacheHome(out_dir, db))
+    engine = Trainer(distributed=distributed, save_checkpoint=save_checkpoint,
+                     instruments=standard_instruments(trace_dir=trace_dir, profile_dir=out_dir / "profile",
+                                                      compile_cache=CacheHome(out_dir, db)))
     try:
         with prints_as_notices(notices.append) if capture_prints else contextlib.nullcontext():
             return engine.run(config, emit, stop)

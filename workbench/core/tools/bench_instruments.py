@@ -9,20 +9,23 @@ from __future__ import annotations
 import statistics
 from typing import Callable
 
-from ..engine import Trainer
+from ..engine import Trainer, standard_instruments
+from ..engine.instruments.amp_health import AmpHealth
+from ..engine.instruments.base import Instrument
+from ..engine.instruments.layer_statistics import LayerStatistics
+from ..engine.instruments.system_metrics import SystemMetrics
 from ..ground.config import TrainConfig
 from ..ground.errors import WorkbenchError
 from ..ground.events import RunFailed, Step
 from ..ground.layer_stats import LayerStats
 
-# What `bench --instruments` prices: name → (the config, what differs between off and on).
-INSTRUMENT_PAIRS = {
-    "profiler (steady steps outside a 20-step window)": ({}, ({"profile_steps": 0}, {"profile_steps": 20}), "config"),
-    "fp16 step health (loss scale + gradient check)": ({"amp": "fp16"}, ({"amp_health": False}, {"amp_health": True}),
-                                                       "trainer"),
-    "system sampler (2 Hz)": ({}, ({"system_metrics": False}, {"system_metrics": True}), "trainer"),
-    f"per-layer statistics (every {TrainConfig().stats_every} steps, and steps 1–32)": ({}, (
-        {"layer_stats": False}, {"layer_stats": True}), "trainer"),
+# What `bench --instruments` prices: name → (the config, what differs between off and on: the config's changes, or
+# the instrument a run does without when off).
+INSTRUMENT_PAIRS: dict[str, tuple[dict, tuple[dict, dict] | type[Instrument]]] = {
+    "profiler (steady steps outside a 20-step window)": ({}, ({"profile_steps": 0}, {"profile_steps": 20})),
+    "fp16 step health (loss scale + gradient check)": ({"amp": "fp16"}, AmpHealth),
+    "system sampler (2 Hz)": ({}, SystemMetrics),
+    f"per-layer statistics (every {TrainConfig().stats_every} steps, and steps 1–32)": ({}, LayerStatistics),
 }
 
 
@@ -32,23 +35,24 @@ def instrument_overhead(config: TrainConfig, rounds: int,
     alternates (as recording_overhead does), the median of the per-pair ratios; for the profiler also the
     profiled steps' own time against a steady step's (the window's cost, from the run's report)."""
     results = {}
-    for name, (base, (off, on), where) in INSTRUMENT_PAIRS.items():
+    for name, (base, differs) in INSTRUMENT_PAIRS.items():
         ratios, window, sampled = [], [], []
         for i in range(rounds):
             progress(f"{name}: pair {i + 1}/{rounds}…")
             rates = {}
             for enabled in ((False, True) if i % 2 == 0 else (True, False)):
-                changes = on if enabled else off
-                run_config = config.replace(**base, **(changes if where == "config" else {}))
+                changes = differs[enabled] if isinstance(differs, tuple) else {}
+                left_out = () if enabled or isinstance(differs, tuple) else (differs,)
                 events: list = []
-                result = Trainer(**(changes if where == "trainer" else {})).run(run_config, events.append)
+                result = Trainer(instruments=standard_instruments(leave_out=left_out)).run(
+                    config.replace(**base, **changes), events.append)
                 if isinstance(result, RunFailed) or not result.results.samples_per_s:
                     raise WorkbenchError(f"an instrument-overhead run failed: {getattr(result, 'message', '')}")
                 rates[enabled] = result.results.samples_per_s
                 cost = result.results.profile.cost if result.results.profile else None
                 if cost and cost.profiled_step_ms and cost.steady_step_ms:
                     window.append(cost.profiled_step_ms / cost.steady_step_ms)
-                if enabled and "layer_stats" in on and (ratio := sampled_step_ratio(events)) is not None:
+                if enabled and differs is LayerStatistics and (ratio := sampled_step_ratio(events)) is not None:
                     sampled.append(ratio)
             ratios.append(rates[True] / rates[False])
         results[name] = {"ratios": ratios, "median_ratio": statistics.median(ratios),

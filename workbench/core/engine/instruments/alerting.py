@@ -12,13 +12,11 @@ from ..state import ReadBack, RunState
 
 
 class Alerting(Instrument):
-    def __init__(self, on: bool = True):
-        """`on`: the main process only (the others' events never leave them)."""
-        self.on = on
+    def __init__(self) -> None:
         self.watch: AlertWatch | None = None
 
     def started(self, run: RunState) -> None:
-        if not self.on:
+        if not run.dist.is_main:  # the others' events never leave them
             return
         limit, where = devices.memory_limit_mib(run.device)
         watch = self.watch = AlertWatch(AlertThresholds.of(run.config), limit, where)

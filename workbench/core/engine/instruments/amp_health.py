@@ -17,16 +17,14 @@ from ..state import ReadBack, RunState
 
 
 class AmpHealth(Instrument):
-    def __init__(self, record: bool = True):
-        """`record`: fp16's per-step record; off only when `workbench bench --instruments` prices it."""
-        self.record = record
+    def __init__(self) -> None:
         self.report: AmpReport | None = None
         self.scale = 0.0  # fp16: the scale after the last step read back (the next step runs with it)
         self.skipped: list[AmpSkipped] = []
         self.pending: list[AmpSkipped] = []  # read back, emitted after the steps they happened in
 
     def started(self, run: RunState) -> None:
-        run.record_amp_health = self.record and run.config.amp == "fp16"
+        run.record_amp_health = run.config.amp == "fp16"
 
     def model_built(self, run: RunState, model: nn.Module, example: torch.Tensor, labels: torch.Tensor) -> None:
         config, device = run.config, run.device

@@ -1,9 +1,10 @@
 """The loop's plug-in interface (fastai's callbacks): an instrument watches a run without the loop knowing what it
 measures. The loop calls each hook at its moment, in the order the instruments were registered
-(`Trainer._instruments`); every hook does nothing unless overridden. An instrument keeps its own state, emits its
+(instruments/standard.py); every hook does nothing unless overridden. An instrument keeps its own state, emits its
 own events through `run.emit`, and hands back its own typed section of the run's results at the end (`section`).
 
-Adding an instrument: a subclass in its own module, and one line in `Trainer._instruments`."""
+Adding an instrument: a subclass in its own module, and one entry in `standard_instruments`. It reaches the step
+through these hooks only (inside an optimizer step: steps.UpdateWatch, which a `step_context` sets)."""
 
 from __future__ import annotations
 

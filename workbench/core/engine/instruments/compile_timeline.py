@@ -18,14 +18,14 @@ BREAK_PREFIX = "graph break: "  # a graph break event's title: the prefix, then 
 
 class CompileTimeline(Instrument):
     def __init__(self, trace_dir: Path | None):
-        """`trace_dir`: where the structured trace is recorded (the main process's); None: not recorded."""
+        """`trace_dir`: where the main process records the structured trace; None: not recorded."""
         self.trace_dir = trace_dir
         self.tracer: CompileTracer | None = None
 
     def prepared(self, run: RunState) -> None:
         """From here on, what the compiler does is the run's (explain's traces are reset): the timeline starts."""
         if run.session.compiled:
-            self.tracer = CompileTracer(self.trace_dir).install()
+            self.tracer = CompileTracer(self.trace_dir if run.dist.is_main else None).install()
 
     def step_context(self, run: RunState, kind: str) -> None:
         if self.tracer is not None:

@@ -26,15 +26,13 @@ def sampled(step: int, every: int) -> bool:
 
 
 class LayerStatistics(Instrument):
-    def __init__(self, on: bool = True):
-        """`on`: off only when `workbench bench --instruments` prices the statistics."""
-        self.on = on
+    def __init__(self) -> None:
         self.every = 0
         self.probe = LayerProbe()
         self.contents: list[tuple[int, list[str]]] = []  # what the last riders hold
 
     def started(self, run: RunState) -> None:
-        self.every = run.config.stats_every if self.on else 0
+        self.every = run.config.stats_every
 
     def model_built(self, run: RunState, model: nn.Module, example: torch.Tensor, labels: torch.Tensor) -> None:
         if self.every:
@@ -49,11 +47,11 @@ class LayerStatistics(Instrument):
     def _sampling(self, run: RunState) -> Iterator[None]:
         self.probe.step = run.step
         session = run.session
-        session.probe = self.probe
+        session.watches = (self.probe,)
         try:
             yield
         finally:
-            session.probe = None  # the session the step started with (a fallback to eager replaces it)
+            session.watches = ()  # the session the step started with (a fallback to eager replaces it)
 
     def riders(self, run: RunState, steps: int) -> torch.Tensor | None:
         if not steps:

@@ -26,10 +26,7 @@ BLOCK_STEPS = (3, 50)
 
 
 class PaybackCalibration(Instrument):
-    def __init__(self, asked: bool, multi_process: bool):
-        """`asked`: off for the LR range test, whose steps teach nothing about a real run's payback."""
-        self.asked = asked
-        self.multi_process = multi_process
+    def __init__(self) -> None:
         self.result: Payback | str | None = None  # a string: why it was not measured
 
     def ending(self, run: RunState) -> None:
@@ -37,11 +34,9 @@ class PaybackCalibration(Instrument):
             self.result = self._measure(run)
 
     def _measure(self, run: RunState) -> Payback | str:
-        if not self.asked:
-            return "not measured: not asked for"
         if not run.session.compiled:
             return "not measured: the run fell back to eager"
-        if self.multi_process:
+        if run.dist.active:
             return "not measured: a multi-process run (measure it with one process)"
         if run.stopped:
             return "not measured: the run was stopped"

@@ -18,11 +18,9 @@ from ..state import RunState
 
 
 class Profiling(Instrument):
-    def __init__(self, profile_dir: Path | None, *, is_main: bool, multi_process: bool):
-        """`profile_dir`: where the trace is written; None: the report only."""
+    def __init__(self, profile_dir: Path | None = None):
+        """`profile_dir`: where the trace is written (by the main process); None: the report only."""
         self.profile_dir = profile_dir
-        self.is_main = is_main
-        self.multi_process = multi_process
         self.profiler: StepProfiler | None = None  # the window's, on the main process, until its report is out
         self.report: ProfileReport | None = None
 
@@ -41,7 +39,7 @@ class Profiling(Instrument):
 
     def _start(self, run: RunState, window: tuple[int, int]) -> None:
         run.plan = dataclasses.replace(run.plan, profile=window)
-        if self.is_main:
+        if run.dist.is_main:
             self.profiler = StepProfiler(run.device, window, self.profile_dir)
 
     def step_context(self, run: RunState, kind: str) -> contextlib.AbstractContextManager | None:
@@ -58,7 +56,7 @@ class Profiling(Instrument):
         if window is not None and window[1] > run.totals.steps:
             run.emit(Notice("info", f"already profiling steps {window[0]}–{window[1]}"))
             return
-        if self.multi_process:  # the processes plan their read-backs alike; only rank 0 hears the request
+        if run.dist.active:  # the processes plan their read-backs alike; only rank 0 hears the request
             run.emit(Notice("warning", "a multi-process run cannot be profiled on request",
                             "set Profile steps before starting it"))
             return

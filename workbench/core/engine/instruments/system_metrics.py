@@ -12,14 +12,12 @@ from ..state import RunState
 
 
 class SystemMetrics(Instrument):
-    def __init__(self, on: bool):
-        """`on`: the main process samples (off on the others, and when `bench --instruments` prices it)."""
-        self.on = on
+    def __init__(self) -> None:
         self.sampler: SystemSampler | None = None
         self.samples: list[SystemSample] = []
 
     def started(self, run: RunState) -> None:
-        if self.on:
+        if run.dist.is_main:  # one sampler a machine's run, not one a process
             self.sampler = SystemSampler(run.device, run.started).start()
 
     def drain(self, run: RunState) -> None:

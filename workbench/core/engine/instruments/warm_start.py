@@ -77,13 +77,16 @@ def compile_key(run: RunState, model: nn.Module, example: torch.Tensor, world_si
 
 
 class WarmStart(Instrument):
-    def __init__(self, home: CacheHome | None, world_size: int = 1):
-        """`home`: the run's folder and history (the main process of a recorded run); None: no cache is kept or
-        loaded (a benchmark, the finders, another rank)."""
+    def __init__(self, home: CacheHome | None = None):
+        """`home`: the run's folder and history (a recorded run; its main process keeps and loads the cache); None:
+        no cache is kept or loaded (a benchmark, the finders)."""
         self.home = home
-        self.world_size = world_size
         self.key: WarmKey | None = None
         self.saved = False
+
+    def started(self, run: RunState) -> None:
+        if not run.dist.is_main:  # one process keeps and loads the run's cache; the others compile as it did
+            self.home = None
 
     def model_built(self, run: RunState, model: nn.Module, example: torch.Tensor, labels: torch.Tensor) -> None:
         """Before explain and the first compile: load the warm start's artefacts."""
@@ -98,7 +101,7 @@ class WarmStart(Instrument):
                                      "upgrade torch, or leave warm_from unset")
             run.emit(Notice("info", f"{problem}: this run keeps no compile cache and starts cold"))
             return
-        self.key = compile_key(run, model, example, self.world_size)
+        self.key = compile_key(run, model, example, run.dist.world_size)
         source = self._source(run)
         if source is None:
             return
