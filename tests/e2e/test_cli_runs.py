@@ -175,7 +175,7 @@ def test_reading_the_history_and_help_never_import_torch(db, argv):
 
 
 def test_report_imports_no_model_file_without_consent_and_never_one_from_the_current_folder(
-        tmp_path, capsys, monkeypatch, planted_break_spec):
+        tmp_path, capsys, monkeypatch, planted_break_spec, samples_dir):
     """A run of a user-defined network, trained with a relative model spec: the history keeps the absolute path,
     and `report` run from another folder holding a file of the same name never imports that file — without
     --trust-model-code it imports nothing and says the evaluation needs consent."""
@@ -204,6 +204,14 @@ def test_report_imports_no_model_file_without_consent_and_never_one_from_the_cur
     assert not marker.exists()  # consent to the run's own file, by its absolute path: not this folder's
     evaluation = json.loads((tmp_path / "t.json").read_text())["runs"][0]["evaluation"]
     assert "unavailable" not in evaluation, evaluation
+
+    # predict takes the kernel's own job: the same consent, said with the command line's flag
+    checkpoint, digit = tmp_path / "run" / "checkpoint.pt", samples_dir / "digit_7.png"
+    code, _, err = call(capsys, "predict", checkpoint, digit)
+    assert code != 0 and "--trust-model-code" in err and len(err.strip().splitlines()) <= 2, err
+    code, out, err = call(capsys, "predict", "--trust-model-code", checkpoint, digit)
+    assert code == 0 and f"{digit}: " in out, err
+    assert not marker.exists()
 
 
 def test_a_damaged_history_row_is_shown_as_damaged_and_the_report_still_covers_every_run(db, capsys, tmp_path):

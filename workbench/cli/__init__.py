@@ -37,11 +37,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     args = build_parser().parse_args(argv)
     from ..core.ground.errors import WorkbenchError
+    from ..core.run.protocol import NeedsConsent
 
     try:
         if args.command is None:  # `workbench`, or options only (`workbench --host HOST`): the window
             return _open_window(args)
         return int(args.handler(args) or 0)
+    except NeedsConsent as exc:  # a job's words are the window's ("open it again…"); here it is a flag
+        return fail(str(exc), "if you trust that file, pass --trust-model-code")
     except WorkbenchError as exc:
         return fail(str(exc), exc.hint)
     except KeyboardInterrupt:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -37,39 +38,43 @@ def format_confusion(matrix: Sequence[Sequence[int]], classes: Sequence[str]) ->
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
-    from ..core.domain import checkpoint
-    from ..core.ground.images import ImageError
-    from ..core.domain.predict import predict_file
+    """Each image decoded here as the window decodes a dropped one, then scored by the kernel's own job."""
+    from ..core.ground import pixels
+    from ..core.ground.images import ImageError, load_digit
+    from ..core.ground.requests import Predict
+    from ..core.kernel.jobs import predict
 
     quiet_torch_logs()
-    ckpt = checkpoint.load(args.checkpoint, trust_model_code=args.trust_model_code)
-    model = ckpt.build_model("cpu")
-    failures = 0
+    request = Predict(str(args.checkpoint), (), args.trust_model_code)
+    predict(request)  # the checkpoint first: a broken one is the one error, whatever the images (then kept loaded)
+    decoded, failures = {}, 0
     for image in args.images:
         try:
-            p = predict_file(model, image, ckpt.classes)
+            decoded[image] = load_digit(image)
         except ImageError as exc:
             failures += 1
             print(f"workbench: error: {exc}", file=sys.stderr)
-            continue
+    answer = predict(dataclasses.replace(request, images=tuple(pixels.encode(p) for p in decoded.values())))
+    for image, probabilities in zip(decoded, answer.probabilities):
+        label = max(range(len(probabilities)), key=probabilities.__getitem__)
+        name = answer.classes[label] if label < len(answer.classes) else str(label)
         if args.json:
-            print(json.dumps({"image": image, "class": p.class_name, "confidence": p.confidence,
-                              "probabilities": list(p.probabilities)}))
+            print(json.dumps({"image": image, "class": name, "confidence": probabilities[label],
+                              "probabilities": list(probabilities)}))
         else:
-            print(f"{image}: {p.class_name} ({p.confidence:.1%})")
+            print(f"{image}: {name} ({probabilities[label]:.1%})")
     return EXIT_USAGE if failures else 0
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from ..core.domain import checkpoint
-    from ..core.domain.export import export_model, format_table
+    from ..core.ground.requests import ExportModel
+    from ..core.kernel.jobs import export_model
 
     quiet_torch_logs()
-    ckpt = checkpoint.load(args.checkpoint, trust_model_code=args.trust_model_code)
     out = Path(args.out) if args.out else Path(args.checkpoint).parent / f"export-{args.format}"
-    table = export_model(ckpt, out, fmt=args.format, compile_backend=args.compile_backend,
-                         progress=lambda text: print(text, file=sys.stderr))
-    print(format_table(table))
+    table = export_model(ExportModel(str(args.checkpoint), str(out), args.format, args.compile_backend,
+                                     args.trust_model_code), progress=lambda doing: print(doing.text, file=sys.stderr))
+    print(format_parity(table))
     print(f"wrote {out}: {Path(table.file).name} ({table.bytes:,} bytes, exported in "
           f"{table.export_seconds:.1f} s), contract.json, parity.json")
     if not table.passed:
@@ -78,14 +83,28 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def format_parity(table) -> str:
+    """The parity table as the CLI prints it."""
+    lines = [f"{'':30} {'max |Δ|':>10} {'max rel':>10} {'top-1':>8} {'ms/batch':>9}  verdict"]
+    for row in table.rows:
+        lines.append(f"{row.name:30} {row.max_abs:10.2e} {row.max_rel:10.2e} {row.top1_agreement:8.2%} "
+                     f"{row.ms_per_batch:9.2f}  {'ok' if row.passed else 'FAILED'}")
+        if row.drift:
+            lines.append(f"  ↳ {row.drift}")
+    tol = table.tolerance
+    lines.append(f"method: {table.images} validation images in batches of {table.batch}, each against eager; "
+                 f"passes within atol {tol.atol:g} and rtol {tol.rtol:g} with every top-1 the same; latency "
+                 f"is the median batch after a warm-up one")
+    return "\n".join(lines)
+
+
 def cmd_explain(args: argparse.Namespace) -> int:
-    from ..core.domain import devices
-    from ..core.domain.inspect import explain
+    from ..core.ground.requests import Explain
+    from ..core.kernel.jobs import explain
 
     quiet_torch_logs()
     config = config_from_args(args, backend="inductor")  # explain is about compiling (so --mode works alone)
-    config.check_runnable(devices.cuda_available())
-    print(format_report(explain(config)))
+    print(format_report(explain(Explain(config))))
     return 0
 
 

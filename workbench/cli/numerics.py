@@ -11,14 +11,12 @@ from .options import config_from_args
 def cmd_numerics(args: argparse.Namespace) -> int:
     """The table (its first exceeding row marked ▶) and the verdict; exit 3 when a row exceeds its tolerance, so a
     script can gate on it."""
-    from ..core.domain import devices
     from ..core.ground.numerics import format_numerics
     from ..core.kernel.jobs import numerics
     from ..core.ground.requests import CompareNumerics
 
     quiet_torch_logs()
     config = config_from_args(args, backend="inductor")  # comparing is about compiling (so --mode works alone)
-    config.check_runnable(devices.cuda_available())
     report = numerics(CompareNumerics(config))
     print(format_numerics(report))
     _write_json(args.json, report.to_dict())

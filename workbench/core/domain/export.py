@@ -244,18 +244,3 @@ def _layer_outputs(module: torch.nn.Module, batch: torch.Tensor) -> dict[str, to
         for handle in handles:
             handle.remove()
     return outputs
-
-
-def format_table(table: ParityTable) -> str:
-    """The parity table as the CLI prints it."""
-    lines = [f"{'':30} {'max |Δ|':>10} {'max rel':>10} {'top-1':>8} {'ms/batch':>9}  verdict"]
-    for row in table.rows:
-        lines.append(f"{row.name:30} {row.max_abs:10.2e} {row.max_rel:10.2e} {row.top1_agreement:8.2%} "
-                     f"{row.ms_per_batch:9.2f}  {'ok' if row.passed else 'FAILED'}")
-        if row.drift:
-            lines.append(f"  ↳ {row.drift}")
-    tol = table.tolerance
-    lines.append(f"method: {table.images} validation images in batches of {table.batch}, each against eager; "
-                 f"passes within atol {tol.atol:g} and rtol {tol.rtol:g} with every top-1 the same; latency "
-                 f"is the median batch after a warm-up one")
-    return "\n".join(lines)

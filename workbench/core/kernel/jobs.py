@@ -98,6 +98,7 @@ def capabilities(request: requests.AskCapabilities) -> Capabilities:
 @handles
 def explain(request: requests.Explain) -> CompileReport:
     """torch._dynamo.explain on the configured model (it resets Dynamo: never in a process that trains)."""
+    request.config.check_runnable(devices.cuda_available())  # a CUDA config on a machine without: said, not tried
     return explain_config(request.config)
 
 
@@ -203,6 +204,7 @@ def numerics(request: requests.CompareNumerics) -> NumericsReport:
     Dynamo, as explain does: never in a process that trains)."""
     from ..domain.numerics import compare_numerics
 
+    request.config.check_runnable(devices.cuda_available())
     return compare_numerics(request.config)
 
 
