@@ -9,7 +9,7 @@ import re
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from workbench.core.domain.inspect import _short_reason
+from workbench.core.domain.compile_explain import _short_reason
 from workbench.core.ground.events import Frame, GraphBreak
 from workbench.core.ground.fixit import RECIPES, BreakInfo, bug_report, category, fixit_cards, parse_break
 

@@ -12,7 +12,7 @@ import torch
 
 from ..helpers import REPO_ROOT
 from workbench.core.domain.fullgraph import check_fullgraph
-from workbench.core.domain.inspect import explain
+from workbench.core.domain.compile_explain import explain
 from workbench.core.domain.model import SandwichNet, model_for
 from workbench.core.ground.answers import FullgraphCheck
 from workbench.core.ground.config import TrainConfig

@@ -21,7 +21,7 @@ from ..ground.answers import FullgraphCheck
 from ..ground.config import TrainConfig
 from ..ground.events import Frame
 from ..ground.fixit import parse_break
-from .inspect import example_batch, frame_of, inside_torch
+from .compile_explain import example_batch, frame_of, inside_torch
 from .model import model_for
 
 _MESSAGE_LINES = 8  # enough for Dynamo's type, explanation and hints; its stack is in "frames"

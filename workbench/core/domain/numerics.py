@@ -54,7 +54,7 @@ from ..ground.numerics import (LAYER, LOSS, Difference, Fp32Check, NumericsRepor
 from . import devices
 from .data import DeviceBatches, classes_of, load_split
 from .evaluate import autocast_context
-from .inspect import inside_torch
+from .compile_explain import inside_torch
 from .model import check_outputs, model_for
 from .numerics_ops import OpShadow, difference_of, dtype_name, tolerance_of
 

@@ -18,7 +18,7 @@ from torch import fx
 from ..ground.config import TrainConfig
 from ..ground.events import printed_frames
 from ..ground.numerics import OP, Difference, NumericsRow, NumericTolerance, looser, tolerance_for
-from .inspect import inside_torch
+from .compile_explain import inside_torch
 
 
 

@@ -10,7 +10,7 @@ import torch._dynamo
 from torch import nn
 
 from ..domain import devices
-from ..domain.inspect import explain_model
+from ..domain.compile_explain import explain_model
 from ..domain.model import model_for
 from ..ground.errors import first_line
 from ..ground.events import CompileEvent, CompileReport, GraphBreak, Notice

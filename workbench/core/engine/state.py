@@ -11,7 +11,7 @@ import torch
 from ..domain import checkpoint
 from ..domain.data import DeviceBatches, Split
 from ..domain.distributed import Distributed
-from ..domain.inspect import RunCompileLog
+from ..domain.compile_explain import RunCompileLog
 from ..ground.config import TrainConfig
 from ..ground.errors import WorkbenchError
 from ..ground.events import CompileReport, Emit

@@ -40,7 +40,7 @@ from ..domain import checkpoint, devices
 from ..domain.data import DeviceBatches, classes_of, load_splits
 from ..domain.distributed import Distributed, weights_checksum
 from ..domain.evaluate import evaluate
-from ..domain.inspect import RunCompileLog
+from ..domain.compile_explain import RunCompileLog
 from ..domain.model import check_outputs, model_for
 from ..ground.alerts import EXPLODED_FACTOR
 from ..ground.config import EVAL_BATCH, ConfigError, TrainConfig, split_model_spec

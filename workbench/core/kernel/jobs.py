@@ -18,7 +18,7 @@ from typing import Callable
 import torch
 
 from ..domain import checkpoint, devices, distributed
-from ..domain.inspect import explain as explain_config
+from ..domain.compile_explain import explain as explain_config
 from ..domain.predict import predict_pixels
 from ..ground import answers, pixels, requests
 from ..ground.capabilities import Capabilities, DeviceInfo

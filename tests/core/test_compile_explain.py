@@ -9,7 +9,7 @@ import torch
 
 from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.events import CompileReport, from_json, to_json
-from workbench.core.domain.inspect import explain, explain_model
+from workbench.core.domain.compile_explain import explain, explain_model
 from workbench.core.domain.model import SandwichNet
 
 
