@@ -14,7 +14,7 @@ from PIL import Image
 from workbench.core.domain import checkpoint
 from workbench.core.domain.data import DataError, load_split
 from workbench.core.ground.answers import EvaluationView
-from workbench.core.ground.requests import EvaluateView
+from workbench.core.ground.job_requests import EvaluateView
 from workbench.core.kernel import jobs
 from workbench.core.run.protocol import JobError, NeedsConsent
 from workbench.core.domain.evaluation_view import (class_scores, confident_mistakes,

@@ -19,7 +19,7 @@ from workbench.core.domain.numerics_ops import difference_of
 from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.numerics import (LAYER, LOSS, OP, Difference, Fp32Check, NumericsReport, NumericsRow,
                                             format_numerics, tolerance_for)
-from workbench.core.ground.requests import CompareNumerics
+from workbench.core.ground.job_requests import CompareNumerics
 from workbench.core.kernel import jobs
 from workbench.core.run.protocol import SERVICE_OF_REQUEST
 

@@ -17,7 +17,7 @@ from ..support.evaluation import synthetic_answer
 @pytest.fixture(scope="module")
 def sample_answer(trained_run) -> EvaluationView:
     """The real job's answer on the bundled sample (computed in this test process: a few hundredths of a second)."""
-    from workbench.core.ground.requests import EvaluateView
+    from workbench.core.ground.job_requests import EvaluateView
     from workbench.core.kernel.jobs import evaluate_view
 
     return evaluate_view(EvaluateView(str(trained_run.checkpoint)))

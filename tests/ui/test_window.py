@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QMessageBox
 from workbench.core.ground.answers import DatasetPreview, EvaluationView
 from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.events import RunFinished
-from workbench.core.ground.requests import EvaluateView, PreviewDataset
+from workbench.core.ground.job_requests import EvaluateView, PreviewDataset
 
 from ..helpers import set_config
 from ..support.runs_history import listed

@@ -15,7 +15,7 @@ from .options import config_from_args
 
 # -- evaluate / predict / explain -------------------------------------------------------------------------------
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from ..core.ground.requests import Evaluate
+    from ..core.ground.job_requests import Evaluate
     from ..core.kernel.jobs import evaluate
 
     quiet_torch_logs()
@@ -41,7 +41,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     """Each image decoded here as the window decodes a dropped one, then scored by the kernel's own job."""
     from ..core.ground import pixels
     from ..core.ground.images import ImageError, load_digit
-    from ..core.ground.requests import Predict
+    from ..core.ground.job_requests import Predict
     from ..core.kernel.jobs import predict
 
     quiet_torch_logs()
@@ -67,7 +67,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from ..core.ground.requests import ExportModel
+    from ..core.ground.job_requests import ExportModel
     from ..core.kernel.jobs import export_model
 
     quiet_torch_logs()
@@ -99,7 +99,7 @@ def format_parity(table) -> str:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    from ..core.ground.requests import Explain
+    from ..core.ground.job_requests import Explain
     from ..core.kernel.jobs import explain
 
     quiet_torch_logs()

@@ -13,7 +13,7 @@ def cmd_numerics(args: argparse.Namespace) -> int:
     script can gate on it."""
     from ..core.ground.numerics import format_numerics
     from ..core.kernel.jobs import numerics
-    from ..core.ground.requests import CompareNumerics
+    from ..core.ground.job_requests import CompareNumerics
 
     quiet_torch_logs()
     config = config_from_args(args, backend="inductor")  # comparing is about compiling (so --mode works alone)

@@ -20,7 +20,7 @@ import torch
 from ..domain import checkpoint, devices, distributed
 from ..domain.compile_explain import explain as explain_config
 from ..domain.predict import predict_pixels
-from ..ground import answers, pixels, requests
+from ..ground import answers, job_requests, pixels
 from ..ground.capabilities import Capabilities, DeviceInfo
 from ..ground.config import TrainConfig
 from ..ground.errors import WorkbenchError
@@ -81,7 +81,7 @@ def handles(handler: Callable[..., object]) -> Callable[..., object]:
 
 
 @handles
-def capabilities(request: requests.AskCapabilities) -> Capabilities:
+def capabilities(request: job_requests.AskCapabilities) -> Capabilities:
     """Devices with names, memory and compute capability, and which backends work here (and why not). Reading
     the device properties initialises CUDA in this kernel, never in the window."""
     gpus = []
@@ -96,14 +96,14 @@ def capabilities(request: requests.AskCapabilities) -> Capabilities:
 
 
 @handles
-def explain(request: requests.Explain) -> CompileReport:
+def explain(request: job_requests.Explain) -> CompileReport:
     """torch._dynamo.explain on the configured model (it resets Dynamo: never in a process that trains)."""
     request.config.check_runnable(devices.cuda_available())  # a CUDA config on a machine without: said, not tried
     return explain_config(request.config)
 
 
 @handles
-def load_checkpoint(request: requests.LoadCheckpoint) -> answers.CheckpointInfo:
+def load_checkpoint(request: job_requests.LoadCheckpoint) -> answers.CheckpointInfo:
     """What a checkpoint holds, loaded safely (weights_only); a user-defined network's file is imported only
     with the caller's consent — without it the answer is a NeedsConsent error naming the file."""
     ckpt = _checkpoint(request.path, request.trust_model_code)
@@ -112,7 +112,7 @@ def load_checkpoint(request: requests.LoadCheckpoint) -> answers.CheckpointInfo:
 
 
 @handles
-def predict(request: requests.Predict) -> answers.Predictions:
+def predict(request: job_requests.Predict) -> answers.Predictions:
     """Class probabilities of each image (the 28×28 pixels the window decoded)."""
     model, classes = _model(request.checkpoint_path, request.trust_model_code)
     probabilities = []
@@ -126,7 +126,7 @@ def predict(request: requests.Predict) -> answers.Predictions:
 
 
 @handles
-def evaluate(request: requests.Evaluate) -> answers.Score:
+def evaluate(request: job_requests.Evaluate) -> answers.Score:
     """Accuracy, loss and confusion matrix of a checkpoint on a split (`workbench evaluate`)."""
     from ..domain.evaluation_view import evaluate_checkpoint
 
@@ -139,7 +139,7 @@ def evaluate(request: requests.Evaluate) -> answers.Score:
 
 
 @handles
-def evaluate_view(request: requests.EvaluateView) -> answers.EvaluationView:
+def evaluate_view(request: job_requests.EvaluateView) -> answers.EvaluationView:
     """The Evaluate view's data: scores, the confusion matrix, per-sample answers and the split's pixels, so that
     every click in the window is answered without another call. On the CPU: no GPU memory taken from a run."""
     from ..domain.evaluation_view import evaluate_checkpoint, view_answer
@@ -151,7 +151,7 @@ def evaluate_view(request: requests.EvaluateView) -> answers.EvaluationView:
 
 
 @handles
-def export_checkpoint(request: requests.ExportCheckpoint) -> answers.Written:
+def export_checkpoint(request: job_requests.ExportCheckpoint) -> answers.Written:
     """Write a checkpoint elsewhere through the same atomic save (and its .safetensors twin)."""
     written = checkpoint.export(_checkpoint(request.source, request.trust_model_code), request.target)
     twin = written.with_suffix(".safetensors")
@@ -159,7 +159,7 @@ def export_checkpoint(request: requests.ExportCheckpoint) -> answers.Written:
 
 
 @handles
-def export_model(request: requests.ExportModel, progress: Callable[[answers.Doing], None]) -> answers.ParityTable:
+def export_model(request: job_requests.ExportModel, progress: Callable[[answers.Doing], None]) -> answers.ParityTable:
     """Export a checkpoint (.pt2, ONNX, AOTInductor) behind its parity gate: the gate's table (domain.export); each
     step said as it starts (an AOTInductor export takes half a minute)."""
     from ..domain.export import export_model as export
@@ -169,7 +169,7 @@ def export_model(request: requests.ExportModel, progress: Callable[[answers.Doin
 
 
 @handles
-def report(request: requests.WriteReport) -> answers.Written:
+def report(request: job_requests.WriteReport) -> answers.Written:
     """A self-contained HTML report of the runs and its JSON twin (each checkpoint is evaluated here; a run's own
     model file is imported only with `trust_model_code`)."""
     from ..history.runs import RunStore
@@ -182,7 +182,7 @@ def report(request: requests.WriteReport) -> answers.Written:
 
 
 @handles
-def dataset_preview(request: requests.PreviewDataset) -> answers.DatasetPreview:
+def dataset_preview(request: job_requests.PreviewDataset) -> answers.DatasetPreview:
     """The Dataset preview's data (samples per class, class counts, image format, problems), before training."""
     from ..domain.preview import dataset_preview as build
 
@@ -190,7 +190,7 @@ def dataset_preview(request: requests.PreviewDataset) -> answers.DatasetPreview:
 
 
 @handles
-def check_fullgraph(request: requests.CheckFullgraph) -> answers.FullgraphCheck:
+def check_fullgraph(request: job_requests.CheckFullgraph) -> answers.FullgraphCheck:
     """A fix-it card's Check with fullgraph: does the configured model compile as one graph? (Resets Dynamo, as
     explain does: never in a process that trains.)"""
     from ..domain.fullgraph import check_fullgraph as check
@@ -199,7 +199,7 @@ def check_fullgraph(request: requests.CheckFullgraph) -> answers.FullgraphCheck:
 
 
 @handles
-def numerics(request: requests.CompareNumerics) -> NumericsReport:
+def numerics(request: job_requests.CompareNumerics) -> NumericsReport:
     """Compare numerics: one batch forward and backward, eager against compiled, per layer and per op (resets
     Dynamo, as explain does: never in a process that trains)."""
     from ..domain.numerics import compare_numerics
@@ -209,7 +209,7 @@ def numerics(request: requests.CompareNumerics) -> NumericsReport:
 
 
 @handles
-def lr_find(request: requests.FindLr, progress: Callable[[LrPoint], None], stop: threading.Event) -> LrFinding:
+def lr_find(request: job_requests.FindLr, progress: Callable[[LrPoint], None], stop: threading.Event) -> LrFinding:
     """The LR range test (run.lr_finder); a cancel ends it early with what it has."""
     from .lr_finder import find_lr
 
@@ -219,7 +219,7 @@ def lr_find(request: requests.FindLr, progress: Callable[[LrPoint], None], stop:
 
 
 @handles
-def batch_find(request: requests.FindBatchSize, progress: Callable[[BatchPoint], None],
+def batch_find(request: job_requests.FindBatchSize, progress: Callable[[BatchPoint], None],
                stop: threading.Event) -> BatchFinding:
     """The batch-size finder (run.batch_finder); a cancel ends it early with what it has."""
     from .batch_finder import find_batch_size

@@ -6,7 +6,7 @@ process boundary as these messages; the window imports none of torch. Version 1:
     kernel → parent   {"hello": TOKEN, "pid": …, "protocol": 1}   proves the connection is ours (token from the env)
     kernel → parent   {"ready": true}                             PyTorch imported: jobs are served from now on
     parent → kernel   {"id": N, "job": NAME, "args": {…}}         one job; NAME is one of JOBS, its args a request
-                                                                  (ground/requests.py) as to_dict gives it
+                                                                  (ground/job_requests.py) as to_dict gives it
     kernel → parent   {"id": N, "event": {…}}                     a run's events (train only), in order
     kernel → parent   {"id": N, "progress": …}                    a job's partial result before its answer (jobs
                                                                   with a `progress` argument: the finders' points)
@@ -27,7 +27,7 @@ import socket
 from dataclasses import dataclass
 from typing import Any
 
-from ..ground import answers, requests
+from ..ground import answers, job_requests
 from ..ground.capabilities import Capabilities
 from ..ground.errors import WorkbenchError
 from ..ground.events import CompileReport
@@ -67,20 +67,20 @@ class Service:
 # by a fresh run kernel (one run, then it exits: fresh Dynamo state keeps compile times honest and nothing leaks
 # between runs), and answers with its events.
 SERVICES = (
-    Service("capabilities", requests.AskCapabilities, Capabilities),
-    Service("explain", requests.Explain, CompileReport),
-    Service("check_fullgraph", requests.CheckFullgraph, answers.FullgraphCheck),
-    Service("numerics", requests.CompareNumerics, NumericsReport),
-    Service("load_checkpoint", requests.LoadCheckpoint, answers.CheckpointInfo),
-    Service("predict", requests.Predict, answers.Predictions),
-    Service("evaluate", requests.Evaluate, answers.Score),
-    Service("evaluate_view", requests.EvaluateView, answers.EvaluationView),
-    Service("export_checkpoint", requests.ExportCheckpoint, answers.Written),
-    Service("export_model", requests.ExportModel, answers.ParityTable, progress=answers.Doing),
-    Service("report", requests.WriteReport, answers.Written),
-    Service("dataset_preview", requests.PreviewDataset, answers.DatasetPreview),
-    Service("lr_find", requests.FindLr, LrFinding, progress=LrPoint, cancellable=True),
-    Service("batch_find", requests.FindBatchSize, BatchFinding, progress=BatchPoint, cancellable=True),
+    Service("capabilities", job_requests.AskCapabilities, Capabilities),
+    Service("explain", job_requests.Explain, CompileReport),
+    Service("check_fullgraph", job_requests.CheckFullgraph, answers.FullgraphCheck),
+    Service("numerics", job_requests.CompareNumerics, NumericsReport),
+    Service("load_checkpoint", job_requests.LoadCheckpoint, answers.CheckpointInfo),
+    Service("predict", job_requests.Predict, answers.Predictions),
+    Service("evaluate", job_requests.Evaluate, answers.Score),
+    Service("evaluate_view", job_requests.EvaluateView, answers.EvaluationView),
+    Service("export_checkpoint", job_requests.ExportCheckpoint, answers.Written),
+    Service("export_model", job_requests.ExportModel, answers.ParityTable, progress=answers.Doing),
+    Service("report", job_requests.WriteReport, answers.Written),
+    Service("dataset_preview", job_requests.PreviewDataset, answers.DatasetPreview),
+    Service("lr_find", job_requests.FindLr, LrFinding, progress=LrPoint, cancellable=True),
+    Service("batch_find", job_requests.FindBatchSize, BatchFinding, progress=BatchPoint, cancellable=True),
 )
 SERVICE_OF_JOB = {service.job: service for service in SERVICES}
 SERVICE_OF_REQUEST = {service.request: service for service in SERVICES}
