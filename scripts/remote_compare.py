@@ -150,7 +150,7 @@ def _reattach(app, there, remote, steps: int, tmp: Path) -> None:
     from workbench.core.ground.events import RunFinished, Step
     from workbench.core.history.runs import RunStore
     from workbench.core.run.remote.kernels import RemoteRun, host_runs
-    from workbench.core.run.request import RunRequest
+    from workbench.core.run.run_request import RunRequest
 
     db = str(tmp / "reattach.sqlite")
     request = RunRequest(TrainConfig(epochs=1000, max_steps=steps), out_dir="", db=db)

@@ -130,7 +130,7 @@ def train_on(host) -> None:
     import threading
 
     from workbench.core.run.remote.kernels import RemoteRun
-    from workbench.core.run.request import RunRequest
+    from workbench.core.run.run_request import RunRequest
 
     RemoteRun(host).run(RunRequest(TrainConfig(epochs=3), out_dir=""), lambda event: None, threading.Event())
 

@@ -51,7 +51,7 @@ def trained_run(tmp_path_factory) -> TrainedRun:
     from workbench.core.ground.events import RunFinished
     from workbench.core.history.runs import RunStore
     from workbench.core.kernel.launch import start_run
-    from workbench.core.run.request import Launch, RunRequest
+    from workbench.core.run.run_request import Launch, RunRequest
 
     folder = tmp_path_factory.mktemp("trained-run")
     config = TrainConfig(epochs=2)

@@ -16,7 +16,7 @@ from workbench.core.run import process as run_process
 from workbench.core.run import protocol
 from workbench.core.run.process import ChildError, ChildProcess, torchrun_culprit
 from workbench.core.ground.events import Notice, RunFailed, RunFinished
-from workbench.core.run.request import RunRequest
+from workbench.core.run.run_request import RunRequest
 
 from ..support.fake_kernel import FAKE_KERNEL, REQUEST
 

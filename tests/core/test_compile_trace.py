@@ -275,7 +275,7 @@ def test_a_compile_failure_is_a_fallback_marker(monkeypatch):
 @pytest.mark.parametrize("record", [True, False])
 def test_the_compile_trace_setting_decides_whether_a_run_records_its_trace(tmp_path, record):
     from workbench.core.kernel.launch import start_run
-    from workbench.core.run.request import Launch, RunRequest
+    from workbench.core.run.run_request import Launch, RunRequest
 
     torch._dynamo.reset()
     config = TrainConfig(epochs=1, max_steps=3, hidden_dim=8, backend="aot_eager", compile_trace=record)

@@ -11,7 +11,7 @@ from torch import nn
 
 from workbench.core.domain.distributed import weights_checksum
 from workbench.core.run.process import torchrun_culprit
-from workbench.core.run.request import port_free
+from workbench.core.run.run_request import port_free
 
 
 def test_checksum_of_bf16_weights():

@@ -23,7 +23,7 @@ from workbench.core.ground.results import RunResults
 from workbench.core.history.runs import RunStore
 from workbench.core.kernel import recorder as run_files
 from workbench.core.kernel.recorder import run_recorded
-from workbench.core.run.request import RunRequest
+from workbench.core.run.run_request import RunRequest
 
 from ..helpers import SMALL
 

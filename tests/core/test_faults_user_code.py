@@ -15,7 +15,7 @@ from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.events import Notice, RunFailed, RunFinished, RunStarted
 from workbench.core.run.launch import start_run
 from workbench.core.run.process import ChildProcess
-from workbench.core.run.request import RunRequest
+from workbench.core.run.run_request import RunRequest
 
 HEADER = """import sys, time
 import torch

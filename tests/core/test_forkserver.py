@@ -18,7 +18,7 @@ from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.events import RunFailed, RunFinished, Step
 from workbench.core.run import forkserver
 from workbench.core.run.process import ChildError, ChildProcess
-from workbench.core.run.request import RunRequest
+from workbench.core.run.run_request import RunRequest
 
 from ..helpers import processes_with_env
 

@@ -15,7 +15,7 @@ from workbench.core.ground.events import (EpochEnd, Notice, RunFailed, RunFinish
 from workbench.core.history.runs import RunStore
 from workbench.core.kernel.launch import start_run
 from workbench.core.run.process import ChildProcess
-from workbench.core.run.request import Launch, LaunchError, RunRequest
+from workbench.core.run.run_request import Launch, LaunchError, RunRequest
 
 from ..helpers import SMALL
 

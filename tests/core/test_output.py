@@ -9,7 +9,7 @@ from workbench.core.ground.events import Notice
 from workbench.core.ground.resources import resource_path
 from workbench.core.kernel.output import MAX_LINES, PREFIX, PrintedLines
 from workbench.core.kernel.recorder import run_recorded
-from workbench.core.run.request import RunRequest
+from workbench.core.run.run_request import RunRequest
 
 
 def test_complete_lines_become_notices_and_still_reach_the_terminal():

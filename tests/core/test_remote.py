@@ -28,7 +28,7 @@ from workbench.core.run.launch import start_run
 from workbench.core.run.process import ChildProcess
 from workbench.core.run.protocol import PROTOCOL_VERSION, TOKEN_ENV
 from workbench.core.run.remote.kernels import RemoteKernel, RemoteRun, RemoteSpare, fetch, host_runs
-from workbench.core.run.request import Launch, RunRequest
+from workbench.core.run.run_request import Launch, RunRequest
 from workbench.core.run.remote.service import RemoteService
 from workbench.core.run.remote.ssh import Remote, RemoteError
 from workbench.core.run.sweep import SweepSettings, load_trials, run_sweep

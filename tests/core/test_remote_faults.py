@@ -15,7 +15,7 @@ from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.events import RunFailed
 from workbench.core.run.protocol import PROTOCOL_VERSION, RUN_JOB_ID, event_line
 from workbench.core.run.remote.kernels import RemoteRun
-from workbench.core.run.request import RunRequest
+from workbench.core.run.run_request import RunRequest
 from workbench.core.run.remote.ssh import Remote, RemoteError
 
 from ..helpers import assert_one_error_line, call

@@ -34,7 +34,7 @@ from workbench.core.history.runs import RunRecord, RunStore
 from workbench.core.history.report.svgchart import downsample, nice_ticks, tick_labels
 from workbench.core.kernel.recorder import run_recorded
 from workbench.core.kernel.reports import write_report
-from workbench.core.run.request import RunRequest
+from workbench.core.run.run_request import RunRequest
 
 PLANTED = Path(workbench.__file__).parents[1] / "resources" / "examples" / "planted_break.py"
 REPORTED = dict(epochs=1, max_steps=40, hidden_dim=32)  # 40 steps: curves with a shape to draw

@@ -22,7 +22,7 @@ from workbench.core.ground.errors import WorkbenchError
 from workbench.core.ground.events import EpochEnd, Notice, RunFailed, RunFinished, from_json
 from workbench.core.ground.results import RunResults
 from workbench.core.kernel.recorder import run_recorded
-from workbench.core.run.request import RunRequest
+from workbench.core.run.run_request import RunRequest
 from workbench.core.history.recording import RunRecorder
 from workbench.core.history.runs import RunStore, RunStoreError
 

@@ -323,7 +323,7 @@ def launched(tmp_path_factory) -> Launched:
     from torch._inductor.utils import clear_caches
 
     from workbench.core.kernel.launch import start_run
-    from workbench.core.run.request import Launch, RunRequest
+    from workbench.core.run.run_request import Launch, RunRequest
 
     root = tmp_path_factory.mktemp("warm-start")
     config = TrainConfig(epochs=1, max_steps=2, hidden_dim=8, backend="inductor", device="cpu")

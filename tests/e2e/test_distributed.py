@@ -21,7 +21,7 @@ from types import SimpleNamespace
 import pytest
 
 from workbench.core.run.process import TORCHRUN_TEMP_ENV
-from workbench.core.run.request import Launch, LaunchError, check_launch
+from workbench.core.run.run_request import Launch, LaunchError, check_launch
 from workbench.core.history.runs import RunStore
 
 from ..helpers import TrainStarter, descendants, marked_processes, wait_for_epoch

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from workbench.core.ground.config import TrainConfig
 from workbench.core.run import protocol
-from workbench.core.run.request import Launch, RunRequest
+from workbench.core.run.run_request import Launch, RunRequest
 
 # A stand-in kernel (no torch): it says hello and ready as kernel_main does, then answers the train job the way the
 # test names in argv[1], echoing every message it gets from the parent back as a Notice, so that the wire is checked.

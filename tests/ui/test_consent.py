@@ -18,7 +18,7 @@ def recorded_run(tmp_path, planted_break_spec):
     """A recorded run (in its own database) of a copy of the planted-break network: (its run, its model spec)."""
     from workbench.core.ground.config import TrainConfig
     from workbench.core.kernel.launch import start_run
-    from workbench.core.run.request import Launch, RunRequest
+    from workbench.core.run.run_request import Launch, RunRequest
 
     model = tmp_path / "models" / "net.py"
     model.parent.mkdir()

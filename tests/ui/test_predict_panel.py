@@ -164,7 +164,7 @@ def test_an_untrusted_model_file_is_opened_only_after_the_user_agrees(window, qt
     has asked the user, and asks again with the user's consent."""
     from workbench.core.ground.config import TrainConfig
     from workbench.core.kernel.launch import start_run
-    from workbench.core.run.request import Launch, RunRequest
+    from workbench.core.run.run_request import Launch, RunRequest
 
     config = TrainConfig(model=planted_break_spec, epochs=1, max_steps=5)
     start_run(RunRequest(config, out_dir=str(tmp_path / "run"), record=False, launch=Launch(where="here")),

@@ -65,7 +65,7 @@ def _bench_gui(args: argparse.Namespace, progress) -> int:
 def headless_samples_per_s(config, out: Path) -> float:
     """The CLI's own path for a run (in this process, nothing recorded): what `bench --gui` compares the app to."""
     from ..core.kernel.launch import start_run
-    from ..core.run.request import Launch, RunRequest
+    from ..core.run.run_request import Launch, RunRequest
 
     request = RunRequest(config=config, out_dir=str(out.resolve()), record=False, launch=Launch(where="here"))
     result = start_run(request, lambda event: None)

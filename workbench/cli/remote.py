@@ -17,7 +17,7 @@ from ..core.ground.events import RunFailed
 from ..core.ground.progress import CopyProgress, failure_line
 from ..core.ground.results_text import finished_lines
 from ..core.run.remote.kernels import RemoteRun, fetch, host_runs
-from ..core.run.request import Launch, RunRequest
+from ..core.run.run_request import Launch, RunRequest
 from ..core.run.remote.ssh import Remote
 from .common import EXIT_INTERRUPTED, EXIT_RUN_FAILED, EXIT_USAGE, fail
 from .progress import ProgressBar

@@ -123,7 +123,7 @@ def _train(args: argparse.Namespace, config) -> int:
         check_warm_from(config.warm_from, args.db)
     from ..core.domain.devices import cuda_device_count
     from ..core.kernel.launch import start_run
-    from ..core.run.request import Launch, RunRequest
+    from ..core.run.run_request import Launch, RunRequest
 
     quiet_torch_logs()
     launch = Launch(args.nproc_per_node, args.nnodes, args.node_rank, args.master_addr, args.master_port,

@@ -28,7 +28,7 @@ from ..ground.events import CompileReport, RunFailed, RunFinished, to_json
 from ..ground.findings import BatchFinding, BatchPoint, LrFinding, LrPoint
 from ..ground.numerics import NumericsReport
 from ..run.protocol import JobError, NeedsConsent
-from ..run.request import RunRequest
+from ..run.run_request import RunRequest
 from .recorder import run_recorded
 
 def quiet_torch_logs() -> None:

@@ -10,7 +10,7 @@ from ..ground.events import Emit, RunFailed, RunFinished
 from ..run import launch
 from ..run.process import ChildProcess
 from ..run.remote.kernels import RemoteRun
-from ..run.request import RunRequest
+from ..run.run_request import RunRequest
 
 
 def start_run(request: RunRequest, emit: Emit, stop: threading.Event | None = None, *,

@@ -29,7 +29,7 @@ from ..ground.errors import WorkbenchError, first_line
 from ..ground.signals import RunSignals
 from ..run.protocol import (ADDRESS_ENV, PROTOCOL_VERSION, REQUEST_ENV, RUN_JOB_ID, SERVICE_OF_JOB, TOKEN_ENV, Cancel,
                             Job, JobError, Lines, NeedsConsent, Profile, event_line, read_control, send, send_line)
-from ..run.request import RunRequest
+from ..run.run_request import RunRequest
 
 
 def kernel_main() -> int:

@@ -24,7 +24,7 @@ from ..domain.distributed import Distributed
 from ..domain.model import absolute_spec
 from ..history.warm_starts import CACHE_FILE, KEY_FILE
 from .output import prints_as_notices
-from ..run.request import RunRequest
+from ..run.run_request import RunRequest
 
 
 class RunFilesError(WorkbenchError):

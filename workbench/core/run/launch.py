@@ -14,7 +14,7 @@ import threading
 from ..ground.events import Emit, RunFailed, RunFinished
 from .process import ChildProcess, other_node, start_distributed
 from .remote.kernels import RemoteRun
-from .request import RunRequest
+from .run_request import RunRequest
 
 
 def start_run(request: RunRequest, emit: Emit, stop: threading.Event | None = None, *,

@@ -30,7 +30,7 @@ from ..ground.events import Event, Notice, RunFailed, RunFinished, Step, from_di
 from ..ground.results import RunResults
 from . import forkserver
 from .protocol import ADDRESS_ENV, REQUEST_ENV, RUN_JOB_ID, TOKEN_ENV, Cancel, Job, Lines, Profile, send
-from .request import Launch, RunRequest
+from .run_request import Launch, RunRequest
 
 CONNECT_TIMEOUT_S = 120.0  # a cold start imports torch; a loaded machine can take a while
 STOP_GRACE_S = 60.0  # after asking to stop: time to finish the current step (a compile can take this long)

@@ -19,7 +19,7 @@ from ..ground.events import EpochEnd, Event, RunFailed, RunFinished, RunStarted
 from ..history.runs import RunStore
 from .launch import start_run
 from .remote.kernels import RemoteRun
-from .request import Launch, RunRequest, new_run_dir
+from .run_request import Launch, RunRequest, new_run_dir
 from .remote.ssh import Remote
 
 StartRun = Callable[..., RunFinished | RunFailed]  # launch.start_run's signature

@@ -514,7 +514,7 @@ def recording_overhead(config: TrainConfig, rounds: int, folder: Path,
 def _recorded_rate(config: TrainConfig, folder: Path, recorded: bool, pair: int) -> float:
     """The steady samples/s of one run, with or without the run history; a run that measured none is an error."""
     from ..kernel.launch import start_run
-    from ..run.request import Launch, RunRequest
+    from ..run.run_request import Launch, RunRequest
 
     out = folder / f"{'on' if recorded else 'off'}-{pair}"
     request = RunRequest(config=config, out_dir=str(out.resolve()), db=str(folder / "runs.sqlite"), record=recorded,

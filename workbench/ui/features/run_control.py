@@ -30,7 +30,7 @@ from ...core.ground.events import Event, RunFailed, RunFinished, Step
 from ...core.run.launch import start_run
 from ...core.run.process import ChildProcess, start_distributed
 from ...core.run.remote.kernels import RemoteRun, RemoteSpare
-from ...core.run.request import RunRequest
+from ...core.run.run_request import RunRequest
 from ...core.run.remote.ssh import Remote
 from ..support.tasks import Tasks
 

@@ -20,7 +20,7 @@ from ...core.ground.events import Event, RunFailed, RunFinished, RunStarted
 from ...core.ground.progress import Progress, failure_line
 from ...core.ground.results_text import headline
 from ...core.history.curves import run_name
-from ...core.run.request import Launch, RunRequest, new_run_dir
+from ...core.run.run_request import Launch, RunRequest, new_run_dir
 from ..actions import ActionSpec
 from ..panels.runs.runs import LoadedRun
 from ..panels.setup import form_text

@@ -31,7 +31,7 @@ from ...core.ground.capabilities import Capabilities
 from ...core.ground.config import GROUPS, ConfigError, Setting, TrainConfig, label_of, setting_named, settings
 from ...core.ground.datasets import CATALOGUE
 from ...core.ground.errors import WorkbenchError, with_hint
-from ...core.run.request import Launch, LaunchError, check_launch
+from ...core.run.run_request import Launch, LaunchError, check_launch
 from ..support import file_dialogs
 from .rate_box import RateBox
 

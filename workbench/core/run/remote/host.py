@@ -53,7 +53,7 @@ from ...ground.atomic import write_text_atomic
 from ...ground.events import RunFailed, from_dict, is_terminal, to_json
 from ..protocol import PROTOCOL_VERSION, RUN_JOB_ID, Cancel, Profile, event_line, read_control
 from .wire import Hello, HostPath, RunInfo, RunStart, SpareRun
-from ..request import RunRequest, new_run_dir
+from ..run_request import RunRequest, new_run_dir
 
 LOST_GRACE_S = 2.0  # a supervisor that looks gone: how long its log may still grow before the run is called lost
 POLL_S = 0.05  # how often an attach looks for new events, and a supervisor for control lines

@@ -32,7 +32,7 @@ from ...history.runs import RunStore, RunStoreError
 from ..process import ChildError, ChildProcess
 from ..protocol import RUN_JOB_ID, Cancel, Lines, Profile
 from .wire import HostPath, RunInfo, RunStart, SpareRun
-from ..request import RunRequest
+from ..run_request import RunRequest
 from .ssh import INSTALL_HINT, Remote, RemoteError, Session
 
 RECONNECT_S = 120.0  # how long a dropped run is re-attached for before this side gives up (the run goes on there)
