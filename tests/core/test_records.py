@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from workbench.core.ground.records import Record
+from workbench.core.ground.codec import Record
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from .records import Record
+from .codec import Record
 
 # rule → (severity, what it watches, in words). The panel an alert points at is decided where it fires.
 ALERT_RULES: dict[str, tuple[str, str]] = {

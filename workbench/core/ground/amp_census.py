@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .records import Record
+from .codec import Record
 
 GROUPS = ("low", "fp32", "other")  # the census's groups, in its sort order: bf16/fp16, fp32, neither
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from .config import TrainConfig
 from .events import Frame
-from .records import Record
+from .codec import Record
 from .results import RunResults
 
 

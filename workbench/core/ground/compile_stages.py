@@ -18,7 +18,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Iterable
 
-from .records import Record
+from .codec import Record
 
 
 @dataclass(frozen=True)

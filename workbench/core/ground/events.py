@@ -21,7 +21,7 @@ from .config import TrainConfig
 from .layer_stats import LayerStats, ModelSummary
 from .memory_trace import MemoryTimeline
 from .profile_trace import ProfileTables
-from .records import Record
+from .codec import Record
 from .results import RunResults
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .forecast import steps_per_epoch
-from .records import Record
+from .codec import Record
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from .config import EVAL_BATCH, TrainConfig
-from .records import Record
+from .codec import Record
 
 EVAL_MODE = "eval_mode"
 PARTIAL_VAL_BATCH = "partial_val_batch"

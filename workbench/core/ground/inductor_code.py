@@ -24,7 +24,7 @@ from .errors import WorkbenchError
 from .compile_stages import GraphCompileTime, graph_compile_times
 from .events import Frame, ProfileReport, printed_frames
 from .profile_trace import OpRow
-from .records import Record
+from .codec import Record
 
 TRACE_FILE = "dedicated_log_torch_trace_rank_0.log"  # the name TORCH_TRACE gives a single process's log
 TRACE_HINT = "turn on 'record compile trace' in the compile settings and run again"

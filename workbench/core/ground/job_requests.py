@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .config import TrainConfig
-from .records import Record
+from .codec import Record
 
 
 @dataclass(frozen=True)

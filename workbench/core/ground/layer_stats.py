@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .records import Record
+from .codec import Record
 
 HISTOGRAM_BINS = 24  # per histogram: enough to see a shape, few enough to ride along with the losses
 # The steps every run samples before its interval (config.stats_every) takes over: a history for the alerts early.

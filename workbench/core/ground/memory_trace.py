@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from .profile_trace import Op, StepWindows, is_op, nest, shapes_of, steps_of, trace_events, window_origin
-from .records import Record
+from .codec import Record
 
 CATEGORIES = ("parameters", "gradients", "optimizer state", "activations", "other")
 MAX_POINTS = 2000

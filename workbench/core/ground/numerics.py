@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .records import Record
+from .codec import Record
 
 LAYER, OP, LOSS = "layer", "op", "loss"  # NumericsRow.kind
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Iterable
 
 from .atomic import atomic_path
-from .records import Record
+from .codec import Record
 
 MAX_SPANS = 4000
 TRACE_CAP_BYTES = 100 * 2**20

@@ -16,7 +16,7 @@ from typing import Any
 from .forecast import ForecastCheck
 from .payback import Payback
 from .profile_trace import OpRow, ProfileCost
-from .records import Record
+from .codec import Record
 
 
 @dataclass(frozen=True)

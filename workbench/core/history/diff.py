@@ -23,7 +23,7 @@ from ..ground.alerts import Alert
 from ..ground.events import AmpSkipped, CompileReport
 from ..ground.figures import BEST_VAL_ACCURACY, COMPILE, PEAK_MEMORY, SAMPLES_PER_S
 from ..ground.progress import format_duration
-from ..ground.records import Record
+from ..ground.codec import Record
 from ..ground.results import RunResults
 from .curves import run_name
 from .layers import WATCHED_BY

@@ -25,7 +25,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..ground.config import settings, setup_label
-from ..ground.records import Record
+from ..ground.codec import Record
 from .curves import LABEL_MAX, run_name
 from .runs import RunRecord
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..ground.config import ConfigError, settings
-from ..ground.records import Record
+from ..ground.codec import Record
 from ..ground.events import RunFinished
 from ..ground.signing import verify
 from .runs import RunRecord, RunStore, RunStoreError

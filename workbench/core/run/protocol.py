@@ -33,7 +33,7 @@ from ..ground.errors import WorkbenchError
 from ..ground.events import CompileReport
 from ..ground.findings import BatchFinding, BatchPoint, LrFinding, LrPoint
 from ..ground.numerics import NumericsReport
-from ..ground.records import Record
+from ..ground.codec import Record
 
 # How a kernel finds its parent: set by the parent (process.py), read by the child (kernel.py).
 TOKEN_ENV = "WORKBENCH_CHILD_TOKEN"

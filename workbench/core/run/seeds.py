@@ -22,7 +22,7 @@ from typing import Callable, Iterable, Sequence
 from ..ground.config import TrainConfig, setting_named
 from ..ground.errors import WorkbenchError
 from ..ground.events import Event, RunFailed
-from ..ground.records import Record
+from ..ground.codec import Record
 from ..history.groups import SEED, group_key
 from ..history.runs import RunRecord, RunStore
 from .launch import start_run

@@ -12,7 +12,7 @@ from typing import Iterable
 
 from ...ground.events import CompileEvent, CompileReport, EpochEnd, Notice, RunFailed, Step
 from ...ground.payback import Payback
-from ...ground.records import Record
+from ...ground.codec import Record
 from ...ground.results import RunResults, SystemSummary
 from ..curves import Curves, curves_from_events, differing_settings, run_label
 from ..layers import RunLayers, run_layers

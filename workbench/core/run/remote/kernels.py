@@ -25,7 +25,7 @@ from typing import Callable
 
 from ...ground.atomic import commit, temp_beside
 from ...ground.events import Event, Notice, RunFailed, from_dict, is_terminal
-from ...ground.records import R
+from ...ground.codec import R
 from ...ground.errors import first_line
 from ...history.recording import RunRecorder
 from ...history.runs import RunStore, RunStoreError

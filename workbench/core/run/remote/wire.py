@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...ground.records import Record
+from ...ground.codec import Record
 
 
 @dataclass(frozen=True)
