@@ -21,8 +21,8 @@ from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.events import Notice, RunFailed, RunFinished, from_json
 from workbench.core.ground.results import RunResults
 from workbench.core.history.runs import RunStore
-from workbench.core.kernel import recorder as run_files
-from workbench.core.kernel.recorder import run_recorded
+from workbench.core.kernel import run_files
+from workbench.core.kernel.run_files import run_recorded
 from workbench.core.run.run_request import RunRequest
 
 from ..helpers import SMALL

@@ -14,7 +14,7 @@ from workbench.core.ground.results import RunResults
 from workbench.core.history import recording, runs
 from workbench.core.history.recording import RunRecorder
 from workbench.core.history.runs import RunStore
-from workbench.core.kernel.recorder import run_recorded
+from workbench.core.kernel.run_files import run_recorded
 from workbench.core.run.run_request import RunRequest
 
 from ..helpers import SMALL, VERSIONS

@@ -32,7 +32,7 @@ from workbench.core.history.report.page import SECTIONS
 from workbench.core.history.report.write import ReportError
 from workbench.core.history.runs import RunRecord, RunStore
 from workbench.core.history.report.svgchart import downsample, nice_ticks, tick_labels
-from workbench.core.kernel.recorder import run_recorded
+from workbench.core.kernel.run_files import run_recorded
 from workbench.core.kernel.reports import write_report
 from workbench.core.run.run_request import RunRequest
 

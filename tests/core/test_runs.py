@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from workbench.core.kernel import recorder as run_files
+from workbench.core.kernel import run_files
 from workbench.core.history import runs
 from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.errors import WorkbenchError
 from workbench.core.ground.events import EpochEnd, Notice, RunFailed, RunFinished, from_json
 from workbench.core.ground.results import RunResults
-from workbench.core.kernel.recorder import run_recorded
+from workbench.core.kernel.run_files import run_recorded
 from workbench.core.run.run_request import RunRequest
 from workbench.core.history.recording import RunRecorder
 from workbench.core.history.runs import RunStore, RunStoreError

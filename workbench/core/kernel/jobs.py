@@ -29,7 +29,7 @@ from ..ground.findings import BatchFinding, BatchPoint, LrFinding, LrPoint
 from ..ground.numerics import NumericsReport
 from ..run.protocol import JobError, NeedsConsent
 from ..run.run_request import RunRequest
-from .recorder import run_recorded
+from .run_files import run_recorded
 
 def quiet_torch_logs() -> None:
     """PyTorch's compiler logs warnings and stack dumps to stderr; Workbench reports the same findings as

@@ -17,7 +17,7 @@ def start_run(request: RunRequest, emit: Emit, stop: threading.Event | None = No
               process: ChildProcess | RemoteRun | None = None) -> RunFinished | RunFailed:
     """As `run.launch.start_run`, and a request `where="here"` trains here."""
     if request.launch.where == "here" and process is None:
-        from .recorder import run_recorded
+        from .run_files import run_recorded
 
         return run_recorded(request, sinks=(emit,), stop=stop or threading.Event())
     return launch.start_run(request, emit, stop, process=process)
