@@ -15,7 +15,7 @@ from workbench.core.domain import checkpoint
 from workbench.core.domain.data import DataError, load_split
 from workbench.core.ground.answers import EvaluationView
 from workbench.core.ground.job_requests import EvaluateView
-from workbench.core.kernel import jobs
+from workbench.core.kernel import job_handlers
 from workbench.core.run.protocol import JobError, NeedsConsent
 from workbench.core.domain.evaluation_view import (class_scores, confident_mistakes,
                                                    likely_label_errors)
@@ -33,7 +33,7 @@ def trained(trained_run) -> str:
 
 def evaluate_view(checkpoint_path: str, **options) -> EvaluationView:
     """The kernel's evaluate_view job, called as the kernel calls it: with its typed request."""
-    return jobs.evaluate_view(EvaluateView(checkpoint_path=checkpoint_path, **options))
+    return job_handlers.evaluate_view(EvaluateView(checkpoint_path=checkpoint_path, **options))
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.numerics import (LAYER, LOSS, OP, Difference, Fp32Check, NumericsReport, NumericsRow,
                                             format_numerics, tolerance_for)
 from workbench.core.ground.job_requests import CompareNumerics
-from workbench.core.kernel import jobs
+from workbench.core.kernel import job_handlers
 from workbench.core.run.protocol import SERVICE_OF_REQUEST
 
 PLANTED_DRIFT = REPO_ROOT / "resources" / "examples" / "planted_drift.py"
@@ -145,7 +145,7 @@ def test_the_report_crosses_the_wire_unchanged(planted_report):
     assert service.decode(wire) == planted_report
     assert any(math.isinf(row.output.max_rel) for row in planted_report.rows if row.output)
     assert NumericsReport.from_dict(planted_report.to_dict()) == planted_report
-    assert jobs.HANDLERS[CompareNumerics] is jobs.numerics
+    assert job_handlers.HANDLERS[CompareNumerics] is job_handlers.numerics
 
 
 @slow
@@ -164,7 +164,7 @@ def test_cli_prints_the_table_and_the_verdict_and_writes_json(capsys, tmp_path):
 @slow
 def test_cli_marks_the_first_exceeding_row_and_exits_3(capsys, monkeypatch, planted_report):
     asked = []
-    monkeypatch.setattr(jobs, "numerics", lambda request: asked.append(request.config) or planted_report)
+    monkeypatch.setattr(job_handlers, "numerics", lambda request: asked.append(request.config) or planted_report)
     code, stdout, _ = call(capsys, "numerics", "--model", DRIFT_SPEC)
     assert code == 3
     assert asked[0].backend == "inductor" and asked[0].model == DRIFT_SPEC  # comparing means compiling

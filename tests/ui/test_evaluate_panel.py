@@ -18,7 +18,7 @@ from ..support.evaluation import synthetic_answer
 def sample_answer(trained_run) -> EvaluationView:
     """The real job's answer on the bundled sample (computed in this test process: a few hundredths of a second)."""
     from workbench.core.ground.job_requests import EvaluateView
-    from workbench.core.kernel.jobs import evaluate_view
+    from workbench.core.kernel.job_handlers import evaluate_view
 
     return evaluate_view(EvaluateView(str(trained_run.checkpoint)))
 

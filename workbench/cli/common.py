@@ -17,7 +17,7 @@ EXIT_PIPE_CLOSED = 141  # what a shell reports for a command ended by SIGPIPE (1
 def quiet_torch_logs() -> None:
     """For the commands that load PyTorch (train, evaluate, predict, explain, bench): the kernel's own rule.
     `workbench runs`, `report` and `--help` never import torch."""
-    from ..core.kernel.jobs import quiet_torch_logs as quiet
+    from ..core.kernel.job_handlers import quiet_torch_logs as quiet
 
     quiet()
 

@@ -16,7 +16,7 @@ from .options import config_from_args
 # -- evaluate / predict / explain -------------------------------------------------------------------------------
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from ..core.ground.job_requests import Evaluate
-    from ..core.kernel.jobs import evaluate
+    from ..core.kernel.job_handlers import evaluate
 
     quiet_torch_logs()
     score = evaluate(Evaluate(args.checkpoint, args.dataset, args.data_root, args.split, args.device,
@@ -42,7 +42,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     from ..core.ground import pixels
     from ..core.ground.images import ImageError, load_digit
     from ..core.ground.job_requests import Predict
-    from ..core.kernel.jobs import predict
+    from ..core.kernel.job_handlers import predict
 
     quiet_torch_logs()
     request = Predict(str(args.checkpoint), (), args.trust_model_code)
@@ -68,7 +68,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     from ..core.ground.job_requests import ExportModel
-    from ..core.kernel.jobs import export_model
+    from ..core.kernel.job_handlers import export_model
 
     quiet_torch_logs()
     out = Path(args.out) if args.out else Path(args.checkpoint).parent / f"export-{args.format}"
@@ -100,7 +100,7 @@ def format_parity(table) -> str:
 
 def cmd_explain(args: argparse.Namespace) -> int:
     from ..core.ground.job_requests import Explain
-    from ..core.kernel.jobs import explain
+    from ..core.kernel.job_handlers import explain
 
     quiet_torch_logs()
     config = config_from_args(args, backend="inductor")  # explain is about compiling (so --mode works alone)

@@ -12,7 +12,7 @@ def cmd_numerics(args: argparse.Namespace) -> int:
     """The table (its first exceeding row marked ▶) and the verdict; exit 3 when a row exceeds its tolerance, so a
     script can gate on it."""
     from ..core.ground.numerics import format_numerics
-    from ..core.kernel.jobs import numerics
+    from ..core.kernel.job_handlers import numerics
     from ..core.ground.job_requests import CompareNumerics
 
     quiet_torch_logs()

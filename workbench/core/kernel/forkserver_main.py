@@ -17,7 +17,7 @@ from ..run.forkserver import MAX_MESSAGE
 
 def preload() -> None:
     """Import what every kernel imports, and nothing that starts a thread, touches CUDA or runs a tensor op."""
-    from . import jobs  # noqa: F401 - torch, Dynamo, the engine, the domain
+    from . import job_handlers  # noqa: F401 - torch, Dynamo, the engine, the domain
 
 
 def preload_when_idle() -> None:

@@ -39,9 +39,9 @@ def kernel_main() -> int:
         host, port = os.environ[ADDRESS_ENV].rsplit(":", 1)
         conn = socket.create_connection((host, int(port)))
         send(conn, {"hello": os.environ[TOKEN_ENV], "pid": os.getpid(), "protocol": PROTOCOL_VERSION})
-    from . import jobs  # the heavy imports (torch) happen while the parent may still be choosing what to do
+    from . import job_handlers  # the heavy imports (torch) happen while the parent may still be choosing what to do
 
-    jobs.quiet_torch_logs()
+    job_handlers.quiet_torch_logs()
     inbox = _Inbox(Lines(conn)) if conn is not None else None
     if conn is not None:
         send(conn, {"ready": True})
@@ -66,7 +66,7 @@ def kernel_main() -> int:
             return _serve_run(request, conn, inbox, job_id=job.id)
         stop = inbox.begin(job.id)
         try:
-            send(conn, _answer(job, jobs.HANDLERS, lambda partial: send(conn, {"id": job.id,
+            send(conn, _answer(job, job_handlers.HANDLERS, lambda partial: send(conn, {"id": job.id,
                                                                                "progress": partial.to_dict()}),
                                stop))
         finally:
@@ -102,7 +102,7 @@ def _error(exc: BaseException) -> JobError:
 
 def _serve_run(request: RunRequest, conn: socket.socket | None, inbox: "_Inbox | None", job_id: int) -> int:
     """Train one request here, streaming its events to the parent; then exit (a run kernel is used once)."""
-    from . import jobs
+    from . import job_handlers
 
     stop = inbox.begin(job_id) if inbox is not None else RunSignals()
     send_lock = threading.Lock()
@@ -114,14 +114,14 @@ def _serve_run(request: RunRequest, conn: socket.socket | None, inbox: "_Inbox |
         except OSError:
             stop.set()  # the parent has gone: finish this step and end
 
-    result = jobs.train(request, send_event if conn is not None else None, stop)
+    result = job_handlers.train(request, send_event if conn is not None else None, stop)
     if int(os.environ.get("WORLD_SIZE", "1")) > 1 and result.__class__.__name__ == "RunFailed":
         # Leave at once with an error: torchrun then ends the other ranks instead of letting them wait forever
         # in a collective, and its summary names this rank.
         print(f"rank {os.environ.get('RANK', '0')} failed ({result.kind}): {result.message}", file=sys.stderr,
               flush=True)
         os._exit(1)
-    jobs.shutdown_distributed()
+    job_handlers.shutdown_distributed()
     return _exit(conn)
 
 
