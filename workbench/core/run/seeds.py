@@ -26,7 +26,7 @@ from ..ground.codec import Record
 from ..history.groups import SEED, group_key
 from ..history.runs import RunRecord, RunStore
 from .launch import start_run
-from .queued import train_recorded
+from .queued_run import train_recorded
 from .remote.ssh import Remote
 
 DEFAULT_COUNT = 3

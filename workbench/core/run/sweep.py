@@ -27,7 +27,7 @@ from ..ground.errors import WorkbenchError
 from ..ground.events import EpochEnd, Event, RunFailed
 from ..history.sweeps import OBJECTIVES, SEARCHABLE, Param, Progress, Trial, best_trial, studies_path
 from .launch import start_run
-from .queued import train_recorded
+from .queued_run import train_recorded
 from .remote.ssh import Remote
 
 SAMPLERS = ("tpe", "random", "grid")
