@@ -23,7 +23,7 @@ from ..ground.events import EpochEnd, Event, Notice, RunFailed, RunFinished, Run
 from ..domain.distributed import Distributed
 from ..domain.model import absolute_spec
 from ..history.warm_starts import CACHE_FILE, KEY_FILE
-from .output import prints_as_notices
+from .model_prints import prints_as_notices
 from ..run.run_request import RunRequest
 
 

@@ -7,7 +7,7 @@ import io
 from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.events import Notice
 from workbench.core.ground.resources import resource_path
-from workbench.core.kernel.output import MAX_LINES, PREFIX, PrintedLines
+from workbench.core.kernel.model_prints import MAX_LINES, PREFIX, PrintedLines
 from workbench.core.kernel.run_files import run_recorded
 from workbench.core.run.run_request import RunRequest
 
