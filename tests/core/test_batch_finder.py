@@ -8,7 +8,7 @@ import pytest
 from workbench.core.engine import Trainer
 from workbench.core.ground.events import RunFailed, RunFinished
 from workbench.core.kernel import batch_finder
-from workbench.core.ground.findings import BatchFinding, BatchPoint
+from workbench.core.ground.finder_results import BatchFinding, BatchPoint
 from workbench.core.ground.results import RunResults
 from workbench.core.kernel.batch_finder import BatchFinderError, find_batch_size, ladder, suggest
 

@@ -26,7 +26,7 @@ from workbench.core.ground.images import load_digit
 from workbench.core.ground.capabilities import Capabilities
 from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.events import CompileReport
-from workbench.core.ground.findings import LrFinding, LrPoint
+from workbench.core.ground.finder_results import LrFinding, LrPoint
 from workbench.core.run.client import KernelClient
 from workbench.core.run.protocol import JobError, NeedsConsent
 

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from workbench.core.ground.config import TrainConfig
-from workbench.core.ground.findings import LrFinding, LrPoint
+from workbench.core.ground.finder_results import LrFinding, LrPoint
 from workbench.core.kernel.lr_finder import LrFinderError, find_lr, lr_at, suggest, turned
 
 from ..helpers import SMALL_NET as SMALL

@@ -10,7 +10,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QPushButton
 
-from workbench.core.ground.findings import BatchFinding, BatchPoint, LrFinding, LrPoint
+from workbench.core.ground.finder_results import BatchFinding, BatchPoint, LrFinding, LrPoint
 
 from ..helpers import set_config
 

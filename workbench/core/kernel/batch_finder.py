@@ -25,7 +25,7 @@ from ..engine.instruments.system_metrics import SystemMetrics
 from ..ground.config import TrainConfig
 from ..ground.errors import WorkbenchError
 from ..ground.events import RunFailed
-from ..ground.findings import BatchFinding, BatchPoint
+from ..ground.finder_results import BatchFinding, BatchPoint
 from ..ground.forecast import steps_per_epoch
 
 FIRST, LARGEST = 16, 4096  # the ladder: 16, 32, 64, … up to this or the training split, whichever is smaller

@@ -25,7 +25,7 @@ from ..ground.capabilities import Capabilities, DeviceInfo
 from ..ground.config import TrainConfig
 from ..ground.errors import WorkbenchError
 from ..ground.events import CompileReport, RunFailed, RunFinished, to_json
-from ..ground.findings import BatchFinding, BatchPoint, LrFinding, LrPoint
+from ..ground.finder_results import BatchFinding, BatchPoint, LrFinding, LrPoint
 from ..ground.numerics import NumericsReport
 from ..run.protocol import JobError, NeedsConsent
 from ..run.run_request import RunRequest

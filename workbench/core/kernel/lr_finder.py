@@ -20,7 +20,7 @@ from .batch_finder import FINDER_INSTRUMENTS
 from ..ground.config import TrainConfig
 from ..ground.errors import WorkbenchError
 from ..ground.events import CompileReport, RunFailed, Step
-from ..ground.findings import LrFinding, LrPoint
+from ..ground.finder_results import LrFinding, LrPoint
 
 LR_MIN, LR_MAX, STEPS = 1e-6, 1.0, 200
 SMOOTHING = 0.9  # the loss's exponential moving average (debiased): one noisy batch does not make a suggestion

@@ -31,7 +31,7 @@ from ..ground import answers, job_requests
 from ..ground.capabilities import Capabilities
 from ..ground.errors import WorkbenchError
 from ..ground.events import CompileReport
-from ..ground.findings import BatchFinding, BatchPoint, LrFinding, LrPoint
+from ..ground.finder_results import BatchFinding, BatchPoint, LrFinding, LrPoint
 from ..ground.numerics import NumericsReport
 from ..ground.codec import Record
 

@@ -19,7 +19,7 @@ from ..ground.answers import (CheckpointInfo, DatasetPreview, Doing, EvaluationV
 from ..ground.capabilities import Capabilities
 from ..ground.config import TrainConfig
 from ..ground.events import CompileReport
-from ..ground.findings import BatchFinding, BatchPoint, LrFinding, LrPoint
+from ..ground.finder_results import BatchFinding, BatchPoint, LrFinding, LrPoint
 from ..ground.numerics import NumericsReport
 from .client import KernelClient
 from .protocol import SERVICE_OF_REQUEST, JobError
