@@ -415,7 +415,7 @@ def main() -> int:
         window.setup.set_config(TrainConfig(model=vanishing, epochs=40, stats_every=25))
 
         def inside() -> None:
-            model = window.model_panel
+            model = window.layers_panel
             window.docks["model"].raise_()
             window.resizeDocks([window.docks["model"]], [int(window.width() * 0.45)], Qt.Horizontal)
             model.redraw()

@@ -135,7 +135,7 @@ def test_an_alert_about_a_layer_leads_to_the_model_dock_and_its_layer(window, qt
     window.runner.events.emit([started(), sample(1), sample(2), *steps(20), DEAD_ALERT])
     window.docks["compile"].raise_()
     click_marker(window, 12)
-    model = window.model_panel
+    model = window.layers_panel
     assert in_front(window.docks["model"])
     assert model.tabs.currentWidget() is model.statistics and model.curves.figure.key == "dead_fraction"
     assert model.distributions.layer_box.currentData() == "head"
@@ -235,8 +235,8 @@ def test_a_recorded_run_brings_back_its_alerts_and_its_layers(window, qtbot, tra
         store.append_events(run_id, 0, [*trained_run.events[:-1], LR_ALERT, trained_run.events[-1]],
                             {"status": "finished"})
     window.runs.load_runs([run_id], lambda runs: window.recorded_runs.show(runs[0]))
-    qtbot.waitUntil(lambda: window.model_panel.summary is not None, timeout=30_000)
+    qtbot.waitUntil(lambda: window.layers_panel.summary is not None, timeout=30_000)
     samples = [e for e in trained_run.events if isinstance(e, LayerStats)]
-    assert window.model_panel.history.samples == len(samples) > 0
-    assert window.model_panel.curves.curves  # drawn at once, not on the live run's timer
+    assert window.layers_panel.history.samples == len(samples) > 0
+    assert window.layers_panel.curves.curves  # drawn at once, not on the live run's timer
     assert sorted(window.plots.alerts.lines) == [8]

@@ -93,7 +93,7 @@ class MainWindow(QMainWindow):
         from .panels.dataset import DatasetPanel
         from .panels.evaluate import EvaluatePanel
         from .panels.log import LogPanel
-        from .panels.layers.layers import ModelPanel
+        from .panels.layers.layers import LayersPanel
         from .panels.plots.plots import PlotsPanel
         from .panels.predict import PredictPanel
         from .panels.profile.profile import ProfilePanel
@@ -108,7 +108,7 @@ class MainWindow(QMainWindow):
         layout.addWidget(self.plots, 1)
         self.setCentralWidget(central)
         self.setup, self.compile_panel, self.profile = SetupPanel(), CompilePanel(), ProfilePanel()
-        self.model_panel = ModelPanel()
+        self.layers_panel = LayersPanel()
         self.predict, self.evaluation, self.dataset = PredictPanel(self.tasks), EvaluatePanel(), DatasetPanel()
         self.log, self.runs = LogPanel(), RunsPanel(self.tasks, self.db)
         self._build_features()
@@ -122,7 +122,7 @@ class MainWindow(QMainWindow):
             "log": self._dock("Log", self.log, Qt.BottomDockWidgetArea),
             "runs": self._dock("Runs", self.runs, Qt.BottomDockWidgetArea),
             # Last, with its Alt+9: the docks before it keep the shortcuts they had.
-            "model": self._dock("Model", self.model_panel, Qt.RightDockWidgetArea),
+            "model": self._dock("Model", self.layers_panel, Qt.RightDockWidgetArea),
         })
         # The right docks (Compile, Evaluate, Profile…: the dense panels) take the window's full height; the Log and
         # Runs run under the plots and the form. At 1366×768 under the Log the matrix showed 4 of its 10 rows.
@@ -190,7 +190,7 @@ class MainWindow(QMainWindow):
 
         self.feedback = Feedback(self.banner, self.log, lambda text: self.state_label.setText(text),
                                  lambda: self.state_label.setText(self.training.status_text()))
-        panels = Panels(self.setup, self.plots, self.compile_panel, self.profile, self.model_panel, self.predict,
+        panels = Panels(self.setup, self.plots, self.compile_panel, self.profile, self.layers_panel, self.predict,
                         self.evaluation, self.dataset, self.log, self.runs)
         parts = WindowParts(self, self.tasks, self.kernel, self.runner, self.state, self.feedback, panels,
                             self.runs_dir, self.db, changed=self._update_actions,
@@ -300,7 +300,7 @@ class MainWindow(QMainWindow):
         dark = scheme == Qt.ColorScheme.Dark
         self.plots.set_dark(dark)
         self.profile.set_dark(dark)
-        self.model_panel.set_dark(dark)
+        self.layers_panel.set_dark(dark)
         for chart in (self.predict.chart, self.dataset.chart):
             style_plot(chart, DARK if dark else LIGHT)
         self.banner.set_dark(dark)

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from ..panels.compile.compile import CompilePanel
     from ..panels.dataset import DatasetPanel
     from ..panels.evaluate import EvaluatePanel
-    from ..panels.layers.layers import ModelPanel
+    from ..panels.layers.layers import LayersPanel
     from ..panels.log import LogPanel
     from ..panels.plots.plots import PlotsPanel
     from ..panels.predict import PredictPanel
@@ -40,7 +40,7 @@ class Panels:
     plots: PlotsPanel
     compile: CompilePanel
     profile: ProfilePanel
-    layers: ModelPanel
+    layers: LayersPanel
     predict: PredictPanel
     evaluation: EvaluatePanel
     dataset: DatasetPanel

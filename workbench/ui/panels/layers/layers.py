@@ -35,7 +35,7 @@ def waiting_text(every: int) -> str:
     return f"Per-layer statistics appear here while a run trains (every {every:,} steps, and at steps {EARLY})."
 
 
-class ModelPanel(QWidget):
+class LayersPanel(QWidget):
     """`add_events` takes RunStarted, ModelSummary and LayerStats (the others are ignored); `clear()` before
     another run is shown; `show_alert` shows the layer and the figure an alert is about."""
 

@@ -12,7 +12,7 @@ from workbench.core.ground.alerts import Alert
 from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.events import MemorySample, RunStarted, Step
 from workbench.core.ground.layer_stats import Histogram, LayerRow, LayerStat, LayerStats, ModelSummary
-from workbench.ui.panels.layers.layers import ModelPanel
+from workbench.ui.panels.layers.layers import LayersPanel
 from workbench.ui.panels.layers.views import QUANTILES
 
 from ..helpers import VERSIONS
@@ -45,7 +45,7 @@ def started(every: int = 100) -> RunStarted:
 
 @pytest.fixture
 def panel(qtbot):
-    widget = ModelPanel()
+    widget = LayersPanel()
     qtbot.addWidget(widget)
     widget.resize(520, 800)
     return widget
