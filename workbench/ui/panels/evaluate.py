@@ -47,7 +47,10 @@ class Evaluation:
     accuracy: float
     loss: float
     confusion: np.ndarray  # (k, k) int, rows true, columns predicted
-    scores: dict[str, np.ndarray]  # precision, recall, f1, support
+    precision: np.ndarray  # (k,) float, per class
+    recall: np.ndarray
+    f1: np.ndarray
+    support: np.ndarray  # (k,) images of each class
     labels: np.ndarray
     predicted: np.ndarray
     confidence: np.ndarray
@@ -78,9 +81,9 @@ def decode(view: EvaluationView) -> Evaluation:
     confusion = np.asarray(view.confusion, dtype=np.int64)
     if confusion.shape != (k, k):
         raise ValueError(f"its confusion matrix is not {k}×{k}")
-    scores = {name: np.asarray(values, dtype=np.float64) for name, values in
-              (("precision", view.precision), ("recall", view.recall), ("f1", view.f1), ("support", view.support))}
-    if any(values.shape != (k,) for values in scores.values()):
+    precision, recall, f1, support = (np.asarray(values, dtype=np.float64)
+                                      for values in (view.precision, view.recall, view.f1, view.support))
+    if any(values.shape != (k,) for values in (precision, recall, f1, support)):
         raise ValueError(f"its per-class scores do not all have {k} entries")
     try:
         images = pixels.decode(view.images, n)
@@ -88,9 +91,9 @@ def decode(view: EvaluationView) -> Evaluation:
         raise ValueError(f"its images: {exc}") from None
     return Evaluation(
         dataset=view.dataset, split=view.split, classes=view.classes, accuracy=view.accuracy, loss=view.loss,
-        confusion=confusion, scores=scores, labels=labels, predicted=predicted, confidence=confidence,
-        self_confidence=self_confidence, images=images, mistakes=_sample_indices(view.mistakes, n),
-        label_errors=_sample_indices(view.label_errors, n))
+        confusion=confusion, precision=precision, recall=recall, f1=f1, support=support, labels=labels,
+        predicted=predicted, confidence=confidence, self_confidence=self_confidence, images=images,
+        mistakes=_sample_indices(view.mistakes, n), label_errors=_sample_indices(view.label_errors, n))
 
 
 def _sample_indices(values, n: int) -> np.ndarray:
@@ -436,8 +439,8 @@ class EvaluatePanel(QWidget):
         model = self.scores_model
         model.removeRows(0, model.rowCount())
         for c, name in enumerate(ev.classes):
-            rates = [ev.scores[key][c] for key in ("precision", "recall", "f1")]
-            support = int(ev.scores["support"][c])
+            rates = [ev.precision[c], ev.recall[c], ev.f1[c]]
+            support = int(ev.support[c])
             model.appendRow([_number_item(name, c), *(_number_item(f"{r:.1%}", float(r)) for r in rates),
                              _number_item(f"{support:,}", support)])
 
