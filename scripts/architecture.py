@@ -12,6 +12,7 @@ reads of a string key in workbench/ui (`x["key"]`, `x.get("key")`), and imports 
 from __future__ import annotations
 
 import ast
+import re
 import sys
 import tomllib
 from collections import Counter, defaultdict
@@ -88,18 +89,36 @@ def dict_event_fields(root: Path) -> list[str]:
     return found
 
 
-def string_key_reads(root: Path) -> int:
-    """`x["key"]` and `x.get("key")` in workbench/ui: data read by name rather than as a typed field."""
-    count = 0
+# What a string-key read in workbench/ui reads, told by the expression it reads from (first match wins).
+KEY_READ_KINDS = (
+    ("the window's own maps (widgets, docks, menus, actions, colours)",
+     re.compile(r"(^|\.)(fields|docks|menus|named_actions|actions|values|[A-Z_]*COLOURS)$")),
+    ("a history row's stored settings (RunRecord.config)", re.compile(r"\.config$")),
+    ("maps keyed by data (compile phases, memory readings)", re.compile(r"(^phases|\.memory)$")),
+)
+BENCH_REPORT = "the GUI benchmark's own JSON report (ui/bench_gui.py)"
+PAYLOAD = "event payloads and job answers"
+
+
+def string_key_reads(root: Path) -> Counter:
+    """`x["key"]` and `x.get("key")` in workbench/ui — data read by name rather than as a typed field — by what they
+    read (KEY_READ_KINDS; a read that is none of those counts as an event payload's or an answer's)."""
+    kinds: Counter = Counter()
     for path in (root / "workbench" / "ui").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and isinstance(
                     node.slice.value, str) and isinstance(node.ctx, ast.Load):
-                count += 1
+                base = node.value
             elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
                   and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
-                count += 1
-    return count
+                base = node.func.value
+            else:
+                continue
+            text = ast.unparse(base)
+            kind = BENCH_REPORT if path.name == "bench_gui.py" else next(
+                (name for name, pattern in KEY_READ_KINDS if pattern.search(text)), PAYLOAD)
+            kinds[kind] += 1
+    return kinds
 
 
 def test_imports(root: Path) -> list[str]:
@@ -127,7 +146,10 @@ def main() -> int:
     print(f"largest feature constructor: {where} ({count} parameters)")
     fields = dict_event_fields(root)
     print(f"event fields typed dict: {len(fields)}" + (f" ({', '.join(fields)})" if fields else ""))
-    print("string-key reads in workbench/ui:", string_key_reads(root))
+    reads = string_key_reads(root)
+    print(f"string-key reads in workbench/ui: {sum(reads.values())}, of which {PAYLOAD}: {reads[PAYLOAD]}")
+    for kind, n in reads.most_common():
+        print(f"    {n:4d}  {kind}")
     imports = test_imports(root)
     print(f"test modules imported by tests: {len(imports)}")
     for line in imports:
