@@ -59,13 +59,15 @@ def test_the_break_even_step_is_rounded_up_and_at_least_one():
     assert Payback(eager_step_s=0.003, compiled_step_s=0.001, compile_s=0.0, steps=5).break_even_step == 1
 
 
-def test_a_payback_survives_the_run_record_and_junk_is_no_payback():
+def test_a_payback_survives_the_run_record_and_junk_is_refused_saying_where():
     payback = Payback(eager_step_s=0.01, compiled_step_s=0.005, compile_s=3.0, steps=700, method="paired")
     recorded = payback.to_dict()
     assert recorded["break_even_step"] == 600 and recorded["verdict"].startswith("paid for itself at step 600")
     assert Payback.from_dict(recorded) == payback
-    assert Payback.from_dict(None) is None and Payback.from_dict({"eager_step_s": 1}) is None
-    assert Payback.from_dict({**recorded, "steps": "many"}) is None
+    for junk, where in ((None, "Payback is NoneType"), ({"eager_step_s": 1}, "Payback.compiled_step_s is missing"),
+                        ({**recorded, "steps": "many"}, "Payback.steps")):
+        with pytest.raises(ValueError, match=where):
+            Payback.from_dict(junk)
 
 
 # -- the engine's calibration -----------------------------------------------------------------------------------

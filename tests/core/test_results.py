@@ -98,7 +98,9 @@ def test_a_trace_that_was_not_rendered_and_a_gpu_problem_travel_beside_their_par
     ({"recompile_forecast": [{"verdict": "confirmed", "observed": ["x"], "cause": 1}]},
      r"RunResults.recompile_forecast\[0\]"),
     ({"recompile_forecast": "none"}, "RunResults.recompile_forecast"),
-    ({"payback": {"eager_step_s": 0.01}}, "RunResults.payback is not a payback"),
+    ({"payback": {"eager_step_s": 0.01}}, "RunResults.payback.compiled_step_s is missing"),
+    ({"payback": {"eager_step_s": 0.01, "compiled_step_s": "fast", "compile_s": 1.0, "steps": 9}},
+     "RunResults.payback.compiled_step_s"),
     ({"compile_trace": 7}, "RunResults.compile_trace.path"),
     ({"replica_checksums": [1, 2]}, r"RunResults.replica_checksums\[0\]"),
 ])

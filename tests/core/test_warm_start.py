@@ -264,7 +264,8 @@ def test_the_launch_figures_survive_the_record_and_a_cold_payback_keeps_the_old_
     assert Payback.from_dict(json.loads(json.dumps(WARM.to_dict()))) == WARM
     assert not {"warm_from", "cold_compile_s", "warm_compile_s"} & set(COLD.to_dict())
     assert Payback.from_dict(COLD.to_dict()) == COLD
-    assert Payback.from_dict({**WARM.to_dict(), "warm_from": "3"}) is None
+    with pytest.raises(ValueError, match="Payback.warm_from"):
+        Payback.from_dict({**WARM.to_dict(), "warm_from": "3"})
 
 
 def test_a_compile_report_without_the_warm_fields_still_loads():

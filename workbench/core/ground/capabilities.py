@@ -9,13 +9,13 @@ only, nothing refused, and `known` False so that a front end can say it is still
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
+from .codec import Record
 from .config import BACKENDS, ConfigError, TrainConfig
 
 
 @dataclass(frozen=True)
-class DeviceInfo:
+class DeviceInfo(Record):
     """One device a run can use: the setting's value ("cpu", "cuda:0"), a label, and what a user sizes a run by."""
 
     value: str
@@ -25,7 +25,7 @@ class DeviceInfo:
 
 
 @dataclass(frozen=True)
-class Capabilities:
+class Capabilities(Record):
     known: bool = False  # False until the kernel has answered
     torch_version: str = ""
     cuda_version: str | None = None
@@ -74,15 +74,3 @@ class Capabilities:
             allowed = [b for b in BACKENDS if not self.backend_problem(b, config.device)]
             return ConfigError("backend", problem, ", ".join(allowed))
         return None
-
-    # -- the wire ---------------------------------------------------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
-        return {"known": self.known, "torch_version": self.torch_version, "cuda_version": self.cuda_version,
-                "devices": [vars(d) for d in self.devices], "backend_problems": self.backend_problems}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Capabilities":
-        return cls(known=bool(data.get("known", True)), torch_version=str(data.get("torch_version", "")),
-                   cuda_version=data.get("cuda_version"),
-                   devices=tuple(DeviceInfo(**d) for d in data.get("devices", ())) or (DeviceInfo("cpu", "CPU"),),
-                   backend_problems={k: dict(v) for k, v in data.get("backend_problems", {}).items()})

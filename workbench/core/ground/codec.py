@@ -3,13 +3,15 @@ answer) is typed on both sides and never read by string key.
 
 `Record` gives a frozen dataclass `to_dict()` and `from_dict()`. The fields' annotations say what each holds:
 `int`, `float`, `str`, `bool`, `None`, unions of them, `tuple[X, ...]` (a JSON list), `dict[str, X]`, a plain `dict`
-(any JSON object, kept as it is), another Record, a TrainConfig. `from_dict` refuses, with a ValueError that says
+(any JSON object, kept as it is), another Record. `from_dict` refuses, with a ValueError that says
 where, anything else: a missing field without a default, a field it does not know, a value of the wrong type (a
 bool is not a number, though JSON would let it pass). So data from another process, version or machine is never
 trusted half-way.
 
 A Record whose plain form is a layout of its own (ground/results.py: a run's flat "metrics", kept as every version
-wrote it) overrides `to_dict` and `read`; the Records that hold it read it through its `read`."""
+wrote it; payback.py: derived figures beside the measured ones) or rules of its own (config.py: TrainConfig's
+errors name the setting) overrides `to_dict` and `read`; the Records that hold it read it through its `read`.
+Events, job requests and answers, run results, the settings, capabilities and payback: one codec."""
 
 from __future__ import annotations
 
@@ -43,8 +45,6 @@ def _plain(value: Any) -> Any:
     if isinstance(value, (str, int, float, bool)) or value is None:
         return value
     if isinstance(value, Record):
-        return value.to_dict()
-    if hasattr(value, "to_dict") and dataclasses.is_dataclass(value):  # TrainConfig and its kin
         return value.to_dict()
     if isinstance(value, (tuple, list)):
         return [_plain(item) for item in value]
@@ -185,16 +185,6 @@ def _reader(kind: Any) -> Reader:
         return plain
     if isinstance(kind, type) and issubclass(kind, Record):
         return lambda value, where, field: kind.read(value, f"{_at(where, field)}")
-    if isinstance(kind, type) and dataclasses.is_dataclass(kind) and hasattr(kind, "from_dict"):
-        def config(value: Any, where: str, field: str) -> Any:
-            if not isinstance(value, dict):
-                raise ValueError(f"{_at(where, field)} is {type(value).__name__}, not an object")
-            try:
-                return kind.from_dict(value)  # TrainConfig: checked by its own rules
-            except Exception as exc:  # noqa: BLE001 - its own error, said where
-                raise ValueError(f"{_at(where, field)}: {exc}") from None
-
-        return config
     raise TypeError(f"a Record field cannot be declared as {name}")
 
 

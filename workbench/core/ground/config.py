@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Iterator, Mapping
 
+from .codec import Record
 from .datasets import CATALOGUE
 from .errors import WorkbenchError
 
@@ -229,7 +230,7 @@ def _settings() -> tuple[Setting, ...]:
 
 
 @dataclass(frozen=True)
-class TrainConfig:
+class TrainConfig(Record):
     """Everything one run needs. Plain values only, so it round-trips through JSON and pickles across processes.
 
     Declared in GROUPS order; the setup form shows the settings with form=True in this order."""
@@ -384,10 +385,7 @@ class TrainConfig:
                 raise ConfigError("mode", f"'{self.mode}' uses CUDA graphs and needs a CUDA device",
                                   _choices(m for m in MODES if m not in CUDA_ONLY_MODES))
 
-    # -- serialisation ------------------------------------------------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
+    # -- serialisation: the codec's to_dict; read by its own rules, which name the setting -----------------------
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True)
 
@@ -400,6 +398,14 @@ class TrainConfig:
         if unknown:
             raise ConfigError(unknown[0], "is not a setting Workbench knows", _choices(sorted(known)))
         return cls(**data)
+
+    @classmethod
+    def read(cls, data: Any, where: str) -> "TrainConfig":
+        """Inside another record (a RunStarted's config): its own rules, the error said where it is."""
+        try:
+            return cls.from_dict(data)
+        except ConfigError as exc:
+            raise ValueError(f"{where}: {exc}") from None
 
     @classmethod
     def from_json(cls, text: str) -> "TrainConfig":

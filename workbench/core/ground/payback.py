@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+
+from .codec import Record
 
 # A compiled step this close to eager (2 %) is within what the paired calibration can resolve on a shared machine:
 # its break-even (often millions of steps) is a property of the noise, not of the compile.
@@ -28,8 +30,11 @@ METHOD = ("paired calibration after training: {rounds} rounds of {block} compile
           "device sync; medians per step; the model, optimizer and random state restored afterwards")
 
 
+DERIVED = ("speedup", "break_even_step", "verdict")  # in its plain form, beside the measured fields
+
+
 @dataclass(frozen=True)
-class Payback:
+class Payback(Record):
     eager_step_s: float  # median eager step, measured beside the compiled one
     compiled_step_s: float
     compile_s: float  # every compile phase of the run (first step, first validation, CUDA-graph recording)
@@ -120,28 +125,13 @@ class Payback:
     def to_dict(self) -> dict:
         """Its fields (the launch figures only where known: a cold run's layout is the one every version wrote),
         with the figures derived from them."""
-        data = {name: value for name, value in asdict(self).items() if value is not None}
+        data = {name: value for name, value in super().to_dict().items() if value is not None}
         return {**data, "speedup": self.speedup, "break_even_step": self.break_even_step, "verdict": self.verdict()}
 
     @classmethod
-    def from_dict(cls, data: object) -> Payback | None:
-        """A recorded payback (run metrics); None for anything that is not one (older runs have none)."""
-        if not isinstance(data, dict):
-            return None
-        try:
-            values = {name: data[name] for name in ("eager_step_s", "compiled_step_s", "compile_s", "steps")}
-            if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values.values()):
-                return None
-            launches = {name: data.get(name) for name in ("warm_from", "cold_compile_s", "cold_run",
-                                                          "warm_compile_s", "warm_run")}
-            if not all(v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
-                       for v in launches.values()):
-                return None
-            return cls(eager_step_s=float(values["eager_step_s"]), compiled_step_s=float(values["compiled_step_s"]),
-                       compile_s=float(values["compile_s"]), steps=int(values["steps"]),
-                       method=str(data.get("method", "")),
-                       **{name: None if v is None else (float(v) if name.endswith("_s") else int(v))
-                          for name, v in launches.items()})
-        except KeyError:
-            return None
+    def read(cls, data: object, where: str) -> Payback:
+        """The codec's reading of its fields; the derived figures to_dict adds are worked out again, not read."""
+        if isinstance(data, dict):
+            data = {name: value for name, value in data.items() if name not in DERIVED}
+        return super().read(data, where)
 

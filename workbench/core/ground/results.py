@@ -159,16 +159,8 @@ class RunResults(Record):
         if not isinstance(data, dict):
             raise ValueError(f"{where} is {type(data).__name__}, not an object")
         data = dict(data)
-        payback = data.pop("payback", None)
         trace = {key: data.pop(key) for key in ("compile_trace", "compile_trace_problem") if key in data}
         if trace:
             data["compile_trace"] = {"path": trace.get("compile_trace", ""),
                                      "problem": trace.get("compile_trace_problem", "")}
-        results = super().read(data, where)
-        if payback is None:
-            return results
-        read = Payback.from_dict(payback)  # None for anything that is not one, which is an error here
-        if read is None:
-            raise ValueError(f"{where}.payback is not a payback (eager_step_s, compiled_step_s, compile_s and steps, "
-                             f"as numbers): {payback!r:.80}")
-        return dataclasses.replace(results, payback=read)
+        return super().read(data, where)

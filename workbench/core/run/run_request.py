@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..ground import paths
+from ..ground.codec import Record
 from ..ground.config import ConfigError, TrainConfig
 from ..ground.errors import WorkbenchError
 
@@ -28,7 +29,7 @@ class LaunchError(WorkbenchError):
 
 
 @dataclass(frozen=True)
-class Launch:
+class Launch(Record):
     """How many processes train together, on how many machines, and where a single-process run trains."""
 
     nproc_per_node: int = 1
@@ -116,7 +117,7 @@ def new_run_dir(root: str | Path | None = None) -> Path:
 
 
 @dataclass(frozen=True)
-class RunRequest:
+class RunRequest(Record):
     """Config, output folder, record (and where), launch. `out_dir` is absolute: the history keeps it."""
 
     config: TrainConfig
@@ -144,18 +145,9 @@ class RunRequest:
     def replace(self, **changes: Any) -> "RunRequest":
         return replace(self, **changes)
 
-    # -- the wire ---------------------------------------------------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
-        return {"config": self.config.to_dict(), "out_dir": self.out_dir, "db": self.db, "record": self.record,
-                "launch": vars(self.launch)}
-
+    # -- the wire (the codec's to_dict and from_dict) ------------------------------------------------------------
     def to_json(self) -> str:
         return json.dumps(self.to_dict())
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "RunRequest":
-        return cls(config=TrainConfig.from_dict(data["config"]), out_dir=str(data["out_dir"]), db=data.get("db"),
-                   record=bool(data.get("record", True)), launch=Launch(**data.get("launch", {})))
 
     @classmethod
     def from_json(cls, text: str) -> "RunRequest":
