@@ -1,9 +1,9 @@
 """The main window: docks, toolbar, menus and status bar, and the wiring between them.
 
-This process never imports torch. The window builds its panels and its features and wires them; it does not own
-what they do. Each feature (features/) gets what the window lends it (WindowParts: the tasks, the kernel, the run
-control, WindowState, Feedback, the panels) and declares its actions (actions.py), which the window puts in its
-menus and on its toolbar. Here: the kernel's state in the status bar, what can be done now, the colour scheme,
+This process never imports torch. The window builds its panels and the features features/registry.py lists; it
+does not own what they do. Each feature gets what the window lends it (WindowParts: the tasks, the kernel, the run
+control, WindowState, Feedback, the panels), connects the panel signals it answers, and declares its actions
+(actions.py), which the window puts in its menus and on its toolbar. Here: the kernel's state in the status bar, what can be done now, the colour scheme,
 recorded runs' settings brought back to the form, and closing cleanly.
 """
 
@@ -172,63 +172,34 @@ class MainWindow(QMainWindow):
 
     # -- construction -------------------------------------------------------------------------------------------
     def _build_features(self) -> None:
-        """Each feature with what the window lends it (WindowParts) and the features it works with; then the panels'
-        requests that cross features."""
+        """Each feature of features/registry.py with what the window lends it (WindowParts), as window.<name>;
+        then what the window itself answers: what can be done now, files copied to and from a host, new runs
+        from a recorded one."""
         from .commands import go_to_dock
-        from .features.alerts import Alerts
-        from .features.checkpoints import Checkpoints
-        from .features.compile_insight import CompileInsight
-        from .features.data_insight import DataInsight
-        from .features.exports import Exports
         from .features.feedback import Feedback
-        from .features.hosts import Hosts
         from .features.parts import Panels, WindowParts
-        from .features.recorded_runs import RecordedRuns
-        from .features.search import Search
-        from .features.training import Training
+        from .features.registry import build_features
         from .support.notify import Notifier
 
         self.feedback = Feedback(self.banner, self.log, lambda text: self.state_label.setText(text),
                                  lambda: self.state_label.setText(self.training.status_text()))
+        self.notifier = Notifier(self)
         panels = Panels(self.setup, self.plots, self.compile_panel, self.profile, self.layers_panel, self.predict,
                         self.evaluation, self.dataset, self.log, self.runs)
         parts = WindowParts(self, self.tasks, self.kernel, self.runner, self.state, self.feedback, panels,
                             self.runs_dir, self.db, changed=self._update_actions,
                             show_dock=lambda name: self.docks[name].raise_(),
                             focus_dock=lambda name: go_to_dock(self.docks[name]),
-                            show_speed=lambda text: self.speed_label.setText(text), busy=lambda: self.busy)
-        self.checkpoints = Checkpoints(parts)
-        self.exports = Exports(parts, self.checkpoints)
-        self.data_insight = DataInsight(parts, self.checkpoints,
-                                        sizes_learned=lambda: self.compile_insight.update_forecast())
-        self.compile_insight = CompileInsight(parts, preview=self.data_insight.preview)
-        self.search = Search(parts)
-        self.training = Training(parts, self.checkpoints, started=lambda: save_window(self))
-        self.hosts = Hosts(parts, self.training, moved=self._moved, sweeping=lambda: self.search.sweeping)
-        self.recorded_runs = RecordedRuns(parts, self.checkpoints)
-        self.notifier = Notifier(self)
-        self.alerts = Alerts(parts, self.notifier, show_compile_step=self.compile_insight.show_step)
-        self.features = (self.training, self.checkpoints, self.exports, self.compile_insight, self.data_insight,
-                         self.search, self.hosts)  # their actions, in this order where two share a place
-        self.profile.locate = self.hosts.local_copy
+                            show_speed=lambda text: self.speed_label.setText(text), busy=lambda: self.busy,
+                            kernel_moved=self._moved, notifier=self.notifier)
+        self.features = build_features(parts)
+        for name, feature in self.features.items():
+            setattr(self, name, feature)
         self.kernel.copying.connect(self._copying)
         self.setup.changed.connect(self._update_actions)
-        self.setup.changed.connect(self.compile_insight.update_forecast)
-        self.compile_panel.explainRequested.connect(self.compile_insight.explain)
-        self.compile_panel.fullgraphRequested.connect(self.compile_insight.check_fullgraph)
-        self.compile_panel.numericsRequested.connect(self.compile_insight.compare_numerics)
-        self.compile_panel.codeRequested.connect(self.compile_insight.show_code)
-        self.compile_panel.settingRequested.connect(self.setup.set_value)
-        self.compile_panel.tabs.currentChanged.connect(lambda _index: self.compile_insight.update_forecast())
-        self.plots.timeline.stepClicked.connect(self.compile_insight.show_step)
-        self.runner.events.connect(self.alerts.add_events)
-        self.training.runFinished.connect(self.alerts.run_ended)
-        self.profile.profileRequested.connect(self.training.profile_now)
         self.runs.table.selectionModel().selectionChanged.connect(lambda *_: self._update_actions())
-        self.runs.continueRequested.connect(self.training.continue_run)
         self.runs.cloneRequested.connect(self._new_run_from)
         self.runs.warmRequested.connect(lambda record: self._new_run_from(record, warm=True))
-        self.runs.repeatRequested.connect(self.search.open_seeds)
 
     def _dock(self, title: str, widget: QWidget, area) -> QDockWidget:
         dock = QDockWidget(title, self)
@@ -255,8 +226,8 @@ class MainWindow(QMainWindow):
         from .commands import add_dock_navigation
         from .support.notify import notifications_action
 
-        self.action_specs = tuple(spec for feature in self.features for spec in feature.actions()) + \
-            self._own_actions()
+        self.action_specs = tuple(spec for feature in self.features.values() if hasattr(feature, "actions")
+                                  for spec in feature.actions()) + self._own_actions()
         self.named_actions, menus = build_actions(self, self.action_specs)
         self.train_tooltip = self.named_actions["train"].toolTip()
         self.shown_problem = ""  # the form's problem the status bar shows
@@ -382,8 +353,9 @@ class MainWindow(QMainWindow):
         """What can be done now: each action as its feature declares, the form while nothing is busy, and the
         reason Train is off said where the user looks (its tooltip, the status bar)."""
         refresh_actions(self.action_specs, self.named_actions)
-        for feature in (self.training, self.compile_insight):
-            feature.refresh()
+        for feature in self.features.values():
+            if hasattr(feature, "refresh"):  # what it shows depends on what can be done now
+                feature.refresh()
         busy = self.busy
         problem = self.setup.problem_text()
         train = self.named_actions["train"]

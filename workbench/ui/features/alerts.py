@@ -13,20 +13,22 @@ from ...core.ground.alerts import PANEL_COMPILE, PANEL_MODEL, PANEL_SYSTEM, Aler
 from ...core.ground.config import setting_named
 from ...core.ground.events import Event, RunFailed, RunFinished
 from ..panels.alert_text import SETTING
-from ..support.notify import Notifier
 from .parts import WindowParts
+from .training import Training
 
 
 class Alerts(QObject):
-    def __init__(self, parts: WindowParts, notifier: Notifier, *, show_compile_step: Callable[[int], None]):
+    def __init__(self, parts: WindowParts, training: Training, *, show_compile_step: Callable[[int], None]):
         """`show_compile_step(step)`: the Compile dock with that step's compile events selected."""
         panels = parts.panels
         super().__init__(panels.plots)
-        self.notifier, self.feedback, self.setup, self.model, self.plots = notifier, parts.feedback, panels.setup, \
-            panels.layers, panels.plots
+        self.notifier, self.feedback, self.setup = parts.notifier, parts.feedback, panels.setup
+        self.model, self.plots = panels.layers, panels.plots
         self.show_dock, self.show_compile_step = parts.focus_dock, show_compile_step  # a dock in front, focused
         self.plots.alerts.alertClicked.connect(self.go_to_fix)
         self.feedback.log.alertActivated.connect(self.go_to_fix)
+        parts.runner.events.connect(self.add_events)
+        training.runFinished.connect(self.run_ended)
 
     def add_events(self, batch: list[Event]) -> None:
         alerts = [event for event in batch if isinstance(event, Alert)]

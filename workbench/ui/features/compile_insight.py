@@ -48,6 +48,15 @@ class CompileInsight(QObject):
         self.form_ready = parts.form_ready
         self.numerics_dialog: NumericsDialog | None = None
         self.code_dialog: CompiledCodeDialog | None = None
+        panel = panels.compile
+        panel.explainRequested.connect(self.explain)
+        panel.fullgraphRequested.connect(self.check_fullgraph)
+        panel.numericsRequested.connect(self.compare_numerics)
+        panel.codeRequested.connect(self.show_code)
+        panel.settingRequested.connect(panels.setup.set_value)
+        panel.tabs.currentChanged.connect(lambda _index: self.update_forecast())
+        panels.setup.changed.connect(self.update_forecast)
+        panels.plots.timeline.stepClicked.connect(self.show_step)
 
     def actions(self) -> tuple[ActionSpec, ...]:
         return (ActionSpec("explain", "Explain compile", self.explain, "Run", 30, "Ctrl+E", toolbar=30,

@@ -33,19 +33,18 @@ COPY_SLOT = "copying a file from a host"
 
 
 class Hosts(QObject):
-    def __init__(self, parts: WindowParts, training: Training, *, moved: Callable[[], None],
-                 sweeping: Callable[[], bool]):
-        """`moved()`: the kernels have moved (the window says where, and what can be done there); `sweeping()`:
-        a sweep's trials are training (they too stay where they started)."""
+    def __init__(self, parts: WindowParts, training: Training, *, sweeping: Callable[[], bool]):
+        """`sweeping()`: a sweep's trials are training (they too stay where they started)."""
         super().__init__(parts.window)
         self.kernel, self.runner, self.training, self.tasks = parts.kernel, parts.runner, training, parts.tasks
         self.state, self.feedback, self.predict = parts.state, parts.feedback, parts.panels.predict
-        self.window, self.moved, self.sweeping = parts.window, moved, sweeping
+        self.window, self.moved, self.sweeping = parts.window, parts.kernel_moved, sweeping
         self.runs_dir = parts.runs_dir or paths.runs_dir()  # where a file of a run on a host is copied to
         self.remote: Remote | None = None
         self.hello: Hello | None = None
         self.connect_dialog: ConnectDialog | None = None  # the latest, for tests and scripts
         self.runs_dialog: HostRunsDialog | None = None
+        parts.panels.profile.locate = self.local_copy  # a profile's trace file, where a run on a host wrote it
 
     def actions(self) -> tuple[ActionSpec, ...]:
         return (ActionSpec("connect", "Connect to…", lambda: self.open_connect(), "Kernel", 10, "Ctrl+Shift+K",

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ..panels.profile.profile import ProfilePanel
     from ..panels.runs.runs import RunsPanel
     from ..panels.setup import SetupPanel
+    from ..support.notify import Notifier
     from ..support.tasks import Tasks
     from .feedback import Feedback
     from .kernel import Kernel
@@ -64,6 +65,8 @@ class WindowParts:
     focus_dock: Callable[[str], None]  # a dock in front with the focus in it (where a fix is to be made)
     show_speed: Callable[[str], None]  # the status bar's samples/s
     busy: Callable[[], bool]  # a run is alive or waiting for PyTorch, or Explain is out: the form waits
+    kernel_moved: Callable[[], None]  # the kernels have moved (to a host or back): the window says where
+    notifier: Notifier  # desktop notifications (the View menu turns them on and off)
 
     def config_for(self, action: str) -> TrainConfig | None:
         """The form's config, or None with the reason shown (the actions are disabled then, but shortcuts race)."""

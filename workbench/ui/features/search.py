@@ -48,6 +48,7 @@ class Search(QObject):
         self.finder_dialogs: dict[str, FinderDialog] = {}  # Run → Find …'s, each made on first use
         self.sweep_dialog = None  # Run → Sweep…'s SweepDialog, made on first use (a sweep outlives its closing)
         self.seeds_dialog = None  # Repeat with seeds…'s SeedsDialog, made on first use (as the sweep's)
+        panels.runs.repeatRequested.connect(self.open_seeds)
         self.setup.finderRequested.connect(self.open_finder)
 
     def actions(self) -> tuple[ActionSpec, ...]:

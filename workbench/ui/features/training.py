@@ -48,6 +48,8 @@ class Training(QObject):
         self._continuing = None  # the RunRecord (without events) the started run continues, if it does
         runner.events.connect(self.on_events)
         runner.runFinished.connect(self.on_run_finished)
+        panels.profile.profileRequested.connect(self.profile_now)
+        panels.runs.continueRequested.connect(self.continue_run)
 
     def actions(self) -> tuple[ActionSpec, ...]:
         return (ActionSpec("train", "Train", lambda: self.train(), "Run", 10, "Ctrl+R", QStyle.SP_MediaPlay,
