@@ -3,8 +3,8 @@
 This process never imports torch. The window builds its panels and the features features/registry.py lists; it
 does not own what they do. Each feature gets what the window lends it (WindowParts: the tasks, the kernel, the run
 control, WindowState, Feedback, the panels), connects the panel signals it answers, and declares its actions
-(actions.py), which the window puts in its menus and on its toolbar. Here: the kernel's state in the status bar, what can be done now, the colour scheme,
-recorded runs' settings brought back to the form, and closing cleanly.
+(actions.py), which the window puts in its menus and on its toolbar. Here: the kernel's state in the status bar,
+what can be done now, the colour scheme, recorded runs' settings brought back to the form, and closing cleanly.
 """
 
 from __future__ import annotations
