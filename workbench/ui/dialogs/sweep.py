@@ -26,7 +26,7 @@ from ...core.history.sweeps import SEARCHABLE, Progress, Trial, best_trial
 from ...core.run.remote.ssh import Remote
 from ...core.run.sweep import SAMPLERS, SweepSettings, load_trials, run_sweep, sweep_names, sweep_parameters
 from ..panels.plots.style import Theme
-from ..panels.setup import form_text
+from ..support.form_errors import form_text
 from .sweep_views import ParallelView, ParetoView, TrialsTable, params_text
 from .queued import QueuedRunsDialog
 from ..support.tasks import Tasks

@@ -70,7 +70,7 @@ class WindowParts:
 
     def config_for(self, action: str) -> TrainConfig | None:
         """The form's config, or None with the reason shown (the actions are disabled then, but shortcuts race)."""
-        from ..panels.setup import form_text
+        from ..support.form_errors import form_text
 
         try:
             return self.panels.setup.config()

@@ -15,7 +15,7 @@ from ...core.history.runs import RunRecord
 from ...core.run.remote.ssh import Remote
 from ..actions import ActionSpec
 from ..dialogs.finders import BatchFinderDialog, FinderDialog, LrFinderDialog
-from ..panels.setup import form_text
+from ..support.form_errors import form_text
 from .parts import WindowParts
 
 

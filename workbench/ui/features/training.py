@@ -23,7 +23,7 @@ from ...core.history.curves import run_name
 from ...core.run.run_request import Launch, RunRequest, new_run_dir
 from ..actions import ActionSpec
 from ..panels.runs.runs import LoadedRun
-from ..panels.setup import form_text
+from ..support.form_errors import form_text
 from .checkpoints import Checkpoints
 from .parts import WindowParts
 

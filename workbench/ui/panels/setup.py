@@ -30,9 +30,10 @@ from PySide6.QtWidgets import (QAbstractSpinBox, QCheckBox, QComboBox, QDoubleSp
 from ...core.ground.capabilities import Capabilities
 from ...core.ground.config import GROUPS, ConfigError, Setting, TrainConfig, label_of, setting_named, settings
 from ...core.ground.datasets import CATALOGUE
-from ...core.ground.errors import WorkbenchError, with_hint
+from ...core.ground.errors import WorkbenchError
 from ...core.run.run_request import Launch, LaunchError, check_launch
 from ..support import file_dialogs
+from ..support.form_errors import form_text
 from .rate_box import RateBox
 
 BUILTIN_MODEL = "sandwich"
@@ -46,14 +47,6 @@ SHORT_NAMES = {"hidden_dim": "hidden", "batch_size": "batch", "allow_eager_fallb
 MACHINE_CHECKED = ("backend", "mode", "amp")
 COMPILE_ONLY = ("fullgraph", "dynamic", "allow_eager_fallback", "compile_trace")  # meaningless with the eager backend
 RATES = ("lr",)  # numbers that span decades: typed and shown as 1e-05, stepped by factors (rate_box.py)
-
-
-def form_text(exc: BaseException) -> str:
-    """An error as the window says it: a ConfigError calls its setting by the form's label ("Learning rate: 0 must
-    be greater than 0", not "lr: …"), anything else is said with its hint."""
-    if isinstance(exc, ConfigError):
-        return exc.naming(label_of(exc.field))  # what it allows is in its text: a ConfigError has no hint
-    return with_hint(exc)
 
 
 def example_model_spec() -> str:
