@@ -1,9 +1,10 @@
 """Every action by keyboard: the command palette (Ctrl+K), Help → Keyboard shortcuts, and a shortcut per dock."""
 
+import pytest
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QApplication
 
-from workbench.ui.commands import CommandPalette, ShortcutsDialog, menu_actions
+from workbench.ui.commands import CommandPalette, ShortcutsDialog, command_actions, plain, shortcut_text
 
 
 def _when_open(qtbot, kind, act):
@@ -17,12 +18,58 @@ def _when_open(qtbot, kind, act):
     QTimer.singleShot(0, check)
 
 
-def test_the_palette_lists_every_menu_action_with_its_shortcut(window):
-    palette = CommandPalette(window)
+def _shown(palette) -> list[str]:
+    return [palette.list.item(r).text().split("    ")[0] for r in range(palette.list.count())
+            if not palette.list.item(r).isHidden()]
+
+
+def test_the_palette_lists_every_command_once_with_its_shortcut(waiting_window):
+    palette = CommandPalette(waiting_window)
     texts = [palette.list.item(row).text() for row in range(palette.list.count())]
-    assert len(texts) == len(menu_actions(window)) >= 20
+    assert len(texts) == len(command_actions(waiting_window)) >= 30
+    names = [text.split("    ")[0] for text in texts]
+    assert len(names) == len(set(names)), [n for n in names if names.count(n) > 1]  # each command once
     train = next(text for text in texts if text.startswith("Train "))
     assert "Run" in train and "Ctrl+R" in train
+    # the Runs dock's own commands, with the keys that work in its table
+    for command, keys in (("Rename", "F2"), ("Edit tags", "Ctrl+T"), ("Diff…", "Ctrl+D"), ("Delete…", "Del"),
+                          ("New run from this…", "Ctrl+Shift+N"), ("Repeat with seeds…", "Ctrl+Shift+R")):
+        line = next(text for text in texts if text.startswith(command + "    "))
+        assert "Runs dock" in line and keys in line, line
+
+
+@pytest.mark.parametrize("query, found", [
+    ("settings", "Open settings…"), ("config", "Open settings…"), ("load", "Open settings…"),
+    ("diff", "Diff…"), ("seed", "Repeat with seeds…"),
+])
+def test_the_palette_finds_a_command_by_its_words(waiting_window, query, found):
+    palette = CommandPalette(waiting_window)
+    palette.query.setText(query)
+    assert found in _shown(palette) and not palette.none_found.isVisible()
+
+
+def test_a_query_that_matches_nothing_says_so(waiting_window):
+    palette = CommandPalette(waiting_window)
+    palette.query.setText("zebra")
+    assert _shown(palette) == [] and palette.none_found.text() == "No command matches “zebra”"
+    assert not palette.none_found.isHidden()
+    palette.query.setText("train")
+    assert palette.none_found.isHidden()
+
+
+def test_the_shortcut_sheet_lists_every_command_with_a_shortcut_once(waiting_window):
+    sheet = ShortcutsDialog(waiting_window)
+    rows = [(sheet.table.item(r, 0).text(), sheet.table.item(r, 1).text()) for r in range(sheet.table.rowCount())]
+    expected = {(plain(action.text()), shortcut_text(action)) for _, action in command_actions(waiting_window)
+                if shortcut_text(action)}
+    assert expected <= set(rows) and len(rows) == len(set(rows))
+    assert [name for name, _ in rows].count("Command palette…") == 1
+    assert ("Keyboard shortcuts", "Ctrl+/") in rows and ("Rename", "F2") in rows
+
+
+def test_going_to_the_runs_dock_puts_the_focus_in_its_table(window, qtbot):
+    qtbot.keyClick(window, Qt.Key_8, Qt.AltModifier)  # the Runs dock's keys (F2, Ctrl+Shift+N, …) work there
+    qtbot.waitUntil(lambda: QApplication.focusWidget() is window.runs.table)
 
 
 def test_typing_filters_the_palette_and_enter_runs_the_command(window, qtbot):
@@ -62,7 +109,7 @@ def test_help_lists_the_keyboard_shortcuts(window, qtbot):
     _when_open(qtbot, ShortcutsDialog, act)
     qtbot.keyClick(window, Qt.Key_Slash, Qt.ControlModifier)
     qtbot.waitUntil(lambda: bool(rows))
-    assert ("Train", "Ctrl+R") in rows and ("Command palette", "Ctrl+K") in rows
+    assert ("Train", "Ctrl+R") in rows and ("Command palette…", "Ctrl+K") in rows
     assert ("Go to Predict", next(keys for name, keys in rows if name == "Go to Predict")) in rows
 
 

@@ -23,7 +23,7 @@ def test_the_context_menu_has_every_action_each_with_its_shortcut(panel, qtbot, 
         record(store)
         record(store, seed=3)
     listed(panel, qtbot)
-    menu = panel.actions.menu()
+    menu = panel.run_actions.menu()
     texts = [action.text().split("\t")[0] for action in menu.actions() if not action.isSeparator()]
     assert texts == ["Open", "Compare", "Continue training…", "Diff…", "Rename", "Edit tags", "Archive", "Delete…",
                      "New run from this…", "Warm start from this…", "Repeat with seeds…"]
@@ -46,10 +46,10 @@ def test_new_run_from_this_and_repeat_with_seeds_hand_over_the_run(panel, qtbot,
     listed(panel, qtbot)
     panel.select_ids([1])
     with qtbot.waitSignal(panel.cloneRequested) as cloned:
-        panel.actions["clone"].trigger()
+        panel.run_actions["clone"].trigger()
     assert cloned.args[0].id == 1 and cloned.args[0].config["lr"] == 0.02
     with qtbot.waitSignal(panel.repeatRequested) as repeated:
-        panel.actions["repeat"].trigger()
+        panel.run_actions["repeat"].trigger()
     assert repeated.args[0].id == 1
 
 
@@ -61,7 +61,7 @@ def test_compare_on_a_run_of_a_seed_group_overlays_the_whole_group(panel, qtbot,
     listed(panel, qtbot)
     panel.select_ids([2])
     with qtbot.waitSignal(panel.compareRequested, timeout=30_000) as compared:
-        panel.actions["compare"].trigger()
+        panel.run_actions["compare"].trigger()
     assert [run.record.id for run in compared.args[0]] == [1, 2, 3]
     panel.select_ids([4])  # alone in its configuration: nothing to compare
     panel.compare_selected()
@@ -74,7 +74,7 @@ def test_the_diff_of_two_runs_shows_only_what_differs_by_section(panel, qtbot, t
         record(store, backend="aot_eager", amp="bf16")
     listed(panel, qtbot)
     panel.select_ids([1, 2])
-    panel.actions["diff"].trigger()  # read with the runs' events off the GUI thread
+    panel.run_actions["diff"].trigger()  # read with the runs' events off the GUI thread
     qtbot.waitUntil(lambda: panel.diff_dialog is not None and panel.diff_dialog.isVisible(), timeout=30_000)
     dialog = panel.diff_dialog
     table = dialog.table

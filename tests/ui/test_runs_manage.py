@@ -139,7 +139,7 @@ def test_archived_runs_are_hidden_unless_shown_and_then_greyed(panel, qtbot, tmp
             record(store)
     listed(panel, qtbot)
     panel.select_ids([2, 3])
-    archive = panel.actions["archive"]
+    archive = panel.run_actions["archive"]
     assert archive.text() == "Archive" and archive.isEnabled()
     archive.trigger()
     assert shown(panel, "Run") == ["#1"]
@@ -159,7 +159,7 @@ def test_archived_runs_are_hidden_unless_shown_and_then_greyed(panel, qtbot, tmp
 
 def test_columns_are_shown_and_hidden_from_the_header_menu(panel):
     assert panel.hidden_columns() == ["Dataset", "Epochs"]  # by default: the rest fits a 1366-px window
-    menu = panel.actions.columns_menu()
+    menu = panel.run_actions.columns_menu()
     checks = {action.text(): action for action in menu.actions()}
     assert "Run" not in checks and not checks["Dataset"].isChecked() and checks["Disk"].isChecked()
     checks["Dataset"].setChecked(True)

@@ -12,6 +12,9 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QMainWindow, QMenu, QStyle, QToolBar
 
+KEYWORDS = "keywords"  # the QAction property the command palette also searches
+DOCK_COMMAND = "dockCommand"  # a QAction property: a dock's own command (its shortcut works inside the dock), listed
+# in the palette and the shortcut sheet with the menus' actions
 MENUS = ("File", "Run", "Kernel", "View", "Help")  # the menu bar, in order
 
 
@@ -28,6 +31,7 @@ class ActionSpec:
     enabled: Callable[[], bool] | None = None  # asked whenever what can be done may have changed; None: always
     name: str = ""  # its object name (for tests and scripts)
     button: str = ""  # its toolbar button's object name
+    keywords: str = ""  # other words the command palette finds it by ("config load json" for Open settings…)
 
 
 def build_actions(window: QMainWindow, specs: Sequence[ActionSpec]) -> tuple[dict[str, QAction], dict[str, QMenu]]:
@@ -43,6 +47,7 @@ def build_actions(window: QMainWindow, specs: Sequence[ActionSpec]) -> tuple[dic
             action.setIcon(window.style().standardIcon(spec.icon))
         if spec.name:
             action.setObjectName(spec.name)
+        action.setProperty(KEYWORDS, spec.keywords)
         action.triggered.connect(lambda _checked=False, run=spec.triggered: run())
         window.addAction(action)
         actions[spec.key] = action

@@ -12,26 +12,47 @@ from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (QDialog, QDockWidget, QHeaderView, QLabel, QLineEdit, QListWidget, QListWidgetItem,
                                QMainWindow, QMenu, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
+from .actions import DOCK_COMMAND, KEYWORDS
+
 PALETTE_SHORTCUT = "Ctrl+K"
+SEARCHED = Qt.UserRole + 1  # a palette item's words to match: its text, menu, shortcut and keywords
 SHORTCUTS_SHORTCUT = "Ctrl+/"
 
 
 def menu_actions(window: QMainWindow) -> list[tuple[str, QAction]]:
-    """(menu title, action) for every action in the window's menus, in menu order; separators left out."""
+    """(menu title, action) for every action in the window's menus, in menu order; separators, submenus and the
+    menu bar's overflow menu (no title) left out."""
     found = []
     for menu in window.menuBar().findChildren(QMenu, options=Qt.FindDirectChildrenOnly):
         title = menu.title().replace("&", "")
-        found += [(title, action) for action in menu.actions() if not action.isSeparator() and action.text()]
+        if title:
+            found += [(title, action) for action in menu.actions()
+                      if not action.isSeparator() and action.text() and action.menu() is None]
+    return found
+
+
+def command_actions(window: QMainWindow) -> list[tuple[str, QAction]]:
+    """Every command once: the menus' actions, then each dock's own (DOCK_COMMAND: the Runs dock's rename, tags,
+    diff, …), placed as "<dock> dock"."""
+    found = menu_actions(window)
+    seen = {id(action) for _, action in found}
+    for dock in window.findChildren(QDockWidget):
+        for action in dock.findChildren(QAction):
+            if action.property(DOCK_COMMAND) and id(action) not in seen:
+                seen.add(id(action))
+                found.append((f"{dock.windowTitle()} dock", action))
     return found
 
 
 def shortcut_text(action: QAction) -> str:
-    return action.shortcut().toString(QKeySequence.NativeText)
+    """The action's shortcut, or the key its text names after a tab ("Open\tEnter": the table's own key)."""
+    shortcut = action.shortcut().toString(QKeySequence.NativeText)
+    return shortcut or action.text().partition("\t")[2]
 
 
 def plain(text: str) -> str:
-    """An action's text as read aloud: without the mnemonic's ampersand."""
-    return text.replace("&", "")
+    """An action's text as read aloud: without the mnemonic's ampersand and the key named after a tab."""
+    return text.partition("\t")[0].replace("&", "")
 
 
 class CommandPalette(QDialog):
@@ -52,11 +73,16 @@ class CommandPalette(QDialog):
         layout = QVBoxLayout(self)
         layout.addWidget(self.query)
         layout.addWidget(self.list)
-        self.actions_found = menu_actions(window)
+        self.none_found = QLabel()
+        self.none_found.setObjectName("commandNoMatch")
+        self.none_found.hide()
+        layout.addWidget(self.none_found)
+        self.actions_found = command_actions(window)
         for menu, action in self.actions_found:
             shortcut = shortcut_text(action)
             item = QListWidgetItem(f"{plain(action.text())}    {menu}" + (f"    {shortcut}" if shortcut else ""))
             item.setData(Qt.UserRole, action)
+            item.setData(SEARCHED, f"{item.text()} {action.property(KEYWORDS) or ''}".lower())
             if not action.isEnabled():
                 item.setFlags(item.flags() & ~Qt.ItemIsEnabled)
                 item.setToolTip(action.toolTip())
@@ -72,11 +98,14 @@ class CommandPalette(QDialog):
         first = None
         for row in range(self.list.count()):
             item = self.list.item(row)
-            hidden = not all(word in item.text().lower() for word in words)
+            hidden = not all(word in item.data(SEARCHED) for word in words)
             item.setHidden(hidden)
             if not hidden and first is None and item.flags() & Qt.ItemIsEnabled:
                 first = item
         self.list.setCurrentItem(first)
+        shown = any(not self.list.item(row).isHidden() for row in range(self.list.count()))
+        self.none_found.setText("" if shown else f"No command matches “{text.strip()}”")
+        self.none_found.setVisible(not shown)
 
     def keyPressEvent(self, event) -> None:
         """Up and Down move through the list while the typing stays in the query."""
@@ -96,16 +125,16 @@ class CommandPalette(QDialog):
 
 
 class ShortcutsDialog(QDialog):
-    """Help → Keyboard shortcuts: every menu action with its shortcut, and the keys that are not actions."""
+    """Help → Keyboard shortcuts: every command with its shortcut (each once; a dock's own work inside that dock),
+    and the keys that are not actions."""
 
-    EXTRA = (("Command palette", PALETTE_SHORTCUT), ("This list", SHORTCUTS_SHORTCUT),
-             ("Next / previous control", "Tab / Shift+Tab"), ("Leave a table", "Ctrl+Tab / Ctrl+Shift+Tab"))
+    EXTRA = (("Next / previous control", "Tab / Shift+Tab"), ("Leave a table", "Ctrl+Tab / Ctrl+Shift+Tab"))
 
     def __init__(self, window: QMainWindow):
         super().__init__(window)
         self.setWindowTitle("Keyboard shortcuts")
         self.setObjectName("shortcutsDialog")
-        rows = [(plain(action.text()), shortcut_text(action), menu) for menu, action in menu_actions(window)
+        rows = [(plain(action.text()), shortcut_text(action), menu) for menu, action in command_actions(window)
                 if shortcut_text(action)]
         rows += [(name, keys, "") for name, keys in self.EXTRA]
         self.table = QTableWidget(len(rows), 3)
@@ -130,6 +159,10 @@ def go_to_dock(dock: QDockWidget) -> None:
     dock.show()
     dock.raise_()
     widget = dock.widget()
+    target = getattr(widget, "focus_target", None)  # where the dock's work is (the Runs dock's table)
+    if target is not None:
+        target().setFocus(Qt.ShortcutFocusReason)
+        return
     focusable = [child for child in [widget, *widget.findChildren(QWidget)]
                  if child.focusPolicy() & Qt.TabFocus and child.isEnabled() and child.isVisibleTo(dock)]
     (focusable[0] if focusable else widget).setFocus(Qt.ShortcutFocusReason)

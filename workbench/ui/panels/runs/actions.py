@@ -14,6 +14,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QMenu, QTableView
 
+from ...actions import DOCK_COMMAND
 from .rows import COLUMNS
 
 
@@ -59,6 +60,7 @@ class RunActions:
         for spec in filter(None, ACTIONS):
             action = QAction(spec.text, table)
             action.setObjectName(f"runs{spec.key.capitalize()}Action")
+            action.setProperty(DOCK_COMMAND, True)
             action.setToolTip(spec.tip)
             action.setStatusTip(spec.tip)
             if spec.shortcut is not None:

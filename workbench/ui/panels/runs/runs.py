@@ -101,7 +101,7 @@ class RunsPanel(QWidget):
         self.splitter.setChildrenCollapsible(False)
         self.details.hide()
         self.undo_bar = UndoBar()
-        self.actions = RunActions(self.table, {
+        self.run_actions = RunActions(self.table, {
             "open": self.open_selected, "compare": self.compare_selected, "continue": self.continue_selected,
             "diff": self.diff_selected, "rename": lambda: self.edit_selected("Name"),
             "tags": lambda: self.edit_selected("Tags"), "archive": self.archive_selected,
@@ -169,6 +169,10 @@ class RunsPanel(QWidget):
             except WorkbenchError as exc:
                 self.message.setText(f"Run history unavailable: {exc}")
         return self.store
+
+    def focus_target(self) -> QWidget:
+        """Where going to this dock (Alt+8) puts the focus: the table, whose keys act on the selected runs."""
+        return self.table
 
     def refresh(self) -> None:
         """List the history again, read on a pool thread (`refreshed` once it is shown)."""
@@ -277,7 +281,7 @@ class RunsPanel(QWidget):
         if self.table.restoring:
             return
         records = self.selected_records()
-        self.actions.update(len(records), all(r.archived for r in records))
+        self.run_actions.update(len(records), all(r.archived for r in records))
         self._show_details()
         ids = tuple(r.id for r in records)
         if ids == self._compared:
