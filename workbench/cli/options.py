@@ -4,8 +4,6 @@ become a TrainConfig."""
 from __future__ import annotations
 
 import argparse
-import json
-from pathlib import Path
 
 
 def positive_int(text: str) -> int:
@@ -92,19 +90,12 @@ def _flag_options(declared) -> dict:
 
 def config_from_args(args: argparse.Namespace, **defaults):
     """Defaults, then the --config file, then explicit flags: the same TrainConfig validation for all three."""
-    from ..core.ground.config import ConfigError, TrainConfig, settings
+    from ..core.ground.config import ConfigError, TrainConfig, read_config_file, settings
 
     values: dict = dict(defaults)
     flags: dict[str, str] = {}  # the settings given as flags → their flag
     if args.config:
-        try:
-            text = Path(args.config).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ConfigError("config", f"cannot read {args.config}: {exc.strerror}") from None
-        except UnicodeDecodeError:
-            raise ConfigError("config", f"cannot read {args.config}: not UTF-8 text (a JSON file is)") from None
-        TrainConfig.from_json(text)  # the file must be a valid config on its own: errors name the file's fields
-        values.update(json.loads(text))  # only what the file sets: its implicit defaults must not replace ours
+        values.update(read_config_file(args.config))  # only what the file sets: its defaults must not replace ours
     for declared in settings():
         value = getattr(args, declared.name, None)
         if value is None:  # not given: the file's value, else the default

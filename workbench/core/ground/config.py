@@ -14,6 +14,7 @@ import dataclasses
 import functools
 import json
 import typing
+from pathlib import Path
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Iterator, Mapping
@@ -449,3 +450,17 @@ def setup_label(config: dict) -> str:
 def _is_cuda_index(device: str) -> bool:
     prefix, _, index = device.partition(":")
     return prefix == "cuda" and index.isdigit()
+
+
+def read_config_file(path: str | Path) -> dict[str, Any]:
+    """The settings a JSON file sets (only those: the caller's own defaults stay for the rest), after checking that
+    the file is a valid config on its own, so errors name the file's fields. `train --config` and the window's
+    File → Open settings… read a file through here, with the same checks."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError("config", f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise ConfigError("config", f"cannot read {path}: not UTF-8 text (a JSON file is)") from None
+    TrainConfig.from_json(text)
+    return json.loads(text)

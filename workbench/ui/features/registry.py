@@ -22,6 +22,7 @@ from .hosts import Hosts
 from .parts import WindowParts
 from .recorded_runs import RecordedRuns
 from .search import Search
+from .settings_files import SettingsFiles
 from .training import Training
 
 
@@ -42,6 +43,7 @@ FEATURES = (
                                                             started=lambda: save_window(parts.window))),
     FeatureEntry("hosts", lambda parts, built: Hosts(parts, built.training, sweeping=lambda: built.search.sweeping)),
     FeatureEntry("recorded_runs", lambda parts, built: RecordedRuns(parts, built.checkpoints)),
+    FeatureEntry("settings_files", lambda parts, built: SettingsFiles(parts)),
     FeatureEntry("alerts", lambda parts, built: Alerts(parts, built.training,
                                                         show_compile_step=built.compile_insight.show_step)),
 )

@@ -17,7 +17,8 @@ from ..settings import open_settings, written_by_newer
 
 # kind → where its first dialog starts
 FIRST_FOLDER = {"checkpoint": "runs", "export": "documents", "report": "documents", "images": "pictures",
-                "model": "documents", "data": "documents"}
+                "model": "documents", "data": "documents",
+                "settings": "documents"}
 
 
 def _standard(location: str) -> Path:
