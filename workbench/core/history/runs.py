@@ -406,6 +406,15 @@ class RunStore:
         except sqlite3.DatabaseError as exc:
             raise self._error(exc) from None
 
+    def change_count(self) -> int:
+        """SQLite's data_version: it moves when another connection (a CLI run, another window, a host's copy) has
+        committed to the history since this one last looked; its own writes leave it. A cheap question: nothing is
+        read."""
+        try:
+            return int(self.db.execute("PRAGMA data_version").fetchone()[0])
+        except sqlite3.DatabaseError as exc:
+            raise self._error(exc) from None
+
     def check_writable(self) -> None:
         """Refuse now, before anything else is done, what a read-only history would refuse later."""
         if self.read_only:

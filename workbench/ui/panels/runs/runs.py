@@ -15,13 +15,13 @@ from __future__ import annotations
 
 from typing import Callable
 
-from PySide6.QtCore import QItemSelectionModel, QSize, Qt, Signal
+from PySide6.QtCore import QItemSelectionModel, QSize, Qt, QTimer, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QMenu, QPushButton, QSplitter, QVBoxLayout, QWidget
 
 from ....core.ground.errors import WorkbenchError, with_hint
 from ....core.history.curves import run_name
 from ....core.history.diff import diff_runs
-from ....core.history.runs import RunRecord, RunStore
+from ....core.history.runs import RunRecord, RunStore, RunStoreError
 from ....core.history.runs_export import export_csv, export_tensorboard
 from ....core.history.sweeps import TrialOf, trials_of_runs
 from ...support import file_dialogs
@@ -47,6 +47,7 @@ TRIALS_SLOT = "runs-trials"  # which runs sweeps trained: read after each listin
 DISK_SLOT = "runs-disk"  # the sizes of folders not measured yet
 DIFF_SLOT = "runs-diff"
 VISIBLE_ROWS = 2  # the table is never squeezed below this many runs
+WATCH_MS = 1000  # how often the history's change counter is asked (a PRAGMA: no rows read)
 SHOWN_ROWS = 5  # the panel asks for this many (sizeHint): the window sizes the dock for it
 DETAILS_WIDTH = 320  # the details pane's width when first shown
 
@@ -78,6 +79,12 @@ class RunsPanel(QWidget):
         self._measured: set[int] = set()  # runs whose folder was measured in this session
         self._compared: tuple[int, ...] = ()  # the selection last acted on (a listing selects it again)
         self.diff_dialog: DiffDialog | None = None
+        # Runs recorded by others (the CLI, another window) appear while this one is open: the history's change
+        # counter is asked every WATCH_MS (no rows are read unless it moved).
+        self._seen_changes: int | None = None
+        self.watch = QTimer(self)
+        self.watch.setInterval(WATCH_MS)
+        self.watch.timeout.connect(self._check_changes)
         # The splitter is the dock's first child, so Alt+N (go to the dock) focuses the table; the query box is the
         # second, so Tab goes from it to the table (the table joins the focus chain as it joins the splitter).
         self.splitter = QSplitter(Qt.Horizontal, self)
@@ -174,10 +181,23 @@ class RunsPanel(QWidget):
         """Where going to this dock (Alt+8) puts the focus: the table, whose keys act on the selected runs."""
         return self.table
 
+    def _check_changes(self) -> None:
+        """Another process committed to the history since the last listing: list it again."""
+        if self.store is not None and self._changes() != self._seen_changes:
+            self.refresh()
+
+    def _changes(self) -> int | None:
+        try:
+            return self.store.change_count()
+        except RunStoreError:
+            return None  # said by the listing, which reads the same file
+
     def refresh(self) -> None:
         """List the history again, read on a pool thread (`refreshed` once it is shown)."""
         if self._open_store() is None:
             return
+        self._seen_changes = self._changes()  # before the read: a commit after it is seen at the next look
+        self.watch.start()
         self.tasks.submit(LIST_SLOT, lambda: read_listing(self.db), self._show_listing,
                           lambda error: self.message.setText(f"Run history unavailable: {with_hint(error)}"))
 
@@ -437,6 +457,7 @@ class RunsPanel(QWidget):
 
     def close_store(self) -> None:
         """Finish the writes asked, and close the history."""
+        self.watch.stop()
         self.writer.close()
         if self.store is not None:
             self.store.close()
