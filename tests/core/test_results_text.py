@@ -16,15 +16,25 @@ def _finished(results: RunResults, stopped: bool = False) -> RunFinished:
 
 
 def test_the_headline_says_how_it_ended_and_its_figures():
-    assert headline(_finished(FULL)) == ("finished: 250 steps, 2 epoch(s) in 12.3 s · val accuracy 91.00% · "
-                                         "5,124 samples/s · compile 1.5 s")
+    assert headline(_finished(FULL)) == ("finished: 250 steps, 2 epoch(s) in 12.3 s · final val accuracy 91.00% "
+                                         "(best 92.00%) · 5,124 samples/s · compile 1.5 s")
     assert headline(_finished(RunResults(), stopped=True)) == (
-        "stopped early: 250 steps, 2 epoch(s) in 12.3 s · val accuracy — (no epoch was validated) · 0 samples/s")
+        "stopped early: 250 steps, 2 epoch(s) in 12.3 s · final val accuracy — (no epoch was validated) · "
+        "0 samples/s")
+
+
+def test_the_final_accuracy_is_called_final_and_a_better_earlier_one_best():
+    """The Log and `runs show` say the last epoch's accuracy, the headline and the Runs dock the best: each says which
+    it is, so 93.30 % and 93.50 % are never two unlabelled figures for one run."""
+    better_before = RunResults(val_accuracy=0.933, best_val_accuracy=0.935, samples_per_s=900.0)
+    assert "final val accuracy 93.30% (best 93.50%)" in headline(_finished(better_before))
+    at_best = RunResults(val_accuracy=0.935, best_val_accuracy=0.935, samples_per_s=900.0)
+    assert "final val accuracy 93.50% ·" in headline(_finished(at_best))
 
 
 def test_an_eager_run_without_instruments_is_its_headline():
     assert finished_lines(_finished(RunResults(val_accuracy=0.5, samples_per_s=900.0))) == [
-        "finished: 250 steps, 2 epoch(s) in 12.3 s · val accuracy 50.00% · 900 samples/s"]
+        "finished: 250 steps, 2 epoch(s) in 12.3 s · final val accuracy 50.00% · 900 samples/s"]
 
 
 def test_every_part_a_run_had_gets_its_lines_in_order():

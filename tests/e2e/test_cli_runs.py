@@ -76,6 +76,9 @@ def test_runs_show_prints_config_summary_and_compile_report(db, capsys):
     # The compiled run's payback and its recompile forecast against what happened (the eval graph's recompile).
     assert "\npayback: " in out and ("paid for itself" in out or "pays off after" in out or "never:" in out)
     assert "recompile forecast: confirmed: forward recompiles for validation" in out
+    # the row's figures rounded and named as the window shows them, not JSON floats
+    assert re.search(r"\nbest val accuracy: \d+\.\d\d%\n", out) and re.search(r"\nsamples/s: +[\d,]+\n", out)
+    assert not re.search(r"\d\.\d{7,}", out.split("compile report:")[0])
     _, eager, _ = call(capsys, "runs", "show", "1", "--db", db)
     assert "payback" not in eager and "recompile forecast" not in eager  # nothing compiled
     assert "\nsystem: CPU " in eager and "% of a core (machine " in eager and "peak RSS" in eager

@@ -17,7 +17,7 @@ def test_export_model_shows_the_parity_table_and_writes_the_files(window, qtbot,
     dialog = window.exports.open_model_dialog()
     assert dialog.folder.text() == str(trained_checkpoint.parent / "export")
     accuracy = window.state.model.info.val_accuracy
-    named = f"{window.state.model.description} · val accuracy {accuracy:.1%}"  # which model, and how good
+    named = f"{window.state.model.description} · final val accuracy {accuracy:.2%}"  # which model, and how good
     assert dialog.model.text() == named and named in dialog.windowTitle()
     dialog.folder.setText(str(tmp_path / "model"))
     dialog.backend.setCurrentText("aot_eager")

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from ..core.ground.events import RunFinished
+from ..core.ground.figures import BEST_VAL_ACCURACY, PEAK_MEMORY, SAMPLES_PER_S
 from ..core.ground.results_text import finished_lines
 from .common import EXIT_USAGE, _store, fail
 from .models import format_report
@@ -109,9 +110,8 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
         print("notes:\n" + "\n".join(f"  {line}".rstrip() for line in record.notes.splitlines()))
     print("config:      " + json.dumps(record.config, sort_keys=True, default=str))
     print("environment: " + json.dumps(record.environment, sort_keys=True, default=str))
-    metrics = {k: getattr(record, k) for k in ("steps", "best_val_accuracy", "samples_per_s", "compile_seconds",
-                                               "peak_memory_mib", "backend_used", "out_dir", "checkpoint")}
-    print("summary:     " + json.dumps(metrics))
+    for line in summary_lines(record):
+        print(line)
     if resume:
         print(f"continues:   {run_name(parent) if parent is not None else 'a run not in this history'} "
               f"(from {resume})")
@@ -127,6 +127,21 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
     for line in layers_lines(layers) + alerts_lines(layers):
         print(line)
     return 0
+
+
+def summary_lines(record) -> list[str]:
+    """The row's figures, rounded as the window shows them, each called by its name (not raw JSON floats)."""
+    def figure(value, form: str, unit: str = "") -> str:
+        return "—" if value is None else f"{value:{form}}{unit}"
+
+    return [f"steps:       {record.steps:,}",
+            f"{BEST_VAL_ACCURACY.name}: {figure(record.best_val_accuracy, '.2%')}",
+            f"{SAMPLES_PER_S.name}:   {figure(record.samples_per_s, ',.0f')}",
+            f"compile:     {figure(record.compile_seconds, '.2f', ' s')}"
+            + (f" ({record.backend_used})" if record.backend_used else ""),
+            f"{PEAK_MEMORY.name}: {figure(record.peak_memory_mib, ',.0f', ' MiB')}",
+            f"folder:      {record.out_dir or '—'}",
+            f"checkpoint:  {record.checkpoint or '—'}"]
 
 
 def cmd_runs_rm(args: argparse.Namespace) -> int:

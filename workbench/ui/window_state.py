@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..core.ground.answers import CheckpointInfo
 from ..core.ground.capabilities import Capabilities
+from ..core.ground.figures import FINAL_VAL_ACCURACY
 
 LOCAL_DATASETS = ("mnist-sample", "idx", "imagefolder")  # read without a download: previewed as soon as chosen
 DataChoice = tuple[str, "str | None"]  # (dataset, data root)
@@ -22,6 +23,13 @@ class LoadedModel:
     info: CheckpointInfo
     description: str
     trusted: bool
+
+    @property
+    def label(self) -> str:
+        """How Predict and the export dialog name it: "last run (#7) · final val accuracy 93.30%" (the checkpoint's
+        accuracy is its last epoch's, called so beside the headline's best)."""
+        accuracy = self.info.val_accuracy
+        return self.description + (f" · {FINAL_VAL_ACCURACY.name} {accuracy:.2%}" if accuracy is not None else "")
 
 
 @dataclass(frozen=True)

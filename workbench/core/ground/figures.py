@@ -23,6 +23,8 @@ SAMPLES_PER_S = Figure(
                  "a run trains, the same figure so far; at its end, the run's own.")
 BEST_VAL_ACCURACY = Figure("best val accuracy", "The highest accuracy on the validation split at the end of an "
                                                 "epoch, over the run's epochs.")
+FINAL_VAL_ACCURACY = Figure("final val accuracy", "The accuracy on the validation split at the end of the last "
+                                                  "epoch: the checkpoint's, which Predict and exports use.")
 COMPILE = Figure("compile", "Seconds spent compiling: the first step (forward and backward graphs), the first "
                             "validation (the eval graph) and, with CUDA graphs, the recording steps.")
 PEAK_MEMORY = Figure("peak memory", "The most memory the run held: the CUDA allocator's peak on a GPU, the training "

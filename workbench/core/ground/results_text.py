@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from .events import RunFinished
+from .figures import BEST_VAL_ACCURACY, FINAL_VAL_ACCURACY
 from .results import AmpSummary, ProfileSummary, RunResults, SystemSummary
 
 
@@ -21,12 +22,22 @@ def finished_lines(finished: RunFinished) -> list[str]:
     return lines
 
 
+def accuracy_text(final: float | None, best: float | None) -> str:
+    """The two accuracies a run has, each called by its name: the final one (the checkpoint's) and, where an
+    earlier epoch did better, the best (what the headline and the Runs dock show)."""
+    if final is None:
+        return f"{FINAL_VAL_ACCURACY.name} — (no epoch was validated)"
+    text = f"{FINAL_VAL_ACCURACY.name} {final:.2%}"
+    return text + (f" ({BEST_VAL_ACCURACY.name.removesuffix(' val accuracy')} {best:.2%})"
+                   if best is not None and f"{best:.2%}" != f"{final:.2%}" else "")
+
+
 def headline(finished: RunFinished) -> str:
     results = finished.results
     state = "stopped early" if finished.stopped else "finished"
-    accuracy = f"{results.val_accuracy:.2%}" if results.val_accuracy is not None else "— (no epoch was validated)"
     return (f"{state}: {finished.steps} steps, {finished.epochs} epoch(s) in {finished.seconds:.1f} s · "
-            f"val accuracy {accuracy} · {results.samples_per_s:,.0f} samples/s"
+            f"{accuracy_text(results.val_accuracy, results.best_val_accuracy)} · "
+            f"{results.samples_per_s:,.0f} samples/s"
             + (f" · compile {results.compile_seconds:.1f} s" if results.compile_seconds else ""))
 
 

@@ -28,7 +28,7 @@ class ExportDialog(QDialog):
     exportRequested = Signal(str, str, str)
 
     def __init__(self, folder: Path, parent: QWidget | None = None, model: str = ""):
-        """`model`: which model this exports, in words ("last run (#7) · val accuracy 93.5%")."""
+        """`model`: which model this exports, in words ("last run (#7) · final val accuracy 93.50%")."""
         super().__init__(parent)
         self.setObjectName("exportDialog")
         self.setWindowTitle(f"Export model — {model}" if model else "Export model")

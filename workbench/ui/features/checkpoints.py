@@ -59,9 +59,7 @@ class Checkpoints(QObject):
 
     def _loaded(self, info: CheckpointInfo, description: str, trusted: bool) -> None:
         self.state.model = LoadedModel(info, description, trusted)
-        accuracy = info.val_accuracy
-        self.predict.set_model(self._scorer(info.path, trusted), info.classes, description + (
-            f" · val accuracy {accuracy:.1%}" if accuracy is not None else ""))
+        self.predict.set_model(self._scorer(info.path, trusted), info.classes, self.state.model.label)
         self.feedback.note("info", f"model for prediction: {description}")
         self.changed()
         self.checkpointLoaded.emit(info)

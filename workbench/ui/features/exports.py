@@ -79,9 +79,7 @@ class Exports(QObject):
             self.feedback.show("info", "Train a run or open a checkpoint (Ctrl+O) to export its model.")
             return None
         model = self.state.model
-        accuracy = model.info.val_accuracy
-        named = model.description + (f" · val accuracy {accuracy:.1%}" if accuracy is not None else "")
-        dialog = ExportDialog(Path(model.info.path).parent / "export", self.window, named)
+        dialog = ExportDialog(Path(model.info.path).parent / "export", self.window, model.label)
         dialog.setAttribute(Qt.WA_DeleteOnClose)
         dialog.exportRequested.connect(lambda fmt, out, backend: self.export_model(fmt, out, backend, dialog))
         dialog.show()
