@@ -160,10 +160,13 @@ def test_differing_settings_are_highlighted_and_name_the_series(two_run_report, 
 def test_curves_are_svg_charts_with_tick_labels(two_run_report):
     text = two_run_report[0]
     curves = text[text.index("<section id=curves>"):text.index("<section id=metrics>")]
-    for title in ("Loss", "Throughput", "Memory: rss"):
+    for title in ("Loss", "Accuracy", "Throughput", "Memory: rss"):
         assert f"<h3>{title}</h3><svg" in curves
-    assert curves.count("<polyline") == 6  # 3 charts × 2 runs
-    assert curves.count("class='marker'") == 2  # one validation-loss dot per run (one epoch each)
+    assert curves.count("<polyline") == 8  # 4 charts × 2 runs
+    # one validation dot per run (one epoch each) on the loss and on the accuracy chart
+    assert curves.count("class='marker'") == 4
+    accuracy = curves[curves.index("<h3>Accuracy</h3>"):curves.index("<h3>Throughput</h3>")]
+    assert accuracy.count("<polyline") == 2 and "validation accuracy at the end of each epoch" in accuracy
     assert re.search(r"text-anchor='end'>[\d.]+k?</text>", curves)
 
 

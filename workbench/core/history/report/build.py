@@ -67,9 +67,9 @@ def build_report(records: list[RunRecord], evaluations: dict[int, Evaluation | N
     comparison = compare_runs(runs) if len(runs) > 1 else None
     sections = [
         section_runs(runs, generated),
-        section_config(runs),
         section_curves(runs),
         section_metrics(runs, evaluations, reasons),
+        section_config(runs),  # the settings' long table after what a reader comes for: the curves, the figures
         section_compile(runs, base),
         section_insight(runs, base),
         section_layers(runs),

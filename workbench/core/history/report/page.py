@@ -9,9 +9,9 @@ from .html import esc
 
 SECTIONS = {  # anchor → heading; the tests look for these headings
     "runs": "Runs covered",
-    "config": "Configuration and environment",
     "curves": "Curves",
     "metrics": "Final metrics",
+    "config": "Configuration and environment",
     "compile": "Compile report",
     "insight": "Where the time and the memory go",
     "layers": "Inside the network",

@@ -109,7 +109,7 @@ def _plain(value: Any) -> str:
 
 def section_curves(runs: list[RunFacts]) -> str:
     legend = _legend(runs)
-    charts = [_lossline_chart(runs), _throughputline_chart(runs)] + _memory_charts(runs)
+    charts = [_lossline_chart(runs), _accuracy_chart(runs), _throughputline_chart(runs)] + _memory_charts(runs)
     return section("curves", legend + "".join(charts))
 
 
@@ -128,6 +128,19 @@ def _lossline_chart(runs: list[RunFacts]) -> str:
         note += " · the lowest row: the alerts, coloured by severity (hover for what to do; “Alerts” lists them)"
     chart = line_chart("Loss", "loss", series, zero_based=True, marks=timeline + alerts)
     return chart + note + ".</p>" + kind_legend(list(dict.fromkeys(m.kind for m in timeline)))
+
+
+def _accuracy_chart(runs: list[RunFacts]) -> str:
+    """Training accuracy per step (the step's batch) and validation accuracy at each epoch's end, in percent."""
+    series = []
+    for r in runs:
+        curves = r.curves
+        train = curves.accuracy if curves.accuracy is not None else np.full(len(curves.step), np.nan)
+        series.append(Series(r.color, curves.step, 100.0 * np.asarray(train, dtype=float), curves.val_step,
+                             100.0 * np.asarray(curves.val_accuracy, dtype=float)))
+    note = ("<p class=muted>Lines: training accuracy of each step's batch · dots: validation accuracy at the end of "
+            "each epoch (the best of them is the run's best val accuracy, the last its final one).</p>")
+    return line_chart("Accuracy", "%", series, zero_based=True) + note
 
 
 def _throughputline_chart(runs: list[RunFacts]) -> str:
