@@ -6,7 +6,7 @@ import math
 import pytest
 
 from workbench.core.ground import events as ev
-from workbench.core.ground.alerts import Alert, AlertThresholds, AlertWatch, alert_line
+from workbench.core.ground.alerts import Alert, AlertThresholds, AlertWatch, alert_line, divergence_hint
 from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.layer_stats import Histogram, LayerStat, LayerStats
 
@@ -40,6 +40,17 @@ def test_a_non_finite_loss_fires_once_before_the_run_fails():
     [alert] = watch.losses(3, [2.1, math.nan, math.inf])
     assert (alert.rule, alert.step, alert.severity, alert.panel) == ("loss_not_finite", 4, "error", "setting:lr")
     assert watch.losses(6, [math.nan]) == []  # once per run
+
+
+@pytest.mark.parametrize("amp, offered, not_offered", [
+    ("off", "learning rate", "AMP"), ("fp16", "use bf16 instead of fp16", "turn AMP off"),
+    ("bf16", "turn AMP off", "use bf16"),
+])
+def test_a_blown_up_runs_advice_fits_its_precision(amp, offered, not_offered):
+    [alert] = AlertWatch(AlertThresholds(amp=amp)).losses(1, [2.3, math.nan])
+    assert offered in alert.advice and not_offered not in alert.advice
+    assert divergence_hint(amp) in alert.advice
+    assert AlertThresholds.of(TrainConfig(amp=amp)).amp == amp
 
 
 def test_a_loss_far_above_the_first_fires_and_a_rise_below_the_factor_does_not():

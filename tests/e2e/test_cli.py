@@ -556,3 +556,13 @@ def test_train_with_missing_data_root_exits_with_usage_code(tmp_path, capsys):
     code, _, _ = call(capsys, "train", "--dataset", "idx", "--data-root", tmp_path / "missing", "--out",
                       tmp_path / "out")
     assert code == cli.EXIT_USAGE
+
+
+@pytest.mark.parametrize("argv, named", [(("train", "--lr", "abc"), "--lr"), (("runs", "show"), "run_id"),
+                                         (("train", "--no-such-flag"), "--no-such-flag")])
+def test_a_mistyped_flag_is_one_error_line_and_where_the_help_is(argv, named, capsys):
+    code, out, err = call(capsys, *argv)
+    lines = err.strip().splitlines()
+    assert code == 2 and out == "" and len(lines) == 2, err  # not the 35-line usage above it
+    assert lines[0].startswith("workbench") and ": error: " in lines[0] and named in lines[0]
+    assert lines[1].endswith("--help)")

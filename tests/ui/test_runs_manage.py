@@ -97,7 +97,7 @@ def test_tags_edited_in_place_and_bad_tags_refused_with_a_message(panel, qtbot, 
     qtbot.waitUntil(lambda: "not changed" in panel.message.text())
     message = panel.message.text()
     assert message.startswith("Tags of #1 not changed: the tag 'two words' has a space in it")
-    assert "join its words with - or _" in message  # what to do instead
+    assert "join its words with - or _" in message and "commas" in message  # what to do instead
     assert shown(panel, "Tags") == ["old"]
     qtbot.keyClick(panel.table, Qt.Key_T, Qt.ControlModifier)
     editor = QApplication.focusWidget()

@@ -19,8 +19,17 @@ from .train import PROFILE_STEPS, cmd_profile, cmd_train
 
 
 # -- parser -----------------------------------------------------------------------------------------------------
+class OneLineErrors(argparse.ArgumentParser):
+    """A mistyped flag is one error line and where the help is, as every other bad input: argparse's default prints
+    the command's whole usage (35 lines for train) above the line that matters. Its subcommands' parsers are of this
+    class too (add_subparsers makes them like their parent)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}\n(all of its options: {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="workbench", description=(
+    parser = OneLineErrors(prog="workbench", description=(
         "A desktop training workbench for PyTorch. Without arguments it opens the app; the subcommands run "
         "the same engine headless."))
     parser.add_argument("--version", action="version", version=f"workbench {appinfo.version()}")

@@ -42,7 +42,7 @@ from ..domain.distributed import Distributed, weights_checksum
 from ..domain.evaluate import evaluate
 from ..domain.compile_explain import RunCompileLog
 from ..domain.model import check_outputs, model_for
-from ..ground.alerts import EXPLODED_FACTOR
+from ..ground.alerts import EXPLODED_FACTOR, divergence_hint
 from ..ground.config import EVAL_BATCH, ConfigError, TrainConfig, split_model_spec
 from ..ground.errors import WorkbenchError, first_line
 from ..ground.events import (CompileFinished, CompileStarted, Emit, EpochEnd, Notice, RunFailed, RunFinished,
@@ -119,8 +119,8 @@ class Trainer:
             return _fail(emit, (underlying is not None and _user_code_failure(config.model, underlying))
                          or RunFailed(kind=exc.kind, message=str(exc), hint=exc.hint))
         except Diverged as exc:
-            return _fail(emit, RunFailed(kind="diverged", message=str(exc), hint=(
-                "the loss blew up: lower the learning rate (try 10× smaller), or turn AMP off")))
+            return _fail(emit, RunFailed(kind="diverged", message=str(exc),
+                                         hint=f"the loss blew up: {divergence_hint(config.amp)}"))
         except torch.OutOfMemoryError as exc:
             return _fail(emit, RunFailed(kind="out_of_memory", message=first_line(exc), hint=(
                 "lower the batch size or the hidden size, or use bf16")))

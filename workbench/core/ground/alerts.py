@@ -64,6 +64,14 @@ def alert_line(alert: Alert) -> str:
     return f"alert ({alert.severity}, step {alert.step}): {alert.title} — {alert.advice}"
 
 
+def divergence_hint(amp: str) -> str:
+    """What to try when the loss blew up, for the run's precision: a lower learning rate always; under fp16, bf16
+    (its range does not overflow); under bf16, full precision. A run without AMP is not told to turn it off."""
+    lower = "lower the learning rate (10× smaller is a good first try)"
+    return lower + {"fp16": ", or use bf16 instead of fp16", "bf16": ", or turn AMP off (bf16 keeps fewer digits)"
+                    }.get(amp, "")
+
+
 @dataclass(frozen=True)
 class AlertThresholds(Record):
     """The settings the rules read (TrainConfig's alert_* fields), so a run's rules are a plain record."""
@@ -73,13 +81,14 @@ class AlertThresholds(Record):
     throughput_drop: float = 0.5  # a share: throughput below (1 - this) × the run's median
     memory_share: float = 0.9  # a share of the device's memory
     recompile_storm: int = 5  # recompiles within RECOMPILE_WINDOW steps
+    amp: str = "off"  # the run's mixed precision: what a diverged run's hint offers depends on it
 
     @classmethod
     def of(cls, config: Any) -> AlertThresholds:
         """The thresholds of a TrainConfig (anything with its alert_* attributes)."""
         return cls(grad_factor=config.alert_grad_factor, plateau_steps=config.alert_plateau_steps,
                    throughput_drop=config.alert_throughput_drop, memory_share=config.alert_memory_share,
-                   recompile_storm=config.alert_recompile_storm)
+                   recompile_storm=config.alert_recompile_storm, amp=getattr(config, "amp", "off"))
 
 
 class AlertWatch:
@@ -114,13 +123,12 @@ class AlertWatch:
                 self.first_loss = loss
             if not math.isfinite(loss):
                 alerts += self._fire(step, "loss_not_finite", f"the loss is {loss} at step {step}",
-                                     "lower the learning rate (10× smaller is a good first try), or use bf16 instead "
-                                     "of fp16; the run fails here", "setting:lr")
+                                     f"{divergence_hint(self.thresholds.amp)}; the run fails here", "setting:lr")
                 break
             if self.first_loss and loss > EXPLODED_FACTOR * self.first_loss:
                 alerts += self._fire(step, "loss_exploded", f"the loss went from {self.first_loss:.3g} to "
-                                     f"{loss:.3g} at step {step}", "lower the learning rate (10× smaller is a good "
-                                     "first try); the run fails here", "setting:lr")
+                                     f"{loss:.3g} at step {step}",
+                                     f"{divergence_hint(self.thresholds.amp)}; the run fails here", "setting:lr")
                 break
         return alerts
 

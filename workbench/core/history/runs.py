@@ -570,7 +570,8 @@ def clean_tags(tags: Sequence[str]) -> tuple[str, ...]:
             raise WorkbenchError("a tag cannot be empty")
         if any(c.isspace() for c in tag):
             raise WorkbenchError(f"the tag {tag!r} has a space in it: a tag is one word",
-                                 "join its words with - or _, or give them as separate tags")
+                                 "join its words with - or _, or make them separate tags: separated by "
+                                 "commas in the window (baseline, amp), separate arguments on the command line")
         if len(tag) > MAX_TAG_CHARS:
             raise WorkbenchError(f"the tag {tag[:MAX_TAG_CHARS]}… is {len(tag)} characters long",
                                  f"a tag has at most {MAX_TAG_CHARS}: put longer words in the run's notes")
