@@ -4,7 +4,7 @@ group of tabbed docks found (Qt keeps no handle on it); a dock's content that sc
 
 from __future__ import annotations
 
-from PySide6.QtCore import QRect, Qt, QTimer
+from PySide6.QtCore import QEvent, QRect, QSize, Qt, QTimer
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QDockWidget, QMainWindow, QScrollArea, QTabBar, QWidget
 
@@ -14,14 +14,33 @@ BOTTOM_SHARE = 0.2  # of the window's height for the Log/Runs docks
 SIDE_SHARE = 0.25  # of its width for each side's docks
 
 
+class VerticalScroll(QScrollArea):
+    """A dock's content that scrolls vertically rather than forcing the window taller than a small screen, and never
+    sideways: it is never narrower than its content's minimum width. (A content wider than the view slid sideways
+    whenever a field took the focus, cutting the labels, with no scroll bar to bring them back.)"""
+
+    def __init__(self, widget: QWidget, min_width: int = 0):
+        super().__init__()
+        self.min_width = min_width
+        self.setWidget(widget)
+        self.setWidgetResizable(True)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        widget.installEventFilter(self)  # its layout changing (a problem line, a hidden group) may change its width
+
+    def minimumSizeHint(self) -> QSize:
+        hint = super().minimumSizeHint()
+        needed = (self.widget().minimumSizeHint().width() + self.verticalScrollBar().sizeHint().width()
+                  + 2 * self.frameWidth())
+        return QSize(max(self.min_width, needed), hint.height())
+
+    def eventFilter(self, watched, event) -> bool:
+        if watched is self.widget() and event.type() == QEvent.LayoutRequest:
+            self.updateGeometry()
+        return super().eventFilter(watched, event)
+
+
 def scrolled(widget: QWidget, min_width: int = 0) -> QScrollArea:
-    """A dock's content that scrolls vertically rather than forcing the window taller than a small screen."""
-    scroll = QScrollArea()
-    scroll.setWidget(widget)
-    scroll.setWidgetResizable(True)
-    scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
-    scroll.setMinimumWidth(min_width)
-    return scroll
+    return VerticalScroll(widget, min_width)
 
 
 def dock_of(widget: QWidget | None) -> QDockWidget | None:

@@ -25,6 +25,7 @@ from ..core.ground.progress import Progress
 from .actions import ActionSpec, build_actions, refresh_actions
 from .dialogs.about import app_icon, show_about
 from .dock_layout import DockLayout, dock_of, scrolled
+from .support.wheel_guard import guard_wheels
 from .settings import migrate_settings, open_settings
 from .window_settings import restore_window, save_window
 from .window_state import WindowState
@@ -137,6 +138,7 @@ class MainWindow(QMainWindow):
 
         self._build_actions()
         self._build_status_bar()
+        guard_wheels(self)  # every combo and spin box of every dock: the wheel needs its focus
         restore_window(self, settings)
         self._update_actions()
         self.runs.refresh()

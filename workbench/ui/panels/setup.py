@@ -22,8 +22,8 @@ Torch-free: the window never imports torch. What the machine can do arrives as `
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, QObject, Qt, Signal
-from PySide6.QtWidgets import (QAbstractSpinBox, QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout,
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout,
                                QGroupBox, QHBoxLayout, QLabel, QLineEdit, QPushButton, QScrollArea, QSpinBox,
                                QVBoxLayout, QWidget)
 
@@ -34,6 +34,7 @@ from ...core.ground.errors import WorkbenchError
 from ...core.run.run_request import Launch, LaunchError, check_launch
 from ..support import file_dialogs
 from ..support.form_errors import form_text
+from ..support.wheel_guard import guard_wheels
 from .rate_box import RateBox
 
 BUILTIN_MODEL = "sandwich"
@@ -59,17 +60,6 @@ def object_name(declared: Setting, suffix: str) -> str:
     """The widget's objectName for a setting: hidden_dim → hiddenSpin, data_root → dataRootEdit."""
     first, *rest = SHORT_NAMES.get(declared.name, declared.name).split("_")
     return first + "".join(word.capitalize() for word in rest) + suffix
-
-
-class WheelNeedsFocus(QObject):
-    """Event filter for combo and spin boxes: a wheel over one that has no focus is ignored, so it goes on to the
-    scroll area around the form (a scroll once switched a setting unnoticed)."""
-
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        if event.type() == QEvent.Wheel and not watched.hasFocus():
-            event.ignore()
-            return True
-        return False
 
 
 def _combo(name: str, items: list[tuple[object, str]]) -> QComboBox:
@@ -180,11 +170,7 @@ class SetupPanel(QWidget):
         self._layout.addWidget(self.problem)
         self._layout.addStretch(1)
         self._problem_field: QWidget | None = None  # the field the problem label sits under; None: under the form
-        self._wheel_guard = WheelNeedsFocus(self)
-        for box in self.findChildren(QWidget):
-            if isinstance(box, (QComboBox, QAbstractSpinBox)):
-                box.setFocusPolicy(Qt.StrongFocus)  # not WheelFocus: a passing wheel does not take focus either
-                box.installEventFilter(self._wheel_guard)
+        guard_wheels(self)
         self.set_config(self._base)
 
     def _editor(self, declared: Setting) -> tuple[QWidget, QWidget | QHBoxLayout]:
@@ -518,9 +504,12 @@ def _with_button(editor: QWidget, text: str, tip: str, slot, name: str = "", *, 
 
 
 def _group(title: str, rows: list[tuple[str | None, QWidget | QHBoxLayout]]) -> QGroupBox:
-    """A titled form; a row without a label spans the width (check boxes)."""
+    """A titled form; a row without a label spans the width (check boxes). A long label goes above its field when the
+    dock is too narrow for both side by side ("Recompile storm (per 100 steps)"), so the form stays as narrow as its
+    widest label or field, never their sum: the dock never has to slide sideways."""
     box = QGroupBox(title)
     form = QFormLayout(box)
+    form.setRowWrapPolicy(QFormLayout.WrapLongRows)
     for label, field in rows:
         if label is None:
             form.addRow(field)
