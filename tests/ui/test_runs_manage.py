@@ -105,6 +105,7 @@ def test_tags_edited_in_place_and_bad_tags_refused_with_a_message(panel, qtbot, 
     qtbot.keyClick(editor, Qt.Key_Return)
     qtbot.waitUntil(lambda: shown(panel, "Tags") == ["baseline, amp"])
     qtbot.waitUntil(lambda: stored(tmp_path, 1).tags == ("baseline", "amp"))
+    assert panel.message.text() == "Tags of #1: baseline, amp."  # the refusal's words do not stay
 
 
 def test_the_details_keep_a_note_on_flush_and_ctrl_s_and_render_it(panel, qtbot, tmp_path):

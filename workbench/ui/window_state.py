@@ -45,6 +45,8 @@ class EvaluationTarget:
 class WindowState:
     model: LoadedModel | None = None
     last_run_dir: Path | None = None  # the run this window trained last (reopened at the next launch)
+    shown_run: int | None = None  # the run the plots and panels show (opened, or trained here); None: none known
+    compared: tuple[int, ...] = ()  # the runs overlaid on the plots
     train_waiting: bool = False  # Train was pressed before PyTorch was ready: it starts when it is
     stopping: bool = False  # Stop was pressed: said until the run has ended
     kernel_restarting: bool = False  # the kernel died and a new one is starting

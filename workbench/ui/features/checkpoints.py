@@ -57,6 +57,17 @@ class Checkpoints(QObject):
                         lambda info: self._loaded(info, description, trust_model_code),
                         lambda error: self._refused(error, path, description, trust_model_code, own_run))
 
+    def forget(self, why: str) -> None:
+        """The model open for Predict, Evaluate and exports is no longer there (`why`: said in the Log): Predict says
+        it has no model, and nothing is exported from a file that went."""
+        model = self.state.model
+        if model is None:
+            return
+        self.state.model = None
+        self.predict.set_model(None, (), "")
+        self.feedback.note("info", f"{model.description} {why}: open a checkpoint again to predict")
+        self.changed()
+
     def _loaded(self, info: CheckpointInfo, description: str, trusted: bool) -> None:
         self.state.model = LoadedModel(info, description, trusted)
         self.predict.set_model(self._scorer(info.path, trusted), info.classes, self.state.model.label)

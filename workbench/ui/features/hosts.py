@@ -115,12 +115,7 @@ class Hosts(QObject):
         checkpoint still being opened there (a run that just finished opens its own): its late answer is dropped,
         or the gone kernel's model came back after the move."""
         self.tasks.drop(OPENING)
-        model = self.state.model
-        if model is None:
-            return
-        self.state.model = None
-        self.predict.set_model(None, (), "")
-        self.feedback.note("info", f"{model.description} was opened {was}: open a checkpoint again to predict")
+        self.training.checkpoints.forget(f"was opened {was}")
 
     # -- the host's runs ----------------------------------------------------------------------------------------
     def list_runs(self, *, when_none: bool = True) -> None:

@@ -28,6 +28,7 @@ class RecordedRuns(QObject):
         self.show_speed = parts.show_speed  # the status bar's samples/s follows the run on show (a live one's)
         self.runs.compareRequested.connect(self.compare)
         self.runs.openRequested.connect(self.show)
+        self.runs.runsDeleted.connect(self.deleted)
 
     def reopen_last(self, out_dir: Path) -> None:
         """At start-up: the run this window trained last comes back (curves, compile report, model), as the user
@@ -65,6 +66,7 @@ class RecordedRuns(QObject):
         self.plots.set_overlays([(label, run.curves) for label, run in zip(labels, singles)])
         self.plots.set_group_overlays([(group.label, [by_id[run_id].curves for run_id in group.run_ids])
                                        for group in groups])
+        self.state.compared = tuple(by_id)
         if runs:
             self.feedback.note("info", "comparing " + ", ".join(labels + [group.label for group in groups]))
 
@@ -74,6 +76,8 @@ class RecordedRuns(QObject):
             self.feedback.show("warning", "A run is in progress: open the recorded run when it has ended.")
             return
         record = run.record
+        self.feedback.banner.hide()  # an earlier run's failure is not this run's
+        self.state.shown_run, self.state.compared = record.id, ()
         self.plots.set_overlays([])
         self.plots.set_group_overlays([])
         self.plots.show_curves(run.curves, run.compile_seconds, record.config)
@@ -96,3 +100,24 @@ class RecordedRuns(QObject):
             self.checkpoints.load(record.checkpoint, f"run #{record.id}")
         else:
             self.feedback.note("warning", f"run #{record.id} has no checkpoint on disk: its curves only")
+
+    def deleted(self, records: list) -> None:
+        """Runs were deleted from the history: whatever shows one of them lets it go — the plots and the panels
+        of the run on show, the runs overlaid, the model Predict uses if it was one of theirs."""
+        ids = {record.id for record in records}
+        if self.state.compared and ids & set(self.state.compared):
+            self.plots.set_overlays([])
+            self.plots.set_group_overlays([])
+            self.state.compared = ()
+        if self.state.shown_run in ids and not self.training():
+            self.plots.reset(f"{run_name(self.state.shown_run)} was deleted (Undo in the Runs dock brings it back)")
+            self.plots.set_run_name(None)
+            for panel in (self.compile_panel, self.profile, self.model):
+                panel.clear()
+            self.state.shown_run = None
+            self.show_speed("")
+            self.feedback.settled()
+        checkpoints = {Path(record.checkpoint).resolve() for record in records if record.checkpoint}
+        model = self.state.model
+        if model is not None and Path(model.info.path).resolve() in checkpoints:
+            self.checkpoints.forget("was deleted with its run")

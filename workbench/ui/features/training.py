@@ -22,6 +22,7 @@ from ...core.ground.results_text import headline
 from ...core.history.curves import run_name
 from ...core.run.run_request import Launch, RunRequest, new_run_dir
 from ..actions import ActionSpec
+from ..panels.plots.plots import STARTING_HINT
 from ..panels.runs.runs import LoadedRun
 from ..support.form_errors import form_text
 from .checkpoints import Checkpoints
@@ -121,6 +122,10 @@ class Training(QObject):
         self._out_dir, self._continuing = out_dir, None
         self.state.stopping = False
         self.feedback.banner.hide()
+        # The last run's curves and statistics go now, not at this run's first event: a run that fails before it
+        # starts must not leave them under its failure (nor "Waiting for the first step…").
+        self.plots.reset(STARTING_HINT)
+        self.model.clear()
         self.feedback.busy(status)
         self.changed()
 
@@ -186,6 +191,8 @@ class Training(QObject):
         rows) and shown if the plots still show this run then."""
         out_dir = self.runner.host_out_dir or self._out_dir  # a run on a host is recorded with its folder there
         self.plots.set_run_name(self.runs.name_for_out_dir(out_dir) if out_dir else None)
+        self.state.shown_run = self.runs.id_for_out_dir(out_dir) if out_dir else None
+        self.state.compared = ()
         parent = self._continuing
         if parent is None or not started.resumed_step:
             return

@@ -36,7 +36,8 @@ from PySide6.QtWidgets import (QComboBox, QGridLayout, QHBoxLayout, QLabel, QMen
 
 from ....core.ground.alerts import Alert
 from ....core.ground.config import uses_cuda_graphs
-from ....core.ground.events import CompileEvent, CompileFinished, EpochEnd, Event, RunStarted, Step, SystemSample
+from ....core.ground.events import (CompileEvent, CompileFinished, EpochEnd, Event, RunFailed, RunStarted, Step,
+                                    SystemSample)
 from ....core.history.curves import SMOOTHING, Curves
 from ....core.history.x_axis import X_AXES, axis_label, has_wall, x_axis
 from .alert_markers import AlertMarkers
@@ -60,6 +61,8 @@ DESCRIBE_MS = 500  # the plots' accessible descriptions follow their latest valu
 SLIDER_STEPS = 1000  # the smoothing slider's resolution: weights 0, 0.001, … 0.999
 EMPTY_HINT = "Press Train (Ctrl+R)"
 WAITING_HINT = "Waiting for the first step…"
+STARTING_HINT = "Starting the run…"
+FAILED_HINT = "The run failed before its first step: the banner says why"
 
 
 class PlotsPanel(ComparedRuns, TextAlternatives, QWidget):
@@ -231,7 +234,8 @@ class PlotsPanel(ComparedRuns, TextAlternatives, QWidget):
         return text
 
     # -- events -------------------------------------------------------------------------------------------------
-    def reset(self) -> None:
+    def reset(self, hint: str = EMPTY_HINT) -> None:
+        """Empty, as before any run; `hint` in the loss plot says why (a run deleted, a run starting)."""
         for series in self._own_series():
             series.clear()
         for series in self.memory.values():
@@ -268,7 +272,7 @@ class PlotsPanel(ComparedRuns, TextAlternatives, QWidget):
         self._range_steps(fresh=True)  # the linked plots follow at once
         self._behind.clear()
         self._range_seconds(fresh=True)
-        self._show_hint(EMPTY_HINT)
+        self._show_hint(hint)
         self._describe_soon(*self.all_plots)
 
     def add_events(self, batch: list[Event]) -> None:
@@ -289,6 +293,8 @@ class PlotsPanel(ComparedRuns, TextAlternatives, QWidget):
                 self.val_accuracy.append(self._last_step, event.val_accuracy)
             elif isinstance(event, CompileFinished) and event.phase == "train":  # the compile *step* is marked
                 self._mark_compile(event.seconds)
+            elif isinstance(event, RunFailed) and not self.step_loss.buffer.size:
+                self._show_hint(FAILED_HINT)  # not "Waiting for the first step…" for ever
             elif isinstance(event, RunStarted):
                 self.reset()
                 self.times.start(event)

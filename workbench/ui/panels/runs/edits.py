@@ -36,6 +36,9 @@ class RunEdits:
                 self.say(f"Tags of {run_name(run_id)} not changed: {with_hint(exc)}")
                 return False
             self._change([replace(record, tags=tags)], lambda store: store.set_tags(run_id, tags), "tags")
+            # said, so that an earlier refusal's words never stand beside tags that were then saved
+            self.say(f"Tags of {run_name(run_id)}: {', '.join(tags)}." if tags else
+                     f"Tags of {run_name(run_id)} removed.")
         else:
             name = text.strip()
             self._change([replace(record, name=name)], lambda store: store.rename(run_id, name), "name")

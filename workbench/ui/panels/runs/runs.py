@@ -68,6 +68,7 @@ class RunsPanel(QWidget):
     warmRequested = Signal(object)  # … and whose compile cache it loads before compiling
     repeatRequested = Signal(object)  # a RunRecord (without events) to train again with other seeds
     refreshed = Signal()  # a new listing of the history is shown
+    runsDeleted = Signal(list)  # the RunRecords (without events) of the runs just deleted
 
     def __init__(self, tasks: Tasks, db=None, parent: QWidget | None = None):
         super().__init__(parent)
@@ -122,7 +123,7 @@ class RunsPanel(QWidget):
         self.edits = RunEdits(self.model, self.writer, tasks, say=self.message.setText, shown=self._shown_changed,
                               relist=self.refresh)
         self.deletion = RunDeletion(self, tasks, self.writer, db, self.undo_bar, say=self.message.setText,
-                                    deleted=self.loader.forget, relist=self.refresh)
+                                    deleted=self._deleted, relist=self.refresh)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self.query_bar)
@@ -176,6 +177,13 @@ class RunsPanel(QWidget):
             except WorkbenchError as exc:
                 self.message.setText(f"Run history unavailable: {exc}")
         return self.store
+
+    def _deleted(self, run_ids) -> None:
+        """Runs are gone from the history: the dock forgets what it kept of them, and says which (views that show
+        one of them clear it)."""
+        records = [record for run_id in run_ids if (record := self.model.record(run_id)) is not None]
+        self.loader.forget(run_ids)
+        self.runsDeleted.emit(records)
 
     def focus_target(self) -> QWidget:
         """Where going to this dock (Alt+8) puts the focus: the table, whose keys act on the selected runs."""
