@@ -87,7 +87,15 @@ def test_code_shows_the_runs_compiled_graphs_read_from_its_trace(window, qtbot, 
         qtbot.mouseClick(panel.code_button, Qt.LeftButton)
     assert shown.args[0] is window.compile_insight.code_dialog  # one dialog, now this run's
     assert view.graphs.count() == 0 and view.status.text() == NO_TRACE
-    shown.args[0].close()
+    # one message where the panes would be, and the fix as a button: the setting on, in front in the form
+    assert view.pages.currentWidget().isAncestorOf(view.empty) and view.empty.text() == NO_TRACE
+    assert view.fix.isVisibleTo(view) and "compile trace" in view.fix.text()
+    window.setup.set_value("compile_trace", False)
+    view.fix.click()
+    assert window.setup.config().compile_trace and not shown.args[0].isVisible()
+    # a run with a trace shows its panes again
+    view.show_code(view.code)
+    assert view.pages.currentIndex() == 0
 
 
 def test_an_eager_run_has_no_code_button(panel):

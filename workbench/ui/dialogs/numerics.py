@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QApplication, QDialog, QHBoxLa
 from ...core.ground.numerics import (NumericsReport, first_exceeding_line, format_numerics, headline, rule_lines,
                                     table_cells, table_headers)
 from ..support.copy_close import copy_close_buttons
+from ..support.elapsed import Elapsed
 from ..panels.log import COLOURS
 
 FIRST_MARK = "▶ "  # before the first exceeding row's name
@@ -69,21 +70,25 @@ class NumericsDialog(QDialog):
         layout.addWidget(self.rules)
         layout.addLayout(buttons)
         self.resize(1100, 560)
+        self.waiting = Elapsed(self.verdict.setText, self)  # the compile takes seconds: they are counted
 
     def show_running(self, what: str) -> None:
         """While the kernel compiles and compares ('inductor · bf16 on the built-in network')."""
         self.report = None
         self.table.setRowCount(0)
-        self._set_verdict(f"Comparing eager and compiled numerics: {what}… (a compile and one batch)", None)
+        self._set_verdict("", None)
+        self.waiting.start(f"Comparing eager and compiled numerics: {what} (a compile and one batch)…")
         self.setup.setText("")
         self.rules.setText("")
 
     def show_error(self, message: str) -> None:
+        self.waiting.stop()
         self.report = None
         self.table.setRowCount(0)
         self._set_verdict(f"Not compared: {message}", False)
 
     def show_report(self, report: NumericsReport) -> None:
+        self.waiting.stop()
         """Every row; the first exceeding one marked, bold, selected and scrolled to."""
         self.report = report
         first = report.first_exceeding

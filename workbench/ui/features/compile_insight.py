@@ -45,7 +45,7 @@ class CompileInsight(QObject):
         self.config_for, self.show, self.preview = parts.config_for, lambda: parts.show_dock("compile"), preview
         self.training = lambda: parts.runner.training
         self.changed, self.profile, self.window = parts.changed, lambda: panels.profile.report, parts.window
-        self.form_ready = parts.form_ready
+        self.form_ready, self.show_dock = parts.form_ready, parts.show_dock
         self.numerics_dialog: NumericsDialog | None = None
         self.code_dialog: CompiledCodeDialog | None = None
         panel = panels.compile
@@ -177,7 +177,7 @@ class CompileInsight(QObject):
         dialog.show()
         dialog.raise_()
         if not trace:
-            dialog.view.show_problem(NO_TRACE)
+            dialog.view.show_problem(NO_TRACE, ("Turn on the compile trace in Setup", lambda: self._trace_on(dialog)))
             self.codeShown.emit(dialog)
             return
         dialog.view.show_problem(f"Reading the compile trace {trace}…")
@@ -192,6 +192,14 @@ class CompileInsight(QObject):
             self.codeShown.emit(dialog)
 
         self.kernel.tasks.submit(READING_CODE, lambda: read_inductor_code(trace), shown, failed)
+
+    def _trace_on(self, dialog: CompiledCodeDialog) -> None:
+        """The fix the empty Code… window offers: the setting ticked in the form, the form in front (Train next)."""
+        dialog.close()
+        self.setup.set_value("compile_trace", True)
+        self.show_dock("setup")
+        self.setup.show_setting("compile_trace")
+        self.feedback.note("info", "compile trace on: the next run records the code torch.compile writes")
 
     # -- What-if ----------------------------------------------------------------------------------------------------
     def update_forecast(self) -> None:

@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QWidget
 from ..panels.log import LogPanel
 from ..support.announce import announce
 from ..support.dismiss import dismiss_button
+from ..support.elapsed import WAIT_MARK, Elapsed
 
 LIGHT_BANNER = {"error": "#fde7e9", "warning": "#fff4ce", "info": "#e7f1fd"}
 DARK_BANNER = {"error": "#5c1e24", "warning": "#5a4a12", "info": "#1e3a5c"}
@@ -59,13 +60,20 @@ class Feedback:
         self.banner = banner
         self.log = log
         self._status, self._settle = status, settle
+        self.waiting = Elapsed(status, banner)
 
     def busy(self, text: str) -> None:
-        """The status line says what is under way ("Explaining…")."""
-        self._status(text)
+        """The status line says what is under way ("Explaining…"); a wait (its text ends in "…") says its seconds
+        too once it has lasted a while."""
+        self.waiting.stop()
+        if text.endswith(WAIT_MARK):
+            self.waiting.start(text)
+        else:
+            self._status(text)
 
     def settled(self) -> None:
         """The work has ended: the status line goes back to the run's progress."""
+        self.waiting.stop()
         self._settle()
 
     def show(self, level: str, text: str) -> None:

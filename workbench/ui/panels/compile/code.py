@@ -12,13 +12,13 @@ file is read from disk when it is still there; otherwise the lines the trace quo
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor, QFontDatabase, QTextCursor, QTextFormat
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDialog, QDialogButtonBox, QHeaderView, QLabel,
-                               QListWidget, QPlainTextEdit, QSplitter, QTabWidget, QTextEdit, QTreeWidget,
-                               QTreeWidgetItem, QVBoxLayout, QWidget)
+                               QListWidget, QPlainTextEdit, QPushButton, QSplitter, QStackedWidget, QTabWidget,
+                               QTextEdit, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
 from ....core.ground.errors import WorkbenchError, with_hint
 from ....core.ground.events import Frame, ProfileReport
@@ -242,9 +242,33 @@ class CompiledCodeView(QWidget):
         self.status.setTextFormat(Qt.PlainText)  # quotes the user's code and kernel names
         self.status.setWordWrap(True)
         self.status.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        # Nothing to show: one message where the panes would be (not three empty panes and a line at the bottom),
+        # with the fix as a button where there is one.
+        self.empty = QLabel()
+        self.empty.setObjectName("codeEmpty")
+        self.empty.setWordWrap(True)
+        self.empty.setAlignment(Qt.AlignCenter)
+        self.empty.setTextFormat(Qt.PlainText)
+        self.fix = QPushButton()
+        self.fix.setObjectName("codeFix")
+        self.fix.clicked.connect(lambda: self._fix_action is not None and self._fix_action())
+        self._fix_action: Callable[[], None] | None = None
+        empty_page = QWidget()
+        empty_layout = QVBoxLayout(empty_page)
+        empty_layout.addStretch(1)
+        empty_layout.addWidget(self.empty)
+        empty_layout.addWidget(self.fix, 0, Qt.AlignCenter)
+        empty_layout.addStretch(1)
+        code_page = QWidget()
+        code_layout = QVBoxLayout(code_page)
+        code_layout.setContentsMargins(0, 0, 0, 0)
+        code_layout.addWidget(split, 1)
+        code_layout.addWidget(self.status)
+        self.pages = QStackedWidget()
+        self.pages.addWidget(code_page)
+        self.pages.addWidget(empty_page)
         layout = QVBoxLayout(self)
-        layout.addWidget(split, 1)
-        layout.addWidget(self.status)
+        layout.addWidget(self.pages)
         self.code = InductorCode()
         self.profile: ProfileReport | None = None
         self.graph: CompiledGraph | None = None
@@ -262,6 +286,7 @@ class CompiledCodeView(QWidget):
 
     def show_code(self, code: InductorCode, profile: ProfileReport | None = None) -> None:
         self.code, self.profile = code, profile
+        self.pages.setCurrentIndex(0)
         self.graphs.blockSignals(True)
         self.graphs.clear()
         for graph in code.graphs:
@@ -274,10 +299,16 @@ class CompiledCodeView(QWidget):
             self.select_graph(-1)
             self.status.setText(NO_GRAPHS)
 
-    def show_problem(self, text: str) -> None:
-        """Nothing to show (no trace, an unreadable one), and why."""
+    def show_problem(self, text: str, fix: tuple[str, Callable[[], None]] | None = None) -> None:
+        """Nothing to show (no trace, an unreadable one, one being read), why, and `fix`: a button (its text, what
+        it does) that puts it right, where there is one."""
         self.show_code(InductorCode())
         self.status.setText(text)
+        self.empty.setText(text)
+        self._fix_action = fix[1] if fix is not None else None
+        self.fix.setText(fix[0] if fix is not None else "")
+        self.fix.setVisible(fix is not None)
+        self.pages.setCurrentIndex(1)
 
     def select_graph(self, row: int) -> None:
         self.graph = self.code.graphs[row] if 0 <= row < len(self.code.graphs) else None
