@@ -430,7 +430,7 @@ def test_unwritable_out_creates_nothing(bad_inputs, tmp_path, capsys):
 def test_bench_counts_must_be_positive(flag, capsys):
     code, _, stderr = call(capsys, "bench", flag, "0")
     assert code == cli.EXIT_USAGE
-    assert stderr.splitlines()[-1].endswith(f"argument {flag}: 0 is not allowed (at least 1)")
+    assert stderr.splitlines()[0].endswith(f"argument {flag}: 0 is not allowed (at least 1)")
     assert "Traceback" not in stderr
 
 
@@ -566,3 +566,28 @@ def test_a_mistyped_flag_is_one_error_line_and_where_the_help_is(argv, named, ca
     assert code == 2 and out == "" and len(lines) == 2, err  # not the 35-line usage above it
     assert lines[0].startswith("workbench") and ": error: " in lines[0] and named in lines[0]
     assert lines[1].endswith("--help)")
+
+
+def test_a_terminal_is_told_while_pytorch_loads_and_the_line_is_wiped(monkeypatch):
+    import io
+
+    from workbench.cli import common
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    terminal = Terminal()
+    monkeypatch.setattr("sys.stderr", terminal)
+    common.quiet_torch_logs()
+    assert terminal.getvalue() == "loading PyTorch…\r\033[K"
+
+
+def test_a_missing_data_folder_is_said_before_pytorch_loads(tmp_path):
+    """`train --data-root /nope` answered at once, in a fresh interpreter that never imports torch."""
+    code = ("import sys; from workbench import cli; rc = cli.main(['train', '--data-root', sys.argv[1]]); "
+            "print('TORCH', 'torch' in sys.modules); sys.exit(rc)")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "nope")], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 2 and "TORCH False" in out.stdout
+    assert out.stderr.strip() == f"workbench: error: --data-root: '{tmp_path / 'nope'}' does not exist or is not a folder"

@@ -168,6 +168,7 @@ def test_switches_are_check_boxes_and_the_automatic_switch_a_combo(panel):
 
 def test_set_config_and_config_round_trip_every_shown_setting(panel):
     panel.set_capabilities(ONE_GPU)
+    panel.local_files = False  # a GPU host's settings: its folders (/data) are not this computer's
     config = TrainConfig(dataset="kmnist", data_root="/data", model="/models/net.py:Net", device="cuda:0",
                          hidden_dim=64, epochs=3, batch_size=48, lr=0.01, optimizer="sgd", seed=2**32 - 1,
                          backend="inductor", mode="max-autotune", dynamic=False, fullgraph=True,
@@ -445,12 +446,12 @@ def test_an_unreadable_learning_rate_disables_train_and_the_banner_names_the_fie
     assert window.named_actions["train"].isEnabled() and window.setup.config().lr == 1e-5
 
 
-def test_a_dataset_that_needs_a_folder_fails_with_a_message(window, qtbot):
-    set_config(window, dataset="idx", epochs=1)
-    with qtbot.waitSignal(window.training.runFinished, timeout=30_000) as finished:
-        window.training.train()
-    assert finished.args[0].kind == "data"
-    assert "--data-root" in window.banner.label.text() or "folder" in window.banner.label.text()
+def test_a_dataset_that_needs_a_folder_is_refused_by_the_form_before_train(waiting_window):
+    window = waiting_window
+    window.setup.set_value("dataset", "idx")
+    assert "reads a folder" in window.setup.problem_text() and not window.named_actions["train"].isEnabled()
+    assert not window.training.train()  # nothing starts, not even a kernel: said where the user looks
+    assert window.banner.label.text().startswith("Cannot start: Data folder: dataset 'idx' reads a folder")
 
 
 def test_settings_persist_across_launches(qtbot, tmp_path, kernel):
@@ -508,3 +509,18 @@ def test_settings_of_a_newer_workbench_are_not_written_over(qtbot, tmp_path, ker
     window.close()  # saves settings on close
     settings = open_settings()
     assert int(settings.value("settings_version")) == SETTINGS_VERSION + 1 and settings.value("config") == newer
+
+
+def test_a_missing_data_folder_is_said_in_the_form_before_train(panel, tmp_path):
+    """Not after Train, once PyTorch has started: the form checks the folder on this computer while the kernels are
+    here; connected to a host, the host checks its own."""
+    panel.set_value("dataset", "imagefolder")
+    panel.set_value("data_root", str(tmp_path / "nope"))
+    assert "does not exist or is not a folder" in panel.problem_text() and "Data folder" in panel.problem_text()
+    panel.local_files = False  # the kernels are on a host: its folders are not ours to check
+    panel.set_value("data_root", str(tmp_path / "there"))
+    assert panel.problem_text() == ""
+    panel.local_files = True
+    (tmp_path / "here").mkdir()
+    panel.set_value("data_root", str(tmp_path / "here"))
+    assert "does not exist" not in panel.problem_text()

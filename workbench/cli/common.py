@@ -16,9 +16,15 @@ EXIT_PIPE_CLOSED = 141  # what a shell reports for a command ended by SIGPIPE (1
 
 def quiet_torch_logs() -> None:
     """For the commands that load PyTorch (train, evaluate, predict, explain, bench): the kernel's own rule.
-    `workbench runs`, `report` and `--help` never import torch."""
+    `workbench runs`, `report` and `--help` never import torch. Loading it takes seconds: a terminal is told so
+    meanwhile (a line wiped once it has loaded), so a command never sits silent."""
+    told = sys.stderr.isatty()
+    if told:
+        print("loading PyTorch…", end="", file=sys.stderr, flush=True)
     from ..core.kernel.job_handlers import quiet_torch_logs as quiet
 
+    if told:
+        print("\r\033[K", end="", file=sys.stderr, flush=True)
     quiet()
 
 

@@ -121,6 +121,11 @@ def _train(args: argparse.Namespace, config) -> int:
         return train_remote(args, config)
     if config.warm_from:
         check_warm_from(config.warm_from, args.db)
+    from ..core.ground.config import local_data_problem
+
+    problem = local_data_problem(config)  # before PyTorch loads (seconds): a mistyped folder is said at once
+    if problem is not None:
+        raise problem.called("--data-root") if config.data_root is not None else problem
     from ..core.domain.devices import cuda_device_count
     from ..core.kernel.launch import start_run
     from ..core.run.run_request import Launch, RunRequest

@@ -21,7 +21,8 @@ import torch
 import torch.utils.data
 
 from ..ground import paths
-from ..ground.datasets import CATALOGUE, DIGITS, DataError, DatasetInfo, dataset_info  # noqa: F401
+from ..ground.datasets import (CATALOGUE, DATA_FOLDER, DIGITS, DataError, DatasetInfo,  # noqa: F401
+                               checked_root, dataset_info)
 from ..ground.errors import first_line
 from ..ground.resources import resource_path
 
@@ -43,7 +44,6 @@ class Split:
 
 
 # Said to both the CLI and the window: each of them names the data folder its own way (--data-root, Data folder).
-DATA_FOLDER = "a data folder (Data folder in the app, --data-root on the command line)"
 OFFLINE_CHOICES = (f"the bundled sample (mnist-sample); or {DATA_FOLDER} holding a torchvision layout "
                    "(e.g. FOLDER/MNIST/raw/train-images-idx3-ubyte.gz); or the IDX folder dataset (idx) with "
                    "IDX files in such a folder")
@@ -54,7 +54,7 @@ def load_split(name: str, split: str, data_root: str | None = None) -> Split:
     info = dataset_info(name)
     if split not in SPLITS:
         raise DataError(f"unknown split '{split}' (choose one of: {', '.join(SPLITS)})")
-    root = _checked_root(info, data_root)
+    root = checked_root(info, data_root)
     if name == "mnist-sample":
         return _mnist_sample(split)
     read = _reader(name, root)
@@ -70,7 +70,7 @@ def load_split(name: str, split: str, data_root: str | None = None) -> Split:
 def load_splits(name: str, data_root: str | None = None) -> tuple[Split, Split]:
     """The train and val splits together: a run needs both, and both come from one read (and, for an image
     folder, one decode) of the training part."""
-    root = _checked_root(dataset_info(name), data_root)
+    root = checked_root(dataset_info(name), data_root)
     if name == "mnist-sample":
         return _mnist_sample("train"), _mnist_sample("val")
     return _hold_out(_checked_labels(_reader(name, root)("train"), name, data_root, "train"), name)
@@ -117,7 +117,7 @@ def _names(classes: tuple[str, ...], shown: int = 8) -> str:
 def classes_of(name: str, data_root: str | None = None) -> tuple[str, ...]:
     info = dataset_info(name)
     if name == "imagefolder":
-        return tuple(sorted(p.name for p in _checked_root(info, data_root).iterdir() if p.is_dir()))
+        return tuple(sorted(p.name for p in checked_root(info, data_root).iterdir() if p.is_dir()))
     return info.classes
 
 
@@ -293,18 +293,6 @@ def _hold_out(full: Split | None, name: str) -> tuple[Split, Split]:
     order = torch.randperm(len(full), generator=torch.Generator().manual_seed(SPLIT_SEED))
     n_val = max(1, int(len(full) * VAL_FRACTION))
     return full.subset(order[n_val:]), full.subset(order[:n_val])
-
-
-def _checked_root(info: DatasetInfo, data_root: str | None) -> Path | None:
-    if data_root is None:
-        if info.needs_root:
-            raise DataError(f"dataset '{info.name}' reads a folder: choose {DATA_FOLDER}")
-        return None
-    root = Path(data_root).expanduser()
-    if not root.is_dir():
-        raise DataError(f"data root '{root}' does not exist or is not a folder")
-    return root
-
 
 
 # -- the device-resident loader ---------------------------------------------------------------------------------

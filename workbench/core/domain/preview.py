@@ -47,7 +47,7 @@ def _preview(dataset: str, data_root: str | None) -> DatasetPreview:
     counts = {split: np.bincount(part.labels.numpy(), minlength=len(classes)).tolist()
               for split, part in parts.items()}
     totals = [sum(per_split) for per_split in zip(*counts.values())]
-    files = data.image_folder_files(data._checked_root(info, data_root))[1] if dataset == "imagefolder" else []
+    files = data.image_folder_files(data.checked_root(info, data_root))[1] if dataset == "imagefolder" else []
     problems = (_class_problems(classes, totals, files, data_root) + _skipped_problems(skipped, len(files))
                 + _balance_problems(classes, totals))
     return _answer(dataset, info.title, list(classes), counts, _format(dataset, data_root, files),
@@ -71,7 +71,7 @@ def _parts(dataset: str, data_root: str | None) -> tuple[dict[str, Split], list[
     if dataset == "mnist-sample":
         train, val = data.load_splits(dataset)
         return {"train": train, "val": val}, []
-    root = data._checked_root(dataset_info(dataset), data_root)
+    root = data.checked_root(dataset_info(dataset), data_root)
     if dataset == "imagefolder":
         (full, skipped), test = data._image_folder(root), None
     else:

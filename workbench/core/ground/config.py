@@ -20,7 +20,7 @@ from types import MappingProxyType
 from typing import Any, Iterator, Mapping
 
 from .codec import Record
-from .datasets import CATALOGUE
+from .datasets import CATALOGUE, DataError, checked_root, dataset_info
 from .errors import WorkbenchError
 
 BACKENDS = ("eager", "inductor", "aot_eager", "cudagraphs")
@@ -450,6 +450,16 @@ def setup_label(config: dict) -> str:
 def _is_cuda_index(device: str) -> bool:
     prefix, _, index = device.partition(":")
     return prefix == "cuda" and index.isdigit()
+
+
+def local_data_problem(config: TrainConfig) -> ConfigError | None:
+    """The run's data folder missing on this computer (or a folder dataset without one): said before a run starts,
+    not after PyTorch has. Only for a run trained here: a host has its own folders."""
+    try:
+        checked_root(dataset_info(config.dataset), config.data_root)
+    except DataError as exc:
+        return ConfigError("data_root", str(exc).removeprefix("data root "))
+    return None
 
 
 def read_config_file(path: str | Path) -> dict[str, Any]:

@@ -7,6 +7,7 @@ images is `domain.data`'s job.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from .errors import WorkbenchError
 
@@ -44,3 +45,19 @@ def dataset_info(name: str) -> DatasetInfo:
     if info is None:
         raise DataError(f"unknown dataset '{name}' (choose one of: {', '.join(CATALOGUE)})")
     return info
+
+
+DATA_FOLDER = "a data folder (Data folder in the app, --data-root on the command line)"
+
+
+def checked_root(info: DatasetInfo, data_root: str | None) -> Path | None:
+    """The data folder a dataset reads, checked before anything loads (torch-free: the command line and the form
+    say a missing folder at once, not after PyTorch has started); None where the dataset needs none."""
+    if data_root is None:
+        if info.needs_root:
+            raise DataError(f"dataset '{info.name}' reads a folder: choose {DATA_FOLDER}")
+        return None
+    root = Path(data_root).expanduser()
+    if not root.is_dir():
+        raise DataError(f"data root '{root}' does not exist or is not a folder")
+    return root

@@ -38,6 +38,7 @@ class Hosts(QObject):
         super().__init__(parts.window)
         self.kernel, self.runner, self.training, self.tasks = parts.kernel, parts.runner, training, parts.tasks
         self.state, self.feedback, self.predict = parts.state, parts.feedback, parts.panels.predict
+        self.setup = parts.panels.setup
         self.window, self.moved, self.sweeping = parts.window, parts.kernel_moved, sweeping
         self.runs_dir = parts.runs_dir or paths.runs_dir()  # where a file of a run on a host is copied to
         self.remote: Remote | None = None
@@ -107,6 +108,7 @@ class Hosts(QObject):
         self.runner.set_remote(remote)
         self.kernel.move_to(remote)
         self.remote, self.hello = remote, hello
+        self.setup.local_files = remote is None  # the data folder is checked where the run will read it
         self._forget_model(was)
         self.moved()
 

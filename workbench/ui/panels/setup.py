@@ -28,7 +28,8 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout
                                QVBoxLayout, QWidget)
 
 from ...core.ground.capabilities import Capabilities
-from ...core.ground.config import GROUPS, ConfigError, Setting, TrainConfig, label_of, setting_named, settings
+from ...core.ground.config import (GROUPS, ConfigError, Setting, TrainConfig, label_of, local_data_problem,
+                                   setting_named, settings)
 from ...core.ground.datasets import CATALOGUE
 from ...core.ground.errors import WorkbenchError
 from ...core.run.run_request import Launch, LaunchError, check_launch
@@ -122,6 +123,8 @@ class SetupPanel(QWidget):
     def __init__(self, parent: QWidget | None = None, capabilities: Capabilities | None = None):
         super().__init__(parent)
         self._caps = capabilities or Capabilities.unknown()
+        # The data folder is checked on this computer while the kernels are here; on a host, the host checks it.
+        self.local_files = True
         self._base = TrainConfig()
         self._loading = False
         self.shown: tuple[Setting, ...] = tuple(s for s in settings() if s.form)
@@ -292,7 +295,7 @@ class SetupPanel(QWidget):
         if values["backend"] != "inductor":
             values["mode"] = "default"  # the mode box is disabled then, whatever it shows
         config = self._base.replace(**values)
-        problem = self._caps.config_problem(config)
+        problem = self._caps.config_problem(config) or (local_data_problem(config) if self.local_files else None)
         if problem is not None:
             raise problem
         devices = [value for value, _ in self._caps.device_choices()]
