@@ -590,4 +590,5 @@ def test_a_missing_data_folder_is_said_before_pytorch_loads(tmp_path):
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "nope")], capture_output=True, text=True,
                          timeout=60)
     assert out.returncode == 2 and "TORCH False" in out.stdout
-    assert out.stderr.strip() == f"workbench: error: --data-root: '{tmp_path / 'nope'}' does not exist or is not a folder"
+    missing = tmp_path / "nope"
+    assert out.stderr.strip() == f"workbench: error: --data-root: '{missing}' does not exist or is not a folder"
