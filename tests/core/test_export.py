@@ -194,3 +194,15 @@ def test_without_the_export_extra_onnx_says_how_to_get_it(trained, tmp_path, mon
     with pytest.raises(ExportError, match="ONNX export is not installed") as info:
         export_model(trained, tmp_path, fmt="onnx")
     assert "pip install 'workbench[export]'" in info.value.hint
+
+
+def test_a_row_that_passed_on_atol_alone_says_so():
+    """'max rel 5.63e-03 … ok' under rtol 1e-4 reads like a mistake: the verdict says it passed within atol."""
+    from workbench.core.ground.answers import ParityRow, Tolerance, row_verdict
+
+    tolerance = Tolerance(atol=1e-3, rtol=1e-4, top1=1.0)
+    small_logits = ParityRow("exported (.pt2)", max_abs=2e-4, max_rel=5.63e-3, top1_agreement=1.0,
+                             ms_per_batch=1.0, passed=True)
+    assert row_verdict(small_logits, tolerance) == "ok (within atol)"
+    assert row_verdict(ParityRow("eager", 0.0, 0.0, 1.0, 1.0, True), tolerance) == "ok"
+    assert row_verdict(ParityRow("onnx", 1.0, 1.0, 0.5, 1.0, False), tolerance) == "FAILED"

@@ -66,6 +66,7 @@ def test_runs_lists_every_training_run(db, capsys):
     assert code == 0 and len(lines) == 3  # header + two runs
     assert " eager · off " in lines[1] and "finished" in lines[1]
     assert " aot_eager · off " in lines[2]
+    assert " model " in lines[0] and " Sandwich " in lines[1]  # which network each run trained
 
 
 def test_runs_show_prints_config_summary_and_compile_report(db, capsys):

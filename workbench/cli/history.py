@@ -18,6 +18,7 @@ NAME_WIDTH = 24  # the list's name column at most (a longer name is cut, with "�
 
 def cmd_runs_list(args: argparse.Namespace) -> int:
     from ..core.ground.config import setup_label
+    from ..core.history.curves import model_name
     from ..core.history.query import parse_query
 
     query = parse_query(args.where or "")  # a query it cannot read: one line saying what and where, before reading
@@ -38,16 +39,18 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
         return 0
     width = min(max(len(r.name) for r in shown), NAME_WIDTH)
     name_head = f"{'name':<{width}}  " if width else ""
-    print(f"{'id':>4}  {name_head}{'when (UTC)':<19}  {'dataset':<13} {'backend · mode · AMP':<34} {'epochs':>6} "
-          f"{'best val':>8} {'samples/s':>10}  status")
+    print(f"{'id':>4}  {name_head}{'when (UTC)':<19}  {'dataset':<13} {'model':<16} {'backend · mode · AMP':<34} "
+          f"{'epochs':>6} {'best val':>8} {'samples/s':>10}  status")
     for r in shown:
         c = r.config  # a damaged row's config may be empty or hold anything: shown as text, never trusted
         setup = setup_label(c) if c else "—"
         best = f"{r.best_val_accuracy:.2%}" if r.best_val_accuracy is not None else "—"
         speed = f"{r.samples_per_s:,.0f}" if r.samples_per_s else "—"
         dataset, epochs = str(c.get("dataset", "—")), str(c.get("epochs", "—"))
+        model = _cut(model_name(str(c.get("model", "sandwich"))), 16) if c else "—"
         name = f"{_cut(r.name, width):<{width}}  " if width else ""
-        print(f"{r.id:>4}  {name}{r.created[:19].replace('T', ' '):<19}  {dataset[:13]:<13} {setup[:34]:<34} "
+        when = r.created[:19].replace("T", " ")
+        print(f"{r.id:>4}  {name}{when:<19}  {dataset[:13]:<13} {model:<16} {setup[:34]:<34} "
               f"{epochs[:6]:>6} {best:>8} {speed:>10}  {r.status}" + (f" on {r.elsewhere}" if r.elsewhere else "")
               + (" · archived" if r.archived else "") + (f"  [{', '.join(r.tags)}]" if r.tags else ""))
     if hidden:

@@ -85,10 +85,12 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def format_parity(table) -> str:
     """The parity table as the CLI prints it."""
+    from ..core.ground.answers import row_verdict
+
     lines = [f"{'':30} {'max |Δ|':>10} {'max rel':>10} {'top-1':>8} {'ms/batch':>9}  verdict"]
     for row in table.rows:
         lines.append(f"{row.name:30} {row.max_abs:10.2e} {row.max_rel:10.2e} {row.top1_agreement:8.2%} "
-                     f"{row.ms_per_batch:9.2f}  {'ok' if row.passed else 'FAILED'}")
+                     f"{row.ms_per_batch:9.2f}  {row_verdict(row, table.tolerance)}")
         if row.drift:
             lines.append(f"  ↳ {row.drift}")
     tol = table.tolerance

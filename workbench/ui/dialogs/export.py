@@ -15,7 +15,7 @@ from PySide6.QtWidgets import (QComboBox, QDialog, QFileDialog, QFormLayout, QHB
                                QLineEdit, QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
 from ...core.ground.export_formats import EXPORT_FORMATS
-from ...core.ground.answers import ParityTable
+from ...core.ground.answers import ParityTable, row_verdict
 
 BACKEND_CHOICES = ("inductor", "aot_eager", "eager")
 COLUMNS = ("Run as", "max |Δ|", "max rel", "top-1 same", "ms / batch", "Verdict")
@@ -106,7 +106,7 @@ class ExportDialog(QDialog):
         self.table.setRowCount(len(table.rows))
         for r, row in enumerate(table.rows):
             cells = (row.name, f"{row.max_abs:.2e}", f"{row.max_rel:.2e}", f"{row.top1_agreement:.2%}",
-                     f"{row.ms_per_batch:.2f}", "ok" if row.passed else "FAILED")
+                     f"{row.ms_per_batch:.2f}", row_verdict(row, table.tolerance))
             for c, text in enumerate(cells):
                 item = QTableWidgetItem(text)
                 item.setTextAlignment((Qt.AlignLeft if c in (0, 5) else Qt.AlignRight) | Qt.AlignVCenter)
