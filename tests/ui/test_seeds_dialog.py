@@ -167,6 +167,12 @@ def test_seeds_the_history_has_finished_are_left_out_and_with_none_left_nothing_
         recorded(db, CONFIG.replace(seed=seed), 0.9)
     dialog.set_run(recorded(db, CONFIG, 0.9))
     assert dialog.skip_done.isChecked()  # by default
+    # said beside the count before anything starts, not found out after
+    qtbot.waitUntil(lambda: dialog.counted.text() == "seeds 0, 1, 2 — seeds 0, 1, 2 finished already, left out: "
+                                                     "0 to train")
+    dialog.skip_done.setChecked(False)
+    assert dialog.counted.text() == "seeds 0, 1, 2"
+    dialog.skip_done.setChecked(True)
     with qtbot.waitSignal(dialog.seedsEnded, timeout=30_000) as done:
         assert dialog.start()
     assert done.args[0] == [] and dialog.table.rowCount() == 0

@@ -176,6 +176,8 @@ class SeedsDialog(QueuedRunsDialog):
         self.skip_done = QCheckBox("Leave out the seeds the history has finished with these settings")
         self.skip_done.setObjectName("seedsSkipDone")
         self.skip_done.setChecked(True)
+        self.skip_done.toggled.connect(lambda _on: self._update_inputs())
+        self.done_seeds: set[int] = set()  # the seeds the history has finished with these settings
         self.choice = QButtonGroup(self)
         self.choice.addButton(self.by_count)
         self.choice.addButton(self.by_list)
@@ -210,7 +212,19 @@ class SeedsDialog(QueuedRunsDialog):
         self.start_button.setEnabled(not running and self.config is not None)
         self.stop_button.setEnabled(running and not self.stop_flag.is_set())
         if self.config is not None:
-            self.counted.setText(counted_text(self.config.seed, self.count.value()))
+            self.counted.setText(counted_text(self.config.seed, self.count.value()) + self._left_out_text())
+
+    def _left_out_text(self) -> str:
+        """What the chosen seeds lose to the history: ' — seed 0 finished already, left out: 2 to train'."""
+        try:
+            chosen = self.chosen_seeds()
+        except WorkbenchError:
+            return ""
+        left_out = sorted(set(chosen) & self.done_seeds) if self.skip_done.isChecked() else []
+        if not left_out:
+            return ""
+        return (f" — {seeds_text(left_out)} finished already, left out: "
+                f"{len(chosen) - len(left_out)} to train")
 
     def set_run(self, record: RunRecord) -> bool:
         """Repeat `record`'s settings; False (the chosen run kept) while seeds run, or when its settings cannot be
@@ -242,6 +256,8 @@ class SeedsDialog(QueuedRunsDialog):
 
     def _history_read(self, runs: list[RunRecord]) -> None:
         done = seeds_done(runs)
+        self.done_seeds = set(done)
+        self._update_inputs()
         seeds = sorted(done)
         self.history.setText(f"The history has finished {seeds_text(seeds)} with these settings: "
                              f"{', '.join(run_name(done[seed]) for seed in seeds)}." if done else
