@@ -293,3 +293,24 @@ def test_servers_beyond_the_kept_two_are_retired_least_recently_used_first_unles
     assert dead.closed and old.closed and recent.closed and not busy.closed and not newest.closed
     forkserver._retire_extra_servers()
     assert [s.name for s in forkserver._servers] == ["busy", "newest"]  # within the two kept: none goes
+
+
+def test_closing_a_server_still_importing_ends_it_at_once_not_after_its_imports(monkeypatch):
+    """A window closed while its fork server imports PyTorch (half a minute on a loaded machine): the server has
+    forked nothing and cannot read the EOF until its imports end, so it is killed, not waited for."""
+    monkeypatch.setattr(forkserver, "server_command", lambda fd: [sys.executable, "-c", "import time; time.sleep(600)"])
+    server = forkserver.ForkServer(dict(os.environ))
+    calls, process = [], server.process
+    real_wait, real_kill = process.wait, process.kill
+    monkeypatch.setattr(process, "wait", lambda timeout=None: calls.append("wait") or real_wait(timeout))
+    monkeypatch.setattr(process, "kill", lambda: calls.append("kill") or real_kill())
+    server.close()
+    assert calls[0] == "kill"  # before any grace is waited out: not five seconds, not its imports
+    assert process.returncode == -signal.SIGKILL and not server.alive
+
+
+def test_the_window_closes_every_fork_server_as_it_closes(monkeypatch):
+    closed = []
+    monkeypatch.setattr(forkserver, "_servers", [type("Server", (), {"close": lambda self: closed.append(self)})()])
+    forkserver.close_all()
+    assert len(closed) == 1 and forkserver._servers == []

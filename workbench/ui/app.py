@@ -30,6 +30,7 @@ def run_app(remote: Remote | None = None) -> int:
     dialog, where the address can be corrected)."""
     app = create_app()
     interrupted = _close_on_interrupt()
+    from ..core.run import forkserver
     from .main_window import MainWindow
 
     window = MainWindow(staged=True, remote=remote)  # paints at once, then builds; sized to the screen, then as left
@@ -38,7 +39,10 @@ def run_app(remote: Remote | None = None) -> int:
     if interrupted.requested:  # Ctrl+C while the window was being built
         window.close()
         return 0
-    return app.exec()
+    try:
+        return app.exec()
+    finally:
+        forkserver.close_all()  # its fork server ends with the window, even mid-import
 
 
 class _Interrupt:

@@ -311,7 +311,9 @@ class ForkServer:
         return f" (its last message: {lines[-1][-300:]})" if lines else ""
 
     def close(self) -> None:
-        """EOF to the server: it exits (the children it forked live on, each with its own parent connection)."""
+        """EOF to the server: it exits (the children it forked live on, each with its own parent connection). A
+        server still importing PyTorch reads no EOF until its imports are done (half a minute on a loaded machine):
+        it has forked nothing, so it is ended at once."""
         with self._lock:
             self.alive = False
         try:
@@ -319,6 +321,8 @@ class ForkServer:
         except OSError:
             pass
         self.sock.close()
+        if not self.ready.is_set():
+            self.process.kill()
         try:
             self.process.wait(timeout=5.0)
         except subprocess.TimeoutExpired:
@@ -382,7 +386,9 @@ def live_children() -> list[ForkedProcess]:
 
 
 @atexit.register
-def _close_servers() -> None:
+def close_all() -> None:
+    """Every server this process started: the window calls it as it closes, before the interpreter's exit waits
+    on threads that wait on a server (and at exit, for the CLI)."""
     with _servers_lock:
         for server in _servers:
             server.close()
