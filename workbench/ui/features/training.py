@@ -22,7 +22,7 @@ from ...core.ground.results_text import headline
 from ...core.history.curves import run_name
 from ...core.run.run_request import Launch, RunRequest, new_run_dir
 from ..actions import ActionSpec
-from ..panels.plots.plots import STARTING_HINT
+from ..panels.plots.hints import STARTING_HINT
 from ..panels.runs.runs import LoadedRun
 from ..support.form_errors import form_text
 from .checkpoints import Checkpoints

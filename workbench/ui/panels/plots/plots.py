@@ -43,6 +43,7 @@ from ....core.history.x_axis import X_AXES, axis_label, has_wall, x_axis
 from .alert_markers import AlertMarkers
 from ..compile.timeline import TimelineMarkers
 from .headline import HeadlineBar
+from .hints import EMPTY_HINT, FAILED_HINT, WAITING_HINT
 from .frames import Frames
 from .bands import GroupBand
 from .text import TextAlternatives
@@ -59,10 +60,6 @@ MEMORY_LABELS = {"rss": "process RSS (CPU)", "allocated": "CUDA allocated", "res
 CUDA_GRAPH_MEMORY_LABELS = {**MEMORY_LABELS, "allocated": "CUDA allocated (CUDA-graph pool is in reserved)"}
 DESCRIBE_MS = 500  # the plots' accessible descriptions follow their latest values at most twice a second
 SLIDER_STEPS = 1000  # the smoothing slider's resolution: weights 0, 0.001, … 0.999
-EMPTY_HINT = "Press Train (Ctrl+R)"
-WAITING_HINT = "Waiting for the first step…"
-STARTING_HINT = "Starting the run…"
-FAILED_HINT = "The run failed before its first step: the banner says why"
 
 
 class PlotsPanel(ComparedRuns, TextAlternatives, QWidget):
