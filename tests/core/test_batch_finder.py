@@ -6,6 +6,9 @@ from __future__ import annotations
 import pytest
 
 from workbench.core.engine import Trainer
+from workbench.core.engine.instruments.layer_statistics import LayerStatistics
+from workbench.core.engine.instruments.payback import PaybackCalibration
+from workbench.core.engine.instruments.system_metrics import SystemMetrics
 from workbench.core.ground.events import RunFailed, RunFinished
 from workbench.core.kernel import batch_finder
 from workbench.core.ground.finder_results import BatchFinding, BatchPoint
@@ -35,6 +38,9 @@ def runs(monkeypatch):
 
     def spy(self, config, emit, stop=None):
         seen.append(config)
+        kinds = {type(instrument) for instrument in self.instruments()}
+        # the finders' short runs: no system sampler, no payback calibration; the rest as a real run has them
+        assert SystemMetrics not in kinds and PaybackCalibration not in kinds and LayerStatistics in kinds
         return real(self, config, emit, stop)
 
     monkeypatch.setattr(Trainer, "run", spy)

@@ -68,7 +68,20 @@ def test_the_shortcut_sheet_lists_every_command_with_a_shortcut_once(waiting_win
 
 
 def test_going_to_the_runs_dock_puts_the_focus_in_its_table(window, qtbot):
-    qtbot.keyClick(window, Qt.Key_8, Qt.AltModifier)  # the Runs dock's keys (F2, Ctrl+Shift+N, …) work there
+    """With a run's details open, the dock's first focusable field was the details' name box, where the dock's keys
+    (F2, Ctrl+Shift+N, …) do nothing: Alt+8 lands in the table."""
+    from workbench.core.history.runs import RunStore
+
+    from ..support.runs_history import record
+
+    with RunStore(window.runs.db) as store:
+        run_id = record(store)
+    window.runs.refresh()
+    qtbot.waitUntil(lambda: window.runs.model.total == 1)
+    window.runs.select_ids([run_id])
+    window.runs.details_button.setChecked(True)
+    qtbot.waitUntil(lambda: window.runs.details.isVisible())
+    qtbot.keyClick(window, Qt.Key_8, Qt.AltModifier)
     qtbot.waitUntil(lambda: QApplication.focusWidget() is window.runs.table)
 
 

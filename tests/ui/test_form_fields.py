@@ -58,11 +58,20 @@ def test_no_box_in_the_window_changes_under_a_passing_wheel(waiting_window):
         before = _value(box)
         _wheel(box)
         assert _value(box) == before, box.objectName() or type(box).__name__
-    # and with the focus, the wheel is the box's own
-    box = window.plots.x_axis_box
-    box.setFocus()
-    QApplication.processEvents()
-    if box.hasFocus():
-        before = box.currentIndex()
-        _wheel(box)
-        assert box.currentIndex() != before
+
+
+def test_a_box_with_the_focus_keeps_its_wheel(qtbot):
+    """The guard stands aside for the box the user is in: the wheel is that box's own."""
+    from workbench.ui.support.wheel_guard import WheelNeedsFocus
+
+    class Focused(QComboBox):
+        def hasFocus(self):
+            return True
+
+    box = Focused()
+    qtbot.addWidget(box)
+    event = QWheelEvent(QPointF(5, 5), QPointF(5, 5), QPoint(0, 0), QPoint(0, -120), Qt.NoButton, Qt.NoModifier,
+                        Qt.NoScrollPhase, False)
+    guard = WheelNeedsFocus()
+    assert guard.eventFilter(box, event) is False  # delivered to the box
+    assert guard.eventFilter(QComboBox(), event) is True  # an unfocused one: passed on to the scroll area

@@ -207,6 +207,11 @@ def test_connecting_moves_the_kernel_to_the_host(connected, host):
     assert window.named_actions["sweep"].isEnabled()
     assert window.search.open_sweep().remote() == host  # its trials train there
     window.search.sweep_dialog.close()
+    # the host reads its own data folders: a path missing here is not the form's to refuse
+    window.setup.set_value("dataset", "imagefolder")
+    window.setup.set_value("data_root", "/only/on/the/host")
+    assert not window.setup.local_files and "does not exist" not in window.setup.problem_text()
+    set_config(window)  # the form as the next test expects it
 
 
 def test_a_run_trains_on_the_host_and_is_recorded_here(connected, qtbot, host, ssh_server, tmp_path, monkeypatch):
@@ -293,6 +298,7 @@ def test_this_computer_brings_the_kernels_back_and_connect_remembers_the_host(co
     qtbot.waitUntil(lambda: window.kernel.capabilities.known, timeout=REMOTE_S)
     assert not window.findChild(object, "statusHost").isVisible() and window.windowTitle() == appinfo.DISPLAY_NAME
     assert not window.named_actions["this_computer"].isEnabled() and not window.named_actions["host_runs"].isEnabled()
+    assert window.setup.local_files  # back here: this computer's folders are checked again
     assert window.search.remote() is None
     assert window.state.model is None and window.predict.model is None  # the host's model is not here
     # Back again, by keyboard, and the host is then the dialog's first choice, with its Python.

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from .events import RunFinished
-from .figures import BEST_VAL_ACCURACY, FINAL_VAL_ACCURACY
+from .figures import FINAL_VAL_ACCURACY
 from .results import AmpSummary, ProfileSummary, RunResults, SystemSummary
 
 
@@ -28,8 +28,7 @@ def accuracy_text(final: float | None, best: float | None) -> str:
     if final is None:
         return f"{FINAL_VAL_ACCURACY.name} — (no epoch was validated)"
     text = f"{FINAL_VAL_ACCURACY.name} {final:.2%}"
-    return text + (f" ({BEST_VAL_ACCURACY.name.removesuffix(' val accuracy')} {best:.2%})"
-                   if best is not None and f"{best:.2%}" != f"{final:.2%}" else "")
+    return text + (f" (best {best:.2%})" if best is not None and f"{best:.2%}" != f"{final:.2%}" else "")
 
 
 def headline(finished: RunFinished) -> str:
