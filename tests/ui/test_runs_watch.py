@@ -21,6 +21,14 @@ def test_a_run_another_process_records_appears_and_an_idle_history_is_not_read_a
     before = len(listings)
     runs.watch.timeout.emit()  # seen: not listed again
     assert len(listings) == before
+    with RunStore(runs.db) as elsewhere:  # the run's progress, committed every few seconds while it trains
+        elsewhere.append_events(run_id, 0, [], {"steps": 40})
+    runs.watch.timeout.emit()
+    assert len(listings) == before  # not the whole history listed again for it
+    with RunStore(runs.db) as elsewhere:  # it ends: the list shows that
+        elsewhere.append_events(run_id, 0, [], {"status": "finished"})
+    runs.watch.timeout.emit()
+    qtbot.waitUntil(lambda: len(listings) == before + 1)
 
 
 def test_the_watch_stops_with_the_history(waiting_window, qtbot):

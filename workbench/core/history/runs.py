@@ -415,6 +415,16 @@ class RunStore:
         except sqlite3.DatabaseError as exc:
             raise self._error(exc) from None
 
+    def listing_state(self) -> int:
+        """What the Runs list shows of the history, as one number: which runs there are, with their status, name,
+        tags and archived flag — not their progress, which a training run commits every few seconds (asked only
+        once `change_count` has moved, so a run in training does not have the whole history listed again)."""
+        try:
+            rows = self.db.execute("SELECT id, status, name, tags, archived FROM runs").fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise self._error(exc) from None
+        return hash(tuple(tuple(row) for row in rows))
+
     def check_writable(self) -> None:
         """Refuse now, before anything else is done, what a read-only history would refuse later."""
         if self.read_only:

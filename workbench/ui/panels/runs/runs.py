@@ -83,6 +83,7 @@ class RunsPanel(QWidget):
         # Runs recorded by others (the CLI, another window) appear while this one is open: the history's change
         # counter is asked every WATCH_MS (no rows are read unless it moved).
         self._seen_changes: int | None = None
+        self._seen_state: int | None = None
         self.watch = QTimer(self)
         self.watch.setInterval(WATCH_MS)
         self.watch.timeout.connect(self._check_changes)
@@ -190,13 +191,21 @@ class RunsPanel(QWidget):
         return self.table
 
     def _check_changes(self) -> None:
-        """Another process committed to the history since the last listing: list it again."""
-        if self.store is not None and self._changes() != self._seen_changes:
+        """Another process committed to the history since the last look: list it again if what the list shows
+        changed (a run added, ended, renamed, tagged, archived, deleted), not for a run's progress."""
+        if self.store is None:
+            return
+        changes = self._read_or_none(self.store.change_count)
+        if changes == self._seen_changes:
+            return
+        self._seen_changes = changes
+        if self._read_or_none(self.store.listing_state) != self._seen_state:
             self.refresh()
 
-    def _changes(self) -> int | None:
+    @staticmethod
+    def _read_or_none(read):
         try:
-            return self.store.change_count()
+            return read()
         except RunStoreError:
             return None  # said by the listing, which reads the same file
 
@@ -204,7 +213,9 @@ class RunsPanel(QWidget):
         """List the history again, read on a pool thread (`refreshed` once it is shown)."""
         if self._open_store() is None:
             return
-        self._seen_changes = self._changes()  # before the read: a commit after it is seen at the next look
+        # before the read: a commit after it is seen at the next look
+        self._seen_changes = self._read_or_none(self.store.change_count)
+        self._seen_state = self._read_or_none(self.store.listing_state)
         self.watch.start()
         self.tasks.submit(LIST_SLOT, lambda: read_listing(self.db), self._show_listing,
                           lambda error: self.message.setText(f"Run history unavailable: {with_hint(error)}"))
