@@ -126,6 +126,9 @@ class Training(QObject):
         # starts must not leave them under its failure (nor "Waiting for the first step…").
         self.plots.reset(STARTING_HINT)
         self.model.clear()
+        # This run's rows and statuses come with its own events (the dock lists the history when it ends): the
+        # dock's watch for others' runs waits meanwhile, so no listing lands under the user's hands mid-run.
+        self.runs.watch.stop()
         self.feedback.busy(status)
         self.changed()
 
