@@ -217,7 +217,7 @@ def main() -> int:
 
         def finished(_result) -> None:
             steps = sorted(window.plots.timeline.lines)
-            window.compile_insight.show_step(steps[-1])  # as a click on the last marker does
+            window.compile_insight.show_steps((steps[-1],))  # as a click on the last marker does
             grab(600)
 
         window.training.runFinished.connect(finished)

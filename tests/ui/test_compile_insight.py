@@ -12,6 +12,7 @@ from workbench.core.ground.forecast import EVAL_MODE, Forecast, ForecastCheck
 from workbench.core.ground.payback import Payback
 from workbench.core.ground.results import CompileTrace, RunResults
 from workbench.ui.panels.compile.compile import CompilePanel
+from workbench.ui.panels.step_markers import CLOSE_PIXELS
 
 from ..helpers import set_config
 from ..support.compile_events import ITEM_BREAK, TORCH_BREAK, started
@@ -62,7 +63,7 @@ def test_the_timeline_lists_every_event_with_its_step_and_a_new_run_clears_it(qt
     assert [r.text(0) for r in rows] == ["1", "1", "1", "125 (eval)"]
     assert rows[3].text(1).endswith("recompiled: gradients were switched off (validation runs under no_grad) — "
                                     "model.py:30")
-    panel.select_step(1)
+    panel.select_steps((1,))
     assert [e.kind for e in panel.timeline.selected()] == ["graph", "graph", "cache_miss"]  # the telling first
     assert panel.timeline.detail.toPlainText().startswith("Step 1 (train) · graph compiled")
     panel.add_events([started()])
@@ -154,3 +155,29 @@ def test_check_with_fullgraph_names_the_planted_break_and_its_line(window, qtbot
     qtbot.waitUntil(lambda: result.isVisibleTo(window.compile_panel), timeout=60_000)
     assert result.text().startswith("✗ fullgraph fails")
     assert f"planted_break.py:{planted_break_line}" in result.text()
+
+
+def test_markers_a_pixel_apart_are_one_marker_that_names_and_selects_both_steps(window, qtbot):
+    """Steps 1 and 2 of a 2,000-step run share a pixel column: one glyph pair, one tooltip, one click for both;
+    zoomed in, each is its own marker again."""
+    recompile = CompileEvent(step=2, kind="recompile", title="forward recompiled: a size changed")
+    window.training.on_events([started(), step(1), CompileEvent(step=1, kind="graph", title="forward graph compiled"),
+                               step(2), recompile, *[step(n) for n in range(3, 2001)]])
+    window.plots.redraw()
+    timeline = window.plots.timeline
+    timeline.regroup()
+    first, second = timeline.lines[1], timeline.lines[2]
+    assert first.label.toPlainText() == "◆↻" and not second.label.isVisibleTo(second)
+    for line in (first, second):
+        assert "step 1:" in line.toolTip() and "step 2:" in line.toolTip()
+    window.docks["evaluate"].raise_()
+    view = window.plots.loss_plot
+    box = view.getPlotItem().getViewBox()
+    at = view.mapFromScene(box.mapViewToScene(QPointF(2, box.viewRect().center().y())))
+    QTest.mouseClick(view.viewport(), Qt.LeftButton, pos=at)
+    assert {event.step for event in window.compile_panel.timeline.selected()} == {1, 2}
+
+    box.setXRange(0, box.width() / (3 * CLOSE_PIXELS), padding=0)  # three markers' room a step
+    timeline.regroup()
+    assert first.label.toPlainText() == "◆" and second.label.isVisibleTo(second)
+    assert second.label.toPlainText() == "↻" and "step 1:" not in second.toolTip()

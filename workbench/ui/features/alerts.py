@@ -18,13 +18,14 @@ from .training import Training
 
 
 class Alerts(QObject):
-    def __init__(self, parts: WindowParts, training: Training, *, show_compile_step: Callable[[int], None]):
-        """`show_compile_step(step)`: the Compile dock with that step's compile events selected."""
+    def __init__(self, parts: WindowParts, training: Training, *,
+                 show_compile_steps: Callable[[tuple[int, ...]], None]):
+        """`show_compile_steps(steps)`: the Compile dock with those steps' compile events selected."""
         panels = parts.panels
         super().__init__(panels.plots)
         self.notifier, self.feedback, self.setup = parts.notifier, parts.feedback, panels.setup
         self.model, self.plots = panels.layers, panels.plots
-        self.show_dock, self.show_compile_step = parts.focus_dock, show_compile_step  # a dock in front, focused
+        self.show_dock, self.show_compile_steps = parts.focus_dock, show_compile_steps  # a dock in front, focused
         self.plots.alerts.alertClicked.connect(self.go_to_fix)
         self.feedback.log.alertActivated.connect(self.go_to_fix)
         parts.runner.events.connect(self.add_events)
@@ -46,7 +47,7 @@ class Alerts(QObject):
             self.show_dock("model")
             self.model.show_alert(alert)
         elif panel == PANEL_COMPILE:
-            self.show_compile_step(alert.step)
+            self.show_compile_steps((alert.step,))
         elif panel == PANEL_SYSTEM:
             self.plots.machine_tabs.setCurrentWidget(self.plots.system_plot)
 

@@ -56,7 +56,7 @@ class CompileInsight(QObject):
         panel.settingRequested.connect(panels.setup.set_value)
         panel.tabs.currentChanged.connect(lambda _index: self.update_forecast())
         panels.setup.changed.connect(self.update_forecast)
-        panels.plots.timeline.stepClicked.connect(self.show_step)
+        panels.plots.timeline.stepsClicked.connect(self.show_steps)
 
     def actions(self) -> tuple[ActionSpec, ...]:
         return (ActionSpec("explain", "Explain compile", self.explain, "Run", 30, "Ctrl+E", toolbar=30,
@@ -217,7 +217,7 @@ class CompileInsight(QObject):
         elif self.state.sizes_to_ask(choice, self.kernel.capabilities.known):
             self.preview(choice)
 
-    def show_step(self, step: int) -> None:
+    def show_steps(self, steps: tuple[int, ...]) -> None:
         """A timeline marker on the loss plot was clicked: its events in the Compile panel."""
         self.show()
-        self.panel.select_step(step)
+        self.panel.select_steps(steps)

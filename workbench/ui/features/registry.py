@@ -45,7 +45,7 @@ FEATURES = (
     FeatureEntry("recorded_runs", lambda parts, built: RecordedRuns(parts, built.checkpoints)),
     FeatureEntry("settings_files", lambda parts, built: SettingsFiles(parts)),
     FeatureEntry("alerts", lambda parts, built: Alerts(parts, built.training,
-                                                        show_compile_step=built.compile_insight.show_step)),
+                                                        show_compile_steps=built.compile_insight.show_steps)),
 )
 
 

@@ -254,10 +254,10 @@ class CompilePanel(QWidget):
         self.cards.show_fullgraph_error(error)
         self.tabs.setCurrentWidget(self.cards)
 
-    def select_step(self, step: int) -> None:
+    def select_steps(self, steps: tuple[int, ...]) -> None:
         """A timeline marker was clicked: its events, in the Timeline tab."""
         self.tabs.setCurrentWidget(self.timeline)
-        self.timeline.select_step(step)
+        self.timeline.select_steps(steps)
 
     def open_trace(self) -> None:
         if self.trace:

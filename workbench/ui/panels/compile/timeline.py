@@ -33,9 +33,9 @@ def summary(events: list[CompileEvent]) -> str:
 
 
 class TimelineMarkers(StepMarkers):
-    """The markers on a plot; `stepClicked(step)` when one is clicked."""
+    """The markers on a plot; `stepsClicked(steps)` when one is clicked (the steps drawn as that marker)."""
 
-    stepClicked = Signal(int)
+    stepsClicked = Signal(tuple)
 
     def __init__(self, plot: pg.PlotWidget):
         super().__init__(plot, height=0.96, z=-5, style=Qt.DotLine)
@@ -52,7 +52,10 @@ class TimelineMarkers(StepMarkers):
         style = max((compile_kind(e.kind) for e in events), key=lambda kind: kind.rank)
         tip = f"step {step:,}: {summary(events)}\n" + "\n".join(f"  {e.title}" for e in events[:12])
         tip += ("\n  …" if len(events) > 12 else "") + "\n(click: details in the Compile panel)"
-        self.mark(step, style.colour, style.glyph, tip, lambda: self.stepClicked.emit(step))
+        self.mark(step, style.colour, style.glyph, tip)
+
+    def clicked(self, steps: tuple[int, ...]) -> None:
+        self.stepsClicked.emit(steps)
 
     def clear(self) -> None:
         super().clear()
@@ -110,13 +113,13 @@ class TimelineView(QWidget):
         self.events.clear()
         self.detail.clear()
 
-    def select_step(self, step: int) -> None:
-        """Select every event of `step` (a clicked marker) and show the first."""
+    def select_steps(self, steps: tuple[int, ...]) -> None:
+        """Select every event of `steps` (a clicked marker's) and show the first."""
         self.list.clearSelection()
         first = None
         for row in range(self.list.topLevelItemCount()):
             item = self.list.topLevelItem(row)
-            if self.events[item.data(0, Qt.UserRole)].step == step:
+            if self.events[item.data(0, Qt.UserRole)].step in steps:
                 item.setSelected(True)
                 first = first or item
         if first is not None:

@@ -44,8 +44,10 @@ class AlertMarkers(StepMarkers):
         alerts.append(alert)
         shown = gravest(alerts)
         tip = "\n\n".join(alert_tip(each) for each in sorted(alerts, key=lambda each: each is not shown))
-        self.mark(step, severity_colour(shown.severity), GLYPHS[shown.severity], tip,
-                  lambda: self.alertClicked.emit(gravest(self.alerts[step])))
+        self.mark(step, severity_colour(shown.severity), GLYPHS[shown.severity], tip)
+
+    def clicked(self, steps: tuple[int, ...]) -> None:
+        self.alertClicked.emit(gravest([alert for step in steps for alert in self.alerts[step]]))
 
     def clear(self) -> None:
         super().clear()
