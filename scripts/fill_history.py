@@ -24,11 +24,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from workbench.core.ground.config import TrainConfig  # noqa: E402
-from workbench.core.ground.events import EpochEnd, RunFailed, RunFinished, RunStarted, Step, SystemSample  # noqa: E402
+from workbench.core.ground import appinfo  # noqa: E402
+from workbench.core.ground.events import (EpochEnd, MemorySample, RunFailed, RunFinished, RunStarted, Step,  # noqa: E402
+                                          SystemSample, Versions)
 from workbench.core.ground.results import RunResults  # noqa: E402
 from workbench.core.history.runs import RunStore  # noqa: E402
 
 STEPS_PER_EPOCH = 125
+VERSIONS = Versions(workbench=appinfo.version(), torch="2.14.1", python="3.11", cuda="")
 TAGS = ("baseline", "amp", "sweep", "ablation", "lr", "paper", "bug")
 
 
@@ -94,8 +97,8 @@ def _write_run(store: RunStore, rng: random.Random, index: int, long: bool, long
 def _events(rng: random.Random, config: TrainConfig, steps: int) -> list:
     speed = {"eager": 24_000.0, "inductor": 31_000.0, "aot_eager": 20_000.0}[config.backend] * rng.uniform(0.8, 1.1)
     wall = time.time() - rng.uniform(0, 90 * 86_400)  # some time in the last three months
-    events: list = [RunStarted(wall=wall, config=config.to_dict(), device="cpu", device_name="CPU (x86_64, 2 cores)",
-                               versions={"torch": "2.14.1", "python": "3.11"}, train_size=4000, val_size=1000,
+    events: list = [RunStarted(wall=wall, config=config, device="cpu", device_name="CPU (x86_64, 2 cores)",
+                               versions=VERSIONS, train_size=4000, val_size=1000,
                                steps_per_epoch=STEPS_PER_EPOCH, total_steps=steps)]
     fails = rng.random() < 0.03
     stops = not fails and rng.random() < 0.05
@@ -109,8 +112,8 @@ def _events(rng: random.Random, config: TrainConfig, steps: int) -> list:
         step_seconds = config.batch_size / speed
         seconds += step_seconds
         events.append(Step(wall=wall + seconds, step=step, epoch=(step - 1) // STEPS_PER_EPOCH + 1, loss=loss,
-                           samples_per_s=speed, step_seconds=step_seconds, memory={"rss": 510.0 + rng.random() * 20},
-                           accuracy=accuracy,
+                           samples_per_s=speed, step_seconds=step_seconds,
+                           memory=MemorySample(rss=510.0 + rng.random() * 20), accuracy=accuracy,
                            compiling=step == 1 and config.backend != "eager"))
         if step % 50 == 0:
             events.append(SystemSample(seconds=seconds, cpu_process=95.0, cpu_machine=52.0, rss_mib=520.0))
