@@ -21,7 +21,8 @@ training on the host, mid-run: the host in the title and the status bar), host_r
 once a run there has finished), reattached (that run followed again from its first event: its curves, complete).
 Managing runs (a synthetic history of nine runs, three seeds each of three settings, from scripts/fill_history.py):
 manage (names, tags and the selected run's note in the Runs dock's details), seed_band (a seed group compared: its
-mean line and min–max band), diff (the Diff dialog of two runs that differ in backend and AMP).
+mean line and min–max band on every plot), compare (two runs of different settings compared), diff (the Diff
+dialog of two runs that differ in backend and AMP).
 Compile insight, round two: numerics / numerics_bf16 (Compare numerics on the built-in network with inductor, fp32
 and bf16 autocast: the dialog), numerics_drift (the same on resources/examples/planted_drift.py), code (an inductor
 run of the built-in network with its compile trace and a 20-step profile, then Code…: the fc line clicked, what it
@@ -58,12 +59,12 @@ from workbench.ui.panels.setup import example_model_spec  # noqa: E402
 SHOTS = ("readme", "training", "compiling", "reason", "explain", "evaluate", "dataset", "timeline", "fixit",
          "whatif", "system", "profile", "profile_timeline", "profile_memory", "amp", "export", "export_aoti",
          "lr_finder", "batch_finder", "sweep", "runs", "connect", "remote", "host_runs", "reattached", "manage",
-         "seed_band", "diff", "numerics", "numerics_bf16", "numerics_drift", "code", "stages", "model", "layers",
-         "alert", "alert_dead", "alert_vanishing")
+         "seed_band", "compare", "diff", "numerics", "numerics_bf16", "numerics_drift", "code", "stages", "model",
+         "layers", "alert", "alert_dead", "alert_vanishing")
 # the planted examples whose alerts a shot shows (alert: the exploding learning rate, a JSON config)
 ALERT_SHOTS = {"alert": None, "alert_dead": ("planted_dead_relu.py", "PlantedDeadReluNet"),
                "alert_vanishing": ("planted_vanishing.py", "PlantedVanishingNet")}
-MANAGE_SHOTS = ("manage", "seed_band", "diff")  # over a synthetic history (fill_history.py)
+MANAGE_SHOTS = ("manage", "seed_band", "compare", "diff")  # over a synthetic history (fill_history.py)
 REMOTE_SHOTS = ("remote", "host_runs", "reattached")  # the window connected to the loopback sshd
 FINDER_SHOTS = {"lr_finder": "lr", "batch_finder": "batch"}
 PROFILE_TABS = {"profile": "Ops", "profile_timeline": "Timeline", "profile_memory": "Memory", "amp": "AMP"}
@@ -293,7 +294,7 @@ def main() -> int:
     elif args.shot in MANAGE_SHOTS:
         runs = window.runs
         window.docks["runs"].raise_()
-        if args.shot != "seed_band":  # the band needs the plots' height
+        if args.shot not in ("seed_band", "compare"):  # the band needs the plots' height
             window.resizeDocks([window.docks["runs"]], [330], Qt.Vertical)
 
         def chosen() -> None:
@@ -302,14 +303,17 @@ def main() -> int:
                 runs.select_ids([next(i for i, r in records.items() if r.notes and r.tags)])
                 runs.details_button.setChecked(True)
                 grab(600)
-            elif args.shot == "seed_band":
-                runs.select_ids([max(records)])  # one run of a seed group: Compare takes the whole group
+            elif args.shot in ("seed_band", "compare"):
                 window.docks["log"].raise_()  # the plots take the window's height
                 window.resizeDocks([window.docks["log"]], [90], Qt.Vertical)
-                runs.compare_selected()
+                if args.shot == "seed_band":
+                    runs.select_ids([max(records)])  # one run of a seed group: Compare takes the whole group
+                    runs.compare_selected()
+                else:  # two runs of different settings: selecting them compares them
+                    runs.select_ids([max(records), min(records)])
 
                 def banded() -> None:
-                    if window.plots.group_bands:
+                    if window.plots.group_bands or (args.shot == "compare" and window.plots.overlays):
                         grab(800)
                     else:
                         QTimer.singleShot(100, banded)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from PySide6.QtWidgets import QApplication
 
 from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.events import CompileFinished, EpochEnd, MemorySample, RunStarted, Step
@@ -115,8 +116,10 @@ def test_compared_runs_get_distinct_colours_their_compile_markers_and_dim_the_cu
     qtbot.waitUntil(lambda: len(panel.overlay_markers) == 3)  # drawn DRAWN_AT_ONCE per event-loop turn
     colours = {item.opts["pen"].color().name() for plot, item in panel.overlays if plot is panel.loss_plot}
     assert len(colours) == 3
-    assert [m.label.format for m in panel.overlay_markers] == ["#0 compile 10.0 s", "#1 compile 11.0 s",
-                                                                "#2 compile 12.0 s"]
+    names = ["#0 compile 10.0 s", "#1 compile 11.0 s", "#2 compile 12.0 s"]
+    assert [m.toolTip() for m in panel.overlay_markers] == names
+    legend = panel.throughput_plot.getPlotItem().legend
+    assert [legend.names[label] for sample, label in legend.items if sample.item in panel.overlay_markers] == names
     own = (panel.step_loss, panel.smooth_loss, panel.val_loss, panel.step_accuracy, panel.throughput,
            *panel.memory.values())
     assert all(s.item.opacity() == DIMMED for s in own) and panel.compile_marker.opacity() == DIMMED
@@ -161,6 +164,67 @@ def test_legends_sit_outside_the_data(panel, qtbot):
         assert item.legend.items, plot.objectName()
         legend, data = item.legend.sceneBoundingRect(), item.getViewBox().sceneBoundingRect()
         assert legend.height() > 0 and not legend.intersects(data), plot.objectName()
+
+
+def _fitted(qtbot, panel) -> None:
+    """Wait until the compared runs are drawn and every legend has fitted what it lists."""
+    qtbot.waitUntil(lambda: all(plot.updatesEnabled() for plot in panel.plots))
+    qtbot.waitUntil(lambda: not any(plot.getPlotItem().legend.fit_soon.isActive() for plot in panel.plots))
+    QApplication.processEvents()  # the layout's pass after a resize
+    for plot in panel.plots:  # as the fit queued after that pass would (a busy machine may not have run it yet)
+        plot.getPlotItem().legend.fit()
+
+
+def test_compared_legends_fold_and_leave_each_plot_its_data(panel, qtbot):
+    """Two compared runs, a seed group and the live run in the plots' share of a 1366×768 window: each legend takes
+    at most LEGEND_SHARE of its plot, the entries that do not fit fold into "+N more" (whose tooltip names them),
+    and a taller panel unfolds them. Squeezed, no plot is lower than MIN_PLOT_HEIGHT."""
+    from workbench.ui.panels.plots.legend import LEGEND_SHARE
+    from workbench.ui.panels.plots.plots import MIN_PLOT_HEIGHT
+
+    panel.resize(700, 200)
+    panel.show()
+    panel.add_events([_started(), *_learning(), EpochEnd(epoch=1, train_loss=1.0, val_loss=0.9, val_accuracy=0.7,
+                                                         seconds=1.0)])
+    panel.redraw()
+    panel.set_overlays([("#1 eager · off", _curves([2.0, 1.0])), ("#2 aot_eager · bf16", _curves([2.0, 1.5]))])
+    panel.set_group_overlays([("inductor · off · seeds 0, 1, 2: #4, #5, #6",
+                               [_curves([2.0, 1.0]), _curves([2.5, 1.2]), _curves([1.8, 0.9])])])
+    _fitted(qtbot, panel)
+    for plot in panel.plots:
+        assert plot.height() >= MIN_PLOT_HEIGHT, plot.objectName()
+        legend = plot.getPlotItem().legend
+        listed = [legend.names[label] for _sample, label in legend.listed()]
+        shown = [legend.names[label] for _sample, label in legend.listed() if label.isVisible()]
+        assert legend.height() <= LEGEND_SHARE * plot.height(), plot.objectName()
+        assert shown + legend.folded == listed, plot.objectName()  # nothing lost: shown, or named in "more"
+        assert legend.more.isVisible() == bool(legend.folded)
+        assert legend.more.toolTip().splitlines() == legend.folded
+    loss = panel.loss_plot.getPlotItem().legend
+    assert loss.folded and loss.more.text == f"+{len(loss.folded)} more"
+    panel.resize(700, 1600)
+    _fitted(qtbot, panel)
+    assert not any(plot.getPlotItem().legend.folded for plot in panel.plots)
+
+
+def test_the_live_runs_entries_are_listed_while_its_curves_draw(panel, qtbot):
+    """Before a run, or comparing recorded runs without one, no entry names a curve that is not there."""
+    legend = panel.loss_plot.getPlotItem().legend
+
+    def listed() -> list[str]:
+        return [legend.names[label] for _sample, label in legend.listed()]
+
+    assert listed() == []
+    panel.set_overlays([("#1 eager", _curves([2.0, 1.0]))])
+    _fitted(qtbot, panel)
+    assert listed() == ["#1 eager"] and legend.sample(panel.step_loss.item).isVisible() is False
+    panel.add_events([_started(), *_learning()])
+    panel.redraw()
+    _fitted(qtbot, panel)
+    assert listed() == ["this run, step", "this run, smoothed", "#1 eager"]  # no validation point yet
+    assert legend.sample(panel.step_loss.item).isVisible()
+    panel.reset()
+    assert listed() == ["#1 eager"]
 
 
 def test_the_empty_plots_say_what_to_do_until_the_first_step(panel):
@@ -449,27 +513,23 @@ def test_a_continued_run_shows_its_parents_curves_before_its_own_steps(panel):
     assert panel.parent_items == [] and "#1 (continued from)" not in _loss_legend(panel)
 
 
-def test_the_compile_markers_label_is_whole_inside_the_throughput_plot(panel, qtbot):
-    """The marker sits at step 1, the plot's left edge: a label centred on it lost its first half, and with wider
-    tick labels than the loss plot's the throughput plot's steps began past step 1."""
-    from PySide6.QtWidgets import QApplication
-
+def test_compile_markers_are_named_in_the_legend_not_over_the_curves(panel, qtbot):
+    """A label on the plot sat on the throughput curve, which fills the plot's height: the marker's name is a
+    legend entry (a dashed swatch, dimmed with the line) and the line's tooltip, and nothing is drawn in the data."""
     from workbench.core.ground.events import CompileFinished
+    from workbench.ui.panels.plots.plots import DIMMED
 
-    panel.resize(900, 600)
-    panel.show()
-    qtbot.waitExposed(panel)
     panel.add_events([_started(), CompileFinished("inductor", "default", 1.1), *_learning(200)])
     panel.redraw()
-    for _ in range(20):  # the layout's passes after the frames: axes widen, linked views realign
-        QApplication.processEvents()
-    steps = [plot.getViewBox().viewRange()[0] for plot in panel.plots]
-    assert all(span == pytest.approx(steps[0]) for span in steps), steps  # the linked step axes: the same steps
-    label = panel.compile_marker.label
-    view = panel.throughput_plot.getViewBox()
-    assert label.toPlainText() == "compile step: 1.1 s"
-    shown = label.mapRectToScene(label.boundingRect())
-    assert view.sceneBoundingRect().contains(shown), (shown, view.sceneBoundingRect())
+    marker = panel.compile_marker
+    assert not hasattr(marker, "label") and marker.toolTip() == "compile step: 1.1 s"
+    legend = panel.throughput_plot.getPlotItem().legend
+    assert [legend.names[label] for _sample, label in legend.listed()] == ["samples/s", "compile step: 1.1 s"]
+    panel.set_overlays([("#1 eager", _curves([2.0, 1.0]))])
+    qtbot.waitUntil(lambda: len(panel.overlay_markers) == 1)
+    assert legend.sample(marker).opacity() == marker.opacity() == DIMMED
+    panel.reset()
+    assert "compile step: 1.1 s" not in [legend.names[label] for _sample, label in legend.items]
 
 
 def test_every_chart_of_the_window_shows_the_values_themselves(waiting_window):

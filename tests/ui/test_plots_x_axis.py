@@ -214,8 +214,9 @@ def test_the_table_and_the_description_use_the_chosen_x(panel, qtbot):
 # -- seed groups ------------------------------------------------------------------------------------------------
 def _member(losses: list[float], accuracies: list[float], started: float) -> Curves:
     x = np.arange(1.0, len(losses) + 1)
-    return Curves(step=x, loss=np.array(losses), throughput_step=x, throughput=x, accuracy=np.array(accuracies),
-                  wall=started + 10 * x, step_seconds=np.full(len(x), 10.0), started=started, steps_per_epoch=2)
+    return Curves(step=x, loss=np.array(losses), throughput_step=x, throughput=1000 * np.array(losses),
+                  accuracy=np.array(accuracies), memory={"rss": 500 + 10 * np.array(losses)}, wall=started + 10 * x,
+                  step_seconds=np.full(len(x), 10.0), started=started, steps_per_epoch=2)
 
 
 GROUP = [_member([4.0, 2.0, 1.0], [0.1, 0.3, 0.5], started=START),
@@ -226,7 +227,7 @@ def _bands(panel, plot) -> list[pg.FillBetweenItem]:
     return [drawn.fill for shown, drawn in panel.group_bands if shown is plot]
 
 
-def test_a_seed_group_is_one_mean_line_with_a_band_on_the_loss_and_accuracy_plots(panel):
+def test_a_seed_group_is_one_mean_line_with_a_band_on_every_step_plot(panel):
     panel.set_smoothing(0.0)  # the raw values: the band's numbers by hand
     panel.set_group_overlays([("inductor · seeds 0, 1: #4, #5", GROUP)])
     [fill] = _bands(panel, panel.loss_plot)
@@ -234,13 +235,18 @@ def test_a_seed_group_is_one_mean_line_with_a_band_on_the_loss_and_accuracy_plot
     assert low[0].tolist() == [1, 2, 3] and low[1].tolist() == [2, 2, 1] and high[1].tolist() == [4, 4, 3]
     mean = next(item for plot, item in panel.overlays if plot is panel.loss_plot)
     assert mean.getOriginalDataset()[1].tolist() == [3, 3, 2]
-    assert mean.name() == "inductor · seeds 0, 1: #4, #5 (2 seeds, mean and min–max)"
+    assert mean.name() == "inductor · seeds 0, 1: #4, #5 (mean, min–max)"
     legend = panel.loss_plot.getPlotItem().legend
     assert [legend.names[label] for _sample, label in legend.items][-1] == mean.name()  # one entry for the group
     [fill] = _bands(panel, panel.accuracy_plot)
     low, high = (curve.getData()[1] for curve in fill.curves)
     assert low == pytest.approx([0.1, 0.3, 0.5]) and high == pytest.approx([0.3, 0.5, 0.9])
     assert fill.brush().color().alpha() < 255  # translucent
+    for plot, scale, offset in ((panel.throughput_plot, 1000, 0), (panel.memory_plot, 10, 500)):  # not smoothed
+        [fill] = _bands(panel, plot)
+        low, high = (curve.getData()[1] for curve in fill.curves)
+        assert low.tolist() == [offset + scale * v for v in (2, 2, 1)]
+        assert high.tolist() == [offset + scale * v for v in (4, 4, 3)]
     table = dict((name, y.tolist()) for name, _x, y in panel.table_series(panel.loss_plot))
     assert table["inductor · seeds 0, 1: #4, #5 lowest"] == [2, 2, 1]
     panel.set_group_overlays([("g", GROUP)], spread="std")  # ±1σ: sample standard deviation of two is |a-b|/√2
@@ -248,7 +254,7 @@ def test_a_seed_group_is_one_mean_line_with_a_band_on_the_loss_and_accuracy_plot
     low, high = (curve.getData()[1] for curve in fill.curves)
     spread = np.array([2.0, 2.0, 2.0]) / np.sqrt(2)
     assert low == pytest.approx(np.array([3, 3, 2]) - spread) and high == pytest.approx(np.array([3, 3, 2]) + spread)
-    assert next(item for plot, item in panel.overlays if plot is panel.loss_plot).name() == "g (2 seeds, mean ± 1σ)"
+    assert next(item for plot, item in panel.overlays if plot is panel.loss_plot).name() == "g (mean ± 1σ)"
     with pytest.raises(WorkbenchError, match="no band called 'range'"):
         panel.set_group_overlays([("g", GROUP)], spread="range")
     panel.set_group_overlays([])
@@ -270,10 +276,12 @@ def test_a_seed_group_follows_the_axis_and_comes_after_the_single_runs_colours(p
     assert _x(mean) == [START + 1800 + 10 * i for i in (1, 2, 3)]
     panel.set_overlays([])  # the single runs go, the group stays
     assert [item.name() for plot, item in panel.overlays if plot is panel.loss_plot] == [
-        "g (2 seeds, mean and min–max)"]
+        "g (mean, min–max)"]
     old = [replace(member, wall=None, started=None) for member in GROUP]  # recorded before wall times
     panel.set_group_overlays([("old", old)])
-    assert [item.name() for plot, item in panel.overlays] == ["old (no wall time)"] * 2 and not panel.group_bands
+    assert [(plot, item.name()) for plot, item in panel.overlays] == [(plot, "old (no wall time)")
+                                                                      for plot in panel.plots]
+    assert not panel.group_bands
 
 
 def test_comparing_runs_draws_those_that_differ_only_by_seed_as_a_group(waiting_window):
@@ -292,7 +300,7 @@ def test_comparing_runs_draws_those_that_differ_only_by_seed_as_a_group(waiting_
                                           loaded(3, 0, "aot_eager", GROUP[0])])
     names = [item.name() for plot, item in plots.overlays if plot is plots.loss_plot]
     assert names[0] == "#3 aot_eager" and len(names) == 2
-    assert names[1].endswith("seeds 0, 1: #1, #2 (2 seeds, mean and min–max)")
+    assert names[1].endswith("seeds 0, 1: #1, #2 (mean, min–max)")
     assert len(_bands(plots, plots.loss_plot)) == 1
     waiting_window.recorded_runs.compare([])
     assert plots.overlays == [] and plots.group_bands == []

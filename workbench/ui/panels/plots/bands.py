@@ -2,7 +2,7 @@
 highest ("minmax") or one standard deviation either side of the mean ("std"), with the band's edges drawn faintly.
 
 The numbers are history.groups.band's; this only draws them. The band is a FillBetweenItem between the edges, under
-every curve. The mean line alone has a legend entry ("label (3 seeds, mean and min–max)"): the edges are listed by
+every curve. The mean line alone has a legend entry ("label (mean, min–max)"): the edges are listed by
 name in the plot's table (`GroupBand.edges`), which is how a screen reader reaches the band's values.
 """
 
@@ -18,9 +18,9 @@ from ....core.history.groups import Band
 from .items import thin
 
 # By spread: what the legend says of the band, and its edges' names (after the group's label) in a table.
-SPREADS = {"minmax": "mean and min–max", "std": "mean ± 1σ"}
+SPREADS = {"minmax": "mean, min–max", "std": "mean ± 1σ"}
 EDGE_NAMES = {"minmax": ("lowest", "highest"), "std": ("mean − 1σ", "mean + 1σ")}
-BAND_ALPHA = 50  # of 255: the fill, translucent enough for the curves under it to read
+BAND_ALPHA = 80  # of 255: the fill, seen at a glance and translucent enough for the curves under it to read
 EDGE_OPACITY = 0.5
 BAND_Z = -10  # under every curve and marker
 
@@ -30,9 +30,10 @@ def check_spread(spread: str) -> None:
         raise WorkbenchError(f"no band called {spread!r}", "one of " + ", ".join(SPREADS))
 
 
-def group_legend(label: str, members: int, spread: str) -> str:
-    """'inductor · seeds 0, 1: #4, #5 (2 seeds, mean and min–max)'."""
-    return f"{label} ({members} seeds, {SPREADS[spread]})"
+def group_legend(label: str, spread: str) -> str:
+    """'inductor · seeds 0, 1: #4, #5 (mean, min–max)': the group's label names its seeds and runs already, and a
+    long entry is cut in its middle on a narrow plot."""
+    return f"{label} ({SPREADS[spread]})"
 
 
 @dataclass(frozen=True)
@@ -64,5 +65,5 @@ def draw_band(plot: pg.PlotWidget, x: np.ndarray, band: Band, spread: str, colou
     fill = pg.FillBetweenItem(edges[0][1], edges[1][1], brush=fill_colour)
     fill.setZValue(BAND_Z)
     plot.addItem(fill)
-    mean = thin(plot.plot(x, band.mean, pen=pg.mkPen(colour, width=2), name=group_legend(label, band.members, spread)))
+    mean = thin(plot.plot(x, band.mean, pen=pg.mkPen(colour, width=2), name=group_legend(label, spread)))
     return GroupBand(mean, tuple(edges), fill)

@@ -38,6 +38,13 @@ def _overlay_name(label: str) -> str:
     return label.split(" ", 1)[0]
 
 
+def _memory_name(curves: Curves) -> str | None:
+    """The memory curve a compared run shows: the CUDA peak where there is one (None: no memory recorded)."""
+    if not curves.memory:
+        return None
+    return "peak" if "peak" in curves.memory else sorted(curves.memory)[0]
+
+
 class ComparedRuns:
     """PlotsPanel's methods for the runs drawn beside the live one (see the module's docstring)."""
 
@@ -59,8 +66,8 @@ class ComparedRuns:
         self._draw_compared()
 
     def set_group_overlays(self, groups: Sequence[tuple[str, Sequence[Curves]]], spread: str = "minmax") -> None:
-        """Overlay seed groups (label, the members' curves), each as one mean line with a translucent band on the
-        loss and accuracy plots, in the overlay colours after the single runs'; `spread`: "minmax" shades from the
+        """Overlay seed groups (label, the members' curves), each as one mean line with a translucent band on every
+        step plot, in the overlay colours after the single runs'; `spread`: "minmax" shades from the
         lowest member to the highest, "std" one standard deviation either side of the mean. An empty list removes
         them."""
         check_spread(spread)
@@ -104,6 +111,7 @@ class ComparedRuns:
             return
         self._range_steps(fresh=True)
         self._dim(self._comparing)
+        self._show_hint(self.hint)
         self._label_own()
         self._label_x()
         QTimer.singleShot(1, self, lambda: self._show_drawn(drawing))
@@ -130,14 +138,13 @@ class ComparedRuns:
                                     f"{label} (validation)", symbol="o", symbolSize=6, symbolBrush=colour,
                                     symbolPen=None))
         self._overlay(self.throughput_plot, clock, curves.throughput_step, curves.throughput, pen, label)
-        if curves.memory:
-            name = "peak" if "peak" in curves.memory else sorted(curves.memory)[0]
+        name = _memory_name(curves)
+        if name is not None:
             self._overlay(self.memory_plot, clock, curves.step, curves.memory[name], pen, f"{label} ({name})")
         first = clock.x(self.x_axis, curves.step[:1])
         if curves.compile_seconds is not None and len(first) and math.isfinite(first[0]):
             self.overlay_markers.append(self._compile_line(
-                f"{_overlay_name(label)} compile {curves.compile_seconds:.1f} s", colour, 0.85 - 0.1 * i,
-                float(first[0])))
+                f"{_overlay_name(label)} compile {curves.compile_seconds:.1f} s", colour, float(first[0])))
 
     def _overlay(self, plot: pg.PlotWidget, clock: Clock, steps: np.ndarray, values: np.ndarray, pen, label: str,
                  **style) -> pg.PlotDataItem:
@@ -146,12 +153,18 @@ class ComparedRuns:
         return item
 
     def _draw_group(self, colour: str, label: str, members: list[Curves]) -> None:
-        """One seed group on the loss and accuracy plots: the mean of its members' smoothed curves on the steps
-        they share (history.groups.band) with its band (plot_bands). On a time axis a step is at the members' mean
-        time for it; a group whose members have no x on the axis is named so, as a compared run is."""
+        """One seed group on every step plot: the mean of its members' curves (loss and accuracy smoothed, as a
+        compared run's) on the steps they share (history.groups.band), with its band (bands.py); memory is the
+        curve a compared run shows. On a time axis a step is at the members' mean time for it; a group whose members
+        have no x on the axis is named so, as a compared run is."""
         clocks = [clock_of(curves) for curves in members]
-        for plot, values in ((self.loss_plot, lambda c: c.loss), (self.accuracy_plot, lambda c: c.accuracy)):
-            spread = band([(curves.step, smooth(values(curves), self.weight)) for curves in members])
+        memory = _memory_name(members[0])
+        for plot, series in ((self.loss_plot, lambda c: (c.step, smooth(c.loss, self.weight))),
+                             (self.accuracy_plot, lambda c: (c.step, smooth(c.accuracy, self.weight))),
+                             (self.throughput_plot, lambda c: (c.throughput_step, c.throughput)),
+                             (self.memory_plot, lambda c: (c.step, c.memory.get(memory, np.full(len(c.step),
+                                                                                               np.nan))))):
+            spread = band([series(curves) for curves in members])
             if not len(spread.steps):  # no step every member has a value at (accuracy: older runs have none)
                 continue
             x = mean_x(clocks, self.x_axis, spread.steps)  # the members share their steps: all placed, or none
@@ -171,7 +184,7 @@ class ComparedRuns:
                 s.item.setOpacity(opacity)
                 plot.getPlotItem().legend.sample(s.item).setOpacity(opacity)
         if self.compile_marker is not None:
-            self.compile_marker.setOpacity(opacity)
+            self._set_marker_opacity(self.compile_marker, opacity)
         self.timeline.set_opacity(opacity)
         self.alerts.set_opacity(opacity)
 

@@ -14,10 +14,6 @@ The view keeps room past the span's ends for a marker (`MARKER_ROOM`): pyqtgraph
 
 `StepAxis`: the optimizer step is a whole number, so its axis ticks integers only.
 
-`FittingLegend`: as many entries a row as the plot's width holds. Four columns of compared runs' names are wider
-than a plot: the legend's minimum width widened the plot past its view (cut titles, axes and legends), and it
-stayed wider after the comparison ended, until the window was resized.
-
 `TimedPlot`: a plot widget that adds up how long it paints, so a frame's cost counts its paints (plot_frames.py).
 """
 
@@ -25,16 +21,11 @@ from __future__ import annotations
 
 import math
 import time
-import weakref
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QTimer
 
 HEADROOM = 0.25  # a live span grows by a quarter of its length whenever the data outgrows it
-LEGEND_MARGIN = 16  # pixels of a plot's width the legend leaves to the layout's margins
-ENTRY_SPACING = 12  # pixels between a legend's columns, and after its last
-ELIDED_CHARACTERS = 12  # a name cut to fit a narrow plot keeps at least this many of its characters
 # A recorded curve is drawn as at most this many points, each pair a stretch of steps' highest and lowest value (a
 # spike stays); its table keeps every value. 20 compared runs of 20,000 steps drawn point by point, and their seed
 # bands' fills built from every point, held the GUI thread for a second.
@@ -135,89 +126,6 @@ def peaks(x: np.ndarray, y: np.ndarray, step: int) -> tuple[np.ndarray, np.ndarr
     high[-1], low[-1] = np.max(y[-last:]), np.min(y[-last:])
     middle = x[np.minimum(np.arange(blocks) * step + step // 2, len(x) - 1)]
     return np.repeat(middle, 2), np.column_stack([high, low]).ravel()
-
-
-class FittingLegend(pg.LegendItem):
-    """A legend in `plot`'s layout, of up to `columns` entries a row: fewer when the widest entry would not fit the
-    plot's widget that many times over, and names cut in the middle (whole in their tooltip) when even one would
-    not. It fits again when the widget is resized or the y axis widens for longer labels, and after each change
-    the plot is fitted back into its widget, as a resize of the window did."""
-
-    def __init__(self, columns: int, plot: pg.PlotItem):
-        super().__init__(colCount=columns)
-        self.most_columns = columns
-        self.plot = plot
-        self.names: weakref.WeakKeyDictionary[pg.LabelItem, str] = weakref.WeakKeyDictionary()  # whole names
-        # (name, room) each label was last fitted to: a fit elides only the entries that are new or renamed, or all
-        # of them when the room changed (setText lays a label out again: 80 entries of it held the GUI thread).
-        self.fitted: weakref.WeakKeyDictionary[pg.LabelItem, tuple[str, float]] = weakref.WeakKeyDictionary()
-        plot.getViewWidget().sigScaleChanged.connect(lambda _widget: self.fit())
-        # The plot's geometry changes inside a layout pass (a wider axis can widen it): fit after it, not within it.
-        plot.geometryChanged.connect(lambda: QTimer.singleShot(0, self.fit))
-        # Entries added or removed fit once, at the next turn of the event loop: fitting after each of the 80
-        # entries of 20 compared runs (each fit elides every entry) held the GUI thread for a noticeable time.
-        self.fit_soon = QTimer(self, singleShot=True, interval=0)
-        self.fit_soon.timeout.connect(self.fit)
-
-    def addItem(self, item, name):
-        super().addItem(item, name)
-        self.names[self.items[-1][1]] = name
-        self.fit_soon.start()
-
-    def removeItem(self, item):
-        super().removeItem(item)
-        self.fit_soon.start()
-
-    def sample(self, item) -> pg.ItemSample:
-        """The swatch of `item`'s entry."""
-        return next(sample for sample, _label in self.items if sample.item is item)
-
-    def rename(self, names: dict) -> None:
-        """Give the entries of these items (item → name) new names, then fit once."""
-        for sample, label in self.items:
-            if sample.item in names:
-                self.names[label] = names[sample.item]
-        self.fit()
-
-    def clear(self):
-        super().clear()
-        self.fit()
-
-    def fit(self) -> None:
-        view = self.plot.getViewWidget()
-        if view is None:  # a queued fit after the plot's widget has gone
-            return
-        if self.items:
-            room = view.width() - self.plot.getAxis("left").width() - LEGEND_MARGIN
-            for sample, label in self.items:
-                wanted = (self.names[label], room - sample.width() - ENTRY_SPACING)
-                if self.fitted.get(label) != wanted:
-                    _elide(label, *wanted)
-                    self.fitted[label] = wanted
-            entry = max(sample.width() + label.minimumWidth() for sample, label in self.items) + ENTRY_SPACING
-            self.setColumnCount(max(1, min(self.most_columns, int(room // entry))))
-        QTimer.singleShot(0, self._fill_widget)
-
-    def _fill_widget(self) -> None:
-        """The plot back to its widget's size, once the layout has taken in the legend's: a plot's geometry stops at
-        its minimum, which a wider legend or axis raised, and does not shrink by itself when that falls again."""
-        view = self.plot.getViewWidget()
-        if view is not None:
-            self.plot.setGeometry(view.range)
-
-
-def _elide(label: pg.LabelItem, name: str, room: float) -> None:
-    """Show `name` whole if it fits `room` pixels, else its start and end around an ellipsis."""
-    keep = len(name)
-    text = name
-    while True:
-        if label.text != text:
-            label.setText(text)
-        if label.minimumWidth() <= room or keep <= ELIDED_CHARACTERS:
-            break
-        keep = max(ELIDED_CHARACTERS, min(keep - 1, int(keep * room / label.minimumWidth())))
-        text = name[:(keep + 1) // 2] + "…" + name[len(name) - keep // 2:]
-    label.setToolTip(name if text != name else "")
 
 
 class TimedPlot(pg.PlotWidget):

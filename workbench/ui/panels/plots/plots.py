@@ -49,6 +49,7 @@ from .bands import GroupBand
 from .text import TextAlternatives
 from .compared import DIMMED, PALETTE, PARENT_OPACITY, STEPS_AT_ONCE, ComparedRuns  # noqa: F401 (tests)
 from .items import SpanViewBox, TimedPlot, recorded
+from .legend import LineSample
 from .series import CurveSeries, Place, SmoothedSeries, StepTimes
 from .style import DARK, LIGHT, make_plot, mark, per_epoch, set_x_axis_item, style_plot
 from .table import PlotTable
@@ -58,6 +59,9 @@ MEMORY_LABELS = {"rss": "process RSS (CPU)", "allocated": "CUDA allocated", "res
 # Under CUDA graphs the graph pool's memory counts as reserved, not allocated (pytorch/pytorch#121932): allocated
 # drops once the graphs are recorded, which reads like a leak fixed or a model shrunk unless the legend says why.
 CUDA_GRAPH_MEMORY_LABELS = {**MEMORY_LABELS, "allocated": "CUDA allocated (CUDA-graph pool is in reserved)"}
+# A live plot's least height: its title, x axis and a legend row leave it about 70 pixels of data. Without it a tall
+# bottom dock (or a 1366×768 screen with the Log open) squeezed the four plots to slivers.
+MIN_PLOT_HEIGHT = 150
 DESCRIBE_MS = 500  # the plots' accessible descriptions follow their latest values at most twice a second
 SLIDER_STEPS = 1000  # the smoothing slider's resolution: weights 0, 0.001, … 0.999
 
@@ -81,6 +85,8 @@ class PlotsPanel(ComparedRuns, TextAlternatives, QWidget):
         self.x_labelled = (self.throughput_plot, self.memory_plot)  # the bottom row names the x axis
         for plot in self.plots[1:]:
             plot.setXLink(self.loss_plot)
+        for plot in self.plots:
+            plot.setMinimumHeight(MIN_PLOT_HEIGHT)
         # The system metrics share the memory plot's cell as a second tab: their axis is time, not steps (a compile
         # or a validation takes seconds without a step), and a fifth plot would squeeze the others.
         self.system_plot = make_plot("systemPlot", "System", "% CPU / GPU", "seconds", SpanViewBox(), steps=False)
@@ -142,6 +148,10 @@ class PlotsPanel(ComparedRuns, TextAlternatives, QWidget):
         self._parent: tuple[str, Curves] | None = None  # a continued run's parent: its name and curves
         self.parent_items: list[tuple[TimedPlot, pg.PlotDataItem]] = []  # its curves, drawn before the run's own
         self.empty_text = self._empty_state()
+        self.hint: str | None = EMPTY_HINT  # what the empty loss plot says (_show_hint)
+        for plot, series in self._plot_series():  # the live run's entries name only curves that are there
+            for each in series:
+                plot.getPlotItem().legend.list_while_drawn(each.item)
         self._apply_theme()
 
         # Step plots yet to follow the step axis the loss plot grew; the loss plot itself when an alert may grow it.
@@ -374,24 +384,32 @@ class PlotsPanel(ComparedRuns, TextAlternatives, QWidget):
         return series
 
     def _mark_compile(self, seconds: float) -> None:
-        self.compile_marker = self._compile_line(f"compile step: {seconds:.1f} s", self.theme.marker, 0.9)
-        self.compile_marker.setOpacity(DIMMED if self.overlays else 1.0)
+        self.compile_marker = self._compile_line(f"compile step: {seconds:.1f} s", self.theme.marker)
+        self._set_marker_opacity(self.compile_marker, DIMMED if self.overlays else 1.0)
         self._place_markers()
 
-    def _compile_line(self, label: str, colour: str, height: float, x: float = 1.0) -> pg.InfiniteLine:
-        """A dashed line at `x` (the step that compiled, a run's first), labelled at `height` (0…1 of the plot).
-        The label starts at the line (anchored by its left edge): centred on it, at the plot's left edge, its first
-        half was cut off ("mpile step: 1.1 s")."""
-        line = pg.InfiniteLine(pos=x, angle=90, pen=pg.mkPen(colour, style=Qt.DashLine), label=label,
-                               labelOpts={"position": height, "color": colour, "anchors": [(0, 0), (0, 1)]})
+    def _compile_line(self, label: str, colour: str, x: float = 1.0) -> pg.InfiniteLine:
+        """A dashed line at `x` (the step that compiled, a run's first) on the throughput plot, named by `label` in
+        the plot's legend and its tooltip: a label on the plot sat on the curves (the steady throughput fills the
+        plot's height), and a few compared runs' labels stacked over them."""
+        line = pg.InfiniteLine(pos=x, angle=90, pen=pg.mkPen(colour, style=Qt.DashLine))
+        line.setToolTip(label)
         self.throughput_plot.addItem(line)
+        self.throughput_plot.getPlotItem().legend.addItem(LineSample(line), label)  # removeItem takes it away
         return line
 
+    def _set_marker_opacity(self, line: pg.InfiniteLine, opacity: float) -> None:
+        """A compile line and its legend swatch, dimmed (or not) together."""
+        line.setOpacity(opacity)
+        self.throughput_plot.getPlotItem().legend.sample(line).setOpacity(opacity)
+
     def _show_hint(self, text: str | None) -> None:
-        """The empty state: what to do (or what is coming) while a plot has nothing to show; None hides it."""
+        """The empty state: what to do (or what is coming) while a plot has nothing to show; None hides it. Compared
+        runs fill the plot: it waits under them until they go."""
+        self.hint = text
         if text is not None:
             self.empty_text.setText(text, self.theme.hint)
-        self.empty_text.setVisible(text is not None)
+        self.empty_text.setVisible(text is not None and not self._comparing)
 
     def _place_markers(self) -> None:
         """The current run's compile marker, compile timeline and alerts at their steps' x on the chosen axis; a

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 import pyqtgraph as pg
 
-from .items import FittingLegend, StepAxis, TimedPlot
+from .items import StepAxis, TimedPlot
+from .legend import FittingLegend
 
 LEGEND_COLUMNS = 4
 
@@ -32,7 +33,7 @@ DARK = Theme(background="#1e1e1e", foreground="#d8d8d8", raw="#3b5670", line="#9
 def legend_below(item: pg.PlotItem) -> pg.LegendItem:
     """A legend in a row of the plot's own layout under the x axis, not addLegend()'s, which floats over the
     data; plot(name=…) and removeItem() keep its entries as they would addLegend()'s. Its columns and names fit
-    the plot's widget (plot_items.FittingLegend)."""
+    the plot's widget and fold to keep the plot's data in sight (legend.FittingLegend)."""
     legend = FittingLegend(LEGEND_COLUMNS, item)
     item.layout.addItem(legend, 4, 1)
     item.legend = legend
