@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QCoreApplication, QEvent, QPoint, QRect, Qt
 from PySide6.QtGui import QScreen
-from PySide6.QtWidgets import QAbstractScrollArea, QLabel, QWidget
+from PySide6.QtWidgets import QAbstractScrollArea, QLabel, QTabBar, QWidget
 
 from workbench.core.ground.answers import FullgraphCheck
 from workbench.core.ground.events import CompileReport, Frame, RunFinished
@@ -147,6 +147,24 @@ def test_the_right_dock_tabs_read_whole_after_a_run(unshown_window, screen, qtbo
     def cut() -> list[str]:
         return [bar.tabText(i) for i in range(bar.count()) if bar.tabRect(i).width() < bar.tabSizeHint(i).width()]
 
+    qtbot.waitUntil(lambda: not cut(), timeout=2000)
+
+
+def test_dock_tabs_read_whole_in_a_narrow_group(small_window, qtbot):
+    """A relaunch restores the docks' widths as they were left, narrower than the tabs need: every dock group's
+    tabs keep their whole names (scroll arrows bring the rest), never "Com… Pro… Pred…"."""
+    small_window.resizeDocks([small_window.docks["compile"]], [1], Qt.Horizontal)  # as narrow as it goes
+
+    def narrower_than_its_tabs() -> bool:  # Qt makes the groups' tab bars anew as the docks move: found each time
+        right = small_window._dock_tabs(small_window.docks["compile"])
+        return right.width() < sum(right.tabSizeHint(i).width() for i in range(right.count()))
+
+    def cut() -> list[str]:
+        bars = small_window.findChildren(QTabBar, options=Qt.FindDirectChildrenOnly)
+        return [bar.tabText(i) for bar in bars if bar.isVisible() for i in range(bar.count())
+                if bar.tabRect(i).width() < bar.tabSizeHint(i).width()]
+
+    qtbot.waitUntil(narrower_than_its_tabs)
     qtbot.waitUntil(lambda: not cut(), timeout=2000)
 
 

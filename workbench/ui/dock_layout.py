@@ -56,6 +56,18 @@ class DockLayout:
     def __init__(self, window: QMainWindow, docks: dict[str, QDockWidget]):
         self.window, self.docks = window, docks
         self.to_size = False  # a first window sizes its docks when shown (fit_to_screen)
+        # Qt makes the dock groups' tab bars as docks are tabbed, restored or dragged, and sets them up after it
+        # made them: whole tab names are asked for a turn after any new child of the window.
+        self.whole_soon = QTimer(window, singleShot=True, interval=0)
+        self.whole_soon.timeout.connect(self.whole_tab_names)
+
+    def whole_tab_names(self) -> None:
+        """Every dock group's tabs say their docks' whole names, with scroll arrows where the group is too narrow
+        for all of them: Qt's dock tabs elide, and a restored or narrow right-hand group read "Com… Pro… Pred…"."""
+        for bar in self.window.findChildren(QTabBar, options=Qt.FindDirectChildrenOnly):
+            if bar.elideMode() != Qt.ElideNone:
+                bar.setElideMode(Qt.ElideNone)
+                bar.setUsesScrollButtons(True)
 
     def fit_to_screen(self, screen: QRect | None = None) -> None:
         """The first window: DEFAULT_SIZE where the screen's available area (`screen`, by default the window's

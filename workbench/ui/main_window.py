@@ -383,6 +383,11 @@ class MainWindow(QMainWindow):
         super().showEvent(event)
         self.layout_docks.size_docks()
 
+    def childEvent(self, event) -> None:
+        super().childEvent(event)
+        if event.added() and hasattr(self, "layout_docks"):  # perhaps a dock group's new tab bar
+            self.layout_docks.whole_soon.start()
+
     def _dock_tabs(self, dock: QDockWidget) -> QTabBar:
         return self.layout_docks.dock_tabs(dock)
 
