@@ -119,6 +119,21 @@ def test_runs_brought_to_the_front_as_the_window_opens_show_five(unshown_window,
     assert fits(unshown_window, screen)
 
 
+def test_a_runs_note_has_room_to_write_in(small_window, screen, qtbot):
+    """The selected run's note, beside five runs, shows at least NOTE_LINES lines (it was two)."""
+    from workbench.ui.panels.runs.details import NOTE_LINES
+
+    show_runs(small_window, 8)
+    runs = small_window.runs
+    qtbot.waitUntil(lambda: len(runs.model.rows) == 8)
+    runs.select_ids([runs.model.rows[0].id])
+    runs.details_button.setChecked(True)
+    note = runs.details.note
+    qtbot.waitUntil(lambda: note.isVisible() and runs_in_view(runs.table) >= 5, timeout=2000)
+    assert note.viewport().height() >= NOTE_LINES * note.fontMetrics().lineSpacing()
+    assert fits(small_window, screen)
+
+
 def test_the_matrix_and_five_runs_at_once(small_window, screen, qtbot):
     """Both docks in front: the right docks run the window's full height, so the matrix does not take the Runs
     dock's height (nor the Runs dock the matrix's)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QKeySequence
-from PySide6.QtWidgets import (QFormLayout, QLabel, QLineEdit, QPlainTextEdit, QTabWidget, QTextBrowser, QVBoxLayout,
+from PySide6.QtWidgets import (QHBoxLayout, QLabel, QLineEdit, QPlainTextEdit, QTabWidget, QTextBrowser, QVBoxLayout,
                                QWidget)
 
 from ....core.history.curves import run_name
@@ -19,6 +19,7 @@ from ....core.history.runs import RunRecord
 from .rows import tags_text
 
 NOTE_TAB, PREVIEW_TAB = 0, 1
+NOTE_LINES = 4  # the least the note shows: a few lines to write in, not a slit
 
 
 class NoteEditor(QPlainTextEdit):
@@ -83,14 +84,21 @@ class DetailsPane(QWidget):
         self.tabs.addTab(self.note, "Note")
         self.tabs.addTab(self.preview, "Preview")
         self.tabs.currentChanged.connect(self._tab_changed)
-        form = QFormLayout()
-        form.setContentsMargins(0, 0, 0, 0)
-        form.addRow("&Name", self.name)
-        form.addRow("&Tags", self.tags)
+        # The name and the tags share a row: in the Runs dock's height on a small screen, one row each left the note
+        # two lines; it keeps NOTE_LINES however the dock is sized.
+        fields = QHBoxLayout()
+        fields.setContentsMargins(0, 0, 0, 0)
+        for text, field in (("&Name", self.name), ("&Tags", self.tags)):
+            label = QLabel(text)
+            label.setBuddy(field)
+            fields.addWidget(label)
+            fields.addWidget(field, 1)
+        self.note.setMinimumHeight(NOTE_LINES * self.note.fontMetrics().lineSpacing()
+                                   + 2 * (self.note.frameWidth() + round(self.note.document().documentMargin())))
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 0, 0, 0)
         layout.addWidget(self.heading)
-        layout.addLayout(form)
+        layout.addLayout(fields)
         layout.addWidget(self.tabs, 1)
         self.show_record(None)
 
