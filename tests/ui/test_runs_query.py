@@ -70,3 +70,21 @@ def test_the_word_under_the_cursor_is_completed(panel, qtbot):
     box.setText("tag:")
     box.textEdited.emit(box.text())
     assert box.words.stringList() == ["tag:", "tag:baseline"]  # the tags the runs carry
+
+
+def test_the_completion_list_never_covers_the_message(panel, qtbot):
+    """'backend=' is both a term that cannot be read yet and a word with completions: both are seen."""
+    from PySide6.QtCore import QRect
+
+    box = panel.query_bar.box
+    panel.show()
+    qtbot.waitExposed(panel)
+    box.setFocus()
+    qtbot.keyClicks(box, "backend=")
+    error, popup = panel.query_bar.error, box.completer.popup()
+    qtbot.waitUntil(lambda: not error.isHidden() and popup.isVisible())
+
+    def clear() -> bool:
+        return not popup.geometry().intersects(QRect(error.mapToGlobal(error.rect().topLeft()), error.size()))
+
+    qtbot.waitUntil(clear)  # once the message has been laid out, the list moves under it

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from PySide6.QtCore import QStringListModel, Qt, QTimer, Signal
+from PySide6.QtCore import QPoint, QRect, QStringListModel, Qt, QTimer, Signal
 from PySide6.QtWidgets import QCheckBox, QCompleter, QHBoxLayout, QLabel, QLineEdit, QVBoxLayout, QWidget
 
 from ....core.ground.errors import with_hint
@@ -20,6 +20,7 @@ from ....core.history.runs import RunRecord
 
 DEBOUNCE_MS = 150
 PLACEHOLDER = "Filter runs, e.g. backend=inductor acc>0.95 tag:baseline"
+MESSAGE_GAP = 2  # pixels between the box and its message
 ERROR_STYLE = "color: #b00020;"  # as the form's and Predict's messages
 
 
@@ -29,6 +30,7 @@ class QueryBox(QLineEdit):
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self.records: Iterable[RunRecord] = ()  # whose tags are offered after tag:
+        self.message: QLabel | None = None  # the message under the box, which the completion list opens under
         self.words = QStringListModel(self)
         self.completer = QCompleter(self.words, self)
         self.completer.setWidget(self)
@@ -53,7 +55,22 @@ class QueryBox(QLineEdit):
         self.words.setStringList(found)
         self.completer.setCompletionPrefix(word)
         popup.setCurrentIndex(self.completer.completionModel().index(0, 0))
-        self.completer.complete()
+        self.completer.complete(self.popup_above())
+
+    def popup_above(self) -> QRect:
+        """What the completion list opens under: the box, and the message under it while one is shown ('backend='
+        has completions and a message; the list covered the message)."""
+        height = self.height()
+        if self.message is not None and self.message.isVisible():
+            under = self.mapFromGlobal(self.message.mapToGlobal(QPoint(0, self.message.height()))).y()
+            height = max(height, under + MESSAGE_GAP)  # the list opens at the rect's last row: a gap past it
+        return QRect(0, 0, self.width(), height)
+
+    def keep_message_clear(self) -> None:
+        """The message came or went: an open completion list moves under (or back up to) it, once the layout has
+        placed the message."""
+        QTimer.singleShot(0, self, lambda: self.completer.popup().isVisible()
+                          and self.completer.complete(self.popup_above()))
 
     def _complete(self, completion: str) -> None:
         """The word under the cursor becomes `completion` (the filter follows, as after a key)."""
@@ -108,9 +125,10 @@ class QueryBar(QWidget):
         row.addWidget(self.box, 1)
         row.addWidget(self.count)
         row.addWidget(self.archived)
+        self.box.message = self.error
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.setSpacing(2)
+        layout.setSpacing(MESSAGE_GAP)
         layout.addLayout(row)
         layout.addWidget(self.error)
         self.problem: QueryError | None = None
@@ -136,9 +154,11 @@ class QueryBar(QWidget):
             self.problem = exc
             self.error.setText(with_hint(exc))
             self.error.show()
+            self.box.keep_message_clear()
             return
         self.problem = None
         self.error.hide()
+        self.box.keep_message_clear()
         if query.text != self.query.text:
             self.query = query
             self.queryChanged.emit(query)
