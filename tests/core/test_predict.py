@@ -90,6 +90,11 @@ def _save(img, path, **kw):
     ("photo.jpg", _rgb, {"quality": 85}, "RGB"),
     ("gray.jpg", lambda i: i, {"quality": 85}, "L"),
     ("scan.bmp", _rgb, {}, "RGB"),
+    ("scan.tif", lambda i: i, {}, "L"),
+    ("scan_lzw.tif", _rgb, {"compression": "tiff_lzw"}, "RGB"),
+    ("gray16.tif", _gray16, {}, "I;16"),
+    ("print.tif", lambda i: _rgb(i).convert("CMYK"), {}, "CMYK"),
+    ("float.tif", lambda i: Image.fromarray(np.asarray(i).astype(np.float32) / 255), {}, "F"),
 ])
 def test_formats_are_preprocessed_like_the_original(tmp_path, big_digit, digit, name, make, save_kw, mode):
     path = _save(make(big_digit), tmp_path / name, **save_kw)
@@ -153,12 +158,19 @@ def test_empty_file(tmp_path):
         load_digit(path)
 
 
+def test_a_tiff_whose_pixels_cannot_be_made_grey_says_so(tmp_path, big_digit):
+    """A LAB TIFF decodes, but Pillow turns it into nothing grey: that is said, not "damaged or truncated"."""
+    path = _save(_rgb(big_digit).convert("LAB"), tmp_path / "colour.tif")
+    with pytest.raises(ImageError, match="colour.tif holds LAB pixels, which Workbench cannot turn into grey"):
+        load_digit(path)
+
+
 def test_text_file(tmp_path):
     path = tmp_path / "notes.png"
     path.write_text("this is not a picture\n")
     with pytest.raises(ImageError) as info:
         load_digit(path)
-    assert "not an image" in str(info.value) and "PNG" in str(info.value)
+    assert "not an image" in str(info.value) and "PNG" in str(info.value) and "TIFF" in str(info.value)
 
 
 def test_truncated_png(tmp_path, valid_png):

@@ -45,8 +45,15 @@ class Prediction:
         return self.classes[self.label] if self.label < len(self.classes) else str(self.label)
 
 
+READABLE = "PNG, JPEG, BMP, GIF, WebP or TIFF"  # what Predict's hint and its refusals list
+# Pillow's pixel modes _to_grey turns into grey (LAB and HSV TIFFs cannot be: Pillow does not convert them to RGB).
+GREY_FROM = frozenset({"1", "L", "P", "RGB", "RGBA", "RGBX", "CMYK", "YCbCr", "LA", "PA", "La", "RGBa", "I", "F",
+                       "I;16", "I;16B", "I;16L", "I;16N"})
+
+
 def load_digit(path: str | Path) -> np.ndarray:
-    """Read any PNG/JPEG/BMP/GIF/WebP (8/16-bit, L/RGB/RGBA/P, any size) and return the MNIST-style 28×28 uint8."""
+    """Read any PNG/JPEG/BMP/GIF/WebP/TIFF (8/16-bit or float, L/RGB/RGBA/P/CMYK, any size) and return the
+    MNIST-style 28×28 uint8."""
     return mnist_style(_read_grey(Path(path)))
 
 
@@ -70,7 +77,10 @@ def _read_grey(path: Path) -> np.ndarray:
                 if width * height > MAX_PIXELS:
                     raise ImageError(f"{path.name} is {width}×{height} pixels; images up to "
                                      f"{MAX_PIXELS // 1_000_000} megapixels are accepted — scale it down first")
-                img.seek(0)  # first frame of a GIF/WebP animation
+                if img.mode not in GREY_FROM:  # a TIFF in LAB or HSV: say so, not "damaged"
+                    raise ImageError(f"{path.name} holds {img.mode} pixels, which Workbench cannot turn into grey — "
+                                     "save it as grey or RGB")
+                img.seek(0)  # first frame of a GIF/WebP animation or a multi-page TIFF
                 img.draft("L", (max(28, width // 8), max(28, height // 8)))  # JPEG: decode at reduced size
                 # A phone photo stores its pixels as the sensor saw them and says in EXIF how to turn them: the
                 # network must see the digit the way the user does.
@@ -78,7 +88,7 @@ def _read_grey(path: Path) -> np.ndarray:
     except ImageError:
         raise
     except UnidentifiedImageError:
-        raise ImageError(f"{path.name} is not an image Workbench can read (PNG, JPEG, BMP, GIF or WebP)") from None
+        raise ImageError(f"{path.name} is not an image Workbench can read ({READABLE})") from None
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
         found = re.search(r"\((\d+) pixels\)", str(exc))
         size = f"{int(found.group(1)) / 1e6:.0f} megapixels" if found else "too many pixels"

@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (QHBoxLayout, QLabel, QListWidget, QListWidgetItem
                                QVBoxLayout, QWidget)
 
 from ...core.ground.errors import WorkbenchError
-from ...core.ground.images import Prediction, load_digit
+from ...core.ground.images import READABLE, Prediction, load_digit
 from ..support import file_dialogs
 from ..support.tasks import Tasks
 
@@ -29,8 +29,8 @@ SLOT = "predict"
 MAX_FILES = 500  # per drop; more is almost certainly a mistaken folder drop
 JOB_BUDGET_S = 0.03  # decoding per pool job, so results show as they come
 EMPTY_DROP_TEXT = ("Drop image files here: one digit (or one item) per image, any size, dark on light or light "
-                   "on dark — each is cropped, centred and scaled to 28×28 as MNIST was\n(PNG, JPEG, BMP, GIF, WebP, "
-                   "TIFF; up to 500 at once)")
+                   "on dark — each is cropped, centred and scaled to 28×28 as MNIST was\n"
+                   f"({READABLE}; up to 500 at once)")
 IMAGE_FILTER = "Images (*.png *.jpg *.jpeg *.bmp *.gif *.webp *.tif *.tiff);;All files (*)"
 
 
