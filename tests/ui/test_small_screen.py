@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QCoreApplication, QEvent, QPoint, QRect, Qt
 from PySide6.QtGui import QScreen
-from PySide6.QtWidgets import QAbstractScrollArea, QLabel, QTabBar, QWidget
+from PySide6.QtWidgets import QAbstractScrollArea, QLabel, QPlainTextEdit, QTabBar, QWidget
 
 from workbench.core.ground.answers import FullgraphCheck
 from workbench.core.ground.events import CompileReport, Frame, RunFinished
@@ -243,6 +243,20 @@ def test_fix_it_cards_wrap_long_identifiers_in_a_narrow_dock(narrow_compile_pane
     for card in cards.cards:
         cards.ensureWidgetVisible(card)
         qtbot.waitUntil(lambda card=card: not clipped(card), timeout=2000)
+
+
+def test_a_recipes_prose_wraps_and_only_its_code_keeps_its_lines(narrow_compile_panel, qtbot):
+    """The recipe's sentences wrap in the dock (one box for it all cut them on the right); its before/after code
+    keeps its indentation in boxes of its own, the logging read first (the planted break is a print)."""
+    from workbench.ui.panels.compile.cards import RecipeView
+
+    recipe = narrow_compile_panel.cards.cards[0].findChild(RecipeView, "cardRecipe")
+    prose = recipe.findChildren(WrappedText, "recipeText")
+    code = recipe.findChildren(QPlainTextEdit, "recipeCode")
+    assert prose and code
+    assert all(line.startswith(" ") for box in code for line in box.toPlainText().splitlines())
+    assert code[0].toPlainText().split("\n")[0].strip().startswith("before:  print(")
+    qtbot.waitUntil(lambda: all(label.width() <= recipe.width() for label in prose))
 
 
 def test_post_run_what_if_entries_wrap_in_a_narrow_dock(narrow_compile_panel, qtbot):

@@ -107,11 +107,15 @@ def _sections(lines: list[str]) -> list[tuple[str, str]]:
 RECIPES = {
     "item": """\
 The value leaves the device: `.item()`, `.tolist()`, `float(t)`, `int(t)` or `bool(t)` make a Python number, which
-the graph cannot hold. Keep it a tensor where it is used:
+the graph cannot hold. A number read to print or log it: keep it a tensor in forward, and read it outside (after
+the step, every N steps), where each read also waits for the device:
+    before:  print("mean input:", h.mean().item())        # in forward
+    after:   self.mean_input = h.mean().detach()          # in forward
+             print("mean input:", model.mean_input.item())  # in the training loop
+A number the computation uses: keep it a tensor where it is used:
     before:  scale = h.abs().max().item()
              h = h / scale
     after:   h = h / h.abs().max()
-Read numbers for logging outside forward (after the step, every N steps): each read also waits for the device.
 Or let Dynamo trace it as a symbolic number: torch._dynamo.config.capture_scalar_outputs = True, set on the
 thread that compiles, before the first compiled call (a Python `if` on that number still breaks the graph).
 torch.compile(fullgraph=True) already traces `.item()` that way.""",

@@ -123,6 +123,37 @@ def _code(text: str, name: str) -> QPlainTextEdit:
     return code
 
 
+class RecipeView(QWidget):
+    """A recipe as it reads best in a narrow dock: its prose wrapped, its code (the indented lines: before/after
+    examples) in boxes of their own that keep the indentation and scroll sideways if they must. One box for it all
+    cut the prose on the right, a line of 115 characters in a 360-pixel dock."""
+
+    def __init__(self, recipe: str, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.recipe = recipe
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        for is_code, lines in recipe_blocks(recipe):
+            layout.addWidget(_code("\n".join(lines), "recipeCode") if is_code
+                             else text_label(" ".join(lines), "recipeText"))
+
+    def toPlainText(self) -> str:
+        return self.recipe
+
+
+def recipe_blocks(recipe: str) -> list[tuple[bool, list[str]]]:
+    """The recipe's runs of lines, each (code, its lines): code is indented, prose is not (a prose sentence goes on
+    over several lines, and is joined again to wrap as the dock's width allows)."""
+    blocks: list[tuple[bool, list[str]]] = []
+    for line in recipe.splitlines():
+        is_code = line.startswith(" ")
+        if blocks and blocks[-1][0] == is_code:
+            blocks[-1][1].append(line)
+        else:
+            blocks.append((is_code, [line]))
+    return blocks
+
+
 class CardWidget(QFrame):
     """One card. A frame with a wrapped heading rather than a group box: a box's title never wraps, and a long
     break type would widen the dock."""
@@ -150,7 +181,9 @@ class CardWidget(QFrame):
             layout.addWidget(line)
         if card.recipe:
             layout.addWidget(QLabel("How to fix it:"))
-            layout.addWidget(_code(card.recipe, "cardRecipe"))
+            recipe = RecipeView(card.recipe)
+            recipe.setObjectName("cardRecipe")
+            layout.addWidget(recipe)
         if card.link:
             link = QLabel(f'<a href="{card.link}">Dynamo\'s page for this break type</a>')
             link.setObjectName("cardLink")
