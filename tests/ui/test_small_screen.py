@@ -254,8 +254,10 @@ def test_a_recipes_prose_wraps_and_only_its_code_keeps_its_lines(narrow_compile_
     prose = recipe.findChildren(WrappedText, "recipeText")
     code = recipe.findChildren(QPlainTextEdit, "recipeCode")
     assert prose and code
-    assert all(line.startswith(" ") for box in code for line in box.toPlainText().splitlines())
-    assert code[0].toPlainText().split("\n")[0].strip().startswith("before:  print(")
+    code_lines = [line for box in code for line in box.toPlainText().splitlines()]
+    assert all(line.lstrip() in recipe.toPlainText() for line in code_lines)  # the recipe's code, dedented
+    assert not any(line.lstrip() in code_lines for block in prose for line in block.text().splitlines())
+    assert code[0].toPlainText().startswith("before:  print(")
     qtbot.waitUntil(lambda: all(label.width() <= recipe.width() for label in prose))
 
 

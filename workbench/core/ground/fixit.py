@@ -109,9 +109,10 @@ RECIPES = {
 The value leaves the device: `.item()`, `.tolist()`, `float(t)`, `int(t)` or `bool(t)` make a Python number, which
 the graph cannot hold. A number read to print or log it: keep it a tensor in forward, and read it outside (after
 the step, every N steps), where each read also waits for the device:
-    before:  print("mean input:", h.mean().item())        # in forward
-    after:   self.mean_input = h.mean().detach()          # in forward
-             print("mean input:", model.mean_input.item())  # in the training loop
+    before:  print("mean:", h.mean().item())
+    after:   self.mean = h.mean().detach()
+             ...
+             print("mean:", model.mean.item())
 A number the computation uses: keep it a tensor where it is used:
     before:  scale = h.abs().max().item()
              h = h / scale

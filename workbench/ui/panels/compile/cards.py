@@ -8,6 +8,7 @@ PyTorch (nothing of the user's to change), *Copy bug report*: a self-contained r
 from __future__ import annotations
 
 import math
+import textwrap
 from pathlib import Path
 
 from PySide6.QtCore import QCoreApplication, QEvent, QPoint, QSize, Qt, Signal
@@ -134,7 +135,7 @@ class RecipeView(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         for is_code, lines in recipe_blocks(recipe):
-            layout.addWidget(_code("\n".join(lines), "recipeCode") if is_code
+            layout.addWidget(_code(textwrap.dedent("\n".join(lines)), "recipeCode") if is_code
                              else text_label(" ".join(lines), "recipeText"))
 
     def toPlainText(self) -> str:
