@@ -13,6 +13,7 @@ from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.events import (CompileFinished, EpochEnd, MemorySample, RunStarted, Step, from_dict,
                                           from_json, to_dict, to_json)
 from workbench.core.history.curves import Curves, Smoother, curves_from_events, scale_changes, smooth
+from workbench.core.history.step_columns import block_of
 from workbench.core.history.x_axis import AXES, Clock, axis_label, clock_of, mean_x, x_axis
 
 from ..helpers import VERSIONS
@@ -76,11 +77,13 @@ def test_the_loss_scale_curve_keeps_its_changes_and_its_last_step():
         return Step(step=n, epoch=1, loss=1.0, samples_per_s=1.0, step_seconds=0.1, memory=MemorySample(),
                     loss_scale=scale)
 
-    events = [step(1, 1024.0), step(2, 512.0), step(3, 512.0), step(4, 512.0), step(5, 1024.0), step(6, 1024.0)]
-    assert [(s.step, s.loss_scale) for s in scale_changes(events)] == [(1, 1024.0), (2, 512.0), (5, 1024.0),
-                                                                       (6, 1024.0)]
-    assert scale_changes([step(1, None), step(2, None)]) == ()  # no scaler, no curve
-    assert [s.step for s in scale_changes([step(1, 8.0)])] == [1]  # the last step is not kept twice
+    def changes(steps: list[Step]) -> tuple[Step, ...]:
+        return scale_changes(block_of(list(range(len(steps))), steps))  # the steps as the history keeps them
+
+    steps = [step(1, 1024.0), step(2, 512.0), step(3, 512.0), step(4, 512.0), step(5, 1024.0), step(6, 1024.0)]
+    assert [(s.step, s.loss_scale) for s in changes(steps)] == [(1, 1024.0), (2, 512.0), (5, 1024.0), (6, 1024.0)]
+    assert changes([step(1, None), step(2, None)]) == ()  # no scaler, no curve
+    assert [s.step for s in changes([step(1, 8.0)])] == [1]  # the last step is not kept twice
 
 
 # -- when steps ended: wall times and the x axes ----------------------------------------------------------------------

@@ -4,8 +4,10 @@ cannot open it loses them."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -13,7 +15,7 @@ import pytest
 from workbench.core.ground.amp_census import AmpCensus
 from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.events import (AmpReport, ProfileReport, RunFailed, RunFinished, RunStarted, Step,
-                                          SystemSample, Versions, from_dict, from_json, to_dict)
+                                          SystemSample, Versions, from_dict, from_json, to_dict, to_json)
 from workbench.core.ground.profile_trace import ProfileTables
 from workbench.core.history.curves import curves_from_events
 from workbench.core.history.report.build import build_report
@@ -93,3 +95,22 @@ def test_the_previous_history_opens_with_its_runs_their_events_results_and_repor
     assert list(curves.step) == list(range(1, 41))
     html, data = build_report(full, {r.id: None for r in full})
     assert "#1" in html and [run["id"] for run in data["runs"]] == [1, 2, 3]
+
+
+def test_the_previous_history_moves_its_steps_into_columns_losing_no_event(previous_history):
+    """Schema 2 → 3 on a history the release wrote: every event of every run reads back as it read before, in its
+    order (the steps from their columns, the others from their rows); the file is smaller."""
+    with contextlib.closing(sqlite3.connect(previous_history)) as raw:
+        before = raw.execute("SELECT run_id, data FROM events ORDER BY run_id, seq").fetchall()
+        assert raw.execute("PRAGMA user_version").fetchone()[0] == 2
+    size = previous_history.stat().st_size
+    with RunStore(previous_history) as store:
+        after = [(run_id, to_json(event)) for run_id in (1, 2, 3)
+                 for event in store.get(run_id, with_events=True).events]
+    assert after == [(run_id, to_json(from_json(data))) for run_id, data in before]
+    with contextlib.closing(sqlite3.connect(previous_history)) as raw:
+        assert raw.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert raw.execute("SELECT COUNT(*) FROM events WHERE type = 'Step'").fetchone()[0] == 0
+        assert raw.execute("SELECT SUM(count) FROM step_blocks").fetchone()[0] == sum(
+            json.loads(data)["type"] == "Step" for _id, data in before)
+    assert previous_history.stat().st_size < size

@@ -19,7 +19,7 @@ from workbench.core.kernel import run_files
 from workbench.core.history import runs
 from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.errors import WorkbenchError
-from workbench.core.ground.events import EpochEnd, Notice, RunFailed, RunFinished, from_json
+from workbench.core.ground.events import EpochEnd, Notice, RunFailed, RunFinished, Step, from_json, to_json
 from workbench.core.ground.results import RunResults
 from workbench.core.kernel.run_files import run_recorded
 from workbench.core.run.run_request import RunRequest
@@ -394,12 +394,18 @@ def test_a_history_of_the_previous_release_is_migrated_and_keeps_its_runs(tmp_pa
             (1, "finished", "", "", (), False, None), (2, "finished", "", "", (), False, None)]
         assert [len(store.get(r.id, with_events=True).events) for r in records] == [35, 38]
         store.rename(1, "seed 0")
-    assert _raw(db, "PRAGMA user_version") == [(runs.SCHEMA_VERSION,)] == [(2,)]
-    width = len(rows[0])  # every column it had keeps its value, every event its data
+    assert _raw(db, "PRAGMA user_version") == [(runs.SCHEMA_VERSION,)] == [(3,)]
+    width = len(rows[0])  # every column it had keeps its value, every event its data, in its order
     assert [row[:width] for row in _raw(db, "SELECT * FROM runs ORDER BY id")] == rows
-    assert _raw(db, "SELECT * FROM events ORDER BY run_id, seq") == events
+    # The other events' rows are as they were; the steps are columns, read back each as it was, in its place.
+    assert _raw(db, "SELECT * FROM events ORDER BY run_id, seq") == [row for row in events if row[2] != "Step"]
     with RunStore(db) as store:
         assert store.get(1).name == "seed 0"
+        for run_id in (1, 2):
+            stream = store.get(run_id, with_events=True).events
+            assert [type(event).__name__ for event in stream] == [kind for rid, _, kind, _ in events if rid == run_id]
+            assert [to_json(event) for event in stream if isinstance(event, Step)] == [  # as read before the move
+                to_json(from_json(data)) for rid, _seq, kind, data in events if rid == run_id and kind == "Step"]
 
 
 def test_a_read_only_history_of_the_previous_release_is_read_as_it_is(tmp_path, monkeypatch):

@@ -9,14 +9,24 @@ file readable after a crash or SIGKILL; a run whose process is gone while it sti
 Beside what a run records, a row keeps what its user says about it (a name, a Markdown note, tags, an archive flag)
 and the size of its folder on disk. Those came with schema 2: a schema 1 history (the previous release's) gains
 their columns when it is first opened for writing, and is read as it is (with none of them set) when it cannot be.
+
+Schema 3 keeps a run's steps as typed columns (step_columns.py: one compressed block per recorded batch, about 30
+bytes a step instead of 340 of JSON) and its other events as JSON rows; each step keeps its place (seq) in the
+stream, so the events read back as they were recorded. Curves are read from the columns without making an event a
+step (`step_block`). An older history moves its steps into blocks when it is first opened for writing, run by run,
+saying how far it has got; opened read-only it is read as it is.
 """
 
 from __future__ import annotations
 
+import heapq
 import json
 import os
 import socket
 import sqlite3
+import sys
+import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -24,12 +34,14 @@ from typing import Sequence
 
 from ..ground import paths
 from ..ground.errors import WorkbenchError, first_line
-from ..ground.events import (Event, RunFinished, from_dict, to_json)
+from ..ground.events import Event, RunFinished, Step, from_dict, to_json
 from ..ground.processes import process_alive
 from ..ground.results import RunResults
+from .step_columns import StepBlock, block_of, joined, pack, unpack
 from .trash import folder_bytes
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+MIGRATED_BLOCK = 4096  # steps a block holds when an older history's steps are moved into blocks
 BUSY_TIMEOUT_S = 5.0  # wait this long for another process's write lock before giving up
 ENDED = ("finished", "stopped", "failed")  # statuses written by the run's own end
 MAX_TAG_CHARS = 40
@@ -71,7 +83,17 @@ CREATE TABLE IF NOT EXISTS events (
     data TEXT NOT NULL,
     PRIMARY KEY (run_id, seq)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS step_blocks (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    first_seq INTEGER NOT NULL,        -- the seq of its first step in the run's event stream
+    first_step INTEGER NOT NULL,
+    last_step INTEGER NOT NULL,
+    count INTEGER NOT NULL,
+    data BLOB NOT NULL,                -- step_columns.pack
+    PRIMARY KEY (run_id, first_seq)
+) WITHOUT ROWID;
 """
+STEP_BLOCKS = SCHEMA[SCHEMA.index("CREATE TABLE IF NOT EXISTS step_blocks"):]
 # Every open looks for runs still "running" (mark_interrupted); the window looks a run up by its folder after each
 # run, and a removal compares every run's folder: with thousands of runs neither should read the whole table.
 INDEXES = """
@@ -87,8 +109,9 @@ ALTER TABLE runs ADD COLUMN tags TEXT NOT NULL DEFAULT '[]';
 ALTER TABLE runs ADD COLUMN archived INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN disk_bytes INTEGER;
 """,
+    2: STEP_BLOCKS,  # and the steps move from the events into it (RunStore._steps_into_blocks)
 }
-READABLE_VERSIONS = (1, 2)  # schemas whose runs table this version reads as it is (read-only: not migrated)
+READABLE_VERSIONS = (1, 2, 3)  # schemas whose runs this version reads as they are (read-only: not migrated)
 
 
 class RunStoreError(WorkbenchError):
@@ -234,6 +257,7 @@ class RunStore:
         write, where it would look like a passing problem worth retrying."""
         self.path = Path(path) if path else default_db_path()
         self.db: sqlite3.Connection | None = None
+        self._has_blocks: bool | None = None
         try:
             self.read_only = _read_only(self.path)
             if self.read_only and writing:
@@ -303,7 +327,44 @@ class RunStore:
             script = SCHEMA if version == 0 else "".join(MIGRATIONS[v] for v in range(version, SCHEMA_VERSION))
             for statement in (script + INDEXES).split(";"):  # (no statement holds a semicolon of its own)
                 self.db.execute(statement)
+            moved = 0 < version < 3 and self._steps_into_blocks()
             self.db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        if moved:
+            self._reclaim()
+
+    def _steps_into_blocks(self) -> bool:
+        """Schema 2 → 3: every run's Step events become blocks of columns, each step at its seq, in this
+        transaction. Says how far it has got on stderr (a history of thousands of runs takes a while); True when
+        there were steps to move."""
+        runs = [row[0] for row in self.db.execute("SELECT DISTINCT run_id FROM events WHERE type = 'Step'")]
+        progress = _Progress(f"upgrading the run history {self.path}: steps as columns", len(runs))
+        for done, run_id in enumerate(runs, 1):
+            rows = self.db.execute("SELECT seq, data FROM events WHERE run_id = ? AND type = 'Step' ORDER BY seq",
+                                   (run_id,)).fetchall()
+            try:
+                steps = [from_dict(json.loads(data)) for _seq, data in rows]
+            except (ValueError, TypeError, RecursionError):  # a damaged run keeps its rows as they are
+                continue
+            for start in range(0, len(rows), MIGRATED_BLOCK):
+                self._write_block(run_id, [seq for seq, _data in rows[start:start + MIGRATED_BLOCK]],
+                                  steps[start:start + MIGRATED_BLOCK])
+            self.db.execute("DELETE FROM events WHERE run_id = ? AND type = 'Step'", (run_id,))
+            progress.at(done)
+        progress.end()
+        return bool(runs)
+
+    def _reclaim(self) -> None:
+        """Give the disk back the space the moved steps' rows held (VACUUM: the file is rewritten). Another
+        process holding the history open can keep it from happening now: then the space is reused by later runs."""
+        try:
+            self.db.execute("VACUUM")
+        except sqlite3.DatabaseError:
+            pass
+
+    def _write_block(self, run_id: int, seqs: list[int], steps: list[Step]) -> None:
+        self.db.execute("INSERT INTO step_blocks (run_id, first_seq, first_step, last_step, count, data) "
+                        "VALUES (?, ?, ?, ?, ?, ?)",
+                        (run_id, seqs[0], steps[0].step, steps[-1].step, len(steps), pack(block_of(seqs, steps))))
 
     def close(self) -> None:
         self.db.close()
@@ -331,14 +392,17 @@ class RunStore:
 
     def append_events(self, run_id: int, first_seq: int, events: list[Event], summary: dict | None = None,
                       lines: list[str] | None = None) -> None:
-        """One transaction: the events (with their JSON lines when the caller has them) and an update of the
-        run's row."""
-        lines = lines or [to_json(e) for e in events]
-        rows = [(run_id, first_seq + i, type(e).__name__, line) for i, (e, line) in enumerate(zip(events, lines))]
+        """One transaction: the events (with their JSON lines when the caller has them: the steps' are not needed),
+        its steps as one block of columns, and an update of the run's row."""
+        steps = [(first_seq + i, e) for i, e in enumerate(events) if isinstance(e, Step)]
+        rows = [(run_id, first_seq + i, type(e).__name__, lines[i] if lines else to_json(e))
+                for i, e in enumerate(events) if not isinstance(e, Step)]
         try:
             self.db.execute("BEGIN IMMEDIATE")
             try:
                 self.db.executemany("INSERT INTO events (run_id, seq, type, data) VALUES (?, ?, ?, ?)", rows)
+                if steps:  # the batch's steps: one block of columns
+                    self._write_block(run_id, [seq for seq, _step in steps], [step for _seq, step in steps])
                 if summary:
                     columns = ", ".join(_ASSIGN.get(k, f"{k} = ?") for k in summary)
                     self.db.execute(f"UPDATE runs SET {columns}, updated = ? WHERE id = ?",
@@ -373,6 +437,8 @@ class RunStore:
 
     def _delete(self, run_id: int) -> None:
         self.db.execute("DELETE FROM events WHERE run_id = ?", (run_id,))
+        if self.has_blocks:
+            self.db.execute("DELETE FROM step_blocks WHERE run_id = ?", (run_id,))
         self.db.execute("DELETE FROM runs WHERE id = ?", (run_id,))
 
     def forget(self, run_id: int) -> "StoredRun":
@@ -385,10 +451,13 @@ class RunStore:
                     self.get(run_id)  # the clear error
                 events = tuple(tuple(r) for r in self.db.execute(
                     "SELECT seq, type, data FROM events WHERE run_id = ? ORDER BY seq", (run_id,)))
+                blocks = tuple(tuple(r) for r in self.db.execute(
+                    "SELECT first_seq, first_step, last_step, count, data FROM step_blocks WHERE run_id = ? "
+                    "ORDER BY first_seq", (run_id,)))
                 self._delete(run_id)
         except sqlite3.DatabaseError as exc:
             raise self._error(exc) from None
-        return StoredRun(row=dict(zip(row.keys(), row)), events=events)
+        return StoredRun(row=dict(zip(row.keys(), row)), events=events, blocks=blocks)
 
     def put_back(self, stored: "StoredRun") -> None:
         """Write a forgotten run again: the same id, row and events."""
@@ -400,6 +469,8 @@ class RunStore:
                                 tuple(stored.row.values()))
                 self.db.executemany("INSERT INTO events (run_id, seq, type, data) VALUES (?, ?, ?, ?)",
                                     [(stored.run_id, *event) for event in stored.events])
+                self.db.executemany("INSERT INTO step_blocks (run_id, first_seq, first_step, last_step, count, data)"
+                                    " VALUES (?, ?, ?, ?, ?, ?)", [(stored.run_id, *block) for block in stored.blocks])
         except sqlite3.IntegrityError:
             raise RunStoreError(f"cannot put run #{stored.run_id} back into {self.path}: a run with that id is "
                                 "there already") from None
@@ -521,24 +592,65 @@ class RunStore:
             raise self._error(exc) from None
         return int(row[0]) if row else None
 
-    def get(self, run_id: int, *, with_events: bool = False) -> RunRecord:
+    def get(self, run_id: int, *, with_events: bool = False, steps: bool = True) -> RunRecord:
+        """The run's row; `with_events`: with its events, in the order recorded (`steps`=False: all but its steps,
+        which `step_block` reads as columns: what curves need, without an event a step)."""
         try:
             row = self.db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
             if row is None:
                 known = [r[0] for r in self.db.execute("SELECT id FROM runs ORDER BY id DESC LIMIT 5")]
                 raise RunStoreError(f"no run with id {run_id} in {self.path}",
                                     f"recent ids: {', '.join(map(str, known))}" if known else "no runs recorded yet")
-            lines = [r[0] for r in self.db.execute("SELECT data FROM events WHERE run_id = ? ORDER BY seq",
-                                                   (run_id,))] if with_events else []
+            lines = self.db.execute("SELECT seq, data FROM events WHERE run_id = ? ORDER BY seq",
+                                    (run_id,)).fetchall() if with_events else []
         except sqlite3.DatabaseError as exc:
             raise self._error(exc) from None
-        try:
+        with self._readable(run_id):
             record = _record(row)
-            record.events = [from_dict(json.loads(line)) for line in lines]
-        except (ValueError, TypeError, RecursionError) as exc:  # e.g. an event of a newer version's, or damaged
+            events = [(seq, from_dict(json.loads(line))) for seq, line in lines]
+            if with_events and steps and self.has_blocks:  # (an older history's steps are among its events)
+                block = self.step_block(run_id)
+                events = list(heapq.merge(events, zip(block.seq.tolist(), block.steps()), key=lambda pair: pair[0]))
+            if not steps:  # a history read as it is, from before the columns, keeps its steps with the events
+                events = [(seq, event) for seq, event in events if not isinstance(event, Step)]
+            record.events = [event for _seq, event in events]
+        return record
+
+    def step_block(self, run_id: int, after_seq: int = -1) -> StepBlock:
+        """The run's steps as columns (those recorded after `after_seq`): from its blocks, or, in a history read as
+        it is from before them, from its Step events."""
+        try:
+            if self.has_blocks:
+                data = [r[0] for r in self.db.execute(
+                    "SELECT data FROM step_blocks WHERE run_id = ? AND first_seq > ? ORDER BY first_seq",
+                    (run_id, after_seq))]
+            else:
+                rows = self.db.execute("SELECT seq, data FROM events WHERE run_id = ? AND type = 'Step' AND seq > ?"
+                                       " ORDER BY seq", (run_id, after_seq)).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise self._error(exc) from None
+        with self._readable(run_id):
+            if self.has_blocks:
+                return joined([unpack(blob) for blob in data])
+            return block_of([seq for seq, _line in rows], [from_dict(json.loads(line)) for _seq, line in rows])
+
+    @contextmanager
+    def _readable(self, run_id: int):
+        """What a run's stored data cannot be read as (an event of a newer version's, a damaged block) is said as
+        the history's error, naming the run."""
+        try:
+            yield
+        except (ValueError, TypeError, RecursionError) as exc:
             raise RunStoreError(f"run #{run_id} in {self.path} holds data this Workbench cannot read: "
                                 f"{first_line(exc)}", "upgrade Workbench to open this run") from None
-        return record
+
+    @property
+    def has_blocks(self) -> bool:
+        """Whether the history keeps steps as columns (schema 3; an older one read as it is does not)."""
+        if self._has_blocks is None:
+            self._has_blocks = self.db.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'step_blocks'").fetchone() is not None
+        return self._has_blocks
 
 
 @dataclass(frozen=True)
@@ -547,6 +659,7 @@ class StoredRun:
 
     row: dict  # column → value
     events: tuple[tuple[int, str, str], ...]  # (seq, type, data)
+    blocks: tuple[tuple, ...] = ()  # (first_seq, first_step, last_step, count, data): its steps
 
     @property
     def run_id(self) -> int:
@@ -602,6 +715,28 @@ def _read_only_uri(path: Path) -> str:
     commit is in the file itself: it is opened immutable (no -shm, no locks)."""
     wal = all(Path(f"{path}{suffix}").exists() for suffix in ("-wal", "-shm"))
     return path.resolve().as_uri() + ("?mode=ro" if wal else "?mode=ro&immutable=1")
+
+
+class _Progress:
+    """A line on stderr every few seconds while a long job goes on ("…: 400 of 2,000 runs"), and one at its end;
+    nothing for a job that ends within the first interval."""
+
+    INTERVAL_S = 3.0
+
+    def __init__(self, what: str, total: int):
+        self.what, self.total = what, total
+        self.started = self.said = time.monotonic()
+
+    def at(self, done: int) -> None:
+        now = time.monotonic()
+        if now - self.said >= self.INTERVAL_S:
+            self.said = now
+            print(f"{self.what}: {done:,} of {self.total:,} runs", file=sys.stderr, flush=True)
+
+    def end(self) -> None:
+        if self.said != self.started:
+            print(f"{self.what}: done, {self.total:,} runs in {time.monotonic() - self.started:.0f} s",
+                  file=sys.stderr, flush=True)
 
 
 # Columns that only ever grow while a run is recorded in batches.

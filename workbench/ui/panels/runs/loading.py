@@ -13,7 +13,7 @@ from ....core.ground.alerts import Alert
 from ....core.ground.events import (AmpReport, AmpSkipped, CompileEvent, CompileFinished, CompileReport, Event,
                                    Notice, ProfileReport, RunFinished, RunStarted, SystemSample)
 from ....core.ground.layer_stats import LayerStats, ModelSummary
-from ....core.history.curves import Curves, curves_from_events, scale_changes
+from ....core.history.curves import Curves, curves_from_columns, scale_changes
 from ....core.history.runs import RunRecord, RunStore
 from ....core.history.warm_starts import with_measured_launch
 from ...support.tasks import Tasks
@@ -41,9 +41,11 @@ class LoadedRun:
 
 
 def load_run(store: RunStore, run_id: int) -> LoadedRun:
-    record = with_measured_launch(store, store.get(run_id, with_events=True))  # a cold run's warm launch
-    return LoadedRun(replace(record, events=[]), curves_from_events(record.events),
-                     tuple(e for e in record.events if isinstance(e, PANEL_EVENTS)) + scale_changes(record.events))
+    """The run's curves from its steps' columns, and the events its panels show (all of them but its steps)."""
+    record = with_measured_launch(store, store.get(run_id, with_events=True, steps=False))  # a cold run's warm launch
+    block = store.step_block(run_id)
+    return LoadedRun(replace(record, events=[]), curves_from_columns(block, record.events),
+                     tuple(e for e in record.events if isinstance(e, PANEL_EVENTS)) + scale_changes(block))
 
 
 class RunLoader:
