@@ -8,9 +8,12 @@ interval is what a user would feel as a frozen window.
 - filter: a query typed into the search box (`backend=inductor acc>0.9 -tag:bug`) → the table shows its matches;
 - sort: the table sorted by Disk, then by When (each a click on a header);
 - overlay: 20 of the long runs selected and compared → their curves (and seed groups) drawn and painted on the
-  plots (read off the GUI thread).
+  plots (read off the GUI thread);
+- reopen: one run of 20,000 steps, not in the window's cache of read runs, brought back (its curves read and
+  drawn, as a double-click does); zoom: its plots' x range set to 1,000 of its steps and every plot painted.
 `workbench runs` is timed as a shell runs it (a new interpreter each time). The history's size on disk is its file
-(and its -wal) after the fill.
+(and its -wal) after the fill; bytes a step: a history holding one run of 2,000 steps (fill_history.py, with its
+epochs, system samples and end), less the same history empty, over its 2,000 steps.
 """
 
 from __future__ import annotations
@@ -45,9 +48,27 @@ def main() -> int:
     size = sum(path.stat().st_size for path in db.parent.glob(db.name + "*"))
     print(__doc__.split("Method: ", 1)[1].strip(), "\n")
     print(f"history: {db} ({size / 1e6:,.0f} MB on disk)")
+    print(f"a run of 2,000 steps: {_bytes_a_step(tmp):.0f} bytes a step")
     _cli(db, args.repeats)
     _window(db, args.repeats)
     return 0
+
+
+def _bytes_a_step(tmp: Path) -> float:
+    from workbench.core.history.runs import RunStore
+
+    def size(db: Path) -> int:
+        with RunStore(db):  # a last checkpoint of the WAL into the file, as a closed history is
+            pass
+        return sum(path.stat().st_size for path in db.parent.glob(db.name + "*"))
+
+    empty, one = tmp / "empty" / "history.sqlite", tmp / "one" / "history.sqlite"
+    empty.parent.mkdir()
+    one.parent.mkdir()
+    RunStore(empty).close()
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "fill_history.py"), str(one), "--runs", "1", "--long",
+                    "1", "--long-steps", "2000"], check=True, stdout=subprocess.DEVNULL)
+    return (size(one) - size(empty)) / 2000
 
 
 def _cli(db: Path, repeats: int) -> None:
@@ -139,6 +160,24 @@ def _window(db: Path, repeats: int) -> None:
         measure(f"overlay {len(long_ids)} runs of 20,000 steps", runs.compare_selected,
                 lambda: len(window.plots.overlays) >= len(long_ids) and all(
                     plot.updatesEnabled() for plot in window.plots.plots))  # every run and group drawn, painted
+        runs.select_ids([])
+        window.plots.set_overlays([])
+        window.plots.set_group_overlays([])
+        runs.loader.cache.clear()  # read from the history, as a run not opened lately is
+        _settle(app)
+        shown = window.plots.shown_at
+        measure("reopen a run of 20,000 steps",
+                lambda: runs.load_runs(long_ids[:1], lambda loaded: window.recorded_runs.show(loaded[0])),
+                lambda: window.plots.shown_at != shown and window.plots.step_loss.buffer.size >= 20_000)
+        _settle(app)
+
+        def zoom() -> None:
+            window.plots.loss_plot.setXRange(10_000, 11_000, padding=0)
+            for plot in window.plots.plots:  # painted now, not at the next frame
+                plot.repaint()
+
+        measure("zoom that run to 1,000 steps", zoom, lambda: True)
+        window.plots.loss_plot.getPlotItem().enableAutoRange()
     print(f"\n{'':42}{'median':>10}{'GUI stall (longest, median)':>30}")
     for name, values in rows.items():
         took = statistics.median(v[0] for v in values)
