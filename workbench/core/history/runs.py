@@ -251,18 +251,27 @@ def _record(row: sqlite3.Row) -> RunRecord:
 class RunStore:
     """The run database. One connection per object; open one per thread or process that uses it."""
 
-    def __init__(self, path: str | Path | None = None, *, recover: bool = True, writing: bool = False):
+    def __init__(self, path: str | Path | None = None, *, recover: bool = True, writing: bool = False,
+                 reading: bool = False):
         """`recover`: mark the runs whose process is gone as interrupted (not when opened read-only). `writing`:
         the caller is there to write (a run's recorder), so a read-only history is refused now rather than at each
-        write, where it would look like a passing problem worth retrying."""
+        write, where it would look like a passing problem worth retrying. `reading`: only there to read (the
+        Python API): the history is never written, not even upgraded, and is read beside a window writing it."""
         self.path = Path(path) if path else default_db_path()
         self.db: sqlite3.Connection | None = None
         self._has_blocks: bool | None = None
         try:
-            self.read_only = _read_only(self.path)
+            if reading and not self.path.is_file():
+                raise RunStoreError(f"there is no run history at {self.path}",
+                                    "give the path of a runs.sqlite, or train a run first")
+            self.read_only = reading or _read_only(self.path)
             if self.read_only and writing:
                 raise self._read_only_error()
-            if self.read_only:
+            if reading and not _read_only(self.path):  # a plain connection (it shares the writer's WAL), kept
+                self.db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None,  # from writing
+                                          check_same_thread=False)
+                self.db.execute("PRAGMA query_only=ON")
+            elif self.read_only:
                 self.db = sqlite3.connect(_read_only_uri(self.path), uri=True, timeout=BUSY_TIMEOUT_S,
                                           isolation_level=None, check_same_thread=False)
             else:
