@@ -15,7 +15,7 @@ import pyqtgraph as pg
 
 from ....core.ground.errors import WorkbenchError
 from ....core.history.groups import Band
-from .items import thin
+from .items import thin_plot
 
 # By spread: what the legend says of the band, and its edges' names (after the group's label) in a table.
 SPREADS = {"minmax": "mean, min–max", "std": "mean ± 1σ"}
@@ -55,15 +55,13 @@ def draw_band(plot: pg.PlotWidget, x: np.ndarray, band: Band, spread: str, colou
     low, high = (band.low, band.high) if spread == "minmax" else (band.mean - band.std, band.mean + band.std)
     edges = []
     for name, y in zip(EDGE_NAMES[spread], (low, high)):
-        edge = pg.PlotDataItem(x, y, pen=pg.mkPen(colour, width=1))  # no name: no legend entry
+        edge = thin_plot(plot, x, y, pen=pg.mkPen(colour, width=1))  # no name: no legend entry
         edge.setOpacity(EDGE_OPACITY)
-        plot.addItem(edge)
-        thin(edge)  # before the fill is built from its path
         edges.append((f"{label} {name}", edge))
     fill_colour = pg.mkColor(colour)
     fill_colour.setAlpha(BAND_ALPHA)
     fill = pg.FillBetweenItem(edges[0][1], edges[1][1], brush=fill_colour)
     fill.setZValue(BAND_Z)
     plot.addItem(fill)
-    mean = thin(plot.plot(x, band.mean, pen=pg.mkPen(colour, width=2), name=group_legend(label, spread)))
+    mean = thin_plot(plot, x, band.mean, pen=pg.mkPen(colour, width=2), name=group_legend(label, spread))
     return GroupBand(mean, tuple(edges), fill)

@@ -3,7 +3,7 @@ band (set_group_overlays), and a continued run's parent drawn faded before its c
 
 A mixin of PlotsPanel (plots.py), which owns the plots, the smoothing weight, the x axis and the ranges this draws
 on. Long runs are drawn about STEPS_AT_ONCE steps a turn of the event loop with the plots' painting off until the
-last, each curve thinned once (plot_items.thin), so comparing 20 runs of 20,000 steps never holds the window for more
+last, each curve thinned once (items.thin_plot), so comparing 20 runs of 20,000 steps never holds the window for more
 than ~100 ms at a time (scripts/history_scale.py measures it).
 """
 
@@ -20,7 +20,7 @@ from ....core.history.curves import Curves, smooth
 from ....core.history.groups import band
 from ....core.history.x_axis import Clock, clock_of, mean_x, x_axis
 from .bands import check_spread, draw_band
-from .items import thin
+from .items import thin_plot
 from .style import per_epoch
 
 # Tableau 10: distinct hues that stay apart on a white and on a dark background.
@@ -134,9 +134,9 @@ class ComparedRuns:
             label = f"{label} (no {x_axis(self.x_axis).name})"
         self._overlay(self.loss_plot, clock, curves.step, smooth(curves.loss, self.weight), pen, label)
         if len(curves.val_accuracy):
-            per_epoch(self._overlay(self.accuracy_plot, clock, curves.val_step, curves.val_accuracy, pen,
-                                    f"{label} (validation)", symbol="o", symbolSize=6, symbolBrush=colour,
-                                    symbolPen=None))
+            self._overlay(self.accuracy_plot, clock, curves.val_step, curves.val_accuracy, pen,
+                          f"{label} (validation)", prepare=per_epoch, symbol="o", symbolSize=6, symbolBrush=colour,
+                          symbolPen=None)
         self._overlay(self.throughput_plot, clock, curves.throughput_step, curves.throughput, pen, label)
         name = _memory_name(curves)
         if name is not None:
@@ -148,7 +148,7 @@ class ComparedRuns:
 
     def _overlay(self, plot: pg.PlotWidget, clock: Clock, steps: np.ndarray, values: np.ndarray, pen, label: str,
                  **style) -> pg.PlotDataItem:
-        item = thin(plot.plot(*clock.place(self.x_axis, steps, values), pen=pen, name=label, **style))
+        item = thin_plot(plot, *clock.place(self.x_axis, steps, values), pen=pen, name=label, **style)
         self.overlays.append((plot, item))
         return item
 
@@ -219,7 +219,6 @@ class ComparedRuns:
                                (self.accuracy_plot, curves.step[has_accuracy], curves.accuracy[has_accuracy])):
             x, y = clock.place(self.x_axis, steps, smooth(y, self.weight))
             if len(x):
-                item = thin(plot.plot(x, y, pen=pg.mkPen(self.theme.line, width=1),
-                                      name=f"{label} (continued from)"))
+                item = thin_plot(plot, x, y, pen=pg.mkPen(self.theme.line, width=1), name=f"{label} (continued from)")
                 item.setOpacity(PARENT_OPACITY)
                 self.parent_items.append((plot, item))
