@@ -601,17 +601,22 @@ class RunStore:
             raise self._error(exc) from None
         return int(row[0]) if row else None
 
-    def get(self, run_id: int, *, with_events: bool = False, steps: bool = True) -> RunRecord:
+    def get(self, run_id: int, *, with_events: bool = False, steps: bool = True,
+            kinds: tuple[type, ...] | None = None) -> RunRecord:
         """The run's row; `with_events`: with its events, in the order recorded (`steps`=False: all but its steps,
-        which `step_block` reads as columns: what curves need, without an event a step)."""
+        which `step_block` reads as columns: what curves need, without an event a step; `kinds`: only events of
+        these types, and no steps)."""
         try:
             row = self.db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
             if row is None:
                 known = [r[0] for r in self.db.execute("SELECT id FROM runs ORDER BY id DESC LIMIT 5")]
                 raise RunStoreError(f"no run with id {run_id} in {self.path}",
                                     f"recent ids: {', '.join(map(str, known))}" if known else "no runs recorded yet")
-            lines = self.db.execute("SELECT seq, data FROM events WHERE run_id = ? ORDER BY seq",
-                                    (run_id,)).fetchall() if with_events else []
+            names = tuple(kind.__name__ for kind in kinds or ())
+            only = f" AND type IN ({', '.join('?' * len(names))})" if kinds is not None else ""
+            lines = self.db.execute(f"SELECT seq, data FROM events WHERE run_id = ?{only} ORDER BY seq",
+                                    (run_id, *names)).fetchall() if with_events else []
+            steps = steps and kinds is None
         except sqlite3.DatabaseError as exc:
             raise self._error(exc) from None
         with self._readable(run_id):

@@ -10,8 +10,8 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 from ....core.ground.alerts import Alert
-from ....core.ground.events import (AmpReport, AmpSkipped, CompileEvent, CompileFinished, CompileReport, Event,
-                                   Notice, ProfileReport, RunFinished, RunStarted, SystemSample)
+from ....core.ground.events import (AmpReport, AmpSkipped, CompileEvent, CompileFinished, CompileReport, EpochEnd,
+                                   Event, Notice, ProfileReport, RunFinished, RunStarted, SystemSample)
 from ....core.ground.layer_stats import LayerStats, ModelSummary
 from ....core.history.curves import Curves, curves_from_columns, scale_changes
 from ....core.history.runs import RunRecord, RunStore
@@ -22,6 +22,7 @@ CACHED_RUNS = 8  # ended runs kept ready to compare or re-open
 # What the panels show of a recorded run besides its curves: the Compile panel and the plots' compile timeline,
 # RunFinished for its payback, the system samples for the System plot, the profile and AMP for the Profile panel,
 # the layer table and statistics for the Model dock, the alerts' markers on the loss plot.
+CURVE_EVENTS = (RunStarted, EpochEnd, CompileFinished, RunFinished)  # what curves_from_columns reads
 PANEL_EVENTS = (RunStarted, CompileFinished, CompileReport, CompileEvent, SystemSample, ProfileReport, AmpReport,
                 AmpSkipped, Notice, RunFinished, ModelSummary, LayerStats, Alert)
 
@@ -33,17 +34,26 @@ class LoadedRun:
 
     record: RunRecord  # without its events
     curves: Curves
-    panel_events: tuple[Event, ...]
+    panel_events: tuple[Event, ...] | None  # None: read only to be compared (its curves)
 
     @property
     def compile_seconds(self) -> float | None:
+        """Its first compile's seconds (what its compile marker says); a run read only to be compared has no
+        panel events: its curves' compile seconds."""
+        if self.panel_events is None:
+            return self.curves.compile_seconds
         return next((e.seconds for e in self.panel_events if isinstance(e, CompileFinished)), None)
 
 
-def load_run(store: RunStore, run_id: int) -> LoadedRun:
-    """The run's curves from its steps' columns, and the events its panels show (all of them but its steps)."""
-    record = with_measured_launch(store, store.get(run_id, with_events=True, steps=False))  # a cold run's warm launch
+def load_run(store: RunStore, run_id: int, panels: bool = True) -> LoadedRun:
+    """The run's curves from its steps' columns, and the events its panels show (all of them but its steps);
+    without `panels`, only the events its curves need: a run compared is not shown in the panels, and its system
+    samples were half of what reading 20 long runs decoded."""
+    record = store.get(run_id, with_events=True, steps=False, kinds=None if panels else CURVE_EVENTS)
     block = store.step_block(run_id)
+    if not panels:
+        return LoadedRun(replace(record, events=[]), curves_from_columns(block, record.events), None)
+    record = with_measured_launch(store, record)  # a cold run's warm launch
     return LoadedRun(replace(record, events=[]), curves_from_columns(block, record.events),
                      tuple(e for e in record.events if isinstance(e, PANEL_EVENTS)) + scale_changes(block))
 
@@ -53,15 +63,18 @@ class RunLoader:
         self.tasks, self.db, self.on_error = tasks, db, on_error
         self.cache: OrderedDict[int, LoadedRun] = OrderedDict()  # the last CACHED_RUNS ended runs used
 
-    def load(self, ids: list[int], deliver: Callable[[list[LoadedRun]], None], slot: str) -> None:
-        """Hand `deliver` the runs, read with a connection of their own; only the latest request of a task slot is
-        delivered, so quick clicks never show an older selection."""
-        cached = {run_id: self.cache[run_id] for run_id in ids if run_id in self.cache}
+    def load(self, ids: list[int], deliver: Callable[[list[LoadedRun]], None], slot: str,
+             panels: bool = True) -> None:
+        """Hand `deliver` the runs, read with a connection of their own (`panels`: with what the panels show, else
+        only their curves); only the latest request of a task slot is delivered, so quick clicks never show an
+        older selection."""
+        cached = {run_id: run for run_id in ids if (run := self.cache.get(run_id)) is not None
+                  and (run.panel_events is not None or not panels)}
         missing = [run_id for run_id in ids if run_id not in cached]
 
         def read() -> list[LoadedRun]:
             with RunStore(self.db, recover=False) as store:
-                return [load_run(store, run_id) for run_id in missing]
+                return [load_run(store, run_id, panels) for run_id in missing]
 
         def done(result) -> None:
             fresh = {run.record.id: run for run in result}

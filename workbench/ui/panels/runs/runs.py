@@ -310,10 +310,12 @@ class RunsPanel(QWidget):
     def set_hidden_columns(self, titles: list[str]) -> None:
         self.table.set_hidden_columns(titles)
 
-    def load_runs(self, ids: list[int], deliver: Callable[[list[LoadedRun]], None], slot: str = SLOT) -> None:
-        """Hand `deliver` the runs' curves, read off the GUI thread (runs_loading.py); a caller whose request a
-        click must not drop, as a live continuation's parent curves, asks in a task slot of its own."""
-        self.loader.load(ids, deliver, slot)
+    def load_runs(self, ids: list[int], deliver: Callable[[list[LoadedRun]], None], slot: str = SLOT,
+                  panels: bool = True) -> None:
+        """Hand `deliver` the runs' curves, read off the GUI thread (loading.py), with what the panels show unless
+        only `panels`=False (a comparison); a caller whose request a click must not drop, as a live continuation's
+        parent curves, asks in a task slot of its own."""
+        self.loader.load(ids, deliver, slot, panels)
 
     # -- the selection ------------------------------------------------------------------------------------------
     def _selection_changed(self, *_args) -> None:
@@ -327,7 +329,7 @@ class RunsPanel(QWidget):
             return
         self._compared = ids
         if len(ids) >= 2:
-            self.load_runs(list(ids), self.compareRequested.emit)
+            self.load_runs(list(ids), self.compareRequested.emit, panels=False)
         else:
             self.tasks.drop(SLOT)  # a comparison still loading is no longer wanted
             self.compareRequested.emit([])
@@ -360,7 +362,7 @@ class RunsPanel(QWidget):
         if len(ids) < 2:
             self.message.setText("Select two or more runs (or a run of a seed group) to compare them.")
             return
-        self.load_runs(sorted(ids), self.compareRequested.emit)
+        self.load_runs(sorted(ids), self.compareRequested.emit, panels=False)
 
     def _single(self, what: str) -> RunRecord | None:
         records = self.selected_records()
