@@ -289,6 +289,20 @@ def cmd_runs_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_import_tensorboard(args: argparse.Namespace) -> int:
+    from ..core.history.import_tensorboard import import_tensorboard
+
+    with _store(args) as store:
+        imported = import_tensorboard(store, args.folders)
+    for run in imported:
+        matched = ", ".join(f"{name.replace('_', ' ')} ← {tag}" for name, tag in run.matched.items())
+        settings = " ".join(f"{name}={value}" for name, value in run.settings.items()) or "none matched"
+        print(f"imported #{run.run_id} from {run.folder}: {run.steps:,} steps ({matched}); settings: {settings}"
+              + (f"; not kept: {', '.join(run.not_kept)}" if run.not_kept else ""))
+    print(f"{len(imported)} run(s) imported: compare them with `workbench runs` or in the window's Runs dock")
+    return 0
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from ..core.kernel.reports import write_report
 

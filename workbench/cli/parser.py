@@ -8,8 +8,8 @@ from ..core.ground import appinfo
 from ..core.ground.config import MATMUL_PRECISIONS
 from ..core.ground.export_formats import EXPORT_FORMATS
 from .bench import cmd_bench
-from .history import (cmd_report, cmd_runs_archive, cmd_runs_diff, cmd_runs_export, cmd_runs_list, cmd_runs_note,
-                      cmd_runs_rename, cmd_runs_rm, cmd_runs_show, cmd_runs_tag)
+from .history import (cmd_import_tensorboard, cmd_report, cmd_runs_archive, cmd_runs_diff, cmd_runs_export,
+                      cmd_runs_list, cmd_runs_note, cmd_runs_rename, cmd_runs_rm, cmd_runs_show, cmd_runs_tag)
 from .models import cmd_evaluate, cmd_explain, cmd_export, cmd_predict
 from .numerics import cmd_numerics
 from .options import add_config_options, add_db_option, add_remote_options, add_train_options, positive_int
@@ -225,6 +225,14 @@ def build_parser() -> argparse.ArgumentParser:
                              help="a folder per run of TensorBoard event files (the tensorboard extra)")
     add_db_option(export_runs, inherited=True)
     export_runs.set_defaults(handler=cmd_runs_export)
+
+    imports = sub.add_parser("import", help="runs logged by another tool into the history, to compare them")
+    imports_sub = imports.add_subparsers(dest="import_source", metavar="SOURCE", required=True)
+    tensorboard = imports_sub.add_parser("tensorboard", help="TensorBoard event files: each folder with a loss "
+                                                              "scalar is a run (the tensorboard extra)")
+    tensorboard.add_argument("folders", nargs="+", metavar="DIR", help="SummaryWriter log dirs, or folders above them")
+    add_db_option(tensorboard)
+    tensorboard.set_defaults(handler=cmd_import_tensorboard)
 
     report = sub.add_parser("report", help="a self-contained HTML report (and JSON) of one or more runs")
     report.add_argument("run_ids", type=int, nargs="+", metavar="RUN_ID")
