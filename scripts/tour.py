@@ -21,8 +21,9 @@ training on the host, mid-run: the host in the title and the status bar), host_r
 once a run there has finished), reattached (that run followed again from its first event: its curves, complete).
 Managing runs (a synthetic history of nine runs, three seeds each of three settings, from scripts/fill_history.py):
 manage (names, tags and the selected run's note in the Runs dock's details), seed_band (a seed group compared: its
-mean line and min–max band on every plot), compare (two runs of different settings compared), diff (the Diff
-dialog of two runs that differ in backend and AMP).
+mean line and min–max band on every plot), compare (two runs of different settings compared), imported (a run
+logged with torch.utils.tensorboard, imported, compared with one of Workbench's), diff (the Diff dialog of two runs
+that differ in backend and AMP).
 Compile insight, round two: numerics / numerics_bf16 (Compare numerics on the built-in network with inductor, fp32
 and bf16 autocast: the dialog), numerics_drift (the same on resources/examples/planted_drift.py), code (an inductor
 run of the built-in network with its compile trace and a 20-step profile, then Code…: the fc line clicked, what it
@@ -59,12 +60,12 @@ from workbench.ui.panels.setup import example_model_spec  # noqa: E402
 SHOTS = ("readme", "training", "compiling", "reason", "explain", "evaluate", "dataset", "timeline", "fixit",
          "whatif", "system", "profile", "profile_timeline", "profile_memory", "amp", "export", "export_aoti",
          "lr_finder", "batch_finder", "sweep", "runs", "connect", "remote", "host_runs", "reattached", "manage",
-         "seed_band", "compare", "diff", "numerics", "numerics_bf16", "numerics_drift", "code", "stages", "model",
-         "layers", "alert", "alert_dead", "alert_vanishing")
+         "seed_band", "compare", "imported", "diff", "numerics", "numerics_bf16", "numerics_drift", "code", "stages",
+         "model", "layers", "alert", "alert_dead", "alert_vanishing")
 # the planted examples whose alerts a shot shows (alert: the exploding learning rate, a JSON config)
 ALERT_SHOTS = {"alert": None, "alert_dead": ("planted_dead_relu.py", "PlantedDeadReluNet"),
                "alert_vanishing": ("planted_vanishing.py", "PlantedVanishingNet")}
-MANAGE_SHOTS = ("manage", "seed_band", "compare", "diff")  # over a synthetic history (fill_history.py)
+MANAGE_SHOTS = ("manage", "seed_band", "compare", "imported", "diff")  # over a synthetic history (fill_history.py)
 REMOTE_SHOTS = ("remote", "host_runs", "reattached")  # the window connected to the loopback sshd
 FINDER_SHOTS = {"lr_finder": "lr", "batch_finder": "batch"}
 PROFILE_TABS = {"profile": "Ops", "profile_timeline": "Timeline", "profile_memory": "Memory", "amp": "AMP"}
@@ -112,6 +113,30 @@ def fill_synthetic() -> None:
                     "--runs", "9", "--long", "0", "--seed", "3"], check=True, stdout=subprocess.DEVNULL)
 
 
+def import_tensorboard_log() -> None:
+    """A run logged by a user's own script with torch.utils.tensorboard (750 steps, validation every 125), imported
+    into this tour's history: `workbench import tensorboard`."""
+    import math
+
+    from torch.utils.tensorboard import SummaryWriter
+
+    from workbench.core.history.import_tensorboard import import_tensorboard
+    from workbench.core.history.runs import RunStore, default_db_path
+
+    writer = SummaryWriter(TEMP / "tensorboard" / "my-old-script")
+    for step in range(750):
+        loss = 2.3 * math.exp(-step / 150) + 0.12 + 0.03 * math.sin(step)
+        writer.add_scalar("Loss/train", loss, step)
+        writer.add_scalar("Accuracy/train", 100 * (0.1 + 0.85 * (1 - math.exp(-step / 120))), step)
+        if step % 125 == 124:
+            writer.add_scalar("Accuracy/val", 0.1 + 0.84 * (1 - math.exp(-step / 120)), step)
+            writer.add_scalar("Loss/val", loss * 1.1, step)
+    writer.add_hparams({"lr": 0.004, "batch_size": 32}, {"hparam/accuracy": 0.93})
+    writer.close()
+    with RunStore(default_db_path()) as store:
+        import_tensorboard(store, [TEMP / "tensorboard"])
+
+
 def start_host():
     """The loopback sshd (the tests' own, tests/support/sshd.py) as a Remote; WORKBENCH_SSH reaches it."""
     import atexit
@@ -155,6 +180,8 @@ def main() -> int:
         record_history()
     if args.shot in MANAGE_SHOTS:
         fill_synthetic()
+    if args.shot == "imported":
+        import_tensorboard_log()
     host = start_host() if args.shot in REMOTE_SHOTS else None
     if args.shot in ("host_runs", "reattached"):
         train_on(host)
@@ -294,7 +321,7 @@ def main() -> int:
     elif args.shot in MANAGE_SHOTS:
         runs = window.runs
         window.docks["runs"].raise_()
-        if args.shot not in ("seed_band", "compare"):  # the band needs the plots' height
+        if args.shot not in ("seed_band", "compare", "imported"):  # the band needs the plots' height
             window.resizeDocks([window.docks["runs"]], [330], Qt.Vertical)
 
         def chosen() -> None:
@@ -303,17 +330,19 @@ def main() -> int:
                 runs.select_ids([next(i for i, r in records.items() if r.notes and r.tags)])
                 runs.details_button.setChecked(True)
                 grab(600)
-            elif args.shot in ("seed_band", "compare"):
+            elif args.shot in ("seed_band", "compare", "imported"):
                 window.docks["log"].raise_()  # the plots take the window's height
                 window.resizeDocks([window.docks["log"]], [90], Qt.Vertical)
                 if args.shot == "seed_band":
                     runs.select_ids([max(records)])  # one run of a seed group: Compare takes the whole group
                     runs.compare_selected()
+                elif args.shot == "imported":  # the imported run (the newest) beside a run of Workbench's
+                    runs.select_ids([max(records), 4])
                 else:  # two runs of different settings: selecting them compares them
                     runs.select_ids([max(records), min(records)])
 
                 def banded() -> None:
-                    if window.plots.group_bands or (args.shot == "compare" and window.plots.overlays):
+                    if window.plots.group_bands or (args.shot in ("compare", "imported") and window.plots.overlays):
                         grab(800)
                     else:
                         QTimer.singleShot(100, banded)

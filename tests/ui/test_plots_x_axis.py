@@ -304,3 +304,20 @@ def test_comparing_runs_draws_those_that_differ_only_by_seed_as_a_group(waiting_
     assert len(_bands(plots, plots.loss_plot)) == 1
     waiting_window.recorded_runs.compare([])
     assert plots.overlays == [] and plots.group_bands == []
+
+
+def test_an_imported_run_says_where_it_came_from_when_compared(waiting_window):
+    from workbench.core.history.runs import RunRecord
+    from workbench.ui.panels.runs.runs import LoadedRun
+
+    def loaded(run_id: int, environment: dict) -> LoadedRun:
+        record = RunRecord(id=run_id, created="2025-01-01T00:00:00+00:00", status="finished",
+                           config=TrainConfig(lr=run_id / 1000).to_dict(), environment=environment, steps=3,
+                           best_val_accuracy=None, samples_per_s=None, compile_seconds=None, peak_memory_mib=None,
+                           backend_used=None, failure=None, out_dir=None, checkpoint=None)
+        return LoadedRun(record, GROUP[run_id - 1], None)
+
+    plots = waiting_window.plots
+    waiting_window.recorded_runs.compare([loaded(1, {}), loaded(2, {"imported_from": {"source": "TensorBoard"}})])
+    names = [item.name() for plot, item in plots.overlays if plot is plots.loss_plot]
+    assert names == ["#1 lr=0.001", "#2 lr=0.002 (from TensorBoard)"]

@@ -59,6 +59,12 @@ class Imported:
     settings: dict[str, object]  # hparams that became settings
 
 
+def imported_from(environment: dict) -> str | None:
+    """The tool a run was imported from ('TensorBoard'), from its environment; None for a run of Workbench's."""
+    origin = environment.get("imported_from")
+    return origin.get("source") if isinstance(origin, dict) else None
+
+
 def import_tensorboard(store: RunStore, folders: Sequence[str | Path]) -> list[Imported]:
     """Every run under `folders` into the history; LogImportError when there is none, or TensorBoard is missing."""
     try:

@@ -13,6 +13,8 @@ from ...core.ground.alerts import Alert
 from ...core.ground.events import CompileEvent, SystemSample
 from ...core.history.curves import differing_settings, run_label, run_name
 from ...core.history.groups import seed_groups
+from ...core.history.import_tensorboard import imported_from
+from ...core.history.runs import RunRecord
 from ..panels.runs.runs import LoadedRun
 from .checkpoints import Checkpoints
 from .parts import WindowParts
@@ -62,7 +64,7 @@ class RecordedRuns(QObject):
         singles = [run for run in runs if run.record.id not in grouped]
         shown = [run.record.config for run in singles] + [by_id[group.run_ids[0]].record.config for group in groups]
         keys = differing_settings(shown)
-        labels = [run_label(run.record.id, run.record.config, keys) for run in singles]
+        labels = [run_label(run.record.id, run.record.config, keys) + _origin(run.record) for run in singles]
         self.plots.set_overlays([(label, run.curves) for label, run in zip(labels, singles)])
         self.plots.set_group_overlays([(group.label, [by_id[run_id].curves for run_id in group.run_ids])
                                        for group in groups])
@@ -121,3 +123,9 @@ class RecordedRuns(QObject):
         model = self.state.model
         if model is not None and Path(model.info.path).resolve() in checkpoints:
             self.checkpoints.forget("was deleted with its run")
+
+
+def _origin(record: RunRecord) -> str:
+    """' (from TensorBoard)' after an imported run's label: its curves were not measured by Workbench."""
+    source = imported_from(record.environment)
+    return f" (from {source})" if source else ""
