@@ -120,7 +120,7 @@ def import_tensorboard_log() -> None:
 
     from torch.utils.tensorboard import SummaryWriter
 
-    from workbench.core.history.import_tensorboard import import_tensorboard
+    from workbench.core.history.imports import import_tensorboard
     from workbench.core.history.runs import RunStore, default_db_path
 
     writer = SummaryWriter(TEMP / "tensorboard" / "my-old-script")

@@ -289,11 +289,12 @@ def cmd_runs_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_import_tensorboard(args: argparse.Namespace) -> int:
-    from ..core.history.import_tensorboard import import_tensorboard
+def cmd_import(args: argparse.Namespace) -> int:
+    """`workbench import tensorboard DIR…` / `workbench import mlflow PATH…`: each run found, and what it became."""
+    from ..core.history.imports import import_mlflow, import_tensorboard
 
     with _store(args) as store:
-        imported = import_tensorboard(store, args.folders)
+        imported = (import_tensorboard if args.import_source == "tensorboard" else import_mlflow)(store, args.paths)
     for run in imported:
         matched = ", ".join(f"{name.replace('_', ' ')} ← {tag}" for name, tag in run.matched.items())
         settings = " ".join(f"{name}={value}" for name, value in run.settings.items()) or "none matched"

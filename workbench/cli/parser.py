@@ -8,7 +8,7 @@ from ..core.ground import appinfo
 from ..core.ground.config import MATMUL_PRECISIONS
 from ..core.ground.export_formats import EXPORT_FORMATS
 from .bench import cmd_bench
-from .history import (cmd_import_tensorboard, cmd_report, cmd_runs_archive, cmd_runs_diff, cmd_runs_export,
+from .history import (cmd_import, cmd_report, cmd_runs_archive, cmd_runs_diff, cmd_runs_export,
                       cmd_runs_list, cmd_runs_note, cmd_runs_rename, cmd_runs_rm, cmd_runs_show, cmd_runs_tag)
 from .models import cmd_evaluate, cmd_explain, cmd_export, cmd_predict
 from .numerics import cmd_numerics
@@ -230,9 +230,13 @@ def build_parser() -> argparse.ArgumentParser:
     imports_sub = imports.add_subparsers(dest="import_source", metavar="SOURCE", required=True)
     tensorboard = imports_sub.add_parser("tensorboard", help="TensorBoard event files: each folder with a loss "
                                                               "scalar is a run (the tensorboard extra)")
-    tensorboard.add_argument("folders", nargs="+", metavar="DIR", help="SummaryWriter log dirs, or folders above them")
-    add_db_option(tensorboard)
-    tensorboard.set_defaults(handler=cmd_import_tensorboard)
+    tensorboard.add_argument("paths", nargs="+", metavar="DIR", help="SummaryWriter log dirs, or folders above them")
+    mlflow = imports_sub.add_parser("mlflow", help="an MLflow file store: each run with a loss metric is a run "
+                                                    "(read from its files: MLflow is not needed)")
+    mlflow.add_argument("paths", nargs="+", metavar="PATH", help="an mlruns folder, an experiment's or a run's")
+    for source in (tensorboard, mlflow):
+        add_db_option(source)
+        source.set_defaults(handler=cmd_import)
 
     report = sub.add_parser("report", help="a self-contained HTML report (and JSON) of one or more runs")
     report.add_argument("run_ids", type=int, nargs="+", metavar="RUN_ID")

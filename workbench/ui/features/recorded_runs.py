@@ -13,7 +13,7 @@ from ...core.ground.alerts import Alert
 from ...core.ground.events import CompileEvent, SystemSample
 from ...core.history.curves import differing_settings, run_label, run_name
 from ...core.history.groups import seed_groups
-from ...core.history.import_tensorboard import imported_from
+from ...core.history.imports import imported_from
 from ...core.history.runs import RunRecord
 from ..panels.runs.runs import LoadedRun
 from .checkpoints import Checkpoints

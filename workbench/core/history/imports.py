@@ -1,16 +1,21 @@
-"""TensorBoard logs into the run history, so that a user's old runs are compared with new ones in the window.
+"""Runs logged by other tools into the run history, so that a user's old runs are compared with new ones in the
+window: TensorBoard logs and MLflow file stores.
 
-Each folder holding event files with a loss scalar is one run, read with TensorBoard's own reader
-(EventAccumulator, every scalar kept). Its scalars are matched to what a Workbench run records, by their tags:
+TensorBoard: each folder holding event files with a loss scalar is one run, read with TensorBoard's own reader
+(EventAccumulator, every scalar kept). MLflow: each run of a file store (`mlruns/<experiment>/<run>/`, as MLflow's
+client writes it with a `file:` tracking URI) with a loss metric, read from its files (metrics as "ms value step"
+lines, params and tags one file each): no MLflow needed to read it. Either way the scalars (metrics) are matched to
+what a Workbench run records, by their names:
 - the training loss ('loss', 'Loss/train', 'train_loss'…) becomes each step's loss (required);
 - the training accuracy, a throughput ('samples/s', 'throughput'), each step's;
 - a validation loss or accuracy ('Loss/val', 'val_acc', 'eval/accuracy'…) becomes an epoch's end at its step, the
   steps up to it that epoch's.
 Accuracies in percent are read as fractions. TensorBoard's steps start at 0, Workbench's at 1: a log whose first
-step is 0 is moved by one. The wall times become the steps' times (so the time axes work). The hyperparameters that
-`add_hparams` wrote (in the run's folder or, as `torch.utils.tensorboard` writes them, in a subfolder of it) become
-the settings whose names match; the others, and every scalar not matched, are named in the run's environment
-("imported from"), so nothing is dropped silently. An imported run has no checkpoint: it cannot be continued.
+step is 0 is moved by one. The wall times become the steps' times (so the time axes work). The hyperparameters
+(TensorBoard's `add_hparams`, in the run's folder or, as `torch.utils.tensorboard` writes them, in a subfolder;
+MLflow's params) become the settings whose names match; the others, every scalar not matched and MLflow's own tags
+are named in the run's environment ("imported from"), so nothing is dropped silently. An imported run has no
+checkpoint: it cannot be continued.
 """
 
 from __future__ import annotations
@@ -38,11 +43,19 @@ KINDS = {"loss": re.compile(r"loss", re.I), "accuracy": re.compile(r"acc", re.I)
 SETTINGS = {"lr": "lr", "learning_rate": "lr", "batch_size": "batch_size", "epochs": "epochs",
             "hidden_dim": "hidden_dim", "hidden_size": "hidden_dim", "seed": "seed", "optimizer": "optimizer",
             "weight_decay": "weight_decay", "dropout": "dropout"}
-SOURCE = "TensorBoard"
+
+@dataclass(frozen=True)
+class Point:
+    """One logged value: TensorBoard's ScalarEvent has these three attributes, an MLflow metric line is read as one."""
+
+    step: int
+    value: float
+    wall_time: float  # Unix seconds
 
 
 class LogImportError(WorkbenchError):
     """A log that cannot be imported: the message names the folder and why."""
+
 
     kind = "input"
 
@@ -80,11 +93,63 @@ def import_tensorboard(store: RunStore, folders: Sequence[str | Path]) -> list[I
         hparams = _hparams(EventAccumulator, folder) or next(
             (found for child in sorted(p for p in folder.iterdir() if p.is_dir()) if child in runs
              and (found := _hparams(EventAccumulator, child))), {})
-        imported.append(_write(store, folder, scalars, hparams))
+        imported.append(_write(store, "TensorBoard", folder, folder.name, scalars, hparams, {}))
     if not imported:
         raise LogImportError(f"no TensorBoard run with a loss scalar under {', '.join(map(str, folders))}",
-                           "give the folder SummaryWriter wrote into (its log_dir), or the folder above several")
+                             "give the folder SummaryWriter wrote into (its log_dir), or the folder above several")
     return imported
+
+
+def import_mlflow(store: RunStore, stores: Sequence[str | Path]) -> list[Imported]:
+    """Every run with a loss metric of these MLflow file stores (an `mlruns` folder, an experiment's folder in one,
+    or one run's folder) into the history; LogImportError when there is none."""
+    imported = []
+    for root in map(Path, stores):
+        if not root.exists():
+            raise LogImportError(f"{root} does not exist")
+        for folder in sorted(meta.parent for meta in root.glob("**/meta.yaml") if (meta.parent / "metrics").is_dir()):
+            if folder.parent.name == ".trash" or _meta(folder).get("lifecycle_stage") == "deleted":
+                continue
+            scalars = {path.name: _metric(path) for path in sorted((folder / "metrics").rglob("*")) if path.is_file()}
+            if _pick(scalars, "loss", validation=False) is None:
+                continue
+            params = {path.name: path.read_text(encoding="utf-8").strip() for path in (folder / "params").glob("*")
+                      if path.is_file()} if (folder / "params").is_dir() else {}
+            tags = {path.name: path.read_text(encoding="utf-8").strip() for path in (folder / "tags").glob("*")
+                    if path.is_file()} if (folder / "tags").is_dir() else {}
+            name = tags.get("mlflow.runName") or _meta(folder).get("run_name") or folder.name
+            user_tags = {key: value for key, value in tags.items() if not key.startswith("mlflow.")}
+            experiment = _meta(folder.parent).get("name", "")
+            imported.append(_write(store, "MLflow", folder, name, scalars, params,
+                                   {"experiment": experiment, "tags": user_tags}))
+    if not imported:
+        raise LogImportError(f"no MLflow run with a loss metric under {', '.join(map(str, stores))}",
+                             "give the mlruns folder of a file store (the tracking URI file:…/mlruns)")
+    return imported
+
+
+def _meta(folder: Path) -> dict[str, str]:
+    """The plain `key: value` lines of an MLflow meta.yaml (what is read of it: names, stage), without YAML."""
+    try:
+        lines = (folder / "meta.yaml").read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return {}
+    pairs = (line.split(":", 1) for line in lines if ":" in line and not line.startswith(" "))
+    return {key.strip(): value.strip().strip("'\"") for key, value in pairs}
+
+
+def _metric(path: Path) -> list[Point]:
+    """An MLflow metric file: a "timestamp-ms value step" line a value."""
+    points = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        parts = line.split()
+        if len(parts) >= 3:
+            try:
+                points.append(Point(int(parts[2]), float(parts[1]), int(parts[0]) / 1000.0))
+            except ValueError:
+                raise LogImportError(f"{path} has a line that is not 'milliseconds value step': {line[:60]!r}",
+                                     "is this an MLflow file store?") from None
+    return points
 
 
 def _event_folders(root: Path) -> list[Path]:
@@ -125,7 +190,9 @@ def _pick(scalars: dict[str, list], kind: str, validation: bool) -> str | None:
     return min(found, key=lambda tag: (len(tag), tag)) if found else None
 
 
-def _write(store: RunStore, folder: Path, scalars: dict[str, list], hparams: dict[str, object]) -> Imported:
+def _write(store: RunStore, source: str, folder: Path, name: str, scalars: dict[str, list],
+           hparams: dict[str, object], more: dict) -> Imported:
+    """The run these scalars (matched by name) and hyperparameters make, written into the history."""
     matched = {name: tag for name, tag in (("loss", _pick(scalars, "loss", False)),
                                            ("accuracy", _pick(scalars, "accuracy", False)),
                                            ("throughput", _pick(scalars, "throughput", False)),
@@ -134,7 +201,7 @@ def _write(store: RunStore, folder: Path, scalars: dict[str, list], hparams: dic
     series = {name: _points(scalars[tag], percent=name.endswith("accuracy")) for name, tag in matched.items()}
     steps, losses, walls = series["loss"]
     shift = 1 if len(steps) and steps[0] == 0 else 0
-    config, settings = _config(hparams)
+    config, settings, used = _config(hparams)
     val_steps = series.get("val_loss", series.get("val_accuracy", (np.empty(0),) * 3))[0]
     epochs = np.searchsorted(val_steps, steps, side="left") + 1  # a step after the last validation: one more epoch
     started = float(walls[0]) if len(walls) else None
@@ -147,7 +214,7 @@ def _write(store: RunStore, folder: Path, scalars: dict[str, list], hparams: dic
         return float(series[name][1][where]) if where < len(series[name][0]) and series[name][0][where] == step \
             else None
 
-    events: list = [RunStarted(config=config, device="imported", device_name=f"{SOURCE} log",
+    events: list = [RunStarted(config=config, device="imported", device_name=f"{source} log",
                                versions=Versions(workbench=appinfo.version(), torch="", python="", cuda=""),
                                train_size=0, val_size=0, steps_per_epoch=0, total_steps=len(steps), wall=started)]
     for i, (step, loss, wall) in enumerate(zip(steps, losses, walls)):
@@ -172,14 +239,14 @@ def _write(store: RunStore, folder: Path, scalars: dict[str, list], hparams: dic
                               seconds=float(walls[-1] - walls[0]) if len(walls) else 0.0, stopped=False,
                               results=results))
     not_kept = tuple(sorted(set(scalars) - set(matched.values())))
-    origin = {"imported_from": {"source": SOURCE, "path": str(folder.resolve()), "scalars": matched,
+    origin = {"imported_from": {"source": source, "path": str(folder.resolve()), "scalars": matched, **more,
                                 "not_kept": list(not_kept), "step_shift": shift,
-                                "hparams_not_settings": sorted(set(hparams) - set(settings))}}
+                                "hparams_not_settings": sorted(set(hparams) - used)}}
     run_id = store.start_run(config.to_dict())
     store.append_events(run_id, 0, events, {
         "status": "finished", "steps": len(steps), "best_val_accuracy": best,
         "samples_per_s": results.samples_per_s or None,
-        "environment": json.dumps(origin), "name": folder.name})
+        "environment": json.dumps(origin), "name": name})
     return Imported(run_id, folder, len(steps), matched, not_kept, settings)
 
 
@@ -194,9 +261,10 @@ def _points(points: list, percent: bool) -> tuple[np.ndarray, np.ndarray, np.nda
     return steps, values, walls
 
 
-def _config(hparams: dict[str, object]) -> tuple[TrainConfig, dict[str, object]]:
-    """The default settings with every hyperparameter that names one and is a value it can take."""
-    config, kept = TrainConfig(), {}
+def _config(hparams: dict[str, object]) -> tuple[TrainConfig, dict[str, object], set[str]]:
+    """The default settings with every hyperparameter that names one and is a value it can take; those settings,
+    and the hyperparameters' names that became them."""
+    config, kept, used = TrainConfig(), {}, set()
     for name, value in hparams.items():
         setting = SETTINGS.get(name.lower())
         if setting is None:
@@ -207,6 +275,5 @@ def _config(hparams: dict[str, object]) -> tuple[TrainConfig, dict[str, object]]
         except (ConfigError, TypeError, ValueError):
             continue
         config, kept[setting] = candidate, kind(value)
-    return config, kept
-
-
+        used.add(name)
+    return config, kept, used

@@ -1,5 +1,6 @@
-"""`workbench import tensorboard`: a log written by torch.utils.tensorboard's SummaryWriter becomes a run of the
-history (loss, accuracy, validation, wall times, matching hyperparameters), saying what was not kept."""
+"""`workbench import tensorboard` and `workbench import mlflow`: a log written by torch.utils.tensorboard's
+SummaryWriter, and a file store written by MLflow's own client, become runs of the history (loss, accuracy,
+validation, wall times, matching hyperparameters), saying what was not kept."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from torch.utils.tensorboard import SummaryWriter  # noqa: E402
 
 from workbench.cli import main  # noqa: E402
 from workbench.core.history.curves import curves_from_events  # noqa: E402
-from workbench.core.history.import_tensorboard import LogImportError, import_tensorboard  # noqa: E402
+from workbench.core.history.imports import LogImportError, import_mlflow, import_tensorboard  # noqa: E402
 from workbench.core.history.runs import RunStore  # noqa: E402
 
 
@@ -66,3 +67,46 @@ def test_the_command_says_what_it_imported(logs, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "imported #1 from" in out and "loss ← Loss/train" in out and "not kept: lr" in out
     assert "batch_size=64" in out and "lr=0.01" in out
+
+
+@pytest.fixture(scope="module")
+def mlruns(tmp_path_factory):
+    """A file store as MLflow's client writes it: one experiment, a run with params, a tag and metrics by step."""
+    mlflow = pytest.importorskip("mlflow")
+    root = tmp_path_factory.mktemp("mlflow") / "mlruns"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")  # MLflow 3.18 keeps the file store in maintenance mode
+        mlflow.set_tracking_uri(root.as_uri())
+        mlflow.set_experiment("digits")
+        with mlflow.start_run(run_name="mlp-baseline"):
+            mlflow.log_params({"learning_rate": 0.002, "batch_size": 128, "momentum": 0.9})
+            mlflow.set_tag("team", "vision")
+            for step in range(1, 31):
+                mlflow.log_metric("train_loss", 3.0 / step, step=step)
+                mlflow.log_metric("train_acc", step / 31, step=step)
+                if step % 10 == 0:
+                    mlflow.log_metric("val_loss", 2.0 / step, step=step)
+                    mlflow.log_metric("val_acc", step / 32, step=step)
+            mlflow.log_metric("gpu_temp", 60.0, step=1)
+    return root
+
+
+def test_an_mlflow_file_store_becomes_a_run_with_its_params_and_tags(mlruns, tmp_path):
+    with RunStore(tmp_path / "runs.sqlite") as store:
+        [imported] = import_mlflow(store, [mlruns])
+        run = store.get(imported.run_id, with_events=True)
+    assert run.name == "mlp-baseline" and run.config["lr"] == 0.002 and run.config["batch_size"] == 128
+    origin = run.environment["imported_from"]
+    assert origin["source"] == "MLflow" and origin["experiment"] == "digits" and origin["tags"] == {"team": "vision"}
+    assert origin["not_kept"] == ["gpu_temp"] and origin["hparams_not_settings"] == ["momentum"]
+    assert origin["step_shift"] == 0  # MLflow's steps here start at 1
+    curves = curves_from_events(run.events)
+    assert curves.step.tolist() == list(range(1, 31)) and curves.loss[-1] == pytest.approx(0.1)
+    assert curves.val_step.tolist() == [10, 20, 30] and curves.val_accuracy[-1] == pytest.approx(30 / 32)
+    assert 1e9 < curves.wall[0] < 1e10  # milliseconds read as seconds
+
+
+def test_a_folder_that_is_no_mlflow_store_is_refused(tmp_path):
+    with RunStore(tmp_path / "runs.sqlite") as store:
+        with pytest.raises(LogImportError, match="no MLflow run with a loss metric"):
+            import_mlflow(store, [tmp_path])
