@@ -24,8 +24,6 @@ import json
 import os
 import socket
 import sqlite3
-import sys
-import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -37,81 +35,13 @@ from ..ground.errors import WorkbenchError, first_line
 from ..ground.events import Event, RunFinished, Step, from_dict, to_json
 from ..ground.processes import process_alive
 from ..ground.results import RunResults
+from .schema import READABLE_VERSIONS, SCHEMA_VERSION, reclaim, upgrade
 from .step_columns import StepBlock, block_of, joined, pack, unpack
 from .trash import folder_bytes
 
-SCHEMA_VERSION = 3
-MIGRATED_BLOCK = 4096  # steps a block holds when an older history's steps are moved into blocks
 BUSY_TIMEOUT_S = 5.0  # wait this long for another process's write lock before giving up
 ENDED = ("finished", "stopped", "failed")  # statuses written by the run's own end
 MAX_TAG_CHARS = 40
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS runs (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    created TEXT NOT NULL,
-    updated TEXT NOT NULL,
-    status TEXT NOT NULL,              -- running | finished | stopped | failed | interrupted
-    host TEXT NOT NULL,
-    pid INTEGER NOT NULL,
-    config TEXT NOT NULL,              -- TrainConfig JSON
-    environment TEXT NOT NULL DEFAULT '{}',
-    dataset TEXT NOT NULL,
-    backend TEXT NOT NULL,
-    mode TEXT NOT NULL,
-    amp TEXT NOT NULL,
-    epochs INTEGER NOT NULL,
-    steps INTEGER NOT NULL DEFAULT 0,
-    best_val_accuracy REAL,
-    samples_per_s REAL,
-    compile_seconds REAL,
-    peak_memory_mib REAL,
-    backend_used TEXT,
-    failure TEXT,                      -- RunFailed as JSON
-    out_dir TEXT,
-    checkpoint TEXT,
-    name TEXT NOT NULL DEFAULT '',
-    notes TEXT NOT NULL DEFAULT '',    -- Markdown
-    tags TEXT NOT NULL DEFAULT '[]',   -- a JSON list of words
-    archived INTEGER NOT NULL DEFAULT 0,
-    disk_bytes INTEGER                 -- the size of its folder (NULL: not measured, or not on this computer)
-);
-CREATE TABLE IF NOT EXISTS events (
-    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-    seq INTEGER NOT NULL,
-    type TEXT NOT NULL,
-    data TEXT NOT NULL,
-    PRIMARY KEY (run_id, seq)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS step_blocks (
-    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-    first_seq INTEGER NOT NULL,        -- the seq of its first step in the run's event stream
-    first_step INTEGER NOT NULL,
-    last_step INTEGER NOT NULL,
-    count INTEGER NOT NULL,
-    data BLOB NOT NULL,                -- step_columns.pack
-    PRIMARY KEY (run_id, first_seq)
-) WITHOUT ROWID;
-"""
-STEP_BLOCKS = SCHEMA[SCHEMA.index("CREATE TABLE IF NOT EXISTS step_blocks"):]
-# Every open looks for runs still "running" (mark_interrupted); the window looks a run up by its folder after each
-# run, and a removal compares every run's folder: with thousands of runs neither should read the whole table.
-INDEXES = """
-CREATE INDEX IF NOT EXISTS runs_by_status ON runs (status);
-CREATE INDEX IF NOT EXISTS runs_by_out_dir ON runs (out_dir);
-"""
-# What brings a history of schema N to N + 1, in place: its rows keep their ids, their events and their values.
-MIGRATIONS = {
-    1: """
-ALTER TABLE runs ADD COLUMN name TEXT NOT NULL DEFAULT '';
-ALTER TABLE runs ADD COLUMN notes TEXT NOT NULL DEFAULT '';
-ALTER TABLE runs ADD COLUMN tags TEXT NOT NULL DEFAULT '[]';
-ALTER TABLE runs ADD COLUMN archived INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE runs ADD COLUMN disk_bytes INTEGER;
-""",
-    2: STEP_BLOCKS,  # and the steps move from the events into it (RunStore._steps_into_blocks)
-}
-READABLE_VERSIONS = (1, 2, 3)  # schemas whose runs this version reads as they are (read-only: not migrated)
 
 
 class RunStoreError(WorkbenchError):
@@ -333,42 +263,9 @@ class RunStore:
         with self.db:
             self.db.execute("BEGIN IMMEDIATE")
             version = self.db.execute("PRAGMA user_version").fetchone()[0]  # another process may have just done it
-            script = SCHEMA if version == 0 else "".join(MIGRATIONS[v] for v in range(version, SCHEMA_VERSION))
-            for statement in (script + INDEXES).split(";"):  # (no statement holds a semicolon of its own)
-                self.db.execute(statement)
-            moved = 0 < version < 3 and self._steps_into_blocks()
-            self.db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            moved = upgrade(self.db, version, self._write_block, f"upgrading the run history {self.path}")
         if moved:
-            self._reclaim()
-
-    def _steps_into_blocks(self) -> bool:
-        """Schema 2 → 3: every run's Step events become blocks of columns, each step at its seq, in this
-        transaction. Says how far it has got on stderr (a history of thousands of runs takes a while); True when
-        there were steps to move."""
-        runs = [row[0] for row in self.db.execute("SELECT DISTINCT run_id FROM events WHERE type = 'Step'")]
-        progress = _Progress(f"upgrading the run history {self.path}: steps as columns", len(runs))
-        for done, run_id in enumerate(runs, 1):
-            rows = self.db.execute("SELECT seq, data FROM events WHERE run_id = ? AND type = 'Step' ORDER BY seq",
-                                   (run_id,)).fetchall()
-            try:
-                steps = [from_dict(json.loads(data)) for _seq, data in rows]
-            except (ValueError, TypeError, RecursionError):  # a damaged run keeps its rows as they are
-                continue
-            for start in range(0, len(rows), MIGRATED_BLOCK):
-                self._write_block(run_id, [seq for seq, _data in rows[start:start + MIGRATED_BLOCK]],
-                                  steps[start:start + MIGRATED_BLOCK])
-            self.db.execute("DELETE FROM events WHERE run_id = ? AND type = 'Step'", (run_id,))
-            progress.at(done)
-        progress.end()
-        return bool(runs)
-
-    def _reclaim(self) -> None:
-        """Give the disk back the space the moved steps' rows held (VACUUM: the file is rewritten). Another
-        process holding the history open can keep it from happening now: then the space is reused by later runs."""
-        try:
-            self.db.execute("VACUUM")
-        except sqlite3.DatabaseError:
-            pass
+            reclaim(self.db)
 
     def _write_block(self, run_id: int, seqs: list[int], steps: list[Step]) -> None:
         self.db.execute("INSERT INTO step_blocks (run_id, first_seq, first_step, last_step, count, data) "
@@ -729,28 +626,6 @@ def _read_only_uri(path: Path) -> str:
     commit is in the file itself: it is opened immutable (no -shm, no locks)."""
     wal = all(Path(f"{path}{suffix}").exists() for suffix in ("-wal", "-shm"))
     return path.resolve().as_uri() + ("?mode=ro" if wal else "?mode=ro&immutable=1")
-
-
-class _Progress:
-    """A line on stderr every few seconds while a long job goes on ("…: 400 of 2,000 runs"), and one at its end;
-    nothing for a job that ends within the first interval."""
-
-    INTERVAL_S = 3.0
-
-    def __init__(self, what: str, total: int):
-        self.what, self.total = what, total
-        self.started = self.said = time.monotonic()
-
-    def at(self, done: int) -> None:
-        now = time.monotonic()
-        if now - self.said >= self.INTERVAL_S:
-            self.said = now
-            print(f"{self.what}: {done:,} of {self.total:,} runs", file=sys.stderr, flush=True)
-
-    def end(self) -> None:
-        if self.said != self.started:
-            print(f"{self.what}: done, {self.total:,} runs in {time.monotonic() - self.started:.0f} s",
-                  file=sys.stderr, flush=True)
 
 
 # Columns that only ever grow while a run is recorded in batches.

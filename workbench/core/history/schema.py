@@ -1,0 +1,151 @@
+"""The run history's tables, and what brings a history of an earlier version's up to this one's.
+
+Schema 1: runs and their events (JSON rows). Schema 2: the user's words about a run (name, note, tags, archive)
+and its size on disk. Schema 3: a run's steps as typed columns, one compressed block per recorded batch
+(step_columns.py), the other events staying JSON rows; an older history's steps move into blocks on its first
+writable open, run by run, saying how far it has got (a history of thousands of runs takes tens of seconds).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+import time
+from typing import Callable
+
+from ..ground.events import Step, from_dict
+
+SCHEMA_VERSION = 3
+MIGRATED_BLOCK = 4096  # steps a block holds when an older history's steps are moved into blocks
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    created TEXT NOT NULL,
+    updated TEXT NOT NULL,
+    status TEXT NOT NULL,              -- running | finished | stopped | failed | interrupted
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    config TEXT NOT NULL,              -- TrainConfig JSON
+    environment TEXT NOT NULL DEFAULT '{}',
+    dataset TEXT NOT NULL,
+    backend TEXT NOT NULL,
+    mode TEXT NOT NULL,
+    amp TEXT NOT NULL,
+    epochs INTEGER NOT NULL,
+    steps INTEGER NOT NULL DEFAULT 0,
+    best_val_accuracy REAL,
+    samples_per_s REAL,
+    compile_seconds REAL,
+    peak_memory_mib REAL,
+    backend_used TEXT,
+    failure TEXT,                      -- RunFailed as JSON
+    out_dir TEXT,
+    checkpoint TEXT,
+    name TEXT NOT NULL DEFAULT '',
+    notes TEXT NOT NULL DEFAULT '',    -- Markdown
+    tags TEXT NOT NULL DEFAULT '[]',   -- a JSON list of words
+    archived INTEGER NOT NULL DEFAULT 0,
+    disk_bytes INTEGER                 -- the size of its folder (NULL: not measured, or not on this computer)
+);
+CREATE TABLE IF NOT EXISTS events (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    type TEXT NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (run_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS step_blocks (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    first_seq INTEGER NOT NULL,        -- the seq of its first step in the run's event stream
+    first_step INTEGER NOT NULL,
+    last_step INTEGER NOT NULL,
+    count INTEGER NOT NULL,
+    data BLOB NOT NULL,                -- step_columns.pack
+    PRIMARY KEY (run_id, first_seq)
+) WITHOUT ROWID;
+"""
+STEP_BLOCKS = SCHEMA[SCHEMA.index("CREATE TABLE IF NOT EXISTS step_blocks"):]
+# Every open looks for runs still "running" (mark_interrupted); the window looks a run up by its folder after each
+# run, and a removal compares every run's folder: with thousands of runs neither should read the whole table.
+INDEXES = """
+CREATE INDEX IF NOT EXISTS runs_by_status ON runs (status);
+CREATE INDEX IF NOT EXISTS runs_by_out_dir ON runs (out_dir);
+"""
+# What brings a history of schema N to N + 1, in place: its rows keep their ids, their events and their values.
+MIGRATIONS = {
+    1: """
+ALTER TABLE runs ADD COLUMN name TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN notes TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN tags TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE runs ADD COLUMN archived INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN disk_bytes INTEGER;
+""",
+    2: STEP_BLOCKS,  # and the steps move from the events into it (_steps_into_blocks)
+}
+READABLE_VERSIONS = (1, 2, 3)  # schemas whose runs this version reads as they are (read-only: not migrated)
+
+
+def upgrade(db: sqlite3.Connection, version: int, write_block: Callable[[int, list[int], list[Step]], None],
+            what: str) -> bool:
+    """Bring the history at `db` (in a transaction) from `version` to SCHEMA_VERSION; True when steps were moved
+    into blocks (the file then has space to give back: `reclaim`)."""
+    script = SCHEMA if version == 0 else "".join(MIGRATIONS[v] for v in range(version, SCHEMA_VERSION))
+    for statement in (script + INDEXES).split(";"):  # (no statement holds a semicolon of its own)
+        db.execute(statement)
+    moved = 0 < version < 3 and _steps_into_blocks(db, write_block, what)
+    db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+    return moved
+
+
+def _steps_into_blocks(db: sqlite3.Connection, write_block, what: str) -> bool:
+    """Schema 2 → 3: every run's Step events become blocks of columns, each step at its seq. A run whose steps
+    cannot be read keeps its rows as they are. True when there were steps to move."""
+    runs = [row[0] for row in db.execute("SELECT DISTINCT run_id FROM events WHERE type = 'Step'")]
+    progress = _Progress(f"{what}: steps as columns", len(runs))
+    for done, run_id in enumerate(runs, 1):
+        rows = db.execute("SELECT seq, data FROM events WHERE run_id = ? AND type = 'Step' ORDER BY seq",
+                          (run_id,)).fetchall()
+        try:
+            steps = [from_dict(json.loads(data)) for _seq, data in rows]
+        except (ValueError, TypeError, RecursionError):
+            continue
+        for start in range(0, len(rows), MIGRATED_BLOCK):
+            write_block(run_id, [seq for seq, _data in rows[start:start + MIGRATED_BLOCK]],
+                        steps[start:start + MIGRATED_BLOCK])
+        db.execute("DELETE FROM events WHERE run_id = ? AND type = 'Step'", (run_id,))
+        progress.at(done)
+    progress.end()
+    return bool(runs)
+
+
+def reclaim(db: sqlite3.Connection) -> None:
+    """Give the disk back the space the moved steps' rows held (VACUUM: the file is rewritten). Another process
+    holding the history open can keep it from happening now: then the space is reused by later runs."""
+    try:
+        db.execute("VACUUM")
+    except sqlite3.DatabaseError:
+        pass
+
+
+class _Progress:
+    """A line on stderr every few seconds while a long job goes on ("…: 400 of 2,000 runs"), and one at its end;
+    nothing for a job that ends within the first interval."""
+
+    INTERVAL_S = 3.0
+
+    def __init__(self, what: str, total: int):
+        self.what, self.total = what, total
+        self.started = self.said = time.monotonic()
+
+    def at(self, done: int) -> None:
+        now = time.monotonic()
+        if now - self.said >= self.INTERVAL_S:
+            self.said = now
+            print(f"{self.what}: {done:,} of {self.total:,} runs", file=sys.stderr, flush=True)
+
+    def end(self) -> None:
+        if self.said != self.started:
+            print(f"{self.what}: done, {self.total:,} runs in {time.monotonic() - self.started:.0f} s",
+                  file=sys.stderr, flush=True)
