@@ -14,7 +14,8 @@ from PySide6.QtWidgets import QApplication
 
 from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.events import EpochEnd, MemorySample, RunStarted, Step, SystemSample
-from workbench.core.history.curves import Curves, run_label
+from workbench.core.history.curves import Curves
+from workbench.core.history.naming import run_label
 from workbench.ui.panels.plots.frames import REDRAW_MS
 from workbench.ui.panels.plots.items import HEADROOM
 from workbench.ui.panels.plots.plots import PlotsPanel

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import QApplication, QLabel, QMessageBox
 from workbench.core.ground import appinfo
 from workbench.core.ground.answers import Written
 from workbench.core.ground.events import RunFinished, Step
-from workbench.core.history.curves import run_name
+from workbench.core.history.naming import run_name
 from workbench.core.history.runs import RunStore
 from workbench.core.run.remote.kernels import RemoteSpare, host_runs
 from workbench.core.run.remote.service import RemoteService

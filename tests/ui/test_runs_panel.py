@@ -198,7 +198,7 @@ def panel(qtbot, tmp_path):
 
 
 def test_runs_are_named_as_everywhere_else_and_show_their_model(panel, qtbot, tmp_path):
-    from workbench.core.history.curves import run_label, run_name
+    from workbench.core.history.naming import run_label, run_name
     from workbench.core.history.runs import RunStore
 
     with RunStore(tmp_path / "runs.sqlite") as store:

@@ -18,7 +18,7 @@ NAME_WIDTH = 24  # the list's name column at most (a longer name is cut, with "â
 
 def cmd_runs_list(args: argparse.Namespace) -> int:
     from ..core.ground.config import setup_label
-    from ..core.history.curves import model_name
+    from ..core.history.naming import model_name
     from ..core.history.query import parse_query
 
     query = parse_query(args.where or "")  # a query it cannot read: one line saying what and where, before reading
@@ -62,7 +62,7 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
 
 def cmd_runs_diff(args: argparse.Namespace) -> int:
     """Only what differs between the runs: settings, environment, behaviour (each with what explains it)."""
-    from ..core.history.curves import run_name
+    from ..core.history.naming import run_name
     from ..core.history.diff import diff_runs
 
     with _store(args) as store:
@@ -94,7 +94,7 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
     from ..core.history.layers_text import alerts_lines, layers_lines
     from ..core.history.report.facts import last_compile_report
 
-    from ..core.history.curves import run_name
+    from ..core.history.naming import run_name
 
     from ..core.history.warm_starts import with_measured_launch
 

@@ -311,7 +311,7 @@ class MainWindow(QMainWindow):
         until they are edited away; Train then starts a new run (not a continuation). `warm` (Warm start from
         this…): the new run loads the run's compile cache before it compiles; a run without one is refused when
         Train starts it, saying why (history.warm_starts.warm_source: no reading of run folders on the GUI thread)."""
-        from ..core.history.curves import run_name
+        from ..core.history.naming import run_name
 
         name = run_name(record.id)
         try:

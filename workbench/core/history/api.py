@@ -21,7 +21,7 @@ import numpy as np
 
 from ..ground.events import EpochEnd
 from ..ground.results import RunResults
-from .curves import run_name
+from .naming import run_name
 from .query import parse_query
 from .runs import RunRecord, RunStore
 from .step_columns import FLAGS, FLOATS, OPTIONAL

@@ -144,42 +144,6 @@ def smooth(values: np.ndarray, weight: float = SMOOTHING) -> np.ndarray:
     return Smoother(weight).extend(values)
 
 
-def differing_settings(configs: list[dict]) -> list[str]:
-    """Config keys whose values differ between runs: what a legend should name."""
-    if len(configs) < 2:
-        return []
-    keys = sorted(set().union(*configs))
-    return [k for k in keys if len({repr(c.get(k)) for c in configs}) > 1]
-
-
-LABEL_MAX = 60
-# Settings whose bare value says what it is ("inductor", "bf16"); others are shown as name=value.
-SELF_EXPLAINING = ("backend", "mode", "amp", "dataset", "optimizer", "device")
-
-
-def run_name(run_id: int) -> str:
-    """'#3': what a run is called everywhere (Runs dock, legends, Predict, report), so one run has one name."""
-    return f"#{run_id}"
-
-
-def model_name(spec: str) -> str:
-    """'Sandwich' for the built-in network, 'net.py:Net' for a user's own (its file, not the whole path)."""
-    return "Sandwich" if spec == "sandwich" else spec.rsplit("/", 1)[-1]
-
-
-def run_label(run_id: int, config: dict, keys: list[str]) -> str:
-    """'#3 inductor · bf16' or '#4 lr=0.01': the run's name and the settings that differ between compared runs."""
-    parts = [_setting(k, config.get(k)) for k in (keys or ["backend", "amp"])]
-    label = f"{run_name(run_id)} " + " · ".join(parts)
-    return label if len(label) <= LABEL_MAX else label[:LABEL_MAX - 1] + "…"
-
-
-def _setting(key: str, value) -> str:
-    if key == "model" and isinstance(value, str) and ":" in value:
-        value = model_name(value)
-    return str(value) if key in SELF_EXPLAINING else f"{key}={value}"
-
-
 def scale_changes(block: StepBlock) -> tuple[Step, ...]:
     """fp16's loss-scale curve without every Step: the steps where the scale changed, and the last one (the curve
     is constant in between)."""

@@ -25,7 +25,7 @@ from ..ground.figures import BEST_VAL_ACCURACY, COMPILE, PEAK_MEMORY, SAMPLES_PE
 from ..ground.progress import format_duration
 from ..ground.codec import Record
 from ..ground.results import RunResults
-from .curves import run_name
+from .naming import run_name
 from .layers import WATCHED_BY
 from .report.cells import compile_time, mib, num, pct
 from .report.facts import last_compile_report

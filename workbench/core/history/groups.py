@@ -26,7 +26,7 @@ import numpy as np
 
 from ..ground.config import settings, setup_label
 from ..ground.codec import Record
-from .curves import LABEL_MAX, run_name
+from .naming import LABEL_MAX, run_name
 from .runs import RunRecord
 
 SEED = "seed"

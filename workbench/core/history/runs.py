@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from ..ground import paths
 from ..ground.errors import WorkbenchError, first_line
@@ -36,8 +36,10 @@ from ..ground.events import Event, RunFinished, Step, from_dict, to_json
 from ..ground.processes import process_alive
 from ..ground.results import RunResults
 from .schema import READABLE_VERSIONS, SCHEMA_VERSION, reclaim, upgrade
-from .step_columns import StepBlock, block_of, joined, pack, unpack
 from .trash import folder_bytes
+
+if TYPE_CHECKING:
+    from .step_columns import StepBlock
 
 BUSY_TIMEOUT_S = 5.0  # wait this long for another process's write lock before giving up
 ENDED = ("finished", "stopped", "failed")  # statuses written by the run's own end
@@ -268,6 +270,8 @@ class RunStore:
             reclaim(self.db)
 
     def _write_block(self, run_id: int, seqs: list[int], steps: list[Step]) -> None:
+        from .step_columns import block_of, pack  # numpy: not for a listing (`workbench runs` starts faster)
+
         self.db.execute("INSERT INTO step_blocks (run_id, first_seq, first_step, last_step, count, data) "
                         "VALUES (?, ?, ?, ?, ?, ?)",
                         (run_id, seqs[0], steps[0].step, steps[-1].step, len(steps), pack(block_of(seqs, steps))))
@@ -527,7 +531,7 @@ class RunStore:
             record.events = [event for _seq, event in events]
         return record
 
-    def step_block(self, run_id: int, after_seq: int = -1) -> StepBlock:
+    def step_block(self, run_id: int, after_seq: int = -1) -> "StepBlock":
         """The run's steps as columns (those recorded after `after_seq`): from its blocks, or, in a history read as
         it is from before them, from its Step events."""
         try:
@@ -540,6 +544,8 @@ class RunStore:
                                        " ORDER BY seq", (run_id, after_seq)).fetchall()
         except sqlite3.DatabaseError as exc:
             raise self._error(exc) from None
+        from .step_columns import block_of, joined, unpack  # numpy: only for what reads steps
+
         with self._readable(run_id):
             if self.has_blocks:
                 return joined([unpack(blob) for blob in data])

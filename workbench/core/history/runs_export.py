@@ -46,7 +46,8 @@ from ..ground.config import setup_label
 from ..ground.errors import WorkbenchError
 from ..ground.events import Event
 from ..ground.layer_stats import Histogram
-from .curves import Curves, curves_from_events, run_name
+from .curves import Curves, curves_from_events
+from .naming import run_name
 from .layers import FIGURES, HISTOGRAMS, RunLayers, layer_metric, run_layers
 from .runs import RunRecord, RunStore
 

@@ -24,7 +24,7 @@ from ...core.ground.config import TrainConfig, setup_label
 from ...core.ground.errors import WorkbenchError
 from ...core.ground.events import Event, RunStarted
 from ...core.ground.progress import format_duration
-from ...core.history.curves import run_name
+from ...core.history.naming import run_name
 from ...core.history.groups import SEEDS_SHOWN, group_figures
 from ...core.history.runs import RunRecord
 from ...core.run.seeds import (DEFAULT_COUNT, SeedProgress, SeedRun, check_repeatable, counted_seeds, history_runs,

@@ -12,7 +12,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QHeaderView, QLabel, QTableWidget, QTableWidgetItem,
                                QVBoxLayout, QWidget)
 
-from ...core.history.curves import run_name
+from ...core.history.naming import run_name
 from ...core.history.report.sweep import BEST, FRONT, OTHER, X_OBJECTIVES
 from ...core.history.sweeps import Trial, axis_ends, axis_position, best_trial, pareto_front
 from ..panels.plots.style import Theme, style_plot

@@ -10,7 +10,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 
 from ...core.ground.answers import DatasetPreview, EvaluationView
 from ...core.ground.errors import WorkbenchError, with_hint
-from ...core.history.curves import run_name
+from ...core.history.naming import run_name
 from ..actions import ActionSpec
 from ..window_state import LOCAL_DATASETS, DataChoice, EvaluationTarget
 from .checkpoints import Checkpoints

@@ -11,7 +11,7 @@ from PySide6.QtCore import QObject
 
 from ...core.ground.alerts import Alert
 from ...core.ground.events import CompileEvent, SystemSample
-from ...core.history.curves import differing_settings, run_label, run_name
+from ...core.history.naming import differing_settings, run_label, run_name
 from ...core.history.groups import seed_groups
 from ...core.history.imports import imported_from
 from ...core.history.runs import RunRecord

@@ -19,7 +19,7 @@ from ...core.ground.errors import WorkbenchError
 from ...core.ground.events import Event, RunFailed, RunFinished, RunStarted
 from ...core.ground.progress import Progress, failure_line
 from ...core.ground.results_text import headline
-from ...core.history.curves import run_name
+from ...core.history.naming import run_name
 from ...core.run.run_request import Launch, RunRequest, new_run_dir
 from ..actions import ActionSpec
 from ..panels.plots.hints import STARTING_HINT

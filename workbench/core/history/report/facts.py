@@ -14,7 +14,8 @@ from ...ground.events import CompileEvent, CompileReport, EpochEnd, Notice, RunF
 from ...ground.payback import Payback
 from ...ground.codec import Record
 from ...ground.results import RunResults, SystemSummary
-from ..curves import Curves, curves_from_events, differing_settings, run_label
+from ..curves import Curves, curves_from_events
+from ..naming import differing_settings, run_label
 from ..layers import RunLayers, run_layers
 from ..runs import RunRecord
 

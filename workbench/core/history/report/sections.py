@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ...ground.config import TrainConfig, uses_cuda_graphs
-from ..curves import differing_settings
+from ..naming import differing_settings
 from ..groups import Spread, group_figures, seed_groups
 from .html import esc
 from .html import table as _table

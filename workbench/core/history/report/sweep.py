@@ -10,7 +10,7 @@ from pathlib import Path
 from ...ground.atomic import write_text_atomic
 from .html import esc, table
 from .page import CSS
-from ..curves import run_name
+from ..naming import run_name
 from .svgchart import Axis, Dot, parallel_chart, scatter_chart
 from ..sweeps import Trial, axis_ends, axis_position, best_trial, pareto_front
 

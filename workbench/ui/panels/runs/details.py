@@ -14,7 +14,7 @@ from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import (QHBoxLayout, QLabel, QLineEdit, QPlainTextEdit, QTabWidget, QTextBrowser, QVBoxLayout,
                                QWidget)
 
-from ....core.history.curves import run_name
+from ....core.history.naming import run_name
 from ....core.history.runs import RunRecord
 from .rows import tags_text
 

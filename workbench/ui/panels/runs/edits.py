@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import Callable, Sequence
 
 from ....core.ground.errors import WorkbenchError, with_hint
-from ....core.history.curves import run_name
+from ....core.history.naming import run_name
 from ....core.history.runs import RunRecord, RunStore, clean_tags
 from ...support.tasks import Tasks
 from .rows import LIST_SLOT, RunsTableModel, typed_tags

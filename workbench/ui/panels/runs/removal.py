@@ -14,7 +14,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QMessageBox, QPushButton, QWidget
 
 from ....core.ground.errors import with_hint
-from ....core.history.curves import run_name
+from ....core.history.naming import run_name
 from ....core.history.removal import Planned, Removal, delete_runs, plan_removal, undo_delete
 from ...support.dismiss import dismiss_button
 from ....core.history.runs import RunStore

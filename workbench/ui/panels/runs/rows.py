@@ -25,7 +25,7 @@ from ....core.ground import figures
 from ....core.ground.config import setup_label
 from ....core.ground.errors import WorkbenchError
 from ....core.ground.progress import format_duration
-from ....core.history.curves import model_name, run_name
+from ....core.history.naming import model_name, run_name
 from ....core.history.groups import SeedGroup, seed_groups
 from ....core.history.query import Query
 from ....core.history.runs import RunRecord, RunStore

@@ -19,7 +19,7 @@ from PySide6.QtCore import QItemSelectionModel, QSize, Qt, QTimer, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QMenu, QPushButton, QSplitter, QVBoxLayout, QWidget
 
 from ....core.ground.errors import WorkbenchError, with_hint
-from ....core.history.curves import run_name
+from ....core.history.naming import run_name
 from ....core.history.diff import diff_runs
 from ....core.history.runs import RunRecord, RunStore, RunStoreError
 from ....core.history.runs_export import export_csv, export_tensorboard
