@@ -28,7 +28,9 @@ PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b
            "#bab0ac")
 # Steps of compared runs (or seed groups' members) drawn per turn of the event loop, at least one run or group a
 # turn: the window stays responsive (20 runs of 20,000 steps drawn in one go held it for 1.4 s), short runs at once.
-STEPS_AT_ONCE = 20_000
+# Two runs of 20,000 steps a turn since their curves are made thinned (~15 ms a run): 566 ms for 20 of them, the
+# longest turn 44 ms; one a turn took 637 ms (scripts/history_scale.py, medians of 5).
+STEPS_AT_ONCE = 40_000
 DIMMED = 0.3  # opacity of the current run while finished runs are overlaid on it
 PARENT_OPACITY = 0.5  # a continued run's parent's curves, before the continuation's own
 
