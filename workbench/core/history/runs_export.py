@@ -44,9 +44,8 @@ from ..ground.alerts import alert_line
 from ..ground.atomic import atomic_path
 from ..ground.config import setup_label
 from ..ground.errors import WorkbenchError
-from ..ground.events import Event
 from ..ground.layer_stats import Histogram
-from .curves import Curves, curves_from_events
+from .curves import Curves, curves_from_columns
 from .naming import run_name
 from .layers import FIGURES, HISTOGRAMS, RunLayers, layer_metric, run_layers
 from .runs import RunRecord, RunStore
@@ -74,8 +73,8 @@ def export_csv(store: RunStore, run_ids: Sequence[int] | None, out: str | Path) 
         for record in records:
             run = [record.id, run_name(record.id), record.name, " ".join(record.tags), record.notes, record.status,
                    record.created, *(record.config.get(key) for key in settings)]  # csv writes None as ""
-            events = store.get(record.id, with_events=True).events
-            for metric, step, value in _observations(record, events, run_layers(events, record.config)):
+            curves, layers = _read_run(store, record)
+            for metric, step, value in _observations(record, curves, layers):
                 writer.writerow([*run, metric, "" if step is None else step, value])
                 rows += 1
     return rows
@@ -95,8 +94,7 @@ def export_tensorboard(store: RunStore, run_ids: Sequence[int] | None, out: str 
         folder = Path(out) / tensorboard_name(record)
         wall = _start_time(record)
         config = {k: v for k, v in record.config.items() if isinstance(v, (bool, int, float, str))}
-        events = store.get(record.id, with_events=True).events
-        layers = run_layers(events, record.config)
+        curves, layers = _read_run(store, record)
         with _writing(folder / EVENT_FILE) as tmp, open(tmp, "wb") as fh:
             writer = RecordWriter(fh)
 
@@ -105,7 +103,7 @@ def export_tensorboard(store: RunStore, run_ids: Sequence[int] | None, out: str 
 
             writer.write(event_pb2.Event(wall_time=wall, file_version="brain.Event:2").SerializeToString())
             write(hparams_pb(config, folder.name, wall))
-            for metric, step, value in _observations(record, events, layers):
+            for metric, step, value in _observations(record, curves, layers):
                 write(summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag=metric, simple_value=value)]),
                       record.steps if step is None else step)
             for tag, step, histogram in _histograms(layers):
@@ -144,12 +142,15 @@ def _records(store: RunStore, run_ids: Sequence[int] | None) -> list[RunRecord]:
     return records
 
 
-def _observations(record: RunRecord, events: list[Event], layers: RunLayers
-                  ) -> Iterator[tuple[str, int | None, float]]:
-    """(metric, step, value) of one run (`events`: its recorded events, `layers`: what history.layers makes of
-    them), curve by curve: its steps and epochs, each layer's figures at its sampled steps, then its final figures
-    (no step)."""
-    curves = curves_from_events(events)
+def _read_run(store: RunStore, record: RunRecord) -> tuple[Curves, RunLayers]:
+    """A run's curves, from its steps' columns and its other events, and its layers (from those events)."""
+    events = store.get(record.id, with_events=True, steps=False).events
+    return curves_from_columns(store.step_block(record.id), events), run_layers(events, record.config)
+
+
+def _observations(record: RunRecord, curves: Curves, layers: RunLayers) -> Iterator[tuple[str, int | None, float]]:
+    """(metric, step, value) of one run (its curves, and `layers`: what history.layers makes of its events), curve
+    by curve: its steps and epochs, each layer's figures at its sampled steps, then its final figures (no step)."""
     for metric, steps, values in _series(curves):
         for step, value in zip(steps, values):
             yield metric, int(step), float(value)
