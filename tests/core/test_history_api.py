@@ -84,6 +84,8 @@ def test_an_older_history_is_read_as_it_is_never_upgraded(tmp_path):
     with open_history(path) as history:
         steps = history.run(1).steps()
         assert steps["step"].tolist() == list(range(1, 41))
+        others = history.store.get(1, with_events=True, steps=False).events  # its steps are events there
+        assert others and not any(isinstance(event, Step) for event in others)
     with contextlib.closing(sqlite3.connect(path)) as raw:
         assert raw.execute("PRAGMA user_version").fetchone()[0] == 2
 

@@ -81,6 +81,8 @@ def test_the_history_keeps_a_batchs_steps_as_one_block_in_their_places(store):
     stream = store.get(run_id, with_events=True).events
     assert [to_json(e) for e in stream] == [to_json(e) for e in [_step(1), _step(2), epoch, *map(_step, (3, 4, 5))]]
     assert store.get(run_id, with_events=True, steps=False).events == [epoch]
+    assert store.get(run_id, with_events=True, kinds=(EpochEnd,)).events == [epoch]  # what a comparison reads
+    assert store.get(run_id, with_events=True, kinds=(Step,)).events == []  # kinds never holds the steps
     assert store.step_block(run_id, after_seq=3).step.tolist() == [4, 5]  # only what came after: a cursor
     stored = store.forget(run_id)  # Undo keeps the blocks too
     assert store.step_block(run_id).step.tolist() == []

@@ -86,8 +86,7 @@ class History:
         """The runs that match `where` (the query language of `workbench runs --where` and the Runs dock's box:
         'backend=inductor acc>0.9 tag:baseline'), oldest first. A query it cannot read raises QueryError, which
         says what and where."""
-        query = parse_query(where)
-        return [self._run(record) for record in self.store.list() if query.matches(record)]
+        return [self._run(record) for record in self._matching(where)]
 
     def run(self, run_id: int) -> HistoryRun:
         """The run with this id ('#7' is 7); RunStoreError when there is none."""
@@ -96,7 +95,7 @@ class History:
     def table(self, where: str = ""):
         """One row a matching run: id, name, status, created, its results' figures and every setting (as
         `settings.NAME`). A DataFrame, or a dict of lists."""
-        records = [record for record in self.store.list() if parse_query(where).matches(record)]
+        records = self._matching(where)
         keys = list(dict.fromkeys(key for record in records for key in record.config))
         table: dict[str, list] = {column: [] for column in (*SUMMARY, *(f"settings.{key}" for key in keys))}
         for record in records:
@@ -105,6 +104,10 @@ class History:
             for key in keys:
                 table[f"settings.{key}"].append(record.config.get(key))
         return _frame(table)
+
+    def _matching(self, where: str) -> list[RunRecord]:
+        query = parse_query(where)  # read once: QueryError for a term it cannot read, before any row
+        return [record for record in self.store.list() if query.matches(record)]
 
     def _run(self, record: RunRecord) -> HistoryRun:
         return HistoryRun(id=record.id, name=record.name, status=record.status, created=record.created,

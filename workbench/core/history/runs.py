@@ -37,13 +37,13 @@ from ..ground.processes import process_alive
 from ..ground.results import RunResults
 from .schema import READABLE_VERSIONS, SCHEMA_VERSION, reclaim, upgrade
 from .trash import folder_bytes
+from .words import clean_tags, unicode_text
 
 if TYPE_CHECKING:
     from .step_columns import StepBlock
 
 BUSY_TIMEOUT_S = 5.0  # wait this long for another process's write lock before giving up
 ENDED = ("finished", "stopped", "failed")  # statuses written by the run's own end
-MAX_TAG_CHARS = 40
 
 
 class RunStoreError(WorkbenchError):
@@ -514,20 +514,18 @@ class RunStore:
                 raise RunStoreError(f"no run with id {run_id} in {self.path}",
                                     f"recent ids: {', '.join(map(str, known))}" if known else "no runs recorded yet")
             names = tuple(kind.__name__ for kind in kinds or ())
-            only = f" AND type IN ({', '.join('?' * len(names))})" if kinds is not None else ""
+            only = (f" AND type IN ({', '.join('?' * len(names))})" if kinds is not None
+                    else "" if steps else " AND type != 'Step'")  # (an older history's steps are events)
             lines = self.db.execute(f"SELECT seq, data FROM events WHERE run_id = ?{only} ORDER BY seq",
                                     (run_id, *names)).fetchall() if with_events else []
-            steps = steps and kinds is None
         except sqlite3.DatabaseError as exc:
             raise self._error(exc) from None
         with self._readable(run_id):
             record = _record(row)
             events = [(seq, from_dict(json.loads(line))) for seq, line in lines]
-            if with_events and steps and self.has_blocks:  # (an older history's steps are among its events)
+            if with_events and steps and kinds is None and self.has_blocks:
                 block = self.step_block(run_id)
                 events = list(heapq.merge(events, zip(block.seq.tolist(), block.steps()), key=lambda pair: pair[0]))
-            if not steps:  # a history read as it is, from before the columns, keeps its steps with the events
-                events = [(seq, event) for seq, event in events if not isinstance(event, Step)]
             record.events = [event for _seq, event in events]
         return record
 
@@ -581,42 +579,6 @@ class StoredRun:
     @property
     def run_id(self) -> int:
         return self.row["id"]
-
-
-def unicode_text(text: str, what: str) -> str:
-    """`text` when it is text the history can keep; a WorkbenchError naming the first byte that is not, when it came
-    from bytes that were not UTF-8 (a command line in another encoding, a Latin-1 file: Python keeps each such byte
-    as a lone surrogate, which no UTF-8 database can store)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        byte = ord(text[exc.start]) - 0xDC00 if 0xDC80 <= ord(text[exc.start]) <= 0xDCFF else None
-        where = f"byte 0x{byte:02x}" if byte is not None else f"character U+{ord(text[exc.start]):04X}"
-        raise WorkbenchError(f"{what} is not UTF-8 text ({where} at character {exc.start + 1})",
-                             "write it in UTF-8: set the terminal to UTF-8, or convert a file with "
-                             "`iconv -f latin1 -t utf-8`") from None
-    return text
-
-
-def clean_tags(tags: Sequence[str]) -> tuple[str, ...]:
-    """Tags as the history keeps them: trimmed, each once, in the order given. A tag is one word (no spaces) of
-    at most MAX_TAG_CHARS characters, so that a list, a query (`tag:baseline`) and the command line can hold it."""
-    if isinstance(tags, str):  # one tag, not its letters
-        tags = [tags]
-    cleaned = []
-    for tag in tags:
-        tag = unicode_text(tag.strip(), "a tag")
-        if not tag:
-            raise WorkbenchError("a tag cannot be empty")
-        if any(c.isspace() for c in tag):
-            raise WorkbenchError(f"the tag {tag!r} has a space in it: a tag is one word",
-                                 "join its words with - or _, or make them separate tags: separated by "
-                                 "commas in the window (baseline, amp), separate arguments on the command line")
-        if len(tag) > MAX_TAG_CHARS:
-            raise WorkbenchError(f"the tag {tag[:MAX_TAG_CHARS]}… is {len(tag)} characters long",
-                                 f"a tag has at most {MAX_TAG_CHARS}: put longer words in the run's notes")
-        cleaned.append(tag)
-    return tuple(dict.fromkeys(cleaned))
 
 
 def _read_only(path: Path) -> bool:

@@ -17,6 +17,7 @@ from typing import Callable
 from ..ground.events import Step, from_dict
 
 SCHEMA_VERSION = 3
+STEPS_AS_COLUMNS = 3  # the first schema that keeps steps as columns: an older one's steps move on upgrade
 MIGRATED_BLOCK = 4096  # steps a block holds when an older history's steps are moved into blocks
 
 SCHEMA = """
@@ -94,7 +95,7 @@ def upgrade(db: sqlite3.Connection, version: int, write_block: Callable[[int, li
     script = SCHEMA if version == 0 else "".join(MIGRATIONS[v] for v in range(version, SCHEMA_VERSION))
     for statement in (script + INDEXES).split(";"):  # (no statement holds a semicolon of its own)
         db.execute(statement)
-    moved = 0 < version < 3 and _steps_into_blocks(db, write_block, what)
+    moved = 0 < version < STEPS_AS_COLUMNS and _steps_into_blocks(db, write_block, what)
     db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
     return moved
 

@@ -119,7 +119,7 @@ class FittingLegend(pg.LegendItem):
         if view is None:  # a queued fit after the plot's widget has gone
             return
         entries = self.listed()
-        columns = 1
+        columns, folded = 1, []
         if entries:
             room = view.width() - self.plot.getAxis("left").width() - LEGEND_MARGIN
             for sample, label in entries:
@@ -135,11 +135,7 @@ class FittingLegend(pg.LegendItem):
             most = columns * max(1, int((LEGEND_SHARE * view.height() - top - bottom) // row))
             if len(entries) > most:
                 entries, folded = entries[:most - 1], entries[most - 1:]
-                self._fold([self.names[label] for _sample, label in folded])
-            else:
-                self._fold([])
-        else:
-            self._fold([])
+        self._fold([self.names[label] for _sample, label in folded])
         self._arrange(entries, columns)
         QTimer.singleShot(0, self._fill_widget)
 

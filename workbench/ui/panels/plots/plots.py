@@ -31,17 +31,18 @@ import math
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QSignalBlocker, Qt, QTimer, Signal
-from PySide6.QtWidgets import (QComboBox, QGridLayout, QHBoxLayout, QLabel, QMenu, QSlider, QStyle, QTabWidget,
-                               QToolButton, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QGridLayout, QHBoxLayout, QTabWidget,
+                               QVBoxLayout, QWidget)
 
 from ....core.ground.alerts import Alert
 from ....core.ground.config import uses_cuda_graphs
 from ....core.ground.events import (CompileEvent, CompileFinished, EpochEnd, Event, RunFailed, RunStarted, Step,
                                     SystemSample)
 from ....core.history.curves import SMOOTHING, Curves
-from ....core.history.x_axis import X_AXES, axis_label, has_wall, x_axis
+from ....core.history.x_axis import axis_label, has_wall, x_axis
 from .alert_markers import AlertMarkers
 from ..compile.timeline import TimelineMarkers
+from .header import SLIDER_STEPS, controls, empty_state, smoothing_slider, table_button, x_axis_box
 from .headline import HeadlineBar
 from .hints import EMPTY_HINT, FAILED_HINT, WAITING_HINT
 from .frames import Frames
@@ -63,7 +64,6 @@ CUDA_GRAPH_MEMORY_LABELS = {**MEMORY_LABELS, "allocated": "CUDA allocated (CUDA-
 # bottom dock (or a 1366×768 screen with the Log open) squeezed the four plots to slivers.
 MIN_PLOT_HEIGHT = 150
 DESCRIBE_MS = 500  # the plots' accessible descriptions follow their latest values at most twice a second
-SLIDER_STEPS = 1000  # the smoothing slider's resolution: weights 0, 0.001, … 0.999
 
 
 class PlotsPanel(ComparedRuns, TextAlternatives, QWidget):
@@ -107,8 +107,10 @@ class PlotsPanel(ComparedRuns, TextAlternatives, QWidget):
             grid.addWidget(self.machine_tabs if plot is self.memory_plot else plot, i // 2, i % 2)
         top = QHBoxLayout()  # one row: the figures, and the smoothing that shapes the curves under them
         top.addWidget(self.headline)
-        top.addLayout(self._controls(), 1)
-        top.addWidget(self._table_button())
+        self.smoothing_slider, self.smoothing_value = smoothing_slider(self.weight, self.set_smoothing)
+        self.x_axis_box = x_axis_box(self.set_x_axis)
+        top.addLayout(controls(self.smoothing_slider, self.smoothing_value, self.x_axis_box), 1)
+        top.addWidget(table_button(self.all_plots, self.titles, self.show_table))
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(top)
@@ -147,7 +149,7 @@ class PlotsPanel(ComparedRuns, TextAlternatives, QWidget):
         self.run_name: str | None = None  # the current run's name in the history ('#3'), when it is known
         self._parent: tuple[str, Curves] | None = None  # a continued run's parent: its name and curves
         self.parent_items: list[tuple[TimedPlot, pg.PlotDataItem]] = []  # its curves, drawn before the run's own
-        self.empty_text = self._empty_state()
+        self.empty_text = empty_state(self.loss_plot)
         self.hint: str | None = EMPTY_HINT  # what the empty loss plot says (_show_hint)
         for plot, series in self._plot_series():  # the live run's entries name only curves that are there
             for each in series:
@@ -163,82 +165,6 @@ class PlotsPanel(ComparedRuns, TextAlternatives, QWidget):
         self.describe_timer.setInterval(DESCRIBE_MS)
         self.describe_timer.timeout.connect(self._describe)
         self._describe_soon(*self.all_plots)
-
-    def _controls(self) -> QGridLayout:
-        """The smoothing, and the x axis under it: side by side they widened the header row (the plots' least
-        width) past what a 1366-pixel screen leaves them; one above the other they take the figures' height."""
-        grid = QGridLayout()
-        grid.setContentsMargins(6, 0, 6, 0)
-        grid.setVerticalSpacing(0)
-        grid.addWidget(QLabel("Smoothing"), 0, 0)
-        grid.addWidget(self._smoothing_slider(), 0, 1)
-        grid.addWidget(self.smoothing_value, 0, 2)
-        label = QLabel("X axis")
-        grid.addWidget(label, 1, 0)
-        grid.addWidget(self._x_axis_box(), 1, 1, 1, 2, Qt.AlignLeft)
-        label.setBuddy(self.x_axis_box)
-        grid.setColumnStretch(1, 1)
-        return grid
-
-    def _smoothing_slider(self) -> QSlider:
-        self.smoothing_slider = QSlider(Qt.Horizontal)
-        self.smoothing_slider.setMinimumWidth(80)  # never squeezed away by a wide dock
-        self.smoothing_slider.setTracking(False)  # re-smooth once, on release: a drag would redo whole buffers
-        self.smoothing_slider.setObjectName("smoothingSlider")
-        self.smoothing_slider.setAccessibleName("Smoothing")
-        self.smoothing_slider.setRange(0, SLIDER_STEPS - 1)
-        self.smoothing_slider.setValue(round(self.weight * SLIDER_STEPS))
-        self.smoothing_slider.setToolTip("Exponential moving average, debiased as in TensorBoard: 0 draws the raw "
-                                         "values; the first point is always the raw one")
-        self.smoothing_value = QLabel(f"{self.weight:.3f}")
-        self.smoothing_slider.valueChanged.connect(lambda value: self.set_smoothing(value / SLIDER_STEPS))
-        return self.smoothing_slider
-
-    def _x_axis_box(self) -> QComboBox:
-        """The step plots' x axis: step, epoch, wall time or time since start, each choice's meaning its tooltip."""
-        self.x_axis_box = QComboBox()
-        self.x_axis_box.setObjectName("xAxisBox")
-        self.x_axis_box.setAccessibleName("X axis")
-        for i, axis in enumerate(X_AXES):
-            self.x_axis_box.addItem(axis.name, axis.kind)
-            self.x_axis_box.setItemData(i, axis.meaning[0].upper() + axis.meaning[1:], Qt.ToolTipRole)
-        self.x_axis_box.setToolTip("What the loss, accuracy, throughput and memory plots have along x (the System "
-                                   "plot is always in seconds):\n"
-                                   + "\n".join(f"{axis.name}: {axis.meaning}" for axis in X_AXES))
-        self.x_axis_box.currentIndexChanged.connect(lambda index: self.set_x_axis(self.x_axis_box.itemData(index)))
-        return self.x_axis_box
-
-    def _table_button(self) -> QToolButton:
-        """'Show as table': a plot's values as a table, the text alternative to reading its curves (a plot's own
-        context menu has it too; this button is the keyboard's way there). An icon, not a word: the row it shares
-        with the figures sets the plots' least width, and at 1366 pixels a word took what the docks' tabs needed."""
-        button = QToolButton()
-        button.setIcon(button.style().standardIcon(QStyle.SP_FileDialogDetailedView))
-        button.setPopupMode(QToolButton.InstantPopup)
-        button.setObjectName("plotTableButton")
-        button.setAccessibleName("Show as table")
-        button.setToolTip("Show a plot's values as a table: to read them (a screen reader too) or copy them")
-        menu = QMenu(button)
-        for plot in self.all_plots:
-            menu.addAction(self.titles[plot], lambda plot=plot: self.show_table(plot))
-            plot.getViewBox().menu.addAction("Show as table…", lambda plot=plot: self.show_table(plot))
-        button.setMenu(menu)
-        return button
-
-    def _empty_state(self) -> pg.TextItem:
-        """A hint centred in the loss plot's data area, in its pixels rather than in data coordinates (the axes of
-        an empty plot can be anywhere)."""
-        view = self.loss_plot.getPlotItem().getViewBox()
-        text = pg.TextItem(EMPTY_HINT, anchor=(0.5, 0.5))
-        text.setParentItem(view)
-
-        def centre():
-            rect = view.rect()
-            text.setPos(rect.center())
-
-        view.sigResized.connect(centre)
-        centre()
-        return text
 
     # -- events -------------------------------------------------------------------------------------------------
     def reset(self, hint: str = EMPTY_HINT) -> None:

@@ -10,7 +10,8 @@ from typing import Callable, Sequence
 
 from ....core.ground.errors import WorkbenchError, with_hint
 from ....core.history.naming import run_name
-from ....core.history.runs import RunRecord, RunStore, clean_tags
+from ....core.history.runs import RunRecord, RunStore
+from ....core.history.words import clean_tags
 from ...support.tasks import Tasks
 from .rows import LIST_SLOT, RunsTableModel, typed_tags
 from .writer import RunsWriter

@@ -34,14 +34,12 @@ class LoadedRun:
 
     record: RunRecord  # without its events
     curves: Curves
-    panel_events: tuple[Event, ...] | None  # None: read only to be compared (its curves)
+    panel_events: tuple[Event, ...] | None  # None: read only to be compared (its curves), never shown
 
     @property
     def compile_seconds(self) -> float | None:
-        """Its first compile's seconds (what its compile marker says); a run read only to be compared has no
-        panel events: its curves' compile seconds."""
-        if self.panel_events is None:
-            return self.curves.compile_seconds
+        """Its first compile's seconds, what a shown run's compile marker says (a compared run's marker says its
+        curves' compile seconds)."""
         return next((e.seconds for e in self.panel_events if isinstance(e, CompileFinished)), None)
 
 
