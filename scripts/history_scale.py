@@ -8,7 +8,9 @@ interval is what a user would feel as a frozen window.
 - filter: a query typed into the search box (`backend=inductor acc>0.9 -tag:bug`) → the table shows its matches;
 - sort: the table sorted by Disk, then by When (each a click on a header);
 - overlay: 20 of the long runs selected and compared → their curves (and seed groups) drawn and painted on the
-  plots (read off the GUI thread);
+  plots (read off the GUI thread, each as a view of its steps: history/step_levels.py);
+- zoom the overlay: its x range set to 1,000 steps → every step there read again for each run drawn alone and drawn
+  (after the zoom has settled for 150 ms: plots/compared.py DETAIL_MS);
 - reopen: one run of 20,000 steps, not in the window's cache of read runs, brought back (its curves read and
   drawn, as a double-click does); zoom: its plots' x range set to 1,000 of its steps and every plot painted.
 `workbench runs` is timed as a shell runs it (a new interpreter each time). The history's size on disk is its file
@@ -111,6 +113,7 @@ class Heartbeat:
 
 
 def _window(db: Path, repeats: int) -> None:
+    import numpy as np
     from PySide6.QtCore import Qt
 
     from workbench.core.history.runs import RunStore
@@ -160,6 +163,16 @@ def _window(db: Path, repeats: int) -> None:
         measure(f"overlay {len(long_ids)} runs of 20,000 steps", runs.compare_selected,
                 lambda: len(window.plots.overlays) >= len(long_ids) and all(
                     plot.updatesEnabled() for plot in window.plots.plots))  # every run and group drawn, painted
+        _settle(app)
+
+        def every_step_zoomed() -> bool:
+            xs = [items[0].recorded[0] for items in window.plots._run_items.values()]
+            return len(xs) == len(window.plots._overlaid) and all(np.count_nonzero((x >= 10_000) & (x <= 11_000)) > 1000
+                                                    for x in xs)
+
+        measure("zoom the overlay to 1,000 steps (read finer)",
+                lambda: window.plots.loss_plot.setXRange(10_000, 11_000, padding=0), every_step_zoomed)
+        window.plots.loss_plot.getPlotItem().enableAutoRange()
         runs.select_ids([])
         window.plots.set_overlays([])
         window.plots.set_group_overlays([])

@@ -109,7 +109,7 @@ def test_the_previous_history_moves_its_steps_into_columns_losing_no_event(previ
                  for event in store.get(run_id, with_events=True).events]
     assert after == [(run_id, to_json(from_json(data))) for run_id, data in before]
     with contextlib.closing(sqlite3.connect(previous_history)) as raw:
-        assert raw.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert raw.execute("PRAGMA user_version").fetchone()[0] == 4
         assert raw.execute("SELECT COUNT(*) FROM events WHERE type = 'Step'").fetchone()[0] == 0
         assert raw.execute("SELECT SUM(count) FROM step_blocks").fetchone()[0] == sum(
             json.loads(data)["type"] == "Step" for _id, data in before)

@@ -394,7 +394,7 @@ def test_a_history_of_the_previous_release_is_migrated_and_keeps_its_runs(tmp_pa
             (1, "finished", "", "", (), False, None), (2, "finished", "", "", (), False, None)]
         assert [len(store.get(r.id, with_events=True).events) for r in records] == [35, 38]
         store.rename(1, "seed 0")
-    assert _raw(db, "PRAGMA user_version") == [(runs.SCHEMA_VERSION,)] == [(3,)]
+    assert _raw(db, "PRAGMA user_version") == [(runs.SCHEMA_VERSION,)] == [(4,)]
     width = len(rows[0])  # every column it had keeps its value, every event its data, in its order
     assert [row[:width] for row in _raw(db, "SELECT * FROM runs ORDER BY id")] == rows
     # The other events' rows are as they were; the steps are columns, read back each as it was, in its place.

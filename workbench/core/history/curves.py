@@ -37,6 +37,7 @@ class Curves:
     step_seconds: np.ndarray | None = None  # aligned with `step`
     started: float | None = None  # Unix time the run started (RunStarted.wall); None: not recorded
     steps_per_epoch: int = 0  # RunStarted's, for the epoch axis; 0: not known
+    stride: float = 1.0  # steps a point stands for: 1 when every step is there, more for a level's rows (step_levels)
 
     def __post_init__(self):
         # Runs recorded before steps carried accuracy or their wall time, and hand-built curves: NaN, "not known".
@@ -52,7 +53,7 @@ def curves_from_events(events: list[Event]) -> Curves:
                                [e for e in events if not isinstance(e, Step)])
 
 
-def curves_from_columns(block: StepBlock, events: list[Event]) -> Curves:
+def curves_from_columns(block: StepBlock, events: list[Event], stride: float = 1.0) -> Curves:
     """The curves of a run's steps as columns (the history's blocks) and its other events, without an event a
     step: an overlay of 20 runs of 20,000 steps decoded 430,000 JSON steps before."""
     step = block.step.astype(np.float64)
@@ -82,6 +83,7 @@ def curves_from_columns(block: StepBlock, events: list[Event]) -> Curves:
         step_seconds=block.values["step_seconds"].copy(),
         started=started.wall if started is not None else None,
         steps_per_epoch=started.steps_per_epoch if started is not None else 0,
+        stride=stride,
     )
 
 
@@ -139,9 +141,11 @@ def _powers(w: float, first: int, n: int) -> np.ndarray:
     return out
 
 
-def smooth(values: np.ndarray, weight: float = SMOOTHING) -> np.ndarray:
-    """A whole curve smoothed as the live plot smooths it."""
-    return Smoother(weight).extend(values)
+def smooth(values: np.ndarray, weight: float = SMOOTHING, stride: float = 1.0) -> np.ndarray:
+    """A whole curve smoothed as the live plot smooths it. Points that stand for `stride` steps each (a level's
+    rows) are smoothed with weight**stride: what the average of every step would give where the steps between
+    are alike, so a compared run read at a level smooths as it does read whole."""
+    return Smoother(weight ** stride).extend(values)
 
 
 def scale_changes(block: StepBlock) -> tuple[Step, ...]:

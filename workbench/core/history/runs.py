@@ -25,25 +25,25 @@ import os
 import socket
 import sqlite3
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 from ..ground import paths
 from ..ground.errors import WorkbenchError, first_line
-from ..ground.events import Event, RunFinished, Step, from_dict, to_json
+from ..ground.events import Event, Step, from_dict, to_json
 from ..ground.processes import process_alive
-from ..ground.results import RunResults
 from .schema import READABLE_VERSIONS, SCHEMA_VERSION, reclaim, upgrade
+from .records import ENDED, RunRecord, record_of_row
 from .trash import folder_bytes
 from .words import clean_tags, unicode_text
 
 if TYPE_CHECKING:
     from .step_columns import StepBlock
+    from .step_levels import StepView
 
 BUSY_TIMEOUT_S = 5.0  # wait this long for another process's write lock before giving up
-ENDED = ("finished", "stopped", "failed")  # statuses written by the run's own end
 
 
 class RunStoreError(WorkbenchError):
@@ -59,127 +59,6 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-@dataclass
-class RunRecord:
-    """One row of the history, as plain data (events are loaded on demand)."""
-
-    id: int
-    created: str
-    status: str
-    config: dict
-    environment: dict
-    steps: int
-    best_val_accuracy: float | None
-    samples_per_s: float | None
-    compile_seconds: float | None
-    peak_memory_mib: float | None
-    backend_used: str | None
-    failure: dict | None
-    out_dir: str | None
-    checkpoint: str | None
-    events: list[Event] = field(default_factory=list)
-    updated: str = ""  # when the row was last written: an ended run's end
-    host: str = ""  # the machine that trained it: this one's name, or a remote host as the user named it
-    name: str = ""  # the user's name for it ("" : none given; the list shows "#ID")
-    notes: str = ""  # the user's Markdown note
-    tags: tuple[str, ...] = ()  # the user's tags, in the order given, each once
-    archived: bool = False  # hidden from the list unless archived runs are shown
-    disk_bytes: int | None = None  # what its folder holds on disk (None: not measured, or not on this computer)
-
-    @property
-    def elsewhere(self) -> str:
-        """The host it trained on when that is not this computer (its files are there), else ""."""
-        return self.host if self.host and self.host != socket.gethostname() else ""
-
-    @property
-    def folder(self) -> Path | None:
-        """Its output folder when that is on this computer and still there, else None."""
-        if not self.out_dir or self.elsewhere:
-            return None
-        folder = Path(self.out_dir)
-        return folder if folder.is_dir() else None
-
-    @property
-    def results(self) -> RunResults | None:
-        """What the run measured, from its RunFinished event (loaded with its events); None without one."""
-        return next((e.results for e in reversed(self.events) if isinstance(e, RunFinished)), None)
-
-    @property
-    def duration_s(self) -> float | None:
-        """Seconds from start to end; None while it runs, and for an interrupted run (its row was last written
-        when its death was noticed, not when it died) or a damaged one."""
-        if self.status not in ENDED:
-            return None
-        try:
-            return (datetime.fromisoformat(self.updated) - datetime.fromisoformat(self.created)).total_seconds()
-        except (ValueError, TypeError):  # not ISO times, or one with a time zone and one without
-            return None
-
-
-def _record(row: sqlite3.Row) -> RunRecord:
-    """A row as a RunRecord. A row this version did not write (damaged JSON, text in a numeric column) is still
-    read, with what could not be read left empty, its status "damaged" and `failure` saying what was wrong: it
-    never stops the other rows from being listed."""
-    problems: list[str] = []
-
-    def mapping(column: str, *, optional: bool = False) -> dict | None:
-        text = row[column]
-        if optional and not text:
-            return None
-        try:
-            value = json.loads(text) if isinstance(text, str) else None
-        except (ValueError, RecursionError):
-            value = None
-        if not isinstance(value, dict):
-            problems.append(f"{column} is not a JSON object")
-            return None if optional else {}
-        return value
-
-    def number(column: str, kind: type, default):
-        value = row[column]
-        if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)
-                             and (kind is float or isinstance(value, int)) and value == value):
-            return default if value is None else kind(value)
-        problems.append(f"{column} is {value!r:.30}, not a number")
-        return default
-
-    def text(column: str, default: str | None) -> str | None:
-        value = row[column]
-        if value is None or isinstance(value, str):
-            return default if value is None else value
-        problems.append(f"{column} is {value!r:.30}, not text")
-        return default if default is not None else str(value)
-
-    def words(column: str) -> tuple[str, ...]:
-        try:
-            value = json.loads(row[column]) if isinstance(row[column], str) else None
-        except (ValueError, RecursionError):
-            value = None
-        if isinstance(value, list) and all(isinstance(item, str) for item in value):
-            return tuple(value)
-        problems.append(f"{column} is not a JSON list of words")
-        return ()
-
-    # A schema 1 history opened read-only has none of the user's columns: its runs have none of them set.
-    users = (dict(name=text("name", ""), notes=text("notes", ""), tags=words("tags"),
-                  archived=bool(number("archived", int, 0)), disk_bytes=number("disk_bytes", int, None))
-             if "name" in row.keys() else {})
-
-    record = RunRecord(
-        id=row["id"], created=text("created", ""), status=text("status", ""), config=mapping("config"),
-        environment=mapping("environment") if row["environment"] is not None else {},
-        steps=number("steps", int, 0), best_val_accuracy=number("best_val_accuracy", float, None),
-        samples_per_s=number("samples_per_s", float, None), compile_seconds=number("compile_seconds", float, None),
-        peak_memory_mib=number("peak_memory_mib", float, None), backend_used=text("backend_used", None),
-        failure=mapping("failure", optional=True), out_dir=text("out_dir", None),
-        checkpoint=text("checkpoint", None), updated=text("updated", ""), host=text("host", ""), **users)
-    if problems:
-        record.status = "damaged"
-        record.failure = {"kind": "damaged", "message": "this run's row cannot be read in full: " + "; ".join(problems),
-                          "hint": "it was not written by this version of Workbench, or the file was damaged"}
-    return record
-
-
 class RunStore:
     """The run database. One connection per object; open one per thread or process that uses it."""
 
@@ -191,7 +70,7 @@ class RunStore:
         Python API): the history is never written, not even upgraded, and is read beside a window writing it."""
         self.path = Path(path) if path else default_db_path()
         self.db: sqlite3.Connection | None = None
-        self._has_blocks: bool | None = None
+        self._tables: set[str] | None = None
         try:
             if reading and not self.path.is_file():
                 raise RunStoreError(f"there is no run history at {self.path}",
@@ -317,6 +196,8 @@ class RunStore:
                     columns = ", ".join(_ASSIGN.get(k, f"{k} = ?") for k in summary)
                     self.db.execute(f"UPDATE runs SET {columns}, updated = ? WHERE id = ?",
                                     (*summary.values(), _now(), run_id))
+                if summary and summary.get("status") in ENDED:  # its steps are all in: its levels
+                    self._write_levels(run_id)
                 self.db.execute("COMMIT")
             except BaseException:
                 if self.db.in_transaction:  # some errors (SQLITE_FULL) have rolled it back already
@@ -331,9 +212,24 @@ class RunStore:
         rows = self.db.execute("SELECT id, pid FROM runs WHERE status = 'running' AND host = ?", (host,)).fetchall()
         dead = [row["id"] for row in rows if not process_alive(row["pid"])]
         if dead:
-            self.db.executemany("UPDATE runs SET status = 'interrupted', updated = ? WHERE id = ?",
-                                [(_now(), run_id) for run_id in dead])
+            with self.db:
+                self.db.execute("BEGIN IMMEDIATE")
+                self.db.executemany("UPDATE runs SET status = 'interrupted', updated = ? WHERE id = ?",
+                                    [(_now(), run_id) for run_id in dead])
+                for run_id in dead:
+                    self._write_levels(run_id)
         return dead
+
+    def _write_levels(self, run_id: int) -> None:
+        """The levels of a run whose steps have stopped coming (step_levels.py), in the caller's transaction; a run
+        whose blocks cannot be read gets none (it is read from its columns, which say what is wrong)."""
+        from .step_levels import write_levels
+
+        try:
+            block = self.step_block(run_id)
+        except RunStoreError:
+            return
+        write_levels(self.db, run_id, block)
 
     def delete(self, run_id: int) -> None:
         """Forget the run's row and events (its files stay: removal.delete_runs moves them to the trash too)."""
@@ -347,8 +243,9 @@ class RunStore:
 
     def _delete(self, run_id: int) -> None:
         self.db.execute("DELETE FROM events WHERE run_id = ?", (run_id,))
-        if self.has_blocks:
-            self.db.execute("DELETE FROM step_blocks WHERE run_id = ?", (run_id,))
+        for table in ("step_blocks", "step_levels"):
+            if table in self.tables:
+                self.db.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
         self.db.execute("DELETE FROM runs WHERE id = ?", (run_id,))
 
     def forget(self, run_id: int) -> "StoredRun":
@@ -381,6 +278,8 @@ class RunStore:
                                     [(stored.run_id, *event) for event in stored.events])
                 self.db.executemany("INSERT INTO step_blocks (run_id, first_seq, first_step, last_step, count, data)"
                                     " VALUES (?, ?, ?, ?, ?, ?)", [(stored.run_id, *block) for block in stored.blocks])
+                if stored.row["status"] != "running":
+                    self._write_levels(stored.run_id)
         except sqlite3.IntegrityError:
             raise RunStoreError(f"cannot put run #{stored.run_id} back into {self.path}: a run with that id is "
                                 "there already") from None
@@ -488,7 +387,7 @@ class RunStore:
     # -- reading ----------------------------------------------------------------------------------------------
     def list(self) -> list[RunRecord]:
         try:
-            return [_record(r) for r in self.db.execute("SELECT * FROM runs ORDER BY id")]
+            return [record_of_row(r) for r in self.db.execute("SELECT * FROM runs ORDER BY id")]
         except sqlite3.DatabaseError as exc:
             raise self._error(exc) from None
 
@@ -521,7 +420,7 @@ class RunStore:
         except sqlite3.DatabaseError as exc:
             raise self._error(exc) from None
         with self._readable(run_id):
-            record = _record(row)
+            record = record_of_row(row)
             events = [(seq, from_dict(json.loads(line))) for seq, line in lines]
             if with_events and steps and kinds is None and self.has_blocks:
                 block = self.step_block(run_id)
@@ -549,6 +448,23 @@ class RunStore:
                 return joined([unpack(blob) for blob in data])
             return block_of([seq for seq, _line in rows], [from_dict(json.loads(line)) for _seq, line in rows])
 
+    def step_view(self, run_id: int, rows: int, steps: tuple[float, float] | None = None) -> "StepView":
+        """About `rows` of the run's steps between `steps` (first, last; None: all): every step where there are no
+        more, else its finest level that has no more there (step_levels.read_view). A history read as it is from
+        before levels reads its columns."""
+        from .step_levels import StepView, read_view
+
+        with self._readable(run_id):
+            if "step_levels" in self.tables:
+                try:
+                    return read_view(self.db, run_id, rows, steps)
+                except sqlite3.DatabaseError as exc:
+                    raise self._error(exc) from None
+            block = self.step_block(run_id)
+            if steps is not None:
+                block = block.take(((block.step >= steps[0]) & (block.step <= steps[1])).nonzero()[0])
+            return StepView(block, 0, 1.0)
+
     @contextmanager
     def _readable(self, run_id: int):
         """What a run's stored data cannot be read as (an event of a newer version's, a damaged block) is said as
@@ -562,10 +478,14 @@ class RunStore:
     @property
     def has_blocks(self) -> bool:
         """Whether the history keeps steps as columns (schema 3; an older one read as it is does not)."""
-        if self._has_blocks is None:
-            self._has_blocks = self.db.execute(
-                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'step_blocks'").fetchone() is not None
-        return self._has_blocks
+        return "step_blocks" in self.tables
+
+    @property
+    def tables(self) -> set[str]:
+        """The history's tables: an older one read as it is lacks the newer ones."""
+        if self._tables is None:
+            self._tables = {row[0] for row in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        return self._tables
 
 
 @dataclass(frozen=True)

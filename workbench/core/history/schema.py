@@ -4,6 +4,8 @@ Schema 1: runs and their events (JSON rows). Schema 2: the user's words about a 
 and its size on disk. Schema 3: a run's steps as typed columns, one compressed block per recorded batch
 (step_columns.py), the other events staying JSON rows; an older history's steps move into blocks on its first
 writable open, run by run, saying how far it has got (a history of thousands of runs takes tens of seconds).
+Schema 4: a long run's steps at coarser levels too (step_levels.py: a min/max pyramid, chunked), built on upgrade for
+every run that has ended.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Callable
 
 from ..ground.events import Step, from_dict
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 STEPS_AS_COLUMNS = 3  # the first schema that keeps steps as columns: an older one's steps move on upgrade
 MIGRATED_BLOCK = 4096  # steps a block holds when an older history's steps are moved into blocks
 
@@ -66,8 +68,19 @@ CREATE TABLE IF NOT EXISTS step_blocks (
     data BLOB NOT NULL,                -- step_columns.pack
     PRIMARY KEY (run_id, first_seq)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS step_levels (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    level INTEGER NOT NULL,            -- bins of 2**level steps
+    first_step INTEGER NOT NULL,
+    last_step INTEGER NOT NULL,
+    count INTEGER NOT NULL,
+    data BLOB NOT NULL,                -- step_columns.pack of the rows the level keeps
+    PRIMARY KEY (run_id, level, first_step)
+) WITHOUT ROWID;
 """
-STEP_BLOCKS = SCHEMA[SCHEMA.index("CREATE TABLE IF NOT EXISTS step_blocks"):]
+_BLOCKS_AT, _LEVELS_AT = (SCHEMA.index(f"CREATE TABLE IF NOT EXISTS {table}")
+                          for table in ("step_blocks", "step_levels"))
+STEP_BLOCKS, STEP_LEVELS = SCHEMA[_BLOCKS_AT:_LEVELS_AT], SCHEMA[_LEVELS_AT:]
 # Every open looks for runs still "running" (mark_interrupted); the window looks a run up by its folder after each
 # run, and a removal compares every run's folder: with thousands of runs neither should read the whole table.
 INDEXES = """
@@ -84,8 +97,9 @@ ALTER TABLE runs ADD COLUMN archived INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN disk_bytes INTEGER;
 """,
     2: STEP_BLOCKS,  # and the steps move from the events into it (_steps_into_blocks)
+    3: STEP_LEVELS,  # and every ended run's levels are built (_levels_of_ended_runs)
 }
-READABLE_VERSIONS = (1, 2, 3)  # schemas whose runs this version reads as they are (read-only: not migrated)
+READABLE_VERSIONS = (1, 2, 3, 4)  # schemas whose runs this version reads as they are (read-only: not migrated)
 
 
 def upgrade(db: sqlite3.Connection, version: int, write_block: Callable[[int, list[int], list[Step]], None],
@@ -96,6 +110,8 @@ def upgrade(db: sqlite3.Connection, version: int, write_block: Callable[[int, li
     for statement in (script + INDEXES).split(";"):  # (no statement holds a semicolon of its own)
         db.execute(statement)
     moved = 0 < version < STEPS_AS_COLUMNS and _steps_into_blocks(db, write_block, what)
+    if 0 < version < SCHEMA_VERSION:
+        _levels_of_ended_runs(db, what)
     db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
     return moved
 
@@ -119,6 +135,26 @@ def _steps_into_blocks(db: sqlite3.Connection, write_block, what: str) -> bool:
         progress.at(done)
     progress.end()
     return bool(runs)
+
+
+def _levels_of_ended_runs(db: sqlite3.Connection, what: str) -> None:
+    """Schema 3 → 4: the levels of every long run that has ended (one still training builds its own at its end)."""
+    from .step_columns import joined, unpack  # numpy: not for a listing
+    from .step_levels import LEAST_STEPS, write_levels
+
+    runs = [row[0] for row in db.execute(
+        "SELECT run_id FROM step_blocks JOIN runs ON runs.id = run_id WHERE status != 'running' "
+        "GROUP BY run_id HAVING SUM(count) >= ?", (LEAST_STEPS,))]
+    progress = _Progress(f"{what}: levels of long runs", len(runs))
+    for done, run_id in enumerate(runs, 1):
+        try:
+            block = joined([unpack(blob) for (blob,) in db.execute(
+                "SELECT data FROM step_blocks WHERE run_id = ? ORDER BY first_seq", (run_id,))])
+        except ValueError:  # a damaged block: the run is read from its columns, and says what is wrong there
+            continue
+        write_levels(db, run_id, block)
+        progress.at(done)
+    progress.end()
 
 
 def reclaim(db: sqlite3.Connection) -> None:

@@ -29,6 +29,8 @@ class RecordedRuns(QObject):
         self.checkpoints, self.training = checkpoints, lambda: parts.runner.training
         self.show_speed = parts.show_speed  # the status bar's samples/s follows the run on show (a live one's)
         self.runs.compareRequested.connect(self.compare)
+        self.plots.detailWanted.connect(self._read_detail)
+        self._singles: list[LoadedRun] = []  # the compared runs drawn alone, in the order the plots have them
         self.runs.openRequested.connect(self.show)
         self.runs.runsDeleted.connect(self.deleted)
 
@@ -65,12 +67,26 @@ class RecordedRuns(QObject):
         shown = [run.record.config for run in singles] + [by_id[group.run_ids[0]].record.config for group in groups]
         keys = differing_settings(shown)
         labels = [run_label(run.record.id, run.record.config, keys) + _origin(run.record) for run in singles]
+        self._singles = singles
         self.plots.set_overlays([(label, run.curves) for label, run in zip(labels, singles)])
         self.plots.set_group_overlays([(group.label, [by_id[run_id].curves for run_id in group.run_ids])
                                        for group in groups])
         self.state.compared = tuple(by_id)
         if runs:
             self.feedback.note("info", "comparing " + ", ".join(labels + [group.label for group in groups]))
+
+    def _read_detail(self, wanted) -> None:
+        """The plots were zoomed over compared runs read as views: read their visible steps finer (off the GUI
+        thread) and give them to the plots."""
+        drawing, ranges = wanted
+        runs = [(i, self._singles[i]) for i, _first, _last in ranges]
+        if any(run.view is None for _i, run in runs):
+            return
+
+        def refine(results) -> None:
+            self.plots.refine_overlays(drawing, [(i, curves) for (i, _run), (_same, curves) in zip(runs, results)])
+
+        self.runs.load_detail([(run, first, last) for (_i, run), (_, first, last) in zip(runs, ranges)], refine)
 
     def show(self, run: LoadedRun) -> None:
         """Bring a recorded run back: its curves, compile report and (if its checkpoint exists) its model."""

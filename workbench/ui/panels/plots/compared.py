@@ -5,6 +5,10 @@ A mixin of PlotsPanel (plots.py), which owns the plots, the smoothing weight, th
 on. Long runs are drawn about STEPS_AT_ONCE steps a turn of the event loop with the plots' painting off until the
 last, each curve thinned once (items.thin_plot), so comparing 20 runs of 20,000 steps never holds the window for more
 than ~100 ms at a time (scripts/history_scale.py measures it).
+
+A compared run may come as a view of its steps (a level's rows, Curves.stride > 1: runs/loading.py). When the user
+zooms, and the zoom has settled for DETAIL_MS, `detailWanted` asks for the visible steps of each such run again, and
+`refine_overlays` puts the finer rows in its curves' items in place: the legend, colours and ranges stay.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from ....core.history.curves import Curves, smooth
 from ....core.history.groups import band
 from ....core.history.x_axis import Clock, clock_of, mean_x, x_axis
 from .bands import check_spread, draw_band
-from .items import thin_plot
+from .items import set_thinned, thin_plot
 from .style import per_epoch
 
 # Tableau 10: distinct hues that stay apart on a white and on a dark background.
@@ -28,9 +32,13 @@ PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b
            "#bab0ac")
 # Steps of compared runs (or seed groups' members) drawn per turn of the event loop, at least one run or group a
 # turn: the window stays responsive (20 runs of 20,000 steps drawn in one go held it for 1.4 s), short runs at once.
-# Two runs of 20,000 steps a turn since their curves are made thinned (~15 ms a run): 566 ms for 20 of them, the
-# longest turn 44 ms; one a turn took 637 ms (scripts/history_scale.py, medians of 5).
+# A run read whole (a seed group's member) of 20,000 steps is drawn alone in a turn (~15 ms), views of 2,000 rows four
+# a turn: 20 compared runs of 20,000 steps in 399 ms, the longest turn 36 ms (scripts/history_scale.py, medians of 5).
 STEPS_AT_ONCE = 40_000
+# What making a run's items and legend entries costs, in steps drawn: 20 runs read as views of 2,000 rows drawn in
+# one turn held the window for 187 ms (~9 ms a run, whatever its length).
+ITEMS_COST = 8_000
+DETAIL_MS = 150  # a zoom settles this long before compared runs' visible steps are read finer
 DIMMED = 0.3  # opacity of the current run while finished runs are overlaid on it
 PARENT_OPACITY = 0.5  # a continued run's parent's curves, before the continuation's own
 
@@ -65,7 +73,54 @@ class ComparedRuns:
         empty list removes them (seed groups, set_group_overlays, stay) and restores the current run if none is
         left."""
         self._overlaid = list(runs)
+        self._details = {}
         self._draw_compared()
+
+    # -- reading compared runs finer where zoomed ---------------------------------------------------------------
+    def _watch_zoom(self) -> None:
+        self.detail_timer = QTimer(self)
+        self.detail_timer.setSingleShot(True)
+        self.detail_timer.setInterval(DETAIL_MS)
+        self.detail_timer.timeout.connect(self._want_detail)
+        self.steps.sigXRangeChanged.connect(lambda *_: self._viewed())
+
+    def _viewed(self) -> None:
+        if any(curves.stride > 1 or i in self._details for i, (_label, curves) in enumerate(self._overlaid)):
+            self.detail_timer.start()
+
+    def _want_detail(self) -> None:
+        """Ask for the visible steps of each compared run read as a view (`detailWanted`: the drawing it is for,
+        and (run's place, first step, last step) for each), once per range; a run seen whole needs none."""
+        low, high = self.steps.viewRange()[0]
+        wanted = []
+        for i, (_label, curves) in enumerate(self._overlaid):
+            if curves.stride <= 1 and i not in self._details or not len(curves.step):
+                continue
+            x = clock_of(curves).x(self.x_axis, curves.step)
+            inside = np.flatnonzero((x >= low) & (x <= high))
+            if not len(inside):
+                continue
+            first = float(curves.step[max(inside[0] - 1, 0)])
+            last = float(curves.step[min(inside[-1] + 1, len(curves.step) - 1)])
+            if first <= curves.step[0] and last >= curves.step[-1] or self._details.get(i) == (first, last):
+                continue
+            self._details[i] = (first, last)
+            wanted.append((i, first, last))
+        if wanted:
+            self.detailWanted.emit((self._drawing, wanted))
+
+    def refine_overlays(self, drawing: int, refined: Sequence[tuple[int, Curves]]) -> None:
+        """Compared runs (by their place in set_overlays) with curves read finer where zoomed: their items take the
+        new points in place. An answer for an earlier comparison is dropped."""
+        if drawing != self._drawing:
+            return
+        for i, curves in refined:
+            label = self._overlaid[i][0]
+            self._overlaid[i] = (label, curves)
+            clock = clock_of(curves)
+            for item, (_plot, steps, values, _name, _style) in zip(self._run_items[i],
+                                                                  self._run_series(label, curves)):
+                set_thinned(item, *clock.place(self.x_axis, steps, values))
 
     def set_group_overlays(self, groups: Sequence[tuple[str, Sequence[Curves]]], spread: str = "minmax") -> None:
         """Overlay seed groups (label, the members' curves), each as one mean line with a translucent band on every
@@ -86,6 +141,7 @@ class ComparedRuns:
         self.overlays.clear()
         self.group_bands.clear()
         self.overlay_markers.clear()
+        self._run_items = {}
         self._drawing += 1
         for plot in self.plots:
             plot.setUpdatesEnabled(False)
@@ -104,10 +160,10 @@ class ComparedRuns:
         if drawing != self._drawing:
             return
         steps = 0
-        while pieces and (steps == 0 or steps + pieces[0][0] <= STEPS_AT_ONCE):
+        while pieces and (steps == 0 or steps + pieces[0][0] + ITEMS_COST <= STEPS_AT_ONCE):
             size, piece = pieces.pop(0)
             piece()
-            steps += max(size, 1)
+            steps += size + ITEMS_COST
         if pieces:
             QTimer.singleShot(1, self, lambda: self._draw_pieces(drawing, pieces))
             return
@@ -130,26 +186,31 @@ class ComparedRuns:
             self._describe_soon(*self.plots)
 
     def _draw_run(self, i: int, label: str, curves: Curves) -> None:
-        """One compared run: its smoothed loss, validation accuracy, throughput, a memory curve and its compile
-        marker; named '(no wall time)' where it has no x on the axis."""
+        """One compared run: its curves (_run_series) and its compile marker."""
         colour = PALETTE[i % len(PALETTE)]
         pen = pg.mkPen(colour, width=1)
         clock = clock_of(curves)
-        if not clock.knows(self.x_axis):
-            label = f"{label} (no {x_axis(self.x_axis).name})"
-        self._overlay(self.loss_plot, clock, curves.step, smooth(curves.loss, self.weight), pen, label)
-        if len(curves.val_accuracy):
-            self._overlay(self.accuracy_plot, clock, curves.val_step, curves.val_accuracy, pen,
-                          f"{label} (validation)", prepare=per_epoch, symbol="o", symbolSize=6, symbolBrush=colour,
-                          symbolPen=None)
-        self._overlay(self.throughput_plot, clock, curves.throughput_step, curves.throughput, pen, label)
-        name = _memory_name(curves)
-        if name is not None:
-            self._overlay(self.memory_plot, clock, curves.step, curves.memory[name], pen, f"{label} ({name})")
+        self._run_items[i] = [self._overlay(plot, clock, steps, values, pen, name, **style)
+                              for plot, steps, values, name, style in self._run_series(label, curves, colour)]
         first = clock.x(self.x_axis, curves.step[:1])
         if curves.compile_seconds is not None and len(first) and math.isfinite(first[0]):
             self.overlay_markers.append(self._compile_line(
                 f"{_overlay_name(label)} compile {curves.compile_seconds:.1f} s", colour, float(first[0])))
+
+    def _run_series(self, label: str, curves: Curves, colour: str = "") -> list[tuple]:
+        """What a compared run draws, as (plot, steps, values, name, style): its smoothed loss, validation
+        accuracy, throughput and a memory curve; named '(no wall time)' where it has no x on the axis."""
+        if not clock_of(curves).knows(self.x_axis):
+            label = f"{label} (no {x_axis(self.x_axis).name})"
+        series = [(self.loss_plot, curves.step, smooth(curves.loss, self.weight, curves.stride), label, {})]
+        if len(curves.val_accuracy):
+            series.append((self.accuracy_plot, curves.val_step, curves.val_accuracy, f"{label} (validation)",
+                           dict(prepare=per_epoch, symbol="o", symbolSize=6, symbolBrush=colour, symbolPen=None)))
+        series.append((self.throughput_plot, curves.throughput_step, curves.throughput, label, {}))
+        name = _memory_name(curves)
+        if name is not None:
+            series.append((self.memory_plot, curves.step, curves.memory[name], f"{label} ({name})", {}))
+        return series
 
     def _overlay(self, plot: pg.PlotWidget, clock: Clock, steps: np.ndarray, values: np.ndarray, pen, label: str,
                  **style) -> pg.PlotDataItem:

@@ -104,15 +104,21 @@ def thin_plot(plot: pg.PlotWidget, x: np.ndarray, y: np.ndarray,
     (log mode, alpha, clipping, downsampling…) and each of the item's went over all its points again, and rebuilt a
     scatter's symbols, when they were set on an item that had them (0.4 s for 20 runs). It keeps every value for
     its table (`recorded`)."""
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     item = pg.PlotDataItem(**opts)
     plot.addItem(item)
     if prepare is not None:
         prepare(item)
+    set_thinned(item, x, y)
+    return item
+
+
+def set_thinned(item: pg.PlotDataItem, x: np.ndarray, y: np.ndarray) -> None:
+    """A recorded curve's points, drawn thinned to about DRAWN_POINTS, every one kept for its table (`recorded`):
+    a new curve's, or a compared run's read finer over a zoomed range."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     step = math.ceil(2 * len(x) / DRAWN_POINTS)
     item.setData(*(peaks(x, y, step) if step > 1 else (x, y)))
     item.recorded = (x, y)
-    return item
 
 
 def recorded(item: pg.PlotDataItem) -> tuple[np.ndarray | None, np.ndarray | None]:

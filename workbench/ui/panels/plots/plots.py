@@ -68,6 +68,7 @@ DESCRIBE_MS = 500  # the plots' accessible descriptions follow their latest valu
 
 class PlotsPanel(ComparedRuns, TextAlternatives, QWidget):
     xAxisChanged = Signal(str)  # the step plots' x axis, a kind of history.x_axis.X_AXES: chosen, or set
+    detailWanted = Signal(object)  # (drawing, [(compared run's place, first step, last step)]): compared.py
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -141,6 +142,8 @@ class PlotsPanel(ComparedRuns, TextAlternatives, QWidget):
         self.overlays: list[tuple[pg.PlotWidget, pg.PlotDataItem]] = []
         self.overlay_markers: list[pg.InfiniteLine] = []  # each compared run's compile time
         self._overlaid: list[tuple[str, Curves]] = []  # what set_overlays was given: re-smoothed with the slider
+        self._run_items: dict[int, list[pg.PlotDataItem]] = {}  # each compared run's items, as _run_series lists them
+        self._details: dict[int, tuple[float, float]] = {}  # the steps each compared run was last read finer over
         self._grouped: list[tuple[str, list[Curves]]] = []  # what set_group_overlays was given
         self._drawing = 0  # the latest drawing of the compared runs: an older one still under way stops
         self._spread = "minmax"
@@ -165,6 +168,7 @@ class PlotsPanel(ComparedRuns, TextAlternatives, QWidget):
         self.describe_timer.setInterval(DESCRIBE_MS)
         self.describe_timer.timeout.connect(self._describe)
         self._describe_soon(*self.all_plots)
+        self._watch_zoom()
 
     # -- events -------------------------------------------------------------------------------------------------
     def reset(self, hint: str = EMPTY_HINT) -> None:

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QMenu, QPushButton, QSplitter
 from ....core.ground.errors import WorkbenchError, with_hint
 from ....core.history.naming import run_name
 from ....core.history.diff import diff_runs
+from ....core.history.groups import seed_groups
 from ....core.history.runs import RunRecord, RunStore, RunStoreError
 from ....core.history.runs_export import export_csv, export_tensorboard
 from ....core.history.sweeps import TrialOf, trials_of_runs
@@ -313,9 +314,16 @@ class RunsPanel(QWidget):
     def load_runs(self, ids: list[int], deliver: Callable[[list[LoadedRun]], None], slot: str = SLOT,
                   panels: bool = True) -> None:
         """Hand `deliver` the runs' curves, read off the GUI thread (loading.py), with what the panels show unless
-        only `panels`=False (a comparison); a caller whose request a click must not drop, as a live continuation's
-        parent curves, asks in a task slot of its own."""
-        self.loader.load(ids, deliver, slot, panels)
+        only `panels`=False (a comparison: seed groups' members whole, other runs as views); a caller whose request
+        a click must not drop, as a live continuation's parent curves, asks in a task slot of its own."""
+        records = [] if panels else [self.model.record(run_id) for run_id in ids]
+        grouped = frozenset(run_id for group in seed_groups([r for r in records if r is not None])
+                            for run_id in group.run_ids)
+        self.loader.load(ids, deliver, slot, panels, grouped)
+
+    def load_detail(self, wanted, deliver) -> None:
+        """Compared runs read finer over a zoomed range (loading.RunLoader.load_detail)."""
+        self.loader.load_detail(wanted, deliver)
 
     # -- the selection ------------------------------------------------------------------------------------------
     def _selection_changed(self, *_args) -> None:
