@@ -48,13 +48,13 @@ def test_runs_are_filtered_with_the_query_language_and_read_as_tables(db):
         assert [run.label for run in history.runs()] == ["#1", "#2 compiled"]
         [run] = history.runs("backend=inductor acc>0.9")
         assert run.settings["backend"] == "inductor" and run.results.best_val_accuracy == 0.95
-        steps = run.steps()  # no pandas here: a dict of numpy arrays
+        steps = run.steps()  # a DataFrame with pandas, a dict of numpy arrays without: read alike
         assert list(steps) == list(STEP_COLUMNS)
         assert steps["step"].tolist() == [1, 2, 3] and steps["samples_per_s"].tolist() == [100.0, 200.0, 300.0]
         assert np.isnan(steps["accuracy"][0]) and steps["accuracy"][1:].tolist() == [0.2, 0.3]  # None → NaN
         assert run.epochs()["val_accuracy"].tolist() == [0.95]
         table = history.table("status=finished")
-        assert table["id"] == [1, 2] and table["settings.backend"] == ["eager", "inductor"]
+        assert list(table["id"]) == [1, 2] and list(table["settings.backend"]) == ["eager", "inductor"]
         with pytest.raises(QueryError, match="acc>"):
             history.runs("acc>")
         with pytest.raises(RunStoreError, match="no run with id 9"):

@@ -17,46 +17,42 @@ NAME_WIDTH = 24  # the list's name column at most (a longer name is cut, with "�
 
 
 def cmd_runs_list(args: argparse.Namespace) -> int:
-    from ..core.ground.config import setup_label
-    from ..core.history.naming import model_name
+    from ..core.history.listing import list_runs
     from ..core.history.query import parse_query
 
     query = parse_query(args.where or "")  # a query it cannot read: one line saying what and where, before reading
     with _store(args) as store:
-        records = store.list()
-    if not records:
+        matching, total = list_runs(store, query)
+    if not total:
         print(f"no runs recorded yet in {store.path}")
         return 0
-    matching = [r for r in records if query.matches(r)]
     shown = matching if args.all else [r for r in matching if not r.archived]
     hidden = len(matching) - len(shown)
     hidden_line = f"{hidden} archived run{'s' if hidden != 1 else ''} not shown (--all shows them)"
     if not matching:
-        print(f"no run matches {args.where!r} ({len(records)} in the history)")
+        print(f"no run matches {args.where!r} ({total} in the history)")
         return 0
     if not shown:
         print(f"no runs to show: {hidden_line}")
         return 0
     width = min(max(len(r.name) for r in shown), NAME_WIDTH)
     name_head = f"{'name':<{width}}  " if width else ""
-    print(f"{'id':>4}  {name_head}{'when (UTC)':<19}  {'dataset':<13} {'model':<16} {'backend · mode · AMP':<34} "
-          f"{'epochs':>6} {'best val':>8} {'samples/s':>10}  status")
+    lines = [f"{'id':>4}  {name_head}{'when (UTC)':<19}  {'dataset':<13} {'model':<16} {'backend · mode · AMP':<34} "
+             f"{'epochs':>6} {'best val':>8} {'samples/s':>10}  status"]
     for r in shown:
-        c = r.config  # a damaged row's config may be empty or hold anything: shown as text, never trusted
-        setup = setup_label(c) if c else "—"
         best = f"{r.best_val_accuracy:.2%}" if r.best_val_accuracy is not None else "—"
         speed = f"{r.samples_per_s:,.0f}" if r.samples_per_s else "—"
-        dataset, epochs = str(c.get("dataset", "—")), str(c.get("epochs", "—"))
-        model = _cut(model_name(str(c.get("model", "sandwich"))), 16) if c else "—"
         name = f"{_cut(r.name, width):<{width}}  " if width else ""
         when = r.created[:19].replace("T", " ")
-        print(f"{r.id:>4}  {name}{when:<19}  {dataset[:13]:<13} {model:<16} {setup[:34]:<34} "
-              f"{epochs[:6]:>6} {best:>8} {speed:>10}  {r.status}" + (f" on {r.elsewhere}" if r.elsewhere else "")
-              + (" · archived" if r.archived else "") + (f"  [{', '.join(r.tags)}]" if r.tags else ""))
+        lines.append(f"{r.id:>4}  {name}{when:<19}  {r.dataset[:13]:<13} {_cut(r.model, 16):<16} {r.setup[:34]:<34} "
+                     f"{r.epochs[:6]:>6} {best:>8} {speed:>10}  {r.status}"
+                     + (f" on {r.elsewhere}" if r.elsewhere else "") + (" · archived" if r.archived else "")
+                     + (f"  [{', '.join(r.tags)}]" if r.tags else ""))
     if hidden:
-        print(hidden_line)
+        lines.append(hidden_line)
     if not query.empty:
-        print(f"{len(matching)} of {len(records)} runs match {args.where!r}")
+        lines.append(f"{len(matching)} of {total} runs match {args.where!r}")
+    print("\n".join(lines))
     return 0
 
 
@@ -273,16 +269,19 @@ def cmd_runs_archive(args: argparse.Namespace) -> int:
 
 
 def cmd_runs_export(args: argparse.Namespace) -> int:
-    from ..core.history.runs_export import export_csv, export_tensorboard
+    from ..core.history.runs_export import export_csv, export_parquet, export_tensorboard
 
-    if not (args.csv or args.tensorboard):
-        return fail("nothing to export to", "give --csv FILE, --tensorboard DIR or both")
+    if not (args.csv or args.tensorboard or args.parquet):
+        return fail("nothing to export to", "give --csv FILE, --parquet FILE, --tensorboard DIR, or several")
     run_ids = args.run_ids or None
     with _store(args) as store:
         if args.tensorboard:  # first: without the extra, fail before writing anything
             folders = export_tensorboard(store, run_ids, args.tensorboard)
             print(f"wrote {len(folders)} run(s) as TensorBoard event files under {args.tensorboard} "
                   f"(tensorboard --logdir {args.tensorboard})")
+        if args.parquet:  # (without the extra: fails before writing anything)
+            rows = export_parquet(store, run_ids, args.parquet)
+            print(f"wrote {rows:,} rows to {args.parquet}")
         if args.csv:
             rows = export_csv(store, run_ids, args.csv)
             print(f"wrote {rows:,} rows to {args.csv}")

@@ -221,6 +221,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                      "TensorBoard event files")
     export_runs.add_argument("run_ids", type=int, nargs="*", metavar="RUN_ID", help="the runs (default: all)")
     export_runs.add_argument("--csv", metavar="FILE", help="one CSV: a row per run, metric and step")
+    export_runs.add_argument("--parquet", metavar="FILE", help="the same table as Parquet, typed, for pandas, Polars "
+                                                               "and DuckDB (the parquet extra)")
     export_runs.add_argument("--tensorboard", metavar="DIR",
                              help="a folder per run of TensorBoard event files (the tensorboard extra)")
     add_db_option(export_runs, inherited=True)

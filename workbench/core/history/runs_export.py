@@ -1,4 +1,5 @@
-"""The run history out of Workbench: a tidy CSV for pandas / R / a spreadsheet, and TensorBoard event files.
+"""The run history out of Workbench: a tidy CSV for pandas / R / a spreadsheet, the same table as Parquet, and
+TensorBoard event files.
 
 The CSV is long ("tidy"): one row per observation — a run, a metric, a step, a value:
 
@@ -16,6 +17,11 @@ layers/<layer>/grad_norm, …/weight_norm, …/update_ratio, …/dead_fraction (
 "core_block.fc1"). The run's final figures from its record (final/steps, final/best_val_accuracy,
 final/samples_per_s, final/compile_seconds, final/peak_memory_mib) have an empty step.
 
+Parquet (the `parquet` extra: pyarrow) holds the CSV's table with its types: run_id and step int64 (step null for
+the final figures), value float64, tags a list of strings, each setting as its values are (bool, int64, float64 or
+string; a setting with values of several kinds is a string column), one row group per run. pandas, Polars and DuckDB
+read it as it is (`pd.read_parquet`, `pl.read_parquet`, `SELECT … FROM 'runs.parquet'`).
+
 TensorBoard gets the same metric names as scalar tags: one folder per run (run-<id>-<backend>[-<mode>]-<amp>,
 named from the run's own config so re-exporting a run replaces its folder's one event file), the final figures
 at the run's last step, and its config as hparams. Beside them, each sampled layer's histograms
@@ -31,6 +37,7 @@ written atomically, so a reader sees the previous export or the new one, never h
 from __future__ import annotations
 
 import csv
+import json
 import math
 import re
 from contextlib import contextmanager
@@ -42,7 +49,7 @@ import numpy as np
 
 from ..ground.alerts import alert_line
 from ..ground.atomic import atomic_path
-from ..ground.config import setup_label
+from ..ground.config import settings, setup_label
 from ..ground.errors import WorkbenchError
 from ..ground.layer_stats import Histogram
 from .curves import Curves, curves_from_columns
@@ -50,9 +57,12 @@ from .naming import run_name
 from .layers import FIGURES, HISTOGRAMS, RunLayers, layer_metric, run_layers
 from .runs import RunRecord, RunStore
 
+PARQUET_HINT = "Parquet export needs pyarrow: pip install 'workbench[parquet]'"
 TENSORBOARD_HINT = "TensorBoard export needs the tensorboard package: pip install 'workbench[tensorboard]'"
 EVENT_FILE = "events.out.tfevents.workbench"  # TensorBoard reads any file with "tfevents" in its name
 FIXED_COLUMNS = ("run_id", "run", "name", "tags", "notes", "status", "created")
+_DECLARED = {setting.name: setting.kind for setting in settings()}  # what TrainConfig says each setting is
+_FITS = {bool: {bool}, int: {int}, float: {int, float}, str: {str}}  # the values a declared kind's column holds
 FINAL = ("steps", "best_val_accuracy", "samples_per_s", "compile_seconds", "peak_memory_mib")  # RunRecord fields
 
 
@@ -78,6 +88,62 @@ def export_csv(store: RunStore, run_ids: Sequence[int] | None, out: str | Path) 
                 writer.writerow([*run, metric, "" if step is None else step, value])
                 rows += 1
     return rows
+
+
+def export_parquet(store: RunStore, run_ids: Sequence[int] | None, out: str | Path) -> int:
+    """Write the runs (every run when `run_ids` is None) as one Parquet file at `out` (the CSV's table, typed: see
+    the module's docstring); return its number of rows."""
+    try:  # the extra
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise RunsExportError("pyarrow is not installed", PARQUET_HINT) from None
+    records = _records(store, run_ids)
+    settings = {key: _setting_type(pa, key, [r.config.get(key) for r in records])
+                for key in dict.fromkeys(key for record in records for key in record.config)}
+    schema = pa.schema([("run_id", pa.int64()), ("run", pa.string()), ("name", pa.string()),
+                        ("tags", pa.list_(pa.string())), ("notes", pa.string()), ("status", pa.string()),
+                        ("created", pa.string()), *((f"config.{key}", kind) for key, kind in settings.items()),
+                        ("metric", pa.string()), ("step", pa.int64()), ("value", pa.float64())])
+    rows = 0
+    with _writing(Path(out)) as tmp, pq.ParquetWriter(tmp, schema) as writer:
+        for record in records:
+            curves, layers = _read_run(store, record)
+            observations = list(_observations(record, curves, layers))
+            metrics, steps, values = zip(*observations) if observations else ((), (), ())
+            n = len(observations)
+            run = [record.id, run_name(record.id), record.name, list(record.tags), record.notes, record.status,
+                   record.created, *(_setting_value(record.config.get(key), kind, pa)
+                                     for key, kind in settings.items())]
+            columns = [pa.array([value] * n, type=field.type) for value, field in zip(run, schema)]
+            writer.write_table(pa.Table.from_arrays([*columns, pa.array(metrics, pa.string()),
+                                                     pa.array(steps, pa.int64()), pa.array(values, pa.float64())],
+                                                    schema=schema))
+            rows += n
+    return rows
+
+
+def _setting_type(pa, key: str, values: list):
+    """The Parquet type of a setting's column: the setting's declared kind (TrainConfig) where every value is of it,
+    else its values' kind (None aside; a key of a user's older or newer version), string where they are of several."""
+    kinds = {type(v) for v in values if v is not None}
+    declared = _DECLARED.get(key)
+    if declared is not None and kinds <= _FITS[declared]:
+        kinds = {declared}
+    if kinds == {bool}:
+        return pa.bool_()
+    if kinds == {int}:
+        return pa.int64()
+    if kinds and kinds <= {int, float}:
+        return pa.float64()
+    return pa.string()
+
+
+def _setting_value(value, kind, pa):
+    """A setting's value in its column's type (a string column writes what is not a string as JSON would)."""
+    if value is None or kind != pa.string() or isinstance(value, str):
+        return value
+    return json.dumps(value)
 
 
 def export_tensorboard(store: RunStore, run_ids: Sequence[int] | None, out: str | Path) -> list[Path]:

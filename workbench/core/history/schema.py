@@ -5,7 +5,7 @@ and its size on disk. Schema 3: a run's steps as typed columns, one compressed b
 (step_columns.py), the other events staying JSON rows; an older history's steps move into blocks on its first
 writable open, run by run, saying how far it has got (a history of thousands of runs takes tens of seconds).
 Schema 4: a long run's steps at coarser levels too (step_levels.py: a min/max pyramid, chunked), built on upgrade for
-every run that has ended.
+every run that has ended; and its model as a column, so that a listing reads no JSON (listing.py).
 """
 
 from __future__ import annotations
@@ -50,7 +50,8 @@ CREATE TABLE IF NOT EXISTS runs (
     notes TEXT NOT NULL DEFAULT '',    -- Markdown
     tags TEXT NOT NULL DEFAULT '[]',   -- a JSON list of words
     archived INTEGER NOT NULL DEFAULT 0,
-    disk_bytes INTEGER                 -- the size of its folder (NULL: not measured, or not on this computer)
+    disk_bytes INTEGER,                -- the size of its folder (NULL: not measured, or not on this computer)
+    model TEXT NOT NULL DEFAULT 'sandwich'  -- config's model, for a listing that reads no JSON
 );
 CREATE TABLE IF NOT EXISTS events (
     run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
@@ -97,7 +98,11 @@ ALTER TABLE runs ADD COLUMN archived INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN disk_bytes INTEGER;
 """,
     2: STEP_BLOCKS,  # and the steps move from the events into it (_steps_into_blocks)
-    3: STEP_LEVELS,  # and every ended run's levels are built (_levels_of_ended_runs)
+    3: STEP_LEVELS + """
+ALTER TABLE runs ADD COLUMN model TEXT NOT NULL DEFAULT 'sandwich';
+UPDATE runs SET model = json_extract(config, '$.model')
+    WHERE json_valid(config) AND json_type(config, '$.model') = 'text';
+""",  # and every ended run's levels are built (_levels_of_ended_runs)
 }
 READABLE_VERSIONS = (1, 2, 3, 4)  # schemas whose runs this version reads as they are (read-only: not migrated)
 
