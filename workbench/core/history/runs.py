@@ -432,6 +432,44 @@ class RunStore:
             record.events = [event for _seq, event in events]
         return record
 
+    def events_after(self, run_id: int, after_seq: int) -> list[tuple[int, Event]]:
+        """The run's events recorded after `after_seq`, as (seq, event) in order: a cursor. What follows a run
+        recorded by another process reads each time: the new events only, however long the run already is."""
+        try:
+            lines = self.db.execute("SELECT seq, data FROM events WHERE run_id = ? AND seq > ? AND type != 'Step' "
+                                    "ORDER BY seq", (run_id, after_seq)).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise self.database_error(exc) from None
+        with self._readable(run_id):
+            events = [(seq, from_dict(json.loads(line))) for seq, line in lines]
+            block = self.step_block(run_id, after_seq)
+            return list(heapq.merge(events, zip(block.seq.tolist(), block.steps()), key=lambda pair: pair[0]))
+
+    def last_seq(self, run_id: int) -> int:
+        """Where the run's recorded stream is: its last event's seq (-1: none yet), the cursor `events_after` takes."""
+        try:
+            last = self.db.execute("SELECT MAX(seq) FROM events WHERE run_id = ?", (run_id,)).fetchone()[0]
+            block = self.db.execute("SELECT data FROM step_blocks WHERE run_id = ? ORDER BY first_seq DESC LIMIT 1",
+                                    (run_id,)).fetchone() if self.has_blocks else None
+        except sqlite3.DatabaseError as exc:
+            raise self.database_error(exc) from None
+        if block is not None:
+            from .step_columns import unpack
+
+            with self._readable(run_id):
+                last = max(last if last is not None else -1, int(unpack(block[0]).seq[-1]))
+        return -1 if last is None else last
+
+    @contextmanager
+    def snapshot(self):
+        """Reads in one snapshot of the history (a read transaction, WAL): a batch another process commits meanwhile
+        is seen whole by the next snapshot, never half by this one."""
+        self.db.execute("BEGIN")
+        try:
+            yield self
+        finally:
+            self.db.execute("COMMIT")
+
     def step_block(self, run_id: int, after_seq: int = -1) -> "StepBlock":
         """The run's steps as columns (those recorded after `after_seq`): from its blocks, or, in a history read as
         it is from before them, from its Step events."""

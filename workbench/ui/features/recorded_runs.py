@@ -1,7 +1,8 @@
 """Runs from the history, back in the window: one re-opened (its curves and alerts, compile report, profile, layer
-statistics and model), the last one this window trained at the next launch, and several overlaid to compare (runs
-that differ only by their seed as one group: a mean line with a band). The Runs dock lists them and reads them off
-the GUI thread (panels/runs/); this is what the window does with them."""
+statistics and model; one still training in another process goes on drawing, read by cursor: panels/runs/following.py),
+the last one this window trained at the next launch, and several overlaid to compare (runs that differ only by their
+seed as one group: a mean line with a band). The Runs dock lists them and reads them off the GUI thread
+(panels/runs/); this is what the window does with them."""
 
 from __future__ import annotations
 
@@ -10,11 +11,12 @@ from pathlib import Path
 from PySide6.QtCore import QObject
 
 from ...core.ground.alerts import Alert
-from ...core.ground.events import CompileEvent, SystemSample
+from ...core.ground.events import CompileEvent, Event, RunStarted, SystemSample
 from ...core.history.naming import differing_settings, run_label, run_name
 from ...core.history.groups import seed_groups
 from ...core.history.imports import imported_from
 from ...core.history.runs import RunRecord
+from ..panels.runs.following import RunFollower
 from ..panels.runs.runs import LoadedRun
 from .checkpoints import Checkpoints
 from .parts import WindowParts
@@ -31,6 +33,7 @@ class RecordedRuns(QObject):
         self.runs.compareRequested.connect(self.compare)
         self.plots.detailWanted.connect(self._read_detail)
         self._singles: list[LoadedRun] = []  # the compared runs drawn alone, in the order the plots have them
+        self.follower = RunFollower(self.runs.tasks, self.runs.db, self._followed, self.runs.loader.on_error)
         self.runs.openRequested.connect(self.show)
         self.runs.runsDeleted.connect(self.deleted)
 
@@ -94,6 +97,7 @@ class RecordedRuns(QObject):
             self.feedback.show("warning", "A run is in progress: open the recorded run when it has ended.")
             return
         record = run.record
+        self.follower.stop()
         self.feedback.banner.hide()  # an earlier run's failure is not this run's
         self.state.shown_run, self.state.compared = record.id, ()
         self.plots.set_overlays([])
@@ -111,6 +115,10 @@ class RecordedRuns(QObject):
         self.plots.redraw()
         self._show_parent_of(record.id)
         self.feedback.busy(f"Run #{record.id} ({record.status})")
+        if record.status == "running":  # training in another process: drawn on as it records
+            started = next((e for e in run.panel_events if isinstance(e, RunStarted)), None)
+            self.plots.keep_growing(started.total_steps if started is not None else None)
+            self.follower.follow(record.id, run.cursor)
         rate = run.curves.samples_per_s
         self.show_speed(f"{rate:,.0f} samples/s" if rate else "")
         if record.checkpoint and Path(record.checkpoint).is_file():
@@ -118,6 +126,15 @@ class RecordedRuns(QObject):
             self.checkpoints.load(record.checkpoint, f"run #{record.id}")
         else:
             self.feedback.note("warning", f"run #{record.id} has no checkpoint on disk: its curves only")
+
+    def _followed(self, events: list[Event]) -> None:
+        """New events of the run on show, recorded by the process that trains it: drawn as a live run's are."""
+        if self.training() or self.state.shown_run != self.follower.run_id:
+            self.follower.stop()
+            return
+        self.plots.add_events(events)
+        for panel in (self.compile_panel, self.profile, self.model):
+            panel.add_events(events)
 
     def deleted(self, records: list) -> None:
         """Runs were deleted from the history: whatever shows one of them lets it go — the plots and the panels
@@ -128,6 +145,7 @@ class RecordedRuns(QObject):
             self.plots.set_group_overlays([])
             self.state.compared = ()
         if self.state.shown_run in ids and not self.training():
+            self.follower.stop()
             self.plots.reset(f"{run_name(self.state.shown_run)} was deleted (Undo in the Runs dock brings it back)")
             self.plots.set_run_name(None)
             for panel in (self.compile_panel, self.profile, self.model):

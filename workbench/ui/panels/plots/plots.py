@@ -272,6 +272,11 @@ class PlotsPanel(ComparedRuns, TextAlternatives, QWidget):
         self.headline.show_run(curves, compile_seconds)
         self._dim(bool(self.overlays))
 
+    def keep_growing(self, end_step: int | None) -> None:
+        """The recorded run on show is still training elsewhere (followed from the history): its step axis grows
+        toward `end_step` as a live run's does."""
+        self._end_step = end_step
+
     def _add_step(self, step: Step) -> None:
         self._last_step = step.step
         self.times.add(step)  # first: the step's points are placed by its time

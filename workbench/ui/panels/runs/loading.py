@@ -48,6 +48,7 @@ class LoadedRun:
     panel_events: tuple[Event, ...] | None  # None: read only to be compared (its curves), never shown
     view: StepView | None = None  # a compared run read at a level: its rows, which a zoom reads finer
     curve_events: tuple[Event, ...] = ()  # with a view: the events its curves were built from (CURVE_EVENTS)
+    cursor: int = -1  # the last seq read of a run shown while it trains elsewhere: following.py reads on from there
 
     @property
     def compile_seconds(self) -> float | None:
@@ -70,7 +71,8 @@ def load_run(store: RunStore, run_id: int, panels: bool = True, whole: bool = Tr
         return LoadedRun(replace(record, events=[]), curves_from_columns(block, record.events), None)
     record = with_measured_launch(store, record)  # a cold run's warm launch
     return LoadedRun(replace(record, events=[]), curves_from_columns(block, record.events),
-                     tuple(e for e in record.events if isinstance(e, PANEL_EVENTS)) + scale_changes(block))
+                     tuple(e for e in record.events if isinstance(e, PANEL_EVENTS)) + scale_changes(block),
+                     cursor=store.last_seq(run_id) if record.status == "running" else -1)
 
 
 class RunLoader:
@@ -88,8 +90,9 @@ class RunLoader:
         missing = [run_id for run_id in ids if run_id not in cached]
 
         def read() -> list[LoadedRun]:
-            with RunStore(self.db, recover=False) as store:
-                return [load_run(store, run_id, panels, whole=panels or run_id in whole) for run_id in missing]
+            with RunStore(self.db, recover=False) as store, store.snapshot():  # a run training elsewhere: its
+                return [load_run(store, run_id, panels, whole=panels or run_id in whole)  # cursor is where this
+                        for run_id in missing]  # read stopped
 
         def done(result) -> None:
             fresh = {run.record.id: run for run in result}
