@@ -401,6 +401,36 @@ def test_a_finished_run_is_listed_and_attached_again_with_every_event(remote, tm
         assert len(store.list()) == 1  # attaching again replaced this side's record, not doubled it
 
 
+def test_attaching_again_reads_only_what_this_computers_record_has_not(remote, tmp_path, ssh_server):
+    """Left mid-run, then attached again: the run so far comes from this computer's history, only the events after
+    its record over the wire, into the same record (a cursor, not a replay of the whole log)."""
+    db = str(tmp_path / "local.sqlite")
+    run = RemoteRun(remote, db=db)
+
+    def leave_at_step_20(event):
+        if isinstance(event, Step) and event.step == 20:
+            run.detach()
+
+    left = run.run(request(tmp_path, epochs=3), leave_at_step_20, threading.Event())
+    assert isinstance(left, RunFailed) and left.kind == "detached"
+    with RunStore(db) as store:
+        [record] = store.list()
+        kept = len(store.get(record.id, with_events=True).events)
+    assert kept > 20
+    again: list = []
+    follower = RemoteRun(remote, db=db)
+    result = follower.attach(run.started.key, again.append, threading.Event())
+    assert isinstance(result, RunFinished), result
+    log = ssh_server.host_data / "remote-runs" / run.started.key / "events.jsonl"
+    lines = log.read_text().splitlines()
+    assert [to_dict(e) for e in again] == [json.loads(line) for line in lines]  # every event once, in order
+    assert follower.resumed_from == kept and follower.received == len(lines)  # only the rest came by the wire
+    with RunStore(db) as store:
+        [same] = store.list()
+        assert same.id == record.id and same.status == "finished"
+        assert [to_dict(e) for e in store.get(same.id, with_events=True).events] == [json.loads(x) for x in lines]
+
+
 def test_attaching_to_a_run_the_host_does_not_have_is_a_clear_failure(remote, tmp_path):
     result = RemoteRun(remote, db=str(tmp_path / "local.sqlite")).attach("no-such-run", lambda e: None,
                                                                         threading.Event())

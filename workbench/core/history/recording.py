@@ -83,6 +83,11 @@ class RunRecorder:
             if self.behind is None or time.monotonic() >= self.next_try:
                 self.flush(event)
 
+    def resume(self, run_id: int, seq: int, started: RunStarted) -> None:
+        """Go on with a record the history holds already, from its `seq`-th event (`started`: its first): a run
+        attached again, whose record this computer wrote up to there."""
+        self.run_id, self.seq, self._started = run_id, seq, started
+
     def _drop(self) -> None:
         self.dropped += 1
         if self.dropped == 1 and self.on_notice:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Callable
 
 from ...ground.atomic import commit, temp_beside
-from ...ground.events import Event, Notice, RunFailed, from_dict, is_terminal
+from ...ground.events import Event, Notice, RunFailed, RunStarted, from_dict, is_terminal
 from ...ground.codec import R
 from ...ground.errors import first_line
 from ...history.recording import RunRecorder
@@ -88,6 +88,7 @@ class RemoteRun:
         self.requests: queue.SimpleQueue[Profile] = queue.SimpleQueue()
         self.started: RunStart | None = None
         self.received = 0  # events seen from the host's log: where a re-attach resumes
+        self.resumed_from = 0  # of those, the ones an attach read from this computer's record, not the wire
         self._session: Session | None = None
         self._detached = threading.Event()
 
@@ -122,9 +123,37 @@ class RemoteRun:
         return self.follow(session, emit, stop)
 
     def attach(self, key: str, emit: Callable[[Event], None], stop: threading.Event) -> Event:
-        """Follow the host's run `key` from its first event (this computer's record of it is written afresh)."""
-        session = self._session_to("attach", key, "0", emit=emit)
-        return session if isinstance(session, RunFailed) else self.follow(session, emit, stop, replace=True)
+        """Follow the host's run `key` again. Where this computer's history records it already (a run followed
+        before, then left or cut off), the run so far is replayed from that record and only the events after it
+        come over the wire, recorded into the same record: a cursor. Otherwise from the host's first event, this
+        computer's record written afresh."""
+        recorded = self._recorded(key)
+        start = self.resumed_from = len(recorded[1]) if recorded else 0
+        session = self._session_to("attach", key, str(start), emit=emit)
+        if isinstance(session, RunFailed) or recorded is None:
+            return session if isinstance(session, RunFailed) else self.follow(session, emit, stop, replace=True)
+        run_id, events = recorded
+        for event in events:
+            emit(event)
+        if is_terminal(events[-1]):  # recorded to its end: nothing more to come
+            session.close()
+            return events[-1]
+        self.received = start
+        return self.follow(session, emit, stop, resume=(run_id, start, events[0]))
+
+    def _recorded(self, key: str) -> tuple[int, list[Event]] | None:
+        """This computer's record of the host's run `key` (found by its folder there), as its id and events, when it
+        has one that starts with the run's RunStarted; None otherwise (or when the host cannot say)."""
+        try:
+            with RunStore(self.db, recover=False) as store:
+                info = next((info for info in host_runs(self.remote) if info.key == key), None)
+                known = store.id_for_out_dir(info.out_dir) if info is not None else None
+                if known is None or store.get(known).host != str(self.remote):
+                    return None
+                events = store.get(known, with_events=True).events
+        except (RunStoreError, RemoteError):
+            return None
+        return (known, events) if events and isinstance(events[0], RunStarted) else None
 
     def _session_to(self, *args: str, emit: Callable[[Event], None], first_line: str | None = None
                     ) -> Session | RunFailed:
@@ -158,10 +187,13 @@ class RemoteRun:
             raise
 
     def follow(self, session: Session, emit: Callable[[Event], None], stop: threading.Event, *,
-               replace: bool = False) -> Event:
+               replace: bool = False, resume: tuple[int, int, RunStarted] | None = None) -> Event:
         """Pass the run's events to `emit` (and this computer's history) until its terminal event; a session that
-        drops is re-attached from the first event not yet seen."""
+        drops is re-attached from the first event not yet seen. `resume`: (run id, seq, its RunStarted) of this
+        computer's record to go on with."""
         recorder = self._recorder(emit, replace)
+        if recorder is not None and resume is not None:
+            recorder.resume(*resume)
         cancel_sent = False
         self._session = session
         try:
