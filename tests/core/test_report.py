@@ -280,6 +280,20 @@ def test_without_an_eager_run_the_first_run_is_the_baseline_and_the_report_says_
     assert f"relative to the first run, #{runs.aot}" in text
 
 
+def test_a_report_read_with_steps_as_columns_is_the_report_read_from_events(store, runs):
+    """write_report reads each run's steps as columns (RunStore.get_with_columns), not a Step object each: what it
+    writes is what the events gave."""
+    from datetime import datetime, timezone
+
+    when = datetime(2026, 12, 5, tzinfo=timezone.utc)
+    ids = [runs.eager, runs.aot, runs.failed]
+    from_columns = build_report([store.get_with_columns(run_id) for run_id in ids], {}, generated=when)
+    from_events = build_report([store.get(run_id, with_events=True) for run_id in ids], {}, generated=when)
+    assert store.get_with_columns(runs.eager).step_columns is not None
+    assert not any(isinstance(e, Step) for e in store.get_with_columns(runs.eager).events)
+    assert from_columns == from_events
+
+
 # -- failures ---------------------------------------------------------------------------------------------------
 def test_failed_run_shows_its_failure(store, runs, tmp_path):
     text, data = _report(store, [runs.eager, runs.failed], tmp_path / "failed.html")

@@ -62,7 +62,7 @@ def cmd_runs_diff(args: argparse.Namespace) -> int:
     from ..core.history.diff import diff_runs
 
     with _store(args) as store:
-        records = [store.get(run_id, with_events=True) for run_id in dict.fromkeys(args.run_ids)]
+        records = [store.get(run_id, with_events=True, steps=False) for run_id in dict.fromkeys(args.run_ids)]
     diff = diff_runs(records)
     names = [record.name or run_name(record.id) for record in records]
     if not diff.rows:
@@ -95,7 +95,7 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
     from ..core.history.warm_starts import with_measured_launch
 
     with _store(args) as store:
-        record = with_measured_launch(store, store.get(args.run_id, with_events=True))
+        record = with_measured_launch(store, store.get(args.run_id, with_events=True, steps=False))
         resume = record.config.get("resume")
         parent = store.id_for_out_dir(Path(resume).parent) if resume else None
     where = f" on {record.elsewhere} (its files are there)" if record.elsewhere else ""

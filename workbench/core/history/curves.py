@@ -13,7 +13,7 @@ import numpy as np
 
 from ..ground.events import CompileFinished, EpochEnd, Event, RunFinished, RunStarted, Step
 from ..ground.figures import steady_rate
-from .step_columns import MEMORY, StepBlock, block_of
+from .step_columns import MEMORY, StepBlock, block_of, steady_mask
 
 SMOOTHING = 0.6  # TensorBoard's default weight of the smoothed lines
 
@@ -57,7 +57,7 @@ def curves_from_columns(block: StepBlock, events: list[Event], stride: float = 1
     """The curves of a run's steps as columns (the history's blocks) and its other events, without an event a
     step: an overlay of 20 runs of 20,000 steps decoded 430,000 JSON steps before."""
     step = block.step.astype(np.float64)
-    steady = ~(block.flags["compiling"] | block.flags["warmup"] | block.flags["profiled"])
+    steady = steady_mask(block)
     rates = block.values["samples_per_s"][steady]
 
     def optional(name: str) -> np.ndarray:

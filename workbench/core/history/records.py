@@ -10,9 +10,13 @@ import sqlite3
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..ground.events import Event, RunFinished
 from ..ground.results import RunResults
+
+if TYPE_CHECKING:
+    from .step_columns import StepBlock
 
 ENDED = ("finished", "stopped", "failed")  # statuses written by the run's own end
 _NUMBERS = {int: (int,), float: (int, float)}  # what a number column may hold (SQLite gives these; bool is not one)
@@ -44,6 +48,7 @@ class RunRecord:
     tags: tuple[str, ...] = ()  # the user's tags, in the order given, each once
     archived: bool = False  # hidden from the list unless archived runs are shown
     disk_bytes: int | None = None  # what its folder holds on disk (None: not measured, or not on this computer)
+    step_columns: "StepBlock | None" = None  # its steps as columns, when read so (RunStore.get_with_columns)
 
     @property
     def elsewhere(self) -> str:

@@ -69,6 +69,11 @@ class StepBlock:
                 for i, (step, epoch) in enumerate(zip(self.step.tolist(), self.epoch.tolist()))]
 
 
+def steady_mask(block: StepBlock) -> np.ndarray:
+    """Which steps are of the steady state (Step.steady: not compiling, warming up or profiled), as a mask."""
+    return ~(block.flags["compiling"] | block.flags["warmup"] | block.flags["profiled"])
+
+
 def block_of(seqs: list[int], steps: list[Step]) -> StepBlock:
     """The steps (at these seqs of their run's stream) as columns."""
     def optional(name: str) -> tuple[np.ndarray, np.ndarray]:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .step_columns import MEMORY, StepBlock, joined, pack, unpack
+from .step_columns import MEMORY, StepBlock, joined, pack, steady_mask, unpack
 
 FIRST_LEVEL = 6  # bins of 64 steps keep about an eighth of them: a finer level would save little over the columns
 LEAST_STEPS = 4096  # a shorter run's columns are read whole in a few ms: it gets no levels
@@ -53,7 +53,7 @@ def kept_rows(block: StepBlock, level: int) -> np.ndarray:
     keep[np.minimum(starts + size - 1, n - 1)] = True
     keep[np.flatnonzero(np.diff(block.epoch))] = True  # each epoch's last step
     keep[-1] = True
-    steady = ~(block.flags["compiling"] | block.flags["warmup"] | block.flags["profiled"])
+    steady = steady_mask(block)
     loss = block.values["loss"]
     series = [loss, np.where(block.present["accuracy"], block.values["accuracy"], np.nan),
               np.where(steady, block.values["samples_per_s"], np.nan)]

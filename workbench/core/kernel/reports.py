@@ -25,7 +25,7 @@ def write_report(store: RunStore, run_ids: list[int], out: Path, trust_model_cod
     json_twin(out)  # a bad path fails before any checkpoint is evaluated
     if not run_ids:
         raise ReportError("no runs to report on", "pass one or more run ids")
-    records = [with_measured_launch(store, store.get(run_id, with_events=True)) for run_id in dict.fromkeys(run_ids)]
+    records = [with_measured_launch(store, store.get_with_columns(run_id)) for run_id in dict.fromkeys(run_ids)]
     evaluations: dict[int, Evaluation | None] = {}
     reasons: dict[int, str] = {}
     for record in records:

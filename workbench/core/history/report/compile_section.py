@@ -16,6 +16,7 @@ from typing import Iterable, Sequence
 from ...ground.compile_kinds import COMPILE_KINDS, compile_kind
 from ...ground.compile_stages import STAGES, GraphCompileTime
 from ...ground.events import CompileEvent, CompileFinished, CompileReport, Frame
+from ..step_columns import steady_mask
 from ...ground.fixit import FixItCard, bug_report, fixit_cards
 from ...ground.forecast import CONFIRMED, DID_NOT_HAPPEN, NOT_PREDICTED
 from .html import esc, file_href
@@ -91,7 +92,7 @@ def _compile_html(run: RunFacts, base: Path | None = None) -> str:
 
 def _timing_sentence(run: RunFacts) -> str:
     compile_s, step_s = run.figures.compile_seconds, run.figures.steady_step_seconds
-    steady = sum(1 for s in run.steps if s.steady)
+    steady = int(steady_mask(run.block).sum())
     if step_s is None:
         return "<p>No steady-state steps were recorded.</p>"
     text = f"Steady-state step: {duration(step_s)} (median of {steady:,} steps)"

@@ -14,7 +14,10 @@ from ...ground.events import CompileEvent, CompileReport, EpochEnd, Notice, RunF
 from ...ground.payback import Payback
 from ...ground.codec import Record
 from ...ground.results import RunResults, SystemSummary
-from ..curves import Curves, curves_from_events
+import numpy as np
+
+from ..curves import Curves, curves_from_columns
+from ..step_columns import StepBlock, block_of, steady_mask
 from ..naming import differing_settings, run_label
 from ..layers import RunLayers, run_layers
 from ..runs import RunRecord
@@ -50,7 +53,7 @@ class RunFacts:
     record: RunRecord
     label: str
     color: str
-    steps: list[Step]
+    block: StepBlock  # its steps as columns
     epochs: list[EpochEnd]
     curves: Curves
     compile: CompileReport | None
@@ -76,16 +79,21 @@ def _label(record: RunRecord, differing: list[str]) -> str:
 
 
 def _facts(record: RunRecord, differing: list[str], color: str) -> RunFacts:
-    events = record.events
-    steps = [e for e in events if isinstance(e, Step)]
+    """A record read with its steps as columns (RunStore.get_with_columns), or with Step events (a stream)."""
+    if record.step_columns is not None:
+        block, events = record.step_columns, record.events
+    else:
+        steps = [(seq, e) for seq, e in enumerate(record.events) if isinstance(e, Step)]
+        block = block_of([seq for seq, _s in steps], [s for _seq, s in steps])
+        events = [e for e in record.events if not isinstance(e, Step)]
     epochs = [e for e in events if isinstance(e, EpochEnd)]
     failure = record.failure or next((dataclasses.asdict(e) for e in reversed(events)
                                       if isinstance(e, RunFailed)), None)
     results = record.results or RunResults()
-    return RunFacts(record=record, label=_label(record, differing), color=color, steps=steps,
-                    epochs=epochs, curves=curves_from_events(events), compile=last_compile_report(events),
+    return RunFacts(record=record, label=_label(record, differing), color=color, block=block,
+                    epochs=epochs, curves=curves_from_columns(block, events), compile=last_compile_report(events),
                     failure=failure, notices=[e for e in events if isinstance(e, Notice)],
-                    figures=_figures(record, steps, epochs, results.system),
+                    figures=_figures(record, block, epochs, results.system),
                     timeline=[e for e in events if isinstance(e, CompileEvent)], results=results,
                     layers=run_layers(events, record.config))
 
@@ -97,25 +105,26 @@ def last_compile_report(events: list) -> CompileReport | None:
     return (from_run or reports or [None])[-1]
 
 
-def _figures(record: RunRecord, steps: list[Step], epochs: list[EpochEnd], system: SystemSummary | None
+def _figures(record: RunRecord, block: StepBlock, epochs: list[EpochEnd], system: SystemSummary | None
              ) -> RunFigures:
-    steady = [s for s in steps if s.steady]
-    peaks = [s.memory.peak_mib for s in steps]
-    peaks = [p for p in peaks if isinstance(p, (int, float))]
+    steady = np.flatnonzero(steady_mask(block))
+    peak = block.present["peak"]  # MemorySample.peak_mib: the CUDA peak, else the RSS
+    peaks = np.where(peak, block.values["peak"], block.values["rss"])[peak | block.present["rss"]].tolist()
+    compiling = np.flatnonzero(block.flags["compiling"])
     best = record.best_val_accuracy if record.best_val_accuracy is not None else (
         max((e.val_accuracy for e in epochs), default=None))
     return RunFigures(
         status=record.status,
-        steps=record.steps or (steps[-1].step if steps else 0),
+        steps=record.steps or (int(block.step[-1]) if len(block) else 0),
         epochs=len(epochs),
         best_val_accuracy=best,
         final_val_accuracy=epochs[-1].val_accuracy if epochs else None,
         final_val_loss=epochs[-1].val_loss if epochs else None,
         samples_per_s=record.samples_per_s if record.samples_per_s is not None else (
-            _median(s.samples_per_s for s in steady) if len(steady) >= MIN_STEADY_STEPS else None),
+            _median(block.values["samples_per_s"][steady].tolist()) if len(steady) >= MIN_STEADY_STEPS else None),
         compile_seconds=record.compile_seconds if record.compile_seconds is not None else (
-            next((s.step_seconds for s in steps if s.compiling), None)),
-        steady_step_seconds=_median(s.step_seconds for s in steady),
+            float(block.values["step_seconds"][compiling[0]]) if len(compiling) else None),
+        steady_step_seconds=_median(block.values["step_seconds"][steady].tolist()),
         peak_memory_mib=record.peak_memory_mib if record.peak_memory_mib is not None else max(peaks, default=None),
         backend_used=record.backend_used,
         system=system,

@@ -445,7 +445,7 @@ class RunsPanel(QWidget):
 
         def read():
             with RunStore(self.db, recover=False) as store:
-                return diff_runs([store.get(run_id, with_events=True) for run_id in ids])
+                return diff_runs([store.get(run_id, with_events=True, steps=False) for run_id in ids])
 
         def show(diff) -> None:
             if self.diff_dialog is not None:
