@@ -133,13 +133,13 @@ def test_many_compared_runs_are_drawn_a_few_per_turn_and_a_newer_comparison_wins
     event-loop turn, and the plots are painted once, after the last."""
     from PySide6.QtWidgets import QApplication
 
-    from workbench.ui.panels.plots.plots import STEPS_AT_ONCE
+    from workbench.ui.panels.plots.compared import ITEMS_COST, STEPS_AT_ONCE
 
     def compared() -> int:
         return sum(plot is panel.loss_plot for plot, _item in panel.overlays)
 
     panel.add_events([_started(), *_learning()])
-    long = _curves([2.0, 1.0] * (STEPS_AT_ONCE // 5))  # two fifths of a turn's steps: two runs a turn
+    long = _curves([2.0, 1.0] * ((STEPS_AT_ONCE // 2 - ITEMS_COST) // 2))  # half a turn with its items: two a turn
     panel.set_overlays([(f"#{i}", long) for i in range(5)])
     assert compared() == 2 and not panel.loss_plot.updatesEnabled()  # the rest follow on the next turns
     qtbot.waitUntil(lambda: compared() == 5)

@@ -118,7 +118,8 @@ def test_an_unreadable_run_database_is_reported_and_training_still_works(qtbot, 
     db.write_bytes(b"not a database" * 50)
     window = MainWindow(runs_dir=tmp_path / "runs", db=db, kernel=kernel)  # the suite's kernel: not what is tested
     qtbot.addWidget(window)
-    assert "Run history unavailable" in window.runs.message.text() and "damaged" in window.runs.message.text()
+    qtbot.waitUntil(lambda: "Run history unavailable" in window.runs.message.text())  # opened off the GUI thread
+    assert "damaged" in window.runs.message.text()
     set_config(window, epochs=1, max_steps=10, hidden_dim=16)
     with qtbot.waitSignal(window.training.runFinished, timeout=60_000) as finished:
         window.training.train()
@@ -365,3 +366,20 @@ def test_a_sweeps_trials_are_marked_with_their_sweep(panel, qtbot, tmp_path):
     metrics = panel.table.fontMetrics()
     assert panel.table.columnWidth(0) < metrics.horizontalAdvance("#3 · trial 1 of sweep lr search")
     assert panel.table.columnWidth(0) > metrics.horizontalAdvance("#3 · trial 1")
+
+
+def test_an_older_history_is_upgraded_off_the_gui_thread_saying_how_far_it_has_got(qtbot, tmp_path, monkeypatch):
+    """Upgrading a history of thousands of runs takes tens of seconds: the dock says how far it has got while the
+    window stays usable, then lists the runs."""
+    from workbench.core.history import schema
+
+    monkeypatch.setattr(schema._Progress, "INTERVAL_S", 0.0)  # a line for every run of this small history
+    shutil.copy(Path(__file__).parents[1] / "data" / "previous-release" / "history-v3.sqlite", tmp_path / "runs.sqlite")
+    said: list[str] = []
+    for panel in open_panel(qtbot, tmp_path):
+        panel._upgrading.connect(said.append)
+        panel.refresh()
+        assert panel.store is None and panel.message.text() == "Opening the run history…"  # not opened here
+        qtbot.waitUntil(lambda: panel.model.total == 4)
+        assert any("levels of long runs: 1 of 1 runs" in line for line in said)
+        assert panel.store is not None and panel.message.text().startswith("Select two or more runs")

@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from ..ground import paths
 from ..ground.errors import WorkbenchError, first_line
@@ -63,11 +63,12 @@ class RunStore:
     """The run database. One connection per object; open one per thread or process that uses it."""
 
     def __init__(self, path: str | Path | None = None, *, recover: bool = True, writing: bool = False,
-                 reading: bool = False):
+                 reading: bool = False, progress: Callable[[str], None] | None = None):
         """`recover`: mark the runs whose process is gone as interrupted (not when opened read-only). `writing`:
         the caller is there to write (a run's recorder), so a read-only history is refused now rather than at each
         write, where it would look like a passing problem worth retrying. `reading`: only there to read (the
-        Python API): the history is never written, not even upgraded, and is read beside a window writing it."""
+        Python API): the history is never written, not even upgraded, and is read beside a window writing it.
+        `progress`: where an upgrade of an older history says how far it has got (stderr without one)."""
         self.path = Path(path) if path else default_db_path()
         self.db: sqlite3.Connection | None = None
         self._tables: set[str] | None = None
@@ -93,7 +94,7 @@ class RunStore:
                 self.db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: a crash loses at most the last commit
             self.db.row_factory = sqlite3.Row
             self.db.execute("PRAGMA foreign_keys=ON")
-            self._migrate()
+            self._migrate(progress)
             if recover and not self.read_only:
                 self.mark_interrupted()
         except (sqlite3.DatabaseError, OSError, RunStoreError) as exc:
@@ -127,7 +128,7 @@ class RunStore:
                              f"but not recorded or removed",
                              "make it and its folder writable, or use another database with --db / WORKBENCH_DB")
 
-    def _migrate(self) -> None:
+    def _migrate(self, progress: Callable[[str], None] | None) -> None:
         """A new history gets the whole schema; an older one the migrations from its version on, in one
         transaction (a migration cut short leaves the history as it was). A read-only one cannot be changed: it
         is read as it is when this version can read its schema."""
@@ -144,7 +145,7 @@ class RunStore:
         with self.db:
             self.db.execute("BEGIN IMMEDIATE")
             version = self.db.execute("PRAGMA user_version").fetchone()[0]  # another process may have just done it
-            moved = upgrade(self.db, version, self._write_block, f"upgrading the run history {self.path}")
+            moved = upgrade(self.db, version, self._write_block, f"upgrading the run history {self.path}", progress)
         if moved:
             reclaim(self.db)
 

@@ -108,24 +108,27 @@ READABLE_VERSIONS = (1, 2, 3, 4)  # schemas whose runs this version reads as the
 
 
 def upgrade(db: sqlite3.Connection, version: int, write_block: Callable[[int, list[int], list[Step]], None],
-            what: str) -> bool:
-    """Bring the history at `db` (in a transaction) from `version` to SCHEMA_VERSION; True when steps were moved
-    into blocks (the file then has space to give back: `reclaim`)."""
+            what: str, say: Callable[[str], None] | None = None) -> bool:
+    """Bring the history at `db` (in a transaction) from `version` to SCHEMA_VERSION, saying how far a long job has
+    got (`say`: a line at a time; stderr without one); True when steps were moved into blocks (the file then has
+    space to give back: `reclaim`)."""
+    say = say or _on_stderr
     script = SCHEMA if version == 0 else "".join(MIGRATIONS[v] for v in range(version, SCHEMA_VERSION))
     for statement in (script + INDEXES).split(";"):  # (no statement holds a semicolon of its own)
         db.execute(statement)
-    moved = 0 < version < STEPS_AS_COLUMNS and _steps_into_blocks(db, write_block, what)
+    moved = 0 < version < STEPS_AS_COLUMNS and _steps_into_blocks(db, write_block, _Progress(
+        f"{what}: steps as columns", say))
     if 0 < version < SCHEMA_VERSION:
-        _levels_of_ended_runs(db, what)
+        _levels_of_ended_runs(db, _Progress(f"{what}: levels of long runs", say))
     db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
     return moved
 
 
-def _steps_into_blocks(db: sqlite3.Connection, write_block, what: str) -> bool:
+def _steps_into_blocks(db: sqlite3.Connection, write_block, progress: "_Progress") -> bool:
     """Schema 2 → 3: every run's Step events become blocks of columns, each step at its seq. A run whose steps
     cannot be read keeps its rows as they are. True when there were steps to move."""
     runs = [row[0] for row in db.execute("SELECT DISTINCT run_id FROM events WHERE type = 'Step'")]
-    progress = _Progress(f"{what}: steps as columns", len(runs))
+    progress.total = len(runs)
     for done, run_id in enumerate(runs, 1):
         rows = db.execute("SELECT seq, data FROM events WHERE run_id = ? AND type = 'Step' ORDER BY seq",
                           (run_id,)).fetchall()
@@ -142,7 +145,7 @@ def _steps_into_blocks(db: sqlite3.Connection, write_block, what: str) -> bool:
     return bool(runs)
 
 
-def _levels_of_ended_runs(db: sqlite3.Connection, what: str) -> None:
+def _levels_of_ended_runs(db: sqlite3.Connection, progress: "_Progress") -> None:
     """Schema 3 → 4: the levels of every long run that has ended (one still training builds its own at its end)."""
     from .step_columns import joined, unpack  # numpy: not for a listing
     from .step_levels import LEAST_STEPS, write_levels
@@ -150,7 +153,7 @@ def _levels_of_ended_runs(db: sqlite3.Connection, what: str) -> None:
     runs = [row[0] for row in db.execute(
         "SELECT run_id FROM step_blocks JOIN runs ON runs.id = run_id WHERE status != 'running' "
         "GROUP BY run_id HAVING SUM(count) >= ?", (LEAST_STEPS,))]
-    progress = _Progress(f"{what}: levels of long runs", len(runs))
+    progress.total = len(runs)
     for done, run_id in enumerate(runs, 1):
         try:
             block = joined([unpack(blob) for (blob,) in db.execute(
@@ -172,22 +175,25 @@ def reclaim(db: sqlite3.Connection) -> None:
 
 
 class _Progress:
-    """A line on stderr every few seconds while a long job goes on ("…: 400 of 2,000 runs"), and one at its end;
-    nothing for a job that ends within the first interval."""
+    """A line every few seconds while a long job goes on ("…: 400 of 2,000 runs"), and one at its end; nothing for
+    a job that ends within the first interval."""
 
-    INTERVAL_S = 3.0
+    INTERVAL_S = 2.0
 
-    def __init__(self, what: str, total: int):
-        self.what, self.total = what, total
+    def __init__(self, what: str, say: Callable[[str], None]):
+        self.what, self.say, self.total = what, say, 0
         self.started = self.said = time.monotonic()
 
     def at(self, done: int) -> None:
         now = time.monotonic()
         if now - self.said >= self.INTERVAL_S:
             self.said = now
-            print(f"{self.what}: {done:,} of {self.total:,} runs", file=sys.stderr, flush=True)
+            self.say(f"{self.what}: {done:,} of {self.total:,} runs")
 
     def end(self) -> None:
         if self.said != self.started:
-            print(f"{self.what}: done, {self.total:,} runs in {time.monotonic() - self.started:.0f} s",
-                  file=sys.stderr, flush=True)
+            self.say(f"{self.what}: done, {self.total:,} runs in {time.monotonic() - self.started:.0f} s")
+
+
+def _on_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)

@@ -39,7 +39,10 @@ class RecordedRuns(QObject):
 
     def reopen_last(self, out_dir: Path) -> None:
         """At start-up: the run this window trained last comes back (curves, compile report, model), as the user
-        left it. A run that is no longer in the history is forgotten quietly."""
+        left it, once the history is open. A run that is no longer in the history is forgotten quietly."""
+        self.runs.when_open(lambda: self._reopen(out_dir))
+
+    def _reopen(self, out_dir: Path) -> None:
         run_id = self.runs.id_for_out_dir(out_dir)
         if run_id is None or self.training():
             return

@@ -37,7 +37,7 @@ PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b
 STEPS_AT_ONCE = 40_000
 # What making a run's items and legend entries costs, in steps drawn: 20 runs read as views of 2,000 rows drawn in
 # one turn held the window for 187 ms (~9 ms a run, whatever its length).
-ITEMS_COST = 8_000
+ITEMS_COST = 6_000
 DETAIL_MS = 150  # a zoom settles this long before compared runs' visible steps are read finer
 DIMMED = 0.3  # opacity of the current run while finished runs are overlaid on it
 PARENT_OPACITY = 0.5  # a continued run's parent's curves, before the continuation's own

@@ -43,6 +43,8 @@ from .writer import RunsWriter
 __all__ = ["CACHED_RUNS", "COLUMNS", "SORT_ROLE", "VISIBLE_ROWS", "LoadedRun", "RunsPanel", "load_run"]
 
 SLOT = "runs"
+HINT = "Select two or more runs to compare their curves; double-click one to re-open it."
+OPEN_SLOT = "runs-open"
 EXPORT_SLOT = "runs-export"  # apart from SLOT: a click on a run must not drop an export under way
 TRIALS_SLOT = "runs-trials"  # which runs sweeps trained: read after each listing
 DISK_SLOT = "runs-disk"  # the sizes of folders not measured yet
@@ -69,6 +71,7 @@ class RunsPanel(QWidget):
     warmRequested = Signal(object)  # … and whose compile cache it loads before compiling
     repeatRequested = Signal(object)  # a RunRecord (without events) to train again with other seeds
     refreshed = Signal()  # a new listing of the history is shown
+    _upgrading = Signal(str)  # how far an upgrade has got, from the pool thread opening the history
     runsDeleted = Signal(list)  # the RunRecords (without events) of the runs just deleted
 
     def __init__(self, tasks: Tasks, db=None, parent: QWidget | None = None):
@@ -119,7 +122,9 @@ class RunsPanel(QWidget):
             "warm": lambda: self._emit_single(self.warmRequested),
             "repeat": lambda: self._emit_single(self.repeatRequested)})
         self.model.edited.connect(self._edited)
-        self.message = QLabel("Select two or more runs to compare their curves; double-click one to re-open it.")
+        self.message = QLabel(HINT)
+        self._upgrading.connect(self.message.setText)
+        self._when_open: list[Callable[[], None]] = []
         self.message.setObjectName("runsMessage")
         self.message.setWordWrap(True)
         self.edits = RunEdits(self.model, self.writer, tasks, say=self.message.setText, shown=self._shown_changed,
@@ -173,12 +178,29 @@ class RunsPanel(QWidget):
 
     # -- the listing ----------------------------------------------------------------------------------------------
     def _open_store(self) -> RunStore | None:
-        if self.store is None:
-            try:
-                self.store = RunStore(self.db)
-            except WorkbenchError as exc:
-                self.message.setText(f"Run history unavailable: {exc}")
+        """The dock's own connection to the history; None until it is open. It is opened on a pool thread: opening
+        an older history upgrades it in place, tens of seconds for thousands of runs, said in the dock as it goes
+        while the window stays usable; the listing follows (`opened`)."""
+        if self.store is None and not self.tasks.busy(OPEN_SLOT):
+            self.message.setText("Opening the run history…")
+            self.tasks.submit(OPEN_SLOT, lambda: RunStore(self.db, progress=self._upgrading.emit), self._opened,
+                              lambda exc: self.message.setText(f"Run history unavailable: {with_hint(exc)}"))
         return self.store
+
+    def _opened(self, store: RunStore) -> None:
+        self.store = store
+        self.message.setText(HINT)
+        self.refresh()
+        waiting, self._when_open = self._when_open, []
+        for then in waiting:
+            then()
+
+    def when_open(self, then: Callable[[], None]) -> None:
+        """`then()` once the history is open: now, or when it has been opened (an older one upgraded first)."""
+        if self._open_store() is not None:
+            then()
+        else:
+            self._when_open.append(then)
 
     def _deleted(self, run_ids) -> None:
         """Runs are gone from the history: the dock forgets what it kept of them, and says which (views that show
@@ -284,9 +306,11 @@ class RunsPanel(QWidget):
 
     def id_for_out_dir(self, out_dir) -> int | None:
         """The newest run that wrote into `out_dir`; None when the history has no such run or cannot be read."""
-        store = self._open_store()
         try:
-            return store.id_for_out_dir(out_dir) if store is not None else None
+            if self._open_store() is not None:
+                return self.store.id_for_out_dir(out_dir)
+            with RunStore(self.db, reading=True) as store:  # still being opened (upgraded): read as it is
+                return store.id_for_out_dir(out_dir)
         except WorkbenchError:
             return None
 
