@@ -1,11 +1,11 @@
-"""Upgrade a copy of an older run history (schema 1 or 2) to this version's, timed, then compare every event.
+"""Upgrade a copy of an older run history (schema 1, 2 or 3) to this version's, timed, then compare every event.
 
     .venv/bin/python scripts/history_migration.py OLD.sqlite [--keep COPY.sqlite]
 
 Method: OLD is copied (it is never changed); the copy is opened for writing, which upgrades it (the steps move into
-columns), and the time of that open is printed with the sizes before and after. Then every run's events are read
-back from the copy and compared, event by event and in order, with the old file's rows as this version reads a row
-(`to_json(from_json(row))`): any difference is printed and the exit status is 1.
+columns, a long run's levels are built), and the time of that open is printed with the sizes before and after. Then
+every run's events are read back from the copy and compared, event by event and in order, with the old file's rows
+as this version reads a row (`to_json(from_json(row))`): any difference is printed and the exit status is 1.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 from workbench.core.ground.events import from_json, to_json  # noqa: E402
 from workbench.core.history.runs import RunStore  # noqa: E402
+from workbench.core.history.schema import SCHEMA_VERSION  # noqa: E402
 
 
 def main() -> int:
@@ -43,7 +44,7 @@ def main() -> int:
     started = time.perf_counter()
     RunStore(copy, recover=False).close()
     took = time.perf_counter() - started
-    print(f"upgraded schema {version} → 3: {len(run_ids):,} runs in {took:.1f} s; "
+    print(f"upgraded schema {version} → {SCHEMA_VERSION}: {len(run_ids):,} runs in {took:.1f} s; "
           f"{before / 1e6:,.0f} MB → {_size(copy) / 1e6:,.0f} MB on disk")
     differences = events = 0
     with contextlib.closing(sqlite3.connect(f"{args.old.resolve().as_uri()}?mode=ro", uri=True)) as old, \

@@ -22,8 +22,8 @@ once a run there has finished), reattached (that run followed again from its fir
 Managing runs (a synthetic history of nine runs, three seeds each of three settings, from scripts/fill_history.py):
 manage (names, tags and the selected run's note in the Runs dock's details), seed_band (a seed group compared: its
 mean line and min–max band on every plot), compare (two runs of different settings compared), imported (a run
-logged with torch.utils.tensorboard, imported, compared with one of Workbench's), diff (the Diff dialog of two runs
-that differ in backend and AMP).
+logged with torch.utils.tensorboard and one with MLflow's client, imported, compared with one of Workbench's), diff
+(the Diff dialog of two runs that differ in backend and AMP).
 Compile insight, round two: numerics / numerics_bf16 (Compare numerics on the built-in network with inductor, fp32
 and bf16 autocast: the dialog), numerics_drift (the same on resources/examples/planted_drift.py), code (an inductor
 run of the built-in network with its compile trace and a 20-step profile, then Code…: the fc line clicked, what it
@@ -137,6 +137,41 @@ def import_tensorboard_log() -> None:
         import_tensorboard(store, [TEMP / "tensorboard"])
 
 
+def import_mlflow_store() -> None:
+    """A run logged with MLflow's own client into a file store (750 steps, validation every 125), imported into this
+    tour's history: `workbench import mlflow`."""
+    import math
+    import time
+
+    import mlflow
+    from mlflow.entities import Metric
+    from mlflow.tracking import MlflowClient
+
+    from workbench.core.history.imports import import_mlflow
+    from workbench.core.history.runs import RunStore, default_db_path
+
+    os.environ["MLFLOW_ALLOW_FILE_STORE"] = "true"  # MLflow 3.18 keeps the file store in maintenance mode
+    root = TEMP / "mlruns"
+    mlflow.set_tracking_uri(root.as_uri())
+    mlflow.set_experiment("digits")
+    with mlflow.start_run(run_name="keras-port") as run:
+        mlflow.log_params({"learning_rate": 0.002, "batch_size": 64})
+        now = int(time.time() * 1000)
+        metrics = []
+        for step in range(1, 751):
+            loss = 2.2 * math.exp(-step / 110) + 0.09 + 0.04 * math.cos(step / 3)
+            metrics += [Metric("train_loss", loss, now + step, step), Metric("train_acc", 0.97 - loss / 2.5, now + step,
+                                                                             step)]
+            if step % 125 == 0:
+                metrics += [Metric("val_loss", loss * 1.05, now + step, step),
+                            Metric("val_acc", 0.96 - loss / 2.4, now + step, step)]
+        client = MlflowClient()
+        for start in range(0, len(metrics), 1000):
+            client.log_batch(run.info.run_id, metrics=metrics[start:start + 1000])
+    with RunStore(default_db_path()) as store:
+        import_mlflow(store, [root])
+
+
 def start_host():
     """The loopback sshd (the tests' own, tests/support/sshd.py) as a Remote; WORKBENCH_SSH reaches it."""
     import atexit
@@ -182,6 +217,7 @@ def main() -> int:
         fill_synthetic()
     if args.shot == "imported":
         import_tensorboard_log()
+        import_mlflow_store()
     host = start_host() if args.shot in REMOTE_SHOTS else None
     if args.shot in ("host_runs", "reattached"):
         train_on(host)
@@ -336,8 +372,8 @@ def main() -> int:
                 if args.shot == "seed_band":
                     runs.select_ids([max(records)])  # one run of a seed group: Compare takes the whole group
                     runs.compare_selected()
-                elif args.shot == "imported":  # the imported run (the newest) beside a run of Workbench's
-                    runs.select_ids([max(records), 4])
+                elif args.shot == "imported":  # the imported runs (the newest two) beside a run of Workbench's
+                    runs.select_ids([max(records), max(records) - 1, 4])
                 else:  # two runs of different settings: selecting them compares them
                     runs.select_ids([max(records), min(records)])
 
