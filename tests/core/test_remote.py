@@ -431,6 +431,27 @@ def test_attaching_again_reads_only_what_this_computers_record_has_not(remote, t
         assert [to_dict(e) for e in store.get(same.id, with_events=True).events] == [json.loads(x) for x in lines]
 
 
+def test_a_record_that_is_not_the_hosts_log_is_written_afresh_when_attaching_again(remote, tmp_path, ssh_server):
+    """A record whose events are not the host's log up to there (it left some out, or holds others) is not
+    resumed: attaching again replays the whole log into a record of its own, each event once."""
+    db = str(tmp_path / "local.sqlite")
+    run = RemoteRun(remote, db=db)
+    run.run(request(tmp_path), lambda event: None, threading.Event())
+    with RunStore(db) as store:  # its last event (the run's end) is another one here: as many events, not the same
+        [record] = store.list()
+        last = store.last_seq(record.id)
+        store.db.execute("DELETE FROM events WHERE run_id = ? AND seq = ?", (record.id, last))
+        store.append_events(record.id, last, [Notice("info", "only here")])
+    again: list = []
+    follower = RemoteRun(remote, db=db)
+    assert isinstance(follower.attach(run.started.key, again.append, threading.Event()), RunFinished)
+    lines = (ssh_server.host_data / "remote-runs" / run.started.key / "events.jsonl").read_text().splitlines()
+    assert follower.resumed_from == 0 and [to_dict(e) for e in again] == [json.loads(line) for line in lines]
+    with RunStore(db) as store:
+        [same] = store.list()
+        assert [to_dict(e) for e in store.get(same.id, with_events=True).events] == [json.loads(x) for x in lines]
+
+
 def test_attaching_to_a_run_the_host_does_not_have_is_a_clear_failure(remote, tmp_path):
     result = RemoteRun(remote, db=str(tmp_path / "local.sqlite")).attach("no-such-run", lambda e: None,
                                                                         threading.Event())

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Callable
 
 from ...ground.atomic import commit, temp_beside
-from ...ground.events import Event, Notice, RunFailed, RunStarted, from_dict, is_terminal
+from ...ground.events import Event, Notice, RunFailed, RunStarted, from_dict, is_terminal, to_dict
 from ...ground.codec import R
 from ...ground.errors import first_line
 from ...history.recording import RunRecorder
@@ -128,8 +128,13 @@ class RemoteRun:
         come over the wire, recorded into the same record: a cursor. Otherwise from the host's first event, this
         computer's record written afresh."""
         recorded = self._recorded(key)
-        start = self.resumed_from = len(recorded[1]) if recorded else 0
-        session = self._session_to("attach", key, str(start), emit=emit)
+        start = len(recorded[1]) if recorded else 0
+        session = self._session_to("attach", key, str(max(start - 1, 0)), emit=emit)
+        if not isinstance(session, RunFailed) and recorded is not None and not self._goes_on(session, recorded[1]):
+            session.close()  # this computer's record is not the host's log up to there: written afresh
+            recorded, start = None, 0
+            session = self._session_to("attach", key, "0", emit=emit)
+        self.resumed_from = start
         if isinstance(session, RunFailed) or recorded is None:
             return session if isinstance(session, RunFailed) else self.follow(session, emit, stop, replace=True)
         run_id, events = recorded
@@ -140,6 +145,15 @@ class RemoteRun:
             return events[-1]
         self.received = start
         return self.follow(session, emit, stop, resume=(run_id, start, events[0]))
+
+    def _goes_on(self, session: Session, events: list[Event]) -> bool:
+        """Whether the host's log, sent from the record's last event on, starts with that same event: a record that
+        left events out (a history that could not keep up) or holds others is not resumed."""
+        try:
+            message = session.read(START_TIMEOUT_S, "while attaching")
+        except RemoteError:
+            return False
+        return message is not None and message.get("event") == to_dict(events[-1])
 
     def _recorded(self, key: str) -> tuple[int, list[Event]] | None:
         """This computer's record of the host's run `key` (found by its folder there), as its id and events, when it
