@@ -32,6 +32,15 @@ def test_export_writes_csv_and_tensorboard_of_every_run(db, tmp_path, capsys):
     assert [e.step for e in events.Scalars("val/accuracy")] == [3, 6]
 
 
+def test_export_writes_parquet_that_pyarrow_reads(db, tmp_path, capsys):
+    pq = pytest.importorskip("pyarrow.parquet")
+    code, out, err = call(capsys, "runs", "export", "--parquet", tmp_path / "runs.parquet", "--db", db)
+    assert code == 0, err
+    table = pq.read_table(tmp_path / "runs.parquet")
+    assert f"wrote {table.num_rows:,} rows to {tmp_path / 'runs.parquet'}" in out
+    assert set(table.column("run_id").to_pylist()) == {1, 2}
+
+
 def test_export_of_chosen_runs_with_the_db_given_first(db, tmp_path, capsys):
     code, out, err = call(capsys, "runs", "--db", db, "export", "2", "--csv", tmp_path / "two.csv")
     assert code == 0, err
@@ -40,7 +49,7 @@ def test_export_of_chosen_runs_with_the_db_given_first(db, tmp_path, capsys):
 
 def test_export_errors_are_one_line(db, tmp_path, capsys):
     code, _, err = call(capsys, "runs", "export", "--db", db)
-    assert code == 2 and "--csv FILE, --tensorboard DIR or both" in assert_one_error_line(err)
+    assert code == 2 and "--csv FILE, --parquet FILE, --tensorboard DIR, or several" in assert_one_error_line(err)
     code, _, err = call(capsys, "runs", "export", "9", "--csv", tmp_path / "r.csv", "--db", db)
     assert code == 2 and "no run with id 9" in assert_one_error_line(err)
     blocker = tmp_path / "file"
