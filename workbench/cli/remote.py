@@ -59,6 +59,29 @@ def cmd_attach(args: argparse.Namespace) -> int:
     return follow(run, lambda bar, stop: run.attach(key, bar.update, stop), None, ctrl_c_stops=False)
 
 
+def cmd_preflight(args: argparse.Namespace) -> int:
+    """Every host × every check of a run across hosts, as a matrix; exit 0 only when all are green."""
+    from ..core.run.hosts.host_set import parse_hosts, read_hostfile
+    from ..core.run.hosts.preflight import matrix_lines, preflight
+
+    specs = parse_hosts(args.hosts) if args.hosts else read_hostfile(args.hostfile)
+    remotes = [Remote.parse(spec.address, spec.python or args.remote_python) for spec in specs]
+    interfaces = {}
+    for choice in args.iface:
+        host, _, interface = choice.partition("=")
+        if not interface or host not in {spec.address for spec in specs}:
+            return fail(f"--iface {choice}: not HOST=INTERFACE for one of the hosts", "e.g. --iface gpu-b=eth1")
+        interfaces[str(Remote.parse(host, args.remote_python))] = interface
+    result = preflight(remotes, args.rdzv_port, slots=[spec.slots or args.nproc_per_node for spec in specs],
+                       device=args.device, interfaces=interfaces)
+    print("\n".join(matrix_lines(result)))
+    if result.ok:
+        print(f"every check passed: {len(specs)} hosts can train together, meeting at {result.rendezvous}")
+        return 0
+    print(f"{len(result.red)} check(s) failed: nothing was started")
+    return EXIT_USAGE
+
+
 def follow(run: RemoteRun, start, copy_to: str | None, *, ctrl_c_stops: bool) -> int:
     """Drive `start(bar, stop)` with a progress bar. The terminal closing (SIGHUP) leaves the run training on the
     host; Ctrl+C stops it after its step when `ctrl_c_stops` (train), else — and a second time — leaves it

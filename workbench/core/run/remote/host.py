@@ -551,10 +551,20 @@ def main(argv: list[str]) -> int:
             return 0
         if command == "supervise":
             return supervise(args[0], int(args[1]) if len(args) > 1 else None)
+        if command in ("facts", "listen", "reach"):  # the preflight of a run across hosts (probe.py)
+            from . import probe
+
+            if command == "facts":
+                write_line(out, probe.facts(args[0] if args else None).to_dict())
+                return 0
+            if command == "listen":
+                return probe.listen(args[0], int(args[1]), float(args[2]), stdin, lambda m: write_line(out, m))
+            write_line(out, probe.reach(args[0], int(args[1])).to_dict())
+            return 0
     except BrokenPipeError:  # the caller went away: the run (if any) goes on under its supervisor
         return 0
     print(f"unknown command {command!r}: one of hello, kernel, spare, start, attach, runs, fetch, receive, "
-          "staging", file=sys.stderr)
+          "staging, supervise, facts, listen, reach", file=sys.stderr)
     return 2
 
 
