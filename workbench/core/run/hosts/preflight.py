@@ -213,6 +213,10 @@ def _rendezvous(hosts, names, facts, address, port, cells) -> None:
         cells[first, "rendezvous"] = Cell(first, "rendezvous", bound.ok, bound.detail, "" if bound.ok else
                                           f"choose another port (--rdzv-port), or stop what holds {port} there")
         if not bound.ok:
+            for name in names[1:]:
+                if name in facts:
+                    cells[name, "rendezvous"] = Cell(name, "rendezvous", False, f"not checked: {first} could not "
+                                                                               "bind the port", "see its cell")
             return
         lock = threading.Lock()
 

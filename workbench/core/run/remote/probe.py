@@ -113,7 +113,8 @@ def listen(address: str, port: int, seconds: float, stdin: BinaryIO, out) -> int
     """Bind the rendezvous port on `address`, say whether that worked, then accept (and close) connections for up to
     `seconds` or until the caller closes the session: the other hosts' `reach` needs someone there."""
     server = socket.socket()
-    try:
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as torch's store: a probe just before (its closed
+    try:  # connections in TIME_WAIT) does not hold the port; a socket listening there still does
         server.bind((address, port))
         server.listen()
     except OSError as exc:
