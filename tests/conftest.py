@@ -142,6 +142,27 @@ def ssh_server(tmp_path_factory):
     server.stop()
 
 
+@pytest.fixture(scope="session")
+def loopback_hosts(tmp_path_factory):
+    """Three "hosts": OpenSSH servers on 127.0.0.2, .3 and .4 (all of 127/8 is this machine), each with folders of
+    its own, one ssh command for all (a shared user key and known_hosts: the first's ssh_command). The third's
+    Python finds an older torch first (a planted dist-info): a version mismatch."""
+    from .support.sshd import SSHD, start_sshd
+
+    if SSHD is None:
+        pytest.skip("OpenSSH's sshd is not installed (apt-get install openssh-server)")
+    root = tmp_path_factory.mktemp("hosts")
+    planted = root / "old-torch" / "torch-2.0.0.dist-info"
+    planted.mkdir(parents=True)
+    (planted / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: 2.0.0\n")
+    first = start_sshd(root / "a", "127.0.0.2")
+    servers = [first, start_sshd(root / "b", "127.0.0.3", keys=first.folder),
+               start_sshd(root / "c", "127.0.0.4", keys=first.folder, python_path=planted.parent)]
+    yield servers
+    for server in servers:
+        server.stop()
+
+
 @pytest.fixture
 def remote(ssh_server, monkeypatch):
     """The sshd's host as a Remote, reached with its own key and known_hosts (WORKBENCH_SSH)."""

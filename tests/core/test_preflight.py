@@ -13,25 +13,11 @@ from workbench.core.run.hosts.preflight import CHECKS, matrix_lines, preflight
 from workbench.core.run.remote.ssh import Remote
 
 from ..helpers import call
-from ..support.sshd import SSHD, start_sshd
 
 
-@pytest.fixture(scope="module")
-def hosts(tmp_path_factory):
-    """Three hosts, one ssh command for all (a shared user key and known_hosts): two healthy, and one whose torch
-    is another version (a planted dist-info found first on its Python's path)."""
-    if SSHD is None:
-        pytest.skip("OpenSSH's sshd is not installed (apt-get install openssh-server)")
-    root = tmp_path_factory.mktemp("hosts")
-    planted = root / "old-torch"
-    (planted / "torch-2.0.0.dist-info").mkdir(parents=True)
-    (planted / "torch-2.0.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: 2.0.0\n")
-    first = start_sshd(root / "a", "127.0.0.2")
-    servers = [first, start_sshd(root / "b", "127.0.0.3", keys=first.folder),
-               start_sshd(root / "c", "127.0.0.4", keys=first.folder, python_path=planted)]
-    yield servers
-    for server in servers:
-        server.stop()
+@pytest.fixture
+def hosts(loopback_hosts):
+    return loopback_hosts
 
 
 @pytest.fixture
@@ -46,6 +32,7 @@ def _port() -> int:
         return probe.getsockname()[1]
 
 
+@pytest.mark.slow  # several SSH sessions to each host
 def test_a_healthy_set_is_green_in_every_cell_and_again_at_once(remotes):
     a, b, _c = remotes
     port = _port()
@@ -62,6 +49,7 @@ def test_a_healthy_set_is_green_in_every_cell_and_again_at_once(remotes):
     assert len(lines) == 1 + 2 + 2 * len(CHECKS) and "✗" not in "\n".join(lines)
 
 
+@pytest.mark.slow  # several SSH sessions to each host
 def test_a_version_mismatch_and_a_host_not_reached_are_named_each_in_its_cell(remotes):
     a, _b, c = remotes
     gone = Remote.parse("127.0.0.9:1")  # nothing listens there
@@ -76,6 +64,7 @@ def test_a_version_mismatch_and_a_host_not_reached_are_named_each_in_its_cell(re
         (str(c), "versions")]  # nothing else is blamed
 
 
+@pytest.mark.slow  # several SSH sessions to each host
 def test_a_port_in_use_too_few_gpus_and_a_missing_interface_are_each_refused_with_the_fix(remotes):
     a, b, _c = remotes
     with socket.socket() as taken:
@@ -92,6 +81,7 @@ def test_a_port_in_use_too_few_gpus_and_a_missing_interface_are_each_refused_wit
     assert not cell.ok and "has no interface eth9" in cell.detail and "lo" in cell.detail
 
 
+@pytest.mark.slow  # several SSH sessions to each host
 def test_the_cli_prints_the_matrix_and_fails_on_a_red_cell(remotes, hosts, capsys, tmp_path):
     a, b, c = hosts
     code, out, err = call(capsys, "preflight", "--hosts", f"{a.address},{b.address}", "--device", "cpu",

@@ -30,6 +30,20 @@ def add_train_options(parser: argparse.ArgumentParser) -> None:
     ddp.add_argument("--master-addr", default="127.0.0.1", help="address of node 0 (multi-node runs)")
     ddp.add_argument("--master-port", type=int, default=None, help="a free port on node 0, 1 … 65535 (default: picked)")
     add_remote_options(parser)
+    add_hosts_options(parser, required=False)
+
+
+def add_hosts_options(parser: argparse.ArgumentParser, required: bool) -> None:
+    """Several machines over SSH, one torchrun each: which (a list or a hostfile), where they meet, and by which
+    network interface (what `preflight` checks and `train` launches on)."""
+    group = parser.add_argument_group("several machines, over SSH (checked first: workbench preflight)")
+    named = group.add_mutually_exclusive_group(required=required)
+    named.add_argument("--hosts", metavar="A,B,…", help="the hosts, the first holding the rendezvous")
+    named.add_argument("--hostfile", metavar="FILE", help="a host a line, 'slots=N' after it for its processes, "
+                                                          "'python=COMMAND' for its Python")
+    group.add_argument("--rdzv-port", type=int, default=29500, help="the rendezvous port on the first host")
+    group.add_argument("--iface", action="append", default=[], metavar="HOST=INTERFACE",
+                       help="the network interface a host uses (default: its route to the first host)")
 
 
 def add_remote_options(parser: argparse.ArgumentParser) -> None:

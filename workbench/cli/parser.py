@@ -12,7 +12,8 @@ from .history import (cmd_import, cmd_report, cmd_runs_archive, cmd_runs_diff, c
                       cmd_runs_list, cmd_runs_note, cmd_runs_rename, cmd_runs_rm, cmd_runs_show, cmd_runs_tag)
 from .models import cmd_evaluate, cmd_explain, cmd_export, cmd_predict
 from .numerics import cmd_numerics
-from .options import add_config_options, add_db_option, add_remote_options, add_train_options, positive_int
+from .options import (add_config_options, add_db_option, add_hosts_options, add_remote_options, add_train_options,
+                      positive_int)
 from .remote import cmd_attach, cmd_preflight
 from .search import cmd_batch_find, cmd_lr_find, cmd_sweep
 from .train import PROFILE_STEPS, cmd_profile, cmd_train
@@ -55,16 +56,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     checks = sub.add_parser("preflight", help="check several SSH hosts for a run across them: login, versions, "
                                               "devices, network interface, rendezvous port, clock")
-    named = checks.add_mutually_exclusive_group(required=True)
-    named.add_argument("--hosts", metavar="A,B,…", help="the hosts, the first holding the rendezvous")
-    named.add_argument("--hostfile", metavar="FILE", help="a host a line, 'slots=N' after it for its processes, "
-                                                              "'python=COMMAND' for its Python")
+    add_hosts_options(checks, required=True)
     checks.add_argument("--nproc-per-node", type=positive_int, default=1, help="processes a host (default 1)")
     checks.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
                         help="what they train on (auto: the GPUs where every host has one)")
-    checks.add_argument("--rdzv-port", type=int, default=29500, help="the rendezvous port on the first host")
-    checks.add_argument("--iface", action="append", default=[], metavar="HOST=INTERFACE",
-                        help="the network interface a host uses (default: its route to the first host)")
     checks.add_argument("--remote-python", default="python3", metavar="COMMAND",
                         help="the hosts' Python that has workbench installed (default: python3)")
     checks.set_defaults(handler=cmd_preflight)

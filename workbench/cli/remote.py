@@ -61,25 +61,67 @@ def cmd_attach(args: argparse.Namespace) -> int:
 
 def cmd_preflight(args: argparse.Namespace) -> int:
     """Every host × every check of a run across hosts, as a matrix; exit 0 only when all are green."""
+    _remotes, slots, result = _preflight(args, args.device)
+    if result is None:
+        return EXIT_USAGE
+    if result.ok:
+        print(f"every check passed: {len(result.hosts)} hosts can train together ({slots} process(es) each), "
+              f"meeting at {result.rendezvous}")
+        return 0
+    print(f"{len(result.red)} check(s) failed: nothing was started")
+    return EXIT_USAGE
+
+
+def train_across_hosts(args: argparse.Namespace, config) -> int:
+    """`train --hosts`: the preflight, then one torchrun per host (core/run/hosts/across.py), followed here."""
+    from ..core.run.hosts.across import train_across
+
+    remotes, slots, checked = _preflight(args, config.device if config.device in ("cpu", "cuda") else "auto")
+    if checked is None:
+        return EXIT_USAGE
+    if not checked.ok:
+        return fail(f"{len(checked.red)} preflight check(s) failed: nothing was started",
+                    "fix the red cells above, then train again")
+    request = RunRequest(config, out_dir="", db=args.db, launch=Launch())  # each host's node gets its launch
+    bar, stop = ProgressBar(sys.stderr), threading.Event()
+    previous = signal.signal(signal.SIGINT, lambda *_: stop.set())  # Ctrl+C: every node stops after its step
+    try:
+        result = train_across(request, remotes, checked, slots, bar.update, stop, db=args.db)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    bar.close()
+    if isinstance(result, RunFailed):
+        return fail(failure_line(result), code=EXIT_RUN_FAILED)
+    for line in finished_lines(result):
+        print(line)
+    print(f"the run's files are on {remotes[0]} (node 0)")
+    return EXIT_INTERRUPTED if result.stopped else 0
+
+
+def _preflight(args: argparse.Namespace, device: str):
+    """(the hosts as Remotes, processes a host, the preflight) of --hosts or --hostfile, its matrix printed; the
+    preflight is None when the hosts cannot be checked as given (said on stderr)."""
     from ..core.run.hosts.host_set import parse_hosts, read_hostfile
     from ..core.run.hosts.preflight import matrix_lines, preflight
 
     specs = parse_hosts(args.hosts) if args.hosts else read_hostfile(args.hostfile)
     remotes = [Remote.parse(spec.address, spec.python or args.remote_python) for spec in specs]
+    slots = {spec.slots or args.nproc_per_node for spec in specs}
+    if len(slots) > 1:
+        fail("every host runs the same number of processes (torchrun's static rendezvous)",
+             f"give them the same slots=N: now {', '.join(map(str, sorted(slots)))}")
+        return remotes, 0, None
     interfaces = {}
     for choice in args.iface:
         host, _, interface = choice.partition("=")
         if not interface or host not in {spec.address for spec in specs}:
-            return fail(f"--iface {choice}: not HOST=INTERFACE for one of the hosts", "e.g. --iface gpu-b=eth1")
+            fail(f"--iface {choice}: not HOST=INTERFACE for one of the hosts", "e.g. --iface gpu-b=eth1")
+            return remotes, 0, None
         interfaces[str(Remote.parse(host, args.remote_python))] = interface
-    result = preflight(remotes, args.rdzv_port, slots=[spec.slots or args.nproc_per_node for spec in specs],
-                       device=args.device, interfaces=interfaces)
+    [count] = slots
+    result = preflight(remotes, args.rdzv_port, slots=[count] * len(specs), device=device, interfaces=interfaces)
     print("\n".join(matrix_lines(result)))
-    if result.ok:
-        print(f"every check passed: {len(specs)} hosts can train together, meeting at {result.rendezvous}")
-        return 0
-    print(f"{len(result.red)} check(s) failed: nothing was started")
-    return EXIT_USAGE
+    return remotes, count, result
 
 
 def follow(run: RemoteRun, start, copy_to: str | None, *, ctrl_c_stops: bool) -> int:

@@ -115,6 +115,10 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
 
 def _train(args: argparse.Namespace, config) -> int:
+    if args.hosts or args.hostfile:  # several hosts: checked first, then one torchrun on each
+        from .remote import train_across_hosts
+
+        return train_across_hosts(args, config)
     if args.host is not None:  # the host checks the settings against its devices; nothing here imports torch
         from .remote import train_remote
 

@@ -446,14 +446,17 @@ TORCHRUN_TEMP_ENV = "WORKBENCH_TORCHRUN_TEMP"  # torchrun.py: its temp folder (i
 
 def launch_env(launch: Launch) -> dict[str, str]:
     """The environment of a torchrun: the one address its stores listen on (none for a host name: which of its
-    addresses the other nodes reach is theirs to know, so torch's default stands)."""
+    addresses the other nodes reach is theirs to know, so torch's default stands), and the interface its process
+    group's sockets use when one was chosen (a run across hosts: the preflight's)."""
     if launch.nnodes == 1 and launch.master_port is None:
         return {STORE_ADDRESS_ENV: "127.0.0.1"}
+    interface = {"GLOO_SOCKET_IFNAME": launch.interface, "NCCL_SOCKET_IFNAME": launch.interface} if (
+        launch.interface) else {}
     try:
         ipaddress.ip_address(launch.master_addr)
     except ValueError:
-        return {}
-    return {STORE_ADDRESS_ENV: launch.master_addr}
+        return interface
+    return {STORE_ADDRESS_ENV: launch.master_addr, **interface}
 
 
 def start_distributed(request: RunRequest) -> ChildProcess:

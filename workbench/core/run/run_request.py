@@ -38,6 +38,7 @@ class Launch(Record):
     master_addr: str = "127.0.0.1"
     master_port: int | None = None
     where: str = "process"
+    interface: str = ""  # the network interface this node's process group uses (NCCL/Gloo); "": their own choice
 
     @property
     def world_size(self) -> int:
