@@ -60,6 +60,7 @@ def test_two_processes_match_one_process_and_keep_identical_weights(tmp_path, st
     assert (tmp_path / "n2" / "checkpoint.pt").is_file()
     events = [json.loads(line) for line in (tmp_path / "n2" / "events.jsonl").read_text().splitlines()]
     assert events[0]["type"] == "RunStarted" and events[0]["world_size"] == 2
+    assert not [e for e in events if e["type"] == "Alert" and e["rule"] == "straggler"]  # healthy: none named
     assert [r.status for r in RunStore(tmp_path / "runs.sqlite").list()] == ["finished", "finished"]
 
 
@@ -127,6 +128,38 @@ def test_a_rank_that_raises_is_named_with_its_message(tmp_path, start_train):
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 3, err
     assert "rank 1 of 2 failed" in err and "planted failure on rank 1" in err
+    assert marked_processes(mark) == []
+
+
+SLOW_RANK_MODEL = '''
+import os, time
+from workbench.core.domain.model import SandwichNet
+
+class SlowOnRankOne(SandwichNet):
+    def forward(self, x):
+        if os.environ.get("RANK") == "1":
+            time.sleep(0.03)  # a rank on a busy machine
+        return super().forward(x)
+'''
+
+
+def test_a_planted_straggler_is_named_with_its_rank_and_host(tmp_path, start_train):
+    from workbench.core.ground.straggler import WINDOW, WINDOWS
+
+    model = tmp_path / "slow.py"
+    model.write_text(SLOW_RANK_MODEL)
+    proc, mark = start_train("--epochs", "1", "--max-steps", "80", "--nproc-per-node", "2", "--model",
+                             f"{model}:SlowOnRankOne", "--out", str(tmp_path / "run"))
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    events = [json.loads(line) for line in (tmp_path / "run" / "events.jsonl").read_text().splitlines()]
+    [alert] = [e for e in events if e["type"] == "Alert" and e["rule"] == "straggler"]
+    assert alert["title"].startswith(f"rank 1 on {socket.gethostname()} is a straggler")
+    assert alert["step"] <= WINDOW * (WINDOWS + 1)  # named within a bounded number of steps
+    assert f"alert (warning, step {alert['step']}): rank 1 on" in err  # and in train's output
+    times = [e for e in events if e["type"] == "RankTimes"]
+    assert times and all(len(e["forward_seconds"]) == 2 and e["forward_seconds"][1] > 0.03 > e["forward_seconds"][0]
+                         for e in times)
     assert marked_processes(mark) == []
 
 

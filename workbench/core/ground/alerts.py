@@ -31,6 +31,7 @@ ALERT_RULES: dict[str, tuple[str, str]] = {
     "graph_break": ("warning", "a new graph break appeared mid-run"),
     "throughput_drop": ("warning", "throughput fell well below the run's own steady rate"),
     "memory_near_limit": ("warning", "memory use came close to the device's"),
+    "straggler": ("warning", "one rank is persistently slower than the others, which wait for it"),
 }
 SEVERITIES = ("info", "warning", "error")
 

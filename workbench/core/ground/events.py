@@ -339,14 +339,26 @@ class RunFailed(Record):
     hint: str = ""
 
 
+@dataclass(frozen=True)
+class RankTimes(Record):
+    """A run of several processes, rank by rank (instruments/rank_timing.py): the mean time each rank's forward
+    took over the steps since the last one (its own clock, before any collective of the step: the rank the others
+    wait for is the slow one), and where each rank runs. Sent about once a second, not every step."""
+
+    step: int  # the last step it covers
+    forward_seconds: tuple[float, ...]  # by rank
+    hosts: tuple[str, ...]  # by rank: the machine's name
+
+
 Event = (RunStarted | CompileStarted | CompileFinished | Step | EpochEnd | CompileReport | CompileEvent | SystemSample
          | ProfileReport | AmpReport | AmpSkipped | Notice | RunFinished | RunFailed | ModelSummary | LayerStats
-         | Alert)
+         | Alert | RankTimes)
 Emit = Callable[[Event], None]
 
 EVENT_TYPES: dict[str, type[Record]] = {cls.__name__: cls for cls in (
     RunStarted, CompileStarted, CompileFinished, Step, EpochEnd, CompileReport, CompileEvent, SystemSample,
-    ProfileReport, AmpReport, AmpSkipped, Notice, RunFinished, RunFailed, ModelSummary, LayerStats, Alert)}
+    ProfileReport, AmpReport, AmpSkipped, Notice, RunFinished, RunFailed, ModelSummary, LayerStats, Alert,
+    RankTimes)}
 
 
 def to_dict(event: Event) -> dict[str, Any]:

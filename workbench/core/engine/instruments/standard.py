@@ -16,6 +16,7 @@ from .compile_timeline import CompileTimeline
 from .layer_statistics import LayerStatistics
 from .payback import PaybackCalibration
 from .profiling import Profiling
+from .rank_timing import RankTiming
 from .recompile_stance import RecompileStance
 from .system_metrics import SystemMetrics
 from .warm_start import CacheHome, WarmStart
@@ -33,6 +34,6 @@ def standard_instruments(*, trace_dir: Path | None = None, profile_dir: Path | N
     this caller does without (the LR range test's steps teach nothing about payback, for one)."""
     def make() -> list[Instrument]:
         every = [PaybackCalibration(), SystemMetrics(), AmpHealth(), Profiling(profile_dir), WarmStart(compile_cache),
-                 CompileTimeline(trace_dir), RecompileStance(), LayerStatistics(), Alerting()]
+                 CompileTimeline(trace_dir), RecompileStance(), LayerStatistics(), Alerting(), RankTiming()]
         return [instrument for instrument in every if not isinstance(instrument, tuple(leave_out))]
     return make
