@@ -11,7 +11,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject
 
 from ...core.ground.alerts import Alert
-from ...core.ground.events import CompileEvent, Event, RunStarted, SystemSample
+from ...core.ground.events import CompileEvent, Event, RankTimes, RunStarted, SystemSample
 from ...core.history.naming import differing_settings, run_label, run_name
 from ...core.history.groups import seed_groups
 from ...core.history.imports import imported_from
@@ -106,7 +106,8 @@ class RecordedRuns(QObject):
         self.plots.set_overlays([])
         self.plots.set_group_overlays([])
         self.plots.show_curves(run.curves, run.compile_seconds, record.config)
-        self.plots.add_events([e for e in run.panel_events if isinstance(e, (CompileEvent, SystemSample, Alert))])
+        self.plots.add_events([e for e in run.panel_events
+                               if isinstance(e, (CompileEvent, SystemSample, RankTimes, Alert))])
         self.compile_panel.clear()
         self.compile_panel.add_events(list(run.panel_events))
         self.profile.clear()

@@ -36,8 +36,8 @@ from PySide6.QtWidgets import (QGridLayout, QHBoxLayout, QTabWidget,
 
 from ....core.ground.alerts import Alert
 from ....core.ground.config import uses_cuda_graphs
-from ....core.ground.events import (CompileEvent, CompileFinished, EpochEnd, Event, RunFailed, RunStarted, Step,
-                                    SystemSample)
+from ....core.ground.events import (CompileEvent, CompileFinished, EpochEnd, Event, RankTimes, RunFailed, RunStarted,
+                                    Step, SystemSample)
 from ....core.history.curves import SMOOTHING, Curves
 from ....core.history.x_axis import axis_label, has_wall, x_axis
 from .alert_markers import AlertMarkers
@@ -45,6 +45,7 @@ from ..compile.timeline import TimelineMarkers
 from .header import SLIDER_STEPS, controls, empty_state, smoothing_slider, table_button, x_axis_box
 from .headline import HeadlineBar
 from .hints import EMPTY_HINT, FAILED_HINT, WAITING_HINT
+from .ranks import RankTable
 from .frames import Frames
 from .bands import GroupBand
 from .text import TextAlternatives
@@ -101,6 +102,9 @@ class PlotsPanel(ComparedRuns, TextAlternatives, QWidget):
         self.machine_tabs.setTabPosition(QTabWidget.West)  # beside the plot: a 1366×768 screen has no height to spare
         self.machine_tabs.addTab(self.memory_plot, "Memory")
         self.machine_tabs.addTab(self.system_plot, "System")
+        self.ranks = RankTable()  # a run of several processes only (ranks.py)
+        self.machine_tabs.addTab(self.ranks, "Ranks")
+        self.machine_tabs.setTabVisible(2, False)
         self.machine_tabs.setTabToolTip(1, "CPU use of the training process and of the machine, GPU utilisation "
                                            "(NVIDIA, through NVML), sampled twice a second")
         grid = QGridLayout()  # two by two: on a 1366×768 screen four stacked plots would be slivers
@@ -175,6 +179,8 @@ class PlotsPanel(ComparedRuns, TextAlternatives, QWidget):
         """Empty, as before any run; `hint` in the loss plot says why (a run deleted, a run starting)."""
         for series in self._own_series():
             series.clear()
+        self.ranks.clear()
+        self.machine_tabs.setTabVisible(2, False)
         for series in self.memory.values():
             self.memory_plot.removeItem(series.item)  # removes its legend entry too; overlays keep theirs
         self.memory.clear()
@@ -222,9 +228,15 @@ class PlotsPanel(ComparedRuns, TextAlternatives, QWidget):
             elif isinstance(event, Alert):
                 self.alerts.add(event)
                 self._place_markers()
+                if event.rule == "straggler":
+                    self.ranks.named(event)
                 self._behind.add(self.loss_plot)  # its step can be past the last Step: the one the run failed at
             elif isinstance(event, SystemSample):
                 self._add_system(event)
+            elif isinstance(event, RankTimes):
+                self.machine_tabs.setTabVisible(2, True)
+                self.ranks.add(event)
+
             elif isinstance(event, EpochEnd):
                 self.val_loss.append(self._last_step, event.val_loss)
                 self.val_accuracy.append(self._last_step, event.val_accuracy)

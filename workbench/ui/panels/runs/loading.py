@@ -16,7 +16,7 @@ from typing import Callable
 
 from ....core.ground.alerts import Alert
 from ....core.ground.events import (AmpReport, AmpSkipped, CompileEvent, CompileFinished, CompileReport, EpochEnd,
-                                   Event, Notice, ProfileReport, RunFinished, RunStarted, SystemSample)
+                                   Event, Notice, ProfileReport, RankTimes, RunFinished, RunStarted, SystemSample)
 from ....core.ground.layer_stats import LayerStats, ModelSummary
 from ....core.history.curves import Curves, curves_from_columns, scale_changes
 from ....core.history.runs import RunRecord, RunStore
@@ -32,10 +32,10 @@ VIEW_ROWS = 2000
 DETAIL_SLOT = "detail"
 # What the panels show of a recorded run besides its curves: the Compile panel and the plots' compile timeline,
 # RunFinished for its payback, the system samples for the System plot, the profile and AMP for the Profile panel,
-# the layer table and statistics for the Model dock, the alerts' markers on the loss plot.
+# the layer table and statistics for the Model dock, the alerts' markers on the loss plot, each rank's times.
 CURVE_EVENTS = (RunStarted, EpochEnd, CompileFinished, RunFinished)  # what curves_from_columns reads
-PANEL_EVENTS = (RunStarted, CompileFinished, CompileReport, CompileEvent, SystemSample, ProfileReport, AmpReport,
-                AmpSkipped, Notice, RunFinished, ModelSummary, LayerStats, Alert)
+PANEL_EVENTS = (RunStarted, CompileFinished, CompileReport, CompileEvent, SystemSample, RankTimes, ProfileReport,
+                AmpReport, AmpSkipped, Notice, RunFinished, ModelSummary, LayerStats, Alert)
 
 
 @dataclass(frozen=True)

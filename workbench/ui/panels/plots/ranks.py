@@ -1,0 +1,63 @@
+"""The Ranks tab beside Memory and System: a run of several processes, rank by rank (RankTimes, about once a
+second): where each rank runs, its forward time and how it compares with the other ranks', and a badge naming the
+straggler once the rule has named one (its Alert: ground/straggler.py). A run of one process has no such tab."""
+
+from __future__ import annotations
+
+import statistics
+
+from PySide6.QtWidgets import QLabel, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
+
+from ....core.ground.alerts import Alert
+from ....core.ground.events import RankTimes
+
+COLUMNS = ("rank", "host", "forward", "× the others")
+
+
+class RankTable(QWidget):
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setObjectName("rankTable")
+        self.badge = QLabel("")
+        self.badge.setObjectName("stragglerBadge")
+        self.badge.setWordWrap(True)
+        self.table = QTableWidget(0, len(COLUMNS))
+        self.table.setHorizontalHeaderLabels(COLUMNS)
+        self.table.setAccessibleName("Ranks of the run")
+        self.table.verticalHeader().hide()
+        self.table.setEditTriggers(QTableWidget.NoEditTriggers)
+        self.table.horizontalHeaderItem(2).setToolTip("the mean time of each rank's forward since the last update, "
+                                                      "on its own clock, before the step's first collective")
+        self.table.horizontalHeaderItem(3).setToolTip("its forward over the median of the other ranks': the one "
+                                                      "the others wait for is well above 1")
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addWidget(self.badge)
+        layout.addWidget(self.table, 1)
+        self.straggler: int | None = None
+        self.clear()
+
+    def clear(self) -> None:
+        self.table.setRowCount(0)
+        self.straggler = None
+        self.badge.setText("No straggler: each rank's forward is within the rule's bounds of the others'.")
+        self.badge.setStyleSheet("")
+
+    def add(self, times: RankTimes) -> None:
+        """Each rank's latest figures."""
+        self.table.setRowCount(len(times.forward_seconds))
+        for rank, (seconds, host) in enumerate(zip(times.forward_seconds, times.hosts)):
+            others = [s for r, s in enumerate(times.forward_seconds) if r != rank]
+            ratio = seconds / statistics.median(others) if others and statistics.median(others) > 0 else float("nan")
+            cells = (str(rank), host, f"{seconds * 1000:.1f} ms", f"{ratio:.1f}×" if ratio == ratio else "—")
+            for column, text in enumerate(cells):
+                item = QTableWidgetItem(text + (" ⚠" if column == 0 and rank == self.straggler else ""))
+                self.table.setItem(rank, column, item)
+        self.table.resizeColumnsToContents()
+
+    def named(self, alert: Alert) -> None:
+        """The straggler rule named a rank: the badge says which, where and since when."""
+        self.straggler = int(alert.title.split()[1])
+        self.badge.setText(f"⚠ Straggler since step {alert.step:,}: {alert.title.split(': ', 1)[0]}. "
+                           f"{alert.advice[0].upper()}{alert.advice[1:]}.")
+        self.badge.setStyleSheet("color: #b35900; font-weight: bold")
