@@ -5,12 +5,17 @@ two processes does, and their ranks keep identical weights; the run is recorded 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import socket
+import threading
+import time
 from pathlib import Path
 
+from workbench.core.ground.events import RunFailed, RunFinished, Step
 from workbench.core.history.runs import RunStore
 
-from ..helpers import shell
+from ..helpers import descendants, shell
 
 TRAIN = ("--device", "cpu", "--epochs", "1", "--max-steps", "40", "--batch-size", "64", "--hidden-dim", "16",
          "--seed", "3")
@@ -50,3 +55,75 @@ def test_two_hosts_of_one_process_train_as_one_host_of_two(loopback_hosts, tmp_p
     assert nodes[-1]["type"] == "RunFinished" and nodes[-1]["metrics"]["node_exit_code"] == 0  # node 1 on host b
     with RunStore(db) as store:
         assert [(r.host, r.status) for r in store.list()] == [(a.address, "finished")] * 2
+
+
+def _port_users(port: int) -> list[str]:
+    """Processes anywhere on this machine (every "host" is) whose command line names the run's rendezvous port."""
+    users = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            args = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if f"--master-port={port}" in args:
+            users.append(args)
+    return users
+
+
+def _across(loopback_hosts, monkeypatch, tmp_path, port: int, on_event):
+    """A run across hosts a and b through the core API (the CLI's path without its terminal), every event handed
+    to `on_event(event, stop)`."""
+    from workbench.core.ground.config import TrainConfig
+    from workbench.core.run.hosts.across import train_across
+    from workbench.core.run.hosts.preflight import preflight
+    from workbench.core.run.remote.ssh import Remote
+    from workbench.core.run.run_request import RunRequest
+
+    a, b, _old = loopback_hosts
+    monkeypatch.setenv("WORKBENCH_SSH", a.ssh_command)
+    hosts = [Remote.parse(a.address, a.remote_python), Remote.parse(b.address, b.remote_python)]
+    checked = preflight(hosts, port, slots=[1, 1], device="cpu")
+    assert checked.ok
+    stop = threading.Event()
+    request = RunRequest(TrainConfig(device="cpu", epochs=50, hidden_dim=16), out_dir="")
+    return train_across(request, hosts, checked, 1, lambda event: on_event(event, stop), stop,
+                        db=str(tmp_path / "local.sqlite"))
+
+
+def _wait_gone(port: int) -> list[str]:
+    deadline = time.monotonic() + 30
+    while _port_users(port) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return _port_users(port)
+
+
+def test_stop_ends_every_rank_on_every_host(loopback_hosts, monkeypatch, tmp_path):
+    port = _port()
+
+    def stop_at_step_30(event, stop) -> None:
+        if isinstance(event, Step) and event.step == 30:
+            stop.set()
+
+    result = _across(loopback_hosts, monkeypatch, tmp_path, port, stop_at_step_30)
+    assert isinstance(result, RunFinished) and result.stopped, result
+    assert _wait_gone(port) == []  # nothing of the run left on either host
+
+
+def test_a_rank_killed_on_the_second_host_is_named_and_every_rank_ends(loopback_hosts, monkeypatch, tmp_path):
+    port = _port()
+    killed: list[str] = []
+
+    def kill_node_1_at_step_30(event, stop) -> None:
+        if isinstance(event, Step) and event.step == 30 and not killed:
+            torchrun = next(pid for pid in filter(str.isdigit, os.listdir("/proc")) if "--node-rank=1" in
+                            Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                            and f"--master-port={port}" in Path(f"/proc/{pid}/cmdline").read_text(errors="replace"))
+            rank = descendants(int(torchrun))[0]  # its one rank
+            killed.append(str(rank))
+            os.kill(rank, signal.SIGKILL)
+
+    result = _across(loopback_hosts, monkeypatch, tmp_path, port, kill_node_1_at_step_30)
+    _a, b, _old = loopback_hosts
+    assert killed and isinstance(result, RunFailed), result
+    assert result.message.startswith(f"{b.address}: ") and "exited with code" in result.message
+    assert _wait_gone(port) == []
