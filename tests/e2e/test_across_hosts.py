@@ -127,3 +127,27 @@ def test_a_rank_killed_on_the_second_host_is_named_and_every_rank_ends(loopback_
     assert killed and isinstance(result, RunFailed), result
     assert result.message.startswith(f"{b.address}: ") and "exited with code" in result.message
     assert _wait_gone(port) == []
+
+
+def test_the_first_hosts_connection_killed_mid_run_is_reattached_with_every_step_once(loopback_hosts, monkeypatch,
+                                                                                      tmp_path):
+    a, _b, _old = loopback_hosts
+    steps: list[int] = []
+    cut: list[int] = []
+
+    def cut_at_step_20(event, stop) -> None:
+        if isinstance(event, Step):
+            steps.append(event.step)
+            if event.step == 20 and not cut:  # the laptop's network drops: the ssh client to the first host dies
+                ssh = next(pid for pid in descendants(os.getpid()) if "remote.host start" in
+                           Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                           and f"-p {a.port}" in Path(f"/proc/{pid}/cmdline").read_bytes().replace(
+                               b"\0", b" ").decode(errors="replace"))
+                cut.append(ssh)
+                os.kill(ssh, signal.SIGKILL)
+            if event.step == 200:
+                stop.set()
+
+    result = _across(loopback_hosts, monkeypatch, tmp_path, _port(), cut_at_step_20)
+    assert cut and isinstance(result, RunFinished), result
+    assert steps == list(range(1, len(steps) + 1)) and len(steps) >= 200  # every step once, in order
