@@ -24,6 +24,7 @@ from ...core.run.remote.ssh import Remote
 from ..actions import ActionSpec
 from ..dialogs.connect import ConnectDialog
 from ..dialogs.host_runs import HostRunsDialog
+from ..dialogs.host_set import HostSetDialog
 from .checkpoints import OPENING
 from .parts import WindowParts
 from .training import Training
@@ -45,6 +46,7 @@ class Hosts(QObject):
         self.hello: Hello | None = None
         self.connect_dialog: ConnectDialog | None = None  # the latest, for tests and scripts
         self.runs_dialog: HostRunsDialog | None = None
+        self.host_set_dialog: HostSetDialog | None = None
         parts.panels.profile.locate = self.local_copy  # a profile's trace file, where a run on a host wrote it
 
     def actions(self) -> tuple[ActionSpec, ...]:
@@ -53,7 +55,15 @@ class Hosts(QObject):
                 ActionSpec("host_runs", "Runs on this host…", lambda: self.list_runs(), "Kernel", 20,
                            enabled=self.connected, name="hostRunsAction"),
                 ActionSpec("this_computer", "This computer", self.go_local, "Kernel", 30, enabled=self.connected,
-                           name="thisComputerAction"))
+                           name="thisComputerAction"),
+                ActionSpec("host_set", "Hosts of a run…", lambda: self.open_host_set(), "Kernel", 40,
+                           name="hostSetAction"))
+
+    def open_host_set(self) -> HostSetDialog:
+        """Kernel → Hosts of a run…: check a set of hosts for a run across them (the preflight matrix)."""
+        self.host_set_dialog = HostSetDialog(self.tasks, self.window)
+        self.host_set_dialog.open()
+        return self.host_set_dialog
 
     def connected(self) -> bool:
         return self.remote is not None

@@ -1,0 +1,53 @@
+"""Kernel → Hosts of a run… (ui/dialogs/host_set.py): the preflight matrix in the window, on "hosts" that are
+OpenSSH servers on loopback addresses: a green set says the command that trains on it, a red cell says what to do
+on hover, a list that names no host is said at once, and the sets checked are offered again."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+from PySide6.QtGui import QAction
+
+pytestmark = pytest.mark.slow  # several SSH sessions to each host
+
+
+def _port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.2", 0))
+        return probe.getsockname()[1]
+
+
+def test_the_matrix_is_green_for_a_healthy_set_and_red_where_a_host_differs(waiting_window, qtbot, loopback_hosts,
+                                                                            monkeypatch):
+    a, b, _old = loopback_hosts
+    monkeypatch.setenv("WORKBENCH_SSH", a.ssh_command)
+    window = waiting_window
+    action = window.findChild(QAction, "hostSetAction")
+    assert action.text() == "Hosts of a run…"
+    action.trigger()  # Kernel → Hosts of a run…
+    dialog = window.hosts.host_set_dialog
+    dialog.hosts.setCurrentText("")
+    dialog.check()
+    assert "names no host" in dialog.status.text()  # said at once, nothing started
+    dialog.hosts.setCurrentText(f"{a.address}, {b.address}")
+    dialog.python.setText(a.remote_python)  # one remote Python for every host (a's: the test's own code)
+    dialog.port.setValue(_port())
+    with qtbot.waitSignal(dialog.checked, timeout=60_000) as shown:
+        dialog.check()
+    assert shown.args[0].ok and dialog.matrix.rowCount() == 2
+    assert all(dialog.matrix.item(row, column).text().startswith("✓") for row in range(2) for column in range(6))
+    assert dialog.command.isVisible() and dialog.command.text().startswith(f"workbench train --hosts {a.address},")
+    dialog.hosts.setCurrentText(f"{b.address}, {a.address}")  # the other way round: b holds the rendezvous
+    with socket.socket() as taken:  # … on a port something else holds there
+        taken.bind(("127.0.0.3", 0))
+        taken.listen()
+        dialog.port.setValue(taken.getsockname()[1])
+        with qtbot.waitSignal(dialog.checked, timeout=60_000) as shown:
+            dialog.check()
+    assert not shown.args[0].ok and not dialog.command.isVisible()
+    port = dialog.matrix.item(0, 4)
+    assert port.text().startswith("✗ port") and "What to do: choose another port" in port.toolTip()
+    assert f"{len(shown.args[0].red)} check(s) failed: nothing was started" in dialog.status.text()
+    again = window.hosts.open_host_set()
+    assert [again.hosts.itemText(i) for i in range(2)] == [f"{b.address}, {a.address}", f"{a.address}, {b.address}"]

@@ -1,0 +1,132 @@
+"""Kernel → Hosts…: the machines of a run across several hosts, checked before anything starts (the preflight:
+core/run/hosts/preflight.py). A row a host, a column a check, each cell green or red, with what it found and what to
+do on hover; the sets checked before are offered again, newest first. The check runs in a task slot (a host that
+does not answer takes up to its bound) while the window stays usable. A green set is trained with the command shown,
+from a terminal (`workbench train --hosts …`)."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import (QComboBox, QDialog, QDialogButtonBox, QFormLayout, QLabel, QLineEdit, QPushButton,
+                               QSpinBox, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
+
+from ...core.ground.errors import WorkbenchError, with_hint
+from ...core.run.hosts.host_set import parse_hosts
+from ...core.run.hosts.preflight import CHECKS, TITLES, Preflight, preflight
+from ...core.run.remote.ssh import Remote
+from ..settings import open_settings
+from ..support.tasks import Tasks
+
+CHECK_SLOT = "checking a set of hosts"
+RECENT_SETS = "recentHostSets"  # QSettings: the sets checked before, newest first
+MAX_RECENT_SETS = 8
+GREEN, RED = QColor("#d9f2d9"), QColor("#f8d7d7")
+
+
+class HostSetDialog(QDialog):
+    checked = Signal(object)  # the Preflight, once shown
+
+    def __init__(self, tasks: Tasks, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.tasks = tasks
+        self.setWindowTitle("Hosts of a run")
+        self.setObjectName("hostSetDialog")
+        self.setAttribute(Qt.WA_DeleteOnClose)
+        self.hosts = QComboBox()
+        self.hosts.setObjectName("hostSetHosts")
+        self.hosts.setAccessibleName("Hosts")
+        self.hosts.setEditable(True)
+        self.hosts.setInsertPolicy(QComboBox.NoInsert)
+        self.hosts.addItems([str(text) for text in open_settings().value(RECENT_SETS, []) or []])
+        self.hosts.lineEdit().setPlaceholderText("gpu-a, gpu-b, … (the first holds the rendezvous)")
+        self.hosts.setMinimumWidth(420)
+        self.python = QLineEdit("python3")
+        self.python.setAccessibleName("Remote Python")
+        self.python.setToolTip("The command that runs the Python with Workbench installed on every host")
+        self.processes = QSpinBox()
+        self.processes.setRange(1, 64)
+        self.processes.setAccessibleName("Processes a host")
+        self.port = QSpinBox()
+        self.port.setRange(1, 65535)
+        self.port.setValue(29500)
+        self.port.setAccessibleName("Rendezvous port")
+        form = QFormLayout()
+        form.addRow("&Hosts:", self.hosts)
+        form.addRow("Remote &Python:", self.python)
+        form.addRow("Processes a &host:", self.processes)
+        form.addRow("Rendezvous p&ort:", self.port)
+        self.check_button = QPushButton("&Check")
+        self.check_button.setObjectName("hostSetCheck")
+        self.check_button.clicked.connect(self.check)
+        self.matrix = QTableWidget(0, len(CHECKS))
+        self.matrix.setObjectName("preflightMatrix")
+        self.matrix.setAccessibleName("Preflight: a row a host, a column a check")
+        self.matrix.setHorizontalHeaderLabels([TITLES[check] for check in CHECKS])
+        self.matrix.setEditTriggers(QTableWidget.NoEditTriggers)
+        self.status = QLabel("Name the hosts, then Check: nothing starts until every cell is green.")
+        self.status.setWordWrap(True)
+        self.command = QLineEdit()
+        self.command.setReadOnly(True)
+        self.command.setAccessibleName("The command that trains on these hosts")
+        self.command.hide()
+        buttons = QDialogButtonBox(QDialogButtonBox.Close)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addWidget(self.check_button, 0, Qt.AlignLeft)
+        layout.addWidget(self.matrix, 1)
+        layout.addWidget(self.status)
+        layout.addWidget(self.command)
+        layout.addWidget(buttons)
+        self.resize(900, 420)
+
+    def check(self) -> None:
+        """Preflight the hosts typed, off the GUI thread; a list that names no host is said at once."""
+        text = self.hosts.currentText()
+        try:
+            specs = parse_hosts(text)
+            remotes = [Remote.parse(spec.address, self.python.text().strip() or "python3") for spec in specs]
+        except WorkbenchError as exc:
+            self.status.setText(with_hint(exc))
+            return
+        slots, port = [self.processes.value()] * len(specs), self.port.value()
+        self.check_button.setEnabled(False)
+        self.command.hide()
+        self.status.setText(f"Checking {len(specs)} host(s): login, versions, devices, interface, rendezvous port, "
+                            "clock…")
+        self.tasks.submit(CHECK_SLOT, lambda: preflight(remotes, port, slots=slots), self._show, self._failed)
+        self._remember(", ".join(spec.address for spec in specs))
+
+    def _show(self, result: Preflight) -> None:
+        self.check_button.setEnabled(True)
+        self.matrix.setRowCount(len(result.hosts))
+        self.matrix.setVerticalHeaderLabels(list(result.hosts))
+        for row, host in enumerate(result.hosts):
+            for column, name in enumerate(CHECKS):
+                cell = result.cell(host, name)
+                item = QTableWidgetItem(("✓ " if cell.ok else "✗ ") + cell.detail)
+                item.setBackground(GREEN if cell.ok else RED)
+                item.setToolTip(cell.detail + (f"\nWhat to do: {cell.fix}" if cell.fix else ""))
+                self.matrix.setItem(row, column, item)
+        self.matrix.resizeColumnsToContents()
+        if result.ok:
+            self.status.setText(f"Every check passed: these {len(result.hosts)} hosts can train together, meeting at "
+                                f"{result.rendezvous}. Train on them from a terminal:")
+            self.command.setText(f"workbench train --hosts {','.join(result.hosts)} --nproc-per-node "
+                                 f"{self.processes.value()} --rdzv-port {self.port.value()}")
+            self.command.show()
+        else:
+            self.status.setText(f"{len(result.red)} check(s) failed: nothing was started. Hover a red cell for "
+                                "what to do.")
+        self.checked.emit(result)
+
+    def _failed(self, error: BaseException) -> None:
+        self.check_button.setEnabled(True)
+        self.status.setText(f"Could not check the hosts: {with_hint(error)}")
+
+    def _remember(self, text: str) -> None:
+        settings = open_settings()
+        sets = [text] + [str(s) for s in settings.value(RECENT_SETS, []) or [] if str(s) != text]
+        settings.setValue(RECENT_SETS, sets[:MAX_RECENT_SETS])
+        settings.sync()
