@@ -36,7 +36,8 @@ def test_the_matrix_is_green_for_a_healthy_set_and_red_where_a_host_differs(wait
     with qtbot.waitSignal(dialog.checked, timeout=60_000) as shown:
         dialog.check()
     assert shown.args[0].ok and dialog.matrix.rowCount() == 2
-    assert all(dialog.matrix.item(row, column).text().startswith("✓") for row in range(2) for column in range(6))
+    assert all(dialog.matrix.item(row, column).text() == "✓" for row in range(2) for column in range(6))
+    assert "Workbench 0.1.0" in dialog.matrix.item(0, 0).toolTip()  # what each check found, on hover
     assert dialog.command.isVisible() and dialog.command.text().startswith(f"workbench train --hosts {a.address},")
     dialog.hosts.setCurrentText(f"{b.address}, {a.address}")  # the other way round: b holds the rendezvous
     with socket.socket() as taken:  # … on a port something else holds there
@@ -47,7 +48,9 @@ def test_the_matrix_is_green_for_a_healthy_set_and_red_where_a_host_differs(wait
             dialog.check()
     assert not shown.args[0].ok and not dialog.command.isVisible()
     port = dialog.matrix.item(0, 4)
-    assert port.text().startswith("✗ port") and "What to do: choose another port" in port.toolTip()
-    assert f"{len(shown.args[0].red)} check(s) failed: nothing was started" in dialog.status.text()
+    assert port.text() == "✗" and port.toolTip().startswith("port") and "What to do: choose another port" in (
+        port.toolTip())
+    assert dialog.status.text().startswith(f"{len(shown.args[0].red)} check(s) failed: nothing was started.")
+    assert f"✗ {b.address} · rendezvous port: port " in dialog.status.text()  # each red cell under the matrix
     again = window.hosts.open_host_set()
     assert [again.hosts.itemText(i) for i in range(2)] == [f"{b.address}, {a.address}", f"{a.address}, {b.address}"]

@@ -1,8 +1,8 @@
-"""Kernel → Hosts…: the machines of a run across several hosts, checked before anything starts (the preflight:
-core/run/hosts/preflight.py). A row a host, a column a check, each cell green or red, with what it found and what to
-do on hover; the sets checked before are offered again, newest first. The check runs in a task slot (a host that
-does not answer takes up to its bound) while the window stays usable. A green set is trained with the command shown,
-from a terminal (`workbench train --hosts …`)."""
+"""Kernel → Hosts of a run…: the machines of a run across several hosts, checked before anything starts (the
+preflight: core/run/hosts/preflight.py). A row a host, a column a check, each cell green or red, with what it found
+and what to do on hover and, for every red cell, under the matrix; the sets checked before are offered again, newest
+first. The check runs in a task slot (a host that does not answer takes up to its bound) while the window stays
+usable. A green set is trained with the command shown, from a terminal (`workbench train --hosts …`)."""
 
 from __future__ import annotations
 
@@ -105,7 +105,8 @@ class HostSetDialog(QDialog):
         for row, host in enumerate(result.hosts):
             for column, name in enumerate(CHECKS):
                 cell = result.cell(host, name)
-                item = QTableWidgetItem(("✓ " if cell.ok else "✗ ") + cell.detail)
+                item = QTableWidgetItem("✓" if cell.ok else "✗")
+                item.setTextAlignment(Qt.AlignCenter)
                 item.setBackground(GREEN if cell.ok else RED)
                 item.setToolTip(cell.detail + (f"\nWhat to do: {cell.fix}" if cell.fix else ""))
                 self.matrix.setItem(row, column, item)
@@ -117,8 +118,9 @@ class HostSetDialog(QDialog):
                                  f"{self.processes.value()} --rdzv-port {self.port.value()}")
             self.command.show()
         else:
-            self.status.setText(f"{len(result.red)} check(s) failed: nothing was started. Hover a red cell for "
-                                "what to do.")
+            self.status.setText(f"{len(result.red)} check(s) failed: nothing was started.\n" + "\n".join(
+                f"✗ {cell.host} · {TITLES[cell.check]}: {cell.detail}" + (f" — {cell.fix}" if cell.fix else "")
+                for cell in result.red))
         self.checked.emit(result)
 
     def _failed(self, error: BaseException) -> None:
