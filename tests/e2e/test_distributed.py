@@ -24,7 +24,7 @@ from workbench.core.run.process import TORCHRUN_TEMP_ENV
 from workbench.core.run.run_request import Launch, LaunchError, check_launch
 from workbench.core.history.runs import RunStore
 
-from ..helpers import TrainStarter, descendants, marked_processes, wait_for_epoch
+from ..helpers import TrainStarter, descendants, marked_processes, shell, wait_for_epoch
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="reads /proc to find leftover processes")
 BAD_RANK_MODEL = '''
@@ -160,7 +160,10 @@ def test_a_planted_straggler_is_named_with_its_rank_and_host(tmp_path, start_tra
     times = [e for e in events if e["type"] == "RankTimes"]
     assert times and all(len(e["forward_seconds"]) == 2 and e["forward_seconds"][1] > 0.03 > e["forward_seconds"][0]
                          for e in times)
+    assert all(len(e["between_seconds"]) == 2 and all(m > 100 for m in e["memory_mib"]) for e in times)
     assert marked_processes(mark) == []
+    shown = shell("runs", "--db", tmp_path / "runs.sqlite", "show", "1", cwd=tmp_path)
+    assert f"ranks:       0 on {socket.gethostname()} (" in shown.stdout and "straggler" in shown.stdout
 
 
 def test_a_port_in_use_is_refused_before_anything_starts(tmp_path, start_train):

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from ..core.ground.events import RunFinished
+from ..core.ground.events import RankTimes, RunFinished
 from ..core.ground.figures import BEST_VAL_ACCURACY, PEAK_MEMORY, SAMPLES_PER_S
 from ..core.ground.results_text import finished_lines
 from .common import EXIT_USAGE, _store, fail
@@ -122,6 +122,11 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
     finished = next((e for e in reversed(record.events) if isinstance(e, RunFinished)), None)
     for line in finished_lines(finished) if finished is not None else ():
         print(line)
+    ranks = next((e for e in reversed(record.events) if isinstance(e, RankTimes)), None)
+    if ranks is not None:  # a run of several processes: where each rank ran, and its last forward time
+        print("ranks:       " + ", ".join(f"{rank} on {host} ({seconds * 1000:.1f} ms a forward)"
+                                          for rank, (host, seconds) in enumerate(zip(ranks.hosts,
+                                                                                    ranks.forward_seconds))))
     layers = run_layers(record.events, record.config)
     for line in layers_lines(layers) + alerts_lines(layers):
         print(line)

@@ -348,6 +348,8 @@ class RankTimes(Record):
     step: int  # the last step it covers
     forward_seconds: tuple[float, ...]  # by rank
     hosts: tuple[str, ...]  # by rank: the machine's name
+    between_seconds: tuple[float, ...] = ()  # by rank: the mean time between its steps (loading data, read-backs)
+    memory_mib: tuple[float, ...] = ()  # by rank: its memory now (the CUDA allocator's, or the process's RSS)
 
 
 Event = (RunStarted | CompileStarted | CompileFinished | Step | EpochEnd | CompileReport | CompileEvent | SystemSample

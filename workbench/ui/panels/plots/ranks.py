@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QLabel, QTableWidget, QTableWidgetItem, QVBoxLayou
 from ....core.ground.alerts import Alert
 from ....core.ground.events import RankTimes
 
-COLUMNS = ("rank", "host", "forward", "× the others")
+COLUMNS = ("rank", "host", "forward", "× the others", "between steps", "memory")
 
 
 class RankTable(QWidget):
@@ -30,6 +30,10 @@ class RankTable(QWidget):
                                                       "on its own clock, before the step's first collective")
         self.table.horizontalHeaderItem(3).setToolTip("its forward over the median of the other ranks': the one "
                                                       "the others wait for is well above 1")
+        self.table.horizontalHeaderItem(4).setToolTip("the mean time between its steps: loading data, and waiting "
+                                                      "at the read-backs for the slowest rank")
+        self.table.horizontalHeaderItem(5).setToolTip("its memory: the CUDA allocator's, or the process's RSS on "
+                                                      "the CPU")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self.badge)
@@ -49,7 +53,11 @@ class RankTable(QWidget):
         for rank, (seconds, host) in enumerate(zip(times.forward_seconds, times.hosts)):
             others = [s for r, s in enumerate(times.forward_seconds) if r != rank]
             ratio = seconds / statistics.median(others) if others and statistics.median(others) > 0 else float("nan")
-            cells = (str(rank), host, f"{seconds * 1000:.1f} ms", f"{ratio:.1f}×" if ratio == ratio else "—")
+            between = times.between_seconds[rank] if rank < len(times.between_seconds) else None
+            memory = times.memory_mib[rank] if rank < len(times.memory_mib) else None
+            cells = (str(rank), host, f"{seconds * 1000:.1f} ms", f"{ratio:.1f}×" if ratio == ratio else "—",
+                     f"{between * 1000:.1f} ms" if between is not None else "—",
+                     f"{memory:,.0f} MiB" if memory is not None else "—")
             for column, text in enumerate(cells):
                 item = QTableWidgetItem(text + (" ⚠" if column == 0 and rank == self.straggler else ""))
                 self.table.setItem(rank, column, item)
