@@ -9,6 +9,10 @@ import socket
 import pytest
 from PySide6.QtGui import QAction
 
+from workbench.core.ground.events import RunFinished
+
+from ..helpers import set_config
+
 pytestmark = pytest.mark.slow  # several SSH sessions to each host
 
 
@@ -39,6 +43,16 @@ def test_the_matrix_is_green_for_a_healthy_set_and_red_where_a_host_differs(wait
     assert all(dialog.matrix.item(row, column).text() == "✓" for row in range(2) for column in range(6))
     assert "Workbench 0.1.0" in dialog.matrix.item(0, 0).toolTip()  # what each check found, on hover
     assert dialog.command.isVisible() and dialog.command.text().startswith(f"workbench train --hosts {a.address},")
+    set_config(window, epochs=1, max_steps=30, hidden_dim=16, device="cpu")
+    with qtbot.waitSignal(window.training.runFinished, timeout=120_000) as finished:
+        dialog.train_button.click()  # the form's settings, one torchrun on each host
+    assert isinstance(finished.args[0], RunFinished) and finished.args[0].steps == 30
+    assert window.plots.step_loss.buffer.size == 30  # its steps drawn as a local run's
+    window.runs.refresh()
+    qtbot.waitUntil(lambda: window.runs.model.total == 1)  # recorded here once, with its first host
+    assert window.runs.model.rows[0].host == a.address
+    dialog = window.hosts.open_host_set()  # the dialog closed when the run started
+    dialog.python.setText(a.remote_python)
     dialog.hosts.setCurrentText(f"{b.address}, {a.address}")  # the other way round: b holds the rendezvous
     with socket.socket() as taken:  # … on a port something else holds there
         taken.bind(("127.0.0.3", 0))

@@ -2,7 +2,8 @@
 preflight: core/run/hosts/preflight.py). A row a host, a column a check, each cell green or red, with what it found
 and what to do on hover and, for every red cell, under the matrix; the sets checked before are offered again, newest
 first. The check runs in a task slot (a host that does not answer takes up to its bound) while the window stays
-usable. A green set is trained with the command shown, from a terminal (`workbench train --hosts …`)."""
+usable. A green set trains the Setup form's settings (Train on these hosts), or the command shown does from a
+terminal (`workbench train --hosts …`)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ GREEN, RED = QColor("#d9f2d9"), QColor("#f8d7d7")
 
 class HostSetDialog(QDialog):
     checked = Signal(object)  # the Preflight, once shown
+    trainRequested = Signal(object, object, int)  # a green Preflight, its hosts (Remotes), processes a host
 
     def __init__(self, tasks: Tasks, parent: QWidget | None = None):
         super().__init__(parent)
@@ -70,7 +72,14 @@ class HostSetDialog(QDialog):
         self.command.setReadOnly(True)
         self.command.setAccessibleName("The command that trains on these hosts")
         self.command.hide()
+        self.result: tuple[Preflight, list[Remote], int] | None = None  # the last check, when green
+        self._remotes: list[Remote] = []  # the hosts being checked
         buttons = QDialogButtonBox(QDialogButtonBox.Close)
+        self.train_button = buttons.addButton("&Train on these hosts", QDialogButtonBox.AcceptRole)
+        self.train_button.setObjectName("hostSetTrain")
+        self.train_button.setToolTip("Train the Setup form's settings on these hosts, one torchrun each")
+        self.train_button.setEnabled(False)
+        self.train_button.clicked.connect(self._train)
         buttons.rejected.connect(self.reject)
         layout = QVBoxLayout(self)
         layout.addLayout(form)
@@ -92,6 +101,9 @@ class HostSetDialog(QDialog):
             return
         slots, port = [self.processes.value()] * len(specs), self.port.value()
         self.check_button.setEnabled(False)
+        self.train_button.setEnabled(False)
+        self.result = None
+        self._remotes = remotes
         self.command.hide()
         self.status.setText(f"Checking {len(specs)} host(s): login, versions, devices, interface, rendezvous port, "
                             "clock…")
@@ -117,11 +129,17 @@ class HostSetDialog(QDialog):
             self.command.setText(f"workbench train --hosts {','.join(result.hosts)} --nproc-per-node "
                                  f"{self.processes.value()} --rdzv-port {self.port.value()}")
             self.command.show()
+            self.result = (result, self._remotes, self.processes.value())
+            self.train_button.setEnabled(True)
         else:
             self.status.setText(f"{len(result.red)} check(s) failed: nothing was started.\n" + "\n".join(
                 f"✗ {cell.host} · {TITLES[cell.check]}: {cell.detail}" + (f" — {cell.fix}" if cell.fix else "")
                 for cell in result.red))
         self.checked.emit(result)
+
+    def _train(self) -> None:
+        if self.result is not None:
+            self.trainRequested.emit(*self.result)
 
     def _failed(self, error: BaseException) -> None:
         self.check_button.setEnabled(True)

@@ -61,9 +61,11 @@ class Hosts(QObject):
 
     def open_host_set(self) -> HostSetDialog:
         """Kernel → Hosts of a run…: check a set of hosts for a run across them (the preflight matrix)."""
-        self.host_set_dialog = HostSetDialog(self.tasks, self.window)
-        self.host_set_dialog.open()
-        return self.host_set_dialog
+        self.host_set_dialog = dialog = HostSetDialog(self.tasks, self.window)
+        dialog.trainRequested.connect(lambda checked, hosts, slots: self.training.train_across(checked, hosts, slots)
+                                      and dialog.accept())
+        dialog.open()
+        return dialog
 
     def connected(self) -> bool:
         return self.remote is not None

@@ -27,6 +27,8 @@ from PySide6.QtCore import QObject, QTimer, Signal
 
 from ...core.ground.errors import WorkbenchError, first_line
 from ...core.ground.events import Event, RunFailed, RunFinished, Step
+from ...core.run.hosts.across import train_across
+from ...core.run.hosts.preflight import Preflight
 from ...core.run.launch import start_run
 from ...core.run.process import ChildProcess, start_distributed
 from ...core.run.remote.kernels import RemoteRun, RemoteSpare
@@ -147,6 +149,14 @@ class RunControl(QObject):
             failure = RunFailed(kind=exc.kind, message=str(exc), hint=exc.hint)
             return self._submit(None, lambda forward, _stop: _failed(forward, failure))
         return self._submit(process, lambda forward, stop: start_run(request, forward, stop, process=process))
+
+    def start_across(self, request: RunRequest, hosts: list[Remote], checked: Preflight, slots: int) -> bool:
+        """Start a run across `hosts` after their green preflight `checked` (core/run/hosts/across.py: one torchrun
+        a host, the first streaming the events); False while one is alive. Stop stops every rank on every host."""
+        if self.training or self.closing:
+            return False
+        return self._submit(None, lambda forward, stop: train_across(request, hosts, checked, slots, forward, stop,
+                                                                     db=request.db))
 
     def attach(self, key: str, db: str | Path | None = None) -> bool:
         """Follow the host's run `key` as a run of this window: its events from the first (the plots show what

@@ -20,6 +20,8 @@ from ...core.ground.events import Event, RunFailed, RunFinished, RunStarted
 from ...core.ground.progress import Progress, failure_line
 from ...core.ground.results_text import headline
 from ...core.history.naming import run_name
+from ...core.run.hosts.preflight import Preflight
+from ...core.run.remote.ssh import Remote
 from ...core.run.run_request import Launch, RunRequest, new_run_dir
 from ..actions import ActionSpec
 from ..panels.plots.hints import STARTING_HINT
@@ -108,6 +110,24 @@ class Training(QObject):
             return False
         self.started()
         self._begun(request.out_dir, "Starting…")
+        return True
+
+    def train_across(self, checked: Preflight, hosts: list[Remote], slots: int) -> bool:
+        """Start a run of the form's settings across `hosts` (their green preflight `checked`, `slots` processes
+        each: Kernel → Hosts of a run…); each host checks the settings against its devices. False while a run is
+        alive, or the form cannot run."""
+        if self.runner.training:
+            return False
+        try:
+            config = self.setup.config()
+        except WorkbenchError as exc:
+            self.feedback.show("error", f"Cannot start: {form_text(exc)}")
+            return False
+        request = RunRequest(config, out_dir="", db=None if self.db is None else str(self.db))
+        if not self.runner.start_across(request, hosts, checked, slots):
+            return False
+        self.started()
+        self._begun(None, f"Training on {len(hosts)} hosts: {', '.join(map(str, hosts))}…")
         return True
 
     def attach(self, key: str) -> bool:
