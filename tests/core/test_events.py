@@ -77,6 +77,8 @@ SAMPLES = [
         activations=Histogram(lo=-2.0, hi=3.5, counts=(10.0, 0.0))),)),
     Alert(step=8, rule="grad_exploding", severity="warning", title="the gradient norm is 56 at step 8",
           advice="lower the learning rate", panel="setting:lr"),
+    ev.RankTimes(step=40, forward_seconds=(0.0005, 0.031), hosts=("gpu-a", "gpu-b"), between_seconds=(0.002, 0.001),
+                 memory_mib=(700.5, 702.0)),
 ]
 
 

@@ -8,6 +8,8 @@ import json
 import os
 import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -15,7 +17,7 @@ from pathlib import Path
 from workbench.core.ground.events import RunFailed, RunFinished, Step
 from workbench.core.history.runs import RunStore
 
-from ..helpers import descendants, shell
+from ..helpers import descendants
 
 TRAIN = ("--device", "cpu", "--epochs", "1", "--max-steps", "40", "--batch-size", "64", "--hidden-dim", "16",
          "--seed", "3")
@@ -39,13 +41,16 @@ def test_two_hosts_of_one_process_train_as_one_host_of_two(loopback_hosts, tmp_p
     db = tmp_path / "local.sqlite"
     hostfile = tmp_path / "hosts"
     hostfile.write_text(f"{a.address} python={a.remote_python}\n{b.address} python={b.remote_python}\n")
-    across = shell("train", "--hostfile", hostfile, "--rdzv-port", _port(), "--db", db, *TRAIN, cwd=tmp_path,
-                   env_extra=env)
+    # Both at once: most of each is starting interpreters and torch, and the machine has a core for each.
+    across, one = (subprocess.Popen([sys.executable, "-m", "workbench", "train", *map(str, argv), "--db", str(db),
+                                     *TRAIN], cwd=tmp_path, env={**os.environ, **env}, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True)
+                   for argv in (("--hostfile", hostfile, "--rdzv-port", _port()),
+                                ("--host", a.address, "--remote-python", a.remote_python, "--nproc-per-node", "2")))
+    across, one = (subprocess.CompletedProcess(p.args, p.wait(300), *p.communicate()) for p in (across, one))
     assert across.returncode == 0, across.stderr
     assert "rendezvous port" in across.stdout and "✗" not in across.stdout  # the preflight matrix, all green
     assert "finished: 40 steps" in across.stdout and f"the run's files are on {a.address} (node 0)" in across.stdout
-    one = shell("train", "--host", a.address, "--remote-python", a.remote_python, "--nproc-per-node", "2",
-                "--db", db, *TRAIN, cwd=tmp_path, env_extra=env)
     assert one.returncode == 0, one.stderr
     two_hosts, one_host = _metrics(across.stderr, a.address), _metrics(one.stderr, a.address)
     assert abs(two_hosts["val_accuracy"] - one_host["val_accuracy"]) <= 0.01
@@ -97,27 +102,14 @@ def _wait_gone(port: int) -> list[str]:
     return _port_users(port)
 
 
-def test_stop_ends_every_rank_on_every_host(loopback_hosts, monkeypatch, tmp_path):
-    port = _port()
-
-    def stop_at_step_30(event, stop) -> None:
-        if isinstance(event, Step) and event.step == 30:
-            stop.set()
-
-    result = _across(loopback_hosts, monkeypatch, tmp_path, port, stop_at_step_30)
-    assert isinstance(result, RunFinished) and result.stopped, result
-    assert _wait_gone(port) == []  # nothing of the run left on either host
-
-
 def test_a_rank_killed_on_the_second_host_is_named_and_every_rank_ends(loopback_hosts, monkeypatch, tmp_path):
     port = _port()
     killed: list[str] = []
 
     def kill_node_1_at_step_30(event, stop) -> None:
         if isinstance(event, Step) and event.step == 30 and not killed:
-            torchrun = next(pid for pid in filter(str.isdigit, os.listdir("/proc")) if "--node-rank=1" in
-                            Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-                            and f"--master-port={port}" in Path(f"/proc/{pid}/cmdline").read_text(errors="replace"))
+            torchrun = next(pid for pid in filter(str.isdigit, os.listdir("/proc"))
+                            if "--node-rank=1" in _args(pid) and f"--master-port={port}" in _args(pid))
             rank = descendants(int(torchrun))[0]  # its one rank
             killed.append(str(rank))
             os.kill(rank, signal.SIGKILL)
@@ -129,25 +121,30 @@ def test_a_rank_killed_on_the_second_host_is_named_and_every_rank_ends(loopback_
     assert _wait_gone(port) == []
 
 
-def test_the_first_hosts_connection_killed_mid_run_is_reattached_with_every_step_once(loopback_hosts, monkeypatch,
+def test_a_connection_cut_mid_run_is_reattached_and_stop_ends_every_rank_on_every_host(loopback_hosts, monkeypatch,
                                                                                       tmp_path):
     a, _b, _old = loopback_hosts
+    port = _port()
     steps: list[int] = []
     cut: list[int] = []
 
-    def cut_at_step_20(event, stop) -> None:
-        if isinstance(event, Step):
-            steps.append(event.step)
-            if event.step == 20 and not cut:  # the laptop's network drops: the ssh client to the first host dies
-                ssh = next(pid for pid in descendants(os.getpid()) if "remote.host start" in
-                           Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-                           and f"-p {a.port}" in Path(f"/proc/{pid}/cmdline").read_bytes().replace(
-                               b"\0", b" ").decode(errors="replace"))
-                cut.append(ssh)
-                os.kill(ssh, signal.SIGKILL)
-            if event.step == 200:
-                stop.set()
+    def cut_at_step_20_stop_at_100(event, stop) -> None:
+        if not isinstance(event, Step):
+            return
+        steps.append(event.step)
+        if event.step == 20 and not cut:  # the laptop's network drops: the ssh client to the first host dies
+            ssh = next(pid for pid in descendants(os.getpid()) if "remote.host start" in _args(pid)
+                       and f"-p {a.port}" in _args(pid))
+            cut.append(ssh)
+            os.kill(ssh, signal.SIGKILL)
+        if event.step == 100:
+            stop.set()
 
-    result = _across(loopback_hosts, monkeypatch, tmp_path, _port(), cut_at_step_20)
-    assert cut and isinstance(result, RunFinished), result
-    assert steps == list(range(1, len(steps) + 1)) and len(steps) >= 200  # every step once, in order
+    result = _across(loopback_hosts, monkeypatch, tmp_path, port, cut_at_step_20_stop_at_100)
+    assert cut and isinstance(result, RunFinished) and result.stopped, result
+    assert steps == list(range(1, len(steps) + 1)) and len(steps) >= 100  # every step once, in order
+    assert _wait_gone(port) == []  # nothing of the run left on either host
+
+
+def _args(pid) -> str:
+    return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")

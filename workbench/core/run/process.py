@@ -386,7 +386,8 @@ _FAILURE_ENTRY = re.compile(  # one entry of torchrun's failure summary: "rank :
     r"rank\s*:\s*(\d+)\s*\(local_rank[^)]*\)\s*exitcode\s*:\s*(-?\d+)[^\n]*?(?:\((SIG\w+)\))?\s*$", re.MULTILINE)
 _ROOT_CAUSE = "Root Cause (first observed failure)"
 _RANK_SAID = re.compile(r"^rank (\d+) failed \((\w+)\): (.*)$", re.MULTILINE)
-_SYMPTOMS = ("connection reset", "connection closed", "broken pipe", "timed out", "remote worker")
+PEER_GONE = ("connection reset", "connection closed", "broken pipe", "timed out", "remote worker")  # what a rank
+# says when a peer vanished: a symptom of another rank's failure, not a failure of its own
 
 
 def torchrun_culprit(stderr: str) -> tuple[int, str] | None:
@@ -407,7 +408,7 @@ def torchrun_culprit(stderr: str) -> tuple[int, str] | None:
         if code < 0 and signal_name != "SIGTERM" and code != -15:
             return rank, killed(rank, code, signal_name)
     for rank, text in sorted(said.items()):
-        if not any(symptom in text.lower() for symptom in _SYMPTOMS):
+        if not any(symptom in text.lower() for symptom in PEER_GONE):
             return rank, text
     for rank, code, signal_name, root in entries:
         if root:

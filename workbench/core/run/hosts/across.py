@@ -11,6 +11,7 @@ from dataclasses import replace
 from typing import Sequence
 
 from ...ground.events import Emit, Notice, RunFailed, RunFinished
+from ..process import PEER_GONE
 from ..remote.kernels import RemoteRun
 from ..remote.ssh import Remote
 from ..run_request import Launch, RunRequest
@@ -33,14 +34,15 @@ def train_across(request: RunRequest, hosts: Sequence[Remote], checked: Prefligh
                                                master_addr=address, master_port=int(port),
                                                interface=checked.interfaces[rank]))
                 for rank in range(len(hosts))]
-    failures: list[tuple[Remote, RunFailed]] = []
+    failures: list[tuple[Remote, RunFailed]] = []  # the other nodes that failed, in the order they did
 
     def node(rank: int) -> None:
         result = RemoteRun(hosts[rank], db=db).run(requests[rank], lambda event: None, stop)
-        if isinstance(result, RunFailed) and not stop.is_set():
+        if isinstance(result, RunFailed) and result.kind != "detached":
             failures.append((hosts[rank], result))
-            emit(Notice("error", f"node {rank} on {hosts[rank]} failed: {result.message}; stopping every node"))
-            stop.set()
+            if not stop.is_set():
+                emit(Notice("error", f"node {rank} on {hosts[rank]} failed: {result.message}; stopping every node"))
+                stop.set()
 
     others = [threading.Thread(target=node, args=(rank,), name=f"workbench-node-{rank}", daemon=True)
               for rank in range(1, len(hosts))]
@@ -51,12 +53,18 @@ def train_across(request: RunRequest, hosts: Sequence[Remote], checked: Prefligh
             emit(event)
 
     result = RemoteRun(hosts[0], db=db).run(requests[0], forward, stop)
-    if isinstance(result, RunFailed) and not failures:
+    if isinstance(result, RunFailed):
         stop.set()  # the first node failed: the others end too
     for thread in others:
         thread.join(NODE_END_S)
-    if isinstance(result, RunFailed) and failures:  # the node that failed first is the culprit, not its symptom here
-        host, failed = failures[0]
+    if isinstance(result, RunFailed) and failures and _symptom(result):
+        host, failed = failures[0]  # the first node only saw a peer vanish: the node that failed is the culprit
         result = replace(failed, message=f"{host}: {failed.message}")
     emit(result)
     return result
+
+
+def _symptom(failure: RunFailed) -> bool:
+    """A failure that is what every rank sees when a peer on another node goes (its connection closed or reset),
+    rather than a failure of its own."""
+    return any(symptom in failure.message.lower() for symptom in PEER_GONE)

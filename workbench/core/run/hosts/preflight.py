@@ -2,7 +2,8 @@
 what to do when it fails. Nothing is launched until every cell is green.
 
 The checks, host by host (each host answers over its own SSH session, the hosts at once):
-- SSH login: the host answers as Workbench (`Remote.hello`: a login, a banner, a missing Workbench are told apart);
+- SSH login: the host answers its facts as Workbench; when it does not, the first contact's own checks
+  (`Remote.hello`: a login, a banner, a missing Workbench) say which step failed;
 - versions: Python, Workbench and torch as installed there, the same on every host (and the protocol this
   computer speaks); a mismatch names both versions;
 - devices: what its processes train on, enough GPUs for its processes (one each), or the CPU with Gloo;
@@ -74,16 +75,22 @@ def preflight(hosts: Sequence[Remote], port: int, *, slots: Sequence[int], devic
     skews: dict[str, float] = {}
 
     def ask(host: Remote, toward: str) -> None:
+        """One session for a healthy host (its facts); the first contact's own checks say what failed otherwise."""
         name = str(host)
         try:
-            hello = host.hello(ANSWER_S)
             started = time.time()
             answer = _ask(host, "facts", toward)
-            facts[name] = HostFacts.from_dict(answer)
-            skews[name] = facts[name].time - (started + time.time()) / 2
-            cells[name, "login"] = Cell(name, "login", True, f"Workbench {hello.workbench} on {hello.hostname}")
-        except (RemoteError, ValueError) as exc:
-            cells[name, "login"] = Cell(name, "login", False, str(exc), getattr(exc, "hint", ""))
+            facts[name] = fact = HostFacts.from_dict(answer)
+            skews[name] = fact.time - (started + time.time()) / 2
+            cells[name, "login"] = Cell(name, "login", True, f"Workbench {fact.workbench} on {fact.hostname}")
+        except (RemoteError, ValueError) as failed:
+            error: Exception = failed
+            try:
+                host.hello(ANSWER_S)  # login, banner, Workbench there, its protocol: which step failed
+            except RemoteError as why:
+                error = why
+            cells[name, "login"] = Cell(name, "login", False, str(error), getattr(error, "hint", "") or
+                                        "install the same Workbench there as here (it answers the preflight)")
 
     ask(hosts[0], "self")  # first: the others are asked about their route to where it was reached
     first = facts.get(names[0])
