@@ -401,9 +401,12 @@ def test_a_finished_run_is_listed_and_attached_again_with_every_event(remote, tm
         assert len(store.list()) == 1  # attaching again replaced this side's record, not doubled it
 
 
-def test_attaching_again_reads_only_what_this_computers_record_has_not(remote, tmp_path, ssh_server):
+def test_attaching_again_reads_only_what_this_computers_record_has_not_unless_it_is_not_the_hosts_log(
+        remote, tmp_path, ssh_server):
     """Left mid-run, then attached again: the run so far comes from this computer's history, only the events after
-    its record over the wire, into the same record (a cursor, not a replay of the whole log)."""
+    its record over the wire, into the same record (a cursor, not a replay of the whole log). A record whose events
+    are not the host's log up to there (it left some out, or holds others) is not resumed: attaching again replays
+    the whole log into a record of its own, each event once."""
     db = str(tmp_path / "local.sqlite")
     run = RemoteRun(remote, db=db)
 
@@ -422,34 +425,23 @@ def test_attaching_again_reads_only_what_this_computers_record_has_not(remote, t
     result = follower.attach(run.started.key, again.append, threading.Event())
     assert isinstance(result, RunFinished), result
     log = ssh_server.host_data / "remote-runs" / run.started.key / "events.jsonl"
-    lines = log.read_text().splitlines()
-    assert [to_dict(e) for e in again] == [json.loads(line) for line in lines]  # every event once, in order
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [to_dict(e) for e in again] == lines  # every event once, in order
     assert follower.resumed_from == kept and follower.received == len(lines)  # only the rest came by the wire
     with RunStore(db) as store:
         [same] = store.list()
         assert same.id == record.id and same.status == "finished"
-        assert [to_dict(e) for e in store.get(same.id, with_events=True).events] == [json.loads(x) for x in lines]
-
-
-def test_a_record_that_is_not_the_hosts_log_is_written_afresh_when_attaching_again(remote, tmp_path, ssh_server):
-    """A record whose events are not the host's log up to there (it left some out, or holds others) is not
-    resumed: attaching again replays the whole log into a record of its own, each event once."""
-    db = str(tmp_path / "local.sqlite")
-    run = RemoteRun(remote, db=db)
-    run.run(request(tmp_path), lambda event: None, threading.Event())
-    with RunStore(db) as store:  # its last event (the run's end) is another one here: as many events, not the same
-        [record] = store.list()
-        last = store.last_seq(record.id)
-        store.db.execute("DELETE FROM events WHERE run_id = ? AND seq = ?", (record.id, last))
-        store.append_events(record.id, last, [Notice("info", "only here")])
-    again: list = []
-    follower = RemoteRun(remote, db=db)
-    assert isinstance(follower.attach(run.started.key, again.append, threading.Event()), RunFinished)
-    lines = (ssh_server.host_data / "remote-runs" / run.started.key / "events.jsonl").read_text().splitlines()
-    assert follower.resumed_from == 0 and [to_dict(e) for e in again] == [json.loads(line) for line in lines]
+        assert [to_dict(e) for e in store.get(same.id, with_events=True).events] == lines
+        last = store.last_seq(same.id)  # its last event (the run's end) is another one here: as many, not the same
+        store.db.execute("DELETE FROM events WHERE run_id = ? AND seq = ?", (same.id, last))
+        store.append_events(same.id, last, [Notice("info", "only here")])
+    again = []
+    afresh = RemoteRun(remote, db=db)
+    assert isinstance(afresh.attach(run.started.key, again.append, threading.Event()), RunFinished)
+    assert afresh.resumed_from == 0 and [to_dict(e) for e in again] == lines
     with RunStore(db) as store:
-        [same] = store.list()
-        assert [to_dict(e) for e in store.get(same.id, with_events=True).events] == [json.loads(x) for x in lines]
+        [written] = store.list()
+        assert [to_dict(e) for e in store.get(written.id, with_events=True).events] == lines
 
 
 def test_attaching_to_a_run_the_host_does_not_have_is_a_clear_failure(remote, tmp_path):
