@@ -1,6 +1,7 @@
 """`workbench train --hosts`: one torchrun per host over SSH (core/run/hosts/across.py), on "hosts" that are OpenSSH
 servers on 127.0.0.2 and 127.0.0.3, training on the CPU with Gloo. Two hosts of one process each train as one host of
-two processes does, and their ranks keep identical weights; the run is recorded here once, with its first host."""
+two processes does, and their ranks keep identical weights; the run is recorded here once, with its first host; a
+rank planted to be slow is named, with its host, as the straggler."""
 
 from __future__ import annotations
 
@@ -19,8 +20,18 @@ from workbench.core.history.runs import RunStore
 
 from ..helpers import descendants
 
-TRAIN = ("--device", "cpu", "--epochs", "1", "--max-steps", "40", "--batch-size", "64", "--hidden-dim", "16",
+TRAIN = ("--device", "cpu", "--epochs", "1", "--max-steps", "60", "--batch-size", "64", "--hidden-dim", "16",
          "--seed", "3")
+SLOW_RANK_MODEL = '''
+import os, time
+from workbench.core.domain.model import SandwichNet
+
+class SlowOnRankOne(SandwichNet):
+    def forward(self, x):
+        if os.environ.get("RANK") == "1":
+            time.sleep(0.03)  # a rank on a busy machine: the math is the same, only later
+        return super().forward(x)
+'''
 
 
 def _port() -> int:
@@ -35,22 +46,29 @@ def _metrics(out: str, host_address: str) -> dict:
     return json.loads((Path(folder) / "metrics.json").read_text())["metrics"]
 
 
-def test_two_hosts_of_one_process_train_as_one_host_of_two(loopback_hosts, tmp_path):
+def test_two_hosts_of_one_process_train_as_one_host_of_two_and_name_the_straggler(loopback_hosts, tmp_path):
+    from workbench.core.ground.straggler import WINDOW, WINDOWS
+
     a, b, _old = loopback_hosts
     env = {"WORKBENCH_SSH": a.ssh_command}
     db = tmp_path / "local.sqlite"
+    model = tmp_path / "slow.py"
+    model.write_text(SLOW_RANK_MODEL)
     hostfile = tmp_path / "hosts"
     hostfile.write_text(f"{a.address} python={a.remote_python}\n{b.address} python={b.remote_python}\n")
     # Both at once: most of each is starting interpreters and torch, and the machine has a core for each.
     across, one = (subprocess.Popen([sys.executable, "-m", "workbench", "train", *map(str, argv), "--db", str(db),
-                                     *TRAIN], cwd=tmp_path, env={**os.environ, **env}, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, text=True)
+                                     *TRAIN, "--model", f"{model}:SlowOnRankOne"], cwd=tmp_path,
+                                    env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True)
                    for argv in (("--hostfile", hostfile, "--rdzv-port", _port()),
                                 ("--host", a.address, "--remote-python", a.remote_python, "--nproc-per-node", "2")))
     across, one = (subprocess.CompletedProcess(p.args, p.wait(300), *p.communicate()) for p in (across, one))
     assert across.returncode == 0, across.stderr
     assert "rendezvous port" in across.stdout and "✗" not in across.stdout  # the preflight matrix, all green
-    assert "finished: 40 steps" in across.stdout and f"the run's files are on {a.address} (node 0)" in across.stdout
+    assert "finished: 60 steps" in across.stdout and f"the run's files are on {a.address} (node 0)" in across.stdout
+    named = f"): rank 1 on {socket.gethostname()} is a straggler"  # the hosts' own name for themselves
+    assert f"alert (warning, step {WINDOW * WINDOWS}{named}" in across.stderr  # as soon as the rule can
     assert one.returncode == 0, one.stderr
     two_hosts, one_host = _metrics(across.stderr, a.address), _metrics(one.stderr, a.address)
     assert abs(two_hosts["val_accuracy"] - one_host["val_accuracy"]) <= 0.01
@@ -59,7 +77,11 @@ def test_two_hosts_of_one_process_train_as_one_host_of_two(loopback_hosts, tmp_p
              for line in (run / "events.jsonl").read_text().splitlines()]
     assert nodes[-1]["type"] == "RunFinished" and nodes[-1]["metrics"]["node_exit_code"] == 0  # node 1 on host b
     with RunStore(db) as store:
-        assert [(r.host, r.status) for r in store.list()] == [(a.address, "finished")] * 2
+        records = store.list()
+        assert [(r.host, r.status) for r in records] == [(a.address, "finished")] * 2
+    shown = subprocess.run([sys.executable, "-m", "workbench", "runs", "--db", str(db), "show", str(records[0].id)],
+                           capture_output=True, text=True, env={**os.environ, **env}, cwd=tmp_path)  # either run
+    assert f"ranks:       0 on {socket.gethostname()} (" in shown.stdout and "straggler" in shown.stdout
 
 
 def _port_users(port: int) -> list[str]:

@@ -24,7 +24,7 @@ from workbench.core.run.process import TORCHRUN_TEMP_ENV
 from workbench.core.run.run_request import Launch, LaunchError, check_launch
 from workbench.core.history.runs import RunStore
 
-from ..helpers import TrainStarter, descendants, marked_processes, shell, wait_for_epoch
+from ..helpers import TrainStarter, descendants, marked_processes, wait_for_epoch
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="reads /proc to find leftover processes")
 BAD_RANK_MODEL = '''
@@ -129,41 +129,6 @@ def test_a_rank_that_raises_is_named_with_its_message(tmp_path, start_train):
     assert proc.returncode == 3, err
     assert "rank 1 of 2 failed" in err and "planted failure on rank 1" in err
     assert marked_processes(mark) == []
-
-
-SLOW_RANK_MODEL = '''
-import os, time
-from workbench.core.domain.model import SandwichNet
-
-class SlowOnRankOne(SandwichNet):
-    def forward(self, x):
-        if os.environ.get("RANK") == "1":
-            time.sleep(0.03)  # a rank on a busy machine
-        return super().forward(x)
-'''
-
-
-def test_a_planted_straggler_is_named_with_its_rank_and_host(tmp_path, start_train):
-    from workbench.core.ground.straggler import WINDOW, WINDOWS
-
-    model = tmp_path / "slow.py"
-    model.write_text(SLOW_RANK_MODEL)
-    proc, mark = start_train("--epochs", "1", "--max-steps", "80", "--nproc-per-node", "2", "--model",
-                             f"{model}:SlowOnRankOne", "--out", str(tmp_path / "run"))
-    out, err = proc.communicate(timeout=300)
-    assert proc.returncode == 0, err
-    events = [json.loads(line) for line in (tmp_path / "run" / "events.jsonl").read_text().splitlines()]
-    [alert] = [e for e in events if e["type"] == "Alert" and e["rule"] == "straggler"]
-    assert alert["title"].startswith(f"rank 1 on {socket.gethostname()} is a straggler")
-    assert alert["step"] <= WINDOW * (WINDOWS + 1)  # named within a bounded number of steps
-    assert f"alert (warning, step {alert['step']}): rank 1 on" in err  # and in train's output
-    times = [e for e in events if e["type"] == "RankTimes"]
-    assert times and all(len(e["forward_seconds"]) == 2 and e["forward_seconds"][1] > 0.03 > e["forward_seconds"][0]
-                         for e in times)
-    assert all(len(e["between_seconds"]) == 2 and all(m > 100 for m in e["memory_mib"]) for e in times)
-    assert marked_processes(mark) == []
-    shown = shell("runs", "--db", tmp_path / "runs.sqlite", "show", "1", cwd=tmp_path)
-    assert f"ranks:       0 on {socket.gethostname()} (" in shown.stdout and "straggler" in shown.stdout
 
 
 def test_a_port_in_use_is_refused_before_anything_starts(tmp_path, start_train):
