@@ -23,6 +23,8 @@ def test_noise_is_not_a_straggler():
     assert not _run(spike, 10 * WINDOW, lambda step: [0.010, 0.5 if step % WINDOW == 3 else 0.010])
     close = StragglerWatch(["a", "b"])  # twice as slow, but by less than the gap: too small to matter
     assert not _run(close, 10 * WINDOW, lambda step: [GAP_S / 4, GAP_S / 2])
+    bit = StragglerWatch(["a", "b"])  # slower by more than the gap, but not 1.5×: not the one all wait for
+    assert not _run(bit, 10 * WINDOW, lambda step: [0.100, 0.120])
     together = StragglerWatch(["a", "b", "c"])  # every rank slow at once is the run, not a rank
     assert not _run(together, 10 * WINDOW, lambda step: [0.05] * 3 if step > WINDOW else [0.01] * 3)
     once = StragglerWatch(["a", "b"])  # slow in one window only

@@ -29,6 +29,7 @@ def migrate_settings(settings: QSettings) -> None:
 
 RECENT_HOSTS = "recent_hosts"  # an array of (host, python), most recent first: Kernel → Connect to…'s choices
 MAX_RECENT_HOSTS = 10
+RECENT_HOST_SETS = "recent_host_sets"  # the sets of hosts checked before, most recent first: Kernel → Hosts of a run…
 
 
 def recent_hosts(settings: QSettings) -> list[tuple[str, str]]:
@@ -56,4 +57,18 @@ def remember_host(settings: QSettings, host: str, python: str) -> None:
         settings.setValue("host", name)
         settings.setValue("python", remote_python)
     settings.endArray()
+    settings.sync()
+
+
+def recent_host_sets(settings: QSettings) -> list[str]:
+    """The sets of hosts checked before for a run across them ("gpu-a, gpu-b"), most recent first."""
+    return [str(text) for text in settings.value(RECENT_HOST_SETS, []) or [] if str(text).strip()]
+
+
+def remember_host_set(settings: QSettings, text: str) -> None:
+    """`text` becomes the most recent set (once: an earlier entry of it goes)."""
+    if written_by_newer(settings):
+        return
+    sets = [text] + [entry for entry in recent_host_sets(settings) if entry != text]
+    settings.setValue(RECENT_HOST_SETS, sets[:MAX_RECENT_HOSTS])
     settings.sync()

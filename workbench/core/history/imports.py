@@ -56,7 +56,6 @@ class Point:
 class LogImportError(WorkbenchError):
     """A log that cannot be imported: the message names the folder and why."""
 
-
     kind = "input"
 
 

@@ -426,12 +426,18 @@ class RunStore:
             raise self.database_error(exc) from None
         with self._readable(run_id):
             record = record_of_row(row)
-            events = [(seq, from_dict(json.loads(line))) for seq, line in lines]
             if with_events and steps and kinds is None and self.has_blocks:
-                block = self.step_block(run_id)
-                events = list(heapq.merge(events, zip(block.seq.tolist(), block.steps()), key=lambda pair: pair[0]))
-            record.events = [event for _seq, event in events]
+                record.events = [event for _seq, event in self._with_steps(run_id, lines)]
+            else:
+                record.events = [from_dict(json.loads(line)) for _seq, line in lines]
         return record
+
+    def _with_steps(self, run_id: int, lines: list, after_seq: int = -1) -> list[tuple[int, Event]]:
+        """Event rows (seq, JSON) and the run's steps after `after_seq` (from its columns), as (seq, event) in the
+        order they were recorded."""
+        events = [(seq, from_dict(json.loads(line))) for seq, line in lines]
+        block = self.step_block(run_id, after_seq)
+        return list(heapq.merge(events, zip(block.seq.tolist(), block.steps()), key=lambda pair: pair[0]))
 
     def get_with_columns(self, run_id: int) -> RunRecord:
         """The run's row and events, its steps as columns (`step_columns`) rather than an event each: what a report
@@ -449,9 +455,7 @@ class RunStore:
         except sqlite3.DatabaseError as exc:
             raise self.database_error(exc) from None
         with self._readable(run_id):
-            events = [(seq, from_dict(json.loads(line))) for seq, line in lines]
-            block = self.step_block(run_id, after_seq)
-            return list(heapq.merge(events, zip(block.seq.tolist(), block.steps()), key=lambda pair: pair[0]))
+            return self._with_steps(run_id, lines, after_seq)
 
     def last_seq(self, run_id: int) -> int:
         """Where the run's recorded stream is: its last event's seq (-1: none yet), the cursor `events_after` takes."""

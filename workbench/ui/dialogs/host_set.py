@@ -16,12 +16,10 @@ from ...core.ground.errors import WorkbenchError, with_hint
 from ...core.run.hosts.host_set import parse_hosts
 from ...core.run.hosts.preflight import CHECKS, TITLES, Preflight, preflight
 from ...core.run.remote.ssh import Remote
-from ..settings import open_settings
+from ..settings import open_settings, recent_host_sets, remember_host_set
 from ..support.tasks import Tasks
 
 CHECK_SLOT = "checking a set of hosts"
-RECENT_SETS = "recentHostSets"  # QSettings: the sets checked before, newest first
-MAX_RECENT_SETS = 8
 GREEN, RED = QColor("#d9f2d9"), QColor("#f8d7d7")
 
 
@@ -40,7 +38,7 @@ class HostSetDialog(QDialog):
         self.hosts.setAccessibleName("Hosts")
         self.hosts.setEditable(True)
         self.hosts.setInsertPolicy(QComboBox.NoInsert)
-        self.hosts.addItems([str(text) for text in open_settings().value(RECENT_SETS, []) or []])
+        self.hosts.addItems(recent_host_sets(open_settings()))
         self.hosts.lineEdit().setPlaceholderText("gpu-a, gpu-b, … (the first holds the rendezvous)")
         self.hosts.setMinimumWidth(420)
         self.python = QLineEdit("python3")
@@ -108,7 +106,7 @@ class HostSetDialog(QDialog):
         self.status.setText(f"Checking {len(specs)} host(s): login, versions, devices, interface, rendezvous port, "
                             "clock…")
         self.tasks.submit(CHECK_SLOT, lambda: preflight(remotes, port, slots=slots), self._show, self._failed)
-        self._remember(", ".join(spec.address for spec in specs))
+        remember_host_set(open_settings(), ", ".join(spec.address for spec in specs))
 
     def _show(self, result: Preflight) -> None:
         self.check_button.setEnabled(True)
@@ -144,9 +142,3 @@ class HostSetDialog(QDialog):
     def _failed(self, error: BaseException) -> None:
         self.check_button.setEnabled(True)
         self.status.setText(f"Could not check the hosts: {with_hint(error)}")
-
-    def _remember(self, text: str) -> None:
-        settings = open_settings()
-        sets = [text] + [str(s) for s in settings.value(RECENT_SETS, []) or [] if str(s) != text]
-        settings.setValue(RECENT_SETS, sets[:MAX_RECENT_SETS])
-        settings.sync()
