@@ -64,6 +64,7 @@ class HostSetDialog(QDialog):
         self.matrix.setAccessibleName("Preflight: a row a host, a column a check")
         self.matrix.setHorizontalHeaderLabels([TITLES[check] for check in CHECKS])
         self.matrix.setEditTriggers(QTableWidget.NoEditTriggers)
+        self.matrix.resizeColumnsToContents()  # each check's whole name before any result
         self.status = QLabel("Name the hosts, then Check: nothing starts until every cell is green.")
         self.status.setWordWrap(True)
         self.command = QLineEdit()
@@ -92,7 +93,7 @@ class HostSetDialog(QDialog):
         """Preflight the hosts typed, off the GUI thread; a list that names no host is said at once."""
         text = self.hosts.currentText()
         try:
-            specs = parse_hosts(text)
+            specs = parse_hosts(text, "the Hosts field")
             remotes = [Remote.parse(spec.address, self.python.text().strip() or "python3") for spec in specs]
         except WorkbenchError as exc:
             self.status.setText(with_hint(exc))

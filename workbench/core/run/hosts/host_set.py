@@ -25,11 +25,12 @@ class HostSpec(Record):
     python: str | None = None  # its Python that has Workbench (None: --remote-python)
 
 
-def parse_hosts(text: str) -> tuple[HostSpec, ...]:
-    """`a,b,c` (spaces allowed): each a host once, in order; the first is where the rendezvous is."""
-    specs = tuple(HostSpec(_address(word.strip(), f"'{word.strip()}' in --hosts")) for word in text.split(",")
+def parse_hosts(text: str, source: str = "--hosts") -> tuple[HostSpec, ...]:
+    """`a,b,c` (spaces allowed): each a host once, in order; the first is where the rendezvous is. `source`: what
+    the user typed it into, as errors name it (the flag, a field of the window)."""
+    specs = tuple(HostSpec(_address(word.strip(), f"'{word.strip()}' in {source}")) for word in text.split(",")
                   if word.strip())
-    return _checked(specs, "--hosts")
+    return _checked(specs, source)
 
 
 def read_hostfile(path: str | Path) -> tuple[HostSpec, ...]:
@@ -74,7 +75,7 @@ def _checked(specs: tuple[HostSpec, ...], source: str) -> tuple[HostSpec, ...]:
     seen: set[str] = set()
     for spec in specs:
         if spec.address in seen:
-            raise HostSetError(f"{spec.address} is named twice in {source}", "name each host once (slots=N for "
-                                                                            "several processes on it)")
+            raise HostSetError(f"{spec.address} is named twice in {source}",
+                               "name each host once: its processes are a number of their own")
         seen.add(spec.address)
     return specs
