@@ -411,6 +411,10 @@ class RunStore:
         """The run's row; `with_events`: with its events, in the order recorded (`steps`=False: all but its steps,
         which `step_block` reads as columns: what curves need, without an event a step; `kinds`: only events of
         these types, and no steps)."""
+        with self.snapshot():  # its rows and its step blocks as of one moment: a writer may commit in between
+            return self._get(run_id, with_events, steps, kinds)
+
+    def _get(self, run_id: int, with_events: bool, steps: bool, kinds: tuple[type, ...] | None) -> RunRecord:
         try:
             row = self.db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
             if row is None:
@@ -475,7 +479,10 @@ class RunStore:
     @contextmanager
     def snapshot(self):
         """Reads in one snapshot of the history (a read transaction, WAL): a batch another process commits meanwhile
-        is seen whole by the next snapshot, never half by this one."""
+        is seen whole by the next snapshot, never half by this one. Inside one already, it is that one."""
+        if self.db.in_transaction:
+            yield self
+            return
         self.db.execute("BEGIN")
         try:
             yield self
