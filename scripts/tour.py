@@ -33,6 +33,8 @@ Inside the network: model (the Model dock mid-run, on resources/examples/planted
 layers (the same run's layer table), alert (a run of resources/examples/planted_exploding_lr.json, failed: the
 alerts' markers on the loss plot and their lines in the Log), alert_dead and alert_vanishing (one epoch of
 resources/examples/planted_dead_relu.py and planted_vanishing.py: their alerts the same way).
+A hang: stacks (a 2-process run whose rank 1 blocks before a collective at step 25: the Ranks tab's notice after
+3 s without a step, then Collect stacks; the dialog is OUT, the window beside it OUT's name with "-window").
 The window opens at the size it picks for the screen (fit to the available area), with settings and history in a
 temporary folder, so nothing of the user's is read or changed.
 """
@@ -44,6 +46,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 TEMP = Path(tempfile.mkdtemp(prefix="workbench-tour-"))
 os.environ["WORKBENCH_CONFIG_DIR"] = str(TEMP / "config")
@@ -61,7 +64,7 @@ SHOTS = ("readme", "training", "compiling", "reason", "explain", "evaluate", "da
          "whatif", "system", "profile", "profile_timeline", "profile_memory", "amp", "export", "export_aoti",
          "lr_finder", "batch_finder", "sweep", "runs", "connect", "remote", "host_runs", "reattached", "manage",
          "seed_band", "compare", "imported", "diff", "numerics", "numerics_bf16", "numerics_drift", "code", "stages",
-         "model", "layers", "alert", "alert_dead", "alert_vanishing")
+         "model", "layers", "alert", "alert_dead", "alert_vanishing", "stacks")
 # the planted examples whose alerts a shot shows (alert: the exploding learning rate, a JSON config)
 ALERT_SHOTS = {"alert": None, "alert_dead": ("planted_dead_relu.py", "PlantedDeadReluNet"),
                "alert_vanishing": ("planted_vanishing.py", "PlantedVanishingNet")}
@@ -202,6 +205,56 @@ def when_connected(window, start) -> None:
         QTimer.singleShot(300, start)
     else:
         QTimer.singleShot(100, lambda: when_connected(window, start))
+
+
+HANG_MODEL = '''
+import os, time
+from pathlib import Path
+from workbench.core.domain.model import SandwichNet
+
+class HangOnRankOne(SandwichNet):
+    calls = 0
+
+    def forward(self, x):
+        self.calls += self.training  # training steps only
+        if os.environ.get("RANK") == "1" and self.training and self.calls == 25:
+            wait_for_release()
+        return super().forward(x)
+
+def wait_for_release():  # a rank stuck before a collective: the others wait in it
+    while not Path(__file__).with_name("release").exists():
+        time.sleep(0.05)
+'''
+
+
+def shoot_stacks(window: MainWindow, out: Path, done: list[bool]) -> Callable[[], None]:
+    """A 2-process run stuck on rank 1: the window with the Ranks tab's notice, then the stacks dialog."""
+    model = TEMP / "hang.py"
+    model.write_text(HANG_MODEL)
+    window.setup.set_config(TrainConfig(model=f"{model}:HangOnRankOne", epochs=1, max_steps=60, hidden_dim=64))
+    window.setup.processes_spin.setValue(2)
+    window.stacks.watch.after_s = 3
+    window.plots.machine_tabs.setCurrentWidget(window.plots.ranks)
+
+    def dialog_shown() -> None:
+        if window.stacks.dialog is None:
+            QTimer.singleShot(200, dialog_shown)
+            return
+        window.stacks.dialog.grab().save(str(out))
+        done.append(True)
+        (TEMP / "release").touch()
+        window.training.runFinished.connect(lambda _result: (window.runner.shutdown(), window.close()))
+
+    def hung() -> None:
+        if window.plots.ranks.collect.isHidden():
+            QTimer.singleShot(200, hung)
+            return
+        window.plots.machine_tabs.setCurrentWidget(window.plots.ranks)
+        window.grab().save(str(out.with_name(out.stem + "-window.png")))
+        window.plots.ranks.collect.click()
+        dialog_shown()
+
+    return lambda: (window.training.train(), hung())
 
 
 def main() -> int:
@@ -507,6 +560,8 @@ def main() -> int:
         window.setup.set_config(config)
         window.training.runFinished.connect(lambda _result: grab(600))
         when_ready(window.training.train)
+    elif args.shot == "stacks":
+        when_ready(shoot_stacks(window, args.out, done))
     elif args.shot == "dataset":
         window.data_insight.datasetPreviewed.connect(lambda _answer: grab())
         when_ready(window.docks["dataset"].raise_)

@@ -6,6 +6,7 @@ rank planted to be slow is named, with its host, as the straggler."""
 from __future__ import annotations
 
 import json
+import re
 import os
 import signal
 import socket
@@ -31,6 +32,26 @@ class SlowOnRankOne(SandwichNet):
         if os.environ.get("RANK") == "1":
             time.sleep(0.03)  # a rank on a busy machine: the math is the same, only later
         return super().forward(x)
+'''
+
+
+HANG_MODEL = '''
+import os, time
+from pathlib import Path
+from workbench.core.domain.model import SandwichNet
+
+class HangOnRankOne(SandwichNet):
+    calls = 0
+
+    def forward(self, x):
+        self.calls += self.training  # training steps only
+        if os.environ.get("RANK") == "1" and self.training and self.calls == 25:  # steps have come
+            wait_for_release()
+        return super().forward(x)
+
+def wait_for_release():  # a rank stuck before a collective: the others wait in it
+    while not Path(__file__).with_name("release").exists():
+        time.sleep(0.05)
 '''
 
 
@@ -101,7 +122,7 @@ def _across(loopback_hosts, monkeypatch, tmp_path, port: int, on_event):
     """A run across hosts a and b through the core API (the CLI's path without its terminal), every event handed
     to `on_event(event, stop)`."""
     from workbench.core.ground.config import TrainConfig
-    from workbench.core.run.hosts.across import train_across
+    from workbench.core.run.hosts.across import AcrossRun
     from workbench.core.run.hosts.preflight import preflight
     from workbench.core.run.remote.ssh import Remote
     from workbench.core.run.run_request import RunRequest
@@ -113,8 +134,8 @@ def _across(loopback_hosts, monkeypatch, tmp_path, port: int, on_event):
     assert checked.ok
     stop = threading.Event()
     request = RunRequest(TrainConfig(device="cpu", epochs=50, hidden_dim=16), out_dir="")
-    return train_across(request, hosts, checked, 1, lambda event: on_event(event, stop), stop,
-                        db=str(tmp_path / "local.sqlite"))
+    return AcrossRun(hosts, checked, 1, db=str(tmp_path / "local.sqlite")).run(
+        request, lambda event: on_event(event, stop), stop)
 
 
 def _wait_gone(port: int) -> list[str]:
@@ -170,3 +191,38 @@ def test_a_connection_cut_mid_run_is_reattached_and_stop_ends_every_rank_on_ever
 
 def _args(pid) -> str:
     return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+
+
+def test_a_rank_stuck_before_a_collective_is_found_by_its_stack_beside_every_other_ranks(loopback_hosts, tmp_path):
+    """`train --hosts`: no step for --hang-after seconds, and every rank's stack on every host is printed side by
+    side, naming the stuck rank, where it parts from the others and that it has not reached their collective; let
+    go, the run finishes."""
+    a, b, _old = loopback_hosts
+    model = tmp_path / "hang.py"
+    model.write_text(HANG_MODEL)
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text(f"{a.address} python={a.remote_python}\n{b.address} python={b.remote_python}\n")
+    train = subprocess.Popen([sys.executable, "-m", "workbench", "train", "--hostfile", str(hostfile), "--rdzv-port",
+                              str(_port()), "--hang-after", "2", "--db", str(tmp_path / "local.sqlite"), *TRAIN[:4],
+                              "--max-steps", "40", *TRAIN[6:], "--model", f"{model}:HangOnRankOne"], cwd=tmp_path,
+                             env={**os.environ, "WORKBENCH_SSH": a.ssh_command}, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    release = threading.Timer(120, (tmp_path / "release").touch)  # whatever happens, the rank is let go then
+    release.start()
+    said = []
+    for line in train.stderr:  # as train prints it: the report comes while the rank is stuck
+        said.append(line)
+        if "is the first that differs" in line:
+            break
+    (tmp_path / "release").touch()
+    rest, out = train.stderr.read(), train.stdout.read()  # (the report's rest may be in the reader's buffer)
+    train.wait(300)
+    release.cancel()
+    report = "".join(said) + rest
+    assert train.returncode == 0 and "finished: 40 steps" in out, report
+    assert re.search(r"no step for [2-9] s: collecting every rank's stack", report), report
+    summary = said[-1]
+    assert summary.startswith(f"rank 1 on {b.address} is the first that differs: it is in wait_for_release "
+                              "(hang.py:17)"), report
+    assert "has not reached it" in summary
+    assert f"rank 0@{a.address}" in report and "last collectives (Flight Recorder)" in report

@@ -17,8 +17,11 @@ def positive_int(text: str) -> int:
     return value
 
 
+
 def add_train_options(parser: argparse.ArgumentParser) -> None:
     """What `train` and `profile` both take: the settings, the output folder, the history and the processes."""
+    from ..core.ground.hang import HANG_AFTER_S
+
     add_config_options(parser)
     parser.add_argument("--out", default=None, help="output folder (default: a new folder of its own under "
                                                      "~/.local/share/workbench/runs; every run gets one)")
@@ -29,6 +32,9 @@ def add_train_options(parser: argparse.ArgumentParser) -> None:
     ddp.add_argument("--node-rank", type=int, default=0, help="this machine's index, 0 … nnodes-1")
     ddp.add_argument("--master-addr", default="127.0.0.1", help="address of node 0 (multi-node runs)")
     ddp.add_argument("--master-port", type=int, default=None, help="a free port on node 0, 1 … 65535 (default: picked)")
+    ddp.add_argument("--hang-after", type=float, default=HANG_AFTER_S, metavar="SECONDS",
+                     help="no step for this long: print every rank's stack, side by side (default "
+                          f"{HANG_AFTER_S:.0f}; 0: never)")
     add_remote_options(parser)
     add_hosts_options(parser, required=False)
 

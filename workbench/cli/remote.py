@@ -74,7 +74,8 @@ def cmd_preflight(args: argparse.Namespace) -> int:
 
 def train_across_hosts(args: argparse.Namespace, config) -> int:
     """`train --hosts`: the preflight, then one torchrun per host (core/run/hosts/across.py), followed here."""
-    from ..core.run.hosts.across import train_across
+    from ..core.run.hosts.across import AcrossRun
+    from .hang import HangReport
 
     remotes, slots, checked = _preflight(args, config.device if config.device in ("cpu", "cuda") else "auto")
     if checked is None:
@@ -86,7 +87,9 @@ def train_across_hosts(args: argparse.Namespace, config) -> int:
     bar, stop = ProgressBar(sys.stderr), threading.Event()
     previous = signal.signal(signal.SIGINT, lambda *_: stop.set())  # Ctrl+C: every node stops after its step
     try:
-        result = train_across(request, remotes, checked, slots, bar.update, stop, db=args.db)
+        across = AcrossRun(remotes, checked, slots, db=args.db)
+        with HangReport(across.collect_stacks, args.hang_after, bar.update) as watched:
+            result = across.run(request, watched, stop)
     finally:
         signal.signal(signal.SIGINT, previous)
     bar.close()

@@ -146,7 +146,15 @@ def _train(args: argparse.Namespace, config) -> int:
     # (torchrun) ends at once on the first stop before its first step: the parent terminates them.
     untrained = (lambda: bar.progress.step == 0) if launch.where == "here" else None
     with interrupt_sets(stop, untrained) as interrupts:
-        result = start_run(request, bar.update, stop)
+        if launch.distributed and launch.node_rank == 0:  # several processes here: a hang is reported with stacks
+            from ..core.run.process import start_distributed
+            from .hang import HangReport
+
+            process = start_distributed(request)
+            with HangReport(process.collect_stacks, args.hang_after, bar.update) as watched:
+                result = start_run(request, watched, stop, process=process)
+        else:
+            result = start_run(request, bar.update, stop)
     bar.close()
     if launch.node_rank != 0:
         code = result.results.node_exit_code if isinstance(result, RunFinished) else None

@@ -27,13 +27,21 @@ from typing import Callable
 
 from ..ground.errors import WorkbenchError, first_line
 from ..ground.signals import RunSignals
+from . import stacks_answer
 from ..run.protocol import (ADDRESS_ENV, PROTOCOL_VERSION, REQUEST_ENV, RUN_JOB_ID, SERVICE_OF_JOB, TOKEN_ENV, Cancel,
                             Job, JobError, Lines, NeedsConsent, Profile, event_line, read_control, send, send_line)
 from ..run.run_request import RunRequest
 
+# The parent gone, a run stops after its step and writes its files; a kernel still here this long after is stuck
+# (a rank blocked before a collective, the others waiting in it: no step ends) and exits, so that nothing of a run
+# outlives everyone (torchrun then ends the other ranks). Longer than any step, evaluation or checkpoint here.
+ORPHAN_EXIT_S = 300.0
+EXIT_ORPHANED = 3
+
 
 def kernel_main() -> int:
     rank = int(os.environ.get("RANK", "0"))
+    stacks_answer.arm()  # a rank of several: it answers for its stack from now on, however stuck it gets
     conn = None
     if rank == 0:  # the parent talks to rank 0 only
         host, port = os.environ[ADDRESS_ENV].rsplit(":", 1)
@@ -134,6 +142,13 @@ def _exit(conn: socket.socket | None) -> int:
     return 0
 
 
+def _abandon() -> None:
+    """No parent, and stuck: end without waiting for the stuck thread (no exit handler could run past it)."""
+    print(f"workbench: the parent went away {ORPHAN_EXIT_S:.0f} s ago and this kernel did not stop: exiting",
+          file=sys.stderr, flush=True)
+    os._exit(EXIT_ORPHANED)
+
+
 class _Inbox:
     """The one reader of the parent's messages. Jobs queue for the main thread, which does one at a time; a control
     message acts at once on the job in progress: a Cancel of job N sets its stop flag (a cancel for a job that has
@@ -174,6 +189,9 @@ class _Inbox:
                     if self._current is not None:
                         self._current[1].set()
                 self._jobs.put(None)
+                orphaned = threading.Timer(ORPHAN_EXIT_S, _abandon)
+                orphaned.daemon = True
+                orphaned.start()
                 return
             if not isinstance(message, dict):
                 continue

@@ -28,9 +28,11 @@ from typing import Callable, Sequence
 from ..ground.errors import WorkbenchError
 from ..ground.events import Event, Notice, RunFailed, RunFinished, Step, from_dict, is_terminal
 from ..ground.results import RunResults
-from . import forkserver
+from ..ground.stacks import RankStack
+from . import forkserver, stacks
 from .protocol import ADDRESS_ENV, REQUEST_ENV, RUN_JOB_ID, TOKEN_ENV, Cancel, Job, Lines, Profile, send
 from .run_request import Launch, RunRequest
+from .stacks import STACKS_DIR_ENV
 
 CONNECT_TIMEOUT_S = 120.0  # a cold start imports torch; a loaded machine can take a while
 STOP_GRACE_S = 60.0  # after asking to stop: time to finish the current step (a compile can take this long)
@@ -65,13 +67,16 @@ class ChildProcess:
         self.ranks = ranks  # > 1: torchrun and its ranks; a failure is explained from torchrun's summary
         self.token = self.new_token()
         self.temp_dir: str | None = None
+        self.stacks_dir: str | None = None  # torchrun's ranks answer for their stacks there (run/stacks.py)
         self.requests: queue.SimpleQueue[Profile] = queue.SimpleQueue()  # control messages for `run` to send
         with ExitStack() as opened:  # a failure on the way closes what was opened before it
             try:
                 if own_temp_dir:
                     self.temp_dir = tempfile.mkdtemp(prefix="workbench-torchrun-")
                     opened.callback(shutil.rmtree, self.temp_dir, ignore_errors=True)
-                    env = {**(env or {}), TORCHRUN_TEMP_ENV: self.temp_dir}
+                    # the ranks' stacks are asked for there, unless the run has a folder for them (on a host)
+                    self.stacks_dir = os.environ.get(STACKS_DIR_ENV) or os.path.join(self.temp_dir, "stacks")
+                    env = {**(env or {}), TORCHRUN_TEMP_ENV: self.temp_dir, STACKS_DIR_ENV: self.stacks_dir}
                 self.listener = opened.enter_context(socket.create_server(("127.0.0.1", 0)))
                 host, port = self.listener.getsockname()[:2]
                 self.stderr = opened.enter_context(tempfile.TemporaryFile())
@@ -316,6 +321,10 @@ class ChildProcess:
             send(self.conn, message)
         except OSError:
             pass  # already gone: the read loop reports how it ended
+
+    def collect_stacks(self) -> list[RankStack]:
+        """Every rank's stack and last collectives (run/stacks.py); none for a single kernel."""
+        return stacks.collect(self.stacks_dir) if self.stacks_dir else []
 
     def terminate(self) -> None:
         """SIGTERM the child's process group (torchrun and its ranks too), then SIGKILL what is left. Never raises:

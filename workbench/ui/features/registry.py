@@ -23,6 +23,7 @@ from .parts import WindowParts
 from .recorded_runs import RecordedRuns
 from .search import Search
 from .settings_files import SettingsFiles
+from .stacks import Stacks
 from .training import Training
 
 
@@ -42,6 +43,7 @@ FEATURES = (
     FeatureEntry("training", lambda parts, built: Training(parts, built.checkpoints,
                                                             started=lambda: save_window(parts.window))),
     FeatureEntry("hosts", lambda parts, built: Hosts(parts, built.training, sweeping=lambda: built.search.sweeping)),
+    FeatureEntry("stacks", lambda parts, built: Stacks(parts, built.training)),
     FeatureEntry("recorded_runs", lambda parts, built: RecordedRuns(parts, built.checkpoints)),
     FeatureEntry("settings_files", lambda parts, built: SettingsFiles(parts)),
     FeatureEntry("alerts", lambda parts, built: Alerts(parts, built.training,

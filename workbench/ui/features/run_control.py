@@ -26,8 +26,9 @@ from typing import Callable
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from ...core.ground.errors import WorkbenchError, first_line
+from ...core.ground.stacks import RankStack
 from ...core.ground.events import Event, RunFailed, RunFinished, Step
-from ...core.run.hosts.across import train_across
+from ...core.run.hosts.across import AcrossRun
 from ...core.run.hosts.preflight import Preflight
 from ...core.run.launch import start_run
 from ...core.run.process import ChildProcess, start_distributed
@@ -37,29 +38,46 @@ from ...core.run.remote.ssh import Remote
 from ..support.tasks import Tasks
 
 FORWARD_INTERVAL = 1 / 30  # seconds between batches of events sent to the GUI
+HELD_STEPS_S = 0.25  # steps the throttle held back are sent after this long without another event
 SLOT = "run"
 SPARE_SLOT = "starting a run kernel on the host"
 
 
 class EventForwarder:
-    """Collects events on the run's thread; hands them to `send` in batches, throttled to FORWARD_INTERVAL."""
+    """Collects events on the run's thread; hands them to `send` in batches, throttled to FORWARD_INTERVAL. Steps
+    held back by the throttle are sent by a ticker thread too, so that a run that goes silent (a hang, a long
+    evaluation) still shows its last steps. Batches go out under one lock, in order."""
 
     def __init__(self, send):
         self.send = send
         self.pending: list[Event] = []
         self.last_sent = 0.0
+        self.lock = threading.Lock()
+        self.closed = threading.Event()
+        threading.Thread(target=self._tick, name="workbench-forward", daemon=True).start()
 
     def __call__(self, event: Event) -> None:
-        self.pending.append(event)
+        with self.lock:
+            self.pending.append(event)
         now = time.monotonic()
         if not isinstance(event, Step) or now - self.last_sent >= FORWARD_INTERVAL:
             self.flush(now)
 
     def flush(self, now: float | None = None) -> None:
-        if self.pending:
-            batch, self.pending = self.pending, []
-            self.last_sent = time.monotonic() if now is None else now
-            self.send(batch)
+        with self.lock:
+            if self.pending:
+                batch, self.pending = self.pending, []
+                self.last_sent = time.monotonic() if now is None else now
+                self.send(batch)
+
+    def close(self) -> None:
+        """The run is over: what is left goes out, and the ticker ends."""
+        self.closed.set()
+        self.flush()
+
+    def _tick(self) -> None:
+        while not self.closed.wait(HELD_STEPS_S):
+            self.flush()
 
 
 class RunControl(QObject):
@@ -155,8 +173,8 @@ class RunControl(QObject):
         a host, the first streaming the events); False while one is alive. Stop stops every rank on every host."""
         if self.training or self.closing:
             return False
-        return self._submit(None, lambda forward, stop: train_across(request, hosts, checked, slots, forward, stop,
-                                                                     db=request.db))
+        across = AcrossRun(hosts, checked, slots, db=request.db)
+        return self._submit(across, lambda forward, stop: across.run(request, forward, stop))
 
     def attach(self, key: str, db: str | Path | None = None) -> bool:
         """Follow the host's run `key` as a run of this window: its events from the first (the plots show what
@@ -175,7 +193,7 @@ class RunControl(QObject):
         process, self.spare = (self.spare or ChildProcess()), None
         return process
 
-    def _submit(self, process: ChildProcess | RemoteRun | None,
+    def _submit(self, process: ChildProcess | RemoteRun | AcrossRun | None,
                 job: Callable[[EventForwarder, threading.Event], RunFinished | RunFailed]) -> bool:
         """`job(forward, stop)` in the run slot: its events forwarded to the GUI thread, and whatever happens,
         a terminal event last."""
@@ -191,7 +209,7 @@ class RunControl(QObject):
                 forward(result)
                 return result
             finally:
-                forward.flush()
+                forward.close()
 
         self.process, self.stop_flag = process, stop
         self.run_remote = process.remote if isinstance(process, RemoteRun) else None
@@ -212,6 +230,17 @@ class RunControl(QObject):
         """A run is training in one process: it can be asked for a profile (several processes plan their steps
         together, and only rank 0 hears the window)."""
         return self.training and self.process is not None and self.process.ranks == 1
+
+    @property
+    def stackable(self) -> bool:
+        """A run of several processes is training: its ranks can be asked for their stacks."""
+        return self.training and self.process is not None and self.process.ranks > 1
+
+    def collect_stacks(self) -> list[RankStack]:
+        """Every rank's stack and last collectives (off the GUI thread: it may ask hosts over SSH); none when no
+        run of several processes trains."""
+        process = self.process
+        return process.collect_stacks() if process is not None and process.ranks > 1 else []
 
     def request_profile(self, steps: int) -> bool:
         """Ask the training kernel to profile its next `steps` steps; False when no run can be asked."""

@@ -18,6 +18,7 @@ session; the kernels behind it are reached as they are locally, on a token-check
     receive                a file from the caller (a line {"name", "size"}, then its bytes) into a transfer folder
                            of its own; answers the path it was written to
     staging                a new empty folder for a job's output (answers its path)
+    stacks KEY             every rank of run KEY on this host: its stack and last collectives (run/stacks.py)
 
 A detached run is a supervisor process (`supervise KEY`, its own session) driving a run kernel as the CLI does. Its
 folder under the data folder's `remote-runs/` holds the request, the event log (one JSON line per event, appended
@@ -54,12 +55,14 @@ from ...ground.events import RunFailed, from_dict, is_terminal, to_json
 from ..protocol import PROTOCOL_VERSION, RUN_JOB_ID, Cancel, Profile, event_line, read_control
 from .wire import Hello, HostPath, RunInfo, RunStart, SpareRun
 from ..run_request import RunRequest, new_run_dir
+from ..stacks import STACKS_DIR_ENV, RankStacks, collect
 
 LOST_GRACE_S = 2.0  # a supervisor that looks gone: how long its log may still grow before the run is called lost
 POLL_S = 0.05  # how often an attach looks for new events, and a supervisor for control lines
 LOG = "events.jsonl"
 CONTROL = "control.jsonl"
 REQUEST = "request.json"
+STACKS = "stacks"  # the ranks' question FIFOs and answers (run/stacks.py)
 ALIVE = "alive.lock"  # locked by the folder's supervisor while it runs
 # A spare's folder holds SPARE (its holder's pid) until one side renames it, atomically, and so owns what comes next:
 # `start` to CLAIMED (the spare trains its request), the holder or the supervisor to ABANDONED (it ends unused).
@@ -272,6 +275,7 @@ def supervise(key: str, announce: int | None = None) -> int:
             shutil.rmtree(folder.path, ignore_errors=True)
             return 0
     request = folder.request()
+    os.environ[STACKS_DIR_ENV] = str(folder.path / STACKS)  # where this host's ranks answer `stacks`
     stop = threading.Event()
     with open(folder.log, "a", encoding="utf-8") as log:
         def emit(event) -> None:
@@ -549,6 +553,10 @@ def main(argv: list[str]) -> int:
         if command == "staging":
             write_line(out, HostPath(staging_folder()).to_dict())
             return 0
+        if command == "stacks":  # every rank of the run on this host: its stack and last collectives
+            folder = RunFolder(Path(args[0]).name)
+            write_line(out, RankStacks(tuple(collect(folder.path / STACKS))).to_dict())
+            return 0
         if command == "supervise":
             return supervise(args[0], int(args[1]) if len(args) > 1 else None)
         if command in ("facts", "listen", "reach"):  # the preflight of a run across hosts (probe.py)
@@ -564,7 +572,7 @@ def main(argv: list[str]) -> int:
     except BrokenPipeError:  # the caller went away: the run (if any) goes on under its supervisor
         return 0
     print(f"unknown command {command!r}: one of hello, kernel, spare, start, attach, runs, fetch, receive, "
-          "staging, supervise, facts, listen, reach", file=sys.stderr)
+          "staging, supervise, stacks, facts, listen, reach", file=sys.stderr)
     return 2
 
 

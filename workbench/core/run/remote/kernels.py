@@ -20,6 +20,7 @@ import tarfile
 import tempfile
 import threading
 import time
+import dataclasses
 from pathlib import Path
 from typing import Callable
 
@@ -27,12 +28,14 @@ from ...ground.atomic import commit, temp_beside
 from ...ground.events import Event, Notice, RunFailed, RunStarted, from_dict, is_terminal, to_dict
 from ...ground.codec import R
 from ...ground.errors import first_line
+from ...ground.stacks import RankStack
 from ...history.recording import RunRecorder
 from ...history.runs import RunStore, RunStoreError
 from ..process import ChildError, ChildProcess
 from ..protocol import RUN_JOB_ID, Cancel, Lines, Profile
 from .wire import HostPath, RunInfo, RunStart, SpareRun
 from ..run_request import RunRequest
+from ..stacks import RankStacks
 from .ssh import INSTALL_HINT, Remote, RemoteError, Session
 
 RECONNECT_S = 120.0  # how long a dropped run is re-attached for before this side gives up (the run goes on there)
@@ -96,6 +99,15 @@ class RemoteRun:
         """Ask the run to profile its next `steps` steps, sent at the next poll of `run`'s thread."""
         self.requests.put(Profile(steps))
 
+    def collect_stacks(self) -> list[RankStack]:
+        """Every rank of the run on the host: its stack and last collectives, named by this host's address (none
+        before the host has started the run). Its own SSH session: the run's may be the one that is stuck."""
+        if self.started is None:
+            return []
+        stacks = _answer(RankStacks, _ask(self.remote, "stacks", self.started.key, when="asking for stacks"),
+                         f"{self.remote} did not send its ranks' stacks").stacks
+        return [dataclasses.replace(stack, host=str(self.remote)) for stack in stacks]
+
     def detach(self) -> None:
         """Leave the run training on the host and stop following it (the window closes, leaving it running)."""
         self._detached.set()
@@ -110,6 +122,7 @@ class RemoteRun:
     def run(self, request: RunRequest, emit: Callable[[Event], None], stop: threading.Event) -> Event:
         """Start the request on the host (in the spare's kernel, if given) and follow it to its end."""
         spare, self.spare = self.spare, None
+        self.ranks = request.launch.world_size  # torchrun's ranks there answer `stacks` too
         try:
             session = self._session_to("start", *([spare.key] if spare else []), emit=emit,
                                        first_line=request.to_json())

@@ -105,6 +105,7 @@ class PlotsPanel(ComparedRuns, TextAlternatives, QWidget):
         self.ranks = RankTable()  # a run of several processes only (ranks.py)
         self.machine_tabs.addTab(self.ranks, "Ranks")
         self.machine_tabs.setTabVisible(2, False)
+        self.ranks.hangShown.connect(self.show_ranks)
         self.machine_tabs.setTabToolTip(1, "CPU use of the training process and of the machine, GPU utilisation "
                                            "(NVIDIA, through NVML), sampled twice a second")
         grid = QGridLayout()  # two by two: on a 1366×768 screen four stacked plots would be slivers
@@ -175,6 +176,11 @@ class PlotsPanel(ComparedRuns, TextAlternatives, QWidget):
         self._watch_zoom()
 
     # -- events -------------------------------------------------------------------------------------------------
+    def show_ranks(self) -> None:
+        """The Ranks tab, in front: what it says (a hang) is for now."""
+        self.machine_tabs.setTabVisible(2, True)
+        self.machine_tabs.setCurrentWidget(self.ranks)
+
     def reset(self, hint: str = EMPTY_HINT) -> None:
         """Empty, as before any run; `hint` in the loss plot says why (a run deleted, a run starting)."""
         for series in self._own_series():

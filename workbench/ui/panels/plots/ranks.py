@@ -1,12 +1,14 @@
 """The Ranks tab beside Memory and System: a run of several processes, rank by rank (RankTimes, about once a
 second): where each rank runs, its forward time and how it compares with the other ranks', and a badge naming the
-straggler once the rule has named one (its Alert: ground/straggler.py). A run of one process has no such tab."""
+straggler once the rule has named one (its Alert: ground/straggler.py), and when the run stops stepping
+(ground/hang.py), a *Collect stacks* button. A run of one process has no such tab."""
 
 from __future__ import annotations
 
 import statistics
 
-from PySide6.QtWidgets import QLabel, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
 
 from ....core.ground.alerts import Alert
 from ....core.ground.events import RankTimes
@@ -15,9 +17,24 @@ COLUMNS = ("rank", "host", "forward", "× the others", "between steps", "memory"
 
 
 class RankTable(QWidget):
+    collectRequested = Signal()  # Collect stacks, pressed
+    hangShown = Signal()  # the run stopped stepping: the tab is to be seen
+
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self.setObjectName("rankTable")
+        self.hang = QLabel("")
+        self.hang.setObjectName("hangNotice")
+        self.hang.setWordWrap(True)
+        self.hang.setStyleSheet("color: #b00020; font-weight: bold")
+        self.collect = QPushButton("Collect stacks")
+        self.collect.setObjectName("collectStacksButton")
+        self.collect.setToolTip("Every rank's Python stack and last collectives, side by side, with the first rank "
+                                "that differs (Kernel → Collect stacks)")
+        self.collect.clicked.connect(self.collectRequested)
+        hang_row = QHBoxLayout()
+        hang_row.addWidget(self.hang, 1)
+        hang_row.addWidget(self.collect)
         self.badge = QLabel("")
         self.badge.setObjectName("stragglerBadge")
         self.badge.setWordWrap(True)
@@ -36,6 +53,7 @@ class RankTable(QWidget):
                                                       "the CPU")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
+        layout.addLayout(hang_row)
         layout.addWidget(self.badge)
         layout.addWidget(self.table, 1)
         self.straggler: int | None = None
@@ -46,6 +64,19 @@ class RankTable(QWidget):
         self.straggler = None
         self.badge.setText("No straggler: each rank's forward is within the rule's bounds of the others'.")
         self.badge.setStyleSheet("")
+        self.stepping()
+
+    def hung(self, seconds: float) -> None:
+        """No step for `seconds`: say so, and offer the ranks' stacks."""
+        self.hang.setText(f"No step for {seconds:.0f} s: a rank may be stuck, and the others waiting for it.")
+        self.hang.show()
+        self.collect.show()
+        self.hangShown.emit()
+
+    def stepping(self) -> None:
+        """Steps come (again), or the run ended: nothing to say about a hang."""
+        self.hang.hide()
+        self.collect.hide()
 
     def add(self, times: RankTimes) -> None:
         """Each rank's latest figures."""
