@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 from typing import Callable
 
 from ..core.ground.events import Emit, Event
@@ -41,9 +42,11 @@ class HangReport:
             if silent is None:
                 continue
             print(f"\nno step for {silent:.0f} s: collecting every rank's stack …", file=self.stream, flush=True)
+            asked = time.monotonic()
             try:
                 view = StacksView.of(self.collect())
             except Exception as exc:  # the watch must not end the run it watches
                 print(f"could not collect the stacks: {exc}", file=self.stream, flush=True)
                 continue
+            print(f"{len(view.stacks)} rank(s) answered in {time.monotonic() - asked:.1f} s", file=self.stream)
             print("\n".join([view.summary(), *side_by_side(view)]), file=self.stream, flush=True)
