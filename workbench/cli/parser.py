@@ -14,6 +14,7 @@ from .models import cmd_evaluate, cmd_explain, cmd_export, cmd_predict
 from .numerics import cmd_numerics
 from .options import (add_config_options, add_db_option, add_hosts_options, add_remote_options, add_train_options,
                       positive_int)
+from .queue import add_queue_parser
 from .remote import cmd_attach, cmd_preflight
 from .search import cmd_batch_find, cmd_lr_find, cmd_sweep
 from .train import PROFILE_STEPS, cmd_profile, cmd_train
@@ -177,6 +178,8 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--trust-model-code", action="store_true",
                         help="import the checkpoint's model file (a checkpoint of your own network names one)")
     export.set_defaults(handler=cmd_export)
+
+    add_queue_parser(sub)
 
     runs = sub.add_parser("runs", help="the run history: list, show, name, tag, archive, remove or export runs")
     add_db_option(runs)

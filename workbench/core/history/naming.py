@@ -30,12 +30,13 @@ def model_name(spec: str) -> str:
 
 def run_label(run_id: int, config: dict, keys: list[str]) -> str:
     """'#3 inductor · bf16' or '#4 lr=0.01': the run's name and the settings that differ between compared runs."""
-    parts = [_setting(k, config.get(k)) for k in (keys or ["backend", "amp"])]
+    parts = [setting_text(k, config.get(k)) for k in (keys or ["backend", "amp"])]
     label = f"{run_name(run_id)} " + " · ".join(parts)
     return label if len(label) <= LABEL_MAX else label[:LABEL_MAX - 1] + "…"
 
 
-def _setting(key: str, value) -> str:
+def setting_text(key: str, value) -> str:
+    """"inductor" or "lr=0.01": one setting as a label shows it."""
     if key == "model" and isinstance(value, str) and ":" in value:
         value = model_name(value)
     return str(value) if key in SELF_EXPLAINING else f"{key}={value}"

@@ -1,0 +1,166 @@
+"""The queue of runs (history/queue.py, run/queue_worker.py, `workbench queue`): its order and changes, two runners
+racing for one history that never start one entry twice, a runner killed mid-run (and one of an earlier boot) whose
+entry becomes interrupted and is retried, and a worker that trains the entries in order, a bad one failing alone and
+a running one cancelled."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+
+from workbench.core.ground.config import TrainConfig
+from workbench.core.ground.events import Step
+from workbench.core.history.queue import (CANCELLED, FAILED, FINISHED, INTERRUPTED, QUEUED, RUNNING, QueueError,
+                                          RunQueue, this_runner)
+from workbench.core.history.runs import RunStore
+
+TINY = TrainConfig(device="cpu", epochs=1, max_steps=20, hidden_dim=16)
+
+
+def test_entries_keep_their_order_move_cancel_retry_and_pause(tmp_path):
+    with RunQueue(tmp_path / "h.sqlite") as queue:
+        first, second, third = (queue.add(TINY.replace(lr=lr)) for lr in (0.1, 0.01, 0.001))
+        queue.move(third, 0)
+        assert [entry.id for entry in queue.entries()] == [third, first, second]
+        assert queue.entry(third).title == "cpu · epochs=1 · hidden_dim=16 · lr=0.001 · max_steps=20"
+        queue.move(third, 5)  # past the end: last
+        assert [entry.id for entry in queue.entries()] == [first, second, third]
+        assert queue.cancel(second) == CANCELLED
+        with pytest.raises(QueueError, match="only a queued entry moves"):
+            queue.move(second, 0)
+        queue.pause()
+        assert queue.paused and queue.claim() is None  # paused: nothing starts
+        queue.pause(False)
+        claimed = queue.claim()
+        assert claimed.id == first and claimed.state == RUNNING and claimed.runner == this_runner()
+        with pytest.raises(QueueError, match="is running") as refused:
+            queue.remove(first)
+        assert refused.value.hint == f"cancel it first: workbench queue cancel {first}"
+        assert queue.cancel(first) == RUNNING and queue.cancel_asked(first)  # its runner stops it
+        with pytest.raises(QueueError, match="only a failed, cancelled or interrupted entry is retried"):
+            queue.retry(first)
+        queue.retry(second)
+        assert queue.claim().id == second  # queued again, at its place: before the third
+        queue.remove(third)
+        assert [entry.id for entry in queue.entries()] == [first, second]
+
+
+CLAIMER = textwrap.dedent("""
+    import sys
+    from workbench.core.history.queue import RunQueue
+    claimed = []
+    with RunQueue(sys.argv[1]) as queue:
+        print("ready", flush=True)
+        sys.stdin.readline()  # both start claiming at once
+        while (entry := queue.claim()) is not None:
+            claimed.append(entry.id)
+    print(" ".join(map(str, claimed)))
+""")
+
+
+def test_two_runners_racing_for_one_history_never_claim_the_same_entry(tmp_path):
+    db = tmp_path / "h.sqlite"
+    with RunQueue(db) as queue:
+        ids = {queue.add(TINY) for _ in range(60)}
+    runners = [subprocess.Popen([sys.executable, "-c", CLAIMER, str(db)], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    assert all(runner.stdout.readline().strip() == "ready" for runner in runners)
+    for runner in runners:
+        runner.stdin.write("go\n")
+        runner.stdin.flush()
+    claimed = [set(map(int, runner.communicate(timeout=120)[0].split())) for runner in runners]
+    assert claimed[0].isdisjoint(claimed[1]) and claimed[0] | claimed[1] == ids
+
+
+def test_an_entry_whose_runner_is_gone_or_of_an_earlier_boot_is_interrupted_and_retried(tmp_path):
+    with RunQueue(tmp_path / "h.sqlite") as queue:
+        dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                              text=True).stdout.strip()
+        machine, boot, _pid = this_runner().rsplit(":", 2)
+        killed = queue.add(TINY)
+        queue.claim(runner=f"{machine}:{boot}:{dead}")  # its process has ended
+        rebooted = queue.add(TINY)
+        queue.claim(runner=f"{machine}:earlier0:{os.getpid()}")  # a live pid, but of another boot
+        elsewhere = queue.add(TINY)
+        queue.claim(runner=f"other-machine:{boot}:1")  # another machine's runner: only it can tell
+        states = {entry.id: entry.state for entry in queue.entries()}  # reading recovers
+        assert states == {killed: INTERRUPTED, rebooted: INTERRUPTED, elsewhere: RUNNING}
+        assert "its runner stopped while it trained" in queue.entry(killed).error
+        queue.retry(killed)
+        assert queue.entry(killed).state == QUEUED and queue.entry(killed).error == ""
+
+
+def test_the_worker_trains_in_order_a_bad_entry_fails_alone_and_a_cancelled_one_stops(tmp_path, monkeypatch):
+    from workbench.core.run.queue_worker import work
+
+    monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "data"))  # the place locks
+    db = str(tmp_path / "h.sqlite")
+    with RunQueue(db) as queue:
+        long = queue.add(TINY.replace(max_steps=100_000, epochs=50), label="long: cancelled at its first step")
+        gone = queue.add(TINY.replace(model=str(tmp_path / "gone.py:Net")), label="its model file is gone")
+        good = queue.add(TINY.replace(seed=3))
+    cancelled = []
+
+    def cancel_long(event) -> None:
+        if isinstance(event, Step) and not cancelled:
+            cancelled.append(event.step)
+            with RunQueue(db) as other:  # as another window or `workbench queue cancel` would
+                other.cancel(long)
+
+    said = []
+    done = work(db, threading.Event(), cuda_devices=0, runs_dir=tmp_path / "runs", say=said.append,
+                emit=cancel_long)
+    assert [(entry.id, state) for entry, state in done.ended] == [(long, CANCELLED), (gone, FAILED),
+                                                                   (good, FINISHED)]
+    with RunQueue(db) as queue:
+        entries = {entry.id: entry for entry in queue.entries()}
+    assert "does not exist" in entries[gone].error
+    assert entries[good].best_val_accuracy is not None and entries[good].run_id is not None
+    with RunStore(db) as store:
+        assert store.get(entries[good].run_id).status == "finished"
+        assert store.get(entries[long].run_id).status == "stopped"
+    assert done.summary().startswith("the queue is done: 1 finished, 1 failed, 1 cancelled; best val accuracy")
+    assert said[0].startswith(f"entry {long} (long: cancelled at its first step) starts on this computer")
+
+
+def test_a_runner_killed_mid_run_leaves_its_entry_interrupted_and_its_run_ends_too(tmp_path):
+    db = str(tmp_path / "h.sqlite")
+    env = {**os.environ, "WORKBENCH_DATA_DIR": str(tmp_path / "data")}
+    with RunQueue(db) as queue:
+        entry = queue.add(TINY.replace(max_steps=100_000, epochs=50))
+    runner = subprocess.Popen([sys.executable, "-m", "workbench", "queue", "--db", db, "work"], env=env,
+                              stdout=subprocess.PIPE, text=True, start_new_session=True)
+    assert runner.stdout.readline().startswith(f"entry {entry} ")  # it starts
+    with RunQueue(db) as queue:
+        deadline = time.monotonic() + 120
+        while not _has_a_step(db) and time.monotonic() < deadline:  # training: its run has steps recorded
+            time.sleep(0.2)
+        os.killpg(runner.pid, signal.SIGKILL)  # the runner and its kernel: a crash, a power cut
+        runner.wait()
+        assert queue.entry(entry).state == RUNNING  # as the runner left it
+        assert [e.state for e in queue.entries()] == [INTERRUPTED]  # seen gone
+        assert socket.gethostname() in queue.entry(entry).runner
+    deadline = time.monotonic() + 120  # its kernel, left without a parent, stops after its step and says so
+    while _statuses(db) == ["running"] and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _statuses(db) in (["stopped"], ["interrupted"])  # its checkpoint kept, or its record marked
+
+
+def _statuses(db: str) -> list[str]:
+    with RunStore(db) as store:  # opening recovers the runs whose process is gone
+        return [run.status for run in store.list()]
+
+
+def _has_a_step(db: str) -> bool:
+    """A block of its steps is recorded (read as the Runs dock reads a run being recorded)."""
+    with sqlite3.connect(db) as history:
+        return history.execute("SELECT COUNT(*) FROM step_blocks").fetchone()[0] > 0

@@ -1,0 +1,127 @@
+"""`workbench queue …`: line runs up (here or on a host) and let them train without a window (history/queue.py,
+run/queue_worker.py). Everything but `work` reads and writes the history only: no PyTorch is loaded."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+import time
+
+from ..core.history.queue import RUNNING, QueueEntry, RunQueue
+from .common import EXIT_INTERRUPTED
+from .options import config_from_args
+
+
+def cmd_queue_ls(args: argparse.Namespace) -> int:
+    with RunQueue(args.db) as queue:
+        entries, paused = queue.entries(), queue.paused
+    if not entries:
+        print("the queue is empty: workbench queue add [train options] lines a run up")
+        return 0
+    print(f"{'id':>4}  {'state':<11} {'where':<24} {'run':>5}  {'best acc':>8}  what")
+    for entry in entries:
+        print(_line(entry))
+    waiting = sum(1 for entry in entries if entry.state == "queued")
+    print(f"{waiting} queued" + (" · PAUSED: nothing starts until workbench queue resume" if paused else ""))
+    return 0
+
+
+def _line(entry: QueueEntry) -> str:
+    best = f"{entry.best_val_accuracy:.2%}" if entry.best_val_accuracy is not None else "—"
+    run = str(entry.run_id) if entry.run_id is not None else "—"
+    state = entry.state + ("*" if entry.state == RUNNING and entry.cancel else "")
+    why = f"  ({entry.error})" if entry.error else ""
+    return f"{entry.id:>4}  {state:<11} {entry.where[:24]:<24} {run:>5}  {best:>8}  {entry.title}{why}"
+
+
+def cmd_queue_add(args: argparse.Namespace) -> int:
+    config = config_from_args(args)
+    with RunQueue(args.db) as queue:
+        entry_id = queue.add(config, place=args.host or "", label=args.label or "")
+        entry = queue.entry(entry_id)
+    print(f"queued entry {entry_id} on {entry.where}: {entry.title}")
+    return 0
+
+
+def cmd_queue_change(args: argparse.Namespace) -> int:
+    """rm, move, cancel, retry: one entry each."""
+    with RunQueue(args.db) as queue:
+        if args.queue_command == "rm":
+            queue.remove(args.entry)
+            print(f"removed entry {args.entry}")
+        elif args.queue_command == "move":
+            queue.move(args.entry, args.position - 1)
+            print(f"entry {args.entry} is now queued at {args.position}")
+        elif args.queue_command == "cancel":
+            state = queue.cancel(args.entry)
+            print(f"entry {args.entry}: " + ("its runner stops it after its step" if state == RUNNING else state))
+        else:
+            queue.retry(args.entry)
+            print(f"entry {args.entry} is queued again")
+    return 0
+
+
+def cmd_queue_pause(args: argparse.Namespace) -> int:
+    with RunQueue(args.db) as queue:
+        queue.pause(args.paused)
+    print("the queue is paused: no entry starts (a running one goes on)" if args.paused else "the queue goes on")
+    return 0
+
+
+def cmd_queue_work(args: argparse.Namespace) -> int:
+    """Train the queue's entries of this computer (or --host's) until none is left (--wait: until Ctrl+C)."""
+    from ..core.domain.devices import cuda_device_count
+    from ..core.run.queue_worker import work
+
+    stop = threading.Event()
+    stopped = []
+
+    def ctrl_c(*_):
+        stopped.append(True)
+        stop.set()
+
+    previous = {sig: signal.signal(sig, ctrl_c) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        started = time.monotonic()
+        done = work(args.db, stop, cuda_devices=cuda_device_count(), place=args.host or "", wait=args.wait,
+                    say=lambda line: print(line, flush=True))
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    print(f"{done.summary()} ({time.monotonic() - started:.0f} s)", file=sys.stdout)
+    return EXIT_INTERRUPTED if stopped else 0
+
+
+def add_queue_parser(sub) -> None:
+    """`queue` and its actions (ls when none is given)."""
+    from .options import add_config_options, add_db_option
+
+    queue = sub.add_parser("queue", help="line runs up, here or on a host, and train them without a window: ls, "
+                                         "add, rm, move, cancel, retry, pause, resume, work")
+    add_db_option(queue)
+    queue.set_defaults(handler=cmd_queue_ls)
+    actions = queue.add_subparsers(dest="queue_command", metavar="ACTION")
+    actions.add_parser("ls", help="the entries, in order, with their state").set_defaults(handler=cmd_queue_ls)
+    add = actions.add_parser("add", help="queue a run: the options of train")
+    add_config_options(add)
+    add.add_argument("--host", default=None, metavar="[USER@]HOST[:PORT]", help="train it there, over SSH")
+    add.add_argument("--label", default=None, help="what to call it in the queue")
+    add.set_defaults(handler=cmd_queue_add)
+    for action, words in (("rm", "take an entry out"), ("cancel", "cancel a queued entry, or stop a running one"),
+                          ("retry", "queue a failed, cancelled or interrupted entry again")):
+        one = actions.add_parser(action, help=words)
+        one.add_argument("entry", type=int)
+        one.set_defaults(handler=cmd_queue_change)
+    move = actions.add_parser("move", help="put a queued entry at a position among the queued (1: next)")
+    move.add_argument("entry", type=int)
+    move.add_argument("position", type=int)
+    move.set_defaults(handler=cmd_queue_change)
+    for action, paused in (("pause", True), ("resume", False)):
+        actions.add_parser(action, help="no entry starts until resume" if paused else "entries start again"
+                           ).set_defaults(handler=cmd_queue_pause, paused=paused)
+    work = actions.add_parser("work", help="train the queued entries here (or --host's) until none is left")
+    work.add_argument("--host", default=None, metavar="[USER@]HOST[:PORT]", help="work that host's entries")
+    work.add_argument("--wait", action="store_true", help="then wait for more (a service: until Ctrl+C/SIGTERM)")
+    work.set_defaults(handler=cmd_queue_work)

@@ -1,0 +1,272 @@
+"""The queue of runs, kept in the run history (torch-free): experiments lined up to train one after another, here or
+on a host, worked by a runner that needs no window (run/queue_worker.py), and surviving a crash of either.
+
+An entry is a TrainConfig, where it trains ("" for this computer, else a host as `Remote` parses it), how many
+processes, and a label (a sweep's trial, a seed). Its states: queued → running → finished | failed | cancelled, and
+`interrupted` for a running entry whose runner is gone (killed, or the machine rebooted): retried, it is queued
+again. Each runner claims the first queued entry of its place in one write transaction (BEGIN IMMEDIATE), so two
+runners (two windows, a window and `workbench queue work`) never start the same entry. A runner is named by its
+machine, boot and pid: a pid alive after a reboot is another process, and its entries are interrupted.
+
+The tables are created on first use, outside the history's schema version: an older Workbench, which does not know
+them, opens the history as before and leaves them alone."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..ground.codec import Record
+from ..ground.config import TrainConfig
+from ..ground.errors import WorkbenchError
+from ..ground.processes import process_alive
+from .naming import differing_settings, setting_text
+from .runs import RunStore
+
+QUEUED, RUNNING, FINISHED, FAILED, CANCELLED, INTERRUPTED = (
+    "queued", "running", "finished", "failed", "cancelled", "interrupted")
+ENDED = (FINISHED, FAILED, CANCELLED, INTERRUPTED)
+HERE = ""  # an entry's place: this computer
+
+TABLES = """
+CREATE TABLE IF NOT EXISTS queue (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    position REAL NOT NULL,            -- the order: lowest first
+    state TEXT NOT NULL,               -- queued | running | finished | failed | cancelled | interrupted
+    place TEXT NOT NULL DEFAULT '',    -- '' this computer, else the host ([user@]host[:port])
+    config TEXT NOT NULL,              -- TrainConfig JSON
+    processes INTEGER NOT NULL DEFAULT 1,
+    label TEXT NOT NULL DEFAULT '',
+    runner TEXT NOT NULL DEFAULT '',   -- machine:boot:pid of the runner working it
+    cancel INTEGER NOT NULL DEFAULT 0, -- asked to cancel while running
+    run_id INTEGER,                    -- its run in the history, once it has one
+    best_val_accuracy REAL,
+    error TEXT NOT NULL DEFAULT '',
+    attempts INTEGER NOT NULL DEFAULT 0,
+    created REAL NOT NULL,
+    started REAL,
+    ended REAL
+);
+CREATE TABLE IF NOT EXISTS queue_control (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+
+class QueueError(WorkbenchError):
+    kind = "config"
+
+
+@dataclass(frozen=True)
+class QueueEntry(Record):
+    id: int
+    position: float
+    state: str
+    place: str
+    config: TrainConfig
+    processes: int = 1
+    label: str = ""
+    runner: str = ""
+    cancel: bool = False
+    run_id: int | None = None
+    best_val_accuracy: float | None = None
+    error: str = ""
+    attempts: int = 0
+    created: float = 0.0
+    started: float | None = None
+    ended: float | None = None
+
+    @property
+    def where(self) -> str:
+        return self.place or "this computer"
+
+    @property
+    def title(self) -> str:
+        """Its label, or what it trains: the settings it changes from the defaults ("the defaults" when none)."""
+        if self.label:
+            return self.label
+        config, defaults = self.config.to_dict(), TrainConfig().to_dict()
+        changed = differing_settings([defaults, config])
+        return " · ".join(setting_text(key, config[key]) for key in changed) or "the defaults"
+
+
+def this_runner() -> str:
+    """machine:boot:pid — who works an entry, and whether it still does."""
+    return f"{socket.gethostname()}:{_boot_id()}:{os.getpid()}"
+
+
+def runner_alive(runner: str) -> bool:
+    """Whether the runner that claimed an entry still runs: on this machine, since this boot, its pid alive. A
+    runner of another machine (a history on a shared disk) is taken as alive: only its own machine can tell."""
+    machine, boot, pid = (runner.rsplit(":", 2) + ["", ""])[:3]
+    if machine != socket.gethostname():
+        return True
+    return boot == _boot_id() and pid.isdigit() and process_alive(int(pid))
+
+
+class RunQueue:
+    """The queue of the history at `path` (the default history without one). One connection per object."""
+
+    def __init__(self, path: str | Path | None = None):
+        self.store = RunStore(path)
+        self.db = self.store.db
+        try:
+            self.db.executescript(TABLES)
+        except sqlite3.DatabaseError as exc:
+            self.store.close()
+            raise self.store.database_error(exc) from None
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> RunQueue:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- reading -------------------------------------------------------------------------------------------------
+    def entries(self) -> list[QueueEntry]:
+        """Every entry, in the queue's order (the ended ones too: what ran, and how)."""
+        self.recover()
+        return [_entry(row) for row in self.db.execute("SELECT * FROM queue ORDER BY position, id")]
+
+    def entry(self, entry_id: int) -> QueueEntry:
+        row = self.db.execute("SELECT * FROM queue WHERE id = ?", (entry_id,)).fetchone()
+        if row is None:
+            raise QueueError(f"the queue has no entry {entry_id}", "workbench queue ls lists them")
+        return _entry(row)
+
+    @property
+    def paused(self) -> bool:
+        row = self.db.execute("SELECT value FROM queue_control WHERE name = 'paused'").fetchone()
+        return row is not None and row[0] == "1"
+
+    # -- changing ------------------------------------------------------------------------------------------------
+    def add(self, config: TrainConfig, *, place: str = HERE, processes: int = 1, label: str = "") -> int:
+        """Queue `config` last; its id."""
+        with self._writing():
+            last = self.db.execute("SELECT COALESCE(MAX(position), 0) FROM queue").fetchone()[0]
+            cursor = self.db.execute(
+                "INSERT INTO queue (position, state, place, config, processes, label, created) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)", (last + 1, QUEUED, place, config.to_json(), processes, label,
+                                                 time.time()))
+        return cursor.lastrowid
+
+    def remove(self, entry_id: int) -> None:
+        """Take an entry out; a running one is cancelled first (`cancel`)."""
+        if self.entry(entry_id).state == RUNNING:
+            raise QueueError(f"entry {entry_id} is running", f"cancel it first: workbench queue cancel {entry_id}")
+        with self._writing():
+            self.db.execute("DELETE FROM queue WHERE id = ?", (entry_id,))
+
+    def move(self, entry_id: int, index: int) -> None:
+        """Put a queued entry at `index` (0: next) among the queued ones."""
+        entry = self.entry(entry_id)
+        if entry.state != QUEUED:
+            raise QueueError(f"entry {entry_id} is {entry.state}: only a queued entry moves")
+        with self._writing():
+            others = [row[0] for row in self.db.execute(
+                "SELECT position FROM queue WHERE state = ? AND id != ? ORDER BY position, id", (QUEUED, entry_id))]
+            index = max(0, min(index, len(others)))
+            before = others[index - 1] if index > 0 else (others[0] - 2 if others else 0)
+            after = others[index] if index < len(others) else before + 2
+            self.db.execute("UPDATE queue SET position = ? WHERE id = ?", ((before + after) / 2, entry_id))
+
+    def cancel(self, entry_id: int) -> str:
+        """A queued entry is cancelled at once; a running one is asked to stop after its step (its runner sees the
+        request and ends it as cancelled). The entry's state after."""
+        with self._writing():
+            self.db.execute("UPDATE queue SET state = ?, ended = ? WHERE id = ? AND state = ?",
+                            (CANCELLED, time.time(), entry_id, QUEUED))
+            self.db.execute("UPDATE queue SET cancel = 1 WHERE id = ? AND state = ?", (entry_id, RUNNING))
+        return self.entry(entry_id).state
+
+    def retry(self, entry_id: int) -> None:
+        """Queue an ended entry again (not a finished one: queue its settings anew for that), at its place."""
+        entry = self.entry(entry_id)
+        if entry.state not in (FAILED, CANCELLED, INTERRUPTED):
+            raise QueueError(f"entry {entry_id} is {entry.state}: only a failed, cancelled or interrupted entry is "
+                             "retried")
+        with self._writing():
+            self.db.execute("UPDATE queue SET state = ?, runner = '', cancel = 0, error = '', started = NULL, "
+                            "ended = NULL WHERE id = ?", (QUEUED, entry_id))
+
+    def pause(self, paused: bool = True) -> None:
+        """No entry starts while paused; the running ones go on."""
+        with self._writing():
+            self.db.execute("INSERT OR REPLACE INTO queue_control (name, value) VALUES ('paused', ?)",
+                            ("1" if paused else "0",))
+
+    # -- working (run/queue_worker.py) ---------------------------------------------------------------------------
+    def claim(self, place: str = HERE, runner: str | None = None) -> QueueEntry | None:
+        """The first queued entry of `place`, now running under `runner` (this process): atomically, so that no
+        other runner claims it too. None when there is none, or the queue is paused."""
+        runner = runner or this_runner()
+        with self._writing():
+            if self.paused:
+                return None
+            row = self.db.execute("SELECT id FROM queue WHERE state = ? AND place = ? ORDER BY position, id LIMIT 1",
+                                  (QUEUED, place)).fetchone()
+            if row is None:
+                return None
+            self.db.execute("UPDATE queue SET state = ?, runner = ?, started = ?, attempts = attempts + 1 "
+                            "WHERE id = ?", (RUNNING, runner, time.time(), row[0]))
+        return self.entry(row[0])
+
+    def cancel_asked(self, entry_id: int) -> bool:
+        row = self.db.execute("SELECT cancel FROM queue WHERE id = ?", (entry_id,)).fetchone()
+        return row is None or bool(row[0])  # removed meanwhile: nothing to work for
+
+    def started_run(self, entry_id: int, run_id: int | None) -> None:
+        with self._writing():
+            self.db.execute("UPDATE queue SET run_id = ? WHERE id = ?", (run_id, entry_id))
+
+    def ended(self, entry_id: int, state: str, *, run_id: int | None = None, best: float | None = None,
+              error: str = "") -> None:
+        with self._writing():
+            self.db.execute("UPDATE queue SET state = ?, run_id = COALESCE(?, run_id), best_val_accuracy = ?, "
+                            "error = ?, ended = ?, cancel = 0 WHERE id = ?",
+                            (state, run_id, best, error, time.time(), entry_id))
+
+    def recover(self) -> list[int]:
+        """Running entries whose runner is gone (killed, a crash, a reboot) become interrupted; their ids."""
+        rows = self.db.execute("SELECT id, runner FROM queue WHERE state = ?", (RUNNING,)).fetchall()
+        gone = [row[0] for row in rows if not runner_alive(row[1])]
+        if gone:
+            with self._writing():
+                self.db.executemany("UPDATE queue SET state = ?, ended = ?, error = ? WHERE id = ? AND state = ?",
+                                    [(INTERRUPTED, time.time(), "its runner stopped while it trained (killed, a "
+                                      "crash or a reboot)", entry_id, RUNNING) for entry_id in gone])
+        return gone
+
+    def _writing(self):
+        return _Transaction(self.db)
+
+
+class _Transaction:
+    """BEGIN IMMEDIATE … COMMIT (ROLLBACK on an error): one writer at a time, every reader seeing all or none."""
+
+    def __init__(self, db: sqlite3.Connection):
+        self.db = db
+
+    def __enter__(self) -> None:
+        self.db.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, kind, *exc) -> None:
+        self.db.execute("ROLLBACK" if kind else "COMMIT")
+
+
+def _entry(row: sqlite3.Row) -> QueueEntry:
+    data = dict(row)
+    return QueueEntry(**{**data, "config": TrainConfig.from_json(data["config"]), "cancel": bool(data["cancel"])})
+
+
+def _boot_id() -> str:
+    """This boot's id (Linux); "" elsewhere, where a pid alone says whether the runner lives."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()[:8]
+    except OSError:
+        return ""

@@ -1,0 +1,141 @@
+"""Working the queue (history/queue.py) without a window: claim the next entry of a place, train it as a recorded run
+(queued_run.train_recorded: here in a kernel process, or on the host over SSH), say how it ended, and go on to the
+next; a bad entry (a model file gone, a setting this machine refuses) fails alone, with its reason. Torch-free.
+
+One run at a time per place: a runner holds the place's lock (a file lock in the data folder, released by the
+system however the runner ends) while an entry of it trains, so that two runners on this computer (the window and
+`workbench queue work`) never train on one device at once. Cancel of a running entry is read from the queue every
+second; a stop of the worker (Ctrl+C, the window closing) stops the running entry after its step, and it is
+interrupted: retried, it trains again."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from ..ground import paths
+from ..ground.errors import WorkbenchError, first_line
+from ..ground.events import Emit, RunFailed
+from ..history.queue import CANCELLED, FAILED, FINISHED, HERE, INTERRUPTED, QueueEntry, RunQueue
+from .queued_run import train_recorded
+from .remote.ssh import Remote
+
+CANCEL_POLL_S = 1.0  # how often a running entry's cancel is looked for
+IDLE_POLL_S = 2.0  # `wait`: how often an empty queue is looked at again
+
+
+@dataclass
+class WorkDone:
+    """What a worker did: each entry it ended, how, and its best accuracy."""
+
+    ended: list[tuple[QueueEntry, str]] = field(default_factory=list)
+
+    def summary(self) -> str:
+        if not self.ended:
+            return "the queue had nothing to train here"
+        counts = {state: sum(1 for _entry, ended in self.ended if ended == state)
+                  for state in (FINISHED, FAILED, CANCELLED, INTERRUPTED)}
+        said = ", ".join(f"{count} {state}" for state, count in counts.items() if count)
+        best = max(((entry.best_val_accuracy, entry) for entry, state in self.ended
+                    if state == FINISHED and entry.best_val_accuracy is not None), default=None,
+                   key=lambda pair: pair[0])
+        return f"the queue is done: {said}" + (f"; best val accuracy {best[0]:.2%} (entry {best[1].id}, run "
+                                               f"{best[1].run_id})" if best else "")
+
+
+def work(db: str | Path | None, stop: threading.Event, *, cuda_devices: int, place: str = HERE,
+         wait: bool = False, runs_dir: str | Path | None = None, say: Callable[[str], None] = print,
+         emit: Emit = lambda event: None) -> WorkDone:
+    """Train the queued entries of `place` in order until none is left (`wait`: until `stop`, looking for new ones
+    every IDLE_POLL_S); every event of the entry training goes to `emit`, a line about each entry to `say`."""
+    done = WorkDone()
+    with RunQueue(db) as queue:
+        for entry_id in queue.recover():
+            say(f"entry {entry_id} was interrupted: its runner stopped while it trained (retry it: workbench queue "
+                f"retry {entry_id})")
+        while not stop.is_set():
+            with place_lock(place, stop) as held:
+                entry = queue.claim(place) if held else None
+                if entry is not None:
+                    say(f"entry {entry.id} ({entry.title}) starts on {entry.where}")
+                    state = _train(queue, entry, db, stop, cuda_devices, runs_dir, emit)
+                    ended = queue.entry(entry.id)
+                    done.ended.append((ended, state))
+                    say(f"entry {entry.id} {state}" + (f": {ended.error}" if ended.error else "")
+                        + (f" (run {ended.run_id})" if ended.run_id is not None else ""))
+                    continue
+            if not wait or stop.wait(IDLE_POLL_S):
+                break
+    return done
+
+
+def _train(queue: RunQueue, entry: QueueEntry, db, stop: threading.Event, cuda_devices: int, runs_dir,
+           emit: Emit) -> str:
+    """Train one claimed entry and write how it ended; its state."""
+    entry_stop, cancelled = threading.Event(), threading.Event()
+    watching = threading.Thread(target=_watch_cancel, args=(db, entry.id, stop, entry_stop, cancelled),
+                                name="workbench-queue-cancel", daemon=True)
+    watching.start()
+    try:
+        remote = Remote.parse(entry.place) if entry.place else None
+        recorded = train_recorded(entry.config, emit, entry_stop, cuda_devices=cuda_devices, db=db,
+                                  runs_dir=runs_dir, remote=remote,
+                                  on_folder=lambda folder: None)
+    except (WorkbenchError, OSError, ValueError) as exc:  # refused before it started: it fails alone
+        queue.ended(entry.id, FAILED, error=first_line(exc))
+        return FAILED
+    finally:
+        entry_stop.set()
+        watching.join()
+    outcome = recorded.outcome
+    if isinstance(outcome, RunFailed):
+        state, error = FAILED, outcome.message
+    elif outcome.stopped:
+        state, error = (CANCELLED, "cancelled") if cancelled.is_set() else (
+            INTERRUPTED, "the runner was stopped while it trained")
+    else:
+        state, error = FINISHED, ""
+    queue.ended(entry.id, state, run_id=recorded.run_id, best=recorded.best_val_accuracy, error=error)
+    return state
+
+
+def _watch_cancel(db, entry_id: int, stop: threading.Event, entry_stop: threading.Event,
+                  cancelled: threading.Event) -> None:
+    """Until the entry ends: the worker stopping, or the entry's cancel asked in the queue, stops it."""
+    with RunQueue(db) as queue:  # a connection of this thread's own
+        while not entry_stop.wait(CANCEL_POLL_S):
+            if queue.cancel_asked(entry_id):
+                cancelled.set()
+                entry_stop.set()
+            if stop.is_set():
+                entry_stop.set()
+
+
+class place_lock:
+    """The place's lock, taken (waiting for another runner's entry to end, unless `stop`): `held` says whether it
+    was. A file lock: the system releases it whatever ends its holder."""
+
+    def __init__(self, place: str, stop: threading.Event):
+        self.path = paths.data_dir() / "queue" / f"{place or 'this-computer'}.lock".replace("/", "_")
+        self.stop = stop
+        self.fd: int | None = None
+
+    def __enter__(self) -> bool:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        while True:
+            try:
+                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return True
+            except BlockingIOError:
+                if self.stop.wait(IDLE_POLL_S):
+                    return False
+
+    def __exit__(self, *exc) -> None:
+        if self.fd is not None:
+            os.close(self.fd)  # and its lock with it
+            self.fd = None
