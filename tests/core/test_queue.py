@@ -99,6 +99,7 @@ def test_an_entry_whose_runner_is_gone_or_of_an_earlier_boot_is_interrupted_and_
         assert queue.entry(killed).state == QUEUED and queue.entry(killed).error == ""
 
 
+@pytest.mark.slow  # real runs
 def test_the_worker_trains_in_order_a_bad_entry_fails_alone_and_a_cancelled_one_stops(tmp_path, monkeypatch):
     from workbench.core.run.queue_worker import work
 
@@ -132,6 +133,7 @@ def test_the_worker_trains_in_order_a_bad_entry_fails_alone_and_a_cancelled_one_
     assert said[0].startswith(f"entry {long} (long: cancelled at its first step) starts on this computer")
 
 
+@pytest.mark.slow  # real runs
 def test_a_runner_killed_mid_run_leaves_its_entry_interrupted_and_its_run_ends_too(tmp_path):
     db = str(tmp_path / "h.sqlite")
     env = {**os.environ, "WORKBENCH_DATA_DIR": str(tmp_path / "data")}
@@ -163,4 +165,30 @@ def _statuses(db: str) -> list[str]:
 def _has_a_step(db: str) -> bool:
     """A block of its steps is recorded (read as the Runs dock reads a run being recorded)."""
     with sqlite3.connect(db) as history:
-        return history.execute("SELECT COUNT(*) FROM step_blocks").fetchone()[0] > 0
+        try:
+            return history.execute("SELECT COUNT(*) FROM step_blocks").fetchone()[0] > 0
+        except sqlite3.OperationalError:  # the run's record not made yet (the queue was there first)
+            return False
+
+
+@pytest.mark.slow  # real runs
+def test_an_entry_for_a_host_trains_there_and_is_recorded_here(loopback_hosts, tmp_path):
+    """`workbench queue add --host` and `queue work --host`: the entry trains on the host over SSH (a loopback
+    sshd), recorded in this computer's history with its host; the host's entries wait for a runner of that host."""
+    host = loopback_hosts[0]
+    db = str(tmp_path / "h.sqlite")
+    env = {**os.environ, "WORKBENCH_SSH": host.ssh_command}
+    queue = [sys.executable, "-m", "workbench", "queue", "--db", db]
+    added = subprocess.run([*queue, "add", "--host", host.address, "--remote-python", host.remote_python,
+                            "--device", "cpu", "--epochs", "1", "--max-steps", "20", "--hidden-dim", "16"],
+                           env=env, capture_output=True, text=True)
+    assert added.returncode == 0 and added.stdout.startswith(f"queued entry 1 on {host.address}"), added.stderr
+    here = subprocess.run([*queue, "work"], env=env, capture_output=True, text=True)
+    assert "the queue had nothing to train here" in here.stdout  # the host's entry is not this computer's
+    there = subprocess.run([*queue, "work", "--host", host.address], env=env, capture_output=True, text=True)
+    assert there.returncode == 0 and "entry 1 finished" in there.stdout, there.stdout + there.stderr
+    listed = subprocess.run(queue, env=env, capture_output=True, text=True).stdout
+    assert f"   1  finished    {host.address}" in listed
+    with RunStore(db) as store:
+        [run] = store.list()
+        assert run.status == "finished" and run.host == host.address

@@ -10,6 +10,7 @@ import threading
 import time
 
 from ..core.history.queue import RUNNING, QueueEntry, RunQueue
+from ..core.run.remote.ssh import Remote
 from .common import EXIT_INTERRUPTED
 from .options import config_from_args
 
@@ -38,8 +39,9 @@ def _line(entry: QueueEntry) -> str:
 
 def cmd_queue_add(args: argparse.Namespace) -> int:
     config = config_from_args(args)
+    place = str(Remote.parse(args.host)) if args.host else ""
     with RunQueue(args.db) as queue:
-        entry_id = queue.add(config, place=args.host or "", label=args.label or "")
+        entry_id = queue.add(config, place=place, python=args.remote_python, label=args.label or "")
         entry = queue.entry(entry_id)
     print(f"queued entry {entry_id} on {entry.where}: {entry.title}")
     return 0
@@ -85,7 +87,8 @@ def cmd_queue_work(args: argparse.Namespace) -> int:
     previous = {sig: signal.signal(sig, ctrl_c) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         started = time.monotonic()
-        done = work(args.db, stop, cuda_devices=cuda_device_count(), place=args.host or "", wait=args.wait,
+        place = str(Remote.parse(args.host)) if args.host else ""
+        done = work(args.db, stop, cuda_devices=cuda_device_count(), place=place, wait=args.wait,
                     say=lambda line: print(line, flush=True))
     finally:
         for sig, handler in previous.items():
@@ -107,6 +110,8 @@ def add_queue_parser(sub) -> None:
     add = actions.add_parser("add", help="queue a run: the options of train")
     add_config_options(add)
     add.add_argument("--host", default=None, metavar="[USER@]HOST[:PORT]", help="train it there, over SSH")
+    add.add_argument("--remote-python", default="python3", metavar="COMMAND",
+                     help="the host's Python that has workbench installed (default: python3)")
     add.add_argument("--label", default=None, help="what to call it in the queue")
     add.set_defaults(handler=cmd_queue_add)
     for action, words in (("rm", "take an entry out"), ("cancel", "cancel a queued entry, or stop a running one"),

@@ -97,6 +97,7 @@ class MainWindow(QMainWindow):
         from .panels.layers.layers import LayersPanel
         from .panels.plots.plots import PlotsPanel
         from .panels.predict import PredictPanel
+        from .panels.queue import QueuePanel
         from .panels.profile.profile import ProfilePanel
         from .panels.runs.runs import RunsPanel
         from .panels.setup import SetupPanel
@@ -112,6 +113,7 @@ class MainWindow(QMainWindow):
         self.layers_panel = LayersPanel()
         self.predict, self.evaluation, self.dataset = PredictPanel(self.tasks), EvaluatePanel(), DatasetPanel()
         self.log, self.runs = LogPanel(), RunsPanel(self.tasks, self.db)
+        self.queue_panel = QueuePanel()
         self._build_features()
         self.docks.update({
             "setup": self._dock("Setup", scrolled(self.setup, min_width=330), Qt.LeftDockWidgetArea),
@@ -124,11 +126,13 @@ class MainWindow(QMainWindow):
             "runs": self._dock("Runs", self.runs, Qt.BottomDockWidgetArea),
             # Last, with its Alt+9: the docks before it keep the shortcuts they had.
             "model": self._dock("Model", self.layers_panel, Qt.RightDockWidgetArea),
+            "queue": self._dock("Queue", self.queue_panel, Qt.BottomDockWidgetArea),
         })
         # The right docks (Compile, Evaluate, Profile…: the dense panels) take the window's full height; the Log and
         # Runs run under the plots and the form. At 1366×768 under the Log the matrix showed 4 of its 10 rows.
         self.setCorner(Qt.BottomRightCorner, Qt.RightDockWidgetArea)
         self.tabifyDockWidget(self.docks["log"], self.docks["runs"])
+        self.tabifyDockWidget(self.docks["runs"], self.docks["queue"])
         self.docks["log"].raise_()
         self.docks["runs"].visibilityChanged.connect(self.layout_docks.fit_runs_dock)
         for name in ("profile", "predict", "evaluate", "dataset", "model"):
@@ -187,7 +191,7 @@ class MainWindow(QMainWindow):
                                  lambda: self.state_label.setText(self.training.status_text()))
         self.notifier = Notifier(self)
         panels = Panels(self.setup, self.plots, self.compile_panel, self.profile, self.layers_panel, self.predict,
-                        self.evaluation, self.dataset, self.log, self.runs)
+                        self.evaluation, self.dataset, self.log, self.runs, self.queue_panel)
         parts = WindowParts(self, self.tasks, self.kernel, self.runner, self.state, self.feedback, panels,
                             self.runs_dir, self.db, changed=self._update_actions,
                             show_dock=lambda name: self.docks[name].raise_(),
@@ -403,6 +407,9 @@ class MainWindow(QMainWindow):
             if leave is None:
                 event.ignore()
                 return
+        if not self.runner.closing and not self.queue.ask_to_close():  # work queued: go on, pause or cancel it
+            event.ignore()
+            return
         self.runs.flush_edits()  # a name, tags or a note still being typed are written before anything closes
         save_window(self)
         sweeping = self.search.stop_sweep()  # tasks.wait() below waits for it
@@ -415,4 +422,5 @@ class MainWindow(QMainWindow):
         self.kernel.close()  # jobs still waiting on it end now
         self.tasks.wait()  # a report being written finishes its atomic write
         self.runs.close_store()
+        self.queue.close()
         event.accept()

@@ -25,7 +25,7 @@ from ..ground.config import TrainConfig
 from ..ground.errors import WorkbenchError
 from ..ground.processes import process_alive
 from .naming import differing_settings, setting_text
-from .runs import RunStore
+from .runs import BUSY_TIMEOUT_S, default_db_path
 
 QUEUED, RUNNING, FINISHED, FAILED, CANCELLED, INTERRUPTED = (
     "queued", "running", "finished", "failed", "cancelled", "interrupted")
@@ -38,6 +38,7 @@ CREATE TABLE IF NOT EXISTS queue (
     position REAL NOT NULL,            -- the order: lowest first
     state TEXT NOT NULL,               -- queued | running | finished | failed | cancelled | interrupted
     place TEXT NOT NULL DEFAULT '',    -- '' this computer, else the host ([user@]host[:port])
+    python TEXT NOT NULL DEFAULT 'python3',  -- the host's Python that has Workbench
     config TEXT NOT NULL,              -- TrainConfig JSON
     processes INTEGER NOT NULL DEFAULT 1,
     label TEXT NOT NULL DEFAULT '',
@@ -66,6 +67,7 @@ class QueueEntry(Record):
     state: str
     place: str
     config: TrainConfig
+    python: str = "python3"
     processes: int = 1
     label: str = ""
     runner: str = ""
@@ -110,16 +112,27 @@ class RunQueue:
     """The queue of the history at `path` (the default history without one). One connection per object."""
 
     def __init__(self, path: str | Path | None = None):
-        self.store = RunStore(path)
-        self.db = self.store.db
+        """A connection of its own, without the history's upgrade or recovery (RunStore's): the window opens the
+        queue at once, and a history being upgraded is the Runs dock's to wait for."""
+        self.path = Path(path) if path else default_db_path()
         try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
+                                      check_same_thread=False)
+        except (sqlite3.DatabaseError, OSError) as exc:
+            raise QueueError(f"cannot open the queue in {self.path}: {exc}",
+                             "check the folder's permissions, or point --db / WORKBENCH_DB elsewhere") from None
+        try:
+            self.db.row_factory = sqlite3.Row
+            self.db.execute("PRAGMA journal_mode=WAL")
             self.db.executescript(TABLES)
         except sqlite3.DatabaseError as exc:
-            self.store.close()
-            raise self.store.database_error(exc) from None
+            self.db.close()
+            raise QueueError(f"cannot use the queue in {self.path}: {exc}",
+                             "is it a Workbench history? point --db / WORKBENCH_DB at one") from None
 
     def close(self) -> None:
-        self.store.close()
+        self.db.close()
 
     def __enter__(self) -> RunQueue:
         return self
@@ -145,14 +158,15 @@ class RunQueue:
         return row is not None and row[0] == "1"
 
     # -- changing ------------------------------------------------------------------------------------------------
-    def add(self, config: TrainConfig, *, place: str = HERE, processes: int = 1, label: str = "") -> int:
-        """Queue `config` last; its id."""
+    def add(self, config: TrainConfig, *, place: str = HERE, python: str = "python3", processes: int = 1,
+            label: str = "") -> int:
+        """Queue `config` last, for `place` (a host as str(Remote) names it, with its `python`); its id."""
         with self._writing():
             last = self.db.execute("SELECT COALESCE(MAX(position), 0) FROM queue").fetchone()[0]
             cursor = self.db.execute(
-                "INSERT INTO queue (position, state, place, config, processes, label, created) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)", (last + 1, QUEUED, place, config.to_json(), processes, label,
-                                                 time.time()))
+                "INSERT INTO queue (position, state, place, python, config, processes, label, created) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (last + 1, QUEUED, place, python, config.to_json(), processes,
+                                                    label, time.time()))
         return cursor.lastrowid
 
     def remove(self, entry_id: int) -> None:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import fcntl
 import os
+import subprocess
+import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,7 +83,7 @@ def _train(queue: RunQueue, entry: QueueEntry, db, stop: threading.Event, cuda_d
                                 name="workbench-queue-cancel", daemon=True)
     watching.start()
     try:
-        remote = Remote.parse(entry.place) if entry.place else None
+        remote = Remote.parse(entry.place, entry.python) if entry.place else None
         recorded = train_recorded(entry.config, emit, entry_stop, cuda_devices=cuda_devices, db=db,
                                   runs_dir=runs_dir, remote=remote,
                                   on_folder=lambda folder: None)
@@ -117,25 +119,50 @@ def _watch_cancel(db, entry_id: int, stop: threading.Event, entry_stop: threadin
 
 class place_lock:
     """The place's lock, taken (waiting for another runner's entry to end, unless `stop`): `held` says whether it
-    was. A file lock: the system releases it whatever ends its holder."""
+    was."""
 
     def __init__(self, place: str, stop: threading.Event):
-        self.path = paths.data_dir() / "queue" / f"{place or 'this-computer'}.lock".replace("/", "_")
-        self.stop = stop
+        self.place, self.stop = place, stop
         self.fd: int | None = None
 
     def __enter__(self) -> bool:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        while True:
-            try:
-                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return True
-            except BlockingIOError:
-                if self.stop.wait(IDLE_POLL_S):
-                    return False
+        while (fd := try_place(self.place)) is None:
+            if self.stop.wait(IDLE_POLL_S):
+                return False
+        self.fd = fd
+        return True
 
     def __exit__(self, *exc) -> None:
         if self.fd is not None:
-            os.close(self.fd)  # and its lock with it
+            release_place(self.fd)
             self.fd = None
+
+
+def try_place(place: str) -> int | None:
+    """The place's lock if no other runner holds it (its file descriptor, for release_place); None otherwise. A file
+    lock: the system releases it whatever ends its holder."""
+    path = paths.data_dir() / "queue" / (f"{place or 'this-computer'}.lock".replace("/", "_"))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def release_place(fd: int) -> None:
+    os.close(fd)  # and its lock with it
+
+
+def start_background_worker(db: str | Path | None, place: str) -> int:
+    """`workbench queue work` for `place`, detached (its own session, its output in the data folder's queue/
+    worker.log): the queue goes on after the window closes. Its pid."""
+    log = paths.data_dir() / "queue" / "worker.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    command = [sys.executable] + ([] if getattr(sys, "frozen", False) else ["-m", "workbench"])
+    command += ["queue", *(["--db", str(db)] if db else []), "work", *(["--host", place] if place else [])]
+    with open(log, "ab") as out:
+        return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                                start_new_session=True).pid

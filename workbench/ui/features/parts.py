@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ..panels.log import LogPanel
     from ..panels.plots.plots import PlotsPanel
     from ..panels.predict import PredictPanel
+    from ..panels.queue import QueuePanel
     from ..panels.profile.profile import ProfilePanel
     from ..panels.runs.runs import RunsPanel
     from ..panels.setup import SetupPanel
@@ -47,6 +48,7 @@ class Panels:
     dataset: DatasetPanel
     log: LogPanel
     runs: RunsPanel
+    queue: QueuePanel
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from .exports import Exports
 from .hosts import Hosts
 from .parts import WindowParts
 from .recorded_runs import RecordedRuns
+from .queue import Queue
 from .search import Search
 from .settings_files import SettingsFiles
 from .stacks import Stacks
@@ -44,6 +45,7 @@ FEATURES = (
                                                             started=lambda: save_window(parts.window))),
     FeatureEntry("hosts", lambda parts, built: Hosts(parts, built.training, sweeping=lambda: built.search.sweeping)),
     FeatureEntry("stacks", lambda parts, built: Stacks(parts, built.training)),
+    FeatureEntry("queue", lambda parts, built: Queue(parts, built.training)),
     FeatureEntry("recorded_runs", lambda parts, built: RecordedRuns(parts, built.checkpoints)),
     FeatureEntry("settings_files", lambda parts, built: SettingsFiles(parts)),
     FeatureEntry("alerts", lambda parts, built: Alerts(parts, built.training,

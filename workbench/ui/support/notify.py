@@ -88,12 +88,13 @@ class Notifier:
     def alerts(self, alerts: list[Alert]) -> bool:
         """The warnings and errors among a batch's alerts, in one message; True when the desktop was told."""
         told = [alert for alert in alerts if alert.severity != "info"]
-        return bool(told) and self._notify(*alerts_message(told))
+        return bool(told) and self.notify(*alerts_message(told))
 
     def run_ended(self, result: RunFinished | RunFailed) -> bool:
-        return self._notify(*run_end_message(result))
+        return self.notify(*run_end_message(result))
 
-    def _notify(self, title: str, text: str, level: str) -> bool:
+    def notify(self, title: str, text: str, level: str) -> bool:
+        """Tell the desktop, unless turned off or the window is the active one; True when it was told."""
         if not self.enabled or self.window.isActiveWindow():
             return False
         self.backend(title, text, level)

@@ -1,0 +1,69 @@
+"""The Queue dock and the window working the queue (ui/panels/queue.py, ui/features/queue.py): runs lined up from the
+form (what each changes from the form shown), reordered, trained by the window one after another when the queue
+goes on; then, the window closing with work queued and "Keep working in the background" chosen, a runner of its own
+trains the rest (a bad entry failing alone) with no window, and the dock shows how each ended."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from PySide6.QtGui import QAction
+
+from workbench.core.history.queue import FAILED, FINISHED, QUEUED, RUNNING, RunQueue
+
+from ..helpers import set_config
+
+
+def _rows(panel) -> list[list[str]]:
+    table = panel.table
+    return [[table.item(row, column).text() for column in range(table.columnCount())]
+            for row in range(table.rowCount())]
+
+
+@pytest.mark.slow  # four real runs, two of them in a runner of its own
+def test_runs_queued_from_the_form_train_in_order_and_go_on_without_the_window(window, qtbot, tmp_path):
+    try:
+        _queue_and_work(window, qtbot, tmp_path)
+    finally:  # whatever failed: the window closes without asking what to do with queued work
+        window.queue.close_with("cancel")
+
+
+def _queue_and_work(window, qtbot, tmp_path) -> None:
+    feature, panel = window.queue, window.queue.panel
+    panel.pause.click()  # nothing starts while the entries are lined up
+    tiny = {"epochs": 1, "max_steps": 20, "hidden_dim": 16, "device": "cpu"}
+    set_config(window, **tiny, lr=0.01)
+    queue_action = window.findChild(QAction, "queueAction")
+    assert queue_action.shortcut().toString() == "Ctrl+Shift+Q"
+    queue_action.trigger()
+    set_config(window, **tiny, lr=0.002)
+    queue_action.trigger()
+    first, second = (entry.id for entry in feature.queue.entries())
+    assert [(row[0], row[1], row[2], row[3]) for row in _rows(panel)] == [
+        (str(first), QUEUED, "this computer", "lr=0.01"), (str(second), QUEUED, "this computer", "as the form")]
+    panel.table.selectRow(1)
+    panel.buttons["up"].click()
+    assert [entry.id for entry in feature.queue.entries()] == [second, first]
+    assert panel.summary.text() == "2 queued · 0 running · paused: nothing starts"
+    panel.pause.click()  # go on: the window trains them, one after the other
+    feature.tick()
+    qtbot.waitUntil(lambda: all(e.state == FINISHED for e in feature.queue.entries()), timeout=120_000)
+    runs = [entry.run_id for entry in feature.queue.entries()]
+    assert None not in runs and len(set(runs)) == 2 and _rows(panel)[0][4] == f"#{runs[0]}"
+
+    panel.pause.click()  # more, lined up while paused; then the window "closes" keeping the queue working
+    good = feature.queue.add(window.setup.config().replace(seed=5))
+    bad = feature.queue.add(window.setup.config().replace(model=str(tmp_path / "gone.py:Net")), label="gone")
+    assert feature.close_with("keep")
+    feature.timer.stop()  # (as closing does: this window works no more)
+    deadline = time.monotonic() + 180
+    with RunQueue(window.db) as queue:  # another reader: the background runner writes it
+        while {e.state for e in queue.entries() if e.id in (good, bad)} & {QUEUED, RUNNING} and (
+                time.monotonic() < deadline):
+            time.sleep(0.5)
+        states = {entry.id: (entry.state, entry.error) for entry in queue.entries()}
+    assert states[good] == (FINISHED, "") and states[bad][0] == FAILED and "does not exist" in states[bad][1]
+    feature.refresh()
+    assert [row[1] for row in _rows(panel)] == [FINISHED, FINISHED, FINISHED, FAILED]

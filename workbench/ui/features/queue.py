@@ -1,0 +1,215 @@
+"""The queue in the window. Run → Add to queue lines the form's run up, for this computer or the connected host. The
+Queue dock shows and changes the history's queue (history/queue.py). While the window is open it works the queue of
+its place: when no run trains, it claims the next entry (taking the place's lock, as `workbench queue work` does: one
+run at a time per place, whoever works it) and trains it as Train would, so its curves are drawn as they come. The
+desktop is told when an entry fails and when the queue is done. Closing the window with work queued asks whether to
+keep working in the background (a `workbench queue work` of its own), pause the queue or cancel it."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QObject, QTimer
+from PySide6.QtWidgets import QMessageBox
+
+from ...core.ground.errors import WorkbenchError
+from ...core.ground.events import EpochEnd, Event, RunFailed, RunFinished
+from ...core.history.queue import (CANCELLED, FAILED, FINISHED, INTERRUPTED, QUEUED, QueueEntry, QueueError,
+                                    RunQueue)
+from ...core.run.queue_worker import release_place, start_background_worker, try_place
+from ..actions import ActionSpec
+from .parts import WindowParts
+from .training import Training
+
+REFRESH_MS = 2000  # how often the queue is read again (other windows and runners change it too)
+
+
+class Queue(QObject):
+    def __init__(self, parts: WindowParts, training: Training):
+        super().__init__(parts.window)
+        self.window, self.runner, self.training, self.kernel = parts.window, parts.runner, training, parts.kernel
+        self.state, self.feedback, self.notifier, self.db = parts.state, parts.feedback, parts.notifier, parts.db
+        self.setup, self.panel = parts.panels.setup, parts.panels.queue
+        try:
+            self.queue: RunQueue | None = RunQueue(parts.db)
+        except QueueError as exc:  # a read-only or broken history: the window works without a queue
+            self.queue = None
+            self.panel.unavailable(f"No queue: {exc}. {exc.hint}")
+        self.current: tuple[QueueEntry, int] | None = None  # the entry this window trains, and its place's lock
+        self.best: float | None = None
+        self.ended: list[tuple[QueueEntry, str]] = []  # what this window worked since the queue was last empty
+        self.timer = QTimer(self)
+        self.timer.setInterval(REFRESH_MS)
+        self.timer.timeout.connect(self.tick)
+        if self.queue is not None:
+            self.timer.start()
+        panel = self.panel
+        panel.cancelRequested.connect(self.cancel)
+        panel.retryRequested.connect(lambda entry: self._change(self.queue.retry, entry))
+        panel.removeRequested.connect(lambda entry: self._change(self.queue.remove, entry))
+        panel.moveRequested.connect(lambda entry, index: self._change(self.queue.move, entry, index))
+        panel.pauseToggled.connect(lambda paused: self._change(self.queue.pause, paused))
+        parts.runner.events.connect(self.saw)
+        training.runFinished.connect(self.run_ended)
+        if self.queue is not None:
+            self.refresh()
+
+    def actions(self) -> tuple[ActionSpec, ...]:
+        return (ActionSpec("queue", "Add to queue", lambda: self.queue_form(), "Run", 15, "Ctrl+Shift+Q", toolbar=15,
+                           enabled=lambda: self.queue is not None, name="queueAction", button="queueButton",
+                           keywords="line up later batch"),)
+
+    @property
+    def place(self) -> str:
+        """Where this window's runs train: "" for this computer, else the connected host."""
+        return str(self.runner.remote) if self.runner.remote is not None else ""
+
+    # -- lining up ----------------------------------------------------------------------------------------------
+    def queue_form(self) -> int | None:
+        """Run → Add to queue: the form's settings, queued last for this window's place; the entry's id."""
+        if self.queue is None:
+            return None
+        try:
+            config = self.setup.config()
+        except WorkbenchError as exc:
+            self.feedback.show("error", f"Cannot queue: {exc}")
+            return None
+        remote = self.runner.remote
+        entry = self.queue.add(config, place=self.place, python=remote.python if remote else "python3")
+        self.feedback.note("info", f"queued entry {entry} on {self.queue.entry(entry).where}")
+        self.tick()
+        return entry
+
+    def _change(self, change, *args) -> None:
+        try:
+            change(*args)
+        except WorkbenchError as exc:
+            self.feedback.show("warning", f"{exc}" + (f": {exc.hint}" if exc.hint else ""))
+        self.refresh()
+
+    def cancel(self, entry_id: int) -> None:
+        self._change(self.queue.cancel, entry_id)
+        self._stop_if_cancelled()
+
+    # -- working ------------------------------------------------------------------------------------------------
+    def tick(self) -> None:
+        self._stop_if_cancelled()
+        self.work_next()
+        self.refresh()
+
+    def refresh(self) -> None:
+        if self.queue is None:
+            return
+        try:
+            form = self.setup.config()
+        except WorkbenchError:
+            form = None
+        self.panel.show_entries(self.queue.entries(), paused=self.queue.paused, form=form)
+
+    def work_next(self) -> bool:
+        """Train the next entry of this window's place, when nothing trains here; True when one started."""
+        if (self.current is not None or self.runner.training or self.state.train_waiting
+                or not self.kernel.capabilities.known or self.queue.paused):
+            return False
+        lock = try_place(self.place)
+        if lock is None:  # another runner trains an entry of this place
+            return False
+        entry = self.queue.claim(self.place)
+        if entry is None:
+            release_place(lock)
+            return False
+        self.current, self.best = (entry, lock), None
+        self.feedback.note("info", f"queue: entry {entry.id} ({entry.title}) starts")
+        if not self.training.train(entry.config):
+            self._end(FAILED, None, "the window could not start it: the banner says why")
+            return False
+        return True
+
+    def saw(self, batch: list[Event]) -> None:
+        if self.current is not None:
+            for event in batch:
+                if isinstance(event, EpochEnd):
+                    self.best = max(self.best or 0.0, event.val_accuracy)
+
+    def run_ended(self, result: RunFinished | RunFailed) -> None:
+        if self.current is None:
+            return
+        entry = self.current[0]
+        if isinstance(result, RunFailed):
+            self._end(FAILED, self.state.shown_run, result.message)
+        elif result.stopped:
+            self._end(CANCELLED, self.state.shown_run, "cancelled")
+        else:
+            self._end(FINISHED, self.state.shown_run, "")
+        if not any(e.state == QUEUED and e.place == entry.place for e in self.queue.entries()):
+            self._done()
+        QTimer.singleShot(0, self.tick)
+
+    def _end(self, state: str, run_id: int | None, error: str) -> None:
+        entry, lock = self.current
+        self.current = None
+        self.queue.ended(entry.id, state, run_id=run_id, best=self.best, error=error)
+        release_place(lock)
+        ended = self.queue.entry(entry.id)
+        self.ended.append((ended, state))
+        if state == FAILED:
+            self.notifier.notify("Queued run failed", f"entry {entry.id} ({entry.title}): {error}", "error")
+        self.refresh()
+
+    def _done(self) -> None:
+        finished = [entry for entry, state in self.ended if state == FINISHED]
+        failed = sum(1 for _entry, state in self.ended if state == FAILED)
+        best = max((e.best_val_accuracy for e in finished if e.best_val_accuracy is not None), default=None)
+        text = (f"{len(finished)} finished, {failed} failed" + (f"; best val accuracy {best:.2%}" if best else ""))
+        self.feedback.note("info", f"queue done: {text}")
+        self.notifier.notify("Queue done", text, "info")
+        self.ended = []
+
+    def _stop_if_cancelled(self) -> None:
+        if self.current is not None and self.queue.cancel_asked(self.current[0].id):
+            self.training.stop()
+
+    # -- closing ------------------------------------------------------------------------------------------------
+    def ask_to_close(self) -> bool:
+        """Closing with work queued for this window's place: keep working in the background, pause, or cancel the
+        queued entries; False: the user chose not to close. The entry this window trains is interrupted (and, to
+        keep working, queued again)."""
+        if self.queue is None:
+            return True
+        waiting = [e for e in self.queue.entries() if e.state == QUEUED and e.place == self.place]
+        if not waiting and self.current is None:
+            return True
+        box = QMessageBox(QMessageBox.Question, "Runs are queued", f"{len(waiting)} run(s) are queued"
+                          + (" and one is training" if self.current else "") + " on "
+                          + (self.place or "this computer") + ".", QMessageBox.Cancel, self.window)
+        box.setObjectName("closeQueueQuestion")
+        keep = box.addButton("Keep working in the background", QMessageBox.AcceptRole)
+        pause = box.addButton("Pause the queue", QMessageBox.ActionRole)
+        cancel = box.addButton("Cancel them", QMessageBox.DestructiveRole)
+        box.setDefaultButton(keep)
+        box.exec()
+        return self.close_with({keep: "keep", pause: "pause", cancel: "cancel"}.get(box.clickedButton()))
+
+    def close_with(self, choice: str | None) -> bool:
+        """What ask_to_close does with the user's `choice` ("keep", "pause", "cancel"; None: stay open)."""
+        if choice is None:
+            return False
+        if self.current is not None:
+            entry = self.current[0]
+            self._end(INTERRUPTED, self.state.shown_run, "the window closed while it trained")
+            if choice == "keep":
+                self.queue.retry(entry.id)
+        if choice == "pause":
+            self.queue.pause()
+        elif choice == "cancel":
+            for entry in self.queue.entries():
+                if entry.state == QUEUED and entry.place == self.place:
+                    self.queue.cancel(entry.id)
+        else:
+            self.queue.pause(False)  # to keep working is to go on
+            pid = start_background_worker(self.db, self.place)
+            self.feedback.note("info", f"the queue goes on in the background (workbench queue work, pid {pid})")
+        return True
+
+    def close(self) -> None:
+        self.timer.stop()
+        if self.queue is not None:
+            self.queue.close()
