@@ -33,6 +33,8 @@ Inside the network: model (the Model dock mid-run, on resources/examples/planted
 layers (the same run's layer table), alert (a run of resources/examples/planted_exploding_lr.json, failed: the
 alerts' markers on the loss plot and their lines in the Log), alert_dead and alert_vanishing (one epoch of
 resources/examples/planted_dead_relu.py and planted_vanishing.py: their alerts the same way).
+The queue: queue (four runs lined up, one of them a model file that is gone, worked by the window one after another:
+the Queue dock once they have ended, a fifth queued while paused).
 A hang: stacks (a 2-process run whose rank 1 blocks before a collective at step 25: the Ranks tab's notice after
 3 s without a step, then Collect stacks; the dialog is OUT, the window beside it OUT's name with "-window").
 The window opens at the size it picks for the screen (fit to the available area), with settings and history in a
@@ -64,7 +66,7 @@ SHOTS = ("readme", "training", "compiling", "reason", "explain", "evaluate", "da
          "whatif", "system", "profile", "profile_timeline", "profile_memory", "amp", "export", "export_aoti",
          "lr_finder", "batch_finder", "sweep", "runs", "connect", "remote", "host_runs", "reattached", "manage",
          "seed_band", "compare", "imported", "diff", "numerics", "numerics_bf16", "numerics_drift", "code", "stages",
-         "model", "layers", "alert", "alert_dead", "alert_vanishing", "stacks")
+         "model", "layers", "alert", "alert_dead", "alert_vanishing", "stacks", "queue")
 # the planted examples whose alerts a shot shows (alert: the exploding learning rate, a JSON config)
 ALERT_SHOTS = {"alert": None, "alert_dead": ("planted_dead_relu.py", "PlantedDeadReluNet"),
                "alert_vanishing": ("planted_vanishing.py", "PlantedVanishingNet")}
@@ -227,6 +229,37 @@ def wait_for_release():  # a rank stuck before a collective: the others wait in 
 '''
 
 
+def shoot_queue(window: MainWindow, grab: Callable[[int], None]) -> Callable[[], None]:
+    """Four runs queued from the form, worked by the window; the dock once they have ended, a fifth waiting."""
+    from workbench.core.history.queue import QUEUED, RUNNING
+
+    feature = window.queue
+    window.docks["queue"].raise_()
+
+    def line_up() -> None:
+        feature.panel.pause.click()
+        tiny = TrainConfig(epochs=1, max_steps=60, hidden_dim=32, device="cpu")
+        for config in (tiny, tiny.replace(lr=0.01), tiny.replace(model=str(TEMP / "gone.py:Net")),
+                       tiny.replace(hidden_dim=128, seed=3)):
+            window.setup.set_config(config)
+            feature.queue_form()
+        feature.panel.pause.click()
+        feature.tick()
+        watch()
+
+    def watch() -> None:
+        if any(entry.state in (QUEUED, RUNNING) for entry in feature.queue.entries()):
+            QTimer.singleShot(500, watch)
+            return
+        feature.panel.pause.click()
+        window.setup.set_config(TrainConfig(epochs=2, hidden_dim=64, device="cpu"))
+        feature.queue_form()
+        window.resizeDocks([window.docks["queue"]], [330], Qt.Vertical)  # every entry in sight
+        grab(600)
+
+    return line_up
+
+
 def shoot_stacks(window: MainWindow, out: Path, done: list[bool]) -> Callable[[], None]:
     """A 2-process run stuck on rank 1: the window with the Ranks tab's notice, then the stacks dialog."""
     model = TEMP / "hang.py"
@@ -263,6 +296,7 @@ def main() -> int:
     parser.add_argument("out", type=Path, nargs="?", default=README_SHOT)
     parser.add_argument("--at-step", type=int, default=600, help="training: grab once this step has been shown")
     args = parser.parse_args()
+    args.out.parent.mkdir(parents=True, exist_ok=True)  # a feature's folder the first time (QPixmap.save won't)
     app = create_app(sys.argv[:1])
     if args.shot == "runs":
         record_history()
@@ -560,6 +594,8 @@ def main() -> int:
         window.setup.set_config(config)
         window.training.runFinished.connect(lambda _result: grab(600))
         when_ready(window.training.train)
+    elif args.shot == "queue":
+        when_ready(shoot_queue(window, grab))
     elif args.shot == "stacks":
         when_ready(shoot_stacks(window, args.out, done))
     elif args.shot == "dataset":
