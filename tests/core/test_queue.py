@@ -174,7 +174,7 @@ def _has_a_step(db: str) -> bool:
 @pytest.mark.slow  # real runs
 def test_an_entry_for_a_host_trains_there_and_is_recorded_here(loopback_hosts, tmp_path):
     """`workbench queue add --host` and `queue work --host`: the entry trains on the host over SSH (a loopback
-    sshd), recorded in this computer's history with its host; the host's entries wait for a runner of that host."""
+    sshd), recorded in this computer's history with its host; a runner of this computer does not claim it."""
     host = loopback_hosts[0]
     db = str(tmp_path / "h.sqlite")
     env = {**os.environ, "WORKBENCH_SSH": host.ssh_command}
@@ -183,12 +183,12 @@ def test_an_entry_for_a_host_trains_there_and_is_recorded_here(loopback_hosts, t
                             "--device", "cpu", "--epochs", "1", "--max-steps", "20", "--hidden-dim", "16"],
                            env=env, capture_output=True, text=True)
     assert added.returncode == 0 and added.stdout.startswith(f"queued entry 1 on {host.address}"), added.stderr
-    here = subprocess.run([*queue, "work"], env=env, capture_output=True, text=True)
-    assert "the queue had nothing to train here" in here.stdout  # the host's entry is not this computer's
+    with RunQueue(db) as claiming:
+        assert claiming.claim() is None  # the host's entry is not this computer's to train
     there = subprocess.run([*queue, "work", "--host", host.address], env=env, capture_output=True, text=True)
     assert there.returncode == 0 and "entry 1 finished" in there.stdout, there.stdout + there.stderr
-    listed = subprocess.run(queue, env=env, capture_output=True, text=True).stdout
-    assert f"   1  finished    {host.address}" in listed
+    with RunQueue(db) as queued:
+        assert [(entry.state, entry.where) for entry in queued.entries()] == [(FINISHED, host.address)]
     with RunStore(db) as store:
         [run] = store.list()
         assert run.status == "finished" and run.host == host.address

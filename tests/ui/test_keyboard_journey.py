@@ -44,8 +44,8 @@ def test_a_first_run_by_keyboard_alone(window, qtbot, tmp_path, monkeypatch):
         _key(qtbot, Qt.Key_Escape)
     assert finished.args[0].stopped
 
-    # every dock, in front and with the focus in it
-    for number, key in enumerate(docks, start=1):
+    # every dock Alt+1…9 reach, in front and with the focus in it (the palette reaches the others)
+    for number, key in enumerate(docks[:9], start=1):
         _key(qtbot, getattr(Qt, f"Key_{number}"), Qt.AltModifier)
         dock = window.docks[key]
         qtbot.waitUntil(lambda d=dock: not d.visibleRegion().isEmpty() and d.isAncestorOf(_focus()))

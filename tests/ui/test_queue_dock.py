@@ -65,5 +65,5 @@ def _queue_and_work(window, qtbot, tmp_path) -> None:
             time.sleep(0.5)
         states = {entry.id: (entry.state, entry.error) for entry in queue.entries()}
     assert states[good] == (FINISHED, "") and states[bad][0] == FAILED and "does not exist" in states[bad][1]
-    feature.refresh()
+    feature.show_queue()
     assert [row[1] for row in _rows(panel)] == [FINISHED, FINISHED, FINISHED, FAILED]

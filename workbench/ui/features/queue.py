@@ -50,7 +50,7 @@ class Queue(QObject):
         parts.runner.events.connect(self.saw)
         training.runFinished.connect(self.run_ended)
         if self.queue is not None:
-            self.refresh()
+            self.show_queue()
 
     def actions(self) -> tuple[ActionSpec, ...]:
         return (ActionSpec("queue", "Add to queue", lambda: self.queue_form(), "Run", 15, "Ctrl+Shift+Q", toolbar=15,
@@ -83,7 +83,7 @@ class Queue(QObject):
             change(*args)
         except WorkbenchError as exc:
             self.feedback.show("warning", f"{exc}" + (f": {exc.hint}" if exc.hint else ""))
-        self.refresh()
+        self.show_queue()
 
     def cancel(self, entry_id: int) -> None:
         self._change(self.queue.cancel, entry_id)
@@ -91,11 +91,14 @@ class Queue(QObject):
 
     # -- working ------------------------------------------------------------------------------------------------
     def tick(self) -> None:
+        if self.queue is None:
+            return
         self._stop_if_cancelled()
         self.work_next()
-        self.refresh()
+        self.show_queue()
 
-    def refresh(self) -> None:
+    def show_queue(self) -> None:
+        """The dock, as the history's queue is now (not `refresh`: the window calls that at every action's update)."""
         if self.queue is None:
             return
         try:
@@ -152,7 +155,7 @@ class Queue(QObject):
         self.ended.append((ended, state))
         if state == FAILED:
             self.notifier.notify("Queued run failed", f"entry {entry.id} ({entry.title}): {error}", "error")
-        self.refresh()
+        self.show_queue()
 
     def _done(self) -> None:
         finished = [entry for entry, state in self.ended if state == FINISHED]
@@ -213,3 +216,4 @@ class Queue(QObject):
         self.timer.stop()
         if self.queue is not None:
             self.queue.close()
+            self.queue = None  # whatever comes late (a task's answer updating the actions) finds no queue
