@@ -192,3 +192,24 @@ def test_an_entry_for_a_host_trains_there_and_is_recorded_here(loopback_hosts, t
     with RunStore(db) as store:
         [run] = store.list()
         assert run.status == "finished" and run.host == host.address
+
+
+def test_an_entry_is_estimated_from_the_latest_finished_run_like_it_and_not_without_one(tmp_path):
+    """Its steps at the samples/s of the latest finished run of its dataset, backend, device, hidden and batch
+    size; an epoch's steps from a run that trained every epoch of the dataset. No such run: no estimate."""
+    from workbench.core.history.queue_eta import estimate_seconds
+
+    db = tmp_path / "h.sqlite"
+    with RunStore(db) as store:
+        for config, steps, speed in ((TINY.replace(max_steps=None, epochs=2, batch_size=50), 200, 1000.0),
+                                     (TINY.replace(batch_size=32), 20, 640.0)):
+            run_id = store.start_run(config.to_dict())
+            store.db.execute("UPDATE runs SET status = 'finished', steps = ?, samples_per_s = ? WHERE id = ?",
+                             (steps, speed, run_id))
+    with RunQueue(db) as queue:
+        full = TINY.replace(max_steps=None, epochs=3, batch_size=32)  # an epoch: 100 × 50 samples = 157 steps
+        assert estimate_seconds(queue.db, full) == 3 * 157 * 32 / 640.0
+        assert estimate_seconds(queue.db, TINY.replace(batch_size=32)) == 20 * 32 / 640.0  # its max_steps
+        assert estimate_seconds(queue.db, TINY.replace(batch_size=32, hidden_dim=64)) is None  # never measured
+        entry = queue.add(TINY.replace(batch_size=32))
+        assert queue.estimates(queue.entries()) == {entry: 1.0}

@@ -56,6 +56,9 @@ def _queue_and_work(window, qtbot, tmp_path) -> None:
     panel.pause.click()  # more, lined up while paused; then the window "closes" keeping the queue working
     good = feature.queue.add(window.setup.config().replace(seed=5))
     bad = feature.queue.add(window.setup.config().replace(model=str(tmp_path / "gone.py:Net")), label="gone")
+    feature.show_queue()
+    ends = [row[6] for row in _rows(panel)[2:]]  # from the two runs just measured: the same settings
+    assert all(text.startswith("≈ ") for text in ends), ends  # (tiny runs: "≈ 0:00"; the sums: the test below)
     assert feature.close_with("keep")
     feature.timer.stop()  # (as closing does: this window works no more)
     deadline = time.monotonic() + 180
@@ -67,3 +70,18 @@ def _queue_and_work(window, qtbot, tmp_path) -> None:
     assert states[good] == (FINISHED, "") and states[bad][0] == FAILED and "does not exist" in states[bad][1]
     feature.show_queue()
     assert [row[1] for row in _rows(panel)] == [FINISHED, FINISHED, FINISHED, FAILED]
+
+
+def test_each_entry_ends_after_those_before_it_and_an_unmeasured_one_makes_the_rest_a_lower_bound():
+    from workbench.core.ground.config import TrainConfig
+    from workbench.core.history.queue import QueueEntry
+    from workbench.ui.panels.queue import ends_in
+
+    def entry(entry_id: int, state: str, started: float | None = None) -> QueueEntry:
+        return QueueEntry(id=entry_id, position=entry_id, state=state, place="", config=TrainConfig(),
+                          started=started)
+
+    entries = [entry(1, "finished"), entry(2, RUNNING, started=1000.0), entry(3, QUEUED), entry(4, QUEUED),
+               entry(5, QUEUED)]
+    texts = ends_in(entries, {2: 100.0, 3: 60.0, 4: None, 5: 30.0}, now=1040.0)
+    assert texts == {2: "≈ 1:00", 3: "≈ 2:00", 4: "—", 5: "≥ 2:30"}  # 60 s left of the running one, then each

@@ -25,6 +25,7 @@ from ..ground.config import TrainConfig
 from ..ground.errors import WorkbenchError
 from ..ground.processes import process_alive
 from .naming import differing_settings, setting_text
+from .queue_eta import estimate_seconds
 from .runs import BUSY_TIMEOUT_S, default_db_path
 
 QUEUED, RUNNING, FINISHED, FAILED, CANCELLED, INTERRUPTED = (
@@ -151,6 +152,11 @@ class RunQueue:
         if row is None:
             raise QueueError(f"the queue has no entry {entry_id}", "workbench queue ls lists them")
         return _entry(row)
+
+    def estimates(self, entries: list[QueueEntry]) -> dict[int, float | None]:
+        """Each queued or running entry's seconds of training, from what the history has measured (queue_eta.py)."""
+        return {entry.id: estimate_seconds(self.db, entry.config) for entry in entries
+                if entry.state in (QUEUED, RUNNING)}
 
     @property
     def paused(self) -> bool:

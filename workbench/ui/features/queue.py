@@ -7,6 +7,8 @@ keep working in the background (a `workbench queue work` of its own), pause the 
 
 from __future__ import annotations
 
+import time
+
 from PySide6.QtCore import QObject, QTimer
 from PySide6.QtWidgets import QMessageBox
 
@@ -16,6 +18,7 @@ from ...core.history.queue import (CANCELLED, FAILED, FINISHED, INTERRUPTED, QUE
                                     RunQueue)
 from ...core.run.queue_worker import release_place, start_background_worker, try_place
 from ..actions import ActionSpec
+from ..panels.queue import ends_in
 from .parts import WindowParts
 from .training import Training
 
@@ -105,7 +108,9 @@ class Queue(QObject):
             form = self.setup.config()
         except WorkbenchError:
             form = None
-        self.panel.show_entries(self.queue.entries(), paused=self.queue.paused, form=form)
+        entries = self.queue.entries()
+        ends = ends_in(entries, self.queue.estimates(entries), time.time())
+        self.panel.show_entries(entries, paused=self.queue.paused, form=form, ends=ends)
 
     def work_next(self) -> bool:
         """Train the next entry of this window's place, when nothing trains here; True when one started."""
