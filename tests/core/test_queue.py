@@ -45,6 +45,10 @@ def test_entries_keep_their_order_move_cancel_retry_and_pause(tmp_path):
         with pytest.raises(QueueError, match="is running") as refused:
             queue.remove(first)
         assert refused.value.hint == f"cancel it first: workbench queue cancel {first}"
+        with pytest.raises(QueueError, match="only a queued entry is edited"):
+            queue.update(first, TINY)  # it trains what it was given
+        queue.update(third, TINY.replace(lr=0.5))
+        assert queue.entry(third).config.lr == 0.5
         assert queue.cancel(first) == RUNNING and queue.cancel_asked(first)  # its runner stops it
         with pytest.raises(QueueError, match="only a failed, cancelled or interrupted entry is retried"):
             queue.retry(first)

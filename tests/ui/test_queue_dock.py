@@ -46,6 +46,12 @@ def _queue_and_work(window, qtbot, tmp_path) -> None:
     panel.table.selectRow(1)
     panel.buttons["up"].click()
     assert [entry.id for entry in feature.queue.entries()] == [second, first]
+    panel.table.selectRow(1)
+    panel.buttons["edit"].click()  # its settings into the form; Add to queue saves the form into it
+    assert window.setup.config().lr == 0.01 and _rows(panel)[1][1] == "queued (editing)"
+    set_config(window, **tiny, lr=0.005)
+    queue_action.trigger()
+    assert [(entry.id, entry.config.lr) for entry in feature.queue.entries()] == [(second, 0.002), (first, 0.005)]
     assert panel.summary.text() == "2 queued · 0 running · paused: nothing starts"
     panel.pause.click()  # go on: the window trains them, one after the other
     feature.tick()

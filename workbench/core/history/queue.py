@@ -175,6 +175,16 @@ class RunQueue:
                                                     label, time.time()))
         return cursor.lastrowid
 
+    def update(self, entry_id: int, config: TrainConfig) -> None:
+        """A queued entry's settings, changed (Edit in the Queue dock); one that has started keeps its own."""
+        entry = self.entry(entry_id)
+        if entry.state != QUEUED:
+            raise QueueError(f"entry {entry_id} is {entry.state}: only a queued entry is edited",
+                             "queue the form's settings as a new entry instead")
+        with self._writing():
+            self.db.execute("UPDATE queue SET config = ? WHERE id = ? AND state = ?", (config.to_json(), entry_id,
+                                                                                      QUEUED))
+
     def remove(self, entry_id: int) -> None:
         """Take an entry out; a running one is cancelled first (`cancel`)."""
         if self.entry(entry_id).state == RUNNING:

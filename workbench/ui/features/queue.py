@@ -39,6 +39,7 @@ class Queue(QObject):
         self.current: tuple[QueueEntry, int] | None = None  # the entry this window trains, and its place's lock
         self.best: float | None = None
         self.ended: list[tuple[QueueEntry, str]] = []  # what this window worked since the queue was last empty
+        self.editing: int | None = None  # the queued entry whose settings the form holds (Edit)
         self.timer = QTimer(self)
         self.timer.setInterval(REFRESH_MS)
         self.timer.timeout.connect(self.tick)
@@ -47,6 +48,7 @@ class Queue(QObject):
         panel = self.panel
         panel.cancelRequested.connect(self.cancel)
         panel.retryRequested.connect(lambda entry: self._change(self.queue.retry, entry))
+        panel.editRequested.connect(self.edit)
         panel.removeRequested.connect(lambda entry: self._change(self.queue.remove, entry))
         panel.moveRequested.connect(lambda entry, index: self._change(self.queue.move, entry, index))
         panel.pauseToggled.connect(lambda paused: self._change(self.queue.pause, paused))
@@ -75,6 +77,15 @@ class Queue(QObject):
         except WorkbenchError as exc:
             self.feedback.show("error", f"Cannot queue: {exc}")
             return None
+        if self.editing is not None:
+            entry, self.editing = self.editing, None
+            try:
+                self.queue.update(entry, config)
+                self.feedback.note("info", f"queued entry {entry} now trains the form's settings")
+                self.show_queue()
+                return entry
+            except QueueError as exc:  # it started (or went) meanwhile: the form's settings are a new entry
+                self.feedback.note("warning", f"{exc}: queued as a new entry")
         remote = self.runner.remote
         entry = self.queue.add(config, place=self.place, python=remote.python if remote else "python3")
         self.feedback.note("info", f"queued entry {entry} on {self.queue.entry(entry).where}")
@@ -86,6 +97,15 @@ class Queue(QObject):
             change(*args)
         except WorkbenchError as exc:
             self.feedback.show("warning", f"{exc}" + (f": {exc.hint}" if exc.hint else ""))
+        self.show_queue()
+
+    def edit(self, entry_id: int) -> None:
+        """Edit: the entry's settings into the form; Add to queue then saves the form into it."""
+        entry = self.queue.entry(entry_id)
+        self.setup.set_config(entry.config)
+        self.editing = entry_id
+        self.feedback.note("info", f"editing queued entry {entry_id}: change the form, then Add to queue "
+                                   "(Ctrl+Shift+Q) saves it")
         self.show_queue()
 
     def cancel(self, entry_id: int) -> None:
@@ -110,7 +130,7 @@ class Queue(QObject):
             form = None
         entries = self.queue.entries()
         ends = ends_in(entries, self.queue.estimates(entries), time.time())
-        self.panel.show_entries(entries, paused=self.queue.paused, form=form, ends=ends)
+        self.panel.show_entries(entries, paused=self.queue.paused, form=form, ends=ends, editing=self.editing)
 
     def work_next(self) -> bool:
         """Train the next entry of this window's place, when nothing trains here; True when one started."""

@@ -51,6 +51,7 @@ def changes_from(entry: QueueEntry, form: TrainConfig | None) -> str:
 class QueuePanel(QWidget):
     cancelRequested = Signal(int)
     retryRequested = Signal(int)
+    editRequested = Signal(int)  # its settings into the form
     removeRequested = Signal(int)
     moveRequested = Signal(int, int)  # entry, its new index among the queued
     pauseToggled = Signal(bool)
@@ -74,6 +75,7 @@ class QueuePanel(QWidget):
         self.buttons = {}
         row = QHBoxLayout()
         for key, text, tip in (("up", "Move up", "Ctrl+Up"), ("down", "Move down", "Ctrl+Down"),
+                               ("edit", "Edit", "its settings into the form; Add to queue then saves them"),
                                ("cancel", "Cancel", "a queued entry at once; a running one after its step"),
                                ("retry", "Retry", "a failed, cancelled or interrupted entry, queued again"),
                                ("remove", "Remove", "take an entry that is not running out of the queue")):
@@ -100,14 +102,16 @@ class QueuePanel(QWidget):
         self.show_entries([], paused=False, form=None)
 
     def show_entries(self, entries: list[QueueEntry], *, paused: bool, form: TrainConfig | None,
-                     ends: dict[int, str] | None = None) -> None:
-        """The queue as it is now (`ends`: ends_in's texts); the selected entry stays selected."""
+                     ends: dict[int, str] | None = None, editing: int | None = None) -> None:
+        """The queue as it is now (`ends`: ends_in's texts; `editing`: the entry the form edits); the selected entry
+        stays selected."""
         selected, ends = self.selected(), ends or {}
         self.entries = entries
         self.table.setRowCount(len(entries))
         for index, entry in enumerate(entries):
             best = f"{entry.best_val_accuracy:.2%}" if entry.best_val_accuracy is not None else "—"
-            state = entry.state + (" (cancelling)" if entry.state == RUNNING and entry.cancel else "")
+            state = entry.state + (" (cancelling)" if entry.state == RUNNING and entry.cancel else "") + (
+                " (editing)" if entry.id == editing else "")
             cells = (str(entry.id), state, entry.where, changes_from(entry, form),
                      f"#{entry.run_id}" if entry.run_id is not None else "—", best, ends.get(entry.id, ""))
             for column, text in enumerate(cells):
@@ -141,6 +145,7 @@ class QueuePanel(QWidget):
         state = entry.state if entry is not None else None
         self.buttons["up"].setEnabled(state == QUEUED)
         self.buttons["down"].setEnabled(state == QUEUED)
+        self.buttons["edit"].setEnabled(state == QUEUED)
         self.buttons["cancel"].setEnabled(state in (QUEUED, RUNNING))
         self.buttons["retry"].setEnabled(state in ENDED and state != "finished")
         self.buttons["remove"].setEnabled(state is not None and state != RUNNING)
@@ -154,5 +159,5 @@ class QueuePanel(QWidget):
             if entry.id in queued:
                 self.moveRequested.emit(entry.id, max(0, queued.index(entry.id) + (-1 if key == "up" else 1)))
             return
-        {"cancel": self.cancelRequested, "retry": self.retryRequested, "remove": self.removeRequested}[key].emit(
-            entry.id)
+        {"cancel": self.cancelRequested, "retry": self.retryRequested, "remove": self.removeRequested,
+         "edit": self.editRequested}[key].emit(entry.id)
