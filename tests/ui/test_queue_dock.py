@@ -1,7 +1,8 @@
 """The Queue dock and the window working the queue (ui/panels/queue.py, ui/features/queue.py): runs lined up from the
 form (what each changes from the form shown), reordered, trained by the window one after another when the queue
 goes on; then, the window closing with work queued and "Keep working in the background" chosen, a runner of its own
-trains the rest (a bad entry failing alone) with no window, and the dock shows how each ended."""
+trains the rest (a bad entry failing alone), and one for the host its entry there, with no window; the dock shows
+how each ended."""
 
 from __future__ import annotations
 
@@ -23,14 +24,16 @@ def _rows(panel) -> list[list[str]]:
 
 
 @pytest.mark.slow  # four real runs, two of them in a runner of its own
-def test_runs_queued_from_the_form_train_in_order_and_go_on_without_the_window(window, qtbot, tmp_path):
+def test_runs_queued_from_the_form_train_in_order_and_go_on_without_the_window(window, qtbot, tmp_path,
+                                                                               loopback_hosts, monkeypatch):
+    monkeypatch.setenv("WORKBENCH_SSH", loopback_hosts[0].ssh_command)  # (the background runners' too)
     try:
-        _queue_and_work(window, qtbot, tmp_path)
+        _queue_and_work(window, qtbot, tmp_path, loopback_hosts[0])
     finally:  # whatever failed: the window closes without asking what to do with queued work
         window.queue.close_with("cancel")
 
 
-def _queue_and_work(window, qtbot, tmp_path) -> None:
+def _queue_and_work(window, qtbot, tmp_path, host) -> None:
     feature, panel = window.queue, window.queue.panel
     panel.pause.click()  # nothing starts while the entries are lined up
     tiny = {"epochs": 1, "max_steps": 20, "hidden_dim": 16, "device": "cpu"}
@@ -62,20 +65,23 @@ def _queue_and_work(window, qtbot, tmp_path) -> None:
     panel.pause.click()  # more, lined up while paused; then the window "closes" keeping the queue working
     good = feature.queue.add(window.setup.config().replace(seed=5))
     bad = feature.queue.add(window.setup.config().replace(model=str(tmp_path / "gone.py:Net")), label="gone")
+    there = feature.queue.add(window.setup.config().replace(seed=6), place=host.address, python=host.remote_python)
     feature.show_queue()
-    ends = [row[6] for row in _rows(panel)[2:]]  # from the two runs just measured: the same settings
+    ends = [row[6] for row in _rows(panel)[2:4]]  # from the two runs just measured: the same settings
     assert all(text.startswith("≈ ") for text in ends), ends  # (tiny runs: "≈ 0:00"; the sums: the test below)
     assert feature.close_with("keep")
     feature.timer.stop()  # (as closing does: this window works no more)
     deadline = time.monotonic() + 180
     with RunQueue(window.db) as queue:  # another reader: the background runner writes it
-        while {e.state for e in queue.entries() if e.id in (good, bad)} & {QUEUED, RUNNING} and (
+        while {e.state for e in queue.entries() if e.id in (good, bad, there)} & {QUEUED, RUNNING} and (
                 time.monotonic() < deadline):
             time.sleep(0.5)
         states = {entry.id: (entry.state, entry.error) for entry in queue.entries()}
     assert states[good] == (FINISHED, "") and states[bad][0] == FAILED and "does not exist" in states[bad][1]
+    assert states[there] == (FINISHED, "")  # a runner of its own for the host, training there over SSH
     feature.show_queue()
-    assert [row[1] for row in _rows(panel)] == [FINISHED, FINISHED, FINISHED, FAILED]
+    assert [(row[1], row[2]) for row in _rows(panel)] == [(FINISHED, "this computer")] * 3 + [
+        (FAILED, "this computer"), (FINISHED, host.address)]
 
 
 def test_each_entry_ends_after_those_before_it_and_an_unmeasured_one_makes_the_rest_a_lower_bound():

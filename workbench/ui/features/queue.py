@@ -3,7 +3,8 @@ Queue dock shows and changes the history's queue (history/queue.py). While the w
 its place: when no run trains, it claims the next entry (taking the place's lock, as `workbench queue work` does: one
 run at a time per place, whoever works it) and trains it as Train would, so its curves are drawn as they come. The
 desktop is told when an entry fails and when the queue is done. Closing the window with work queued asks whether to
-keep working in the background (a `workbench queue work` of its own), pause the queue or cancel it."""
+keep working in the background (a `workbench queue work` of its own for each place with queued entries), pause the
+queue or cancel it."""
 
 from __future__ import annotations
 
@@ -197,17 +198,19 @@ class Queue(QObject):
 
     # -- closing ------------------------------------------------------------------------------------------------
     def ask_to_close(self) -> bool:
-        """Closing with work queued for this window's place: keep working in the background, pause, or cancel the
-        queued entries; False: the user chose not to close. The entry this window trains is interrupted (and, to
-        keep working, queued again)."""
+        """Closing with work queued (here or on hosts): keep working in the background, pause, or cancel the queued
+        entries; False: the user chose not to close. The entry this window trains is interrupted (and, to keep
+        working, queued again)."""
         if self.queue is None:
             return True
-        waiting = [e for e in self.queue.entries() if e.state == QUEUED and e.place == self.place]
-        if not waiting and self.current is None:
+        places = self._waiting_places()
+        if not places and self.current is None:
             return True
-        box = QMessageBox(QMessageBox.Question, "Runs are queued", f"{len(waiting)} run(s) are queued"
-                          + (" and one is training" if self.current else "") + " on "
-                          + (self.place or "this computer") + ".", QMessageBox.Cancel, self.window)
+        waiting = sum(1 for entry in self.queue.entries() if entry.state == QUEUED)
+        where = " and ".join(place or "this computer" for place in places) or self.place or "this computer"
+        box = QMessageBox(QMessageBox.Question, "Runs are queued", f"{waiting} run(s) are queued"
+                          + (" and one is training" if self.current else "") + f" on {where}.", QMessageBox.Cancel,
+                          self.window)
         box.setObjectName("closeQueueQuestion")
         keep = box.addButton("Keep working in the background", QMessageBox.AcceptRole)
         pause = box.addButton("Pause the queue", QMessageBox.ActionRole)
@@ -217,7 +220,9 @@ class Queue(QObject):
         return self.close_with({keep: "keep", pause: "pause", cancel: "cancel"}.get(box.clickedButton()))
 
     def close_with(self, choice: str | None) -> bool:
-        """What ask_to_close does with the user's `choice` ("keep", "pause", "cancel"; None: stay open)."""
+        """What ask_to_close does with the user's `choice` ("keep", "pause", "cancel"; None: stay open). To keep
+        working starts a `workbench queue work` of its own for each place with queued entries (this computer, and
+        each host: trained there over SSH from here)."""
         if choice is None:
             return False
         if self.current is not None:
@@ -229,13 +234,19 @@ class Queue(QObject):
             self.queue.pause()
         elif choice == "cancel":
             for entry in self.queue.entries():
-                if entry.state == QUEUED and entry.place == self.place:
+                if entry.state == QUEUED:
                     self.queue.cancel(entry.id)
         else:
             self.queue.pause(False)  # to keep working is to go on
-            pid = start_background_worker(self.db, self.place)
-            self.feedback.note("info", f"the queue goes on in the background (workbench queue work, pid {pid})")
+            for place in self._waiting_places():
+                pid = start_background_worker(self.db, place)
+                self.feedback.note("info", f"the queue of {place or 'this computer'} goes on in the background "
+                                           f"(workbench queue work, pid {pid})")
         return True
+
+    def _waiting_places(self) -> list[str]:
+        """The places with queued entries, in queue order."""
+        return list(dict.fromkeys(entry.place for entry in self.queue.entries() if entry.state == QUEUED))
 
     def close(self) -> None:
         self.timer.stop()
