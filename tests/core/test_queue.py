@@ -198,7 +198,7 @@ def test_an_entry_for_a_host_trains_there_and_is_recorded_here(loopback_hosts, t
         assert run.status == "finished" and run.host == host.address
 
 
-def test_an_entry_is_estimated_from_the_latest_finished_run_like_it_and_not_without_one(tmp_path):
+def test_an_entry_is_estimated_from_the_latest_finished_run_like_it_and_not_without_one(tmp_path, capsys):
     """Its steps at the samples/s of the latest finished run of its dataset, backend, device, hidden and batch
     size; an epoch's steps from a run that trained every epoch of the dataset. No such run: no estimate."""
     from workbench.core.history.queue_eta import estimate_seconds
@@ -217,3 +217,10 @@ def test_an_entry_is_estimated_from_the_latest_finished_run_like_it_and_not_with
         assert estimate_seconds(queue.db, TINY.replace(batch_size=32, hidden_dim=64)) is None  # never measured
         entry = queue.add(TINY.replace(batch_size=32))
         assert queue.estimates(queue.entries()) == {entry: 1.0}
+        from workbench.cli import main
+
+        main(["queue", "--db", str(db)])
+    listed = capsys.readouterr().out.splitlines()
+    assert listed[0].split() == ["id", "state", "where", "run", "best", "acc", "ends", "in", "what"]
+    assert listed[1].split()[:4] == [str(entry), "queued", "this", "computer"] and "≈ 0:01" in listed[1]
+    assert listed[2] == "1 queued"

@@ -27,13 +27,16 @@ def _rows(panel) -> list[list[str]]:
 def test_runs_queued_from_the_form_train_in_order_and_go_on_without_the_window(window, qtbot, tmp_path,
                                                                                loopback_hosts, monkeypatch):
     monkeypatch.setenv("WORKBENCH_SSH", loopback_hosts[0].ssh_command)  # (the background runners' too)
+    told = []  # the desktop's notifications, while the user is elsewhere
+    monkeypatch.setattr(window, "isActiveWindow", lambda: False)
+    monkeypatch.setattr(window.notifier, "backend", lambda title, text, level: told.append((title, text, level)))
     try:
-        _queue_and_work(window, qtbot, tmp_path, loopback_hosts[0])
+        _queue_and_work(window, qtbot, tmp_path, loopback_hosts[0], told)
     finally:  # whatever failed: the window closes without asking what to do with queued work
         window.queue.close_with("cancel")
 
 
-def _queue_and_work(window, qtbot, tmp_path, host) -> None:
+def _queue_and_work(window, qtbot, tmp_path, host, told: list) -> None:
     feature, panel = window.queue, window.queue.panel
     panel.pause.click()  # nothing starts while the entries are lined up
     tiny = {"epochs": 1, "max_steps": 20, "hidden_dim": 16, "device": "cpu"}
@@ -60,6 +63,8 @@ def _queue_and_work(window, qtbot, tmp_path, host) -> None:
     feature.tick()
     qtbot.waitUntil(lambda: all(e.state == FINISHED for e in feature.queue.entries()), timeout=120_000)
     runs = [entry.run_id for entry in feature.queue.entries()]
+    [(title, text, level)] = [note for note in told if note[0] == "Queue done"]
+    assert text.startswith("2 finished, 0 failed; best val accuracy ") and level == "info"
     assert None not in runs and len(set(runs)) == 2 and _rows(panel)[0][4] == f"#{runs[0]}"
 
     panel.pause.click()  # more, lined up while paused; then the window "closes" keeping the queue working
@@ -87,7 +92,7 @@ def _queue_and_work(window, qtbot, tmp_path, host) -> None:
 def test_each_entry_ends_after_those_before_it_and_an_unmeasured_one_makes_the_rest_a_lower_bound():
     from workbench.core.ground.config import TrainConfig
     from workbench.core.history.queue import QueueEntry
-    from workbench.ui.panels.queue import ends_in
+    from workbench.core.history.queue_eta import ends_in
 
     def entry(entry_id: int, state: str, started: float | None = None) -> QueueEntry:
         return QueueEntry(id=entry_id, position=entry_id, state=state, place="", config=TrainConfig(),

@@ -10,6 +10,7 @@ import threading
 import time
 
 from ..core.history.queue import RUNNING, QueueEntry, RunQueue
+from ..core.history.queue_eta import ends_in
 from ..core.run.remote.ssh import Remote
 from .common import EXIT_INTERRUPTED
 from .options import config_from_args
@@ -18,23 +19,24 @@ from .options import config_from_args
 def cmd_queue_ls(args: argparse.Namespace) -> int:
     with RunQueue(args.db) as queue:
         entries, paused = queue.entries(), queue.paused
+        ends = ends_in(entries, queue.estimates(entries), time.time())
     if not entries:
         print("the queue is empty: workbench queue add [train options] lines a run up")
         return 0
-    print(f"{'id':>4}  {'state':<11} {'where':<24} {'run':>5}  {'best acc':>8}  what")
+    print(f"{'id':>4}  {'state':<11} {'where':<24} {'run':>5}  {'best acc':>8}  {'ends in':>9}  what")
     for entry in entries:
-        print(_line(entry))
+        print(_line(entry, ends.get(entry.id, "")))
     waiting = sum(1 for entry in entries if entry.state == "queued")
     print(f"{waiting} queued" + (" · PAUSED: nothing starts until workbench queue resume" if paused else ""))
     return 0
 
 
-def _line(entry: QueueEntry) -> str:
+def _line(entry: QueueEntry, ends: str) -> str:
     best = f"{entry.best_val_accuracy:.2%}" if entry.best_val_accuracy is not None else "—"
     run = str(entry.run_id) if entry.run_id is not None else "—"
     state = entry.state + ("*" if entry.state == RUNNING and entry.cancel else "")
     why = f"  ({entry.error})" if entry.error else ""
-    return f"{entry.id:>4}  {state:<11} {entry.where[:24]:<24} {run:>5}  {best:>8}  {entry.title}{why}"
+    return f"{entry.id:>4}  {state:<11} {entry.where[:24]:<24} {run:>5}  {best:>8}  {ends:>9}  {entry.title}{why}"
 
 
 def cmd_queue_add(args: argparse.Namespace) -> int:

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import math
 import sqlite3
+from typing import Protocol, Sequence
 
 from ..ground.config import TrainConfig
+from ..ground.progress import format_duration
 
 SPEED = """SELECT samples_per_s FROM runs WHERE status = 'finished' AND samples_per_s > 0 AND dataset = ?
     AND backend = ? AND json_extract(config, '$.device') = ? AND json_extract(config, '$.hidden_dim') = ?
@@ -36,3 +38,30 @@ def estimate_seconds(db: sqlite3.Connection, config: TrainConfig) -> float | Non
     if config.max_steps is not None:
         steps = min(steps, config.max_steps) if steps is not None else config.max_steps
     return None if steps is None else steps * config.batch_size / speed[0]
+
+
+class Queued(Protocol):
+    """What ends_in reads of a QueueEntry (queue.py imports this module: no import back)."""
+
+    id: int
+    state: str
+    started: float | None
+
+
+def ends_in(entries: Sequence[Queued], estimates: dict[int, float | None], now: float) -> dict[int, str]:
+    """When each queued or running entry will have ended, from now, in queue order: the running ones' time left and
+    every queued one's before it, each from its measured estimate. "—" for an entry without one; the ones after it
+    say "≥": their wait is at least that."""
+    texts, total, unknown = {}, 0.0, False
+    for entry in entries:
+        if entry.state not in ("queued", "running"):
+            continue
+        left = estimates.get(entry.id)
+        if left is not None and entry.state == "running" and entry.started is not None:
+            left = max(left - (now - entry.started), 0.0)
+        if left is None:
+            texts[entry.id], unknown = "—", True
+            continue
+        total += left
+        texts[entry.id] = ("≥ " if unknown else "≈ ") + format_duration(total)
+    return texts

@@ -15,11 +15,11 @@ from PySide6.QtWidgets import QMessageBox
 
 from ...core.ground.errors import WorkbenchError
 from ...core.ground.events import EpochEnd, Event, RunFailed, RunFinished
+from ...core.history.queue_eta import ends_in
 from ...core.history.queue import (CANCELLED, FAILED, FINISHED, INTERRUPTED, QUEUED, QueueEntry, QueueError,
                                     RunQueue)
 from ...core.run.queue_worker import release_place, start_background_worker, try_place
 from ..actions import ActionSpec
-from ..panels.queue import ends_in
 from .parts import WindowParts
 from .training import Training
 

@@ -11,31 +11,12 @@ from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLab
                                QTableWidgetItem, QVBoxLayout, QWidget)
 
 from ...core.ground.config import TrainConfig
-from ...core.ground.progress import format_duration
 from ...core.history.naming import differing_settings, setting_text
 from ...core.history.queue import ENDED, QUEUED, RUNNING, QueueEntry
 
 EMPTY = "Nothing queued: Run → Add to queue (Ctrl+Shift+Q) lines the form's run up."
 COLUMNS = ("#", "State", "Where", "Changes from the form", "Run", "Best acc", "Ends in")
 
-
-def ends_in(entries: list[QueueEntry], estimates: dict[int, float | None], now: float) -> dict[int, str]:
-    """When each queued or running entry will have ended, from now, in queue order: the running ones' time left and
-    every queued one's before it, each from its measured estimate. "—" for an entry without one; the ones after it
-    say "≥": their wait is at least that."""
-    texts, total, unknown = {}, 0.0, False
-    for entry in entries:
-        if entry.state not in (QUEUED, RUNNING):
-            continue
-        left = estimates.get(entry.id)
-        if left is not None and entry.state == RUNNING and entry.started is not None:
-            left = max(left - (now - entry.started), 0.0)
-        if left is None:
-            texts[entry.id], unknown = "—", True
-            continue
-        total += left
-        texts[entry.id] = ("≥ " if unknown else "≈ ") + format_duration(total)
-    return texts
 
 
 def changes_from(entry: QueueEntry, form: TrainConfig | None) -> str:
