@@ -224,3 +224,25 @@ def test_an_entry_is_estimated_from_the_latest_finished_run_like_it_and_not_with
     assert listed[0].split() == ["id", "state", "where", "run", "best", "acc", "ends", "in", "what"]
     assert listed[1].split()[:4] == [str(entry), "queued", "this", "computer"] and "≈ 0:01" in listed[1]
     assert listed[2] == "1 queued"
+
+
+def test_a_place_trains_one_entry_at_a_time_whoever_works_it(tmp_path, monkeypatch):
+    """The place's lock: held by another runner (the window training an entry here), a worker claims nothing
+    until it is let go, and then it takes it."""
+    from workbench.core.run.queue_worker import release_place, try_place, work
+
+    monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "data"))
+    db = str(tmp_path / "h.sqlite")
+    with RunQueue(db) as queue:
+        entry = queue.add(TINY)
+    held = try_place("")
+    assert held is not None and try_place("") is None and try_place("gpu-box") is not None
+    stop = threading.Event()
+    threading.Timer(1.0, stop.set).start()  # the worker gives up waiting then
+    done = work(db, stop, cuda_devices=0, runs_dir=tmp_path / "runs", say=lambda line: None)
+    release_place(held)
+    with RunQueue(db) as queue:
+        assert done.ended == [] and queue.entry(entry).state == QUEUED  # it waited, and claimed nothing
+    again = try_place("")
+    assert again is not None
+    release_place(again)

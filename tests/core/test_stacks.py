@@ -12,7 +12,7 @@ import textwrap
 
 from workbench.core.ground.events import EpochEnd, MemorySample, Notice, Step
 from workbench.core.ground.hang import StepWatch
-from workbench.core.ground.stacks import Collective, RankStack, StacksView, side_by_side
+from workbench.core.ground.stacks import Collective, RankStack, StacksView, frame_text, side_by_side
 from workbench.core.run import stacks as rank_stacks
 
 
@@ -45,7 +45,7 @@ def test_the_main_threads_frames_are_read_outermost_first_and_the_helper_thread_
     frames = _stack(0, STUCK).frames
     assert [frame.function for frame in frames] == ["_run_module_as_main", "_train_epoch", "train_step", "forward",
                                                     "wait_for_release"]
-    assert str(frames[-1]) == "wait_for_release (model.py:15)"
+    assert frame_text(frames[-1]) == "wait_for_release (model.py:15)"
     assert RankStack.from_dict(_stack(1, STUCK, 31).to_dict()) == _stack(1, STUCK, 31)  # crosses processes typed
 
 

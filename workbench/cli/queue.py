@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import signal
-import sys
 import threading
 import time
 
@@ -95,7 +94,7 @@ def cmd_queue_work(args: argparse.Namespace) -> int:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    print(f"{done.summary()} ({time.monotonic() - started:.0f} s)", file=sys.stdout)
+    print(f"{done.summary()} ({time.monotonic() - started:.0f} s)")
     return EXIT_INTERRUPTED if stopped else 0
 
 

@@ -14,19 +14,10 @@ from collections import Counter
 from dataclasses import dataclass
 
 from .codec import Record
+from .events import Frame  # the one frame record: faulthandler prints no source line, so its source is ""
 
 _THREAD = re.compile(r"^(Current thread|Thread) (0x[0-9a-f]+)")
 _FRAME = re.compile(r'^\s+File "(.*)", line (\d+) in (.*)$')
-
-
-@dataclass(frozen=True)
-class Frame(Record):
-    file: str
-    line: int
-    function: str
-
-    def __str__(self) -> str:
-        return f"{self.function} ({self.file.rsplit('/', 1)[-1]}:{self.line})"
 
 
 @dataclass(frozen=True)
@@ -111,7 +102,7 @@ class StacksView:
         """(rank@host, its frames outermost first) a rank, each column as long as the longest (blank below)."""
         rows = max((len(stack.frames) for stack in self.stacks), default=0)
         return [(f"rank {stack.rank}@{stack.host}",
-                 ([stack.error] if stack.error else [str(frame) for frame in stack.frames]) + [""] * rows)
+                 ([stack.error] if stack.error else [frame_text(frame) for frame in stack.frames]) + [""] * rows)
                 for stack in self.stacks]
 
     def collective_columns(self) -> list[tuple[str, list[str]]]:
@@ -149,7 +140,7 @@ def _threads(dump: str) -> list[tuple[Frame, ...]]:
         if _THREAD.match(line):
             threads.append([])
         elif (frame := _FRAME.match(line)) and threads:
-            threads[-1].append(Frame(frame[1], int(frame[2]), frame[3]))
+            threads[-1].append(Frame(file=frame[1], line=int(frame[2]), function=frame[3], source=""))
     return [tuple(reversed(frames)) for frames in threads]
 
 
@@ -178,8 +169,13 @@ def _behind(odd: RankStack, reference: RankStack) -> str:
             f"at #{early[1].seq}: rank {late[0].rank} has not reached it")
 
 
+def frame_text(frame: Frame) -> str:
+    """"forward (model.py:10)": a frame as a column of stacks shows it."""
+    return f"{frame.function} ({frame.file.rsplit('/', 1)[-1]}:{frame.line})"
+
+
 def _innermost(stack: RankStack) -> str:
-    return str(stack.frames[-1]) if stack.frames else "no Python frame"
+    return frame_text(stack.frames[-1]) if stack.frames else "no Python frame"
 
 
 def _same_as(view: StacksView, reference: RankStack) -> str:

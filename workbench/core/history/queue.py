@@ -1,8 +1,8 @@
 """The queue of runs, kept in the run history (torch-free): experiments lined up to train one after another, here or
 on a host, worked by a runner that needs no window (run/queue_worker.py), and surviving a crash of either.
 
-An entry is a TrainConfig, where it trains ("" for this computer, else a host as `Remote` parses it), how many
-processes, and a label (a sweep's trial, a seed). Its states: queued → running → finished | failed | cancelled, and
+An entry is a TrainConfig, where it trains ("" for this computer, else a host as `Remote` names it, with its
+Python), and a label. Its states: queued → running → finished | failed | cancelled, and
 `interrupted` for a running entry whose runner is gone (killed, or the machine rebooted): retried, it is queued
 again. Each runner claims the first queued entry of its place in one write transaction (BEGIN IMMEDIATE), so two
 runners (two windows, a window and `workbench queue work`) never start the same entry. A runner is named by its
@@ -41,14 +41,12 @@ CREATE TABLE IF NOT EXISTS queue (
     place TEXT NOT NULL DEFAULT '',    -- '' this computer, else the host ([user@]host[:port])
     python TEXT NOT NULL DEFAULT 'python3',  -- the host's Python that has Workbench
     config TEXT NOT NULL,              -- TrainConfig JSON
-    processes INTEGER NOT NULL DEFAULT 1,
     label TEXT NOT NULL DEFAULT '',
     runner TEXT NOT NULL DEFAULT '',   -- machine:boot:pid of the runner working it
     cancel INTEGER NOT NULL DEFAULT 0, -- asked to cancel while running
     run_id INTEGER,                    -- its run in the history, once it has one
     best_val_accuracy REAL,
     error TEXT NOT NULL DEFAULT '',
-    attempts INTEGER NOT NULL DEFAULT 0,
     created REAL NOT NULL,
     started REAL,
     ended REAL
@@ -69,14 +67,12 @@ class QueueEntry(Record):
     place: str
     config: TrainConfig
     python: str = "python3"
-    processes: int = 1
     label: str = ""
     runner: str = ""
     cancel: bool = False
     run_id: int | None = None
     best_val_accuracy: float | None = None
     error: str = ""
-    attempts: int = 0
     created: float = 0.0
     started: float | None = None
     ended: float | None = None
@@ -164,15 +160,13 @@ class RunQueue:
         return row is not None and row[0] == "1"
 
     # -- changing ------------------------------------------------------------------------------------------------
-    def add(self, config: TrainConfig, *, place: str = HERE, python: str = "python3", processes: int = 1,
-            label: str = "") -> int:
+    def add(self, config: TrainConfig, *, place: str = HERE, python: str = "python3", label: str = "") -> int:
         """Queue `config` last, for `place` (a host as str(Remote) names it, with its `python`); its id."""
         with self._writing():
             last = self.db.execute("SELECT COALESCE(MAX(position), 0) FROM queue").fetchone()[0]
             cursor = self.db.execute(
-                "INSERT INTO queue (position, state, place, python, config, processes, label, created) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (last + 1, QUEUED, place, python, config.to_json(), processes,
-                                                    label, time.time()))
+                "INSERT INTO queue (position, state, place, python, config, label, created) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)", (last + 1, QUEUED, place, python, config.to_json(), label, time.time()))
         return cursor.lastrowid
 
     def update(self, entry_id: int, config: TrainConfig) -> None:
@@ -242,8 +236,8 @@ class RunQueue:
                                   (QUEUED, place)).fetchone()
             if row is None:
                 return None
-            self.db.execute("UPDATE queue SET state = ?, runner = ?, started = ?, attempts = attempts + 1 "
-                            "WHERE id = ?", (RUNNING, runner, time.time(), row[0]))
+            self.db.execute("UPDATE queue SET state = ?, runner = ?, started = ? WHERE id = ?",
+                            (RUNNING, runner, time.time(), row[0]))
         return self.entry(row[0])
 
     def cancel_asked(self, entry_id: int) -> bool:

@@ -85,8 +85,7 @@ def _train(queue: RunQueue, entry: QueueEntry, db, stop: threading.Event, cuda_d
     try:
         remote = Remote.parse(entry.place, entry.python) if entry.place else None
         recorded = train_recorded(entry.config, emit, entry_stop, cuda_devices=cuda_devices, db=db,
-                                  runs_dir=runs_dir, remote=remote,
-                                  on_folder=lambda folder: None)
+                                  runs_dir=runs_dir, remote=remote)
     except (WorkbenchError, OSError, ValueError) as exc:  # refused before it started: it fails alone
         queue.ended(entry.id, FAILED, error=first_line(exc))
         return FAILED

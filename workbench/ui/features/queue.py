@@ -20,6 +20,7 @@ from ...core.history.queue import (CANCELLED, FAILED, FINISHED, INTERRUPTED, QUE
                                     RunQueue)
 from ...core.run.queue_worker import release_place, start_background_worker, try_place
 from ..actions import ActionSpec
+from ..support.form_errors import form_text
 from .parts import WindowParts
 from .training import Training
 
@@ -76,7 +77,7 @@ class Queue(QObject):
         try:
             config = self.setup.config()
         except WorkbenchError as exc:
-            self.feedback.show("error", f"Cannot queue: {exc}")
+            self.feedback.show("error", f"Cannot queue: {form_text(exc)}")
             return None
         if self.editing is not None:
             entry, self.editing = self.editing, None
