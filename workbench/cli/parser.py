@@ -101,6 +101,12 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--show", action="store_true", help="show a stored sweep (and --report it); train nothing")
     sweep.add_argument("--list", action="store_true", help="list the stored sweeps")
     sweep.add_argument("--runs-dir", default=None, help="where the trials' run folders go (default: the usual one)")
+    sweep.add_argument("--queue", action="store_true", help="queue its trials instead of training them now: the "
+                                                           "window or `workbench queue work` trains them")
+    sweep.add_argument("--host", default=None, metavar="[USER@]HOST[:PORT]",
+                       help="with --queue: its trials train on that host, over SSH (the study stays here)")
+    sweep.add_argument("--remote-python", default="python3", metavar="COMMAND",
+                       help="the host's Python that has workbench installed (default: python3)")
     add_config_options(sweep)
     add_db_option(sweep)
     sweep.set_defaults(handler=cmd_sweep)

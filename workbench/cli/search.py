@@ -76,7 +76,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     defaults and the Pareto front."""
     from ..core.history.report.sweep import write_sweep_report
     from ..core.history.sweeps import best_trial, pareto_front
-    from ..core.run.sweep import SweepSettings, load_trials, run_sweep, sweep_names, sweep_parameters
+    from ..core.run.sweep import load_trials, run_sweep, sweep_names, sweep_parameters
 
     if args.list:
         for name in sweep_names(args.db):
@@ -87,14 +87,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         return 0
     if not args.name:
         return fail("name the sweep (an existing name resumes it)", "or --list the stored sweeps")
+    if args.queue:
+        return _queue_sweep(args)
     if args.show:
         trials = load_trials(args.name, args.db)
     else:
         from ..core.domain.devices import cuda_device_count
 
         quiet_torch_logs()
-        settings = SweepSettings(args.name, tuple(p.strip() for p in args.search.split(",") if p.strip()),
-                                 args.sampler, args.trials)
+        settings = _sweep_settings(args)
         stop = threading.Event()
 
         def heard(progress) -> None:
@@ -124,6 +125,27 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         written = write_sweep_report(args.report, args.name, trials, sweep_parameters(args.name, args.db))
         print(f"wrote {written}")
     return 0
+
+
+def _queue_sweep(args: argparse.Namespace) -> int:
+    """--queue: the sweep's trials as queue entries, for this computer or --host."""
+    from ..core.run.remote.ssh import Remote
+    from ..core.run.sweep import queue_sweep
+
+    place = str(Remote.parse(args.host)) if args.host else ""
+    ids = queue_sweep(config_from_args(args), _sweep_settings(args), epochs=config_from_args(args).epochs,
+                      db=args.db, place=place, python=args.remote_python)
+    print(f"queued {len(ids)} trial(s) of sweep {args.name} on {place or 'this computer'} (entries "
+          f"{ids[0]}–{ids[-1]}): the window, or workbench queue work" + (f" --host {place}" if place else "")
+          + ", trains them")
+    return 0
+
+
+def _sweep_settings(args: argparse.Namespace):
+    from ..core.run.sweep import SweepSettings
+
+    return SweepSettings(args.name, tuple(p.strip() for p in args.search.split(",") if p.strip()), args.sampler,
+                         args.trials)
 
 
 def _settings_text(params: dict) -> str:

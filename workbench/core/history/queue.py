@@ -2,11 +2,14 @@
 on a host, worked by a runner that needs no window (run/queue_worker.py), and surviving a crash of either.
 
 An entry is a TrainConfig, where it trains ("" for this computer, else a host as `Remote` names it, with its
-Python), and a label. Its states: queued → running → finished | failed | cancelled, and
-`interrupted` for a running entry whose runner is gone (killed, or the machine rebooted): retried, it is queued
-again. Each runner claims the first queued entry of its place in one write transaction (BEGIN IMMEDIATE), so two
-runners (two windows, a window and `workbench queue work`) never start the same entry. A runner is named by its
-machine, boot and pid: a pid alive after a reboot is another process, and its entries are interrupted.
+Python), and a label. A sweep's trial is an entry too (`sweep` names the sweep): its settings are asked of the sweep's
+study when it starts, so each trial learns from the trials that ended before it (run/sweep.py).
+
+Its states: queued → running → finished | failed | cancelled, and `interrupted` for a running entry whose runner is
+gone (killed, or the machine rebooted): retried, it is queued again. Each runner claims the first queued entry of
+its place in one write transaction (BEGIN IMMEDIATE), so two runners (two windows, a window and `workbench queue
+work`) never start the same entry. A runner is named by its machine, boot and pid: a pid alive after a reboot is
+another process, and its entries are interrupted.
 
 The tables are created on first use, outside the history's schema version: an older Workbench, which does not know
 them, opens the history as before and leaves them alone."""
@@ -42,6 +45,7 @@ CREATE TABLE IF NOT EXISTS queue (
     python TEXT NOT NULL DEFAULT 'python3',  -- the host's Python that has Workbench
     config TEXT NOT NULL,              -- TrainConfig JSON
     label TEXT NOT NULL DEFAULT '',
+    sweep TEXT NOT NULL DEFAULT '',    -- a sweep's trial: the sweep's name (its settings asked of the study then)
     runner TEXT NOT NULL DEFAULT '',   -- machine:boot:pid of the runner working it
     cancel INTEGER NOT NULL DEFAULT 0, -- asked to cancel while running
     run_id INTEGER,                    -- its run in the history, once it has one
@@ -53,6 +57,7 @@ CREATE TABLE IF NOT EXISTS queue (
 );
 CREATE TABLE IF NOT EXISTS queue_control (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
+ADDED_COLUMNS = {"sweep": "TEXT NOT NULL DEFAULT ''"}  # to a queue made before they were
 
 
 class QueueError(WorkbenchError):
@@ -68,6 +73,7 @@ class QueueEntry(Record):
     config: TrainConfig
     python: str = "python3"
     label: str = ""
+    sweep: str = ""
     runner: str = ""
     cancel: bool = False
     run_id: int | None = None
@@ -123,6 +129,10 @@ class RunQueue:
             self.db.row_factory = sqlite3.Row
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.executescript(TABLES)
+            have = {row[1] for row in self.db.execute("PRAGMA table_info(queue)")}
+            for column, kind in ADDED_COLUMNS.items():
+                if column not in have:
+                    self.db.execute(f"ALTER TABLE queue ADD COLUMN {column} {kind}")
         except sqlite3.DatabaseError as exc:
             self.db.close()
             raise QueueError(f"cannot use the queue in {self.path}: {exc}",
@@ -160,14 +170,22 @@ class RunQueue:
         return row is not None and row[0] == "1"
 
     # -- changing ------------------------------------------------------------------------------------------------
-    def add(self, config: TrainConfig, *, place: str = HERE, python: str = "python3", label: str = "") -> int:
-        """Queue `config` last, for `place` (a host as str(Remote) names it, with its `python`); its id."""
+    def add(self, config: TrainConfig, *, place: str = HERE, python: str = "python3", label: str = "",
+            sweep: str = "") -> int:
+        """Queue `config` last, for `place` (a host as str(Remote) names it, with its `python`); its id. `sweep`: a
+        trial of that sweep (`config` is its base settings until the study says the trial's)."""
         with self._writing():
             last = self.db.execute("SELECT COALESCE(MAX(position), 0) FROM queue").fetchone()[0]
             cursor = self.db.execute(
-                "INSERT INTO queue (position, state, place, python, config, label, created) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)", (last + 1, QUEUED, place, python, config.to_json(), label, time.time()))
+                "INSERT INTO queue (position, state, place, python, config, label, sweep, created) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (last + 1, QUEUED, place, python, config.to_json(), label, sweep, time.time()))
         return cursor.lastrowid
+
+    def pending(self, sweep: str) -> list[QueueEntry]:
+        """The queued and running trials of `sweep`."""
+        return [_entry(row) for row in self.db.execute(
+            "SELECT * FROM queue WHERE sweep = ? AND state IN (?, ?) ORDER BY position, id", (sweep, QUEUED, RUNNING))]
 
     def update(self, entry_id: int, config: TrainConfig) -> None:
         """A queued entry's settings, changed (Edit in the Queue dock); one that has started keeps its own."""
@@ -244,9 +262,10 @@ class RunQueue:
         row = self.db.execute("SELECT cancel FROM queue WHERE id = ?", (entry_id,)).fetchone()
         return row is None or bool(row[0])  # removed meanwhile: nothing to work for
 
-    def started_run(self, entry_id: int, run_id: int | None) -> None:
+    def trains(self, entry_id: int, config: TrainConfig, label: str) -> None:
+        """A sweep's trial, started: the settings the study asked for, and which trial it is."""
         with self._writing():
-            self.db.execute("UPDATE queue SET run_id = ? WHERE id = ?", (run_id, entry_id))
+            self.db.execute("UPDATE queue SET config = ?, label = ? WHERE id = ?", (config.to_json(), label, entry_id))
 
     def ended(self, entry_id: int, state: str, *, run_id: int | None = None, best: float | None = None,
               error: str = "") -> None:

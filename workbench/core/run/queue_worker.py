@@ -21,10 +21,12 @@ from typing import Callable
 
 from ..ground import paths
 from ..ground.errors import WorkbenchError, first_line
-from ..ground.events import Emit, RunFailed
+from ..ground.events import Emit, Event, RunFailed, RunFinished
 from ..history.queue import CANCELLED, FAILED, FINISHED, HERE, INTERRUPTED, QueueEntry, RunQueue
+from .launch import start_run
 from .queued_run import train_recorded
 from .remote.ssh import Remote
+from .sweep import TrialRun, next_trial
 
 CANCEL_POLL_S = 1.0  # how often a running entry's cancel is looked for
 IDLE_POLL_S = 2.0  # `wait`: how often an empty queue is looked at again
@@ -82,26 +84,56 @@ def _train(queue: RunQueue, entry: QueueEntry, db, stop: threading.Event, cuda_d
     watching = threading.Thread(target=_watch_cancel, args=(db, entry.id, stop, entry_stop, cancelled),
                                 name="workbench-queue-cancel", daemon=True)
     watching.start()
+    trial: TrialRun | None = None
     try:
+        trial = start_entry(queue, entry, db)
+        config = trial.config if trial else entry.config
+
+        def heard(event: Event) -> None:
+            emit(event)
+            if trial is not None and trial.heard(event):
+                entry_stop.set()  # pruned
+
         remote = Remote.parse(entry.place, entry.python) if entry.place else None
-        recorded = train_recorded(entry.config, emit, entry_stop, cuda_devices=cuda_devices, db=db,
-                                  runs_dir=runs_dir, remote=remote)
+        recorded = train_recorded(config, heard, entry_stop, cuda_devices=cuda_devices, db=db, runs_dir=runs_dir,
+                                  remote=remote, on_folder=trial.folder if trial else lambda folder: None,
+                                  start=start_run)
     except (WorkbenchError, OSError, ValueError) as exc:  # refused before it started: it fails alone
+        if trial is not None:
+            trial.refused(exc)
         queue.ended(entry.id, FAILED, error=first_line(exc))
         return FAILED
     finally:
         entry_stop.set()
         watching.join()
-    outcome = recorded.outcome
-    if isinstance(outcome, RunFailed):
-        state, error = FAILED, outcome.message
-    elif outcome.stopped:
-        state, error = (CANCELLED, "cancelled") if cancelled.is_set() else (
-            INTERRUPTED, "the runner was stopped while it trained")
-    else:
-        state, error = FINISHED, ""
+    state, error = ended_state(recorded.outcome, cancelled.is_set(), trial, recorded.run_id,
+                               recorded.best_val_accuracy)
     queue.ended(entry.id, state, run_id=recorded.run_id, best=recorded.best_val_accuracy, error=error)
     return state
+
+
+def start_entry(queue: RunQueue, entry: QueueEntry, db) -> TrialRun | None:
+    """A sweep's trial entry starting: its settings asked of the study, and written into the entry (the dock and
+    `queue ls` show what it trains). None for any other entry."""
+    if not entry.sweep:
+        return None
+    trial = next_trial(entry.sweep, db)
+    queue.trains(entry.id, trial.config, trial.label)
+    return trial
+
+
+def ended_state(outcome: RunFinished | RunFailed, cancelled: bool, trial: TrialRun | None, run_id: int | None,
+                best: float | None) -> tuple[str, str]:
+    """How a queue entry ended, from its run's outcome (a trial told to its study first): its state and why."""
+    if trial is not None:
+        told = trial.ended(outcome, run_id, best)
+        if told.state == "pruned":
+            return FINISHED, told.note
+    if isinstance(outcome, RunFailed):
+        return FAILED, outcome.message
+    if outcome.stopped:
+        return (CANCELLED, "cancelled") if cancelled else (INTERRUPTED, "the runner was stopped while it trained")
+    return FINISHED, ""
 
 
 def _watch_cancel(db, entry_id: int, stop: threading.Event, entry_stop: threading.Event,

@@ -24,7 +24,7 @@ import optuna
 
 from ..ground.config import ConfigError, TrainConfig
 from ..ground.errors import WorkbenchError
-from ..ground.events import EpochEnd, Event, RunFailed
+from ..ground.events import EpochEnd, Event, RunFailed, RunFinished
 from ..history.sweeps import OBJECTIVES, SEARCHABLE, Param, Progress, Trial, best_trial, studies_path
 from .launch import start_run
 from .queued_run import train_recorded
@@ -78,7 +78,6 @@ def run_sweep(base: TrainConfig, settings: SweepSettings, *, epochs: int, cuda_d
     trial of the study. `remote`: the trials train on that host (the study, and the trials' records, stay here)."""
     settings.check()
     stop = stop or threading.Event()
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
     study, settings, base, epochs = _study(base, settings, epochs, db)
     distributions = {name: _distribution(SEARCHABLE[name]) for name in settings.parameters}
     durations = [t.duration.total_seconds() for t in study.trials if t.duration and t.state.is_finished()]
@@ -103,6 +102,7 @@ def _study(base: TrainConfig, settings: SweepSettings, epochs: int,
     """The sweep's study: created with its sampler, the median pruner and its settings, or loaded to resume (with
     the sampler, settings, base config and epochs it was made with; only the trial count may change). A grid holds
     at most its own number of trials."""
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
     storage = storage_url(db)
     existing = {s.study_name: s for s in optuna.get_all_study_summaries(storage)}
     if settings.name in existing:
@@ -148,44 +148,105 @@ def _sampler(settings: SweepSettings) -> optuna.samplers.BaseSampler:
 def _run_trial(trial: optuna.Trial, base: TrainConfig, epochs: int, cuda_devices: int, db, runs_dir,
                on_event: Callable[[int, Event], None], sweep_stop: threading.Event,
                remote: Remote | None = None) -> Trial:
-    """Train one trial's settings as a recorded run (on `remote`, if given); report each epoch's validation
-    accuracy to the pruner and stop the run when it says so. The trial is told COMPLETE, PRUNED or FAIL."""
-    TrialState = optuna.trial.TrialState
+    """Train one trial's settings as a recorded run (on `remote`, if given), stopped when the pruner says so."""
     stop = threading.Event()
-    pruned_at: list[int] = []
-    epochs_done = 0
+    run = TrialRun(trial, base, epochs)
 
     def emit(event: Event) -> None:
-        nonlocal epochs_done
         on_event(trial.number, event)
-        if sweep_stop.is_set():
+        if sweep_stop.is_set() or run.heard(event):
             stop.set()
-        if isinstance(event, EpochEnd):
-            epochs_done = event.epoch
-            trial.report(event.val_accuracy, event.epoch)
-            if trial.should_prune() and event.epoch < epochs:
-                pruned_at.append(event.epoch)
-                stop.set()
 
     try:
-        config = base.replace(epochs=epochs, resume=None, **trial.params)
-        ran = train_recorded(config, emit, stop, cuda_devices=cuda_devices, db=db, runs_dir=runs_dir, remote=remote,
-                             on_folder=lambda folder: trial.set_user_attr("out_dir", folder), start=start_run)
+        ran = train_recorded(run.config, emit, stop, cuda_devices=cuda_devices, db=db, runs_dir=runs_dir,
+                             remote=remote, on_folder=run.folder, start=start_run)
     except ConfigError as exc:
-        return _told(trial, TrialState.FAIL, note=f"not runnable here: {exc}")
-    result, run_id = ran.outcome, ran.run_id
-    if isinstance(result, RunFailed):
-        return _told(trial, TrialState.FAIL, note=f"{result.kind}: {result.message}", run_id=run_id)
-    results = result.results
-    figures = {"val_accuracy": ran.best_val_accuracy, "samples_per_s": results.samples_per_s,
-               "compile_seconds": results.compile_seconds, "peak_memory_mib": results.peak_memory_mib}
-    if pruned_at:
-        return _told(trial, TrialState.PRUNED, note=f"pruned after epoch {pruned_at[0]}: below the median",
-                     run_id=run_id, epochs=epochs_done, **figures)
-    if result.stopped or figures["val_accuracy"] is None:  # the sweep was stopped mid-trial: run it again later
-        return _told(trial, TrialState.FAIL, note="stopped before it ended", run_id=run_id, epochs=epochs_done,
-                     **figures)
-    return _told(trial, TrialState.COMPLETE, run_id=run_id, epochs=epochs_done, **figures)
+        return run.refused(exc)
+    return run.ended(ran.outcome, ran.run_id, ran.best_val_accuracy)
+
+
+class TrialRun:
+    """One trial of a sweep as a recorded run: its settings asked of the study (`config`), each epoch's validation
+    accuracy reported to the pruner (`heard` says when to stop), and how it ended told to the study. The sweep's own
+    loop (run_sweep) and the queue (a trial entry, worked by `workbench queue work` or the window) train a trial
+    through it, so a sweep run through the queue keeps the same study: pruning, the best trial, the Pareto front."""
+
+    def __init__(self, trial: optuna.Trial, base: TrainConfig, epochs: int):
+        self.trial, self.epochs = trial, epochs
+        self.config = base.replace(epochs=epochs, resume=None, **trial.params)
+        self.pruned_at: int | None = None
+        self.epochs_done = 0
+
+    @property
+    def label(self) -> str:
+        return f"sweep {self.trial.study.study_name} · trial {self.trial.number}"
+
+    def heard(self, event: Event) -> bool:
+        """Report an epoch's accuracy; True when the pruner stops the trial (never after its last epoch)."""
+        if isinstance(event, EpochEnd) and self.pruned_at is None:
+            self.epochs_done = event.epoch
+            self.trial.report(event.val_accuracy, event.epoch)
+            if self.trial.should_prune() and event.epoch < self.epochs:
+                self.pruned_at = event.epoch
+        return self.pruned_at is not None
+
+    def folder(self, folder: str) -> None:
+        self.trial.set_user_attr("out_dir", folder)
+
+    def refused(self, exc: BaseException) -> Trial:
+        """This machine cannot run the trial's settings: it fails, with the reason."""
+        return _told(self.trial, optuna.trial.TrialState.FAIL, note=f"not runnable here: {exc}")
+
+    def stopped(self) -> Trial:
+        """Its runner went away mid-run (the window closed): it fails, to be run again later."""
+        return _told(self.trial, optuna.trial.TrialState.FAIL, note="stopped before it ended",
+                     epochs=self.epochs_done)
+
+    def ended(self, result: RunFinished | RunFailed, run_id: int | None, best: float | None) -> Trial:
+        """Tell the study how the run ended: COMPLETE, PRUNED, or FAIL (a failed run, or one stopped before it ended:
+        run again later)."""
+        TrialState = optuna.trial.TrialState
+        if isinstance(result, RunFailed):
+            return _told(self.trial, TrialState.FAIL, note=f"{result.kind}: {result.message}", run_id=run_id)
+        results = result.results
+        figures = {"val_accuracy": best, "samples_per_s": results.samples_per_s,
+                   "compile_seconds": results.compile_seconds, "peak_memory_mib": results.peak_memory_mib}
+        if self.pruned_at is not None:
+            return _told(self.trial, TrialState.PRUNED, note=f"pruned after epoch {self.pruned_at}: below the median",
+                         run_id=run_id, epochs=self.epochs_done, **figures)
+        if result.stopped or best is None:
+            return _told(self.trial, TrialState.FAIL, note="stopped before it ended", run_id=run_id,
+                         epochs=self.epochs_done, **figures)
+        return _told(self.trial, TrialState.COMPLETE, run_id=run_id, epochs=self.epochs_done, **figures)
+
+
+def next_trial(name: str, db: str | Path | None = None) -> TrialRun:
+    """The next trial of the stored sweep `name` (a queued trial starting): asked of its study now, so it learns
+    from every trial that ended before it."""
+    if name not in sweep_names(db):
+        raise SweepError(f"no sweep named {name!r}", "it was deleted: remove its queued trials")
+    study, settings, base, epochs = _study(TrainConfig(), SweepSettings(name, ("lr",)), 0, db)
+    return TrialRun(study.ask({name: _distribution(SEARCHABLE[name]) for name in settings.parameters}), base, epochs)
+
+
+def queue_sweep(base: TrainConfig, settings: SweepSettings, *, epochs: int, db: str | Path | None = None,
+                place: str = "", python: str = "python3") -> list[int]:
+    """Line the sweep `settings.name` up in the queue (history/queue.py): made with its study, or resumed with the
+    one stored, and a trial entry for each trial it still needs (its finished trials and those already queued
+    counted). The queue entries' ids; a SweepError when none is needed."""
+    from ..history.queue import RunQueue
+
+    settings.check()
+    study, settings, base, epochs = _study(base, settings, epochs, db)
+    finished = sum(t.state in (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
+                   for t in study.trials)
+    with RunQueue(db) as queue:
+        wanted = settings.trials - finished - len(queue.pending(settings.name))
+        if wanted < 1:
+            raise SweepError(f"sweep {settings.name} has its {settings.trials} trials finished or queued already",
+                             "ask for more trials to go on")
+        return [queue.add(base.replace(epochs=epochs), place=place, python=python, sweep=settings.name,
+                          label=f"sweep {settings.name} · trial") for _ in range(wanted)]
 
 
 def _told(trial: optuna.Trial, state, note: str = "", **attrs) -> Trial:

@@ -16,9 +16,10 @@ from PySide6.QtWidgets import QMessageBox
 from ...core.ground.errors import WorkbenchError
 from ...core.ground.events import EpochEnd, Event, RunFailed, RunFinished
 from ...core.history.queue_eta import ends_in
-from ...core.history.queue import (CANCELLED, FAILED, FINISHED, INTERRUPTED, QUEUED, QueueEntry, QueueError,
+from ...core.history.queue import (FAILED, FINISHED, INTERRUPTED, QUEUED, QueueEntry, QueueError,
                                     RunQueue)
-from ...core.run.queue_worker import release_place, start_background_worker, try_place
+from ...core.run.queue_worker import ended_state, release_place, start_background_worker, start_entry, try_place
+from ...core.run.sweep import TrialRun
 from ..actions import ActionSpec
 from ..support.form_errors import form_text
 from .parts import WindowParts
@@ -39,6 +40,7 @@ class Queue(QObject):
             self.queue = None
             self.panel.unavailable(f"No queue: {exc}. {exc.hint}")
         self.current: tuple[QueueEntry, int] | None = None  # the entry this window trains, and its place's lock
+        self.trial: TrialRun | None = None  # the current entry's, when it is a sweep's trial
         self.best: float | None = None
         self.ended: list[tuple[QueueEntry, str]] = []  # what this window worked since the queue was last empty
         self.editing: int | None = None  # the queued entry whose settings the form holds (Edit)
@@ -146,9 +148,17 @@ class Queue(QObject):
         if entry is None:
             release_place(lock)
             return False
-        self.current, self.best = (entry, lock), None
-        self.feedback.note("info", f"queue: entry {entry.id} ({entry.title}) starts")
-        if not self.training.train(entry.config):
+        self.current, self.best, self.trial = (entry, lock), None, None
+        try:
+            self.trial = start_entry(self.queue, entry, self.db)
+        except WorkbenchError as exc:  # a sweep's trial whose study is gone
+            self._end(FAILED, None, f"{exc}" + (f": {exc.hint}" if exc.hint else ""))
+            return False
+        self.feedback.note("info", f"queue: entry {entry.id} ({self.trial.label if self.trial else entry.title}) "
+                                   "starts")
+        if not self.training.train(self.trial.config if self.trial else entry.config):
+            if self.trial is not None:
+                self.trial.refused(WorkbenchError("the window could not start it"))
             self._end(FAILED, None, "the window could not start it: the banner says why")
             return False
         return True
@@ -158,17 +168,15 @@ class Queue(QObject):
             for event in batch:
                 if isinstance(event, EpochEnd):
                     self.best = max(self.best or 0.0, event.val_accuracy)
+                if self.trial is not None and self.trial.heard(event) and self.runner.training:
+                    self.training.stop()  # pruned: below the median of the trials before it
 
     def run_ended(self, result: RunFinished | RunFailed) -> None:
         if self.current is None:
             return
         entry = self.current[0]
-        if isinstance(result, RunFailed):
-            self._end(FAILED, self.state.shown_run, result.message)
-        elif result.stopped:
-            self._end(CANCELLED, self.state.shown_run, "cancelled")
-        else:
-            self._end(FINISHED, self.state.shown_run, "")
+        state, error = ended_state(result, True, self.trial, self.state.shown_run, self.best)
+        self._end(state, self.state.shown_run, error)
         if not any(e.state == QUEUED and e.place == entry.place for e in self.queue.entries()):
             self._done()
         QTimer.singleShot(0, self.tick)
@@ -228,6 +236,8 @@ class Queue(QObject):
             return False
         if self.current is not None:
             entry = self.current[0]
+            if self.trial is not None:
+                self.trial.stopped()
             self._end(INTERRUPTED, self.state.shown_run, "the window closed while it trained")
             if choice == "keep":
                 self.queue.retry(entry.id)
