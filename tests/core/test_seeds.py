@@ -1,5 +1,6 @@
-"""Repeat with seeds: one configuration trained once per seed, each a recorded run of its own, one after another;
-a stop ends the queue, a failed seed does not; the seeds the history already has are left out when asked."""
+"""Repeat with seeds: one configuration queued once per seed, each a recorded run of its own, trained one after
+another by the queue's runner; cancelling the seeds ends them, a failed seed does not; the seeds the history already
+has are left out when asked."""
 
 from __future__ import annotations
 
@@ -7,20 +8,22 @@ import threading
 
 import pytest
 
-from workbench.core.ground.config import ConfigError, TrainConfig
+from workbench.core.ground.config import TrainConfig
 from workbench.core.ground.events import EpochEnd, RunFailed, RunFinished
 from workbench.core.ground.results import RunResults
+from workbench.core.history.queue import RunQueue
 from workbench.core.history.runs import RunRecord, RunStore
-from workbench.core.run import seeds
-from workbench.core.run.seeds import (SeedProgress, SeedRun, SeedsError, counted_seeds, parse_seeds, run_seeds,
-                                      runs_of, seeds_done)
+from workbench.core.run import queue_worker
+from workbench.core.run.seeds import (SeedRun, SeedsError, counted_seeds, parse_seeds, queue_seeds, runs_of,
+                                      seed_run, seeds_done)
 
 BASE = TrainConfig(hidden_dim=64, batch_size=250, epochs=2, seed=0)
 
 
-def fake_start_run(db, outcomes: dict[int, list[float] | RunFailed], requests: list):
+def fake_start_run(db, outcomes: dict[int, list[float] | RunFailed], requests: list, held: int | None = None):
     """start_run without processes: the seed's run is recorded in the history (as a real run's is) and reports its
-    accuracies epoch by epoch, until stopped; or fails, when its outcome is a RunFailed."""
+    accuracies epoch by epoch, until stopped; or fails, when its outcome is a RunFailed. The `held` seed waits after
+    its first epoch until it is stopped (as a long run would still be training)."""
 
     def start_run(request, emit, stop, process=None):
         requests.append(request)
@@ -32,6 +35,8 @@ def fake_start_run(db, outcomes: dict[int, list[float] | RunFailed], requests: l
             return outcome
         for epoch, accuracy in enumerate(outcome, 1):
             emit(EpochEnd(epoch=epoch, train_loss=0.5, val_loss=0.5, val_accuracy=accuracy, seconds=1.0))
+            if request.config.seed == held:
+                assert stop.wait(60), "the held seed was never stopped"
             if stop.is_set():
                 return RunFinished(steps=epoch, epochs=epoch, seconds=1.0, stopped=True)
         return RunFinished(steps=len(outcome), epochs=len(outcome), seconds=1.0, stopped=False,
@@ -39,59 +44,53 @@ def fake_start_run(db, outcomes: dict[int, list[float] | RunFailed], requests: l
     return start_run
 
 
-def test_each_seed_trains_the_same_settings_as_a_run_of_its_own_in_order(tmp_path, monkeypatch):
-    db, requests, heard, progress = tmp_path / "runs.sqlite", [], [], []
-    monkeypatch.setattr(seeds, "start_run", fake_start_run(db, {5: [0.90, 0.92], 1: [0.91, 0.89], 7: [0.5, 0.6]},
-                                                           requests))
-    runs = run_seeds(BASE, [5, 1, 7], cuda_devices=0, db=db, runs_dir=tmp_path / "runs",
-                     on_event=lambda seed, event: heard.append((seed, event.epoch)), on_progress=progress.append)
+def _work(db, tmp_path, monkeypatch, outcomes, requests, on_event=lambda event: None, held=None):
+    """The queue's runner trains the queued seeds, with `fake_start_run`; how each seed's entry ended."""
+    monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "data"))  # the place locks
+    monkeypatch.setattr(queue_worker, "start_run", fake_start_run(db, outcomes, requests, held))
+    done = queue_worker.work(str(db), threading.Event(), cuda_devices=0, runs_dir=tmp_path / "runs",
+                             say=lambda line: None, emit=on_event)
+    return [seed_run(entry) for entry, _state in done.ended]
+
+
+def test_each_seed_is_queued_as_the_same_settings_and_trains_as_a_run_of_its_own_in_order(tmp_path, monkeypatch):
+    db, requests = tmp_path / "runs.sqlite", []
+    ids = queue_seeds(BASE, [5, 1, 7], of="#3", db=db)
+    with RunQueue(db) as queue:
+        assert [queue.entry(i).label for i in ids] == ["seed 5 of #3", "seed 1 of #3", "seed 7 of #3"]
+    runs = _work(db, tmp_path, monkeypatch, {5: [0.90, 0.92], 1: [0.91, 0.89], 7: [0.5, 0.6]}, requests)
     assert [r.config for r in requests] == [BASE.replace(seed=seed) for seed in (5, 1, 7)]  # only the seed differs
     assert len({r.out_dir for r in requests}) == 3 and all(r.out_dir.startswith(str(tmp_path / "runs"))
                                                            for r in requests)
-    assert runs == [SeedRun(5, 1, "finished", 0.92, 1005.0), SeedRun(1, 2, "finished", 0.91, 1001.0),
-                    SeedRun(7, 3, "finished", 0.6, 1007.0)]  # the best epoch's accuracy; the history's run ids
-    assert heard == [(5, 1), (5, 2), (1, 1), (1, 2), (7, 1), (7, 2)]
-    assert [(p.done, p.total, p.last) for p in progress] == [(0, 3, None), *((i + 1, 3, runs[i]) for i in range(3))]
-    assert progress[0].eta_seconds is None and progress[-1].eta_seconds == 0
-    assert SeedProgress.from_dict(progress[1].to_dict()) == progress[1]  # plain data, for the window's thread
+    assert runs == [SeedRun(5, 1, "finished", 0.92, None), SeedRun(1, 2, "finished", 0.91, None),
+                    SeedRun(7, 3, "finished", 0.6, None)]  # the best epoch's accuracy; the history's run ids
 
 
-def test_the_eta_is_the_runs_left_times_the_mean_run_so_far(tmp_path, monkeypatch):
-    clock = iter([0.0, 10.0, 10.0, 30.0, 30.0, 60.0])  # runs of 10, 20 and 30 seconds
-    monkeypatch.setattr(seeds, "monotonic", lambda: next(clock))
-    monkeypatch.setattr(seeds, "start_run", fake_start_run(tmp_path / "runs.sqlite", dict.fromkeys(range(3), [0.9]),
-                                                           []))
-    progress = []
-    run_seeds(BASE, [0, 1, 2], cuda_devices=0, db=tmp_path / "runs.sqlite", runs_dir=tmp_path / "runs",
-              on_progress=progress.append)
-    assert [p.eta_seconds for p in progress] == [None, 2 * 10.0, 1 * 15.0, 0.0]
+def test_cancelling_the_seeds_ends_the_running_one_after_its_step_and_runs_no_more(tmp_path, monkeypatch):
+    db, requests = tmp_path / "runs.sqlite", []
+    ids = queue_seeds(BASE, [0, 1, 2], of="#1", db=db)
 
+    def cancel_at_seed_1(event):
+        if isinstance(event, EpochEnd) and requests[-1].config.seed == 1:  # the second seed's first epoch
+            with RunQueue(db) as queue:  # as the dialog's Stop does
+                for entry_id in ids:
+                    queue.cancel(entry_id)
 
-def test_a_stop_ends_the_running_seed_after_its_step_and_runs_no_more(tmp_path, monkeypatch):
-    db, requests, stop = tmp_path / "runs.sqlite", [], threading.Event()
-    monkeypatch.setattr(seeds, "start_run", fake_start_run(db, dict.fromkeys(range(3), [0.8, 0.9, 0.95]), requests))
-
-    def on_event(seed, event):
-        if seed == 1:  # during the second seed's first epoch
-            stop.set()
-
-    runs = run_seeds(BASE, [0, 1, 2], cuda_devices=0, db=db, runs_dir=tmp_path / "runs", on_event=on_event,
-                     stop=stop)
+    runs = _work(db, tmp_path, monkeypatch, dict.fromkeys(range(3), [0.8, 0.9, 0.95]), requests, cancel_at_seed_1,
+                 held=1)
     assert [r.config.seed for r in requests] == [0, 1]  # seed 2 never started
     assert [(r.seed, r.status) for r in runs] == [(0, "finished"), (1, "stopped")]
     assert runs[1].note == "stopped before it ended" and runs[1].best_val_accuracy == 0.8
-    assert runs[1].samples_per_s is None  # a stopped run measured no steady rate here
-    assert run_seeds(BASE, [3], cuda_devices=0, db=db, stop=stop) == []  # stopped before it began: nothing runs
 
 
 def test_a_failed_seed_is_said_and_the_next_seed_still_trains(tmp_path, monkeypatch):
     db, requests = tmp_path / "runs.sqlite", []
     diverged = RunFailed(kind="diverged", message="loss is nan")
-    monkeypatch.setattr(seeds, "start_run", fake_start_run(db, {0: [0.9], 1: diverged, 2: [0.93]}, requests))
-    runs = run_seeds(BASE, [0, 1, 2], cuda_devices=0, db=db, runs_dir=tmp_path / "runs")
-    assert [(r.seed, r.status, r.note) for r in runs] == [(0, "finished", ""), (1, "failed", "diverged: loss is nan"),
+    queue_seeds(BASE, [0, 1, 2], of="#1", db=db)
+    runs = _work(db, tmp_path, monkeypatch, {0: [0.9], 1: diverged, 2: [0.93]}, requests)
+    assert [(r.seed, r.status, r.note) for r in runs] == [(0, "finished", ""), (1, "failed", "loss is nan"),
                                                           (2, "finished", "")]
-    assert runs[1].run_id == 2 and runs[1].best_val_accuracy is None and runs[1].samples_per_s is None
+    assert runs[1].run_id == 2 and runs[1].best_val_accuracy is None
 
 
 def _finished(store: RunStore, config: TrainConfig, status: str = "finished", best: float = 0.9) -> int:
@@ -100,20 +99,19 @@ def _finished(store: RunStore, config: TrainConfig, status: str = "finished", be
     return run_id
 
 
-def test_the_seeds_the_history_has_finished_are_left_out_only_when_asked(tmp_path, monkeypatch):
-    db, requests = tmp_path / "runs.sqlite", []
+def test_the_seeds_the_history_has_finished_are_left_out_only_when_asked(tmp_path):
+    db = tmp_path / "runs.sqlite"
     with RunStore(db) as store:
         _finished(store, BASE.replace(seed=0))
         _finished(store, BASE.replace(seed=1), status="failed")  # no sample of seed 1: it runs again
         _finished(store, BASE.replace(seed=2, lr=0.01))  # other settings: not this configuration's seed 2
         _finished(store, BASE.replace(seed=3, profile_steps=10))  # profiling changes nothing that is trained
-    monkeypatch.setattr(seeds, "start_run", fake_start_run(db, dict.fromkeys(range(5), [0.9]), requests))
-    progress = []
-    runs = run_seeds(BASE, [0, 1, 2, 3, 4], cuda_devices=0, db=db, runs_dir=tmp_path / "runs", skip_done=True,
-                     on_progress=progress.append)
-    assert [r.seed for r in runs] == [1, 2, 4] and progress[0].total == 3
-    requests.clear()
-    assert [r.seed for r in run_seeds(BASE, [0, 3], cuda_devices=0, db=db, runs_dir=tmp_path / "runs")] == [0, 3]
+    with RunQueue(db) as queue:
+        queued = lambda ids: [queue.entry(i).config.seed for i in ids]  # noqa: E731
+        assert queued(queue_seeds(BASE, [0, 1, 2, 3, 4], of="#1", db=db, skip_done=True)) == [1, 2, 4]
+        assert queued(queue_seeds(BASE, [0, 3], of="#1", db=db)) == [0, 3]
+    with pytest.raises(SeedsError, match="the history has finished every one of these seeds"):
+        queue_seeds(BASE, [0, 3], of="#1", db=db, skip_done=True)
 
 
 def _record(run_id: int, config: dict, status: str = "finished") -> RunRecord:
@@ -156,14 +154,11 @@ def test_a_number_of_seeds_counts_from_the_runs_own():
         counted_seeds(0, 0)
 
 
-def test_settings_that_cannot_run_are_refused_before_anything_starts(tmp_path, monkeypatch):
-    requests = []
-    monkeypatch.setattr(seeds, "start_run", fake_start_run(tmp_path / "runs.sqlite", {}, requests))
+def test_seeds_that_cannot_run_are_refused_before_anything_is_queued(tmp_path):
+    db = tmp_path / "runs.sqlite"
     with pytest.raises(SeedsError, match="continue another run"):
-        run_seeds(BASE.replace(resume="/runs/1/checkpoint.pt"), [0, 1], cuda_devices=0, db=tmp_path / "runs.sqlite")
-    with pytest.raises(ConfigError, match="CUDA graphs"):  # this machine has no CUDA
-        run_seeds(BASE.replace(backend="inductor", mode="reduce-overhead"), [0, 1], cuda_devices=0,
-                  db=tmp_path / "runs.sqlite", runs_dir=tmp_path / "runs")
+        queue_seeds(BASE.replace(resume="/runs/1/checkpoint.pt"), [0, 1], of="#1", db=db)
     with pytest.raises(SeedsError, match="seed 0 is given twice"):
-        run_seeds(BASE, [0, 0], cuda_devices=0, db=tmp_path / "runs.sqlite")
-    assert requests == [] and not (tmp_path / "runs").exists()  # no run, and no empty folder for one
+        queue_seeds(BASE, [0, 0], of="#1", db=db)
+    with RunQueue(db) as queue:
+        assert queue.entries() == []

@@ -205,7 +205,7 @@ def test_connecting_moves_the_kernel_to_the_host(connected, host):
     assert any(f"of {where}" in line for line in log), log
     assert window.named_actions["host_runs"].isEnabled() and window.named_actions["this_computer"].isEnabled()
     assert window.named_actions["sweep"].isEnabled()
-    assert window.search.open_sweep().remote() == host  # its trials train there
+    assert window.search.open_sweep().queue.place == str(host)  # its trials are queued to train there
     window.search.sweep_dialog.close()
     # the host reads its own data folders: a path missing here is not the form's to refuse
     window.setup.set_value("dataset", "imagefolder")

@@ -44,18 +44,3 @@ def test_the_runs_query_and_hidden_columns_are_kept_across_launches(qtbot, tmp_p
     qtbot.addWidget(second)
     assert second.runs.query_text == "tag:baseline acc>0.9" and second.runs.hidden_columns() == []
     second.close()
-
-
-def test_the_kernels_do_not_move_while_a_sweeps_or_the_seeds_runs_train(window, monkeypatch):
-    """A sweep's trials (or Repeat with seeds' runs) train where they started: Connect to… is refused meanwhile."""
-    from types import SimpleNamespace
-
-    from workbench.core.run.remote.ssh import Remote
-
-    monkeypatch.setattr(window.search, "seeds_dialog", SimpleNamespace(running=True, stop=lambda: False))
-    assert window.hosts.open_connect(Remote.parse("gpu-box")) is None
-    assert "while a sweep is training" in window.banner.label.text()
-    monkeypatch.setattr(window.search, "seeds_dialog", None)
-    dialog = window.hosts.open_connect()
-    assert dialog is not None
-    dialog.reject()

@@ -396,8 +396,9 @@ class MainWindow(QMainWindow):
         return self.layout_docks.dock_tabs(dock)
 
     def closeEvent(self, event) -> None:
-        """Closing during a run or a sweep stops it cleanly first (the checkpoint of what was trained is still
-        written; the sweep's stopped trial runs again when it is resumed)."""
+        """Closing during a run stops it cleanly first (the checkpoint of what was trained is still written); work
+        queued (a sweep's trials and the seeds too) is kept working in the background, paused or cancelled, as the
+        user answers."""
         if not self.docks:  # closed before it was built: nothing started, nothing to save
             event.accept()
             return
@@ -412,8 +413,7 @@ class MainWindow(QMainWindow):
             return
         self.runs.flush_edits()  # a name, tags or a note still being typed are written before anything closes
         save_window(self)
-        sweeping = self.search.stop_sweep()  # tasks.wait() below waits for it
-        if self.runner.training or sweeping:
+        if self.runner.training:
             self.hide()  # the run stops within a step (longer while compiling); no frozen window meanwhile
         if not self.runner.shutdown(leave=leave):
             QTimer.singleShot(0, self.close)  # still compiling: try again, never kill the thread mid-step

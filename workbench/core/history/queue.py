@@ -302,6 +302,14 @@ class _Transaction:
         self.db.execute("ROLLBACK" if kind else "COMMIT")
 
 
+def state_changes(before: dict[int, str], entries: list[QueueEntry]) -> tuple[list[QueueEntry], list[QueueEntry]]:
+    """The entries that started and those that ended since the queue was read with `before` (each entry's state
+    then); an entry first seen already ended ended before that read."""
+    started = [e for e in entries if e.state == RUNNING and before.get(e.id) != RUNNING]
+    ended = [e for e in entries if e.state in ENDED and e.id in before and before[e.id] != e.state]
+    return started, ended
+
+
 def _entry(row: sqlite3.Row) -> QueueEntry:
     data = dict(row)
     return QueueEntry(**{**data, "config": TrainConfig.from_json(data["config"]), "cancel": bool(data["cancel"])})

@@ -1,9 +1,10 @@
 """Repeat with seeds: train one configuration once per seed, one run after another, so that its figures can be read
 as a mean with a spread (history/groups.py groups the runs that differ only by seed).
 
-Each seed is a recorded run of its own, in a kernel process of its own (or on a host over SSH), queued as a sweep's
-trials are (run/queued.py). A seed that fails does not end the queue: the next seed may well train (a diverging seed
-is what repeating is for). A stop ends the running seed after its step and starts no other.
+Each seed is an entry of the queue (history/queue.py), as a sweep's trials are: a recorded run of its own, in a
+kernel process of its own (or on a host over SSH), trained by whoever works the queue. A seed that fails does not end
+the queue: the next seed may well train (a diverging seed is what repeating is for). Cancelling the seeds' entries
+ends the running seed after its step and starts no other.
 
 Which seeds the history already has for the settings is read from its finished runs: a stopped or failed run of a
 seed is no sample of it, so that seed counts as still to do. Torch-free.
@@ -12,22 +13,16 @@ seed is no sample of it, so that seed counts as still to do. Torch-free.
 from __future__ import annotations
 
 import re
-import statistics
-import threading
 from dataclasses import dataclass
 from pathlib import Path
-from time import monotonic
-from typing import Callable, Iterable, Sequence
+from typing import Iterable, Sequence
 
 from ..ground.config import TrainConfig, setting_named
 from ..ground.errors import WorkbenchError
-from ..ground.events import Event, RunFailed
 from ..ground.codec import Record
 from ..history.groups import SEED, group_key
+from ..history.queue import FAILED, FINISHED, QueueEntry, RunQueue
 from ..history.runs import RunRecord, RunStore
-from .launch import start_run
-from .queued_run import train_recorded
-from .remote.ssh import Remote
 
 DEFAULT_COUNT = 3
 STATUSES = ("finished", "stopped", "failed")  # how a seed's run ended (RunStore's words for them)
@@ -47,16 +42,6 @@ class SeedRun(Record):
     best_val_accuracy: float | None  # its best epoch's (None: no epoch ended)
     samples_per_s: float | None  # steady steps only (None: none measured)
     note: str = ""  # why it failed, or that it was stopped
-
-
-@dataclass(frozen=True)
-class SeedProgress(Record):
-    """Where the queue is: before its first run (done 0, no run yet) and after each run."""
-
-    done: int
-    total: int  # the seeds this call runs (those the history had left out, when asked to skip them)
-    last: SeedRun | None  # the run that has just ended
-    eta_seconds: float | None  # the runs left times the mean run so far (None before the first has ended)
 
 
 def check_seeds(seeds: Iterable[int]) -> tuple[int, ...]:
@@ -118,43 +103,28 @@ def history_runs(config: TrainConfig, db: str | Path | None = None) -> list[RunR
         return runs_of(config, store.list())
 
 
-def run_seeds(config: TrainConfig, seeds: Sequence[int], *, cuda_devices: int, db: str | Path | None = None,
-              runs_dir: str | Path | None = None, remote: Remote | None = None,
-              on_event: Callable[[int, Event], None] = lambda seed, event: None,
-              on_progress: Callable[[SeedProgress], None] = lambda progress: None,
-              stop: threading.Event | None = None, skip_done: bool = False) -> list[SeedRun]:
-    """Train `config` once with each of `seeds`, in that order; every event goes to `on_event` with its seed.
-    Returns the runs trained (not those skipped, nor those a stop left out). `skip_done`: leave out the seeds the
-    history already has a finished run of with these settings. Raises a WorkbenchError, before any run starts, for
-    seeds or settings that cannot run (a continued run's settings: a continuation keeps its parent's seed)."""
+def queue_seeds(config: TrainConfig, seeds: Sequence[int], *, of: str, db: str | Path | None = None,
+                place: str = "", python: str = "python3", skip_done: bool = False) -> list[int]:
+    """Queue `config` once with each of `seeds`, in that order, for `place` (history/queue.py): each a run of its
+    own, trained by whoever works the queue (the window, `workbench queue work`). `of` names what is repeated
+    ("#12"), for the entries' labels. `skip_done`: leave out the seeds the history already has a finished run of
+    with these settings. The entries' ids; a WorkbenchError, with nothing queued, for seeds or settings that cannot
+    run, or when no seed is left to train."""
     seeds = check_seeds(seeds)
     check_repeatable(config)
-    stop = stop or threading.Event()
     if skip_done:
         done = seeds_done(history_runs(config, db))
         seeds = tuple(seed for seed in seeds if seed not in done)
-    on_progress(SeedProgress(done=0, total=len(seeds), last=None, eta_seconds=None))
-    runs: list[SeedRun] = []
-    durations: list[float] = []
-    for seed in seeds:
-        if stop.is_set():
-            break
-        started = monotonic()
-        run = _run_seed(config.replace(seed=seed), on_event, stop, cuda_devices=cuda_devices, db=db,
-                        runs_dir=runs_dir, remote=remote)
-        durations.append(monotonic() - started)
-        runs.append(run)
-        on_progress(SeedProgress(done=len(runs), total=len(seeds), last=run,
-                                 eta_seconds=(len(seeds) - len(runs)) * statistics.fmean(durations)))
-    return runs
+        if not seeds:
+            raise SeedsError("the history has finished every one of these seeds with these settings",
+                             "choose other seeds, or clear the box that leaves them out")
+    with RunQueue(db) as queue:
+        return [queue.add(config.replace(seed=seed), place=place, python=python, label=f"seed {seed} of {of}")
+                for seed in seeds]
 
 
-def _run_seed(config: TrainConfig, on_event: Callable[[int, Event], None], stop: threading.Event,
-              **where) -> SeedRun:
-    ran = train_recorded(config, lambda event: on_event(config.seed, event), stop, start=start_run, **where)
-    outcome = ran.outcome
-    if isinstance(outcome, RunFailed):
-        return SeedRun(config.seed, ran.run_id, "failed", ran.best_val_accuracy, None,
-                       f"{outcome.kind}: {outcome.message}")
-    return SeedRun(config.seed, ran.run_id, "stopped" if outcome.stopped else "finished", ran.best_val_accuracy,
-                   outcome.results.samples_per_s or None, "stopped before it ended" if outcome.stopped else "")
+def seed_run(entry: QueueEntry, samples_per_s: float | None = None) -> SeedRun:
+    """A seed's queue entry as it ended, in the seeds' words (a cancelled or interrupted run was stopped)."""
+    status = {FINISHED: "finished", FAILED: "failed"}.get(entry.state, "stopped")
+    note = entry.error if status == "failed" else "stopped before it ended" if status == "stopped" else ""
+    return SeedRun(entry.config.seed, entry.run_id, status, entry.best_val_accuracy, samples_per_s, note)

@@ -2,18 +2,15 @@
 kernel process of its own, and what they say together: each seed's result as it ends, and the group's mean ± spread
 once two runs of these settings have finished.
 
-The seeds run on a pool thread (the `seeds` slot of Tasks), as a sweep does (dialogs/sweep.py): their callbacks cross
-to the GUI thread as queued signals, only run starts and epoch ends among the events. Which seeds the history already
-has for the settings, and the group's figures, are read from the history off the GUI thread, when a run is chosen and
-after each seed. The dialog is non-modal and lives as long as the window: closing it leaves the seeds running,
-closing the window stops them. Nothing starts while the window trains something else (`busy()` says what).
+Start queues the seeds, as a sweep's trials are (dialogs/queued.py): the window trains them one after another, and
+they show in the Queue dock. Which seeds the history already has for the settings, the group's figures and each
+seed's samples/s are read from the history off the GUI thread, when a run is chosen and after each seed. The dialog
+is non-modal and lives as long as the window: closing it leaves the seeds queued.
 """
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
-from typing import Callable
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QButtonGroup, QCheckBox, QGridLayout, QHBoxLayout, QHeaderView, QLabel,
@@ -26,15 +23,13 @@ from ...core.ground.events import Event, RunStarted
 from ...core.ground.progress import format_duration
 from ...core.history.naming import run_name
 from ...core.history.groups import SEEDS_SHOWN, group_figures
+from ...core.history.queue import QueueEntry
 from ...core.history.runs import RunRecord
-from ...core.run.seeds import (DEFAULT_COUNT, SeedProgress, SeedRun, check_repeatable, counted_seeds, history_runs,
-                              parse_seeds, run_seeds, seeds_done)
-from ...core.run.remote.ssh import Remote
-from .sweep import error_text
-from .queued import QueuedRunsDialog
+from ...core.run.seeds import (DEFAULT_COUNT, SeedRun, check_repeatable, counted_seeds, history_runs, parse_seeds,
+                              queue_seeds, seed_run, seeds_done)
+from .queued import QueuedRunsDialog, error_text
 from ..support.tasks import Tasks
 
-SLOT = "seeds"
 HISTORY_SLOT = "seeds-history"
 MAX_COUNT = 100
 COLUMNS = ("Seed", "Run", "Status", "Val accuracy", "Samples/s", "Note")
@@ -76,27 +71,19 @@ def spread_text(runs: list[RunRecord]) -> str:
 
 class SeedsDialog(QueuedRunsDialog):
     """Which seeds, Start and Stop, the progress, each seed's result and the group's figures, for the settings of
-    the run given to `set_run`. `cuda_devices()`: the kernel's machine's CUDA devices (None until PyTorch has said);
-    `remote()`: the host the seeds train on (None: this computer; their records stay here either way); `busy()`: why
-    nothing may start now ("" when it may: no run or sweep is training)."""
-
-    slot = SLOT
+    the run given to `set_run`. `queue` is the window's Queue feature: the seeds train where the window's runs do
+    (this computer, or the connected host; their records stay here either way)."""
 
     runEnded = Signal(object)  # the SeedRun that has just ended (its run is in the history now)
-    seedsEnded = Signal(object)  # every SeedRun the queue trained (a list), or the exception that stopped it
-    _progressed = Signal(object)  # a SeedProgress, emitted on the queue's thread
+    seedsEnded = Signal(object)  # every SeedRun this Start queued (a list), once none is left to train
 
-    def __init__(self, tasks: Tasks, cuda_devices: Callable[[], int | None], db: Path | None = None,
-                 runs_dir: Path | None = None, parent: QWidget | None = None,
-                 remote: Callable[[], Remote | None] = lambda: None, busy: Callable[[], str] = lambda: ""):
-        super().__init__(tasks, parent)
+    def __init__(self, tasks: Tasks, queue, db: Path | None = None, parent: QWidget | None = None):
+        super().__init__(tasks, queue, parent)
         self.setObjectName("seedsDialog")
         self.setWindowTitle("Repeat with seeds")
-        self.cuda_devices, self.db, self.runs_dir = cuda_devices, db, runs_dir
-        self.remote, self.busy = remote, busy
+        self.db = db
         self.config: TrainConfig | None = None  # the settings repeated (the chosen run's)
         self.run_label = ""  # the chosen run's name ("#12")
-        self.progress: SeedProgress | None = None  # the running queue's latest
         self.seed: int | None = None  # the running run's
         self.epoch_text = ""  # where the running run is
         self.planned_epochs = 0
@@ -106,8 +93,9 @@ class SeedsDialog(QueuedRunsDialog):
         self.about.setObjectName("seedsRun")
         self.about.setWordWrap(True)
         self.about.setTextFormat(Qt.PlainText)
-        intro = QLabel("Trains these settings once per seed, one run after another, each a recorded run in a "
-                       "process of its own (the Runs dock lists it). Runs that differ only by seed are one group: "
+        intro = QLabel("Queues these settings once per seed (the Queue dock shows them), trained one run after "
+                       "another, each a recorded run in a process of its own (the Runs dock lists it). Runs that "
+                       "differ only by seed are one group: "
                        "its mean ± spread shows once two of them have finished.")
         intro.setWordWrap(True)
         self.start_button = QPushButton("Start")
@@ -145,7 +133,6 @@ class SeedsDialog(QueuedRunsDialog):
         layout.addWidget(self.spread)
         layout.addWidget(self.table, 1)
         self.resize(640, 480)
-        self._progressed.connect(self._on_progress)
         self._update_inputs()
 
     @staticmethod
@@ -210,7 +197,7 @@ class SeedsDialog(QueuedRunsDialog):
         for widget in (self.by_count, self.count, self.by_list, self.listed, self.skip_done):
             widget.setEnabled(not running)
         self.start_button.setEnabled(not running and self.config is not None)
-        self.stop_button.setEnabled(running and not self.stop_flag.is_set())
+        self.stop_button.setEnabled(running and not self.stopping)
         if self.config is not None:
             self.counted.setText(counted_text(self.config.seed, self.count.value()) + self._left_out_text())
 
@@ -238,7 +225,7 @@ class SeedsDialog(QueuedRunsDialog):
         except WorkbenchError as exc:
             self.status.setText(f"Cannot repeat {run_name(record.id)}: {error_text(exc)}")
             return False
-        self.config, self.run_label, self.results, self.progress = config, run_name(record.id), [], None
+        self.config, self.run_label, self.results = config, run_name(record.id), []
         self.about.setText(f"{self.run_label}'s settings: {setup_label(config.to_dict())} · lr {config.lr:g}, "
                            f"batch {config.batch_size}, {config.epochs} epochs · seed {config.seed}")
         self.table.setRowCount(0)
@@ -263,64 +250,62 @@ class SeedsDialog(QueuedRunsDialog):
                              f"{', '.join(run_name(done[seed]) for seed in seeds)}." if done else
                              "The history has no finished run of these settings yet.")
         self.spread.setText(spread_text(runs))
+        rates = {run.id: run.samples_per_s for run in runs}
+        for row, seed in enumerate(self.results):  # each ended seed's samples/s, as its run recorded it
+            rate_seen = rates.get(seed.run_id)
+            if rate_seen is not None:
+                self.table.item(row, COLUMNS.index("Samples/s")).setText(rate(rate_seen))
 
     # -- the seeds --------------------------------------------------------------------------------------------------
     def start(self) -> bool:
-        """Train the chosen seeds; False when refused (the status line says why)."""
+        """Queue the chosen seeds; False when refused (the status line says why)."""
         if self.running or self.config is None:
             return False
-        reason = self.busy()
-        if reason:
-            return self._refuse(f"Cannot start: {reason}")
-        cuda_devices = self.cuda_devices()
-        if cuda_devices is None:
-            return self._refuse("PyTorch is still starting: start the seeds when it is ready.")
         try:
             seeds = self.chosen_seeds()
         except WorkbenchError as exc:
             return self._refuse(f"Cannot start: {error_text(exc)}")
-        config, skip, stop, remote = self.config, self.skip_done.isChecked(), threading.Event(), self.remote()
-
-        def repeat() -> list[SeedRun]:
-            return run_seeds(config, seeds, cuda_devices=cuda_devices, db=self.db, runs_dir=self.runs_dir,
-                             remote=remote, on_event=self._forward, on_progress=self._progressed.emit, stop=stop,
-                             skip_done=skip)
-
-        self.stop_flag, self.progress, self.seed, self.epoch_text, self.results = stop, None, None, "", []
+        config, skip, of = self.config, self.skip_done.isChecked(), self.run_label
+        self.results, self.seed, self.epoch_text = [], None, ""
         self.table.setRowCount(0)
-        self.tasks.submit(SLOT, repeat, self._ended, self._failed, exclusive=True)
-        self.status.setText(f"Starting {seeds_text(seeds)}…")
-        self._update_inputs()
+        if not self._line_up(lambda place, python: queue_seeds(config, seeds, of=of, db=self.db, place=place,
+                                                               python=python, skip_done=skip)):
+            return False
+        self.status.setText(self._progress_text())
         return True
 
+    def _on_started(self, entry: QueueEntry) -> None:
+        self.seed, self.epoch_text = entry.config.seed, "starting"
+        if not self.stopping:
+            self.status.setText(self._progress_text())
 
-
-
-    def _on_heard(self, seed: int, event: Event) -> None:
-        self.seed = seed
+    def _on_heard(self, entry: QueueEntry, event: Event) -> None:
+        self.seed = entry.config.seed
         if isinstance(event, RunStarted):
             self.planned_epochs = event.config.epochs
             self.epoch_text = "starting"
         else:
             self.epoch_text = f"epoch {event.epoch}/{self.planned_epochs}"
-        if not self.stop_flag.is_set():
+        if not self.stopping:
             self.status.setText(self._progress_text())
 
-    def _on_progress(self, progress: SeedProgress) -> None:
-        self.progress, self.seed, self.epoch_text = progress, None, ""
-        if not self.stop_flag.is_set():
+    def _on_ended(self, entry: QueueEntry) -> None:
+        if entry.id == self.hearing:  # (not when the next seed was heard first)
+            self.seed, self.epoch_text = None, ""
+        if entry.started is None:  # cancelled before it began: no run to show
+            return
+        run = seed_run(entry)
+        self._add_result(run)
+        if self.running and not self.stopping:
             self.status.setText(self._progress_text())
-        if progress.last is not None:
-            self._add_result(progress.last)
-            self._read_history()
-            self.runEnded.emit(progress.last)
+        self._read_history()
+        self.runEnded.emit(run)
 
     def _progress_text(self) -> str:
         """'Run 2 of 3 · seed 1 · epoch 3/5 · ETA 0:40': the ETA from the runs so far."""
-        progress = self.progress
-        done, total = (progress.done, progress.total) if progress else (0, 0)
-        eta = progress.eta_seconds if progress else None
-        parts = [f"Run {min(done + 1, total)} of {total}" if total else "",
+        eta = self.eta_seconds()
+        total = len(self.ids)
+        parts = [f"Run {min(self.done + 1, total)} of {total}" if total else "",
                  f"seed {self.seed}" if self.seed is not None else "", self.epoch_text,
                  f"ETA {format_duration(eta)}" if eta is not None else "ETA after the first run"]
         return " · ".join(part for part in parts if part)
@@ -330,27 +315,15 @@ class SeedsDialog(QueuedRunsDialog):
         row = self.table.rowCount()
         self.table.insertRow(row)
         cells = [str(run.seed), run_name(run.run_id) if run.run_id is not None else "—", run.status,
-                 percent(run.best_val_accuracy) if run.best_val_accuracy is not None else "—",
-                 rate(run.samples_per_s) if run.samples_per_s is not None else "—", run.note]
+                 percent(run.best_val_accuracy) if run.best_val_accuracy is not None else "—", "—", run.note]
         for column, text in enumerate(cells):
             item = QTableWidgetItem(text)
             item.setTextAlignment((Qt.AlignRight if column in NUMERIC else Qt.AlignLeft) | Qt.AlignVCenter)
             self.table.setItem(row, column, item)
 
-    def _ended(self, runs: list[SeedRun]) -> None:
-        total = self.progress.total if self.progress else 0
-        finished = sum(run.status == "finished" for run in runs)
-        if not total:
-            text = "Nothing to run: the history has finished every one of these seeds with these settings."
-        elif self.stop_flag.is_set():
-            text = f"Stopped: {finished} of {total} seeds finished."
-        else:
-            text = f"Done: {finished} of {total} seeds finished."
-        self.status.setText(text)
-        self._update_inputs()
-        self.seedsEnded.emit(runs)
-
-    def _failed(self, error: BaseException) -> None:
-        self.status.setText(f"The seeds stopped: {error_text(error)}")
-        self._update_inputs()
-        self.seedsEnded.emit(error)
+    def _all_ended(self) -> None:
+        finished = sum(run.status == "finished" for run in self.results)
+        total = len(self.ids)
+        self.status.setText(f"Stopped: {finished} of {total} seeds finished." if self.stopping
+                            else f"Done: {finished} of {total} seeds finished.")
+        self.seedsEnded.emit(list(self.results))

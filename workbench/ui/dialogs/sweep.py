@@ -1,15 +1,15 @@
 """Run → Sweep…: search the Setup form's settings with Optuna (core/run/sweep.py), each trial a recorded run in a
 kernel process of its own, and watch the trials come in: a table, parallel coordinates and the Pareto front.
 
-The sweep runs on a pool thread (the `sweep` slot of Tasks): its callbacks arrive on that thread and cross to the
-GUI thread as queued signals; only epoch ends and run starts are forwarded, never the steps. The dialog is
-non-modal and lives as long as the window: closing it leaves the sweep running, closing the window stops it. A
-stopped sweep resumes under its name, with the settings it was made with (only the trial count may change).
+Start lines the sweep's trials up in the queue (dialogs/queued.py): the window trains them one after another, their
+curves drawn live as any run's, and each asks the study for its settings as it starts. They are queue entries like
+any other: the Queue dock shows them, closing the window asks whether they go on in the background, and Stop
+cancels them. A stopped sweep resumes under its name, with the settings it was made with (only the trial count may
+change).
 """
 
 from __future__ import annotations
 
-import threading
 import time
 from pathlib import Path
 from typing import Callable
@@ -19,28 +19,20 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QGridLayout, Q
                                QPushButton, QSpinBox, QTabWidget, QVBoxLayout, QWidget)
 
 from ...core.ground.config import TrainConfig, label_of
-from ...core.ground.errors import WorkbenchError, first_line
+from ...core.ground.errors import WorkbenchError
 from ...core.ground.events import Event, RunStarted
 from ...core.ground.progress import format_duration
-from ...core.history.sweeps import SEARCHABLE, Progress, Trial, best_trial
-from ...core.run.remote.ssh import Remote
-from ...core.run.sweep import SAMPLERS, SweepSettings, load_trials, run_sweep, sweep_names, sweep_parameters
+from ...core.history.queue import QueueEntry
+from ...core.history.sweeps import SEARCHABLE, Trial, best_trial
+from ...core.run.sweep import SAMPLERS, SweepSettings, load_trials, queue_sweep, sweep_names, sweep_parameters
 from ..panels.plots.style import Theme
-from ..support.form_errors import form_text
 from .sweep_views import ParallelView, ParetoView, TrialsTable, params_text
-from .queued import QueuedRunsDialog
+from .queued import QueuedRunsDialog, error_text
 from ..support.tasks import Tasks
 
-SLOT = "sweep"
 DEFAULT_PARAMETERS = ("lr", "batch_size", "hidden_dim")
 FINISHED = ("complete", "pruned")  # the trials a sweep counts towards its total
 PARAMETER_COLUMNS = 4
-
-
-def error_text(exc: BaseException) -> str:
-    """A Workbench error as the Setup form says it (its setting by the form's label, its hint); anything else as
-    its type and first line (never a traceback)."""
-    return form_text(exc) if isinstance(exc, WorkbenchError) else f"{type(exc).__name__}: {first_line(exc)}"
 
 
 def best_text(trials: list[Trial]) -> str:
@@ -57,35 +49,31 @@ def best_text(trials: list[Trial]) -> str:
 
 
 class SweepDialog(QueuedRunsDialog):
-    """The sweep's inputs, Start/Resume and Stop, its progress and its trials. `base_config()` is the Setup form's
-    config (raising its ConfigError), `cuda_devices()` the kernel's machine's CUDA devices (None until PyTorch has
-    said), `remote()` the host the trials train on (None: this computer; the study stays here either way)."""
-
-    slot = SLOT
+    """The sweep's inputs, Start/Resume and Stop, its progress and its trials. `queue` is the window's Queue feature
+    (the trials train where the window's runs do: this computer, or the connected host; the study stays here either
+    way), `base_config()` the Setup form's config (raising its ConfigError)."""
 
     trialEnded = Signal(object)  # the Trial that has just ended (its run is in the history now)
     useSettings = Signal(dict)  # "Use the best settings": the best trial's sampled settings, for the Setup form
-    sweepEnded = Signal(object)  # every trial of the sweep (a list), or the exception that stopped it
-    _progressed = Signal(object)  # a Progress, emitted on the sweep's thread
+    sweepEnded = Signal(object)  # every trial of the sweep (a list), once none of its entries is left to train
 
-    def __init__(self, tasks: Tasks, theme: Theme, base_config: Callable[[], TrainConfig],
-                 cuda_devices: Callable[[], int | None], db: Path | None = None, runs_dir: Path | None = None,
-                 parent: QWidget | None = None, remote: Callable[[], Remote | None] = lambda: None):
-        super().__init__(tasks, parent)
+    def __init__(self, tasks: Tasks, queue, theme: Theme, base_config: Callable[[], TrainConfig],
+                 db: Path | None = None, parent: QWidget | None = None):
+        super().__init__(tasks, queue, parent)
         self.setObjectName("sweepDialog")
         self.setWindowTitle("Sweep")
-        self.base_config, self.cuda_devices = base_config, cuda_devices
-        self.db, self.runs_dir, self.remote = db, runs_dir, remote
+        self.base_config, self.db = base_config, db
         self.known: set[str] | None = None  # the stored sweeps' names, once read
-        self.progress: Progress | None = None  # after the running sweep's latest trial
         self.epoch_text = ""  # where the running trial is
+        self.reading = 0  # reads of the study still to come, one after each entry that ended
         self.planned_epochs = 0  # the running trial's
         self.sweep_name = ""  # the running (or last) sweep's
         self.trials: list[Trial] = []
         intro = QLabel("Each trial trains the Setup form's settings with the checked ones sampled, as a recorded "
-                       "run in a process of its own (the Runs dock lists it). Trial 0 is the form's settings as "
-                       "they are; a trial below the median accuracy at an epoch is pruned. Stop, then Resume under "
-                       "the same name, goes on where the sweep was.")
+                       "run in a process of its own (the Runs dock lists it). Start queues the trials (the Queue "
+                       "dock shows them) and the window trains them one after another. Trial 0 is the form's "
+                       "settings as they are; a trial below the median accuracy at an epoch is pruned. Stop, then "
+                       "Resume under the same name, goes on where the sweep was.")
         intro.setWordWrap(True)
         self.start_button = QPushButton("Start")
         self.start_button.setObjectName("sweepStart")
@@ -125,7 +113,6 @@ class SweepDialog(QueuedRunsDialog):
         layout.addWidget(self.best)
         layout.addWidget(self.tabs, 1)
         self.resize(940, 680)
-        self._progressed.connect(self._on_progress)
         self._update_inputs()
         self._load_names()
 
@@ -177,7 +164,7 @@ class SweepDialog(QueuedRunsDialog):
             widget.setEnabled(not running and not stored)
         self.start_button.setEnabled(not running and self.known is not None)
         self.start_button.setText("Resume" if stored else "Start")
-        self.stop_button.setEnabled(running and not self.stop_flag.is_set())
+        self.stop_button.setEnabled(running and not self.stopping)
 
     def _load_names(self, show_stored: bool = True) -> None:
         """The stored sweeps' names, read off the GUI thread (the first read creates the studies' file); with
@@ -226,78 +213,85 @@ class SweepDialog(QueuedRunsDialog):
 
     # -- the sweep ------------------------------------------------------------------------------------------------
     def start(self) -> bool:
-        """Start the sweep the inputs describe, or resume the stored one of that name; False when refused (the
-        status line says why)."""
-        name, cuda_devices = self.name.currentText().strip(), self.cuda_devices()
+        """Queue the trials of the sweep the inputs describe, or of the stored one of that name (resumed); False
+        when refused (the status line says why)."""
+        name = self.name.currentText().strip()
         if self.running or self.known is None:  # (see _update_inputs)
             return False
         if not name:
             return self._refuse("Name the sweep (a stored name resumes it).")
-        if cuda_devices is None:
-            return self._refuse("PyTorch is still starting: start the sweep when it is ready.")
         try:
             base = self.base_config()
         except WorkbenchError as exc:
             return self._refuse(f"Cannot start: {error_text(exc)}")
         settings = SweepSettings(name, self.chosen_parameters(), self.sampler.currentText(), self.trial_count.value())
-        epochs, stop, remote = self.epochs.value(), threading.Event(), self.remote()
-
-        def sweep() -> list[Trial]:
-            return run_sweep(base, settings, epochs=epochs, cuda_devices=cuda_devices, db=self.db,
-                             runs_dir=self.runs_dir, on_progress=self._progressed.emit, on_event=self._forward,
-                             stop=stop, remote=remote)
-
-        self.stop_flag, self.progress, self.epoch_text, self.sweep_name = stop, None, "", name
+        epochs = self.epochs.value()
         self.tasks.drop("sweep-load")
-        self.tasks.submit(SLOT, sweep, self._ended, self._failed, exclusive=True)
-        self.status.setText(f"Starting {name}…")
-        self._update_inputs()
+        if not self._line_up(lambda place, python: queue_sweep(base, settings, epochs=epochs, db=self.db,
+                                                               place=place, python=python)):
+            return False
+        self.sweep_name, self.epoch_text = name, ""
+        self._names_loaded({*self.known, name}, show_stored=False)  # stored now: its name resumes it
+        self.status.setText(self._progress_text())
         return True
 
+    def _on_started(self, entry: QueueEntry) -> None:
+        self.epoch_text = "starting"
+        if not self.stopping:
+            self.status.setText(self._progress_text())
 
-
-
-    def _on_heard(self, number: int, event: Event) -> None:
+    def _on_heard(self, entry: QueueEntry, event: Event) -> None:
         if isinstance(event, RunStarted):
             self.planned_epochs = event.config.epochs
             self.epoch_text = "starting"
         else:
             self.epoch_text = (f"epoch {event.epoch} of {self.planned_epochs} (val accuracy "
                                f"{event.val_accuracy:.2%})")
-        if not self.stop_flag.is_set():
+        if not self.stopping:
             self.status.setText(self._progress_text())
 
-    def _on_progress(self, progress: Progress) -> None:
-        self.progress, self.epoch_text = progress, ""
-        self._show(progress.trials)
-        if not self.stop_flag.is_set():
+    def _on_ended(self, entry: QueueEntry) -> None:
+        """A trial ended: the study's trials, read again off the GUI thread, show how (the sweep has ended once the
+        read after its last entry is in)."""
+        if entry.id == self.hearing:  # (not when the next trial was heard first)
+            self.epoch_text = ""
+        name = self.sweep_name
+        self.reading += 1
+        self.tasks.submit(f"sweep-trial-{entry.id}", lambda: load_trials(name, self.db),
+                          lambda trials: self._trial_read(trials, entry), self._unreadable)
+
+    def _trial_read(self, trials: list[Trial], entry: QueueEntry) -> None:
+        self.reading -= 1
+        self._show(trials)
+        if self.running and not self.stopping:
             self.status.setText(self._progress_text())
-        self.trialEnded.emit(progress.trial)
+        trial = next((t for t in trials if t.run_id is not None and t.run_id == entry.run_id), None)
+        if trial is not None:
+            self.trialEnded.emit(trial)
+        if not self.running and not self.reading:
+            self._ended(trials)
+
+    def _unreadable(self, error: BaseException) -> None:
+        self.reading -= 1
+        self.status.setText(f"Cannot read the sweep: {error_text(error)}")
+
+    def _all_ended(self) -> None:
+        """(The read after the last entry says so: _trial_read.)"""
 
     def _progress_text(self) -> str:
         """'Trial 3 of 12 · epoch 2 of 5 (val accuracy 91.20%) · ETA 1:05': the ETA from the trials so far."""
-        progress = self.progress
-        done, total = ((progress.done, progress.total) if progress else
-                       (sum(t.state in FINISHED for t in self.trials), self.trial_count.value()))
-        eta = progress.eta_seconds if progress else None
-        parts = [f"Trial {min(done + 1, total)} of {total}", self.epoch_text,
+        eta = self.eta_seconds()
+        parts = [f"Trial {min(self.done + 1, len(self.ids))} of {len(self.ids)} queued", self.epoch_text,
                  f"ETA {format_duration(eta)}" if eta is not None else "ETA after the first trial"]
         return " · ".join(part for part in parts if part)
 
     def _ended(self, trials: list[Trial]) -> None:
         self._show(trials)
         done = sum(t.state in FINISHED for t in trials)
-        total = self.progress.total if self.progress else self.trial_count.value()
-        self.status.setText(f"Stopped: {done} of {total} trials. Resume goes on from there."
-                            if self.stop_flag.is_set() else f"Done: {done} of {total} trials.")
-        self._names_loaded({*self.known, self.sweep_name}, show_stored=False)  # stored now: its name resumes it
+        self.status.setText(f"Stopped with {done} trial(s) finished. Resume goes on from there." if self.stopping
+                            else f"Done: {done} trial(s) finished.")
         self._update_inputs()
         self.sweepEnded.emit(trials)
-
-    def _failed(self, error: BaseException) -> None:
-        self.status.setText(f"The sweep stopped: {error_text(error)}")
-        self._update_inputs()
-        self.sweepEnded.emit(error)
 
     def _show(self, trials: list[Trial]) -> None:
         """The trials in the table and both views; the axes are the settings the trials searched."""

@@ -34,13 +34,12 @@ COPY_SLOT = "copying a file from a host"
 
 
 class Hosts(QObject):
-    def __init__(self, parts: WindowParts, training: Training, *, sweeping: Callable[[], bool]):
-        """`sweeping()`: a sweep's trials are training (they too stay where they started)."""
+    def __init__(self, parts: WindowParts, training: Training):
         super().__init__(parts.window)
         self.kernel, self.runner, self.training, self.tasks = parts.kernel, parts.runner, training, parts.tasks
         self.state, self.feedback, self.predict = parts.state, parts.feedback, parts.panels.predict
         self.setup = parts.panels.setup
-        self.window, self.moved, self.sweeping = parts.window, parts.kernel_moved, sweeping
+        self.window, self.moved = parts.window, parts.kernel_moved
         self.runs_dir = parts.runs_dir or paths.runs_dir()  # where a file of a run on a host is copied to
         self.remote: Remote | None = None
         self.hello: Hello | None = None
@@ -108,10 +107,9 @@ class Hosts(QObject):
         return True
 
     def _may_move(self, action: str) -> bool:
-        what = "a run" if self.runner.training else "a sweep" if self.sweeping() else None
-        if what is None:
+        if not self.runner.training:  # (a sweep's trials and the seeds train as the window's runs: queued)
             return True
-        self.feedback.show("warning", f"Cannot {action} while {what} is training: it stays where it started. "
+        self.feedback.show("warning", f"Cannot {action} while a run is training: it stays where it started. "
                                       "Stop it, or wait until it has ended.")
         return False
 

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import time
 
-from PySide6.QtCore import QObject, QTimer
+from typing import Callable
+
+from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QMessageBox
 
 from ...core.ground.errors import WorkbenchError
-from ...core.ground.events import EpochEnd, Event, RunFailed, RunFinished
+from ...core.ground.events import EpochEnd, Event, RunFailed, RunFinished, RunStarted
 from ...core.history.queue_eta import ends_in
-from ...core.history.queue import (FAILED, FINISHED, INTERRUPTED, QUEUED, QueueEntry, QueueError,
-                                    RunQueue)
+from ...core.history.queue import (FAILED, FINISHED, INTERRUPTED, QUEUED, QueueEntry, QueueError, RunQueue,
+                                    state_changes)
 from ...core.run.queue_worker import ended_state, release_place, start_background_worker, start_entry, try_place
 from ...core.run.sweep import TrialRun
 from ..actions import ActionSpec
@@ -28,7 +30,26 @@ from .training import Training
 REFRESH_MS = 2000  # how often the queue is read again (other windows and runners change it too)
 
 
+def say_changes(owner, states: dict[int, str], entries: list[QueueEntry]) -> dict[int, str]:
+    """`owner`'s entryStarted and entryEnded for the entries whose state changed since the queue was read with
+    `states`; each entry's state now."""
+    started, ended = state_changes(states, entries)
+    for entry in started:
+        owner.entryStarted.emit(entry)
+    for entry in ended:
+        owner.entryEnded.emit(entry)
+    return {entry.id: entry.state for entry in entries}
+
+
 class Queue(QObject):
+    """Signals say what happened to an entry, whoever trains it (this window, or a runner the queue shows working
+    it): `entryStarted` and `entryEnded` as the queue is read, `entryHeard` a run start or epoch end of the entry
+    this window trains (Sweep… and Repeat with seeds… follow their entries with them)."""
+
+    entryStarted = Signal(object)  # the QueueEntry, running now
+    entryHeard = Signal(object, object)  # the QueueEntry this window trains, and its RunStarted or EpochEnd
+    entryEnded = Signal(object)  # the QueueEntry, as it ended
+
     def __init__(self, parts: WindowParts, training: Training):
         super().__init__(parts.window)
         self.window, self.runner, self.training, self.kernel = parts.window, parts.runner, training, parts.kernel
@@ -44,6 +65,7 @@ class Queue(QObject):
         self.best: float | None = None
         self.ended: list[tuple[QueueEntry, str]] = []  # what this window worked since the queue was last empty
         self.editing: int | None = None  # the queued entry whose settings the form holds (Edit)
+        self.states: dict[int, str] = {}  # each entry's state when the queue was last read
         self.timer = QTimer(self)
         self.timer.setInterval(REFRESH_MS)
         self.timer.timeout.connect(self.tick)
@@ -135,6 +157,28 @@ class Queue(QObject):
         entries = self.queue.entries()
         ends = ends_in(entries, self.queue.estimates(entries), time.time())
         self.panel.show_entries(entries, paused=self.queue.paused, form=form, ends=ends, editing=self.editing)
+        self.states = say_changes(self, self.states, entries)
+
+    # -- what the dialogs line up ---------------------------------------------------------------------------------
+    def add_entries(self, add: Callable[[str, str], list[int]]) -> list[int]:
+        """Entries a dialog lines up (Sweep…, Repeat with seeds…) for this window's place: `add(place, python)`
+        queues them (raising a WorkbenchError, nothing queued, when it cannot); their ids. They start at once when
+        nothing else is queued or training here."""
+        remote = self.runner.remote
+        ids = add(self.place, remote.python if remote else "python3")
+        self.feedback.note("info", f"queued {len(ids)} run(s) on {self.place or 'this computer'}")
+        self.tick()
+        return ids
+
+    def cancel_entries(self, ids: list[int]) -> None:
+        """Cancel each of `ids` still queued or running (Stop in a dialog); the running one stops after its step."""
+        for entry_id in ids:
+            try:
+                self.queue.cancel(entry_id)
+            except QueueError:  # removed meanwhile: nothing to cancel
+                pass
+        self._stop_if_cancelled()
+        self.show_queue()
 
     def work_next(self) -> bool:
         """Train the next entry of this window's place, when nothing trains here; True when one started."""
@@ -168,6 +212,8 @@ class Queue(QObject):
             for event in batch:
                 if isinstance(event, EpochEnd):
                     self.best = max(self.best or 0.0, event.val_accuracy)
+                if isinstance(event, (RunStarted, EpochEnd)):
+                    self.entryHeard.emit(self.current[0], event)
                 if self.trial is not None and self.trial.heard(event) and self.runner.training:
                     self.training.stop()  # pruned: below the median of the trials before it
 

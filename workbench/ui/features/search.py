@@ -12,7 +12,6 @@ from ...core.ground.config import TrainConfig, label_of, setup_label
 from ...core.ground.errors import WorkbenchError, with_hint
 from ...core.run.service import ServiceClient
 from ...core.history.runs import RunRecord
-from ...core.run.remote.ssh import Remote
 from ..actions import ActionSpec
 from ..dialogs.finders import BatchFinderDialog, FinderDialog, LrFinderDialog
 from ..support.form_errors import form_text
@@ -35,16 +34,16 @@ FINDERS = {"lr": Finder(ServiceClient.find_lr, LrFinderDialog, "lr", "find a lea
 class Search(QObject):
     finderDone = Signal(str, object)  # a finder's kind and its finding, or the error (None: stopped while queued)
 
-    def __init__(self, parts: WindowParts):
+    def __init__(self, parts: WindowParts, queue):
+        """`queue`: the window's Queue feature, which a sweep's trials and the seeds are lined up in."""
         super().__init__(parts.window)
-        panels, runner = parts.panels, parts.runner
+        self.queue = queue
+        panels = parts.panels
         self.kernel, self.tasks, self.feedback, self.setup = parts.kernel, parts.tasks, parts.feedback, panels.setup
         self.theme = lambda: panels.plots.theme  # the plots' colours now (light or dark)
         self.window, self.config_for = parts.window, parts.config_for
-        self.db, self.runs_dir = parts.db, parts.runs_dir
+        self.db = parts.db
         self.trial_ended = panels.runs.refresh  # a sweep's trial is a new run in the history
-        self.remote: Callable[[], Remote | None] = lambda: runner.remote  # where a sweep's trials train
-        self.busy = lambda: "a run is training: wait for it to end, or stop it" if runner.training else ""
         self.finder_dialogs: dict[str, FinderDialog] = {}  # Run → Find …'s, each made on first use
         self.sweep_dialog = None  # Run → Sweep…'s SweepDialog, made on first use (a sweep outlives its closing)
         self.seeds_dialog = None  # Repeat with seeds…'s SeedsDialog, made on first use (as the sweep's)
@@ -115,10 +114,8 @@ class Search(QObject):
         from ..dialogs.sweep import SweepDialog  # Optuna is imported on first use, not with the window
 
         if self.sweep_dialog is None:
-            kernel = self.kernel
-            self.sweep_dialog = SweepDialog(self.tasks, self.theme(), self.setup.config,
-                                            lambda: kernel.capabilities.cuda_devices if kernel.capabilities.known
-                                            else None, self.db, self.runs_dir, self.window, remote=self.remote)
+            self.sweep_dialog = SweepDialog(self.tasks, self.queue, self.theme(), self.setup.config, self.db,
+                                            self.window)
             self.sweep_dialog.trialEnded.connect(lambda _trial: self.trial_ended())
             self.sweep_dialog.useSettings.connect(self._use_settings)
         self.sweep_dialog.show()
@@ -144,23 +141,9 @@ class Search(QObject):
         from ..dialogs.seeds import SeedsDialog
 
         if self.seeds_dialog is None:
-            kernel = self.kernel
-            self.seeds_dialog = SeedsDialog(self.tasks, lambda: kernel.capabilities.cuda_devices
-                                            if kernel.capabilities.known else None, self.db, self.runs_dir,
-                                            self.window, remote=self.remote, busy=self.busy)
+            self.seeds_dialog = SeedsDialog(self.tasks, self.queue, self.db, self.window)
             self.seeds_dialog.runEnded.connect(lambda _run: self.trial_ended())
         self.seeds_dialog.set_run(record)  # refused while seeds run: the dialog says so
         self.seeds_dialog.show()
         self.seeds_dialog.raise_()
         return self.seeds_dialog
-
-    @property
-    def sweeping(self) -> bool:
-        """A sweep's trials or the seeds' runs are training."""
-        return any(dialog is not None and dialog.running for dialog in (self.sweep_dialog, self.seeds_dialog))
-
-    def stop_sweep(self) -> bool:
-        """Closing the window: a running sweep stops (its stopped trial runs again when it is resumed), and so do
-        the seeds' runs; whether one was running."""
-        stopped = [dialog.stop() for dialog in (self.sweep_dialog, self.seeds_dialog) if dialog is not None]
-        return any(stopped)
