@@ -90,7 +90,7 @@ def cmd_queue_work(args: argparse.Namespace) -> int:
         started = time.monotonic()
         place = str(Remote.parse(args.host)) if args.host else ""
         done = work(args.db, stop, cuda_devices=cuda_device_count(), place=place, wait=args.wait,
-                    say=lambda line: print(line, flush=True))
+                    say=lambda line: print(line, flush=True), parallel=args.parallel)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -130,4 +130,7 @@ def add_queue_parser(sub) -> None:
     work = actions.add_parser("work", help="train the queued entries here (or --host's) until none is left")
     work.add_argument("--host", default=None, metavar="[USER@]HOST[:PORT]", help="work that host's entries")
     work.add_argument("--wait", action="store_true", help="then wait for more (a service: until Ctrl+C/SIGTERM)")
+    work.add_argument("--parallel", type=int, default=None, metavar="N",
+                      help="train N entries at once, each on a CUDA device of its own (default: one per CUDA "
+                           "device here, one at a time on the CPU or a host)")
     work.set_defaults(handler=cmd_queue_work)

@@ -16,6 +16,7 @@ them, opens the history as before and leaves them alone."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import sqlite3
@@ -243,20 +244,23 @@ class RunQueue:
                             ("1" if paused else "0",))
 
     # -- working (run/queue_worker.py) ---------------------------------------------------------------------------
-    def claim(self, place: str = HERE, runner: str | None = None) -> QueueEntry | None:
+    def claim(self, place: str = HERE, runner: str | None = None, device: str = "") -> QueueEntry | None:
         """The first queued entry of `place`, now running under `runner` (this process): atomically, so that no
-        other runner claims it too. None when there is none, or the queue is paused."""
+        other runner claims it too. `device`: the CUDA device the runner's slot holds ("cuda:1"); an entry that
+        asks for another CUDA device by its index is left to that device's runner. None when there is none, or
+        the queue is paused."""
         runner = runner or this_runner()
         with self._writing():
             if self.paused:
                 return None
-            row = self.db.execute("SELECT id FROM queue WHERE state = ? AND place = ? ORDER BY position, id LIMIT 1",
-                                  (QUEUED, place)).fetchone()
-            if row is None:
+            rows = self.db.execute("SELECT id, config FROM queue WHERE state = ? AND place = ? ORDER BY position, id",
+                                   (QUEUED, place))
+            chosen = next((row[0] for row in rows if fits_device(json.loads(row[1]).get("device", ""), device)), None)
+            if chosen is None:
                 return None
             self.db.execute("UPDATE queue SET state = ?, runner = ?, started = ? WHERE id = ?",
-                            (RUNNING, runner, time.time(), row[0]))
-        return self.entry(row[0])
+                            (RUNNING, runner, time.time(), chosen))
+        return self.entry(chosen)
 
     def cancel_asked(self, entry_id: int) -> bool:
         row = self.db.execute("SELECT cancel FROM queue WHERE id = ?", (entry_id,)).fetchone()
@@ -300,6 +304,12 @@ class _Transaction:
 
     def __exit__(self, kind, *exc) -> None:
         self.db.execute("ROLLBACK" if kind else "COMMIT")
+
+
+def fits_device(asked: str, held: str) -> bool:
+    """Whether an entry asking for device `asked` trains on a runner's slot that holds `held` ("" holds none, and
+    takes any entry): only an entry naming a CUDA device by its index is bound to that device's slot."""
+    return not held or not asked.startswith("cuda:") or asked == held
 
 
 def state_changes(before: dict[int, str], entries: list[QueueEntry]) -> tuple[list[QueueEntry], list[QueueEntry]]:

@@ -2,10 +2,12 @@
 (queued_run.train_recorded: here in a kernel process, or on the host over SSH), say how it ended, and go on to the
 next; a bad entry (a model file gone, a setting this machine refuses) fails alone, with its reason. Torch-free.
 
-One run at a time per place: a runner holds the place's lock (a file lock in the data folder, released by the
-system however the runner ends) while an entry of it trains, so that two runners on this computer (the window and
-`workbench queue work`) never train on one device at once. Cancel of a running entry is read from the queue every
-second; a stop of the worker (Ctrl+C, the window closing) stops the running entry after its step, and it is
+One run at a time per device: a place has a slot per device (one per CUDA device asked for, `parallel`; a single one
+on the CPU), and a runner holds the slot's lock (a file lock in the data folder, released by the system however the
+runner ends) while an entry trains on its device, so that two runners on this computer (the window and `workbench
+queue work`) never train on one device at once. An entry that lets Workbench choose its device trains on its slot's;
+one naming a CUDA device by its index waits for that device's slot. Cancel of a running entry is read from the queue
+every second; a stop of the worker (Ctrl+C, the window closing) stops the running entry after its step, and it is
 interrupted: retried, it trains again."""
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ from pathlib import Path
 from typing import Callable
 
 from ..ground import paths
+from ..ground.config import TrainConfig
 from ..ground.errors import WorkbenchError, first_line
 from ..ground.events import Emit, Event, RunFailed, RunFinished
-from ..history.queue import CANCELLED, FAILED, FINISHED, HERE, INTERRUPTED, QueueEntry, RunQueue
+from ..history.queue import CANCELLED, FAILED, FINISHED, HERE, INTERRUPTED, QueueEntry, QueueError, RunQueue
 from .launch import start_run
 from .queued_run import train_recorded
 from .remote.ssh import Remote
@@ -53,20 +56,54 @@ class WorkDone:
 
 def work(db: str | Path | None, stop: threading.Event, *, cuda_devices: int, place: str = HERE,
          wait: bool = False, runs_dir: str | Path | None = None, say: Callable[[str], None] = print,
-         emit: Emit = lambda event: None) -> WorkDone:
+         emit: Emit = lambda event: None, parallel: int | None = None) -> WorkDone:
     """Train the queued entries of `place` in order until none is left (`wait`: until `stop`, looking for new ones
-    every IDLE_POLL_S); every event of the entry training goes to `emit`, a line about each entry to `say`."""
+    every IDLE_POLL_S); every event of an entry training goes to `emit`, a line about each entry to `say`.
+    `parallel`: how many entries train at once, each on a device of its own (slot_devices)."""
+    devices = slot_devices(cuda_devices, parallel, place)
     done = WorkDone()
     with RunQueue(db) as queue:
         for entry_id in queue.recover():
             say(f"entry {entry_id} was interrupted: its runner stopped while it trained (retry it: workbench queue "
                 f"retry {entry_id})")
+    slots = [threading.Thread(target=_work_slot, args=(db, stop, place, slot, device, wait, cuda_devices, runs_dir,
+                                                       say, emit, done), name=f"workbench-queue-slot-{slot}")
+             for slot, device in enumerate(devices)]
+    for thread in slots[1:]:
+        thread.start()
+    _work_slot(db, stop, place, 0, devices[0], wait, cuda_devices, runs_dir, say, emit, done)
+    for thread in slots[1:]:
+        thread.join()
+    return done
+
+
+def slot_devices(cuda_devices: int, parallel: int | None, place: str = HERE) -> list[str]:
+    """The device each of a runner's slots holds: one slot per CUDA device asked for ("cuda:0", "cuda:1", …), or
+    one slot holding none ("") where runs train on the CPU, one at a time. Here `cuda_devices` bounds it; on a host
+    (whose devices this computer does not know) the user's `parallel` is taken as its devices."""
+    if parallel is None:
+        parallel = max(1, cuda_devices) if place == HERE else 1
+    if parallel < 1:
+        raise QueueError(f"{parallel} runs at once is none", "ask for 1 or more")
+    if place == HERE and parallel > max(1, cuda_devices):
+        raise QueueError(f"{parallel} runs at once asked for, but this computer has "
+                         + (f"{cuda_devices} CUDA device(s): one run per device" if cuda_devices else
+                            "no CUDA device: its runs train one at a time on the CPU"),
+                         f"--parallel {max(1, cuda_devices)} at most")
+    return [f"cuda:{index}" for index in range(parallel)] if parallel > 1 or cuda_devices else [""]
+
+
+def _work_slot(db, stop: threading.Event, place: str, slot: int, device: str, wait: bool, cuda_devices: int,
+               runs_dir, say: Callable[[str], None], emit: Emit, done: WorkDone) -> None:
+    """One slot of a runner: under the slot's lock, claim the next entry that fits its device and train it there."""
+    with RunQueue(db) as queue:  # a connection of this thread's own
         while not stop.is_set():
-            with place_lock(place, stop) as held:
-                entry = queue.claim(place) if held else None
+            with place_lock(place, stop, slot) as held:
+                entry = queue.claim(place, device=device) if held else None
                 if entry is not None:
-                    say(f"entry {entry.id} ({entry.title}) starts on {entry.where}")
-                    state = _train(queue, entry, db, stop, cuda_devices, runs_dir, emit)
+                    say(f"entry {entry.id} ({entry.title}) starts on {entry.where}" + (f", {device}" if device
+                                                                                      else ""))
+                    state = _train(queue, entry, db, stop, cuda_devices, runs_dir, emit, device)
                     ended = queue.entry(entry.id)
                     done.ended.append((ended, state))
                     say(f"entry {entry.id} {state}" + (f": {ended.error}" if ended.error else "")
@@ -74,11 +111,16 @@ def work(db: str | Path | None, stop: threading.Event, *, cuda_devices: int, pla
                     continue
             if not wait or stop.wait(IDLE_POLL_S):
                 break
-    return done
+
+
+def on_device(config: TrainConfig, device: str) -> TrainConfig:
+    """An entry's settings on the slot's `device`: one that lets Workbench choose (auto, cuda) trains there; one
+    that names its device keeps it (the CPU, or the slot's own)."""
+    return config.replace(device=device) if device and config.device in ("auto", "cuda") else config
 
 
 def _train(queue: RunQueue, entry: QueueEntry, db, stop: threading.Event, cuda_devices: int, runs_dir,
-           emit: Emit) -> str:
+           emit: Emit, device: str = "") -> str:
     """Train one claimed entry and write how it ended; its state."""
     entry_stop, cancelled = threading.Event(), threading.Event()
     watching = threading.Thread(target=_watch_cancel, args=(db, entry.id, stop, entry_stop, cancelled),
@@ -87,7 +129,7 @@ def _train(queue: RunQueue, entry: QueueEntry, db, stop: threading.Event, cuda_d
     trial: TrialRun | None = None
     try:
         trial = start_entry(queue, entry, db)
-        config = trial.config if trial else entry.config
+        config = on_device(trial.config if trial else entry.config, device)
 
         def heard(event: Event) -> None:
             emit(event)
@@ -149,15 +191,15 @@ def _watch_cancel(db, entry_id: int, stop: threading.Event, entry_stop: threadin
 
 
 class place_lock:
-    """The place's lock, taken (waiting for another runner's entry to end, unless `stop`): `held` says whether it
-    was."""
+    """A slot of the place, locked (waiting for another runner's entry to end, unless `stop`): `held` says whether
+    it was."""
 
-    def __init__(self, place: str, stop: threading.Event):
-        self.place, self.stop = place, stop
+    def __init__(self, place: str, stop: threading.Event, slot: int = 0):
+        self.place, self.stop, self.slot = place, stop, slot
         self.fd: int | None = None
 
     def __enter__(self) -> bool:
-        while (fd := try_place(self.place)) is None:
+        while (fd := try_place(self.place, self.slot)) is None:
             if self.stop.wait(IDLE_POLL_S):
                 return False
         self.fd = fd
@@ -169,10 +211,10 @@ class place_lock:
             self.fd = None
 
 
-def try_place(place: str) -> int | None:
-    """The place's lock if no other runner holds it (its file descriptor, for release_place); None otherwise. A file
-    lock: the system releases it whatever ends its holder."""
-    path = paths.data_dir() / "queue" / (f"{place or 'this-computer'}.lock".replace("/", "_"))
+def try_place(place: str, slot: int = 0) -> int | None:
+    """The lock of the place's `slot` (its device) if no other runner holds it (its file descriptor, for
+    release_place); None otherwise. A file lock: the system releases it whatever ends its holder."""
+    path = paths.data_dir() / "queue" / (f"{place or 'this-computer'}.{slot}.lock".replace("/", "_"))
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:

@@ -20,7 +20,8 @@ from ...core.ground.events import EpochEnd, Event, RunFailed, RunFinished, RunSt
 from ...core.history.queue_eta import ends_in
 from ...core.history.queue import (FAILED, FINISHED, INTERRUPTED, QUEUED, QueueEntry, QueueError, RunQueue,
                                     state_changes)
-from ...core.run.queue_worker import ended_state, release_place, start_background_worker, start_entry, try_place
+from ...core.run.queue_worker import (ended_state, on_device, release_place, start_background_worker, start_entry,
+                                      try_place)
 from ...core.run.sweep import TrialRun
 from ..actions import ActionSpec
 from ..support.form_errors import form_text
@@ -181,14 +182,17 @@ class Queue(QObject):
         self.show_queue()
 
     def work_next(self) -> bool:
-        """Train the next entry of this window's place, when nothing trains here; True when one started."""
+        """Train the next entry of this window's place, when nothing trains here; True when one started. The window
+        works the place's first slot (its first CUDA device, or the CPU), one entry at a time: its curves are
+        drawn. `workbench queue work --parallel N` works the other devices' slots beside it."""
         if (self.current is not None or self.runner.training or self.state.train_waiting
                 or not self.kernel.capabilities.known or self.queue.paused):
             return False
         lock = try_place(self.place)
-        if lock is None:  # another runner trains an entry of this place
+        if lock is None:  # another runner trains an entry on this slot's device
             return False
-        entry = self.queue.claim(self.place)
+        device = "cuda:0" if self.kernel.capabilities.cuda_devices else ""
+        entry = self.queue.claim(self.place, device=device)
         if entry is None:
             release_place(lock)
             return False
@@ -200,7 +204,7 @@ class Queue(QObject):
             return False
         self.feedback.note("info", f"queue: entry {entry.id} ({self.trial.label if self.trial else entry.title}) "
                                    "starts")
-        if not self.training.train(self.trial.config if self.trial else entry.config):
+        if not self.training.train(on_device(self.trial.config if self.trial else entry.config, device)):
             if self.trial is not None:
                 self.trial.refused(WorkbenchError("the window could not start it"))
             self._end(FAILED, None, "the window could not start it: the banner says why")
