@@ -102,3 +102,43 @@ def test_each_entry_ends_after_those_before_it_and_an_unmeasured_one_makes_the_r
                entry(5, QUEUED)]
     texts = ends_in(entries, {2: 100.0, 3: 60.0, 4: None, 5: 30.0}, now=1040.0)
     assert texts == {2: "≈ 1:00", 3: "≈ 2:00", 4: "—", 5: "≥ 2:30"}  # 60 s left of the running one, then each
+
+
+def test_dragging_a_queued_row_onto_another_moves_it_there_and_nothing_else_moves(qtbot, monkeypatch):
+    from PySide6.QtCore import QMimeData, QPoint, Qt
+    from PySide6.QtGui import QDropEvent
+
+    from workbench.core.ground.config import TrainConfig
+    from workbench.core.history.queue import QueueEntry
+    from workbench.ui.panels.queue import QueuePanel
+
+    def entry(entry_id: int, state: str = QUEUED) -> QueueEntry:
+        return QueueEntry(id=entry_id, position=float(entry_id), state=state, place="",
+                          config=TrainConfig(seed=entry_id))
+
+    panel = QueuePanel()
+    qtbot.addWidget(panel)
+    panel.resize(900, 400)
+    panel.show()
+    panel.show_entries([entry(1, FINISHED), entry(2), entry(3), entry(4)], paused=False, form=TrainConfig())
+    moves = []
+    panel.moveRequested.connect(lambda entry_id, index: moves.append((entry_id, index)))
+
+    def drag(row: int, onto: int, lower_half: bool) -> None:
+        panel.table.selectRow(row)
+        rect = panel.table.visualRect(panel.table.model().index(onto, 0))
+        point = QPoint(rect.center().x(), rect.bottom() - 1 if lower_half else rect.top() + 1)
+        drop = QDropEvent(point, Qt.MoveAction, QMimeData(), Qt.LeftButton, Qt.NoModifier)
+        drop.setDropAction(Qt.MoveAction)
+        panel.table.dropEvent(drop)  # as Qt delivers a drag's drop from the table itself
+        assert drop.dropAction() == Qt.IgnoreAction or not drop.isAccepted()  # the table moves no row itself
+
+    drag(1, onto=2, lower_half=False)  # a drop with no drag of the table's own behind it is not a move
+    assert moves == []
+    monkeypatch.setattr(panel.table, "dragged_here", lambda event: True)  # (a made-up drop has no drag behind it)
+    drag(3, onto=1, lower_half=False)  # entry 4 above entry 2: first among the queued
+    drag(1, onto=3, lower_half=True)  # entry 2 below entry 4: last
+    drag(2, onto=3, lower_half=False)  # entry 3 above entry 4: after entry 2, so second
+    drag(0, onto=2, lower_half=False)  # a finished entry stays where it is
+    assert moves == [(4, 0), (2, 2), (3, 1)]
+    assert [panel.table.item(row, 0).text() for row in range(4)] == ["1", "2", "3", "4"]  # until the queue is read

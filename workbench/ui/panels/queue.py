@@ -1,6 +1,6 @@
 """The Queue dock: the runs lined up (Run → Add to queue, `workbench queue add`), in order, with where each trains, what
 it changes from the form, its state, its run and best accuracy; Cancel, Retry, Remove, Move up and down (Ctrl+Up,
-Ctrl+Down), and Pause. It shows what the history's queue holds (history/queue.py) and asks the feature
+Ctrl+Down, or drag a row), and Pause. It shows what the history's queue holds (history/queue.py) and asks the feature
 (features/queue.py) to change it."""
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ EMPTY = "Nothing queued: Run → Add to queue (Ctrl+Shift+Q) lines the form's ru
 COLUMNS = ("#", "State", "Where", "Changes from the form", "Run", "Best acc", "Ends in")
 
 
-
 def changes_from(entry: QueueEntry, form: TrainConfig | None) -> str:
     """What the entry trains that the form would not: its settings that differ ("as the form" when none)."""
     if form is None:
@@ -27,6 +26,49 @@ def changes_from(entry: QueueEntry, form: TrainConfig | None) -> str:
     changed = differing_settings([ours, theirs])
     text = " · ".join(setting_text(key, theirs[key]) for key in changed) or "as the form"
     return f"{entry.label}: {text}" if entry.label else text
+
+
+def drop_index(entries: list[QueueEntry], moved: int, row: int) -> int | None:
+    """Where the queued entry at row `moved`, dropped before row `row` (len(entries): after the last), goes among
+    the other queued entries (RunQueue.move's index); None when it is not a queued entry."""
+    if not 0 <= moved < len(entries) or entries[moved].state != QUEUED:
+        return None
+    return sum(1 for index, entry in enumerate(entries[:row]) if entry.state == QUEUED and index != moved)
+
+
+class QueueTable(QTableWidget):
+    """The entries' table: a queued entry's row dragged onto another row goes there (before it when dropped on its
+    upper half, after it on its lower half, last below every row). The drop itself moves nothing: the queue is
+    changed (`rowDropped`) and read again."""
+
+    rowDropped = Signal(int, int)  # the row dragged, the row it goes before
+
+    def __init__(self, columns: int):
+        super().__init__(0, columns)
+        self.setDragEnabled(True)
+        self.setAcceptDrops(True)
+        self.viewport().setAcceptDrops(True)
+        self.setDragDropMode(QAbstractItemView.InternalMove)
+        self.setDropIndicatorShown(True)
+
+    def dropEvent(self, event) -> None:
+        rows = self.selectionModel().selectedRows()
+        if not self.dragged_here(event) or not rows:
+            event.ignore()
+            return
+        point = event.position().toPoint()
+        target = self.indexAt(point).row()
+        if target < 0:
+            target = self.rowCount()
+        elif point.y() > self.visualRect(self.model().index(target, 0)).center().y():
+            target += 1
+        event.setDropAction(Qt.IgnoreAction)  # the table's rows are the queue's: it moves them
+        event.accept()
+        self.rowDropped.emit(rows[0].row(), target)
+
+    def dragged_here(self, event) -> bool:
+        """A drag of this table's own rows (not of another table's, or files)."""
+        return event.source() is self
 
 
 class QueuePanel(QWidget):
@@ -43,8 +85,9 @@ class QueuePanel(QWidget):
         self.entries: list[QueueEntry] = []
         self.summary = QLabel("")
         self.summary.setObjectName("queueSummary")
-        self.table = QTableWidget(0, len(COLUMNS))
+        self.table = QueueTable(len(COLUMNS))
         self.table.setObjectName("queueTable")
+        self.table.rowDropped.connect(self._dropped)
         self.table.setAccessibleName("Queued runs")
         self.table.setHorizontalHeaderLabels(COLUMNS)
         self.table.verticalHeader().hide()
@@ -130,6 +173,11 @@ class QueuePanel(QWidget):
         self.buttons["cancel"].setEnabled(state in (QUEUED, RUNNING))
         self.buttons["retry"].setEnabled(state in ENDED and state != "finished")
         self.buttons["remove"].setEnabled(state is not None and state != RUNNING)
+
+    def _dropped(self, moved: int, row: int) -> None:
+        index = drop_index(self.entries, moved, row)
+        if index is not None:
+            self.moveRequested.emit(self.entries[moved].id, index)
 
     def _act(self, key: str) -> None:
         entry = self.selected()
