@@ -43,7 +43,7 @@ class Kernel:
 
 
 def test_control_lines_cancel_the_run_and_ask_for_profiles_of_at_least_one_step():
-    folder = remote_host._new_folder()
+    folder = remote_host.new_folder()
     lines = [{"profile": 0}, {"profile": -3}, {"profile": "20"}, {"profile": 20}, {"cancel": "another job"},
              "not an object", {"cancel": RUN_JOB_ID}]
     (folder.path / remote_host.CONTROL).write_text("".join(json.dumps(line) + "\n" for line in lines) + "{half")

@@ -1,8 +1,8 @@
 """The Queue dock and the window working the queue (ui/panels/queue.py, ui/features/queue.py): runs lined up from the
 form (what each changes from the form shown), reordered, trained by the window one after another when the queue
 goes on; then, the window closing with work queued and "Keep working in the background" chosen, a runner of its own
-trains the rest (a bad entry failing alone), and one for the host its entry there, with no window; the dock shows
-how each ended."""
+trains the rest (a bad entry failing alone), and the host's entry is handed over to the host, which trains it on its
+own; the window opened again later takes the host's run back, and the dock shows how each ended."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pytest
 from PySide6.QtGui import QAction
 
 from workbench.core.history.queue import FAILED, FINISHED, QUEUED, RUNNING, RunQueue
+from workbench.core.history.runs import RunStore
 
 from ..helpers import set_config
 
@@ -24,16 +25,36 @@ def _rows(panel) -> list[list[str]]:
 
 
 @pytest.mark.slow  # four real runs, two of them in a runner of its own
-def test_runs_queued_from_the_form_train_in_order_and_go_on_without_the_window(window, qtbot, tmp_path,
+def test_runs_queued_from_the_form_train_in_order_and_go_on_without_the_window(window, qtbot, tmp_path, kernel,
                                                                                loopback_hosts, monkeypatch):
     monkeypatch.setenv("WORKBENCH_SSH", loopback_hosts[0].ssh_command)  # (the background runners' too)
     told = []  # the desktop's notifications, while the user is elsewhere
     monkeypatch.setattr(window, "isActiveWindow", lambda: False)
     monkeypatch.setattr(window.notifier, "backend", lambda title, text, level: told.append((title, text, level)))
     try:
-        _queue_and_work(window, qtbot, tmp_path, loopback_hosts[0], told)
+        there = _queue_and_work(window, qtbot, tmp_path, loopback_hosts[0], told)
     finally:  # whatever failed: the window closes without asking what to do with queued work
         window.queue.close_with("cancel")
+    _reopened(window, qtbot, tmp_path, kernel, there, loopback_hosts[0])
+
+
+def _reopened(window, qtbot, tmp_path, kernel, there: int, host) -> None:
+    """The window opened again later: what the host trained on its own is taken back into this history."""
+    from workbench.ui.main_window import MainWindow
+
+    again = MainWindow(runs_dir=tmp_path / "runs", db=window.db, prestart=False, kernel=kernel)
+    qtbot.addWidget(again)
+    try:
+        qtbot.waitUntil(lambda: again.queue.queue.entry(there).state == FINISHED, timeout=120_000)
+        entry = again.queue.queue.entry(there)
+        with RunStore(window.db) as store:
+            run = store.get(entry.run_id)
+        assert run.host == host.address and run.status == "finished" and run.config["seed"] == 6
+        again.queue.show_queue()
+        assert [(row[1], row[2]) for row in _rows(again.queue.panel)] == [(FINISHED, "this computer")] * 3 + [
+            (FAILED, "this computer"), (FINISHED, host.address)]
+    finally:
+        again.close()
 
 
 def _queue_and_work(window, qtbot, tmp_path, host, told: list) -> None:
@@ -78,15 +99,14 @@ def _queue_and_work(window, qtbot, tmp_path, host, told: list) -> None:
     feature.timer.stop()  # (as closing does: this window works no more)
     deadline = time.monotonic() + 180
     with RunQueue(window.db) as queue:  # another reader: the background runner writes it
-        while {e.state for e in queue.entries() if e.id in (good, bad, there)} & {QUEUED, RUNNING} and (
+        while {e.state for e in queue.entries() if e.id in (good, bad)} & {QUEUED, RUNNING} and (
                 time.monotonic() < deadline):
             time.sleep(0.5)
         states = {entry.id: (entry.state, entry.error) for entry in queue.entries()}
     assert states[good] == (FINISHED, "") and states[bad][0] == FAILED and "does not exist" in states[bad][1]
-    assert states[there] == (FINISHED, "")  # a runner of its own for the host, training there over SSH
-    feature.show_queue()
-    assert [(row[1], row[2]) for row in _rows(panel)] == [(FINISHED, "this computer")] * 3 + [
-        (FAILED, "this computer"), (FINISHED, host.address)]
+    with RunQueue(window.db) as queue:  # handed over to the host: it trains it with no connection to this computer
+        assert queue.entry(there).state == RUNNING and queue.entry(there).handed
+    return there
 
 
 def test_each_entry_ends_after_those_before_it_and_an_unmeasured_one_makes_the_rest_a_lower_bound():

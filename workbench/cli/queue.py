@@ -27,13 +27,16 @@ def cmd_queue_ls(args: argparse.Namespace) -> int:
         print(_line(entry, ends.get(entry.id, "")))
     waiting = sum(1 for entry in entries if entry.state == "queued")
     print(f"{waiting} queued" + (" · PAUSED: nothing starts until workbench queue resume" if paused else ""))
+    if any(entry.handed and entry.state == RUNNING for entry in entries):
+        print("^ trained by its host on its own: `workbench queue work --host HOST` (or the window) takes it back")
     return 0
 
 
 def _line(entry: QueueEntry, ends: str) -> str:
     best = f"{entry.best_val_accuracy:.2%}" if entry.best_val_accuracy is not None else "—"
     run = str(entry.run_id) if entry.run_id is not None else "—"
-    state = entry.state + ("*" if entry.state == RUNNING and entry.cancel else "")
+    state = entry.state + ("*" if entry.state == RUNNING and entry.cancel else "") + (
+        "^" if entry.state == RUNNING and entry.handed else "")
     why = f"  ({entry.error})" if entry.error else ""
     return f"{entry.id:>4}  {state:<11} {entry.where[:24]:<24} {run:>5}  {best:>8}  {ends:>9}  {entry.title}{why}"
 
@@ -89,6 +92,12 @@ def cmd_queue_work(args: argparse.Namespace) -> int:
     try:
         started = time.monotonic()
         place = str(Remote.parse(args.host)) if args.host else ""
+        if place:  # what the host trained on its own first: recorded here, in order
+            from ..core.run.queue_handover import collect
+
+            taken = collect(args.db, place, stop, say=lambda line: print(line, flush=True))
+            if taken.problem:
+                print(taken.problem, flush=True)
         done = work(args.db, stop, cuda_devices=cuda_device_count(), place=place, wait=args.wait,
                     say=lambda line: print(line, flush=True), parallel=args.parallel)
     finally:
@@ -98,12 +107,24 @@ def cmd_queue_work(args: argparse.Namespace) -> int:
     return EXIT_INTERRUPTED if stopped else 0
 
 
+def cmd_queue_handover(args: argparse.Namespace) -> int:
+    """Hand the host's queued entries over to the host, which trains them with no connection to this computer."""
+    from ..core.run.queue_handover import hand_over
+
+    place = str(Remote.parse(args.host))
+    ids, said = hand_over(args.db, place, args.remote_python)
+    print(said or f"nothing queued for {place} to hand over")
+    if ids:
+        print(f"`workbench queue work --host {place}` takes their runs back into this history (or the window does)")
+    return 0
+
+
 def add_queue_parser(sub) -> None:
     """`queue` and its actions (ls when none is given)."""
     from .options import add_config_options, add_db_option
 
     queue = sub.add_parser("queue", help="line runs up, here or on a host, and train them without a window: ls, "
-                                         "add, rm, move, cancel, retry, pause, resume, work")
+                                         "add, rm, move, cancel, retry, pause, resume, work, handover")
     add_db_option(queue)
     queue.set_defaults(handler=cmd_queue_ls)
     actions = queue.add_subparsers(dest="queue_command", metavar="ACTION")
@@ -134,3 +155,10 @@ def add_queue_parser(sub) -> None:
                       help="train N entries at once, each on a CUDA device of its own (default: one per CUDA "
                            "device here, one at a time on the CPU or a host)")
     work.set_defaults(handler=cmd_queue_work)
+    handover = actions.add_parser("handover", help="hand a host's queued entries over to the host: it trains them "
+                                                   "with no connection to this computer")
+    handover.add_argument("--host", required=True, metavar="[USER@]HOST[:PORT]")
+    handover.add_argument("--remote-python", default=None, metavar="COMMAND",
+                          help="the host's Python that has workbench installed (default: the one each entry was "
+                               "queued with)")
+    handover.set_defaults(handler=cmd_queue_handover)

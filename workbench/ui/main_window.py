@@ -420,6 +420,7 @@ class MainWindow(QMainWindow):
             event.ignore()
             return
         self.kernel.close()  # jobs still waiting on it end now
+        self.queue.stop_collecting()  # a host's run being taken back is left training there
         self.tasks.wait()  # a report being written finishes its atomic write
         self.runs.close_store()
         self.queue.close()

@@ -47,6 +47,7 @@ CREATE TABLE IF NOT EXISTS queue (
     config TEXT NOT NULL,              -- TrainConfig JSON
     label TEXT NOT NULL DEFAULT '',
     sweep TEXT NOT NULL DEFAULT '',    -- a sweep's trial: the sweep's name (its settings asked of the study then)
+    handed TEXT NOT NULL DEFAULT '',   -- handed over to its host's own queue: that queue's key and its index there
     runner TEXT NOT NULL DEFAULT '',   -- machine:boot:pid of the runner working it
     cancel INTEGER NOT NULL DEFAULT 0, -- asked to cancel while running
     run_id INTEGER,                    -- its run in the history, once it has one
@@ -58,7 +59,8 @@ CREATE TABLE IF NOT EXISTS queue (
 );
 CREATE TABLE IF NOT EXISTS queue_control (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
-ADDED_COLUMNS = {"sweep": "TEXT NOT NULL DEFAULT ''"}  # to a queue made before they were
+# Added to a queue made before they were:
+ADDED_COLUMNS = {"sweep": "TEXT NOT NULL DEFAULT ''", "handed": "TEXT NOT NULL DEFAULT ''"}
 
 
 class QueueError(WorkbenchError):
@@ -75,6 +77,7 @@ class QueueEntry(Record):
     python: str = "python3"
     label: str = ""
     sweep: str = ""
+    handed: str = ""
     runner: str = ""
     cancel: bool = False
     run_id: int | None = None
@@ -262,6 +265,36 @@ class RunQueue:
                             (RUNNING, runner, time.time(), chosen))
         return self.entry(chosen)
 
+    def take_for_host(self, place: str) -> list[QueueEntry]:
+        """The queued entries of the host `place`, taken to hand over to its own queue (run/queue_handover.py):
+        running under this process until `handed` (or `not_handed`) says how it went. A sweep's trials stay: their
+        study is here, and asks each trial's settings as it starts."""
+        with self._writing():
+            ids = [row[0] for row in self.db.execute(
+                "SELECT id FROM queue WHERE state = ? AND place = ? AND sweep = '' ORDER BY position, id",
+                (QUEUED, place))]
+            self.db.executemany("UPDATE queue SET state = ?, runner = ?, started = ? WHERE id = ?",
+                                [(RUNNING, this_runner(), time.time(), entry_id) for entry_id in ids])
+        return [self.entry(entry_id) for entry_id in ids]
+
+    def handed(self, ids: list[int], host_queue: str) -> None:
+        """Entries `ids` are the requests of the host's queue `host_queue`, in that order: the host trains them."""
+        with self._writing():
+            self.db.executemany("UPDATE queue SET handed = ?, runner = '' WHERE id = ?",
+                                [(f"{host_queue}:{index}", entry_id) for index, entry_id in enumerate(ids)])
+
+    def not_handed(self, ids: list[int]) -> None:
+        """The host could not take them: queued again, as they were."""
+        with self._writing():
+            self.db.executemany("UPDATE queue SET state = ?, runner = '', started = NULL "
+                                "WHERE id = ? AND handed = ''", [(QUEUED, entry_id) for entry_id in ids])
+
+    def with_host(self, place: str) -> list[QueueEntry]:
+        """The entries of `place` its host trains (handed over, not yet known to have ended), in queue order."""
+        return [_entry(row) for row in self.db.execute(
+            "SELECT * FROM queue WHERE state = ? AND place = ? AND handed != '' ORDER BY position, id",
+            (RUNNING, place))]
+
     def cancel_asked(self, entry_id: int) -> bool:
         row = self.db.execute("SELECT cancel FROM queue WHERE id = ?", (entry_id,)).fetchone()
         return row is None or bool(row[0])  # removed meanwhile: nothing to work for
@@ -280,7 +313,8 @@ class RunQueue:
 
     def recover(self) -> list[int]:
         """Running entries whose runner is gone (killed, a crash, a reboot) become interrupted; their ids."""
-        rows = self.db.execute("SELECT id, runner FROM queue WHERE state = ?", (RUNNING,)).fetchall()
+        rows = self.db.execute("SELECT id, runner FROM queue WHERE state = ? AND handed = ''",
+                               (RUNNING,)).fetchall()  # (a handed entry's runner is its host's queue)
         gone = [row[0] for row in rows if not runner_alive(row[1])]
         if gone:
             with self._writing():

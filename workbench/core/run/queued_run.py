@@ -59,10 +59,10 @@ def train_recorded(config: TrainConfig, emit: Callable[[Event], None], stop: thr
 
     outcome = start(request, heard, stop, process=process)
     folder = process.started.out_dir if process is not None and process.started else request.out_dir
-    return RecordedRun(outcome, _run_id(request.db, folder), best if best > -math.inf else None)
+    return RecordedRun(outcome, run_id_of(request.db, folder), best if best > -math.inf else None)
 
 
-def _run_id(db: str | None, out_dir: str) -> int | None:
+def run_id_of(db: str | None, out_dir: str) -> int | None:
     if not out_dir:  # a remote run that never started has no folder (and "" would resolve to this one)
         return None
     with RunStore(db, recover=False) as store:

@@ -3,11 +3,14 @@ Queue dock shows and changes the history's queue (history/queue.py). While the w
 its place: when no run trains, it claims the next entry (taking the place's lock, as `workbench queue work` does: one
 run at a time per place, whoever works it) and trains it as Train would, so its curves are drawn as they come. The
 desktop is told when an entry fails and when the queue is done. Closing the window with work queued asks whether to
-keep working in the background (a `workbench queue work` of its own for each place with queued entries), pause the
-queue or cancel it."""
+keep working in the background (each host's entries handed over to the host, which trains them on its own; a
+`workbench queue work` of its own for this computer's), pause the queue or cancel it. What hosts trained on their own
+is taken back into this history at the next opening."""
 
 from __future__ import annotations
 
+import math
+import threading
 import time
 
 from typing import Callable
@@ -18,10 +21,11 @@ from PySide6.QtWidgets import QMessageBox
 from ...core.ground.errors import WorkbenchError
 from ...core.ground.events import EpochEnd, Event, RunFailed, RunFinished, RunStarted
 from ...core.history.queue_eta import ends_in
-from ...core.history.queue import (FAILED, FINISHED, INTERRUPTED, QUEUED, QueueEntry, QueueError, RunQueue,
-                                    state_changes)
+from ...core.history.queue import (FAILED, FINISHED, INTERRUPTED, QUEUED, RUNNING, QueueEntry, QueueError,
+                                    RunQueue, state_changes)
 from ...core.run.queue_worker import (ended_state, on_device, release_place, start_background_worker, start_entry,
                                       try_place)
+from ...core.run.queue_handover import Collected, collect, hand_over
 from ...core.run.sweep import TrialRun
 from ..actions import ActionSpec
 from ..support.form_errors import form_text
@@ -29,6 +33,8 @@ from .parts import WindowParts
 from .training import Training
 
 REFRESH_MS = 2000  # how often the queue is read again (other windows and runners change it too)
+COLLECT_EVERY_S = 60.0  # how often the runs that hosts trained on their own are looked for
+COLLECT_SLOT = "taking back the runs hosts trained"
 
 
 def say_changes(owner, states: dict[int, str], entries: list[QueueEntry]) -> dict[int, str]:
@@ -67,6 +73,9 @@ class Queue(QObject):
         self.ended: list[tuple[QueueEntry, str]] = []  # what this window worked since the queue was last empty
         self.editing: int | None = None  # the queued entry whose settings the form holds (Edit)
         self.states: dict[int, str] = {}  # each entry's state when the queue was last read
+        self.tasks, self.refresh_runs = parts.tasks, parts.panels.runs.refresh
+        self.collect_stop = threading.Event()  # set as the window closes: a host's run followed is left there
+        self.collected_at = -math.inf  # when the hosts' runs were last taken back (time.monotonic)
         self.timer = QTimer(self)
         self.timer.setInterval(REFRESH_MS)
         self.timer.timeout.connect(self.tick)
@@ -159,6 +168,42 @@ class Queue(QObject):
         ends = ends_in(entries, self.queue.estimates(entries), time.time())
         self.panel.show_entries(entries, paused=self.queue.paused, form=form, ends=ends, editing=self.editing)
         self.states = say_changes(self, self.states, entries)
+        self._collect_soon(entries)
+
+    # -- what hosts trained on their own (core/run/queue_handover.py) -------------------------------------------------
+    def _collect_soon(self, entries: list[QueueEntry]) -> None:
+        """Entries handed over to their hosts: their runs taken back (recorded here, each entry ended as its run
+        did) off the GUI thread, at opening and every COLLECT_EVERY_S while some are left."""
+        places = sorted({entry.place for entry in entries if entry.state == RUNNING and entry.handed})
+        if (not places or self.tasks.busy(COLLECT_SLOT) or self.collect_stop.is_set()
+                or time.monotonic() - self.collected_at < COLLECT_EVERY_S):
+            return
+        self.collected_at = time.monotonic()
+        db, stop = self.db, self.collect_stop
+        self.tasks.submit(COLLECT_SLOT, lambda: [collect(db, place, stop) for place in places], self._collected,
+                          lambda error: self.feedback.note("warning", f"cannot take back the hosts' runs: {error}"))
+
+    def _collected(self, results: list[Collected]) -> None:
+        if self.queue is None:  # the window closed meanwhile
+            return
+        for result in results:
+            if result.problem:
+                self.feedback.note("warning", f"{result.problem}: tried again in a minute")
+            for entry, state in result.ended:
+                self.ended.append((entry, state))
+                self.feedback.note("info", f"queue: entry {entry.id}, trained on {entry.where} on its own, {state}")
+                if state == FAILED:
+                    self.notifier.notify("Queued run failed", f"entry {entry.id} ({entry.title}) on {entry.where}: "
+                                                              f"{entry.error}", "error")
+        if any(result.ended for result in results):
+            self.refresh_runs()
+            if not any(entry.state in (QUEUED, RUNNING) for entry in self.queue.entries()):
+                self._done()
+        self.show_queue()
+
+    def stop_collecting(self) -> None:
+        """The window closes: a host's run being followed is left training there (taken back at the next opening)."""
+        self.collect_stop.set()
 
     # -- what the dialogs line up ---------------------------------------------------------------------------------
     def add_entries(self, add: Callable[[str, str], list[int]]) -> list[int]:
@@ -280,8 +325,8 @@ class Queue(QObject):
 
     def close_with(self, choice: str | None) -> bool:
         """What ask_to_close does with the user's `choice` ("keep", "pause", "cancel"; None: stay open). To keep
-        working starts a `workbench queue work` of its own for each place with queued entries (this computer, and
-        each host: trained there over SSH from here)."""
+        working hands each host's entries over to the host (_keep_working), and starts a `workbench queue work` of
+        its own for this computer's."""
         if choice is None:
             return False
         if self.current is not None:
@@ -300,10 +345,26 @@ class Queue(QObject):
         else:
             self.queue.pause(False)  # to keep working is to go on
             for place in self._waiting_places():
-                pid = start_background_worker(self.db, place)
-                self.feedback.note("info", f"the queue of {place or 'this computer'} goes on in the background "
-                                           f"(workbench queue work, pid {pid})")
+                self._keep_working(place)
         return True
+
+    def _keep_working(self, place: str) -> None:
+        """A host's entries are handed over to the host, which trains them on its own (with no connection to this
+        computer); what it cannot take (a sweep's trials, a host not answering) and this computer's entries are
+        worked by a `workbench queue work` of their own in the background."""
+        if place:
+            try:
+                _ids, said = hand_over(self.db, place)
+                if said:
+                    self.feedback.note("info", said)
+            except WorkbenchError as exc:
+                self.feedback.note("warning", f"{place} could not take its queue ({exc}): this computer trains its "
+                                              "entries there over SSH instead")
+            if place not in self._waiting_places():
+                return
+        pid = start_background_worker(self.db, place)
+        self.feedback.note("info", f"the queue of {place or 'this computer'} goes on in the background "
+                                   f"(workbench queue work, pid {pid})")
 
     def _waiting_places(self) -> list[str]:
         """The places with queued entries, in queue order."""

@@ -135,6 +135,7 @@ class QueuePanel(QWidget):
         for index, entry in enumerate(entries):
             best = f"{entry.best_val_accuracy:.2%}" if entry.best_val_accuracy is not None else "—"
             state = entry.state + (" (cancelling)" if entry.state == RUNNING and entry.cancel else "") + (
+                " (by the host)" if entry.state == RUNNING and entry.handed else "") + (
                 " (editing)" if entry.id == editing else "")
             cells = (str(entry.id), state, entry.where, changes_from(entry, form),
                      f"#{entry.run_id}" if entry.run_id is not None else "—", best, ends.get(entry.id, ""))

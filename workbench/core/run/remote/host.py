@@ -19,6 +19,8 @@ session; the kernels behind it are reached as they are locally, on a token-check
                            of its own; answers the path it was written to
     staging                a new empty folder for a job's output (answers its path)
     stacks KEY             every rank of run KEY on this host: its stack and last collectives (run/stacks.py)
+    queue, queued KEY, queue-cancel KEY I…
+                           runs handed over to this host's own queue, started one after another (host_queue.py)
 
 A detached run is a supervisor process (`supervise KEY`, its own session) driving a run kernel as the CLI does. Its
 folder under the data folder's `remote-runs/` holds the request, the event log (one JSON line per event, appended
@@ -159,23 +161,28 @@ class RunFolder:
     def supervised(self) -> bool:
         """Whether its supervisor still runs: whether ALIVE is locked (an ended or killed supervisor's lock is
         released by the system; a folder whose supervisor never started has none)."""
-        try:
-            fd = os.open(self.path / ALIVE, os.O_RDONLY)
-        except OSError:
-            return False
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            return False  # nobody holds it (ours is let go at once, by the close below)
-        except BlockingIOError:
-            return True
-        finally:
-            os.close(fd)
+        return locked(self.path / ALIVE)
 
     def hold_alive(self) -> int:
         """In the supervisor: lock ALIVE for the life of this process (the descriptor stays open until it ends)."""
         fd = os.open(self.path / ALIVE, os.O_RDWR | os.O_CREAT, 0o600)
         fcntl.flock(fd, fcntl.LOCK_EX)
         return fd
+
+
+def locked(path: Path) -> bool:
+    """Whether a process holds the lock file `path` (ours, taken to ask, is let go at once by the close)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
 
 
 def start_run(stdin: BinaryIO, out: BinaryIO, spare: str | None = None) -> int:
@@ -189,14 +196,14 @@ def start_run(stdin: BinaryIO, out: BinaryIO, spare: str | None = None) -> int:
     if folder is not None:
         write_text_atomic(folder.path / REQUEST, request.to_json())  # its supervisor polls for it: whole or absent
     else:
-        folder = _new_folder()
+        folder = new_folder()
         (folder.path / REQUEST).write_text(request.to_json())
-        _supervise_detached(folder)
+        supervise_detached(folder)
     write_line(out, RunStart(folder.key, str(out_dir), socket.gethostname()).to_dict())
     return attach(folder, 0, stdin, out)
 
 
-def _supervise_detached(folder: RunFolder) -> subprocess.Popen:
+def supervise_detached(folder: RunFolder) -> subprocess.Popen:
     """The folder's supervisor, in a session of its own: it outlives this one (and the SSH connection). Returns
     once it holds its ALIVE lock (or has ended): from then on `supervised()` is the truth, however loaded the host
     (the supervisor closes the pipe's write end when it has the lock; an early death closes it too)."""
@@ -232,9 +239,9 @@ def hold_spare(stdin: BinaryIO, out: BinaryIO) -> int:
     """A supervisor started ahead with its run kernel (the window's next run on this host starts warm, as a run
     on the window's own computer does), held while this session lasts: at its end, a spare not claimed by a
     `start` is abandoned (its supervisor then ends, and removes its folder)."""
-    folder = _new_folder()
+    folder = new_folder()
     (folder.path / SPARE).write_text(str(os.getpid()))
-    _supervise_detached(folder)
+    supervise_detached(folder)
     write_line(out, SpareRun(folder.key).to_dict())
     for _ in iter(lambda: stdin.read(65536), b""):  # until the caller closes the session (or it drops)
         pass
@@ -242,18 +249,22 @@ def hold_spare(stdin: BinaryIO, out: BinaryIO) -> int:
     return 0
 
 
-def _new_folder() -> RunFolder:
-    root = runs_root()
+def new_folder() -> RunFolder:
+    return RunFolder(new_key(runs_root()))
+
+
+def new_key(root: Path) -> str:
+    """A new folder under `root`, named by the time (mode 0700: only this user reads it); its name."""
     root.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     for n in range(1, 1000):
         key = stamp if n == 1 else f"{stamp}-{n}"
         try:
             (root / key).mkdir(mode=0o700)
-            return RunFolder(key)
+            return key
         except FileExistsError:
             continue
-    raise OSError(f"no free run folder under {root}")
+    raise OSError(f"no free folder under {root}")
 
 
 def supervise(key: str, announce: int | None = None) -> int:
@@ -559,6 +570,10 @@ def main(argv: list[str]) -> int:
             return 0
         if command == "supervise":
             return supervise(args[0], int(args[1]) if len(args) > 1 else None)
+        if command in ("queue", "queued", "queue-cancel", "supervise-queue"):  # a queue the host works itself
+            from . import host_queue
+
+            return host_queue.main(command, args, io.BufferedReader(stdin), lambda m: write_line(out, m))
         if command in ("facts", "listen", "reach"):  # the preflight of a run across hosts (probe.py)
             from . import probe
 
@@ -572,7 +587,7 @@ def main(argv: list[str]) -> int:
     except BrokenPipeError:  # the caller went away: the run (if any) goes on under its supervisor
         return 0
     print(f"unknown command {command!r}: one of hello, kernel, spare, start, attach, runs, fetch, receive, "
-          "staging, supervise, stacks, facts, listen, reach", file=sys.stderr)
+          "staging, supervise, stacks, queue, queued, queue-cancel, facts, listen, reach", file=sys.stderr)
     return 2
 
 

@@ -104,7 +104,7 @@ class RemoteRun:
         before the host has started the run). Its own SSH session: the run's may be the one that is stuck."""
         if self.started is None:
             return []
-        stacks = _answer(RankStacks, _ask(self.remote, "stacks", self.started.key, when="asking for stacks"),
+        stacks = answer_as(RankStacks, ask_host(self.remote, "stacks", self.started.key, when="asking for stacks"),
                          f"{self.remote} did not send its ranks' stacks").stacks
         return [dataclasses.replace(stack, host=str(self.remote)) for stack in stacks]
 
@@ -334,7 +334,7 @@ def _event(message: dict, remote: Remote) -> Event:
 
 def host_runs(remote: Remote) -> list[RunInfo]:
     """The host's detached runs (running and finished), oldest first."""
-    message = _ask(remote, "runs", when="while listing the runs")
+    message = ask_host(remote, "runs", when="while listing the runs")
     if not message or not isinstance(message.get("runs"), list):
         raise RemoteError("version", f"{remote} did not list its runs")
     try:
@@ -394,13 +394,13 @@ def send(remote: Remote, source: str | Path, progress: Callable[[int, int], None
         raise RemoteError("session", f"copying {source} to {remote} failed: {first_line(exc)}") from None
     finally:
         session.close()
-    return _answer(HostPath, answer, f"copying {source} to {remote} failed").path
+    return answer_as(HostPath, answer, f"copying {source} to {remote} failed").path
 
 
 def staging(remote: Remote) -> str:
     """A new empty folder on the host for a job's output, which is then copied back here."""
-    answer = _ask(remote, "staging", when="while making a folder")
-    return _answer(HostPath, answer, f"{remote} did not make a folder for the copy").path
+    answer = ask_host(remote, "staging", when="while making a folder")
+    return answer_as(HostPath, answer, f"{remote} did not make a folder for the copy").path
 
 
 class RemoteSpare:
@@ -413,7 +413,7 @@ class RemoteSpare:
         self.session = remote.open("spare")
         try:
             answer = self.session.read(START_TIMEOUT_S, "while starting a spare run kernel")
-            self.key = _answer(SpareRun, answer, f"{remote} did not start a spare run kernel").key
+            self.key = answer_as(SpareRun, answer, f"{remote} did not start a spare run kernel").key
         except BaseException:
             self.session.close()
             raise
@@ -422,7 +422,7 @@ class RemoteSpare:
         self.session.close()
 
 
-def _answer(record: type[R], message: dict | None, failure: str) -> R:
+def answer_as(record: type[R], message: dict | None, failure: str) -> R:
     """The host's answer as `record`; a RemoteError (`failure`: the host's own words, or that it did not
     answer) otherwise."""
     if message is not None and "error" in message:
@@ -434,9 +434,10 @@ def _answer(record: type[R], message: dict | None, failure: str) -> R:
                                                       f"an answer this Workbench cannot read ({message!r:.200})"))
 
 
-def _ask(remote: Remote, *args: str, when: str) -> dict | None:
-    """The host's one-line answer to the remote.host command `args` (None: none within START_TIMEOUT_S)."""
-    session = remote.open(*args)
+def ask_host(remote: Remote, *args: str, when: str, first_line: str | None = None) -> dict | None:
+    """The host's one-line answer to the remote.host command `args` (None: none within START_TIMEOUT_S);
+    `first_line`: what it reads on stdin first."""
+    session = remote.open(*args, first_line=first_line)
     try:
         return session.read(START_TIMEOUT_S, when)
     finally:

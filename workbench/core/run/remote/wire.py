@@ -54,3 +54,15 @@ class RunInfo(Record):
     out_dir: str
     dataset: str
     epochs: int
+
+
+@dataclass(frozen=True)
+class HostQueue(Record):
+    """A queue handed over to a host (remote/host_queue.py): for each of its requests, in order, the run it became
+    (its key; "" when cancelled before it started; None while not started yet), whether its supervisor still runs,
+    and which requests were cancelled."""
+
+    key: str
+    runs: tuple[str | None, ...]
+    alive: bool
+    cancelled: tuple[int, ...] = ()
