@@ -22,9 +22,8 @@ session; the kernels behind it are reached as they are locally, on a token-check
     queue, queued KEY, queue-cancel KEY I…
                            runs handed over to this host's own queue, started one after another (host_queue.py)
 
-A detached run is a supervisor process (`supervise KEY`, its own session) driving a run kernel as the CLI does. Its
-folder under the data folder's `remote-runs/` holds the request, the event log (one JSON line per event, appended
-and flushed as they come: what an attach replays), the supervisor's pid and a control file that attaches append to.
+A detached run is a supervisor process (`supervise KEY`, its own session) driving a run kernel as the CLI does, in
+a folder of its own (remote/run_folders.py: the request, the event log an attach replays, the control file).
 
 Whether a supervisor still runs is a lock, not a guess: it holds an exclusive lock on the folder's ALIVE file for as
 long as it lives (the system releases it when the process ends, however it ends), and the session that starts it
@@ -34,19 +33,16 @@ moment after a process starts (seen in 27 and 51 of 300 reads), and a pid can be
 
 from __future__ import annotations
 
-import fcntl
 import io
 import json
 import os
 import shutil
 import socket
-import subprocess
 import sys
 import tarfile
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -55,25 +51,15 @@ from ...ground.processes import process_alive
 from ...ground.atomic import write_text_atomic
 from ...ground.events import RunFailed, from_dict, is_terminal, to_json
 from ..protocol import PROTOCOL_VERSION, RUN_JOB_ID, Cancel, Profile, event_line, read_control
+from .run_folders import (ABANDONED, CLAIMED, CONTROL, REQUEST, SPARE, STACKS, RunFolder,
+                          new_folder, runs_root, supervise_detached)
 from .wire import Hello, HostPath, RunInfo, RunStart, SpareRun
 from ..run_request import RunRequest, new_run_dir
 from ..stacks import STACKS_DIR_ENV, RankStacks, collect
 
 LOST_GRACE_S = 2.0  # a supervisor that looks gone: how long its log may still grow before the run is called lost
 POLL_S = 0.05  # how often an attach looks for new events, and a supervisor for control lines
-LOG = "events.jsonl"
-CONTROL = "control.jsonl"
-REQUEST = "request.json"
-STACKS = "stacks"  # the ranks' question FIFOs and answers (run/stacks.py)
-ALIVE = "alive.lock"  # locked by the folder's supervisor while it runs
-# A spare's folder holds SPARE (its holder's pid) until one side renames it, atomically, and so owns what comes next:
-# `start` to CLAIMED (the spare trains its request), the holder or the supervisor to ABANDONED (it ends unused).
-SPARE, CLAIMED, ABANDONED = "spare", "claimed", "abandoned"
 CLAIM_WAIT_S = 60.0  # a claimed spare whose request has not come by then was claimed by a `start` that died
-
-
-def runs_root() -> Path:
-    return paths.data_dir() / "remote-runs"
 
 
 def hello() -> Hello:
@@ -127,64 +113,6 @@ def serve_kernel(out: BinaryIO) -> int:
 
 
 # -- detached runs -----------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class RunFolder:
-    """One detached run's folder on this host."""
-
-    key: str
-
-    @property
-    def path(self) -> Path:
-        return runs_root() / self.key
-
-    @property
-    def log(self) -> Path:
-        return self.path / LOG
-
-    def request(self) -> RunRequest:
-        return RunRequest.from_json((self.path / REQUEST).read_text())
-
-    def claim(self, mark: str) -> bool:
-        """Rename the spare's mark to `mark` (CLAIMED or ABANDONED): True for the one side that did it first."""
-        try:
-            os.rename(self.path / SPARE, self.path / mark)
-            return True
-        except OSError:
-            return False
-
-    def pid(self) -> int | None:
-        try:
-            return int((self.path / "pid").read_text())
-        except (OSError, ValueError):
-            return None
-
-    def supervised(self) -> bool:
-        """Whether its supervisor still runs: whether ALIVE is locked (an ended or killed supervisor's lock is
-        released by the system; a folder whose supervisor never started has none)."""
-        return locked(self.path / ALIVE)
-
-    def hold_alive(self) -> int:
-        """In the supervisor: lock ALIVE for the life of this process (the descriptor stays open until it ends)."""
-        fd = os.open(self.path / ALIVE, os.O_RDWR | os.O_CREAT, 0o600)
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        return fd
-
-
-def locked(path: Path) -> bool:
-    """Whether a process holds the lock file `path` (ours, taken to ask, is let go at once by the close)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        return False
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-
-
 def start_run(stdin: BinaryIO, out: BinaryIO, spare: str | None = None) -> int:
     """The run whose request is stdin's first line, under a supervisor that outlives this session: the spare's
     (`spare`, claimed: its kernel has imported PyTorch already), else a fresh one in a new folder; then its events,
@@ -201,27 +129,6 @@ def start_run(stdin: BinaryIO, out: BinaryIO, spare: str | None = None) -> int:
         supervise_detached(folder)
     write_line(out, RunStart(folder.key, str(out_dir), socket.gethostname()).to_dict())
     return attach(folder, 0, stdin, out)
-
-
-def supervise_detached(folder: RunFolder) -> subprocess.Popen:
-    """The folder's supervisor, in a session of its own: it outlives this one (and the SSH connection). Returns
-    once it holds its ALIVE lock (or has ended): from then on `supervised()` is the truth, however loaded the host
-    (the supervisor closes the pipe's write end when it has the lock; an early death closes it too)."""
-    ready, announce = os.pipe()
-    try:
-        with open(folder.path / "supervisor.log", "ab") as log:
-            process = subprocess.Popen(
-                [sys.executable, "-m", "workbench.core.run.remote.host", "supervise", folder.key, str(announce)],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, pass_fds=(announce,))
-        os.close(announce)
-        announce = -1
-        (folder.path / "pid").write_text(str(process.pid))
-        os.read(ready, 1)  # b"" once the supervisor has closed its end: locked, or gone
-    finally:
-        os.close(ready)
-        if announce >= 0:
-            os.close(announce)
-    return process
 
 
 def _claimed(key: str) -> RunFolder | None:
@@ -247,24 +154,6 @@ def hold_spare(stdin: BinaryIO, out: BinaryIO) -> int:
         pass
     folder.claim(ABANDONED)
     return 0
-
-
-def new_folder() -> RunFolder:
-    return RunFolder(new_key(runs_root()))
-
-
-def new_key(root: Path) -> str:
-    """A new folder under `root`, named by the time (mode 0700: only this user reads it); its name."""
-    root.mkdir(parents=True, exist_ok=True)
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    for n in range(1, 1000):
-        key = stamp if n == 1 else f"{stamp}-{n}"
-        try:
-            (root / key).mkdir(mode=0o700)
-            return key
-        except FileExistsError:
-            continue
-    raise OSError(f"no free folder under {root}")
 
 
 def supervise(key: str, announce: int | None = None) -> int:

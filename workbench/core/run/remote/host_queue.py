@@ -10,8 +10,8 @@ one after another with no connection to it. Torch-free. The host's side of three
 The queue supervisor (`supervise-queue KEY`, its own session) starts each request as `start` does, a run supervisor
 of its own in a folder of its own (host.py), records which run a request became (`runs.jsonl`, a line appended per
 request), and waits for that run's supervisor to end before the next: it blocks on the run's ALIVE lock, which the
-run's supervisor holds for as long as it lives. A run is followed and recorded on the other computer by `attach KEY`,
-as any detached run: the queue only decides when each starts.
+run's supervisor holds for as long as it lives (remote/run_folders.py). A run is followed and recorded on the other
+computer by `attach KEY`, as any detached run: the queue only decides when each starts.
 """
 
 from __future__ import annotations
@@ -19,8 +19,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import BinaryIO, Callable
 
@@ -28,7 +26,8 @@ from ...ground import paths
 from ...ground.atomic import write_text_atomic
 from ..protocol import RUN_JOB_ID, Cancel
 from ..run_request import RunRequest, new_run_dir
-from .host import ALIVE, CONTROL, REQUEST, locked, new_folder, new_key, runs_root, supervise_detached
+from .run_folders import (ALIVE, CONTROL, REQUEST, locked, new_folder, new_key, runs_root, start_detached,
+                          supervise_detached)
 from .wire import HostQueue
 
 REQUESTS, RUNS, CANCELLED = "requests.jsonl", "runs.jsonl", "cancelled"
@@ -61,19 +60,7 @@ def start_queue(stdin: BinaryIO) -> str:
     key = new_key(queues_root())
     path = queues_root() / key
     write_text_atomic(path / REQUESTS, "".join(request.to_json() + "\n" for request in requests))
-    ready, announce = os.pipe()
-    try:
-        with open(path / "supervisor.log", "ab") as log:
-            subprocess.Popen([sys.executable, "-m", "workbench.core.run.remote.host", "supervise-queue", key,
-                              str(announce)], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                             start_new_session=True, pass_fds=(announce,))
-        os.close(announce)
-        announce = -1
-        os.read(ready, 1)  # b"" once the supervisor holds its ALIVE lock (or has ended)
-    finally:
-        os.close(ready)
-        if announce >= 0:
-            os.close(announce)
+    start_detached(["supervise-queue", key], path / "supervisor.log")
     return key
 
 
