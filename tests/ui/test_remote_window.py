@@ -299,7 +299,7 @@ def test_this_computer_brings_the_kernels_back_and_connect_remembers_the_host(co
     assert not window.findChild(object, "statusHost").isVisible() and window.windowTitle() == appinfo.DISPLAY_NAME
     assert not window.named_actions["this_computer"].isEnabled() and not window.named_actions["host_runs"].isEnabled()
     assert window.setup.local_files  # back here: this computer's folders are checked again
-    assert window.search.remote() is None
+    assert window.queue.place == ""  # the queued runs (a sweep's trials too) train here again
     assert window.state.model is None and window.predict.model is None  # the host's model is not here
     # Back again, by keyboard, and the host is then the dialog's first choice, with its Python.
     window.activateWindow()  # the offscreen platform leaves no window active once a dialog has closed
