@@ -36,6 +36,7 @@ def test_a_queued_sweep_asks_each_trial_of_its_study_as_it_starts_and_prunes_thr
     trials = load_trials("q", db)
     assert [t.state for t in trials] == ["complete"] * 3 + ["pruned"] and stops == [True]
     assert trials[0].params == {"lr": BASE.lr}  # trial 0: the base settings, as a sweep's own loop has it
+    assert len({t.params["lr"] for t in trials}) == 4  # each trial its own point (the study is loaded anew for each)
     with RunQueue(db) as queue:
         entries = [queue.entry(i) for i in ids]
     assert [e.label for e in entries] == [f"sweep q · trial {n}" for n in range(4)]

@@ -113,7 +113,7 @@ def _study(base: TrainConfig, settings: SweepSettings, epochs: int,
     if settings.sampler == "grid":
         settings = replace(settings, trials=min(settings.trials, math.prod(
             len(SEARCHABLE[name].points) for name in settings.parameters)))
-    sampler = _sampler(settings)
+    sampler = _sampler(settings, existing[settings.name].n_trials if settings.name in existing else 0)
     # Prune below the median of earlier trials at the same epoch, once 3 trials have finished; never after epoch 1
     # alone (Optuna prunes from step n_warmup_steps on): one epoch says little about a small learning rate.
     pruner = optuna.pruners.MedianPruner(n_startup_trials=3, n_warmup_steps=2)
@@ -136,13 +136,16 @@ def _distribution(param: Param) -> optuna.distributions.BaseDistribution:
     return optuna.distributions.FloatDistribution(param.low, param.high, log=param.log)
 
 
-def _sampler(settings: SweepSettings) -> optuna.samplers.BaseSampler:
+def _sampler(settings: SweepSettings, asked: int) -> optuna.samplers.BaseSampler:
+    """The sweep's sampler, its seed moved on by the trials already asked (`asked`): a study loaded again (each
+    queued trial's, a resumed sweep's) must not draw the first trials' random points again."""
+    seed = settings.seed + asked
     if settings.sampler == "grid":
         return optuna.samplers.GridSampler({name: list(SEARCHABLE[name].points) for name in settings.parameters},
-                                           seed=settings.seed)
+                                           seed=seed)
     if settings.sampler == "random":
-        return optuna.samplers.RandomSampler(seed=settings.seed)
-    return optuna.samplers.TPESampler(seed=settings.seed)
+        return optuna.samplers.RandomSampler(seed=seed)
+    return optuna.samplers.TPESampler(seed=seed)
 
 
 def _run_trial(trial: optuna.Trial, base: TrainConfig, epochs: int, cuda_devices: int, db, runs_dir,
