@@ -135,6 +135,16 @@ def test_the_worker_trains_in_order_a_bad_entry_fails_alone_and_a_cancelled_one_
         assert store.get(entries[long].run_id).status == "stopped"
     assert done.summary().startswith("the queue is done: 1 finished, 1 failed, 1 cancelled; best val accuracy")
     assert said[0].startswith(f"entry {long} (long: cancelled at its first step) starts on this computer")
+    # The cancelled one goes on from its run's checkpoint; one whose run never started, or a finished one, cannot.
+    with RunQueue(db) as queue, RunStore(db) as store:
+        checkpoint = queue.resume(long)
+        assert checkpoint == store.get(entries[long].run_id).checkpoint and os.path.isfile(checkpoint)
+        assert queue.entry(long).state == QUEUED and queue.entry(long).config.resume == checkpoint
+        assert queue.entry(long).config.epochs == 50  # to the end it was set for
+        with pytest.raises(QueueError, match="is failed: only an interrupted or cancelled entry whose run started"):
+            queue.resume(gone)
+        with pytest.raises(QueueError, match="is finished"):
+            queue.resume(good)
 
 
 @pytest.mark.slow  # real runs

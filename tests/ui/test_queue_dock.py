@@ -162,3 +162,27 @@ def test_dragging_a_queued_row_onto_another_moves_it_there_and_nothing_else_move
     drag(0, onto=2, lower_half=False)  # a finished entry stays where it is
     assert moves == [(4, 0), (2, 2), (3, 1)]
     assert [panel.table.item(row, 0).text() for row in range(4)] == ["1", "2", "3", "4"]  # until the queue is read
+
+
+def test_resume_is_offered_for_an_interrupted_or_cancelled_entry_whose_run_started(qtbot):
+    from workbench.core.ground.config import TrainConfig
+    from workbench.core.history.queue import CANCELLED, INTERRUPTED, QueueEntry
+    from workbench.ui.panels.queue import QueuePanel
+
+    entries = [QueueEntry(id=1, position=1.0, state=INTERRUPTED, place="", config=TrainConfig(), run_id=7),
+               QueueEntry(id=2, position=2.0, state=CANCELLED, place="", config=TrainConfig()),  # never started
+               QueueEntry(id=3, position=3.0, state=FAILED, place="", config=TrainConfig(), run_id=8),
+               QueueEntry(id=4, position=4.0, state=INTERRUPTED, place="", config=TrainConfig(), run_id=9,
+                          sweep="s")]  # a trial: its study asks new settings
+    panel = QueuePanel()
+    qtbot.addWidget(panel)
+    panel.show_entries(entries, paused=False, form=TrainConfig())
+    offered = []
+    for row in range(4):
+        panel.table.selectRow(row)
+        offered.append(panel.buttons["resume"].isEnabled())
+    assert offered == [True, False, False, False]
+    panel.table.selectRow(0)
+    with qtbot.waitSignal(panel.resumeRequested) as asked:
+        panel.buttons["resume"].click()
+    assert asked.args == [1]

@@ -63,6 +63,9 @@ def cmd_queue_change(args: argparse.Namespace) -> int:
         elif args.queue_command == "cancel":
             state = queue.cancel(args.entry)
             print(f"entry {args.entry}: " + ("its runner stops it after its step" if state == RUNNING else state))
+        elif args.resume:
+            checkpoint = queue.resume(args.entry)
+            print(f"entry {args.entry} is queued again, to go on from {checkpoint}")
         else:
             queue.retry(args.entry)
             print(f"entry {args.entry} is queued again")
@@ -140,7 +143,10 @@ def add_queue_parser(sub) -> None:
                           ("retry", "queue a failed, cancelled or interrupted entry again")):
         one = actions.add_parser(action, help=words)
         one.add_argument("entry", type=int)
-        one.set_defaults(handler=cmd_queue_change)
+        if action == "retry":
+            one.add_argument("--resume", action="store_true",
+                             help="go on from its run's checkpoint (an interrupted or cancelled entry)")
+        one.set_defaults(handler=cmd_queue_change, resume=False)
     move = actions.add_parser("move", help="put a queued entry at a position among the queued (1: next)")
     move.add_argument("entry", type=int)
     move.add_argument("position", type=int)

@@ -30,7 +30,7 @@ from ..ground.errors import WorkbenchError
 from ..ground.processes import process_alive
 from .naming import differing_settings, setting_text
 from .queue_eta import estimate_seconds
-from .runs import BUSY_TIMEOUT_S, default_db_path
+from .runs import BUSY_TIMEOUT_S, RunStore, RunStoreError, default_db_path
 
 QUEUED, RUNNING, FINISHED, FAILED, CANCELLED, INTERRUPTED = (
     "queued", "running", "finished", "failed", "cancelled", "interrupted")
@@ -237,8 +237,33 @@ class RunQueue:
             raise QueueError(f"entry {entry_id} is {entry.state}: only a failed, cancelled or interrupted entry is "
                              "retried")
         with self._writing():
-            self.db.execute("UPDATE queue SET state = ?, runner = '', cancel = 0, error = '', started = NULL, "
-                            "ended = NULL WHERE id = ?", (QUEUED, entry_id))
+            self.db.execute("UPDATE queue SET state = ?, runner = '', cancel = 0, error = '', handed = '', "
+                            "started = NULL, ended = NULL WHERE id = ?", (QUEUED, entry_id))
+
+    def resume(self, entry_id: int) -> str:
+        """Queue an interrupted or cancelled entry again to go on from its run's checkpoint: its run continued, to
+        the end it was set for. The checkpoint's path; a QueueError when there is none to go on from."""
+        entry = self.entry(entry_id)
+        if entry.state not in (CANCELLED, INTERRUPTED) or entry.run_id is None:
+            raise QueueError(f"entry {entry_id} is {entry.state}" + (", with no run" if entry.run_id is None else "")
+                             + ": only an interrupted or cancelled entry whose run started goes on from its checkpoint",
+                             f"retry it instead: workbench queue retry {entry_id}")
+        if entry.sweep:
+            raise QueueError(f"entry {entry_id} is a sweep's trial: its study asks a new trial's settings",
+                             f"retry it instead: workbench queue retry {entry_id}")
+        try:
+            with RunStore(self.path, recover=False) as store:
+                checkpoint = store.get(entry.run_id, steps=False).checkpoint
+        except RunStoreError as exc:
+            raise QueueError(f"cannot read run #{entry.run_id}: {exc}", exc.hint) from None
+        if not checkpoint:
+            raise QueueError(f"run #{entry.run_id} of entry {entry_id} kept no checkpoint",
+                             f"retry it: it trains from the start (workbench queue retry {entry_id})")
+        self.retry(entry_id)
+        with self._writing():
+            self.db.execute("UPDATE queue SET config = ? WHERE id = ?",
+                            (entry.config.replace(resume=checkpoint).to_json(), entry_id))
+        return checkpoint
 
     def pause(self, paused: bool = True) -> None:
         """No entry starts while paused; the running ones go on."""

@@ -84,6 +84,7 @@ class Queue(QObject):
         panel = self.panel
         panel.cancelRequested.connect(self.cancel)
         panel.retryRequested.connect(lambda entry: self._change(self.queue.retry, entry))
+        panel.resumeRequested.connect(lambda entry: self._change(self.queue.resume, entry))
         panel.editRequested.connect(self.edit)
         panel.removeRequested.connect(lambda entry: self._change(self.queue.remove, entry))
         panel.moveRequested.connect(lambda entry, index: self._change(self.queue.move, entry, index))

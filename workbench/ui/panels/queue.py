@@ -1,7 +1,7 @@
 """The Queue dock: the runs lined up (Run → Add to queue, `workbench queue add`), in order, with where each trains, what
-it changes from the form, its state, its run and best accuracy; Cancel, Retry, Remove, Move up and down (Ctrl+Up,
-Ctrl+Down, or drag a row), and Pause. It shows what the history's queue holds (history/queue.py) and asks the feature
-(features/queue.py) to change it."""
+it changes from the form, its state, its run and best accuracy; Cancel, Retry, Resume (from its run's checkpoint),
+Remove, Move up and down (Ctrl+Up, Ctrl+Down, or drag a row), and Pause. It shows what the history's queue holds
+(history/queue.py) and asks the feature (features/queue.py) to change it."""
 
 from __future__ import annotations
 
@@ -74,6 +74,7 @@ class QueueTable(QTableWidget):
 class QueuePanel(QWidget):
     cancelRequested = Signal(int)
     retryRequested = Signal(int)
+    resumeRequested = Signal(int)  # queued again, from its run's checkpoint
     editRequested = Signal(int)  # its settings into the form
     removeRequested = Signal(int)
     moveRequested = Signal(int, int)  # entry, its new index among the queued
@@ -102,6 +103,8 @@ class QueuePanel(QWidget):
                                ("edit", "Edit", "its settings into the form; Add to queue then saves them"),
                                ("cancel", "Cancel", "a queued entry at once; a running one after its step"),
                                ("retry", "Retry", "a failed, cancelled or interrupted entry, queued again"),
+                               ("resume", "Resume", "an interrupted or cancelled entry, queued again to go on from "
+                                                    "its run's checkpoint"),
                                ("remove", "Remove", "take an entry that is not running out of the queue")):
             button = QPushButton(text)
             button.setObjectName(f"queue{key.title()}Button")
@@ -173,6 +176,8 @@ class QueuePanel(QWidget):
         self.buttons["edit"].setEnabled(state == QUEUED)
         self.buttons["cancel"].setEnabled(state in (QUEUED, RUNNING))
         self.buttons["retry"].setEnabled(state in ENDED and state != "finished")
+        self.buttons["resume"].setEnabled(state in ("cancelled", "interrupted") and entry.run_id is not None
+                                          and not entry.sweep)
         self.buttons["remove"].setEnabled(state is not None and state != RUNNING)
 
     def _dropped(self, moved: int, row: int) -> None:
@@ -189,5 +194,5 @@ class QueuePanel(QWidget):
             if entry.id in queued:
                 self.moveRequested.emit(entry.id, max(0, queued.index(entry.id) + (-1 if key == "up" else 1)))
             return
-        {"cancel": self.cancelRequested, "retry": self.retryRequested, "remove": self.removeRequested,
-         "edit": self.editRequested}[key].emit(entry.id)
+        {"cancel": self.cancelRequested, "retry": self.retryRequested, "resume": self.resumeRequested,
+         "remove": self.removeRequested, "edit": self.editRequested}[key].emit(entry.id)
