@@ -62,5 +62,20 @@ def test_the_matrix_is_green_for_a_healthy_set_trains_on_it_and_is_red_where_a_c
         port.toolTip())
     assert dialog.status.text().startswith(f"{len(shown.args[0].red)} check(s) failed: nothing was started.")
     assert f"✗ {b.address} · rendezvous port: port " in dialog.status.text()  # each red cell under the matrix
-    again = window.hosts.open_host_set()
+    again = window.hosts.open_host_set()  # the sets checked are offered again
     assert [again.hosts.itemText(i) for i in range(2)] == [f"{b.address}, {a.address}", f"{a.address}, {b.address}"]
+    # A green set can be queued instead: the form's settings, to train across it when its turn comes.
+    again.hosts.setCurrentText(f"{a.address}, {b.address}")
+    again.python.setText(a.remote_python)
+    again.port.setValue(_port())
+    with qtbot.waitSignal(again.checked, timeout=60_000) as shown:
+        again.check()
+    assert shown.args[0].ok and again.queue_button.isEnabled()
+    try:
+        again.queue_button.click()  # Queue on these hosts
+        [entry] = window.queue.queue.entries()
+        assert entry.place == f"{a.address},{b.address}" and entry.python == a.remote_python
+        assert (entry.across.processes, entry.across.port) == (1, again.port.value())
+        assert entry.config.max_steps == 30 and entry.where in window.queue.panel.table.item(0, 2).text()
+    finally:
+        window.queue.close_with("cancel")  # the window then closes without asking what to do with it

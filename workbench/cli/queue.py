@@ -8,7 +8,7 @@ import signal
 import threading
 import time
 
-from ..core.history.queue import RUNNING, QueueEntry, RunQueue
+from ..core.history.queue import RUNNING, AcrossHosts, QueueEntry, RunQueue
 from ..core.history.queue_eta import ends_in
 from ..core.run.remote.ssh import Remote
 from .common import EXIT_INTERRUPTED
@@ -41,11 +41,17 @@ def _line(entry: QueueEntry, ends: str) -> str:
     return f"{entry.id:>4}  {state:<11} {entry.where[:24]:<24} {run:>5}  {best:>8}  {ends:>9}  {entry.title}{why}"
 
 
+def place_of(hosts: str | None) -> str:
+    """--host's place in the queue: "" for this computer, a host as Remote names it, or a host set's (a, b, …)."""
+    return ",".join(str(Remote.parse(host.strip())) for host in hosts.split(",")) if hosts else ""
+
+
 def cmd_queue_add(args: argparse.Namespace) -> int:
     config = config_from_args(args)
-    place = str(Remote.parse(args.host)) if args.host else ""
+    place = place_of(args.host)
+    across = AcrossHosts(args.processes, args.rdzv_port) if "," in place else None
     with RunQueue(args.db) as queue:
-        entry_id = queue.add(config, place=place, python=args.remote_python, label=args.label or "")
+        entry_id = queue.add(config, place=place, python=args.remote_python, label=args.label or "", across=across)
         entry = queue.entry(entry_id)
     print(f"queued entry {entry_id} on {entry.where}: {entry.title}")
     return 0
@@ -94,8 +100,8 @@ def cmd_queue_work(args: argparse.Namespace) -> int:
     previous = {sig: signal.signal(sig, ctrl_c) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         started = time.monotonic()
-        place = str(Remote.parse(args.host)) if args.host else ""
-        if place:  # what the host trained on its own first: recorded here, in order
+        place = place_of(args.host)
+        if place and "," not in place:  # what the host trained on its own first: recorded here, in order
             from ..core.run.queue_handover import collect
 
             taken = collect(args.db, place, stop, say=lambda line: print(line, flush=True))
@@ -134,7 +140,12 @@ def add_queue_parser(sub) -> None:
     actions.add_parser("ls", help="the entries, in order, with their state").set_defaults(handler=cmd_queue_ls)
     add = actions.add_parser("add", help="queue a run: the options of train")
     add_config_options(add)
-    add.add_argument("--host", default=None, metavar="[USER@]HOST[:PORT]", help="train it there, over SSH")
+    add.add_argument("--host", default=None, metavar="[USER@]HOST[:PORT][,HOST…]",
+                     help="train it there, over SSH; several hosts (by commas): across them, as train --hosts does")
+    add.add_argument("--processes", type=int, default=1, metavar="N",
+                     help="across several hosts: processes a host (default: 1)")
+    add.add_argument("--rdzv-port", type=int, default=29500, help="across several hosts: the rendezvous port on the "
+                                                                  "first (default: 29500)")
     add.add_argument("--remote-python", default="python3", metavar="COMMAND",
                      help="the host's Python that has workbench installed (default: python3)")
     add.add_argument("--label", default=None, help="what to call it in the queue")
@@ -155,7 +166,8 @@ def add_queue_parser(sub) -> None:
         actions.add_parser(action, help="no entry starts until resume" if paused else "entries start again"
                            ).set_defaults(handler=cmd_queue_pause, paused=paused)
     work = actions.add_parser("work", help="train the queued entries here (or --host's) until none is left")
-    work.add_argument("--host", default=None, metavar="[USER@]HOST[:PORT]", help="work that host's entries")
+    work.add_argument("--host", default=None, metavar="[USER@]HOST[:PORT][,HOST…]",
+                      help="work that host's entries (several: those queued across them)")
     work.add_argument("--wait", action="store_true", help="then wait for more (a service: until Ctrl+C/SIGTERM)")
     work.add_argument("--parallel", type=int, default=None, metavar="N",
                       help="train N entries at once, each on a CUDA device of its own (default: one per CUDA "

@@ -48,6 +48,7 @@ CREATE TABLE IF NOT EXISTS queue (
     label TEXT NOT NULL DEFAULT '',
     sweep TEXT NOT NULL DEFAULT '',    -- a sweep's trial: the sweep's name (its settings asked of the study then)
     handed TEXT NOT NULL DEFAULT '',   -- handed over to its host's own queue: that queue's key and its index there
+    across TEXT NOT NULL DEFAULT '',   -- a host set's entry (place: its hosts, by commas): AcrossHosts JSON
     runner TEXT NOT NULL DEFAULT '',   -- machine:boot:pid of the runner working it
     cancel INTEGER NOT NULL DEFAULT 0, -- asked to cancel while running
     run_id INTEGER,                    -- its run in the history, once it has one
@@ -60,11 +61,20 @@ CREATE TABLE IF NOT EXISTS queue (
 CREATE TABLE IF NOT EXISTS queue_control (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 # Added to a queue made before they were:
-ADDED_COLUMNS = {"sweep": "TEXT NOT NULL DEFAULT ''", "handed": "TEXT NOT NULL DEFAULT ''"}
+ADDED_COLUMNS = {column: "TEXT NOT NULL DEFAULT ''" for column in ("sweep", "handed", "across")}
 
 
 class QueueError(WorkbenchError):
     kind = "config"
+
+
+@dataclass(frozen=True)
+class AcrossHosts(Record):
+    """How an entry for a set of hosts trains: `processes` a host, meeting at `port` on the first (as
+    `workbench train --hosts` does: the preflight first, then one torchrun a host)."""
+
+    processes: int = 1
+    port: int = 29500
 
 
 @dataclass(frozen=True)
@@ -78,6 +88,7 @@ class QueueEntry(Record):
     label: str = ""
     sweep: str = ""
     handed: str = ""
+    across: AcrossHosts | None = None
     runner: str = ""
     cancel: bool = False
     run_id: int | None = None
@@ -90,6 +101,11 @@ class QueueEntry(Record):
     @property
     def where(self) -> str:
         return self.place or "this computer"
+
+    @property
+    def hosts(self) -> list[str]:
+        """The hosts it trains on: none for this computer, one, or a host set's."""
+        return self.place.split(",") if self.place else []
 
     @property
     def title(self) -> str:
@@ -175,15 +191,19 @@ class RunQueue:
 
     # -- changing ------------------------------------------------------------------------------------------------
     def add(self, config: TrainConfig, *, place: str = HERE, python: str = "python3", label: str = "",
-            sweep: str = "") -> int:
+            sweep: str = "", across: AcrossHosts | None = None) -> int:
         """Queue `config` last, for `place` (a host as str(Remote) names it, with its `python`); its id. `sweep`: a
-        trial of that sweep (`config` is its base settings until the study says the trial's)."""
+        trial of that sweep (`config` is its base settings until the study says the trial's). `across`: `place` is
+        a set of hosts (their names joined by commas), trained across them so."""
+        if across is None and "," in place:
+            raise QueueError(f"{place} is several hosts", "say how a run trains across them (AcrossHosts)")
         with self._writing():
             last = self.db.execute("SELECT COALESCE(MAX(position), 0) FROM queue").fetchone()[0]
             cursor = self.db.execute(
-                "INSERT INTO queue (position, state, place, python, config, label, sweep, created) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (last + 1, QUEUED, place, python, config.to_json(), label, sweep, time.time()))
+                "INSERT INTO queue (position, state, place, python, config, label, sweep, across, created) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (last + 1, QUEUED, place, python, config.to_json(), label, sweep,
+                 json.dumps(across.to_dict()) if across else "", time.time()))
         return cursor.lastrowid
 
     def pending(self, sweep: str) -> list[QueueEntry]:
@@ -381,7 +401,9 @@ def state_changes(before: dict[int, str], entries: list[QueueEntry]) -> tuple[li
 
 def _entry(row: sqlite3.Row) -> QueueEntry:
     data = dict(row)
-    return QueueEntry(**{**data, "config": TrainConfig.from_json(data["config"]), "cancel": bool(data["cancel"])})
+    across = AcrossHosts.from_dict(json.loads(data["across"])) if data["across"] else None
+    return QueueEntry(**{**data, "config": TrainConfig.from_json(data["config"]), "cancel": bool(data["cancel"]),
+                         "across": across})
 
 
 def _boot_id() -> str:

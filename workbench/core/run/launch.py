@@ -13,17 +13,19 @@ import threading
 
 from ..ground.events import Emit, RunFailed, RunFinished
 from .process import ChildProcess, other_node, start_distributed
+from .hosts.across import AcrossRun
 from .remote.kernels import RemoteRun
 from .run_request import RunRequest
 
 
 def start_run(request: RunRequest, emit: Emit, stop: threading.Event | None = None, *,
-              process: ChildProcess | RemoteRun | None = None) -> RunFinished | RunFailed:
+              process: ChildProcess | RemoteRun | AcrossRun | None = None) -> RunFinished | RunFailed:
     """Train `request`; every event goes to `emit` (the terminal one last), and that terminal event is returned.
     `stop` ends the run after its current step. `process`: the kernel (or torchrun) started ahead of time for it,
-    or a RemoteRun: the run then trains on that host, launched there as it would be here."""
+    a RemoteRun (the run then trains on that host, launched there as it would be here), or an AcrossRun (on a set
+    of hosts, one torchrun each)."""
     stop = stop or threading.Event()
-    if isinstance(process, RemoteRun):
+    if isinstance(process, (RemoteRun, AcrossRun)):
         return process.run(request, emit, stop)
     launch = request.launch
     if launch.distributed and launch.node_rank != 0:

@@ -36,6 +36,8 @@ def hand_over(db: str | Path | None, place: str, python: str | None = None) -> t
     """The queued entries of the host `place` handed to its own queue: their ids, and what was done ("" when there
     were none). `python`: the host's Python that has Workbench (the entries' own by default). A RemoteError (the
     entries queued again, as they were) when the host cannot take them."""
+    if "," in place:  # a host set's entries: its hosts train them together, started from here
+        return [], ""
     with RunQueue(db) as queue:
         entries = queue.take_for_host(place)
         if not entries:

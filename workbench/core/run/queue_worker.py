@@ -28,6 +28,8 @@ from ..ground.events import Emit, Event, RunFailed, RunFinished
 from ..history.queue import CANCELLED, FAILED, FINISHED, HERE, INTERRUPTED, QueueEntry, QueueError, RunQueue
 from .launch import start_run
 from .queued_run import train_recorded
+from .hosts.across import AcrossRun
+from .hosts.preflight import TITLES, preflight
 from .remote.ssh import Remote
 from .sweep import TrialRun, next_trial
 
@@ -136,10 +138,10 @@ def _train(queue: RunQueue, entry: QueueEntry, db, stop: threading.Event, cuda_d
             if trial is not None and trial.heard(event):
                 entry_stop.set()  # pruned
 
-        remote = Remote.parse(entry.place, entry.python) if entry.place else None
+        remote = Remote.parse(entry.place, entry.python) if entry.place and not entry.across else None
         recorded = train_recorded(config, heard, entry_stop, cuda_devices=cuda_devices, db=db, runs_dir=runs_dir,
                                   remote=remote, on_folder=trial.folder if trial else lambda folder: None,
-                                  start=start_run)
+                                  start=start_run, process=across_hosts(entry, config, db))
     except (WorkbenchError, OSError, ValueError) as exc:  # refused before it started: it fails alone
         if trial is not None:
             trial.refused(exc)
@@ -152,6 +154,21 @@ def _train(queue: RunQueue, entry: QueueEntry, db, stop: threading.Event, cuda_d
                                recorded.best_val_accuracy)
     queue.ended(entry.id, state, run_id=recorded.run_id, best=recorded.best_val_accuracy, error=error)
     return state
+
+
+def across_hosts(entry: QueueEntry, config: TrainConfig, db) -> AcrossRun | None:
+    """A host set's entry: its hosts checked first (the preflight, as `workbench train --hosts` does), then one
+    torchrun a host; a red check fails the entry alone, each red cell said. None for any other entry."""
+    if entry.across is None:
+        return None
+    hosts = [Remote.parse(address, entry.python) for address in entry.hosts]
+    device = config.device if config.device in ("cpu", "cuda") else "auto"
+    checked = preflight(hosts, entry.across.port, slots=[entry.across.processes] * len(hosts), device=device)
+    if not checked.ok:
+        raise QueueError(f"{len(checked.red)} preflight check(s) failed: " + "; ".join(
+            f"{cell.host} · {TITLES[cell.check]}: {cell.detail}" for cell in checked.red),
+            "fix the red cells (workbench preflight --hosts …), then retry it")
+    return AcrossRun(hosts, checked, entry.across.processes, db=str(db) if db is not None else None)
 
 
 def start_entry(queue: RunQueue, entry: QueueEntry, db) -> TrialRun | None:
@@ -196,19 +213,33 @@ class place_lock:
 
     def __init__(self, place: str, stop: threading.Event, slot: int = 0):
         self.place, self.stop, self.slot = place, stop, slot
-        self.fd: int | None = None
+        self.fds: list[int] = []
 
     def __enter__(self) -> bool:
-        while (fd := try_place(self.place, self.slot)) is None:
+        while (fds := try_places(self.place, self.slot)) is None:
             if self.stop.wait(IDLE_POLL_S):
                 return False
-        self.fd = fd
+        self.fds = fds
         return True
 
     def __exit__(self, *exc) -> None:
-        if self.fd is not None:
-            release_place(self.fd)
-            self.fd = None
+        for fd in self.fds:
+            release_place(fd)
+        self.fds = []
+
+
+def try_places(place: str, slot: int = 0) -> list[int] | None:
+    """The locks of `slot` on every host of `place` (one, or a host set's: a run across them holds each), or None,
+    none held, when another runner holds one."""
+    held: list[int] = []
+    for host in sorted(place.split(",")) if place else [place]:
+        fd = try_place(host, slot)
+        if fd is None:
+            for taken in held:
+                release_place(taken)
+            return None
+        held.append(fd)
+    return held
 
 
 def try_place(place: str, slot: int = 0) -> int | None:

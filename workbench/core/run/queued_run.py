@@ -37,13 +37,15 @@ class RecordedRun:
 def train_recorded(config: TrainConfig, emit: Callable[[Event], None], stop: threading.Event, *, cuda_devices: int,
                    db: str | Path | None = None, runs_dir: str | Path | None = None, remote: Remote | None = None,
                    on_folder: Callable[[str], None] = lambda folder: None,
-                   start: StartRun = start_run) -> RecordedRun:
+                   start: StartRun = start_run, process=None) -> RecordedRun:
     """Train `config` as a recorded run (on `remote`, if given: its record is kept in this computer's history all the
     same); every event goes to `emit`, and `stop` ends it after its current step. Raises ConfigError, with nothing
     started, when this machine cannot run `config`. `start`: what trains the request (launch.start_run; the callers
-    pass the one they imported, which is where their tests replace it)."""
+    pass the one they imported, which is where their tests replace it). `process`: what runs it, when neither here
+    nor on one host (a run across hosts: hosts/across.py), with the host's `started` as a RemoteRun has it."""
     request = RunRequest.build(config, cuda_devices=cuda_devices, out_dir="", db=db, launch=Launch())
-    process = RemoteRun(remote, db=request.db) if remote is not None else None
+    if process is None and remote is not None:
+        process = RemoteRun(remote, db=request.db)
     if process is None:
         request = request.replace(out_dir=str(new_run_dir(runs_dir)))
         on_folder(request.out_dir)

@@ -26,6 +26,7 @@ GREEN, RED = QColor("#d9f2d9"), QColor("#f8d7d7")
 class HostSetDialog(QDialog):
     checked = Signal(object)  # the Preflight, once shown
     trainRequested = Signal(object, object, int)  # a green Preflight, its hosts (Remotes), processes a host
+    queueRequested = Signal(object, int, int)  # the green set's hosts (Remotes), processes a host, rendezvous port
 
     def __init__(self, tasks: Tasks, parent: QWidget | None = None):
         super().__init__(parent)
@@ -79,6 +80,12 @@ class HostSetDialog(QDialog):
         self.train_button.setToolTip("Train the Setup form's settings on these hosts, one torchrun each")
         self.train_button.setEnabled(False)
         self.train_button.clicked.connect(self._train)
+        self.queue_button = buttons.addButton("&Queue on these hosts", QDialogButtonBox.ActionRole)
+        self.queue_button.setObjectName("hostSetQueue")
+        self.queue_button.setToolTip("Queue the Setup form's settings to train across these hosts: checked again "
+                                     "when its turn comes (the Queue dock shows it)")
+        self.queue_button.setEnabled(False)
+        self.queue_button.clicked.connect(self._queue)
         buttons.rejected.connect(self.reject)
         layout = QVBoxLayout(self)
         layout.addLayout(form)
@@ -101,6 +108,7 @@ class HostSetDialog(QDialog):
         slots, port = [self.processes.value()] * len(specs), self.port.value()
         self.check_button.setEnabled(False)
         self.train_button.setEnabled(False)
+        self.queue_button.setEnabled(False)
         self.result = None
         self._remotes = remotes
         self.command.hide()
@@ -130,6 +138,7 @@ class HostSetDialog(QDialog):
             self.command.show()
             self.result = (result, self._remotes, self.processes.value())
             self.train_button.setEnabled(True)
+            self.queue_button.setEnabled(True)
         else:
             self.status.setText(f"{len(result.red)} check(s) failed: nothing was started.\n" + "\n".join(
                 f"✗ {cell.host} · {TITLES[cell.check]}: {cell.detail}" + (f" — {cell.fix}" if cell.fix else "")
@@ -139,6 +148,11 @@ class HostSetDialog(QDialog):
     def _train(self) -> None:
         if self.result is not None:
             self.trainRequested.emit(*self.result)
+
+    def _queue(self) -> None:
+        if self.result is not None:
+            _checked, hosts, processes = self.result
+            self.queueRequested.emit(hosts, processes, self.port.value())
 
     def _failed(self, error: BaseException) -> None:
         self.check_button.setEnabled(True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path, PurePosixPath
 from typing import Callable
 
-from PySide6.QtCore import QObject
+from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QMessageBox
 
 from ...core.ground import paths
@@ -34,6 +34,8 @@ COPY_SLOT = "copying a file from a host"
 
 
 class Hosts(QObject):
+    queueAcrossRequested = Signal(object, int, int)  # Hosts of a run → Queue on these hosts: Remotes, processes, port
+
     def __init__(self, parts: WindowParts, training: Training):
         super().__init__(parts.window)
         self.kernel, self.runner, self.training, self.tasks = parts.kernel, parts.runner, training, parts.tasks
@@ -63,6 +65,12 @@ class Hosts(QObject):
         self.host_set_dialog = dialog = HostSetDialog(self.tasks, self.window)
         dialog.trainRequested.connect(lambda checked, hosts, slots: self.training.train_across(checked, hosts, slots)
                                       and dialog.accept())
+
+        def queue_across(hosts: list[Remote], slots: int, port: int) -> None:
+            self.queueAcrossRequested.emit(hosts, slots, port)
+            dialog.accept()
+
+        dialog.queueRequested.connect(queue_across)
         dialog.open()
         return dialog
 

@@ -18,11 +18,12 @@ from typing import Callable
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QMessageBox
 
+from ...core.ground.config import TrainConfig
 from ...core.ground.errors import WorkbenchError
 from ...core.ground.events import EpochEnd, Event, RunFailed, RunFinished, RunStarted
 from ...core.history.queue_eta import ends_in
-from ...core.history.queue import (FAILED, FINISHED, INTERRUPTED, QUEUED, RUNNING, QueueEntry, QueueError,
-                                    RunQueue, state_changes)
+from ...core.history.queue import (FAILED, FINISHED, INTERRUPTED, QUEUED, RUNNING, AcrossHosts, QueueEntry,
+                                    QueueError, RunQueue, state_changes)
 from ...core.run.queue_worker import (ended_state, on_device, release_place, start_background_worker, start_entry,
                                       try_place)
 from ...core.run.queue_handover import Collected, collect, hand_over
@@ -57,7 +58,8 @@ class Queue(QObject):
     entryHeard = Signal(object, object)  # the QueueEntry this window trains, and its RunStarted or EpochEnd
     entryEnded = Signal(object)  # the QueueEntry, as it ended
 
-    def __init__(self, parts: WindowParts, training: Training):
+    def __init__(self, parts: WindowParts, training: Training, hosts=None):
+        """`hosts`: the Hosts feature, whose Hosts of a run… queues runs across a set of hosts here."""
         super().__init__(parts.window)
         self.window, self.runner, self.training, self.kernel = parts.window, parts.runner, training, parts.kernel
         self.state, self.feedback, self.notifier, self.db = parts.state, parts.feedback, parts.notifier, parts.db
@@ -90,6 +92,8 @@ class Queue(QObject):
         panel.moveRequested.connect(lambda entry, index: self._change(self.queue.move, entry, index))
         panel.pauseToggled.connect(lambda paused: self._change(self.queue.pause, paused))
         parts.runner.events.connect(self.saw)
+        if hosts is not None:
+            hosts.queueAcrossRequested.connect(self.queue_across)
         training.runFinished.connect(self.run_ended)
         if self.queue is not None:
             self.show_queue()
@@ -107,12 +111,8 @@ class Queue(QObject):
     # -- lining up ----------------------------------------------------------------------------------------------
     def queue_form(self) -> int | None:
         """Run → Add to queue: the form's settings, queued last for this window's place; the entry's id."""
-        if self.queue is None:
-            return None
-        try:
-            config = self.setup.config()
-        except WorkbenchError as exc:
-            self.feedback.show("error", f"Cannot queue: {form_text(exc)}")
+        config = self._form_to_queue()
+        if config is None:
             return None
         if self.editing is not None:
             entry, self.editing = self.editing, None
@@ -127,6 +127,29 @@ class Queue(QObject):
         entry = self.queue.add(config, place=self.place, python=remote.python if remote else "python3")
         self.feedback.note("info", f"queued entry {entry} on {self.queue.entry(entry).where}")
         self.tick()
+        return entry
+
+    def _form_to_queue(self) -> TrainConfig | None:
+        """The form's settings to queue; None (said in the banner) with no queue, or a form that cannot run."""
+        if self.queue is None:
+            return None
+        try:
+            return self.setup.config()
+        except WorkbenchError as exc:
+            self.feedback.show("error", f"Cannot queue: {form_text(exc)}")
+            return None
+
+    def queue_across(self, hosts: list, processes: int, port: int) -> int | None:
+        """Hosts of a run… → Queue on these hosts: the form's settings, queued to train across them (checked again
+        when its turn comes); the entry's id. A runner of this computer works it (the window works its own place)."""
+        config = self._form_to_queue()
+        if config is None:
+            return None
+        place = ",".join(str(host) for host in hosts)
+        entry = self.queue.add(config, place=place, python=hosts[0].python, across=AcrossHosts(processes, port))
+        self.feedback.note("info", f"queued entry {entry} across {place}: `workbench queue work --host {place}` "
+                                   "trains it (or closing this window, keeping the queue working)")
+        self.show_queue()
         return entry
 
     def _change(self, change, *args) -> None:
@@ -353,7 +376,7 @@ class Queue(QObject):
         """A host's entries are handed over to the host, which trains them on its own (with no connection to this
         computer); what it cannot take (a sweep's trials, a host not answering) and this computer's entries are
         worked by a `workbench queue work` of their own in the background."""
-        if place:
+        if place and "," not in place:  # (a host set's entries: its hosts train them together, started from here)
             try:
                 _ids, said = hand_over(self.db, place)
                 if said:

@@ -44,7 +44,7 @@ FEATURES = (
                                                             started=lambda: save_window(parts.window))),
     FeatureEntry("hosts", lambda parts, built: Hosts(parts, built.training)),
     FeatureEntry("stacks", lambda parts, built: Stacks(parts, built.training)),
-    FeatureEntry("queue", lambda parts, built: Queue(parts, built.training)),
+    FeatureEntry("queue", lambda parts, built: Queue(parts, built.training, built.hosts)),
     FeatureEntry("search", lambda parts, built: Search(parts, built.queue)),
     FeatureEntry("recorded_runs", lambda parts, built: RecordedRuns(parts, built.checkpoints)),
     FeatureEntry("settings_files", lambda parts, built: SettingsFiles(parts)),

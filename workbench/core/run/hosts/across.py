@@ -33,6 +33,11 @@ class AcrossRun:
         self.nodes = [RemoteRun(host, db=db) for host in self.hosts]
         self.ranks = len(self.hosts) * slots
 
+    @property
+    def started(self):
+        """The first node's RunStart once its host has started it: where the run's files and record are."""
+        return self.nodes[0].started
+
     def terminate(self) -> None:
         """Stop following every node at once (the window closing on a run that did not stop in time)."""
         for node in self.nodes:
