@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 
 # A bare `make` opens the app (never the benchmark, which takes minutes).
 .DEFAULT_GOAL := run
-.PHONY: run test test-fast bench package clean ssh-server
+.PHONY: run test test-fast bench package clean ssh-server docs
 
 bench: $(STAMP)
 	$(VENV)/bin/workbench bench
@@ -36,7 +36,12 @@ ssh-server:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server >/dev/null; \
 	  else echo "note: OpenSSH's sshd is missing: the remote-kernel tests will be skipped"; fi; }
 
-test: $(STAMP) ssh-server
+# The user guide (mkdocs.yml) into build/site, strict: a broken link, a missing page or a page left out of the nav
+# fails it. `make test` builds it first.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+
+test: $(STAMP) ssh-server docs
 	$(VENV)/bin/ruff check workbench tests scripts packaging
 	$(VENV)/bin/lint-imports
 	$(PYTEST) --durations=20
