@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m pip install --quiet -c constraints.txt -e '.[test]'
 	@touch $(STAMP)
 
-run: $(STAMP)
+run: $(STAMP) docs
 	$(VENV)/bin/workbench
 
 # Two workers (pytest-xdist) whatever the machine: the suite is sized for 2 cores, and most of a test's time is one
@@ -36,7 +36,7 @@ ssh-server:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server >/dev/null; \
 	  else echo "note: OpenSSH's sshd is missing: the remote-kernel tests will be skipped"; fi; }
 
-# The user guide (mkdocs.yml) into build/site, strict: a broken link, a missing page or a page left out of the nav
+# The user guide (mkdocs.yml) into resources/guide (Help → User guide opens it; a wheel builds its own), strict: a broken link, a missing page or a page left out of the nav
 # fails it. `make test` builds it first.
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
@@ -50,7 +50,7 @@ test-fast: $(STAMP)
 	$(VENV)/bin/ruff check workbench tests scripts packaging
 	$(PYTEST) -m "not slow" --durations=10 tests/core tests/ui
 
-package: $(STAMP)
+package: $(STAMP) docs
 	$(PY) -m pip install --quiet -c constraints.txt -e '.[package]'
 	cd packaging && ../$(PY) -m PyInstaller --noconfirm --distpath ../dist --workpath ../build/pyinstaller workbench.spec
 	@du -sh dist/workbench

@@ -64,7 +64,9 @@ def test_the_wheel_carries_the_bundled_data_icons_samples_and_example(wheel):
                  "workbench/resources/mnist_sample/MNIST/raw/t10k-labels-idx1-ubyte",
                  "workbench/resources/mnist_sample/ATTRIBUTION.md",
                  "workbench/resources/icons/workbench.svg", "workbench/resources/icons/workbench-256.png",
-                 "workbench/resources/samples/digit_7.png", "workbench/resources/examples/planted_break.py"):
+                 "workbench/resources/samples/digit_7.png", "workbench/resources/examples/planted_break.py",
+                 "workbench/resources/guide/index.html", "workbench/resources/guide/reference/cli.html",
+                 "workbench/resources/guide/assets/vendor/iframe-worker-shim.js"):  # the guide: setup.py builds it
         assert name in names, name
     # Every file of the top-level resources/ folder, and nothing of it outside workbench/resources/.
     tracked = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", "resources"],
@@ -92,7 +94,7 @@ def test_the_installed_wheel_runs_from_anywhere(wheel, tmp_path):
     where = run("-c", "import workbench.core.ground.resources as r, workbench.core.domain.data as d;"
                       "import workbench.core.ground.appinfo as a; print(r.__file__); print(r.resource_path('samples'));"
                       "print(d.resource_path('mnist_sample')); print(a.icon_path(256));"
-                      "print(r.resource_path('examples', 'planted_break.py'))")
+                      "print(r.resource_path('examples', 'planted_break.py')); print(r.guide_index())")
     assert where.returncode == 0, where.stderr
     module_file, *found = where.stdout.split()
     assert module_file.startswith(str(site))

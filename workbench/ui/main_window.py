@@ -215,16 +215,36 @@ class MainWindow(QMainWindow):
         return dock
 
     def _own_actions(self) -> tuple[ActionSpec, ...]:
-        """The window's own actions: quitting, the command palette, the shortcuts list, About."""
+        """The window's own actions: quitting, the user guide, the command palette, the shortcuts list, About."""
         from .commands import PALETTE_SHORTCUT, SHORTCUTS_SHORTCUT, CommandPalette, ShortcutsDialog
 
         return (ActionSpec("quit", "Quit", self.close, "File", 100, QKeySequence.Quit),
+                ActionSpec("user_guide", "User guide", self.open_guide, "Help", 5, QKeySequence.HelpContents,
+                           name="userGuideAction", keywords="help manual documentation docs"),
                 ActionSpec("command_palette", "Command palette…", lambda: CommandPalette(self).exec(), "Help", 10,
                            PALETTE_SHORTCUT, name="commandPaletteAction"),
                 ActionSpec("shortcuts", "Keyboard shortcuts", lambda: ShortcutsDialog(self).exec(), "Help", 20,
                            SHORTCUTS_SHORTCUT, name="shortcutsAction"),
                 ActionSpec("about", "About Workbench", lambda: show_about(self, self.kernel.capabilities), "Help",
                            40, name="aboutAction"))
+
+    def open_guide(self) -> bool:
+        """Help → User guide (F1): the guide shipped with the app, in the browser, offline; whether one opened it."""
+        from PySide6.QtCore import QUrl
+        from PySide6.QtGui import QDesktopServices
+
+        from ..core.ground.resources import guide_index
+
+        index = guide_index()
+        if index is None:
+            self.feedback.show("warning", "The user guide is not built in this checkout: `make docs` builds it "
+                                          "(an installed Workbench carries it)")
+            return False
+        if not QDesktopServices.openUrl(QUrl.fromLocalFile(str(index))):
+            self.feedback.show("warning", f"No browser opened the user guide: open {index} in one")
+            return False
+        self.feedback.note("info", f"opened the user guide ({index})")
+        return True
 
     def _build_actions(self) -> None:
         """What every feature declares (its actions), in the menus and on the toolbar; the View menu is the

@@ -22,3 +22,10 @@ def resource_path(*parts: str) -> Path:
     """A real filesystem path to a packaged resource (or the resource folder itself, with no parts)."""
     ref = resources.files(PACKAGE).joinpath(*parts)
     return Path(_FILES.enter_context(resources.as_file(ref)))
+
+
+def guide_index() -> Path | None:
+    """The user guide's first page, shipped with the app (a wheel and the bundle build it in; a checkout after `make
+    docs`); None where it was not built."""
+    index = resource_path("guide", "index.html")
+    return index if index.is_file() else None
