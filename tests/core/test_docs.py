@@ -1,6 +1,6 @@
-"""The user guide (mkdocs.yml, docs/): its reference pages are the code's own words (a flag or a setting missing from
-a page fails here, with the command that writes them again), and it builds with no fonts or scripts from the
-network, every page of the nav present."""
+"""The user guide (mkdocs.yml, docs/): its reference pages are the code's own words (a flag, a setting or an error
+message missing from a page fails here, with the command that writes them again), and it builds with no fonts or
+scripts from the network, every page of the nav present."""
 
 from __future__ import annotations
 
@@ -11,14 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from workbench.cli.reference import cli_page, settings_page
+from workbench.cli.reference import cli_page, errors_page, settings_page
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = ROOT / "docs" / "reference"
 WRITE_AGAIN = "the page and the code disagree: .venv/bin/python scripts/docs_reference.py writes it again"
 
 
-@pytest.mark.parametrize("page, written", [("cli.md", cli_page), ("settings.md", settings_page)])
+@pytest.mark.parametrize("page, written", [("cli.md", cli_page), ("settings.md", settings_page),
+                                           ("errors.md", errors_page)])
 def test_the_reference_pages_are_what_the_code_says(page, written):
     on_disk, now = (PAGES / page).read_text(), written()
     missing = [line for line in now.splitlines() if line not in on_disk.splitlines()]
