@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 
 # A bare `make` opens the app (never the benchmark, which takes minutes).
 .DEFAULT_GOAL := run
-.PHONY: run test test-fast bench package clean ssh-server docs
+.PHONY: run test test-fast bench package clean ssh-server docs screenshots
 
 bench: $(STAMP)
 	$(VENV)/bin/workbench bench
@@ -40,6 +40,11 @@ ssh-server:
 # fails it. `make test` builds it first.
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+
+# Every screenshot of the README and the guide, made again from the real window on a virtual screen (xvfb-run and
+# Qt's xcb libraries: see docs/getting-started.md), stored by feature under docs/screenshots/.
+screenshots: $(STAMP)
+	QT_QPA_PLATFORM=xcb xvfb-run -a -s "-screen 0 1440x900x24" $(PY) scripts/screenshots.py
 
 test: $(STAMP) ssh-server docs
 	$(VENV)/bin/ruff check workbench tests scripts packaging
