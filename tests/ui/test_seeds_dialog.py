@@ -72,6 +72,7 @@ class WorkedQueue(QObject):
     entryStarted = Signal(object)
     entryHeard = Signal(object, object)
     entryEnded = Signal(object)
+    entryRemoved = Signal(int)
     place = ""
 
     def __init__(self, db, runs_dir):
@@ -297,3 +298,21 @@ def test_the_counted_seeds_are_spelled_out_beside_their_number():
 
     assert counted_text(4, 1) == "seed 4" and counted_text(3, 5) == "seeds 3, 4, 5, 6, 7"
     assert counted_text(3, 100) == "seeds 3–102"
+
+
+def test_seeds_taken_out_of_the_queue_are_no_longer_waited_for(dialog, qtbot, db, make_runs):
+    runs = make_runs(hold=5)
+    dialog.set_run(recorded(db, CONFIG, 0.90))
+    dialog.listed.setText("5, 6, 7")
+    dialog.by_list.setChecked(True)
+    dialog.skip_done.setChecked(False)
+    assert dialog.start()
+    qtbot.waitUntil(runs.held.is_set)  # seed 5 trains; 6 and 7 wait in the queue
+    with RunQueue(db) as queue:  # the Queue dock's Remove, on the two waiting
+        for entry in queue.entries():
+            if entry.config.seed in (6, 7):
+                queue.remove(entry.id)
+    with qtbot.waitSignal(dialog.seedsEnded, timeout=30_000) as done:
+        runs.go.set()
+    assert [(run.seed, run.status) for run in done.args[0]] == [(5, "finished")]
+    assert dialog.status.text() == "Done: 1 of 1 seeds finished." and not dialog.running

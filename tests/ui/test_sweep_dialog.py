@@ -43,6 +43,7 @@ class StandInQueue(QObject):
     entryStarted = Signal(object)
     entryHeard = Signal(object, object)
     entryEnded = Signal(object)
+    entryRemoved = Signal(int)
     place = ""
 
     def add_entries(self, add):
@@ -238,3 +239,19 @@ def test_use_the_best_settings_puts_the_best_trials_settings_into_the_form(windo
     assert "the best trial's settings are in the form: " in lines[-1]
     assert all(part in lines[-1] for part in ("Learning rate 0.0123", "Batch size 64", "Dropout 0.35"))
     dialog.close()
+
+
+def test_a_sweep_whose_queued_trials_are_all_removed_ends(qtbot, tmp_path):
+    from workbench.ui.dialogs.sweep import SweepDialog
+    from workbench.ui.support.tasks import Tasks
+
+    tasks, queue = Tasks(), StandInQueue()
+    dialog = SweepDialog(tasks, queue, LIGHT, TrainConfig, db=tmp_path / "runs.sqlite")
+    qtbot.addWidget(dialog)
+    configure(qtbot, dialog, "removed", ("lr",), trials=2)
+    assert dialog.start() and dialog.running and len(dialog.ids) == 2
+    with qtbot.waitSignal(dialog.sweepEnded, timeout=30_000) as ended:
+        for entry_id in list(dialog.ids):  # the Queue dock's Remove, on both
+            queue.entryRemoved.emit(entry_id)
+    assert ended.args[0] == [] and not dialog.running and dialog.start_button.isEnabled()
+    tasks.wait()

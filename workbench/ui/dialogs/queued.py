@@ -40,6 +40,7 @@ class QueuedRunsDialog(QDialog):
         queue.entryStarted.connect(self._entry_started)
         queue.entryHeard.connect(self._entry_heard)
         queue.entryEnded.connect(self._entry_ended)
+        queue.entryRemoved.connect(self._entry_removed)
 
     @property
     def running(self) -> bool:
@@ -98,6 +99,14 @@ class QueuedRunsDialog(QDialog):
         if not self.running:
             self._all_ended()
         self._update_inputs()
+
+    def _entry_removed(self, entry_id: int) -> None:
+        """One of this dialog's entries taken out of the queue (the Queue dock's Remove): no longer waited for."""
+        if entry_id in self.ids and entry_id not in self.ended:
+            self.ids.remove(entry_id)
+            if not self.running:
+                self._all_ended()
+            self._update_inputs()
 
     def _refuse(self, text: str) -> bool:
         self.status.setText(text)

@@ -276,7 +276,16 @@ class SweepDialog(QueuedRunsDialog):
         self.status.setText(f"Cannot read the sweep: {error_text(error)}")
 
     def _all_ended(self) -> None:
-        """(The read after the last entry says so: _trial_read.)"""
+        """The read after the last entry that ended says so (_trial_read); with none coming (the last entries were
+        removed from the queue), a read of its own."""
+        if not self.reading:
+            self.reading += 1
+            name = self.sweep_name
+            self.tasks.submit("sweep-ended", lambda: load_trials(name, self.db), self._last_read, self._unreadable)
+
+    def _last_read(self, trials: list[Trial]) -> None:
+        self.reading -= 1
+        self._ended(trials)
 
     def _progress_text(self) -> str:
         """'Trial 3 of 12 · epoch 2 of 5 (val accuracy 91.20%) · ETA 1:05': the ETA from the trials so far."""

@@ -39,24 +39,27 @@ COLLECT_SLOT = "taking back the runs hosts trained"
 
 
 def say_changes(owner, states: dict[int, str], entries: list[QueueEntry]) -> dict[int, str]:
-    """`owner`'s entryStarted and entryEnded for the entries whose state changed since the queue was read with
-    `states`; each entry's state now."""
+    """`owner`'s entryStarted, entryEnded and entryRemoved for the entries whose state changed since the queue was
+    read with `states` (or that are gone: removed, by this window or another); each entry's state now."""
     started, ended = state_changes(states, entries)
     for entry in started:
         owner.entryStarted.emit(entry)
     for entry in ended:
         owner.entryEnded.emit(entry)
+    for entry_id in states.keys() - {entry.id for entry in entries}:
+        owner.entryRemoved.emit(entry_id)
     return {entry.id: entry.state for entry in entries}
 
 
 class Queue(QObject):
     """Signals say what happened to an entry, whoever trains it (this window, or a runner the queue shows working
-    it): `entryStarted` and `entryEnded` as the queue is read, `entryHeard` a run start or epoch end of the entry
-    this window trains (Sweep… and Repeat with seeds… follow their entries with them)."""
+    it): `entryStarted`, `entryEnded` and `entryRemoved` as the queue is read, `entryHeard` a run start or epoch end
+    of the entry this window trains (Sweep… and Repeat with seeds… follow their entries with them)."""
 
     entryStarted = Signal(object)  # the QueueEntry, running now
     entryHeard = Signal(object, object)  # the QueueEntry this window trains, and its RunStarted or EpochEnd
     entryEnded = Signal(object)  # the QueueEntry, as it ended
+    entryRemoved = Signal(int)  # an entry's id, taken out of the queue
 
     def __init__(self, parts: WindowParts, training: Training, hosts=None):
         """`hosts`: the Hosts feature, whose Hosts of a run… queues runs across a set of hosts here."""
