@@ -31,7 +31,8 @@ from .queued_run import train_recorded
 from .remote.ssh import Remote
 
 SAMPLERS = ("tpe", "random", "grid")
-STATES = {"COMPLETE": "complete", "PRUNED": "pruned", "FAIL": "failed"}  # Optuna's, as Trial.state says them
+# Optuna's states, as Trial.state says them (waiting: enqueued, not yet asked for; any other: running)
+STATES = {"COMPLETE": "complete", "PRUNED": "pruned", "FAIL": "failed", "WAITING": "waiting"}
 
 
 class SweepError(WorkbenchError):
