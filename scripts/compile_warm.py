@@ -10,8 +10,10 @@ Three kinds of launch, `--repeats` of each, the median reported:
 
 - cold: a fresh, empty TORCHINDUCTOR_CACHE_DIR and `--warm-from 0`: nothing cached anywhere, every graph compiled
   from scratch. The first cold launch is also the warm launches' source.
-- warm: a fresh, empty TORCHINDUCTOR_CACHE_DIR and `--warm-from <the first cold launch>`: only the artefacts the warm
-  start loads (torch.compiler.load_cache_artifacts) can serve the compile.
+- warm: a fresh, empty TORCHINDUCTOR_CACHE_DIR and `--warm-from <the first cold launch>`: only what the warm start
+  brings can serve the compile (the mega-cache, torch.compiler.load_cache_artifacts, and the C++ kernels the cold
+  run kept, put back into the empty folder). Inductor's precompiled headers stay where torch keeps them, outside
+  the cache folder (as on any machine after its first compile).
 - on-disk warm: `--warm-from 0` in the first cold launch's TORCHINDUCTOR_CACHE_DIR: Inductor's own on-disk caches
   (FX graphs, AOTAutograd, the compiled C++ kernels) are warm, as they are for a relaunch on the same machine; no
   warm start. This is what a "cold" start measures when its cache folder is not fresh.

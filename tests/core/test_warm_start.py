@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import platform
 import sys
 from pathlib import Path
 
@@ -22,9 +23,10 @@ from workbench.core.ground.results import RunResults
 from workbench.core.history.runs import RunStore
 from workbench.core.ground.config import settings
 from workbench.core.ground.signing import sign
-from workbench.core.history.warm_starts import (CACHE_FILE, COMPILE_SETTINGS, KEY_FILE, CompileCache, WarmKey,
-                                                WarmStartError, check_key, find_warm_source, key_differences,
-                                                read_cache, signed_purpose, trusted_bytes, warm_measurement,
+from workbench.core.history.warm_starts import (CACHE_FILE, COMPILE_SETTINGS, KERNELS_FILE, KEY_FILE, CompileCache,
+                                                WarmKey, WarmStartError, check_key, find_warm_source, key_differences,
+                                                read_cache, signed_purpose, trusted_bytes, trusted_kernels,
+                                                warm_measurement,
                                                 warm_source, with_measured_launch)
 
 KEY = WarmKey(settings={"backend": "inductor", "mode": "default", "hidden_dim": 8}, input_shape=(32, 1, 28, 28),
@@ -61,6 +63,33 @@ def test_equal_keys_differ_in_nothing_and_each_difference_is_named():
         "the model's code changed since run #3 (its source files hash differently)",
         "torch: 2.13.0 here, 2.14.1 in run #3", "device: cuda: NVIDIA H200 here, cpu: CPU (x86_64, 2 cores) in run #3",
         "processes: 2 here, 1 in run #3"]
+
+
+def test_a_cache_built_for_another_platform_is_refused_before_compiling_naming_both(store, tmp_path):
+    built_on = dataclasses.replace(KEY, platform="x86_64 avx2 · g++ 12.2.0")
+    here = dataclasses.replace(KEY, platform="aarch64 asimd · clang 17.0.6")
+    run_id = _recorded(store, tmp_path / "elsewhere", built_on)
+    with pytest.raises(WarmStartError) as refused:
+        check_key(warm_source(store, run_id), here)
+    assert refused.value.message == (
+        f"run #{run_id}'s compile cache was made for other settings: compiled code for: aarch64 asimd · clang 17.0.6 "
+        f"here, x86_64 avx2 · g++ 12.2.0 in run #{run_id}")
+    unstamped = _recorded(store, tmp_path / "older", KEY)  # a cache from before the stamp
+    assert key_differences(here, KEY, "run #9") == [
+        "compiled code for: aarch64 asimd · clang 17.0.6 here, a platform not stamped (a cache from before it was) in "
+        "run #9"] and unstamped
+
+
+def test_compiled_kernels_are_put_back_only_as_this_workbench_signed_them(store, tmp_path):
+    folder, tar = tmp_path / "run", b"kernels: binaries that would run here"
+    run_id = _recorded(store, folder, KEY, kernels=2, kernels_bytes=len(tar),
+                       kernels_signature=sign(tar, signed_purpose(KEY, "compiled kernels")))
+    (folder / KERNELS_FILE).write_bytes(tar)
+    assert trusted_kernels(warm_source(store, run_id)) == tar
+    (folder / KERNELS_FILE).write_bytes(tar + b" changed")
+    with pytest.raises(WarmStartError, match="compiled kernels .* do not carry this Workbench's signature"):
+        trusted_kernels(warm_source(store, run_id))
+    assert trusted_kernels(warm_source(store, _recorded(store, tmp_path / "none", KEY))) is None  # kept none
 
 
 def test_a_cache_made_for_other_settings_is_refused_naming_the_setting_and_what_to_do(store, tmp_path):
@@ -376,6 +405,22 @@ def test_a_compiled_run_keeps_its_compile_cache_with_its_key(launched):
     assert cache.compile_seconds == results.compile_seconds
     assert cache.key.settings["backend"] == "inductor" and cache.key.input_shape == (32, 28, 28)
     assert of(launched.cold[0], CompileReport)[-1].warm_from is None
+    # On the CPU it keeps the C++ kernels it built too (the mega-cache leaves them out), stamped with what they need.
+    assert cache.kernels > 0 and cache.kernels_bytes == (launched.cold_dir / KERNELS_FILE).stat().st_size
+    assert " · g++ " in cache.key.platform and cache.key.platform.startswith(platform.machine())
+
+
+def test_a_warm_start_puts_the_kernels_back_and_its_compile_builds_none(launched):
+    """The warm run's Inductor folder started empty: each kernel binary in it is the cold run's file, put back with
+    its time, not one built again."""
+    root = launched.cold_dir.parent
+    notices = [n.message for n in of(launched.warm[0], Notice)]
+    assert any("compiled C++ kernel files" in m for m in notices), notices
+    built = {path.relative_to(root / "inductor-warm"): path.stat().st_mtime for path in
+             (root / "inductor-warm").rglob("*.so")}
+    assert built, "the warm run used no C++ kernel"
+    for name, when in built.items():
+        assert when == (root / "inductor-cold" / name).stat().st_mtime, f"{name} was built again"
 
 
 def test_the_next_run_finds_it_loads_it_and_its_compile_uses_it(launched):

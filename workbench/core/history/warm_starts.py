@@ -7,7 +7,10 @@ compiles (instruments.warm_start), and its compile finds its graphs in the cache
 
 The key holds what decides whether the artefacts can serve a run: the settings that change the compiled graphs
 (COMPILE_SETTINGS), the input batch's shape, the model's code (a hash of the files its class and base classes are
-defined in), the torch version, the device and the number of processes. Loading another key's artefacts would
+defined in), the torch version, the device, the number of processes, and what the compiled code needs to run (the
+platform: CPU architecture and vector ISA, C++ compiler, GPU capability, Triton). On the CPU the cache also keeps the
+C++ kernels Inductor built (KERNELS_FILE: their sources and binaries, which the mega-cache leaves out), so that a warm
+start compiles none of them again. Loading another key's artefacts would
 compile nothing wrong (Inductor's own cache keys guard each entry: a stale one is a miss), so the key is about
 whether a warm start helps and about saying plainly why a run cannot warm-start from another.
 
@@ -35,7 +38,8 @@ from ..ground.signing import verify
 from .runs import RunRecord, RunStore, RunStoreError
 
 CACHE_FILE = "compile-cache.bin"  # torch.compiler.save_cache_artifacts()'s bytes
-KEY_FILE = "compile-cache.json"  # a CompileCache: what they were made for; written after CACHE_FILE
+KERNELS_FILE = "compile-kernels.tar"  # the C++ kernels Inductor built for the run (their sources and binaries)
+KEY_FILE = "compile-cache.json"  # a CompileCache: what they were made for; written after the two above
 # The settings that change what torch.compile produces for the model (declared on each: `changes_graphs`): its graphs
 # (model, widths, dropout, data and batch shapes, precision) and how they are compiled. Learning rate, optimizer,
 # seed, epochs do not: the optimizer step is not compiled.
@@ -60,6 +64,8 @@ class WarmKey(Record):
     torch: str  # torch.__version__
     device: str  # "cpu", or "cuda: <GPU name>" (generated kernels are specific to the GPU)
     world_size: int = 1  # DDP splits the graphs at its buckets
+    platform: str = ""  # what compiled code needs to run: CPU architecture and vector ISA, C++ compiler, GPU
+    #                     capability, Triton ("" : a cache from before it was stamped)
 
 
 @dataclass(frozen=True)
@@ -74,6 +80,9 @@ class CompileCache(Record):
     cold_run: int | None = None  # a warm run: the cold run its cache descends from
     cold_compile_seconds: float | None = None  # that cold run's compile seconds, as it recorded them
     signature: str = ""  # ground.signing's, over CACHE_FILE's bytes for `key` (signed_purpose): "" from before signing
+    kernels: int = 0  # the compiled C++ kernels in KERNELS_FILE (0: none, or a cache from before they were kept)
+    kernels_bytes: int = 0
+    kernels_signature: str = ""  # over KERNELS_FILE's bytes for `key` (signed_purpose(key, "compiled kernels"))
 
 
 @dataclass(frozen=True)
@@ -95,9 +104,9 @@ class WarmSource:
         return self.cache.cold_compile_seconds if self.cache.warm_from is not None else self.cache.compile_seconds
 
 
-def signed_purpose(key: WarmKey) -> str:
-    """What a cache's signature binds its bytes to: a compile cache, made for this key."""
-    return "compile cache for " + json.dumps(key.to_dict(), sort_keys=True)
+def signed_purpose(key: WarmKey, what: str = "compile cache") -> str:
+    """What a signature binds its bytes to: a compile cache (or its compiled kernels), made for this key."""
+    return f"{what} for " + json.dumps(key.to_dict(), sort_keys=True)
 
 
 def trusted_bytes(source: WarmSource) -> bytes:
@@ -121,6 +130,27 @@ def trusted_bytes(source: WarmSource) -> bytes:
     return data
 
 
+def trusted_kernels(source: WarmSource) -> bytes | None:
+    """KERNELS_FILE's bytes, proven to be what this Workbench wrote for the key beside them (binaries: loading one runs
+    it); None for a cache that kept no kernels. A WarmStartError says why anything else is refused."""
+    cache = source.cache
+    if not cache.kernels:
+        return None
+    path = source.cache_file.with_name(KERNELS_FILE)
+    name = f"run #{source.run_id}'s compiled kernels {path}"
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise WarmStartError(f"{name} cannot be read: {exc.strerror or exc}",
+                             "warm-start from another run, or leave warm_from unset") from None
+    if not verify(data, signed_purpose(cache.key, "compiled kernels"), cache.kernels_signature):
+        raise WarmStartError(f"{name} do not carry this Workbench's signature: not loaded (they are binaries that "
+                             "would run here)", "they were changed after they were written, or come from another "
+                                                "computer or user; train once with these settings, or leave "
+                                                "warm_from unset")
+    return data
+
+
 def key_differences(ours: WarmKey, theirs: WarmKey, source: str) -> list[str]:
     """What differs between this run's key and `source`'s ("run #3"), in words: "backend: inductor here,
     aot_eager in run #3"; [] when the keys are equal."""
@@ -137,6 +167,9 @@ def key_differences(ours: WarmKey, theirs: WarmKey, source: str) -> list[str]:
         found.append(f"device: {ours.device} here, {theirs.device} in {source}")
     if ours.world_size != theirs.world_size:
         found.append(f"processes: {ours.world_size} here, {theirs.world_size} in {source}")
+    if ours.platform != theirs.platform:
+        theirs_for = theirs.platform or "a platform not stamped (a cache from before it was)"
+        found.append(f"compiled code for: {ours.platform} here, {theirs_for} in {source}")
     return found
 
 
@@ -180,6 +213,7 @@ def warm_source(store: RunStore, run_id: int) -> WarmSource:
             "and only runs recorded since warm starts exist; warm-start from such a run, or leave warm_from unset "
             "(automatic)")
     trusted_bytes(source)  # refused now, before anything starts, rather than when the run is about to compile
+    trusted_kernels(source)
     return source
 
 

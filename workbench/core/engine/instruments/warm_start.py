@@ -9,11 +9,12 @@ them). What the compile found is counted in torch's counters (autograd_cache_hit
 run reports at its end: a warm start that found nothing says so.
 
 What the artefacts hold: AOTAutograd's forward and backward graphs and Inductor's generated code per graph (on a GPU
-with its Triton kernels bundled), and autotuning results. Dynamo still traces the model at every launch, and on the
-CPU Inductor's C++ kernels are compiled again from the generated source (their binaries are not among the
-artefacts, only in the on-disk cache). Measured with scripts/compile_warm.py (torch 2.14, 2 CPU cores, the built-in
-network): a warm start took a 16–17 s cold compile down by 7–12 %, where Inductor's own on-disk caches, kernels
-included, take it to 1.4 s; on a GPU the bundled Triton kernels should make the warm start count (not measured here).
+with its Triton kernels bundled), and autotuning results. On the CPU Inductor's C++ kernels are not among them: a
+warm start from the mega-cache alone compiled every kernel again (a 16–17 s cold compile down by only 7–12 %). So a
+run also keeps the C++ kernels its compile built or used (KERNELS_FILE: each kernel's sources and binary, the files
+Inductor's code cache names by the kernel's hash), and a warm start puts them back into Inductor's cache folder
+before the compile, which then finds every kernel built. Dynamo still traces the model at every launch.
+scripts/compile_warm.py measures it.
 
 A run that is stopped, or fails after compiling, still saves what it compiled (`close`). What it saves is signed
 (ground.signing) and only a cache this Workbench signed is ever loaded (history.warm_starts.trusted_bytes): loading
@@ -22,9 +23,14 @@ unpickles, so a crafted file in a run's folder would otherwise run its code.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
+import io
 import json
+import platform
+import subprocess
+import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,9 +42,9 @@ from ...ground.atomic import atomic_path, write_text_atomic
 from ...ground.events import Notice
 from ...ground.signing import sign
 from ...history.runs import RunStore, RunStoreError, default_db_path
-from ...history.warm_starts import (CACHE_FILE, COMPILE_SETTINGS, KEY_FILE, CompileCache, WarmKey, WarmSource,
-                                   WarmStartError, check_key, find_warm_source, signed_purpose, trusted_bytes,
-                                   warm_source)
+from ...history.warm_starts import (CACHE_FILE, COMPILE_SETTINGS, KERNELS_FILE, KEY_FILE, CompileCache, WarmKey,
+                                   WarmSource, WarmStartError, check_key, find_warm_source, signed_purpose,
+                                   trusted_bytes, trusted_kernels, warm_source)
 from .base import Instrument
 from ..state import RunState
 
@@ -73,7 +79,76 @@ def compile_key(run: RunState, model: nn.Module, example: torch.Tensor, world_si
     settings = run.config.to_dict()
     return WarmKey(settings={name: settings[name] for name in COMPILE_SETTINGS}, input_shape=tuple(example.shape),
                    model_hash=model_hash(type(model)), torch=str(torch.__version__),
-                   device=f"{run.device.type}: {devices.device_name(run.device)}", world_size=world_size)
+                   device=f"{run.device.type}: {devices.device_name(run.device)}", world_size=world_size,
+                   platform=compiled_for(run.device))
+
+
+def compiled_for(device: torch.device) -> str:
+    """What compiled code needs to run where it was built: on a GPU its capability and Triton's version; on the CPU
+    the architecture, the vector instructions Inductor picked and the C++ compiler ("x86_64 avx2 · g++ 12.2.0")."""
+    if device.type == "cuda":
+        major, minor = torch.cuda.get_device_capability(device)
+        try:
+            import triton
+
+            triton_version = triton.__version__
+        except ImportError:
+            triton_version = "none"
+        return f"sm_{major}{minor} · triton {triton_version}"
+    from torch._inductor.cpu_vec_isa import pick_vec_isa
+
+    return f"{platform.machine()} {str(pick_vec_isa()) or 'no vector ISA'} · {_cpp_compiler()}"
+
+
+@functools.cache
+def _cpp_compiler() -> str:
+    from torch._inductor.cpp_builder import get_cpp_compiler
+
+    compiler = get_cpp_compiler()
+    try:
+        version = subprocess.run([compiler, "-dumpfullversion"], capture_output=True, text=True,
+                                 timeout=30).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        version = ""
+    return f"{Path(compiler).name} {version or '(version unknown)'}"
+
+
+def used_kernels() -> list[Path]:
+    """The C++ kernels this process's compiles built or used: the files Inductor's code caches keep under the hash
+    of each kernel they loaded (its sources, objects and binary)."""
+    from torch._inductor import codecache
+    from torch._inductor.runtime.cache_dir_utils import cache_dir
+
+    keys = {key for cache in (codecache.CppCodeCache, codecache.CppPythonBindingsCodeCache,
+                              codecache.CppWrapperCodeCache) for key in cache.cache}
+    root = Path(cache_dir())
+    return sorted(path for key in keys for path in (root / key[1:3]).glob(f"{key}.*") if path.is_file())
+
+
+def pack_kernels(paths: list[Path]) -> bytes:
+    """The kernels' files as a tar (each by its path under Inductor's cache folder)."""
+    from torch._inductor.runtime.cache_dir_utils import cache_dir
+
+    root, out = Path(cache_dir()), io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w") as tar:
+        for path in paths:
+            tar.add(path, arcname=str(path.relative_to(root)))
+    return out.getvalue()
+
+
+def unpack_kernels(data: bytes) -> int:
+    """Put kernels back into Inductor's cache folder (a file already there is left as it is: another process may be
+    loading it); how many files were put. Only plain files inside the folder (tarfile's data filter)."""
+    from torch._inductor.runtime.cache_dir_utils import cache_dir
+
+    root, put = Path(cache_dir()), 0
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r") as tar:
+        for member in tar.getmembers():
+            if not member.isfile() or (root / member.name).exists():
+                continue
+            tar.extract(tarfile.data_filter(member, str(root)), root, filter="fully_trusted")
+            put += 1
+    return put
 
 
 class WarmStart(Instrument):
@@ -112,6 +187,13 @@ class WarmStart(Instrument):
                 raise
             run.emit(Notice("warning", f"no warm start: {exc.message}; this run compiles cold", exc.hint))
             return
+        try:
+            kernels = trusted_kernels(source)
+        except WarmStartError as exc:
+            if config.warm_from:
+                raise
+            run.emit(Notice("warning", f"no warm start: {exc.message}; this run compiles cold", exc.hint))
+            return
         info = torch.compiler.load_cache_artifacts(data)
         problem = "" if info is not None else "torch could not read it (its log says why)"
         if info is None:
@@ -122,7 +204,10 @@ class WarmStart(Instrument):
                                        f"({problem}); this run compiles cold"))
             return
         run.warm = source
+        put = unpack_kernels(kernels) if kernels else 0
         kinds = ", ".join(f"{len(keys)} {kind.replace('_', ' ')}" for kind, keys in sorted(info.artifacts.items()))
+        if kernels:
+            kinds += f", {source.cache.kernels} compiled C++ kernel files ({put} put back)"
         cold = source.cold_compile_seconds
         run.emit(Notice("info", f"warm start from #{source.run_id}: its compile cache ({kinds}) is loaded before the "
                                 f"first compile" + (f"; a cold launch compiled for {cold:.1f} s (run "
@@ -192,14 +277,21 @@ class WarmStart(Instrument):
             return
         data, info = saved
         warm = run.warm
+        kernels = used_kernels()
+        packed = pack_kernels(kernels) if kernels else b""
         try:
             cache = CompileCache(key=self.key, artifacts={kind: len(keys) for kind, keys in info.artifacts.items()},
                                  bytes=len(data), compile_seconds=run.totals.compile_seconds,
                                  warm_from=warm.run_id if warm else None, cold_run=warm.cold_run if warm else None,
                                  cold_compile_seconds=warm.cold_compile_seconds if warm else None,
-                                 signature=sign(data, signed_purpose(self.key)))
+                                 signature=sign(data, signed_purpose(self.key)), kernels=len(kernels),
+                                 kernels_bytes=len(packed), kernels_signature=sign(packed, signed_purpose(
+                                     self.key, "compiled kernels")) if packed else "")
             with atomic_path(self.home.folder / CACHE_FILE) as tmp:
                 tmp.write_bytes(data)
+            if packed:
+                with atomic_path(self.home.folder / KERNELS_FILE) as tmp:
+                    tmp.write_bytes(packed)
             write_text_atomic(self.home.folder / KEY_FILE, json.dumps(cache.to_dict(), indent=2))
         except OSError as exc:
             run.emit(Notice("warning", f"the compile cache could not be written into {self.home.folder}: "
