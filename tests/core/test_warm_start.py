@@ -74,6 +74,8 @@ def test_a_cache_built_for_another_platform_is_refused_before_compiling_naming_b
     assert refused.value.message == (
         f"run #{run_id}'s compile cache was made for other settings: compiled code for: aarch64 asimd · clang 17.0.6 "
         f"here, x86_64 avx2 · g++ 12.2.0 in run #{run_id}")
+    assert refused.value.hint.startswith("its code was compiled for another machine or PyTorch: warm-start from a run "
+                                         "compiled here")
     unstamped = _recorded(store, tmp_path / "older", KEY)  # a cache from before the stamp
     assert key_differences(here, KEY, "run #9") == [
         "compiled code for: aarch64 asimd · clang 17.0.6 here, a platform not stamped (a cache from before it was) in "

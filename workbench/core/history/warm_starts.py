@@ -220,12 +220,15 @@ def warm_source(store: RunStore, run_id: int) -> WarmSource:
 def check_key(source: WarmSource, key: WarmKey) -> None:
     """Refuse a warm start whose cache was made for something else, saying each difference and what to do."""
     differences = key_differences(key, source.cache.key, f"run #{source.run_id}")
-    if differences:
-        raise WarmStartError(
-            f"run #{source.run_id}'s compile cache was made for other settings: " + "; ".join(differences),
-            f"train with run #{source.run_id}'s settings (`workbench train --from {source.run_id}`, then change "
-            f"only what does not compile: lr, epochs, seed, ...), or leave warm_from unset to find a matching run "
-            f"automatically")
+    if not differences:
+        return
+    machine_only = all(d.startswith(("compiled code for:", "torch:", "device:")) for d in differences)
+    hint = ("its code was compiled for another machine or PyTorch: warm-start from a run compiled here, or leave "
+            "warm_from unset (this run then compiles cold and keeps a cache of its own)") if machine_only else (
+        f"train with run #{source.run_id}'s settings (`workbench train --from {source.run_id}`, then change only what "
+        f"does not compile: lr, epochs, seed, ...), or leave warm_from unset to find a matching run automatically")
+    raise WarmStartError(f"run #{source.run_id}'s compile cache was made for other settings: " + "; ".join(differences),
+                         hint)
 
 
 def find_warm_source(store: RunStore, key: WarmKey, exclude: Path | None = None,
