@@ -97,7 +97,10 @@ def compiled_for(device: torch.device) -> str:
         return f"sm_{major}{minor} · triton {triton_version}"
     from torch._inductor.cpu_vec_isa import pick_vec_isa
 
-    return f"{platform.machine()} {str(pick_vec_isa()) or 'no vector ISA'} · {_cpp_compiler()}"
+    try:  # (picking the ISA compiles a probe: without a working compiler, the compile itself says so, not this)
+        return f"{platform.machine()} {str(pick_vec_isa()) or 'no vector ISA'} · {_cpp_compiler()}"
+    except Exception as exc:  # noqa: BLE001 - Inductor raises its own kinds (InvalidCxxCompiler, CppCompileError)
+        return f"{platform.machine()} · no working C++ compiler ({type(exc).__name__})"
 
 
 @functools.cache
