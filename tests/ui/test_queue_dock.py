@@ -186,3 +186,15 @@ def test_resume_is_offered_for_an_interrupted_or_cancelled_entry_whose_run_start
     with qtbot.waitSignal(panel.resumeRequested) as asked:
         panel.buttons["resume"].click()
     assert asked.args == [1]
+
+
+def test_the_window_loads_no_optuna_until_a_sweep_needs_it():
+    """The queue works a sweep's trials, but Optuna (half a second to import) is loaded by the first trial or the
+    Sweep dialog, never with the window."""
+    import subprocess
+    import sys
+
+    code = ("import sys; import workbench.ui.main_window, workbench.ui.features.registry, "
+            "workbench.core.run.queue_handover; print('optuna' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"

@@ -440,7 +440,7 @@ class MainWindow(QMainWindow):
             event.ignore()
             return
         self.kernel.close()  # jobs still waiting on it end now
-        self.queue.stop_collecting()  # a host's run being taken back is left training there
+        self.queue.closing()  # a host's run being taken back is left there; the sweep's study told
         self.tasks.wait()  # a report being written finishes its atomic write
         self.runs.close_store()
         self.queue.close()

@@ -19,7 +19,7 @@ import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from ..ground import paths
 from ..ground.config import TrainConfig
@@ -29,9 +29,11 @@ from ..history.queue import CANCELLED, FAILED, FINISHED, HERE, INTERRUPTED, Queu
 from .launch import start_run
 from .queued_run import train_recorded
 from .hosts.across import AcrossRun
-from .hosts.preflight import TITLES, preflight
+from .hosts.preflight import preflight
 from .remote.ssh import Remote
-from .sweep import TrialRun, next_trial
+
+if TYPE_CHECKING:
+    from .sweep import TrialRun
 
 CANCEL_POLL_S = 1.0  # how often a running entry's cancel is looked for
 IDLE_POLL_S = 2.0  # `wait`: how often an empty queue is looked at again
@@ -165,9 +167,9 @@ def across_hosts(entry: QueueEntry, config: TrainConfig, db) -> AcrossRun | None
     device = config.device if config.device in ("cpu", "cuda") else "auto"
     checked = preflight(hosts, entry.across.port, slots=[entry.across.processes] * len(hosts), device=device)
     if not checked.ok:
-        raise QueueError(f"{len(checked.red)} preflight check(s) failed: " + "; ".join(
-            f"{cell.host} · {TITLES[cell.check]}: {cell.detail}" for cell in checked.red),
-            "fix the red cells (workbench preflight --hosts …), then retry it")
+        raise QueueError(f"{len(checked.red)} preflight check(s) failed: "
+                         + "; ".join(cell.said for cell in checked.red),
+                         "fix the red cells (workbench preflight --hosts …), then retry it")
     return AcrossRun(hosts, checked, entry.across.processes, db=str(db) if db is not None else None)
 
 
@@ -176,9 +178,17 @@ def start_entry(queue: RunQueue, entry: QueueEntry, db) -> TrialRun | None:
     `queue ls` show what it trains). None for any other entry."""
     if not entry.sweep:
         return None
+    from .sweep import next_trial  # Optuna: imported by a sweep's first trial, not with the window
+
     trial = next_trial(entry.sweep, db)
     queue.trains(entry.id, trial.config, trial.label)
     return trial
+
+
+def ask_trial(db, entry: QueueEntry) -> TrialRun:
+    """start_entry for a sweep's trial entry, with a connection of its own (on the window's study thread)."""
+    with RunQueue(db) as queue:
+        return start_entry(queue, entry, db)
 
 
 def ended_state(outcome: RunFinished | RunFailed, cancelled: bool, trial: TrialRun | None, run_id: int | None,

@@ -180,6 +180,7 @@ class TrialRun:
         self.config = base.replace(epochs=epochs, resume=None, **trial.params)
         self.pruned_at: int | None = None
         self.epochs_done = 0
+        self.told: Trial | None = None  # how the study was told it ended (once: a study refuses a second)
 
     @property
     def label(self) -> str:
@@ -199,29 +200,34 @@ class TrialRun:
 
     def refused(self, exc: BaseException) -> Trial:
         """This machine cannot run the trial's settings: it fails, with the reason."""
-        return _told(self.trial, optuna.trial.TrialState.FAIL, note=f"not runnable here: {exc}")
+        return self._tell(optuna.trial.TrialState.FAIL, note=f"not runnable here: {exc}")
 
     def stopped(self) -> Trial:
-        """Its runner went away mid-run (the window closed): it fails, to be run again later."""
-        return _told(self.trial, optuna.trial.TrialState.FAIL, note="stopped before it ended",
-                     epochs=self.epochs_done)
+        """Its runner went away mid-run (the window closed): it fails, to be run again later (unless the study was
+        told how it ended already)."""
+        return self.told or self._tell(optuna.trial.TrialState.FAIL, note="stopped before it ended",
+                                       epochs=self.epochs_done)
 
     def ended(self, result: RunFinished | RunFailed, run_id: int | None, best: float | None) -> Trial:
         """Tell the study how the run ended: COMPLETE, PRUNED, or FAIL (a failed run, or one stopped before it ended:
         run again later)."""
         TrialState = optuna.trial.TrialState
         if isinstance(result, RunFailed):
-            return _told(self.trial, TrialState.FAIL, note=f"{result.kind}: {result.message}", run_id=run_id)
+            return self._tell(TrialState.FAIL, note=f"{result.kind}: {result.message}", run_id=run_id)
         results = result.results
         figures = {"val_accuracy": best, "samples_per_s": results.samples_per_s,
                    "compile_seconds": results.compile_seconds, "peak_memory_mib": results.peak_memory_mib}
         if self.pruned_at is not None:
-            return _told(self.trial, TrialState.PRUNED, note=f"pruned after epoch {self.pruned_at}: below the median",
-                         run_id=run_id, epochs=self.epochs_done, **figures)
+            return self._tell(TrialState.PRUNED, note=f"pruned after epoch {self.pruned_at}: below the median",
+                              run_id=run_id, epochs=self.epochs_done, **figures)
         if result.stopped or best is None:
-            return _told(self.trial, TrialState.FAIL, note="stopped before it ended", run_id=run_id,
-                         epochs=self.epochs_done, **figures)
-        return _told(self.trial, TrialState.COMPLETE, run_id=run_id, epochs=self.epochs_done, **figures)
+            return self._tell(TrialState.FAIL, note="stopped before it ended", run_id=run_id,
+                              epochs=self.epochs_done, **figures)
+        return self._tell(TrialState.COMPLETE, run_id=run_id, epochs=self.epochs_done, **figures)
+
+    def _tell(self, state, **attrs) -> Trial:
+        self.told = _told(self.trial, state, **attrs)
+        return self.told
 
 
 def next_trial(name: str, db: str | Path | None = None) -> TrialRun:

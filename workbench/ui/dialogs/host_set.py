@@ -141,7 +141,7 @@ class HostSetDialog(QDialog):
             self.queue_button.setEnabled(True)
         else:
             self.status.setText(f"{len(result.red)} check(s) failed: nothing was started.\n" + "\n".join(
-                f"✗ {cell.host} · {TITLES[cell.check]}: {cell.detail}" + (f" — {cell.fix}" if cell.fix else "")
+                f"✗ {cell.said}" + (f" — {cell.fix}" if cell.fix else "")
                 for cell in result.red))
         self.checked.emit(result)
 

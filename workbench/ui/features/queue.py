@@ -12,27 +12,32 @@ from __future__ import annotations
 import math
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QMessageBox
 
 from ...core.ground.config import TrainConfig
-from ...core.ground.errors import WorkbenchError
+from ...core.ground.errors import WorkbenchError, with_hint
 from ...core.ground.events import EpochEnd, Event, RunFailed, RunFinished, RunStarted
 from ...core.history.queue_eta import ends_in
-from ...core.history.queue import (FAILED, FINISHED, INTERRUPTED, QUEUED, RUNNING, AcrossHosts, QueueEntry,
+from ...core.history.queue import (CANCELLED, FAILED, FINISHED, INTERRUPTED, QUEUED, RUNNING, AcrossHosts, QueueEntry,
                                     QueueError, RunQueue, state_changes)
-from ...core.run.queue_worker import (ended_state, on_device, release_place, start_background_worker, start_entry,
+from ...core.run.queue_worker import (ask_trial, ended_state, on_device, release_place, start_background_worker,
                                       try_place)
 from ...core.run.queue_handover import Collected, collect, hand_over
-from ...core.run.sweep import TrialRun
 from ..actions import ActionSpec
 from ..support.form_errors import form_text
 from .parts import WindowParts
 from .training import Training
 
+if TYPE_CHECKING:
+    from ...core.run.sweep import TrialRun
+
+TRIAL_SLOT = "a sweep trial, asked of or told to its study"
+PRUNE_SLOT = "a sweep trial's epoch, told to its pruner"
 REFRESH_MS = 2000  # how often the queue is read again (other windows and runners change it too)
 COLLECT_EVERY_S = 60.0  # how often the runs that hosts trained on their own are looked for
 COLLECT_SLOT = "taking back the runs hosts trained"
@@ -71,9 +76,12 @@ class Queue(QObject):
             self.queue: RunQueue | None = RunQueue(parts.db)
         except QueueError as exc:  # a read-only or broken history: the window works without a queue
             self.queue = None
-            self.panel.unavailable(f"No queue: {exc}. {exc.hint}")
+            self.panel.unavailable(f"No queue: {with_hint(exc)}")
         self.current: tuple[QueueEntry, int] | None = None  # the entry this window trains, and its place's lock
         self.trial: TrialRun | None = None  # the current entry's, when it is a sweep's trial
+        # A sweep's study (Optuna over SQLite) is asked, told each epoch and told the end on a thread of its own, one
+        # call at a time and in order: never on the GUI thread.
+        self.study = ThreadPoolExecutor(max_workers=1, thread_name_prefix="workbench-study")
         self.best: float | None = None
         self.ended: list[tuple[QueueEntry, str]] = []  # what this window worked since the queue was last empty
         self.editing: int | None = None  # the queued entry whose settings the form holds (Edit)
@@ -159,7 +167,7 @@ class Queue(QObject):
         try:
             change(*args)
         except WorkbenchError as exc:
-            self.feedback.show("warning", f"{exc}" + (f": {exc.hint}" if exc.hint else ""))
+            self.feedback.show("warning", with_hint(exc))
         self.show_queue()
 
     def edit(self, entry_id: int) -> None:
@@ -228,9 +236,11 @@ class Queue(QObject):
                 self._done()
         self.show_queue()
 
-    def stop_collecting(self) -> None:
-        """The window closes: a host's run being followed is left training there (taken back at the next opening)."""
+    def closing(self) -> None:
+        """The window closes: a host's run being followed is left training there (taken back at the next opening),
+        and what the sweep's study was being told is told before the window goes."""
         self.collect_stop.set()
+        self.study.shutdown(wait=True)
 
     # -- what the dialogs line up ---------------------------------------------------------------------------------
     def add_entries(self, add: Callable[[str, str], list[int]]) -> list[int]:
@@ -269,36 +279,72 @@ class Queue(QObject):
             release_place(lock)
             return False
         self.current, self.best, self.trial = (entry, lock), None, None
-        try:
-            self.trial = start_entry(self.queue, entry, self.db)
-        except WorkbenchError as exc:  # a sweep's trial whose study is gone
-            self._end(FAILED, None, f"{exc}" + (f": {exc.hint}" if exc.hint else ""))
+        if not entry.sweep:
+            return self._train_entry(entry, None, device)
+        # A sweep's trial: its settings asked of the study (Optuna: SQLite, ~0.15 s) off the GUI thread.
+        db = self.db
+        self.tasks.watch(TRIAL_SLOT, self.study.submit(ask_trial, db, entry),
+                         lambda trial: self._train_entry(entry, trial, device),
+                         lambda exc: self._end(FAILED, None, with_hint(exc)))  # a sweep whose study is gone
+        return True
+
+    def _train_entry(self, entry: QueueEntry, trial: TrialRun | None, device: str) -> bool:
+        """Train the claimed entry (with its trial's settings, once asked) as Train would."""
+        if self.current is None or self.current[0].id != entry.id:  # the window closed while the study answered
+            if trial is not None:
+                trial.stopped()
             return False
-        self.feedback.note("info", f"queue: entry {entry.id} ({self.trial.label if self.trial else entry.title}) "
-                                   "starts")
-        if not self.training.train(on_device(self.trial.config if self.trial else entry.config, device)):
-            if self.trial is not None:
-                self.trial.refused(WorkbenchError("the window could not start it"))
+        self.trial = trial
+        if self.queue.cancel_asked(entry.id):  # cancelled while its study answered: it never starts
+            if trial is not None:
+                self.study.submit(trial.stopped)
+            self._end(CANCELLED, None, "cancelled")
+            return False
+        self.feedback.note("info", f"queue: entry {entry.id} ({trial.label if trial else entry.title}) starts")
+        if not self.training.train(on_device(trial.config if trial else entry.config, device)):
+            if trial is not None:
+                self.study.submit(trial.refused, WorkbenchError("the window could not start it"))
             self._end(FAILED, None, "the window could not start it: the banner says why")
             return False
         return True
 
     def saw(self, batch: list[Event]) -> None:
-        if self.current is not None:
-            for event in batch:
-                if isinstance(event, EpochEnd):
-                    self.best = max(self.best or 0.0, event.val_accuracy)
-                if isinstance(event, (RunStarted, EpochEnd)):
-                    self.entryHeard.emit(self.current[0], event)
-                if self.trial is not None and self.trial.heard(event) and self.runner.training:
-                    self.training.stop()  # pruned: below the median of the trials before it
+        if self.current is None:
+            return
+        entry = self.current[0]
+        for event in batch:
+            if isinstance(event, EpochEnd):
+                self.best = max(self.best or 0.0, event.val_accuracy)
+                if self.trial is not None:  # told to the pruner, off the GUI thread, in order
+                    self.tasks.watch(PRUNE_SLOT, self.study.submit(self.trial.heard, event),
+                                     lambda pruned: pruned and self._prune(entry.id), self._study_failed)
+            if isinstance(event, (RunStarted, EpochEnd)):
+                self.entryHeard.emit(entry, event)
+
+    def _prune(self, entry_id: int) -> None:
+        """Below the median of the trials before it: its run stops after its step."""
+        if self.current is not None and self.current[0].id == entry_id and self.runner.training:
+            self.training.stop()
+
+    def _study_failed(self, error: BaseException) -> None:
+        self.feedback.note("warning", f"the sweep's study could not be told: {error}")
 
     def run_ended(self, result: RunFinished | RunFailed) -> None:
         if self.current is None:
             return
-        entry = self.current[0]
-        state, error = ended_state(result, True, self.trial, self.state.shown_run, self.best)
-        self._end(state, self.state.shown_run, error)
+        entry, trial, run_id, best = self.current[0], self.trial, self.state.shown_run, self.best
+        if trial is None:
+            self._finish(entry, *ended_state(result, True, None, run_id, best), run_id)
+            return
+        self.tasks.watch(TRIAL_SLOT, self.study.submit(ended_state, result, True, trial, run_id, best),
+                         lambda told: self._finish(entry, *told, run_id),
+                         lambda exc: self._finish(entry, FAILED, with_hint(exc), run_id))
+
+    def _finish(self, entry: QueueEntry, state: str, error: str, run_id: int | None) -> None:
+        """The entry ended as its run did (its trial told to the study first); the next one starts."""
+        if self.current is None or self.current[0].id != entry.id:  # the window closed meanwhile
+            return
+        self._end(state, run_id, error)
         if not any(e.state == QUEUED and e.place == entry.place for e in self.queue.entries()):
             self._done()
         QTimer.singleShot(0, self.tick)
@@ -358,8 +404,8 @@ class Queue(QObject):
             return False
         if self.current is not None:
             entry = self.current[0]
-            if self.trial is not None:
-                self.trial.stopped()
+            if self.trial is not None:  # after whatever the study is still being told (a run that just ended)
+                self.study.submit(self.trial.stopped).result()
             self._end(INTERRUPTED, self.state.shown_run, "the window closed while it trained")
             if choice == "keep":
                 self.queue.retry(entry.id)

@@ -45,6 +45,11 @@ class Cell(Record):
     detail: str
     fix: str = ""
 
+    @property
+    def said(self) -> str:
+        """'host · check: what it found': the cell as a line of text (the CLI's, the dialog's, a queued run's)."""
+        return f"{self.host} · {TITLES[self.check]}: {self.detail}"
+
 
 @dataclass(frozen=True)
 class Preflight(Record):
@@ -258,6 +263,5 @@ def matrix_lines(result: Preflight) -> list[str]:
     for name in result.hosts:
         for check in CHECKS:
             cell = result.cell(name, check)
-            lines.append(f"{'✓' if cell.ok else '✗'} {name} · {TITLES[check]}: {cell.detail}"
-                         + (f"\n    → {cell.fix}" if cell.fix else ""))
+            lines.append(f"{'✓' if cell.ok else '✗'} {cell.said}" + (f"\n    → {cell.fix}" if cell.fix else ""))
     return lines
