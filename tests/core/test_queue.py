@@ -136,8 +136,11 @@ def test_the_worker_trains_in_order_a_bad_entry_fails_alone_and_a_cancelled_one_
     assert done.summary().startswith("the queue is done: 1 finished, 1 failed, 1 cancelled; best val accuracy")
     assert said[0].startswith(f"entry {long} (long: cancelled at its first step) starts on this computer")
     # The cancelled one goes on from its run's checkpoint; one whose run never started, or a finished one, cannot.
+    from workbench.cli import main
+
+    assert main(["queue", "--db", db, "retry", str(long), "--resume"]) == 0  # as `workbench queue retry N --resume`
     with RunQueue(db) as queue, RunStore(db) as store:
-        checkpoint = queue.resume(long)
+        checkpoint = queue.entry(long).config.resume
         assert checkpoint == store.get(entries[long].run_id).checkpoint and os.path.isfile(checkpoint)
         assert queue.entry(long).state == QUEUED and queue.entry(long).config.resume == checkpoint
         assert queue.entry(long).config.epochs == 50  # to the end it was set for

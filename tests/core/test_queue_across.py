@@ -39,9 +39,9 @@ def test_a_host_set_entry_is_checked_then_trained_across_its_hosts_and_a_red_set
     taken.bind(("127.0.0.2", 0))
     taken.listen()
     hosts = f"{a.address},{b.address}"
-    for port in (taken.getsockname()[1], _free_port()):
-        assert main(["queue", "--db", db, "add", "--host", hosts, "--rdzv-port", str(port), *tiny,
-                     "--remote-python", a.remote_python]) == 0
+    for port, processes in ((taken.getsockname()[1], "1"), (_free_port(), "2")):
+        assert main(["queue", "--db", db, "add", "--host", hosts, "--rdzv-port", str(port), "--processes", processes,
+                     *tiny, "--remote-python", a.remote_python]) == 0
     assert f"queued entry 2 on {hosts}" in capsys.readouterr().out
     trained = []
 
@@ -60,9 +60,9 @@ def test_a_host_set_entry_is_checked_then_trained_across_its_hosts_and_a_red_set
     assert done[2] == (FINISHED, "")
     [(request, across)] = trained
     assert isinstance(across, AcrossRun) and [str(host) for host in across.hosts] == [a.address, b.address]
-    assert across.slots == 1 and across.checked.ok and request.config.max_steps == 20
+    assert across.slots == 2 and across.checked.ok and request.config.max_steps == 20  # --processes 2
     with RunQueue(db) as queue:
-        assert queue.entry(2).across.processes == 1
+        assert queue.entry(2).across.processes == 2
 
 
 def test_a_host_set_waits_while_any_of_its_hosts_trains_another_entry(tmp_path, monkeypatch):

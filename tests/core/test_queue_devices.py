@@ -69,3 +69,10 @@ def test_the_slots_are_one_per_device_and_one_on_the_cpu():
         slot_devices(2, 3)
     with pytest.raises(QueueError, match="0 runs at once is none"):
         slot_devices(1, 0)
+
+
+def test_the_command_line_asks_for_as_many_runs_at_once_as_parallel_says(tmp_path, capsys):
+    from workbench.cli import main
+
+    code = main(["queue", "--db", str(tmp_path / "runs.sqlite"), "work", "--parallel", "2"])  # this CPU machine
+    assert code != 0 and "2 runs at once asked for, but this computer has no CUDA device" in capsys.readouterr().err

@@ -15,7 +15,7 @@ import json
 import math
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -23,7 +23,7 @@ from ..ground.errors import WorkbenchError, first_line
 from ..ground.events import EpochEnd, Event, RunFailed, RunFinished, is_terminal
 from ..history.queue import CANCELLED, FAILED, INTERRUPTED, QueueEntry, RunQueue
 from .queued_run import run_id_of
-from .queue_worker import ended_state
+from .queue_worker import WorkDone, ended_state
 from .remote.kernels import RemoteRun, answer_as, ask_host
 from .remote.ssh import Remote, RemoteError
 from .remote.wire import HostQueue
@@ -71,10 +71,9 @@ def host_queue_state(remote: Remote, key: str, cancel: list[int] = ()) -> HostQu
 
 
 @dataclass
-class Collected:
-    """What `collect` did: each entry it ended, how; what it could not do."""
+class Collected(WorkDone):
+    """What `collect` did: each entry it ended, how (as a worker says it); what it could not do."""
 
-    ended: list[tuple[QueueEntry, str]] = field(default_factory=list)
     problem: str = ""
 
 
@@ -88,27 +87,29 @@ def collect(db: str | Path | None, place: str, stop: threading.Event, *, emit: C
         by_queue: dict[str, list[QueueEntry]] = {}
         for entry in entries:
             by_queue.setdefault(entry.handed.rpartition(":")[0], []).append(entry)
-        for key, handed in by_queue.items():
-            remote = Remote.parse(place, handed[0].python)
-            try:
-                state = host_queue_state(remote, key, [_index(e) for e in handed if queue.cancel_asked(e.id)])
-            except (RemoteError, OSError) as exc:
-                done.problem = f"cannot reach {place} for its queue: {first_line(exc)}"
-                return done
-            for entry in handed:
-                if stop.is_set():
-                    return done
-                try:
-                    state = _started(remote, state, _index(entry), stop)
-                except (RemoteError, OSError) as exc:
-                    done.problem = f"cannot reach {place} for its queue: {first_line(exc)}"
-                    return done
-                ended = _take_back(queue, entry, state, remote, db, stop, emit)
-                if ended is None:
-                    break  # not started there yet, or left training: the rest come after it
-                done.ended.append(ended)
-                say(f"entry {entry.id} {ended[1]} on {place}" + (f": {ended[0].error}" if ended[0].error else ""))
+        try:
+            for key, handed in by_queue.items():
+                _take_back_queue(queue, key, handed, place, db, stop, emit, say, done)
+        except (RemoteError, OSError) as exc:
+            done.problem = f"cannot reach {place} for its queue: {first_line(exc)}"
     return done
+
+
+def _take_back_queue(queue: RunQueue, key: str, handed: list[QueueEntry], place: str, db, stop: threading.Event,
+                     emit: Callable[[Event], None], say: Callable[[str], None], done: Collected) -> None:
+    """The entries of the host's queue `key`, in order, until one has not ended there yet (a cancel asked here
+    passed on first)."""
+    remote = Remote.parse(place, handed[0].python)
+    state = host_queue_state(remote, key, [_index(e) for e in handed if queue.cancel_asked(e.id)])
+    for entry in handed:
+        if stop.is_set():
+            return
+        state = _started(remote, state, _index(entry), stop)
+        ended = _take_back(queue, entry, state, remote, db, stop, emit)
+        if ended is None:
+            return  # not started there yet, or left training: the rest come after it
+        done.ended.append(ended)
+        say(f"entry {entry.id} {ended[1]} on {place}" + (f": {ended[0].error}" if ended[0].error else ""))
 
 
 def _started(remote: Remote, state: HostQueue, index: int, stop: threading.Event) -> HostQueue:

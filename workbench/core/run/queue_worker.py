@@ -46,16 +46,18 @@ class WorkDone:
     ended: list[tuple[QueueEntry, str]] = field(default_factory=list)
 
     def summary(self) -> str:
-        if not self.ended:
-            return "the queue had nothing to train here"
+        return f"the queue is done: {self.said()}" if self.ended else "the queue had nothing to train here"
+
+    def said(self) -> str:
+        """'3 finished, 1 failed; best val accuracy 93.10% (entry 4, run 12)': how each entry ended, and the best."""
         counts = {state: sum(1 for _entry, ended in self.ended if ended == state)
                   for state in (FINISHED, FAILED, CANCELLED, INTERRUPTED)}
         said = ", ".join(f"{count} {state}" for state, count in counts.items() if count)
         best = max(((entry.best_val_accuracy, entry) for entry, state in self.ended
                     if state == FINISHED and entry.best_val_accuracy is not None), default=None,
                    key=lambda pair: pair[0])
-        return f"the queue is done: {said}" + (f"; best val accuracy {best[0]:.2%} (entry {best[1].id}, run "
-                                               f"{best[1].run_id})" if best else "")
+        return said + (f"; best val accuracy {best[0]:.2%} (entry {best[1].id}, run {best[1].run_id})" if best
+                       else "")
 
 
 def work(db: str | Path | None, stop: threading.Event, *, cuda_devices: int, place: str = HERE,

@@ -23,10 +23,10 @@ from ...core.ground.config import TrainConfig
 from ...core.ground.errors import WorkbenchError, with_hint
 from ...core.ground.events import EpochEnd, Event, RunFailed, RunFinished, RunStarted
 from ...core.history.queue_eta import ends_in
-from ...core.history.queue import (CANCELLED, FAILED, FINISHED, INTERRUPTED, QUEUED, RUNNING, AcrossHosts, QueueEntry,
+from ...core.history.queue import (CANCELLED, FAILED, INTERRUPTED, QUEUED, RUNNING, AcrossHosts, QueueEntry,
                                     QueueError, RunQueue, state_changes)
-from ...core.run.queue_worker import (ask_trial, ended_state, on_device, release_place, start_background_worker,
-                                      try_place)
+from ...core.run.queue_worker import (WorkDone, ask_trial, ended_state, on_device, release_place,
+                                      start_background_worker, try_place)
 from ...core.run.queue_handover import Collected, collect, hand_over
 from ..actions import ActionSpec
 from ..support.form_errors import form_text
@@ -119,6 +119,11 @@ class Queue(QObject):
         """Where this window's runs train: "" for this computer, else the connected host."""
         return str(self.runner.remote) if self.runner.remote is not None else ""
 
+    @property
+    def python(self) -> str:
+        """The Python that has Workbench where this window's runs train (the connected host's)."""
+        return self.runner.remote.python if self.runner.remote is not None else "python3"
+
     # -- lining up ----------------------------------------------------------------------------------------------
     def queue_form(self) -> int | None:
         """Run → Add to queue: the form's settings, queued last for this window's place; the entry's id."""
@@ -134,8 +139,7 @@ class Queue(QObject):
                 return entry
             except QueueError as exc:  # it started (or went) meanwhile: the form's settings are a new entry
                 self.feedback.note("warning", f"{exc}: queued as a new entry")
-        remote = self.runner.remote
-        entry = self.queue.add(config, place=self.place, python=remote.python if remote else "python3")
+        entry = self.queue.add(config, place=self.place, python=self.python)
         self.feedback.note("info", f"queued entry {entry} on {self.queue.entry(entry).where}")
         self.tick()
         return entry
@@ -247,8 +251,7 @@ class Queue(QObject):
         """Entries a dialog lines up (Sweep…, Repeat with seeds…) for this window's place: `add(place, python)`
         queues them (raising a WorkbenchError, nothing queued, when it cannot); their ids. They start at once when
         nothing else is queued or training here."""
-        remote = self.runner.remote
-        ids = add(self.place, remote.python if remote else "python3")
+        ids = add(self.place, self.python)
         self.feedback.note("info", f"queued {len(ids)} run(s) on {self.place or 'this computer'}")
         self.tick()
         return ids
@@ -361,10 +364,7 @@ class Queue(QObject):
         self.show_queue()
 
     def _done(self) -> None:
-        finished = [entry for entry, state in self.ended if state == FINISHED]
-        failed = sum(1 for _entry, state in self.ended if state == FAILED)
-        best = max((e.best_val_accuracy for e in finished if e.best_val_accuracy is not None), default=None)
-        text = (f"{len(finished)} finished, {failed} failed" + (f"; best val accuracy {best:.2%}" if best else ""))
+        text = WorkDone(self.ended).said()
         self.feedback.note("info", f"queue done: {text}")
         self.notifier.notify("Queue done", text, "info")
         self.ended = []

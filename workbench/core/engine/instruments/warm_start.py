@@ -122,8 +122,9 @@ def used_kernels() -> list[Path]:
     from torch._inductor import codecache
     from torch._inductor.runtime.cache_dir_utils import cache_dir
 
-    keys = {key for cache in (codecache.CppCodeCache, codecache.CppPythonBindingsCodeCache,
-                              codecache.CppWrapperCodeCache) for key in cache.cache}
+    caches = (getattr(codecache, name, None) for name in ("CppCodeCache", "CppPythonBindingsCodeCache",
+                                                          "CppWrapperCodeCache"))  # (Inductor's own, by name)
+    keys = {key for cache in caches if cache is not None for key in getattr(cache, "cache", {})}
     root = Path(cache_dir())
     return sorted(path for key in keys for path in (root / key[1:3]).glob(f"{key}.*") if path.is_file())
 
